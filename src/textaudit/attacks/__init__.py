@@ -1,0 +1,1 @@
+"""Second-order attacks (SO-Enum, SO-Beam) and first-order baselines (Genetic, BAE)."""

@@ -1,0 +1,1 @@
+"""The ``audit`` command line (typer); see :mod:`textaudit.cli.main`."""

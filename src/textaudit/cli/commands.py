@@ -1,0 +1,1 @@
+"""Commands that live outside ``main.py`` register themselves on the app when imported."""

@@ -1,0 +1,1 @@
+"""Counterfactual token bias B_{p,k} for protected word pairs."""

@@ -1,0 +1,237 @@
+"""The ``Classifier`` protocol and the one batching/caching wrapper every attack and estimator uses.
+
+A *classifier* here is anything with
+
+- ``predict_proba(texts: Sequence[str]) -> np.ndarray`` of shape ``(n, C)``, rows summing to 1,
+- ``num_classes: int`` and ``name: str``.
+
+:class:`BatchedClassifier` turns any *forward function* ``forward(list[str]) -> array (n, C)``
+(probabilities or logits) into such a classifier and adds, once for all callers:
+
+- batching (``batch_size``; texts are sorted by length inside a call so that batches pad little),
+- de-duplication of repeated texts within a call,
+- an LRU cache text → probabilities (``cache_size`` entries),
+- validation of what the forward returns (shape, NaN, row sums) with one-line errors,
+- a query counter (:class:`QueryStats`): unique forwards vs cache hits, and time spent in forwards.
+
+Device placement and ``torch.inference_mode`` live in the torch forward functions
+(:mod:`textaudit.models.torch_backend`), so this module needs only numpy.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import asdict, dataclass
+from typing import Callable, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from textaudit.errors import TextAuditError
+
+__all__ = ["Classifier", "BatchedClassifier", "QueryStats", "as_classifier", "softmax"]
+
+
+@runtime_checkable
+class Classifier(Protocol):
+    """What every attack and estimator needs from a model."""
+
+    name: str
+
+    @property
+    def num_classes(self) -> int: ...
+
+    def predict_proba(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+@dataclass
+class QueryStats:
+    """Counters of one classifier: ``texts`` asked for, ``unique_forwards`` actually run through the
+    model, ``cache_hits`` (asked-for texts answered from the cache or by de-duplication),
+    ``batches`` and ``forward_seconds`` spent inside the model's forward."""
+
+    calls: int = 0
+    texts: int = 0
+    unique_forwards: int = 0
+    cache_hits: int = 0
+    batches: int = 0
+    forward_seconds: float = 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Return the row-wise softmax of a 2-D array (numerically stable)."""
+    z = logits - logits.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+class BatchedClassifier:
+    """A :class:`Classifier` over a forward function, with batching, dedup, LRU cache and counters.
+
+    Parameters
+    ----------
+    forward:
+        ``forward(texts: list[str]) -> array-like`` of shape ``(n, C)`` (or ``(n,)`` for a binary
+        model returning P(class 1)).
+    output:
+        ``"probs"`` (rows must be in [0, 1] and sum to 1 within 1e-3) or ``"logits"`` (softmaxed).
+    num_classes:
+        Number of classes C; when None it is read from the first forward.
+    batch_size:
+        Texts per forward call (default 128).
+    cache_size:
+        Entries kept in the LRU cache text → probabilities (0 disables it).
+    name:
+        Shown in results files and tables.
+    """
+
+    def __init__(self, forward: Callable[[list[str]], object], *, output: str = "probs",
+                 num_classes: int | None = None, batch_size: int | None = None, cache_size: int = 100_000,
+                 name: str = "model", labels: Sequence[str] | None = None):
+        if output not in ("probs", "logits"):
+            raise TextAuditError(f"output must be 'probs' or 'logits' (got {output!r})")
+        if batch_size is not None and batch_size < 1:
+            raise TextAuditError(f"batch_size must be a positive integer (got {batch_size})")
+        if cache_size < 0:
+            raise TextAuditError(f"cache_size must be >= 0 (got {cache_size})")
+        self.forward = forward
+        self.output = output
+        self._num_classes = num_classes
+        self.batch_size = batch_size or 128
+        self.cache_size = cache_size
+        self.name = name
+        self.labels = list(labels) if labels is not None else None
+        self.stats = QueryStats()
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    # -- protocol -------------------------------------------------------------------------------
+    @property
+    def num_classes(self) -> int:
+        """Number of classes C (runs one forward on the text "the" if it is not known yet)."""
+        if self._num_classes is None:
+            self.predict_proba(["the"])
+        return int(self._num_classes)  # type: ignore[arg-type]
+
+    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
+        """Return class probabilities, shape ``(len(texts), C)``, rows summing to 1."""
+        if isinstance(texts, str):
+            texts = [texts]
+        texts = list(texts)
+        self.stats.calls += 1
+        self.stats.texts += len(texts)
+        if not texts:
+            return np.zeros((0, self._num_classes or 0), dtype=np.float32)
+        for t in texts:
+            if not isinstance(t, str):
+                raise TextAuditError(f"predict_proba takes strings, got {type(t).__name__}")
+        unique = list(dict.fromkeys(texts))
+        found: dict[str, np.ndarray] = {}
+        missing = []
+        for t in unique:
+            row = self._cache.get(t)
+            if row is not None:
+                self._cache.move_to_end(t)
+                found[t] = row
+            else:
+                missing.append(t)
+        self.stats.cache_hits += len(texts) - len(missing)
+        if missing:
+            missing.sort(key=len)  # similar lengths share a batch: less padding
+            for start in range(0, len(missing), self.batch_size):
+                chunk = missing[start:start + self.batch_size]
+                probs = self._forward_checked(chunk)
+                for t, row in zip(chunk, probs):
+                    found[t] = row
+                    if self.cache_size:
+                        self._cache[t] = row
+            self.stats.unique_forwards += len(missing)
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return np.stack([found[t] for t in texts])
+
+    def predict(self, texts: Sequence[str]) -> np.ndarray:
+        """Return the predicted class ids, shape ``(n,)``."""
+        return self.predict_proba(texts).argmax(axis=1)
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        return self.predict_proba(texts)
+
+    # -- bookkeeping ----------------------------------------------------------------------------
+    def reset_stats(self) -> QueryStats:
+        """Zero the counters and return the old ones."""
+        old, self.stats = self.stats, QueryStats()
+        return old
+
+    def clear_cache(self) -> None:
+        """Forget every cached prediction."""
+        self._cache.clear()
+
+    def __repr__(self) -> str:
+        return f"BatchedClassifier(name={self.name!r}, num_classes={self._num_classes}, batch_size={self.batch_size})"
+
+    # -- internals ------------------------------------------------------------------------------
+    def _forward_checked(self, chunk: list[str]) -> np.ndarray:
+        t0 = time.perf_counter()
+        try:
+            raw = self.forward(chunk)
+        finally:
+            self.stats.forward_seconds += time.perf_counter() - t0
+            self.stats.batches += 1
+        return self._validate(raw, len(chunk))
+
+    def _validate(self, raw: object, n: int) -> np.ndarray:
+        if hasattr(raw, "detach"):  # a torch tensor
+            raw = raw.detach().float().cpu().numpy()  # type: ignore[union-attr]
+        try:
+            arr = np.asarray(raw, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TextAuditError(f"model '{self.name}' returned {type(raw).__name__}, not an array of numbers") from None
+        if arr.ndim == 1 and arr.shape[0] == n and self.output == "probs":
+            arr = np.stack([1.0 - arr, arr], axis=1)  # binary model returning P(class 1)
+        if arr.ndim != 2 or arr.shape[0] != n:
+            raise TextAuditError(
+                f"model '{self.name}' returned shape {arr.shape} for {n} texts; expected ({n}, num_classes)")
+        if arr.shape[1] < 2:
+            raise TextAuditError(f"model '{self.name}' returned {arr.shape[1]} class column; expected at least 2")
+        if not np.isfinite(arr).all():
+            raise TextAuditError(f"model '{self.name}' returned NaN or infinite values")
+        if self.output == "logits":
+            arr = softmax(arr)
+        else:
+            if (arr < -1e-6).any() or (arr > 1 + 1e-6).any():
+                raise TextAuditError(
+                    f"model '{self.name}' returned values outside [0, 1]; if they are logits, use output='logits'")
+            sums = arr.sum(axis=1)
+            if np.abs(sums - 1.0).max() > 1e-3:
+                raise TextAuditError(
+                    f"model '{self.name}' returned rows summing to {sums[np.argmax(np.abs(sums - 1))]:.4g}, not 1; "
+                    "if they are logits or scores, use output='logits'")
+            arr = np.clip(arr, 0.0, 1.0)
+            arr = arr / arr.sum(axis=1, keepdims=True)
+        if self._num_classes is None:
+            self._num_classes = arr.shape[1]
+        elif arr.shape[1] != self._num_classes:
+            raise TextAuditError(
+                f"model '{self.name}' returned {arr.shape[1]} classes but was declared with {self._num_classes}")
+        return arr.astype(np.float32)
+
+
+def as_classifier(obj: object, *, output: str = "probs", name: str | None = None, **kwargs) -> BatchedClassifier:
+    """Return a :class:`BatchedClassifier` for ``obj``: a BatchedClassifier (returned as is), any object
+    with ``predict_proba`` (scikit-learn style, given lists of strings), or a plain callable
+    ``f(list[str]) -> (n, C)`` probabilities (or logits with ``output="logits"``)."""
+    if isinstance(obj, BatchedClassifier):
+        return obj
+    nm = name or getattr(obj, "name", None) or getattr(obj, "__name__", None) or type(obj).__name__
+    if hasattr(obj, "predict_proba") and callable(getattr(obj, "predict_proba")):
+        nc = getattr(obj, "num_classes", None)
+        return BatchedClassifier(lambda texts: obj.predict_proba(texts), output=output, name=str(nm),  # type: ignore[attr-defined]
+                                 num_classes=nc if isinstance(nc, int) else None, **kwargs)
+    if callable(obj):
+        return BatchedClassifier(obj, output=output, name=str(nm), **kwargs)  # type: ignore[arg-type]
+    raise TextAuditError(
+        f"cannot use a {type(obj).__name__} as a classifier; give a callable f(list[str]) -> probabilities "
+        "or an object with predict_proba")

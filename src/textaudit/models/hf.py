@@ -1,0 +1,43 @@
+"""HuggingFace sequence classifiers (a local directory, or a hub id when online)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textaudit.errors import TextAuditError
+from textaudit.models.batched import BatchedClassifier
+from textaudit.models.torch_backend import hf_tokenize, torch_classifier
+from textaudit.resources import hub_local_only
+
+__all__ = ["load_hf_classifier"]
+
+
+def load_hf_classifier(name_or_path: str, *, device: str | None = None, batch_size: int | None = None,
+                       max_length: int = 512) -> BatchedClassifier:
+    """Return a :class:`BatchedClassifier` over ``AutoModelForSequenceClassification``.
+
+    ``name_or_path`` is a local directory (``config.json`` + weights + tokenizer) or a hub id such as
+    ``distilbert-base-uncased-finetuned-sst-2-english`` (needs the network or the HF cache).
+    Class names come from the model's ``id2label``.
+    """
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    local = Path(name_or_path).expanduser()
+    if local.exists() and not (local / "config.json").is_file():
+        raise TextAuditError(f"'{local}' is not a HuggingFace model directory (no config.json)")
+    src = str(local) if local.exists() else name_or_path
+    local_only = local.exists() or hub_local_only()
+    try:
+        tok = AutoTokenizer.from_pretrained(src, local_files_only=local_only)
+        model = AutoModelForSequenceClassification.from_pretrained(src, local_files_only=local_only)
+    except OSError as e:
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+        where = "directory" if local.exists() else "hub id (" + ("offline here" if local_only else "not found on the hub") + ")"
+        raise TextAuditError(f"cannot load HuggingFace classifier '{name_or_path}' as a {where}: {first}") from None
+    except (ValueError, RuntimeError) as e:
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+        raise TextAuditError(f"HuggingFace classifier '{name_or_path}' is broken or incompatible: {first}") from None
+    id2label = getattr(model.config, "id2label", None) or {}
+    labels = [str(id2label.get(i, i)) for i in range(model.config.num_labels)]
+    return torch_classifier(model, hf_tokenize(tok, max_length), name=f"hf:{name_or_path}", device=device,
+                            batch_size=batch_size, num_classes=model.config.num_labels, labels=labels)

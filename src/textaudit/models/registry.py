@@ -1,0 +1,113 @@
+"""Turn a ``--model`` string into a :class:`~textaudit.models.batched.BatchedClassifier`.
+
+Accepted forms (the same on every CLI command that takes ``--model``):
+
+- a zoo name: ``bow``, ``cnn``, ``lstm``, ``transformer``, ``minilm`` (trained on first use, then
+  loaded from the cache) or the path of a textaudit checkpoint directory;
+- ``hf:<dir-or-id>``: a HuggingFace sequence classifier (local directory, or hub id when online);
+- ``path/to/file.py:obj``: a plug-in. ``obj`` may be a function ``f(list[str]) -> (n, C)``
+  probabilities, an object with ``predict_proba``, or a class instantiated with no arguments that
+  is one of those. Set ``obj.output = "logits"`` if it returns logits, and ``obj.name`` to name it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import sys
+from pathlib import Path
+from typing import Callable
+
+from textaudit.errors import TextAuditError
+from textaudit.models.batched import BatchedClassifier, as_classifier
+
+__all__ = ["load_classifier", "load_plugin", "MODEL_FACTORIES", "register_model", "known_models"]
+
+#: name -> factory(**options) returning a BatchedClassifier; the model zoo registers its names here.
+MODEL_FACTORIES: dict[str, Callable[..., BatchedClassifier]] = {}
+
+
+def register_model(name: str, factory: Callable[..., BatchedClassifier]) -> None:
+    """Make ``--model name`` resolve to ``factory(**options)``."""
+    MODEL_FACTORIES[name] = factory
+
+
+def _ensure_zoo() -> None:
+    try:
+        import textaudit.models.zoo  # noqa: F401  (registers bow, cnn, lstm, transformer, minilm)
+    except ImportError:
+        pass
+
+
+def known_models() -> list[str]:
+    """Return the registered model names."""
+    _ensure_zoo()
+    return sorted(MODEL_FACTORIES)
+
+
+def load_plugin(spec: str, **options) -> BatchedClassifier:
+    """Return a classifier from a ``path/to/file.py:obj`` plug-in (see the module docstring)."""
+    file, _, objname = spec.rpartition(":")
+    path = Path(file).expanduser()
+    if not path.is_file():
+        raise TextAuditError(f"plug-in file '{path}' does not exist")
+    if not objname.isidentifier():
+        raise TextAuditError(f"plug-in '{spec}': '{objname}' is not a Python name; use path/to/file.py:obj")
+    mod_name = f"textaudit_plugin_{abs(hash(str(path.resolve())))}"
+    ispec = importlib.util.spec_from_file_location(mod_name, path)
+    if ispec is None or ispec.loader is None:
+        raise TextAuditError(f"cannot import plug-in file '{path}'")
+    module = importlib.util.module_from_spec(ispec)
+    sys.modules[mod_name] = module
+    try:
+        ispec.loader.exec_module(module)
+    except SyntaxError as e:
+        raise TextAuditError(f"plug-in file '{path}' has a syntax error at line {e.lineno}: {e.msg}") from None
+    except ImportError as e:
+        raise TextAuditError(f"plug-in file '{path}' failed to import: {e}") from None
+    if not hasattr(module, objname):
+        names = [n for n in vars(module) if not n.startswith("_")]
+        raise TextAuditError(f"plug-in file '{path}' has no '{objname}' (it defines: {', '.join(names) or 'nothing'})")
+    obj = getattr(module, objname)
+    if inspect.isclass(obj):
+        try:
+            obj = obj()
+        except TypeError as e:
+            raise TextAuditError(f"plug-in class '{objname}' must be constructible with no arguments ({e})") from None
+    if not (callable(obj) or hasattr(obj, "predict_proba")):
+        raise TextAuditError(
+            f"plug-in '{objname}' is a {type(obj).__name__}; it must be a function f(list[str]) -> probabilities "
+            "or an object with predict_proba")
+    output = getattr(obj, "output", "probs")
+    return as_classifier(obj, output=output, name=getattr(obj, "name", None) or f"{path.name}:{objname}", **options)
+
+
+def load_classifier(spec: str, **options) -> BatchedClassifier:
+    """Return a :class:`BatchedClassifier` for a model spec (zoo name, ``hf:...``, ``file.py:obj``,
+    or a checkpoint directory); unknown specs raise a one-line :class:`TextAuditError`."""
+    if not spec or not str(spec).strip():
+        raise TextAuditError("empty model name; use one of " + ", ".join(known_models() + ["hf:<dir-or-id>", "file.py:obj"]))
+    spec = str(spec).strip()
+    if spec.startswith("hf:"):
+        from textaudit.models.hf import load_hf_classifier
+
+        return load_hf_classifier(spec[3:], **options)
+    if ".py:" in spec:
+        opts = {k: v for k, v in options.items() if k in ("batch_size", "cache_size")}
+        return load_plugin(spec, **opts)
+    _ensure_zoo()
+    if spec in MODEL_FACTORIES:
+        return MODEL_FACTORIES[spec](**options)
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        if (path / "textaudit.json").is_file():
+            from textaudit.models.zoo import load_checkpoint
+
+            return load_checkpoint(path, **options)
+        if (path / "config.json").is_file():
+            from textaudit.models.hf import load_hf_classifier
+
+            return load_hf_classifier(str(path), **options)
+    raise TextAuditError(
+        f"unknown model '{spec}'; use one of {', '.join(known_models()) or '(none registered)'}, "
+        "hf:<dir-or-id>, a checkpoint directory, or path/to/file.py:obj")

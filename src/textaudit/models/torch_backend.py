@@ -1,0 +1,79 @@
+"""Forward functions for torch modules: device choice, padding to the longest item, inference mode.
+
+:class:`TorchForward` turns ``(module, tokenizer)`` into the ``forward(list[str]) -> logits``
+function that :class:`~textaudit.models.batched.BatchedClassifier` batches and caches.
+
+- ``tokenizer(texts) -> Mapping[str, Tensor]``, already padded to the longest text of the batch
+  (never to a fixed 512); HuggingFace tokenizers are adapted by :func:`hf_tokenize`.
+- ``module(**encoded)`` returns logits, or an object with ``.logits`` (HF models).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable, Mapping
+
+import numpy as np
+
+from textaudit.models.batched import BatchedClassifier
+
+__all__ = ["pick_device", "TorchForward", "hf_tokenize", "torch_classifier"]
+
+
+def pick_device(device: str | None = None) -> str:
+    """Return the torch device to use: ``device`` if given, else ``$TEXTAUDIT_DEVICE``, else
+    ``"cuda"`` when a GPU is visible, else ``"cpu"``."""
+    if device:
+        return device
+    env = os.environ.get("TEXTAUDIT_DEVICE")
+    if env:
+        return env
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def hf_tokenize(tokenizer, max_length: int = 512) -> Callable[[list[str]], Mapping]:
+    """Adapt a HuggingFace tokenizer: pad to the longest text in the batch, truncate at ``max_length``."""
+
+    def encode(texts: list[str]):
+        return tokenizer(texts, padding="longest", truncation=True, max_length=max_length, return_tensors="pt")
+
+    return encode
+
+
+class TorchForward:
+    """``forward(texts) -> np.ndarray`` of logits for a torch ``module`` and a batch ``tokenizer``.
+
+    The module is moved to ``device`` once and put in eval mode; every call runs under
+    ``torch.inference_mode`` (and CUDA autocast is *not* used, so CPU and GPU give the same numbers
+    up to float rounding).
+    """
+
+    def __init__(self, module, tokenizer: Callable[[list[str]], Mapping], device: str | None = None):
+        self.device = pick_device(device)
+        self.module = module.to(self.device).eval()
+        self.tokenizer = tokenizer
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        import torch
+
+        enc = self.tokenizer(texts)
+        enc = {k: (v.to(self.device) if hasattr(v, "to") else v) for k, v in dict(enc).items()}
+        with torch.inference_mode():
+            out = self.module(**enc)
+        logits = getattr(out, "logits", out)
+        return logits.float().cpu().numpy()
+
+
+def torch_classifier(module, tokenizer: Callable[[list[str]], Mapping], *, name: str = "torch",
+                     device: str | None = None, batch_size: int | None = None, num_classes: int | None = None,
+                     labels=None, cache_size: int = 100_000) -> BatchedClassifier:
+    """Return a :class:`BatchedClassifier` over a torch module that outputs logits.
+
+    The default batch size is 128 texts on CPU and 512 on a GPU.
+    """
+    fwd = TorchForward(module, tokenizer, device)
+    bs = batch_size or (512 if fwd.device.startswith("cuda") else 128)
+    return BatchedClassifier(fwd, output="logits", num_classes=num_classes, batch_size=bs, name=name,
+                             labels=labels, cache_size=cache_size)

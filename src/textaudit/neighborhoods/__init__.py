@@ -1,0 +1,1 @@
+"""Neighbourhood builder: masked-LM single-word replacements applied up to k words away."""

@@ -1,0 +1,1 @@
+"""Text perturbations (character/word noise, reorderings) registered by name."""

@@ -1,0 +1,1 @@
+"""Robustness science: perturbation learnability, robustness, post-augmentation gain, PerturbScore."""
