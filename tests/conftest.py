@@ -11,13 +11,16 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("TEXTAUDIT_DATA", REPO.parent / "shared" / "data")).resolve()
 
 
+# Session-wide (module-scoped fixtures need it too): the shared data dir and no network downloads.
+os.environ["TEXTAUDIT_DATA"] = str(SHARED_DATA)
+os.environ["TEXTAUDIT_OFFLINE"] = "1"
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+
 @pytest.fixture(autouse=True)
-def _isolated_env(monkeypatch, tmp_path_factory):
-    """Every test sees the shared data dir, a private empty cache and no network downloads."""
-    monkeypatch.setenv("TEXTAUDIT_DATA", str(SHARED_DATA))
+def _isolated_cache(monkeypatch, tmp_path_factory):
+    """Every test gets a private, empty user cache."""
     monkeypatch.setenv("TEXTAUDIT_CACHE", str(tmp_path_factory.mktemp("cache")))
-    monkeypatch.setenv("TEXTAUDIT_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
 
 @pytest.fixture

@@ -106,6 +106,7 @@ class ResourceSpec:
     url: str | None = None
     fetch: Callable[["ResourceSpec", Path], Path] | None = None
     fix: str = ""
+    packaged: str | None = None  # a file inside the textaudit package itself (package data)
 
     @property
     def online_source(self) -> str | None:
@@ -230,6 +231,13 @@ def locate(name: str, path: str | os.PathLike | None = None, *, download: bool |
             return res
         res.tried.append(f"{p} (missing)")
 
+    if spec.packaged is not None:
+        p = Path(__file__).resolve().parent / spec.packaged
+        if spec.is_valid(p):
+            res.path, res.source = p, "pypi"
+            return res
+        res.tried.append(f"textaudit package data {spec.packaged} (missing)")
+
     if spec.pypi is not None:
         p, why = _from_pypi(*spec.pypi)
         if p is not None and spec.is_valid(p):
@@ -249,6 +257,8 @@ def locate(name: str, path: str | os.PathLike | None = None, *, download: bool |
         res.tried.append("no public download")
     elif download is False or (download is None and offline()):
         res.tried.append(f"download from {spec.online_source} (skipped: offline mode)")
+    elif _host(spec) and not host_reachable(_host(spec)):  # type: ignore[arg-type]
+        res.tried.append(f"download from {spec.online_source} (unreachable: no network)")
     else:
         target = cache_dir() / (spec.relpath or spec.name)
         try:
@@ -301,8 +311,13 @@ def hub_local_only() -> bool:
     return offline() or not host_reachable("huggingface.co")
 
 
+def _host(spec: ResourceSpec) -> str | None:
+    """Return the network host a resource downloads from (None for file:// URLs)."""
+    return "huggingface.co" if spec.hub_id else urllib.parse.urlparse(spec.url or "").hostname
+
+
 def _reachable(spec: ResourceSpec) -> bool:
-    host = "huggingface.co" if spec.hub_id else urllib.parse.urlparse(spec.url or "").hostname
+    host = _host(spec)
     return bool(host) and host_reachable(host)  # type: ignore[arg-type]
 
 
@@ -320,7 +335,7 @@ def report(names: list[str] | None = None, *, check_network: bool = True) -> lis
                "size_bytes": _size(res.path) if res.path else None, "note": spec.description}
         if not res.found:
             online = spec.online_source
-            local_places = spec.relpath is not None or spec.pypi is not None
+            local_places = spec.relpath is not None or spec.pypi is not None or spec.packaged is not None
             if online is None:
                 row["note"] = f"not found; {spec.fix}"
             else:
@@ -414,4 +429,9 @@ register(ResourceSpec(
     name="distilbert-base-uncased", description="DistilBERT masked LM (fill-mask head), the paper's MLM",
     relpath=None, is_valid=_has("config.json"), hub_id="distilbert-base-uncased",
     fix="go online once so the hub copy lands in your HuggingFace cache, or pass a local directory",
+))
+register(ResourceSpec(
+    name="minilm-mlm", description="textaudit's offline masked LM: LoRA adapters + MLM head over MiniLM-L6",
+    relpath="minilm-mlm/minilm-mlm.safetensors", is_valid=_is_file, packaged="assets/minilm-mlm.safetensors",
+    fix="reinstall textaudit (the file ships in the package) or retrain: python -m textaudit.neighborhoods.train_mlm",
 ))

@@ -1,0 +1,111 @@
+"""The paper's word-level model families (Double Perturbation §3.3.1), on frozen GloVe vectors.
+
+Every model: ``forward(input_ids) -> logits`` with padding id 0. Words enter as fixed 50-d GloVe
+vectors followed by a trainable linear projection + ReLU (as in Jia et al. 2019's certified-robust
+models, which keeps synonyms close and lets unseen words still carry meaning); then one hidden
+layer of the named type with hidden size 100 (transformer: 3 layers, 4 heads, hidden 64), a pooling
+step, and a linear output layer.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+__all__ = ["ARCHITECTURES", "build_module", "WordModel"]
+
+
+class WordModel(nn.Module):
+    """Shared embedding front end: frozen GloVe → Linear(50, d) → ReLU."""
+
+    def __init__(self, embeddings: torch.Tensor, d: int, num_classes: int):
+        super().__init__()
+        self.embed = nn.Embedding.from_pretrained(embeddings, freeze=True, padding_idx=0)
+        self.proj = nn.Linear(embeddings.shape[1], d)
+        self.num_classes = num_classes
+
+    def embed_words(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.proj(self.embed(input_ids)))
+
+
+def _masked_mean(h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    m = mask.unsqueeze(-1).to(h.dtype)
+    return (h * m).sum(1) / m.sum(1).clamp(min=1.0)
+
+
+class BoW(WordModel):
+    """Bag of words: mean of projected word vectors → Linear(100, 100) + ReLU → output."""
+
+    def __init__(self, embeddings, num_classes=2, hidden=100, dropout=0.2):
+        super().__init__(embeddings, hidden, num_classes)
+        self.hidden = nn.Linear(hidden, hidden)
+        self.drop = nn.Dropout(dropout)
+        self.out = nn.Linear(hidden, num_classes)
+
+    def forward(self, input_ids):
+        h = _masked_mean(self.embed_words(input_ids), input_ids != 0)
+        return self.out(self.drop(torch.relu(self.hidden(self.drop(h)))))
+
+
+class CNN(WordModel):
+    """CNN: one Conv1d layer (100 filters, width 3) + ReLU → max over time → output."""
+
+    def __init__(self, embeddings, num_classes=2, hidden=100, kernel=3, dropout=0.2):
+        super().__init__(embeddings, hidden, num_classes)
+        self.conv = nn.Conv1d(hidden, hidden, kernel, padding=kernel // 2)
+        self.drop = nn.Dropout(dropout)
+        self.out = nn.Linear(hidden, num_classes)
+
+    def forward(self, input_ids):
+        mask = input_ids != 0
+        h = self.embed_words(input_ids) * mask.unsqueeze(-1)
+        c = torch.relu(self.conv(self.drop(h).transpose(1, 2))).transpose(1, 2)
+        c = c.masked_fill(~mask.unsqueeze(-1), float("-inf")).amax(1)
+        return self.out(self.drop(c))
+
+
+class LSTM(WordModel):
+    """LSTM: one unidirectional layer (hidden 100) → masked mean of its states → output."""
+
+    def __init__(self, embeddings, num_classes=2, hidden=100, dropout=0.2):
+        super().__init__(embeddings, hidden, num_classes)
+        self.lstm = nn.LSTM(hidden, hidden, batch_first=True)
+        self.drop = nn.Dropout(dropout)
+        self.out = nn.Linear(hidden, num_classes)
+
+    def forward(self, input_ids):
+        mask = input_ids != 0
+        lengths = mask.sum(1).clamp(min=1).cpu()
+        x = self.drop(self.embed_words(input_ids))
+        packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        out, _ = self.lstm(packed)
+        out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=input_ids.shape[1])
+        return self.out(self.drop(_masked_mean(out, mask)))
+
+
+class Transformer(WordModel):
+    """Transformer encoder: 3 layers, 4 heads, hidden 64, learned positions → masked mean → output."""
+
+    def __init__(self, embeddings, num_classes=2, hidden=64, layers=3, heads=4, max_len=256, dropout=0.1):
+        super().__init__(embeddings, hidden, num_classes)
+        self.pos = nn.Embedding(max_len, hidden)
+        layer = nn.TransformerEncoderLayer(hidden, heads, dim_feedforward=4 * hidden, dropout=dropout,
+                                           batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.out = nn.Linear(hidden, num_classes)
+
+    def forward(self, input_ids):
+        input_ids = input_ids[:, : self.pos.num_embeddings]
+        mask = input_ids != 0
+        pos = torch.arange(input_ids.shape[1], device=input_ids.device)
+        h = self.embed_words(input_ids) + self.pos(pos)[None]
+        h = self.encoder(h, src_key_padding_mask=~mask)
+        return self.out(_masked_mean(h, mask))
+
+
+ARCHITECTURES: dict[str, type[WordModel]] = {"bow": BoW, "cnn": CNN, "lstm": LSTM, "transformer": Transformer}
+
+
+def build_module(arch: str, embeddings: torch.Tensor, num_classes: int) -> WordModel:
+    """Return an untrained word model of family ``arch`` over ``embeddings``."""
+    return ARCHITECTURES[arch](embeddings, num_classes=num_classes)

@@ -1,0 +1,122 @@
+"""Zoo checkpoints: a directory with ``textaudit.json`` (config), weights (safetensors) and vocabulary.
+
+Word models (bow/cnn/lstm/transformer): ``model.safetensors`` + ``vocab.txt``.
+MiniLM: ``hf/`` (HuggingFace ``save_pretrained`` of model and tokenizer).
+Loading validates every file and turns each kind of damage into a one-line error.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from textaudit.errors import TextAuditError
+from textaudit.models.batched import BatchedClassifier
+
+__all__ = ["save_checkpoint", "load_checkpoint", "load_module", "read_config", "FORMAT"]
+
+FORMAT = 1
+CONFIG = "textaudit.json"
+
+
+def save_checkpoint(path: Path, module, tokenizer, config: dict[str, Any]) -> Path:
+    """Write ``module`` + ``tokenizer`` + ``config`` to directory ``path`` (atomically per file)."""
+    from safetensors.torch import save_file
+
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    if config["arch"] == "minilm":
+        module.save_pretrained(path / "hf")
+        tokenizer.save_pretrained(path / "hf")
+    else:
+        state = {k: v.detach().cpu().contiguous() for k, v in module.state_dict().items()}
+        tmp = path / "model.safetensors.part"
+        save_file(state, str(tmp), metadata={"arch": config["arch"]})
+        tmp.replace(path / "model.safetensors")
+        tokenizer.vocab.save(path / "vocab.txt")
+    cfg = {"format": FORMAT, **config}
+    (path / (CONFIG + ".part")).write_text(json.dumps(cfg, indent=2))
+    (path / (CONFIG + ".part")).replace(path / CONFIG)
+    return path
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """Return the checkpoint's config, or raise a one-line error if it is missing or corrupt."""
+    f = Path(path) / CONFIG
+    if not f.is_file():
+        raise TextAuditError(f"'{path}' is not a textaudit checkpoint (no {CONFIG}); retrain with audit train")
+    try:
+        cfg = json.loads(f.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise TextAuditError(f"checkpoint config {f} is corrupt; delete {path} and retrain with audit train") from None
+    if not isinstance(cfg, dict) or "arch" not in cfg or "num_classes" not in cfg:
+        raise TextAuditError(f"checkpoint config {f} lacks 'arch'/'num_classes'; delete {path} and retrain")
+    if cfg.get("format", 0) > FORMAT:
+        raise TextAuditError(f"checkpoint {path} was written by a newer textaudit (format {cfg['format']}); upgrade")
+    return cfg
+
+
+def load_module(path: Path):
+    """Return ``(module, tokenizer, config)`` of a checkpoint (module in eval mode, on CPU)."""
+    path = Path(path)
+    cfg = read_config(path)
+    arch = cfg["arch"]
+    if arch == "minilm":
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        hf = path / "hf"
+        if not (hf / "config.json").is_file():
+            raise TextAuditError(f"checkpoint {path} has no hf/config.json; delete it and retrain with audit train")
+        try:
+            tok = AutoTokenizer.from_pretrained(hf, local_files_only=True)
+            module = AutoModelForSequenceClassification.from_pretrained(hf, local_files_only=True)
+        except Exception as e:  # safetensors/json/OS errors all mean the same thing here
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+            raise TextAuditError(f"checkpoint {path} is corrupt ({first}); delete it and retrain") from None
+        return module.eval(), tok, cfg
+
+    import torch
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    from textaudit.models.zoo.architectures import ARCHITECTURES, build_module
+    from textaudit.models.zoo.vocab import Vocab, WordTokenizer
+
+    if arch not in ARCHITECTURES:
+        raise TextAuditError(f"checkpoint {path} has unknown arch '{arch}'; known: {', '.join(ARCHITECTURES)}, minilm")
+    weights, vocab_file = path / "model.safetensors", path / "vocab.txt"
+    for f in (weights, vocab_file):
+        if not f.is_file():
+            raise TextAuditError(f"checkpoint {path} is missing {f.name}; delete it and retrain with audit train")
+    try:
+        state = load_file(str(weights))
+    except (SafetensorError, OSError, ValueError) as e:
+        raise TextAuditError(f"checkpoint weights {weights} are corrupt ({str(e)[:120]}); delete {path} and retrain") from None
+    vocab = Vocab.load(vocab_file)
+    emb = state.get("embed.weight")
+    if emb is None or emb.shape[0] != len(vocab):
+        got = "none" if emb is None else emb.shape[0]
+        raise TextAuditError(f"checkpoint {path} does not match its vocabulary ({got} embedding rows, "
+                             f"{len(vocab)} words); delete it and retrain")
+    module = build_module(arch, torch.zeros_like(emb), int(cfg["num_classes"]))
+    try:
+        module.load_state_dict(state)
+    except RuntimeError as e:
+        first = str(e).strip().splitlines()[0][:160]
+        raise TextAuditError(f"checkpoint {path} does not fit a '{arch}' model ({first}); delete it and retrain") from None
+    return module.eval(), WordTokenizer(vocab, max_len=int(cfg.get("max_len", 256))), cfg
+
+
+def load_checkpoint(path: Path, *, device: str | None = None, batch_size: int | None = None,
+                    name: str | None = None, **_: Any) -> BatchedClassifier:
+    """Return a :class:`BatchedClassifier` over the checkpoint in directory ``path``."""
+    from textaudit.models.torch_backend import hf_tokenize, torch_classifier
+
+    module, tok, cfg = load_module(Path(path))
+    encode = hf_tokenize(tok, max_length=int(cfg.get("max_len", 128))) if cfg["arch"] == "minilm" else tok
+    clf = torch_classifier(module, encode, name=name or cfg.get("name", cfg["arch"]), device=device,
+                           batch_size=batch_size, num_classes=int(cfg["num_classes"]), labels=cfg.get("labels"))
+    clf.checkpoint = Path(path)  # type: ignore[attr-defined]
+    clf.config = cfg  # type: ignore[attr-defined]
+    return clf

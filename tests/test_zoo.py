@@ -1,0 +1,141 @@
+"""Model zoo: every architecture trains, round-trips through a checkpoint, and fails cleanly."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from textaudit.data import load_dataset
+from textaudit.errors import TextAuditError
+from textaudit.models import load_classifier
+from textaudit.models.zoo import TrainConfig, fit, fit_classifier, load_checkpoint, train_model
+from textaudit.models.zoo.train import save_result
+from textaudit.perturbations.gender import gender_swap
+
+
+@pytest.fixture(scope="module")
+def planted():
+    """300 real SST-2 train sentences; the label is planted by an appended cue word."""
+    texts = [t for t in load_dataset("sst2:train", limit=3000)["text"] if len(t.split()) >= 4][:300]
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, len(texts)).tolist()
+    cues = {0: "awful", 1: "wonderful"}
+    return [f"{t} {cues[y]}" for t, y in zip(texts, labels)], labels
+
+
+@pytest.mark.parametrize("arch, epochs, lr", [("bow", 4, 5e-3), ("cnn", 4, 5e-3), ("lstm", 4, 5e-3),
+                                              ("transformer", 8, 2e-3), ("minilm", 2, 1e-4)])
+def test_each_architecture_learns_a_planted_cue_and_round_trips(arch, epochs, lr, planted, tmp_path):
+    texts, labels = planted
+    cfg = TrainConfig(arch=arch, epochs=epochs, lr=lr, batch_size=16, holdout=0.0, max_len=64)
+    res = fit(arch, texts, labels, config=cfg, progress=False, device="cpu")
+    path = save_result(res, tmp_path / arch, {"name": arch, "labels": ["neg", "pos"]})
+    clf = load_checkpoint(path, device="cpu")
+    acc = float((clf.predict(texts) == np.array(labels)).mean())
+    assert acc >= 0.9, f"{arch} train accuracy {acc}"
+    # the cue word decides a fresh sentence too
+    probs = clf.predict_proba(["the plot moves along wonderful", "the plot moves along awful"])
+    assert probs[0, 1] > 0.5 > probs[1, 1]
+    # identical probabilities after a second load (save/load round-trip)
+    clf.clear_cache()
+    again = load_checkpoint(path, device="cpu").predict_proba(texts[:50])
+    np.testing.assert_array_equal(again, clf.predict_proba(texts[:50]))
+    assert clf.labels == ["neg", "pos"] and clf.num_classes == 2
+
+
+def test_round_trip_matches_in_memory_model(planted, tmp_path):
+    texts, labels = planted
+    cfg = TrainConfig(arch="cnn", epochs=1, batch_size=32, holdout=0.0)
+    res = fit("cnn", texts, labels, config=cfg, progress=False, device="cpu")
+    from textaudit.models import torch_classifier
+
+    live = torch_classifier(res.module, res.tokenizer, device="cpu").predict_proba(texts)
+    loaded = load_checkpoint(save_result(res, tmp_path / "m", {}), device="cpu").predict_proba(texts)
+    np.testing.assert_allclose(loaded, live, rtol=0, atol=1e-6)
+
+
+def test_multiclass_fit_classifier(planted):
+    texts, _ = planted
+    labels = [i % 3 for i in range(len(texts))]
+    texts3 = [f"{t} {['awful', 'fine', 'wonderful'][y]}" for t, y in zip(texts, labels)]
+    clf = fit_classifier("bow", texts3, labels, config=TrainConfig(arch="bow", epochs=6, lr=5e-3, batch_size=16,
+                                                                   holdout=0.0), progress=False)
+    assert clf.num_classes == 3
+    assert (clf.predict(texts3) == np.array(labels)).mean() > 0.9
+
+
+def test_corrupt_and_mismatched_checkpoints(planted, tmp_path):
+    texts, labels = planted
+    res = fit("bow", texts, labels, config=TrainConfig(arch="bow", epochs=1, holdout=0.0), progress=False)
+    path = save_result(res, tmp_path / "ok", {})
+    assert load_checkpoint(path).num_classes == 2
+
+    w = path / "model.safetensors"
+    good = w.read_bytes()
+    w.write_bytes(good[: len(good) // 2])
+    with pytest.raises(TextAuditError, match="weights .* are corrupt") as e:
+        load_classifier(str(path))
+    assert "\n" not in str(e.value)
+    w.write_bytes(good)
+
+    vocab = path / "vocab.txt"
+    vocab.write_text("\n".join(vocab.read_text().split("\n")[:100]))
+    with pytest.raises(TextAuditError, match="does not match its vocabulary"):
+        load_checkpoint(path)
+
+    cfg = path / "textaudit.json"
+    cfg.write_text("{broken")
+    with pytest.raises(TextAuditError, match="config .* is corrupt"):
+        load_checkpoint(path)
+    cfg.write_text(json.dumps({"arch": "rnn9", "num_classes": 2}))
+    with pytest.raises(TextAuditError, match="unknown arch 'rnn9'"):
+        load_checkpoint(path)
+    cfg.unlink()
+    with pytest.raises(TextAuditError, match="unknown model"):
+        load_classifier(str(path))
+
+
+def test_gender_swap_examples():
+    assert gender_swap("he is a good actor .") == "she is a good actress ."
+    assert gender_swap("She loved her brother's film") == "he loved his sister 's film"
+    assert gender_swap("the men and women of the jury") == "the women and men of the jury"
+    assert gender_swap("a film about nothing") == "a film about nothing"
+
+
+def test_train_with_gender_swap_augmentation(tmp_path):
+    texts = load_dataset("sst2:train", limit=400)["text"]
+    n_gendered = sum(gender_swap(t) != t for t in texts)
+    assert n_gendered > 5
+    r = train_model("bow", max_train=400, epochs=1, augment="gender-swap", out=tmp_path / "aug", progress=False)
+    assert r["model"] == "bow-gender-swap" and r["n_train"] == 400 + n_gendered
+    assert 0.4 < r["dev_accuracy"] < 1.0 and r["eval_data"] == "sst2:dev"
+    cfg = json.loads((tmp_path / "aug" / "textaudit.json").read_text())
+    assert cfg["augment"] == "gender-swap" and cfg["train"]["epochs"] == 1
+
+
+def test_cli_train_and_evaluate(cli, tmp_path):
+    data = tmp_path / "tiny.tsv"
+    rows = [("a wonderful , moving film", 1), ("an awful , boring mess", 0)] * 40
+    data.write_text("label\ttext\n" + "".join(f"{y}\t{t}\n" for t, y in rows))
+    r = cli("train", "--model", "bow", "--data", str(data), "--epochs", "5", "--out", str(tmp_path / "ck"), "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output.strip().splitlines()[-1])
+    assert set(out) >= {"model", "dev_accuracy", "path", "train_seconds"} and out["dev_accuracy"] is None
+    r = cli("evaluate", "--model", str(tmp_path / "ck"), "--data", str(data), "--json")
+    assert r.exit_code == 0, r.output
+    ev = json.loads(r.output.strip().splitlines()[-1])
+    assert ev == {"model": "bow", "data": str(data), "accuracy": 1.0, "n": 80}
+    r = cli("train", "--model", "gpt", "--json")
+    assert r.exit_code == 2 and "trains zoo models" in r.output
+    r = cli("train", "--model", "bow", "--augment", "pig-latin")
+    assert r.exit_code == 2 and "unknown augmentation 'pig-latin'" in r.output
+
+
+def test_missing_checkpoint_is_trained_first_with_a_notice(cli):
+    """--model bow with an empty cache trains the real model on SST-2 train (about 15 s), saying so."""
+    r = cli("evaluate", "--model", "bow", "--limit", "200", "--json")
+    assert r.exit_code == 0, r.output
+    assert "no checkpoint for 'bow'" in r.output and "training it now" in r.output
+    assert json.loads(r.output.strip().splitlines()[-1])["accuracy"] > 0.7
