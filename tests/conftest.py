@@ -37,3 +37,19 @@ def cli():
         return runner.invoke(app, list(args))
 
     return run
+
+
+@pytest.fixture(scope="session")
+def tiny_mlm():
+    """A real HuggingFace masked LM, randomly initialised and tiny, over the shipped MiniLM vocabulary."""
+    import torch
+    from transformers import BertTokenizerFast, DistilBertConfig, DistilBertForMaskedLM
+
+    from textaudit.neighborhoods.mlm import HFMaskedLM
+    from textaudit.resources import resolve
+
+    tok = BertTokenizerFast.from_pretrained(resolve("minilm"))
+    torch.manual_seed(0)
+    cfg = DistilBertConfig(vocab_size=tok.vocab_size, dim=32, hidden_dim=64, n_layers=1, n_heads=2)
+    model = DistilBertForMaskedLM(cfg).eval()
+    return HFMaskedLM(model, tok, name="tiny-distilbert", device="cpu")

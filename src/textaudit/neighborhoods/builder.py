@@ -1,0 +1,274 @@
+"""Neighbourhoods of a sentence: Algorithm 1 of Double Perturbation (Zhang et al., NAACL 2021).
+
+``Neighbor_1(x)``: for every replaceable position i of x, mask it, ask the masked LM for its
+candidates, keep the top κ (``kappa``, default 20) whose logit is greater than
+(best logit − δ) (``delta``, default 3 — the reference implementation's reading of Alg. 1 line 9),
+drop the original word, and emit one sentence per kept candidate.
+``Neighbor_k(x)`` = Neighbor_{k−1}(x) ∪ ⋃_{y ∈ Neighbor_{k−1}(x) ∪ {x}} Neighbor_1(y), without x.
+A sentence's *distance* is the first k at which it appears (its BFS level); its ℓ0 (number of
+positions that differ from x) is at most that.
+
+Replaceable positions: alphabetic words (with ``alphabetic_only``, the default; punctuation and
+clitics such as ``'s`` are never replaced), not ``protected`` (e.g. the patch word's position),
+at most ``max_positions`` of them per sentence (a seeded random subset). Candidates: alphabetic
+words (with ``alphabetic_only``), not in ``blacklist``, case restored to the original's
+(Title/UPPER). Every frontier is expanded with *one* masked-LM call over all masked copies of all
+its sentences (the MLM batches and caches them; a masked context shared by several sentences is
+computed once).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+
+from textaudit.errors import TextAuditError
+from textaudit.neighborhoods.sentence import Sentence
+
+__all__ = ["NeighborhoodBuilder", "Neighbor"]
+
+
+@dataclass(frozen=True)
+class Neighbor:
+    """A sentence of Neighbor_k(x): ``distance`` (BFS level) and ``l0`` (positions changed from x)."""
+
+    sentence: Sentence
+    distance: int
+    l0: int
+
+    @property
+    def text(self) -> str:
+        return self.sentence.text()
+
+
+def _restore_case(word: str, like: str) -> str:
+    if like.isupper() and len(like) > 1:
+        return word.upper()
+    if like[:1].isupper():
+        return word[:1].upper() + word[1:]
+    return word
+
+
+class NeighborhoodBuilder:
+    """Builds Neighbor_k(x) with a masked LM (see the module docstring for every parameter's role).
+
+    Parameters
+    ----------
+    mlm: an object with ``candidates(batch, top)`` (see :mod:`textaudit.neighborhoods.mlm`).
+    kappa: κ, candidates kept per position (top-κ).
+    delta: δ, keep candidates whose logit > best logit − δ.
+    blacklist: words never introduced (compared lowercased).
+    alphabetic_only: replace only alphabetic words, with alphabetic candidates.
+    max_positions: at most this many replaceable positions per sentence (seeded subset).
+    seed: seed for the position subset and for :meth:`sample`.
+    frontier_chunk: sentences expanded per masked-LM call.
+    """
+
+    def __init__(self, mlm, *, kappa: int = 20, delta: float = 3.0, blacklist: Iterable[str] = (),
+                 alphabetic_only: bool = True, max_positions: int | None = None, seed: int = 0,
+                 frontier_chunk: int = 256):
+        if kappa < 1:
+            raise TextAuditError(f"kappa (κ) must be at least 1 (got {kappa})")
+        if delta < 0:
+            raise TextAuditError(f"delta (δ) must be >= 0 (got {delta})")
+        if max_positions is not None and max_positions < 1:
+            raise TextAuditError(f"max_positions must be at least 1 (got {max_positions})")
+        self.mlm = mlm
+        self.kappa = kappa
+        self.delta = delta
+        self.blacklist = frozenset(w.lower() for w in blacklist)
+        self.alphabetic_only = alphabetic_only
+        self.max_positions = max_positions
+        self.seed = seed
+        self.frontier_chunk = frontier_chunk
+
+    # -- inputs ------------------------------------------------------------------------------------
+    def parse(self, x: str | Sentence) -> Sentence:
+        """Return ``x`` as a :class:`Sentence`, rejecting empty and one-word input."""
+        s = x if isinstance(x, Sentence) else Sentence.parse(x)
+        if len(s) == 0:
+            raise TextAuditError("empty sentence: give a sentence of at least two words")
+        words = [t for t in s.tokens if any(c.isalnum() for c in t)]
+        if len(words) < 2:
+            raise TextAuditError(f"'{s.text().strip()}' has fewer than two words: the masked LM needs context "
+                                 "to propose replacements")
+        return s
+
+    def positions(self, s: Sentence, protected: Iterable[int] = ()) -> list[int]:
+        """Return the replaceable positions of ``s`` (see the class docstring)."""
+        prot = set(protected)
+        pos = [i for i, t in enumerate(s.tokens)
+               if i not in prot and (t.isalpha() if self.alphabetic_only else any(c.isalnum() for c in t))]
+        if self.max_positions is not None and len(pos) > self.max_positions:
+            h = int(hashlib.md5(f"{self.seed}|{s.text()}".encode()).hexdigest()[:8], 16)
+            rng = np.random.default_rng(h)
+            pos = sorted(rng.choice(pos, self.max_positions, replace=False).tolist())
+        return pos
+
+    # -- Neighbor_1 ----------------------------------------------------------------------------------
+    def _keep(self, cands: list[tuple[str, float]], original: str) -> list[str]:
+        """Apply top-κ, the δ threshold, and the word filters to one position's candidates."""
+        if not cands:
+            return []
+        best = cands[0][1]
+        out = []
+        for w, logit in cands[: self.kappa]:
+            if logit <= best - self.delta:
+                break
+            lw = w.lower()
+            if lw == original.lower() or lw in self.blacklist:
+                continue
+            if self.alphabetic_only and not w.isalpha():
+                continue
+            out.append(_restore_case(w, original))
+        return out
+
+    def candidates_at(self, sentences: Sequence[Sentence], protected: Iterable[int] = ()
+                      ) -> list[list[tuple[int, list[str]]]]:
+        """Return, per sentence, ``[(position, kept candidate words), ...]`` — one masked-LM call."""
+        prot = tuple(protected)
+        queries, owners = [], []
+        for j, s in enumerate(sentences):
+            for i in self.positions(s, prot):
+                queries.append((list(s.tokens), i))
+                owners.append((j, i))
+        cands = self.mlm.candidates(queries, top=self.kappa) if queries else []
+        out: list[list[tuple[int, list[str]]]] = [[] for _ in sentences]
+        for (j, i), c in zip(owners, cands):
+            out[j].append((i, self._keep(c, sentences[j].tokens[i])))
+        return out
+
+    def neighbors1(self, sentences: Sequence[Sentence], protected: Iterable[int] = ()) -> list[list[Sentence]]:
+        """Return Neighbor_1 of each sentence (one masked-LM call for the whole list)."""
+        return [[s.replace(i, w) for i, ws in per for w in ws]
+                for s, per in zip(sentences, self.candidates_at(sentences, protected))]
+
+    # -- Neighbor_k ----------------------------------------------------------------------------------
+    def iter_neighbors(self, x: str | Sentence, k: int, protected: Iterable[int] = ()) -> Iterator[Neighbor]:
+        """Yield Neighbor_k(x) lazily, distance 1 first, then 2, …; each sentence once."""
+        if k < 0:
+            raise TextAuditError(f"k must be >= 0 (got {k})")
+        x0 = self.parse(x)
+        prot = tuple(protected)
+        seen = {x0.tokens}
+        frontier = [x0]
+        for d in range(1, k + 1):
+            nxt: list[Sentence] = []
+            for s in range(0, len(frontier), self.frontier_chunk):
+                for nbrs in self.neighbors1(frontier[s:s + self.frontier_chunk], prot):
+                    for y in nbrs:
+                        if y.tokens not in seen:
+                            seen.add(y.tokens)
+                            nxt.append(y)
+                            yield Neighbor(y, d, len(x0.diff(y)))
+            frontier = nxt
+            if not frontier:
+                return
+
+    def neighbors(self, x: str | Sentence, k: int, protected: Iterable[int] = (),
+                  limit: int | None = None) -> list[Neighbor]:
+        """Return Neighbor_k(x) as a list (at most ``limit`` sentences, nearest first)."""
+        out = []
+        for nb in self.iter_neighbors(x, k, protected):
+            out.append(nb)
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+    def counts(self, x: str | Sentence, k: int, protected: Iterable[int] = ()) -> list[int]:
+        """Return the exact number of new sentences at each distance 1..k (by enumeration)."""
+        c = [0] * k
+        for nb in self.iter_neighbors(x, k, protected):
+            c[nb.distance - 1] += 1
+        return c
+
+    # -- sampling ------------------------------------------------------------------------------------
+    def sample(self, x: str | Sentence, k: int, n: int, protected: Iterable[int] = (),
+               seed: int | None = None, max_proposals: int | None = None) -> list[Neighbor]:
+        """Return ``n`` sentences drawn independently and *uniformly* from Neighbor_k(x) (with replacement).
+
+        Sampler (exact rejection sampling): P = {x} ∪ Neighbor_{k−1}(x) is enumerated; Neighbor_k(x)
+        = (P ∪ Neighbor_1(P)) \\ {x}. A proposal is, with probability ½ each, (a) a uniform member of
+        P \\ {x}, or (b) a uniform parent y ∈ P, a uniform replaceable position i (there are L of
+        them in every sentence: the same alphabetic, unprotected positions) and a uniform kept
+        candidate w at i, giving z = y[i ← w]. q(z), the probability of proposing z, is computable
+        from z alone: y and z differ only at i, so they share the masked context at i and hence
+        its candidate list F_i; the parents of z through i are the members of P equal to z except
+        at i (an index of P by (i, context) lists them), each proposing z with probability
+        1/(|P|·L·|F_i \\ {y_i}|), and only if z_i ∈ F_i. Accepting z with probability
+        1/(q(z)·M), M = 2·|P|·L·κ ≥ 1/q(z), makes every accepted draw uniform over Neighbor_k(x).
+        Cost: one masked-LM query per position of each proposal (cached), |P| from enumerating k−1.
+        """
+        if n < 1:
+            raise TextAuditError(f"n must be at least 1 (got {n})")
+        if k < 1:
+            raise TextAuditError(f"sampling needs k >= 1 (got {k})")
+        if self.max_positions is not None:
+            raise TextAuditError("uniform sampling needs max_positions=None (every sentence must keep the same "
+                                 "replaceable positions)")
+        x0 = self.parse(x)
+        prot = tuple(protected)
+        rng = np.random.default_rng(self.seed if seed is None else seed)
+        enumerated = list(self.iter_neighbors(x0, k - 1, prot))
+        level = {nb.sentence.tokens: nb.distance for nb in enumerated}
+        P = [x0] + [nb.sentence for nb in enumerated]
+        p_set = {s.tokens for s in P}
+        index: dict[tuple, list[str]] = {}
+        for s in P:
+            for i in range(len(s)):
+                index.setdefault((i, s.tokens[:i], s.tokens[i + 1:]), []).append(s.tokens[i])
+        positions = self.positions(x0, prot)
+        L = max(1, len(positions))
+        full: dict[tuple, list[str]] = {}
+
+        def F(s: Sentence, i: int) -> list[str]:
+            """Kept candidates at i *including* the word that is there (top-κ, δ, filters)."""
+            key = (i, s.tokens[:i], s.tokens[i + 1:])
+            if key not in full:
+                c = self.mlm.candidates([(list(s.tokens), i)], top=self.kappa)[0]
+                full[key] = self._keep(c, "\x00")  # nothing equals the sentinel: the current word is kept
+            return full[key]
+
+        M = 2.0 * len(P) * L * self.kappa
+        others = P[1:]
+        out: list[Neighbor] = []
+        proposals = 0
+        limit = max_proposals or 5000 * n
+        while len(out) < n:
+            proposals += 1
+            if proposals > limit:
+                raise TextAuditError(f"sampling gave up after {limit} proposals; Neighbor_{k} of this sentence "
+                                     "may be (nearly) empty")
+            if rng.random() < 0.5:
+                if not others:
+                    continue
+                z = others[rng.integers(len(others))]
+            else:
+                if not positions:
+                    continue
+                y = P[rng.integers(len(P))]
+                i = positions[rng.integers(len(positions))]
+                ws = [w for w in F(y, i) if w.lower() != y.tokens[i].lower()]
+                if not ws:
+                    continue
+                z = y.replace(i, _restore_case(ws[rng.integers(len(ws))], y.tokens[i]))
+            if z.tokens == x0.tokens:
+                continue
+            q = 0.5 / len(others) if (others and z.tokens in p_set) else 0.0
+            for i in positions:
+                cands = [w.lower() for w in F(z, i)]
+                if z.tokens[i].lower() not in cands:
+                    continue
+                for yi in index.get((i, z.tokens[:i], z.tokens[i + 1:]), []):
+                    if yi == z.tokens[i]:
+                        continue
+                    m = len(cands) - (1 if yi.lower() in cands else 0)
+                    q += 0.5 / len(P) / L / m
+            if q > 0 and rng.random() < 1.0 / (q * M):
+                out.append(Neighbor(z, level.get(z.tokens, k), len(x0.diff(z))))
+        self.last_sample_stats = {"proposals": proposals, "accepted": len(out), "P": len(P)}
+        return out

