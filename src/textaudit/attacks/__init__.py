@@ -1,1 +1,12 @@
-"""Second-order attacks (SO-Enum, SO-Beam) and first-order baselines (Genetic, BAE)."""
+"""Second-order attacks (SO-Enum, SO-Beam, random baseline) and first-order baselines.
+
+>>> from textaudit.attacks import SOBeam                     # doctest: +SKIP
+>>> SOBeam(load_classifier("cnn"), k=6).attack("a deep and meaningful film .", label=1)
+"""
+
+from textaudit.attacks.patch import Patch, PatchWords, apply_patch
+from textaudit.attacks.run import make_attack, run_attack, summarize
+from textaudit.attacks.second_order import AttackResult, RandomBaseline, SecondOrderAttack, SOBeam, SOEnum, pair_loss
+
+__all__ = ["Patch", "PatchWords", "apply_patch", "AttackResult", "SecondOrderAttack", "SOEnum", "SOBeam",
+           "RandomBaseline", "pair_loss", "run_attack", "summarize", "make_attack"]

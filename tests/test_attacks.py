@@ -1,0 +1,223 @@
+"""Second-order attacks on a tiny real masked LM and planted classifiers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from textaudit.attacks import PatchWords, RandomBaseline, SOBeam, SOEnum, pair_loss, run_attack
+from textaudit.errors import TextAuditError
+from textaudit.models import as_classifier
+from textaudit.neighborhoods import NeighborhoodBuilder, Sentence
+
+X = "a deep and meaningful film ."
+PAIRS = [("film", "movie")]
+
+
+def _words_proposed(tiny_mlm, text, position):
+    b = NeighborhoodBuilder(tiny_mlm, kappa=5, delta=1e9)
+    x = Sentence.parse(text)
+    return [nb.sentence.tokens[position] for nb in b.neighbors(text, 1, protected=[4]) if x.diff(nb.sentence) == [position]]
+
+
+def planted(trigger_all: list[str], partial: dict[str, float] | None = None):
+    """P(positive) = 0.8, but 0.2 when 'movie' and every trigger word occur (a second-order flaw);
+    partial[w] lowers it (only with 'movie') to guide the beam."""
+
+    def f(texts):
+        out = []
+        for t in texts:
+            w = set(t.split())
+            p = 0.8
+            if "movie" in w and all(tw in w for tw in trigger_all):
+                p = 0.2
+            elif "movie" in w and partial:
+                p = min([p] + [v for k, v in partial.items() if k in w])
+            out.append([1 - p, p])
+        return np.array(out)
+
+    return as_classifier(f, name="planted")
+
+
+def test_pair_loss_matches_eq4():
+    px, pxp = np.array([[0.2, 0.8]]), np.array([[0.4, 0.6]])
+    assert pair_loss(px, pxp, 1)[0] == pytest.approx(-np.log(1 - 0.6) - np.log(0.8))
+    assert pair_loss(px, pxp, 0)[0] == pytest.approx(pair_loss(px, pxp, 1)[0])  # symmetric for 2 classes
+
+
+def test_so_enum_and_beam_find_a_planted_distance_one_example(tiny_mlm):
+    t = _words_proposed(tiny_mlm, X, 1)[0]
+    clf = planted([t])
+    for n, atk in enumerate((SOEnum(clf, k=1, mlm=tiny_mlm, kappa=5, delta=1e9, patch_words=PatchWords(clf, PAIRS)),
+                             SOBeam(clf, k=2, mlm=tiny_mlm, kappa=5, delta=1e9, patch_words=PatchWords(clf, PAIRS)))):
+        r = atk.attack(X, label=1)
+        assert r.status == "success", r
+        assert r.pair == ["film", "movie"] and r.l0 == 1
+        assert r.vulnerable.split()[1] == t and r.vulnerable_patched.split()[4] == "movie"
+        assert (r.vulnerable_prediction, r.vulnerable_patched_prediction) == (1, 0)
+        assert r.f_soft == pytest.approx(-0.6)
+        assert r.sentences_scored >= 1 and r.mlm == "tiny-distilbert"
+        assert r.queries > 0 if n == 0 else r.queries == 0  # the second attack is answered from the cache
+
+
+def test_beam_follows_the_loss_to_a_distance_two_example(tiny_mlm):
+    t1 = _words_proposed(tiny_mlm, X, 1)[0]
+    t3 = _words_proposed(tiny_mlm, X, 3)[0]
+    clf = planted([t1, t3], partial={t1: 0.6})
+    pw = PatchWords(clf, PAIRS)
+    r = SOBeam(clf, k=3, beam=1, mlm=tiny_mlm, kappa=5, delta=1e9, patch_words=pw).attack(X, 1)
+    assert r.status == "success" and r.l0 == 2
+    assert r.vulnerable.split()[1] == t1 and r.vulnerable.split()[3] == t3
+    # without the loss signal a beam of 1 is lost
+    blind = planted([t1, t3])
+    r2 = SOBeam(blind, k=3, beam=1, mlm=tiny_mlm, kappa=5, delta=1e9, patch_words=PatchWords(blind, PAIRS)).attack(X, 1)
+    assert r2.status == "failed"
+    # SO-Enum at k = 2 finds it exhaustively
+    r3 = SOEnum(blind, k=2, mlm=tiny_mlm, kappa=5, delta=1e9, patch_words=PatchWords(blind, PAIRS)).attack(X, 1)
+    assert r3.status == "success" and r3.l0 == 2
+
+
+def test_skipped_failed_and_already_vulnerable(tiny_mlm):
+    clf = planted(["zzzz-never"])
+    atk = SOBeam(clf, k=2, mlm=tiny_mlm, kappa=3, delta=1e9, patch_words=PatchWords(clf, PAIRS))
+    assert atk.attack("a deep and meaningful story .").status == "skipped"
+    failed = atk.attack(X)
+    assert failed.status == "failed" and failed.reason == "no vulnerable example found"
+    assert atk.attack("a film , a film .").status == "skipped"  # w1 must occur exactly once
+    flat = as_classifier(lambda ts: np.array([[0.9, 0.1] if "movie" in t else [0.1, 0.9] for t in ts]))
+    r = SOBeam(flat, k=2, mlm=tiny_mlm, patch_words=PatchWords(flat, PAIRS)).attack(X)
+    assert r.status == "success" and r.l0 == 0 and r.vulnerable == X
+    err = atk.attack("film")
+    assert err.status == "error" and "fewer than two words" in err.reason
+
+
+def test_budgets_and_random_baseline(tiny_mlm):
+    clf = planted(["zzzz-never"])
+    r = SOBeam(clf, k=6, mlm=tiny_mlm, kappa=5, delta=1e9, max_queries=10, patch_words=PatchWords(clf, PAIRS)).attack(X)
+    assert r.status == "failed" and r.reason == "query budget exhausted"
+    rb = RandomBaseline(clf, k=3, mlm=tiny_mlm, kappa=5, delta=1e9, patch_words=PatchWords(clf, PAIRS), seed=1)
+    r = rb.attack(X)
+    assert r.status == "failed" and r.sentences_scored == 1 + 3  # x0, then one random neighbour per round
+    with pytest.raises(TextAuditError, match="supports k <= 2"):
+        SOEnum(clf, k=3, mlm=tiny_mlm)
+
+
+def test_multiclass_model_is_attacked(tiny_mlm):
+    t = _words_proposed(tiny_mlm, X, 1)[0]
+
+    def f(texts):
+        out = []
+        for s in texts:
+            w = set(s.split())
+            out.append([0.1, 0.2, 0.7] if not ("movie" in w and t in w) else [0.6, 0.3, 0.1])
+        return np.array(out)
+
+    clf = as_classifier(f)
+    r = SOBeam(clf, k=2, mlm=tiny_mlm, kappa=5, delta=1e9, patch_words=PatchWords(clf, PAIRS)).attack(X)
+    assert r.status == "success" and (r.vulnerable_prediction, r.vulnerable_patched_prediction) == (2, 0)
+
+
+def test_patch_words_rank_by_single_word_gap():
+    clf = as_classifier(lambda ts: np.array([[0.5, 0.5] if t not in ("film", "movie", "cinema")
+                                             else {"film": [0.1, 0.9], "movie": [0.6, 0.4], "cinema": [0.2, 0.8]}[t]
+                                             for t in ts]))
+    pw = PatchWords(clf).fit()  # the real counter-fitted lists
+    top = pw.ranking(3)
+    assert ("film", "movie") in [(a, b) for a, b, _ in top] and top[0][2] == pytest.approx(0.5)
+    p = pw.select(Sentence.parse("a long film about cinema ."))
+    assert (p.w1, p.w2, p.position) == ("film", "movie", 2)
+    assert pw.select(Sentence.parse("a long film about movie .")).w2 != "movie"
+    # cached on disk: a second instance reads the scores back without querying the model per word
+    clf.reset_stats()
+    PatchWords(clf).fit()
+    assert clf.stats.unique_forwards == 0 and clf.stats.texts <= 8
+
+
+def test_run_attack_writes_jsonl_and_resumes(tiny_mlm, tmp_path):
+    t = _words_proposed(tiny_mlm, X, 1)[0]
+    clf = planted([t])
+    texts = [X, "a deep and meaningful story .", X.replace("deep", "long"), X.replace("a ", "the ", 1), X]
+    mk = lambda: SOBeam(clf, k=2, mlm=tiny_mlm, kappa=5, delta=1e9, patch_words=PatchWords(clf, PAIRS))
+    out = tmp_path / "r.jsonl"
+    s1, _ = run_attack(mk(), texts[:2], [1, 1], output=out, progress=False)
+    assert s1["n"] == 2 and s1["skipped"] == 1
+    with pytest.raises(TextAuditError, match="already exists; pass --resume"):
+        run_attack(mk(), texts, [1] * 5, output=out, progress=False)
+    # a kill in the middle of writing leaves half a line: resume drops it and redoes that example
+    with open(out, "a") as f:
+        f.write('{"id": "2", "status": "succ')
+    s2, recs = run_attack(mk(), texts, [1] * 5, output=out, resume=True, progress=False)
+    lines = [json.loads(l) for l in out.read_text().splitlines()]
+    assert [r["id"] for r in lines] == ["0", "1", "2", "3", "4"]
+    assert s2["n"] == 5 and s2["success"] + s2["failed"] + s2["skipped"] == 5
+    assert s2["success_rate"] == round(s2["success"] / s2["attacked"], 4)
+    assert all(set(r) >= {"id", "text", "label", "prediction", "pair", "status", "vulnerable", "l0", "queries",
+                          "seconds", "mlm"} for r in lines)
+
+
+PLUGIN = '''
+import time
+def clf(texts):
+    if len(texts) <= 2:
+        time.sleep(0.4)
+    out = []
+    for t in texts:
+        w = set(t.split())
+        p = 0.9 if "film" in w else 0.6
+        if "film" not in w and "TRIGGER" in w:  # whichever synonym replaced "film"
+            p = 0.1
+        out.append([1 - p, p])
+    return out
+'''
+
+
+def test_cli_attack_kill_and_resume(tiny_mlm, tmp_path):
+    tiny_mlm.model.save_pretrained(tmp_path / "mlm")
+    tiny_mlm.tokenizer.save_pretrained(tmp_path / "mlm")
+    t = _words_proposed(tiny_mlm, X, 1)[0]
+    (tmp_path / "p.py").write_text(PLUGIN.replace("TRIGGER", t))
+    rows = [X, "a long and meaningful film .", "xyzzy plugh quux .", "the film is deep and meaningful .",
+            "one more film that is deep ."] * 2
+    (tmp_path / "d.tsv").write_text("label\ttext\n" + "".join(f"1\t{r}\n" for r in rows))
+    out = tmp_path / "out.jsonl"
+    cmd = [sys.executable, "-m", "textaudit", "attack", "--model", f"{tmp_path}/p.py:clf", "--mlm", str(tmp_path / "mlm"),
+           "--data", str(tmp_path / "d.tsv"), "--k", "2", "--method", "so-beam", "--kappa", "5", "--delta", "1e9",
+           "--output", str(out), "--no-ppl"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
+    deadline = time.time() + 120
+    while time.time() < deadline and (not out.exists() or len(out.read_text().splitlines()) < 3):
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    n_before = len(out.read_text().splitlines())
+    assert 3 <= n_before < len(rows)
+    r = subprocess.run(cmd + ["--resume", "--json"], capture_output=True, text=True, env=dict(os.environ))
+    assert r.returncode == 0, r.stderr
+    ids = [json.loads(l)["id"] for l in out.read_text().splitlines()]
+    assert sorted(ids) == sorted(set(ids)) and len(ids) == len(rows)
+    summary = json.loads(r.stdout.strip().splitlines()[-1])
+    assert summary["n"] == 10 and summary["skipped"] == 2 and summary["success"] >= 2
+    assert set(summary) >= {"method", "k", "n", "attacked", "success", "skipped", "success_rate", "mean_l0",
+                            "median_ppl_original", "median_ppl_perturbed", "sec_per_example", "queries_per_example"}
+
+
+def test_cli_attack_bad_inputs(cli, tmp_path):
+    r = cli("attack", "--model", "nope", "--no-ppl")
+    assert r.exit_code == 2 and "unknown model 'nope'" in r.output
+    (tmp_path / "e.tsv").write_text("label\ttext\n")
+    r = cli("attack", "--model", "cnn", "--data", str(tmp_path / "e.tsv"), "--no-ppl")
+    assert r.exit_code == 2 and "has no rows" in r.output
+    (tmp_path / "n.tsv").write_text("text\nfine\n")
+    r = cli("attack", "--model", "cnn", "--data", str(tmp_path / "n.tsv"), "--no-ppl")
+    assert r.exit_code == 2 and "no label column" in r.output
+    r = cli("attack", "--model", "cnn", "--resume", "--no-ppl")
+    assert r.exit_code == 2 and "--resume needs --output" in r.output
+    r = cli("attack", "--model", "cnn", "--method", "genetic-x", "--no-ppl", "--limit", "1")
+    assert r.exit_code == 2 and "unknown attack method" in r.output
