@@ -16,7 +16,7 @@ def test_help_lists_commands(cli):
 def test_doctor_json(cli):
     r = cli("doctor", "--json", "--no-network")
     assert r.exit_code == 0, r.output
-    d = json.loads(r.output.strip().splitlines()[-1])
+    d = json.loads(r.stdout.strip().splitlines()[-1])
     rows = {x["name"]: x for x in d["resources"]}
     for name in ("sst2", "glove-50d", "minilm", "smollm2", "counterfitted-neighbors", "gender-pairs",
                  "checklist-lexicons"):
@@ -29,7 +29,7 @@ def test_predict_with_plugin_and_errors(cli, tmp_path):
     f.write_text("def clf(texts):\n    return [[0.25, 0.75] for _ in texts]\n")
     r = cli("predict", "--model", f"{f}:clf", "--json", "a fine film")
     assert r.exit_code == 0, r.output
-    d = json.loads(r.output.strip().splitlines()[-1])
+    d = json.loads(r.stdout.strip().splitlines()[-1])
     assert d["predictions"][0]["probs"] == [0.25, 0.75] and d["predictions"][0]["label"] == 1
     r = cli("predict", "--model", "no-such-model", "hello")
     assert r.exit_code == 2

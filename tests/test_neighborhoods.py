@@ -142,7 +142,7 @@ def test_cli_neighbors(cli, tiny_mlm, tmp_path):
     r = cli("neighbors", X, "--k", "2", "--limit", "7", "--mlm", str(tmp_path / "m"), "--kappa", "3", "--delta", "1e9",
             "--protect", "film", "--json")
     assert r.exit_code == 0, r.output
-    d = json.loads(r.output.strip().splitlines()[-1])
+    d = json.loads(r.stdout.strip().splitlines()[-1])
     assert d["n"] == 7 and len(d["neighbors"]) == 7
     assert all(nb["l0"] == len(nb["changed"]) for nb in d["neighbors"])
     assert all(nb["text"].split()[4] == "film" for nb in d["neighbors"])

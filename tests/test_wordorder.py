@@ -92,12 +92,12 @@ def test_cli_wordorder(cli, tmp_path):
     r = cli("wordorder", "--model", f"{tmp_path}/p.py:bag", "--data", str(tmp_path / "d.tsv"), "--perturbation",
             "full_shuffle", "--level", "word", "--json")
     assert r.exit_code == 0, r.output
-    d = json.loads(r.output.strip().splitlines()[-1])
+    d = json.loads(r.stdout.strip().splitlines()[-1])
     assert d["accuracy"] == 1.0 and d["dnd"] > 0.1 and 0 < d["bleu4"] < 1 and d["levenshtein"] > 0
     r = cli("wordorder", "--model", f"{tmp_path}/p.py:first_word", "--data", str(tmp_path / "d.tsv"), "--sweep",
             "--plot", str(tmp_path / "plots"), "--json")
     assert r.exit_code == 0, r.output
-    d = json.loads(r.output.strip().splitlines()[-1])
+    d = json.loads(r.stdout.strip().splitlines()[-1])
     assert d["clean_accuracy"] == 1.0 and len(d["rows"]) == 27
     assert d["accuracy_vs_dnd"]["rho"] < 0  # more local damage, lower accuracy for an order-sensitive model
     assert (tmp_path / "plots" / "accuracy_vs_dnd_idc.png").stat().st_size > 1000

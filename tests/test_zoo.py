@@ -121,11 +121,11 @@ def test_cli_train_and_evaluate(cli, tmp_path):
     data.write_text("label\ttext\n" + "".join(f"{y}\t{t}\n" for t, y in rows))
     r = cli("train", "--model", "bow", "--data", str(data), "--epochs", "5", "--out", str(tmp_path / "ck"), "--json")
     assert r.exit_code == 0, r.output
-    out = json.loads(r.output.strip().splitlines()[-1])
+    out = json.loads(r.stdout.strip().splitlines()[-1])
     assert set(out) >= {"model", "dev_accuracy", "path", "train_seconds"} and out["dev_accuracy"] is None
     r = cli("evaluate", "--model", str(tmp_path / "ck"), "--data", str(data), "--json")
     assert r.exit_code == 0, r.output
-    ev = json.loads(r.output.strip().splitlines()[-1])
+    ev = json.loads(r.stdout.strip().splitlines()[-1])
     assert ev == {"model": "bow", "data": str(data), "accuracy": 1.0, "n": 80}
     r = cli("train", "--model", "gpt", "--json")
     assert r.exit_code == 2 and "trains zoo models" in r.output
@@ -138,4 +138,4 @@ def test_missing_checkpoint_is_trained_first_with_a_notice(cli):
     r = cli("evaluate", "--model", "bow", "--limit", "200", "--json")
     assert r.exit_code == 0, r.output
     assert "no checkpoint for 'bow'" in r.output and "training it now" in r.output
-    assert json.loads(r.output.strip().splitlines()[-1])["accuracy"] > 0.7
+    assert json.loads(r.stdout.strip().splitlines()[-1])["accuracy"] > 0.7

@@ -16,16 +16,22 @@ __all__ = ["ARCHITECTURES", "build_module", "WordModel"]
 
 
 class WordModel(nn.Module):
-    """Shared embedding front end: frozen GloVe → Linear(50, d) → ReLU."""
+    """Shared embedding front end: frozen GloVe → Linear(50, d) → ReLU.
+
+    Words without a GloVe vector map to the unknown word (id 1), whose vector is *learned*
+    (``unk``), so the model can notice unknown tokens (typos, leet-speak, homoglyphs)."""
 
     def __init__(self, embeddings: torch.Tensor, d: int, num_classes: int):
         super().__init__()
         self.embed = nn.Embedding.from_pretrained(embeddings, freeze=True, padding_idx=0)
+        self.unk = nn.Parameter(torch.zeros(embeddings.shape[1]))
         self.proj = nn.Linear(embeddings.shape[1], d)
         self.num_classes = num_classes
 
     def embed_words(self, input_ids: torch.Tensor) -> torch.Tensor:
-        return torch.relu(self.proj(self.embed(input_ids)))
+        e = self.embed(input_ids)
+        e = torch.where((input_ids == 1).unsqueeze(-1), self.unk.to(e.dtype).expand_as(e), e)
+        return torch.relu(self.proj(e))
 
 
 def _masked_mean(h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -46,7 +46,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "cnn": dict(epochs=6, lr=1e-3),
     "lstm": dict(epochs=5, lr=2e-3),
     "transformer": dict(epochs=6, lr=5e-4, weight_decay=0.01),
-    "minilm": dict(epochs=2, lr=5e-5, batch_size=32, max_len=128, weight_decay=0.01, evals_per_epoch=4),
+    "minilm": dict(epochs=1, lr=5e-5, batch_size=32, max_len=128, weight_decay=0.01, evals_per_epoch=4),
 }
 
 

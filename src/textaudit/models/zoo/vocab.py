@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -18,6 +19,7 @@ __all__ = ["Vocab", "load_glove", "build_vocab", "WordTokenizer"]
 PAD, UNK = "<pad>", "<unk>"
 
 
+@lru_cache(maxsize=1)
 def load_glove() -> tuple[list[str], np.ndarray]:
     """Return ``(words, vectors)`` of the ``glove-50d`` resource (400k × 50, float32).
 
@@ -79,23 +81,24 @@ class Vocab:
 
 def build_vocab(texts: Iterable[str], *, glove_top: int = 50_000, extra_words: Iterable[str] = (),
                 seed: int = 0) -> tuple[Vocab, np.ndarray]:
-    """Return ``(vocab, embeddings)``: training words ∪ counter-fitted words ∪ the ``glove_top`` most
-    frequent GloVe words, with their 50-d GloVe vectors (random N(0, 0.1²) for words GloVe lacks,
-    zeros for padding/unknown). Restricting to these words keeps checkpoints ~15 MB."""
+    """Return ``(vocab, embeddings)``: the words of (training texts ∪ ``extra_words`` ∪ the
+    ``glove_top`` most frequent GloVe words) that have a GloVe vector, with those vectors (zeros for
+    padding/unknown). Every other word is unknown (id 1; the models learn its vector). Restricting
+    the matrix to these words keeps checkpoints ~15 MB."""
     counts = Counter(tok for t in texts for tok in word_tokenize(t))
-    words_g, vecs = load_glove()
-    gindex = {w: i for i, w in enumerate(words_g)}
-    wanted = list(counts) + [w for w in extra_words]
-    wanted += words_g[:glove_top]
+    words_g, vecs = _glove_index()
+    wanted = [w for w in list(counts) + list(extra_words) if w in words_g] + load_glove()[0][:glove_top]
     vocab = Vocab(list(dict.fromkeys(wanted)))
-    rng = np.random.default_rng(seed)
-    emb = rng.normal(0.0, 0.1, size=(len(vocab), vecs.shape[1])).astype(np.float32)
-    emb[:2] = 0.0
-    for i, w in enumerate(vocab.itos[2:], 2):
-        j = gindex.get(w)
-        if j is not None:
-            emb[i] = vecs[j]
+    emb = np.zeros((len(vocab), vecs.shape[1]), dtype=np.float32)
+    rows = np.fromiter((words_g[w] for w in vocab.itos[2:]), dtype=np.int64, count=len(vocab) - 2)
+    emb[2:] = vecs[np.sort(rows)][np.argsort(np.argsort(rows))]
     return vocab, emb
+
+
+@lru_cache(maxsize=1)
+def _glove_index() -> tuple[dict[str, int], np.ndarray]:
+    words, vecs = load_glove()
+    return {w: i for i, w in enumerate(words)}, vecs
 
 
 class WordTokenizer:

@@ -1,0 +1,52 @@
+"""``audit learnability``: learnability, robustness and post-augmentation Δ of perturbations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from textaudit.cli.main import app, emit_json, notice, print_table
+from textaudit.errors import TextAuditError
+
+
+@app.command()
+def learnability(
+    model: str = typer.Option("bow", "--model", "-m", help="Comma-separated zoo architectures, e.g. bow,cnn."),
+    perturbation: str = typer.Option("all", "--perturbation", help="A registered perturbation name, comma list, or all."),
+    train_size: Optional[int] = typer.Option(10_000, "--train-size", help="Training texts sampled from SST-2 train."),
+    seeds: int = typer.Option(1, "--seeds", help="Seeds averaged per (model, perturbation)."),
+    probabilities: Optional[str] = typer.Option(None, "--probabilities", help="Comma list of p (default 0.001,...,1.0)."),
+    data: str = typer.Option("sst2", "--data"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="JSONL of every run, written as it goes."),
+    resume: bool = typer.Option(False, "--resume"),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="Directory for the curves and scatter plots."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object as the last line."),
+) -> None:
+    """Measure how learnable each perturbation is and relate it to robustness and augmentation gain."""
+    from textaudit.perturbations.noise import PERTURBATIONS
+    from textaudit.robustness.learnability import DEFAULT_PROBABILITIES, plot_study, run_study
+
+    if resume and output is None:
+        raise TextAuditError("--resume needs --output (the JSONL file to continue)")
+    perts = list(PERTURBATIONS) if perturbation == "all" else [p.strip() for p in perturbation.split(",") if p.strip()]
+    try:
+        probs = [float(p) for p in probabilities.split(",")] if probabilities else list(DEFAULT_PROBABILITIES)
+    except ValueError:
+        raise TextAuditError(f"--probabilities must be comma-separated numbers (got '{probabilities}')") from None
+    study = run_study([m.strip() for m in model.split(",")], perts, train_size=train_size, seeds=seeds,
+                      probabilities=probs, data=data, output=output, resume=resume)
+    if plot is not None:
+        for p in plot_study(study, plot):
+            notice(f"plot: {p}")
+    if json_out:
+        emit_json(study)
+        return
+    print_table("perturbation learnability", ["model", "perturbation", "avg learnability", "learnability@1.0",
+                                              "robustness", "post-aug Δ"],
+                [[r["model"], r["perturbation"], r["avg_learnability"], r["learnability_at"].get("1.0"),
+                  r["robustness"], r["post_aug_delta"]] for r in study["results"]])
+    if study["spearman"]:
+        print_table("Spearman correlation over model × perturbation", ["pair", "ρ", "p"],
+                    [[k, v["rho"], v["p"]] for k, v in study["spearman"].items()])

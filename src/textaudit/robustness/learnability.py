@@ -1,0 +1,238 @@
+"""Perturbation learnability, robustness and post-augmentation gain ("Interpreting the Robustness of
+Neural NLP Models to Textual Perturbations", and its earlier CENT version).
+
+- Learnability@p (Alg. 1): draw pseudo-labels l′ ~ Bernoulli(0.5) for the training and the test
+  texts (the true labels are ignored); perturb each pseudo-positive training text with probability
+  p; train a fresh model on (texts, l′). On the pseudo-positive test texts,
+  learnability@p = acc(perturbed) − acc(unperturbed)   (the average treatment effect of the
+  perturbation on being predicted positive), and the probability-based ATE (CENT App. B.1) is
+  mean P(l′=1 | g(x)) − mean P(l′=1 | x).
+- Average learnability over p_1 < … < p_K (trapezoid rule on log10 p, normalised by the range):
+  avg = Σ_{i<K} (log10 p_{i+1} − log10 p_i)·(v_i + v_{i+1})/2  /  (log10 p_K − log10 p_1).
+- Robustness (Exp. 1) = acc(perturbed test) − acc(clean test) of a model trained on clean data.
+- Post-augmentation Δ (Exp. 2) = acc(perturbed test) of a model trained on the training set plus a
+  perturbed copy of it − Exp. 1's acc(perturbed test).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from typing import Callable, Sequence
+
+import numpy as np
+
+from textaudit.errors import TextAuditError
+
+__all__ = ["DEFAULT_PROBABILITIES", "average_learnability", "learnability_at", "robustness_and_augmentation",
+           "zoo_fitter"]
+
+DEFAULT_PROBABILITIES = (0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1.0)
+
+Fit = Callable[[Sequence[str], Sequence[int]], object]
+
+
+def average_learnability(probabilities: Sequence[float], values: Sequence[float]) -> float:
+    """Return the trapezoid-rule area under learnability vs log10(p), divided by the log10 range
+    (so a constant curve v gives v)."""
+    if len(probabilities) != len(values) or len(values) == 0:
+        raise TextAuditError("need one learnability value per probability")
+    pairs = sorted(zip(probabilities, values))
+    if any(p <= 0 for p, _ in pairs):
+        raise TextAuditError("probabilities must be > 0 (they are placed on a log scale)")
+    if len(pairs) == 1:
+        return float(pairs[0][1])
+    x = [math.log10(p) for p, _ in pairs]
+    v = [val for _, val in pairs]
+    area = sum((x[i + 1] - x[i]) * (v[i] + v[i + 1]) / 2 for i in range(len(x) - 1))
+    return float(area / (x[-1] - x[0]))
+
+
+def zoo_fitter(arch: str, seed: int = 0) -> Fit:
+    """Return ``fit(texts, labels) -> Classifier`` that trains a fresh zoo model ``arch`` (quietly)."""
+    from textaudit.models.zoo.train import DEFAULTS, TrainConfig, fit_classifier
+
+    def fit(texts, labels):
+        cfg = TrainConfig(arch=arch, seed=seed, **DEFAULTS[arch])
+        return fit_classifier(arch, list(texts), list(labels), config=cfg, progress=False, num_classes=2)
+
+    return fit
+
+
+def _acc(clf, texts: Sequence[str], labels: Sequence[int] | int) -> float:
+    y = np.full(len(texts), labels) if isinstance(labels, int) else np.asarray(labels)
+    return float((clf.predict(list(texts)) == y).mean())
+
+
+def learnability_at(fit: Fit, train_texts: Sequence[str], test_texts: Sequence[str], perturb, p: float,
+                    seed: int = 0) -> dict:
+    """Return ``{"learnability", "prob_ate", "acc_perturbed", "acc_clean", "n_test", "seconds"}`` for one p."""
+    if not 0 < p <= 1:
+        raise TextAuditError(f"injection probability p must be in (0, 1] (got {p})")
+    t0 = time.perf_counter()
+    rng = random.Random(seed)
+    nrng = np.random.default_rng(seed)
+    y_train = nrng.integers(0, 2, len(train_texts))
+    y_test = nrng.integers(0, 2, len(test_texts))
+    x_train = [perturb(t, rng) if y == 1 and rng.random() < p else t for t, y in zip(train_texts, y_train)]
+    clf = fit(x_train, y_train.tolist())
+    pos = [t for t, y in zip(test_texts, y_test) if y == 1]
+    if not pos:
+        raise TextAuditError("no pseudo-positive test examples; use more test data")
+    pert = [perturb(t, rng) for t in pos]
+    probs_p, probs_c = clf.predict_proba(pert), clf.predict_proba(pos)
+    acc_p, acc_c = float((probs_p.argmax(1) == 1).mean()), float((probs_c.argmax(1) == 1).mean())
+    return {"learnability": round(acc_p - acc_c, 4), "prob_ate": round(float(probs_p[:, 1].mean() - probs_c[:, 1].mean()), 4),
+            "acc_perturbed": round(acc_p, 4), "acc_clean": round(acc_c, 4), "n_test": len(pos),
+            "seconds": round(time.perf_counter() - t0, 2)}
+
+
+def robustness_and_augmentation(fit: Fit, train_texts: Sequence[str], train_labels: Sequence[int],
+                                test_texts: Sequence[str], test_labels: Sequence[int], perturb, seed: int = 0,
+                                clean_model=None) -> dict:
+    """Return robustness (Exp. 1) and post-augmentation Δ (Exp. 2) with the accuracies behind them.
+
+    ``clean_model``: a model already trained on the clean training set (shared across perturbations).
+    """
+    t0 = time.perf_counter()
+    rng = random.Random(seed)
+    clean = clean_model if clean_model is not None else fit(train_texts, train_labels)
+    pert_test = [perturb(t, rng) for t in test_texts]
+    acc_clean = _acc(clean, test_texts, test_labels)
+    acc_pert = _acc(clean, pert_test, test_labels)
+    aug = fit(list(train_texts) + [perturb(t, rng) for t in train_texts], list(train_labels) * 2)
+    acc_pert_aug = _acc(aug, pert_test, test_labels)
+    return {"robustness": round(acc_pert - acc_clean, 4), "post_aug_delta": round(acc_pert_aug - acc_pert, 4),
+            "acc_clean": round(acc_clean, 4), "acc_perturbed": round(acc_pert, 4),
+            "acc_perturbed_after_aug": round(acc_pert_aug, 4), "seconds": round(time.perf_counter() - t0, 2)}
+
+
+def run_study(models: Sequence[str], perturbations: Sequence[str], *, train_size: int | None = 10_000,
+              seeds: int = 1, probabilities: Sequence[float] = DEFAULT_PROBABILITIES, data: str = "sst2",
+              output=None, resume: bool = False, progress: bool = True) -> dict:
+    """Run learnability@p, robustness and post-augmentation Δ for every model × perturbation, resumable
+    per (model, perturbation, p, seed), and return ``{"results": [...], "spearman": {...}}`` (seeds averaged).
+
+    Training texts: a seeded sample of ``train_size`` texts of ``data``'s train split; test texts: its
+    dev split (true labels only for robustness; learnability uses pseudo-labels).
+    """
+    from scipy.stats import spearmanr
+    from tqdm.auto import tqdm
+
+    from textaudit.data import load_dataset
+    from textaudit.perturbations.noise import get_perturbation
+    from textaudit.results import JsonlWriter
+
+    if seeds < 1:
+        raise TextAuditError(f"--seeds must be at least 1 (got {seeds})")
+    perts = {name: get_perturbation(name) for name in perturbations}
+    from textaudit.models.zoo.train import ARCHS
+
+    for m in models:
+        if m not in ARCHS:
+            raise TextAuditError(f"learnability trains fresh zoo models; unknown model '{m}' (use {', '.join(ARCHS)})")
+    train = load_dataset(data, default_split="train")
+    test = load_dataset(f"{data.split(':')[0]}:dev")
+    idx = np.random.default_rng(0).permutation(len(train))[: train_size or len(train)]
+    tr_x, tr_y = [train["text"][i] for i in idx], [train["label"][i] for i in idx]
+    te_x, te_y = list(test["text"]), list(test["label"])
+    writer = JsonlWriter(output, resume=resume)
+    done = writer.done
+    jobs = [(m, g, s, p) for m in models for g in perts for s in range(seeds) for p in [*probabilities, "robustness"]]
+    bar = tqdm(jobs, desc="learnability", unit="run", disable=not progress)
+    clean_models: dict[tuple, object] = {}
+    for m, g, s, p in bar:
+        rid = f"{m}|{g}|{p}|{s}"
+        if rid in done:
+            continue
+        bar.set_postfix(model=m, perturbation=g, p=p)
+        fit = zoo_fitter(m, seed=s)
+        if p == "robustness":
+            if (m, s) not in clean_models:
+                clean_models[(m, s)] = fit(tr_x, tr_y)
+            rec = robustness_and_augmentation(fit, tr_x, tr_y, te_x, te_y, perts[g], seed=s, clean_model=clean_models[(m, s)])
+        else:
+            rec = learnability_at(fit, tr_x, te_x, perts[g], float(p), seed=s)
+        writer.append({"id": rid, "model": m, "perturbation": g, "p": p, "seed": s, **rec})
+    bar.close()
+    return aggregate(writer.records, models, list(perts), probabilities)
+
+
+def aggregate(records: Sequence[dict], models: Sequence[str], perturbations: Sequence[str],
+              probabilities: Sequence[float]) -> dict:
+    """Average the seeds of each (model, perturbation) and compute the Spearman correlations."""
+    from scipy.stats import spearmanr
+
+    results = []
+    for m in models:
+        for g in perturbations:
+            rows = [r for r in records if r["model"] == m and r["perturbation"] == g]
+            at = {}
+            for p in probabilities:
+                vals = [r["learnability"] for r in rows if r["p"] != "robustness" and float(r["p"]) == float(p)]
+                if vals:
+                    at[str(p)] = round(float(np.mean(vals)), 4)
+            rob = [r for r in rows if r["p"] == "robustness"]
+            if not at or not rob:
+                continue
+            results.append({
+                "model": m, "perturbation": g, "learnability_at": at,
+                "avg_learnability": round(average_learnability([float(k) for k in at], list(at.values())), 4),
+                "robustness": round(float(np.mean([r["robustness"] for r in rob])), 4),
+                "post_aug_delta": round(float(np.mean([r["post_aug_delta"] for r in rob])), 4),
+            })
+    spear = {}
+    if len(results) >= 3:
+        avg = [r["avg_learnability"] for r in results]
+        for key, other in (("learnability_vs_robustness", "robustness"), ("learnability_vs_post_aug", "post_aug_delta")):
+            res = spearmanr(avg, [r[other] for r in results])
+            spear[key] = {"rho": None if math.isnan(res.statistic) else round(float(res.statistic), 4),
+                          "p": None if math.isnan(res.pvalue) else float(res.pvalue)}
+    return {"results": results, "spearman": spear}
+
+
+def plot_study(study: dict, out_dir) -> list:
+    """Write learnability curves (paper Fig. 3) and scatter + regression plots (Fig. 4); return the paths."""
+    from pathlib import Path
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    res = study["results"]
+    models = sorted({r["model"] for r in res})
+    fig, axes = plt.subplots(1, len(models), figsize=(6 * len(models), 4), squeeze=False)
+    for ax, m in zip(axes[0], models):
+        for r in (r for r in res if r["model"] == m):
+            ps = sorted(r["learnability_at"], key=float)
+            ax.plot([float(p) for p in ps], [r["learnability_at"][p] for p in ps], marker="o", label=r["perturbation"])
+        ax.set_xscale("log")
+        ax.set_xlabel("injection probability p")
+        ax.set_ylabel("learnability")
+        ax.set_title(m)
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    curves = out / "learnability_curves.png"
+    fig.savefig(curves, dpi=120)
+    plt.close(fig)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    x = np.array([r["avg_learnability"] for r in res])
+    for ax, key, title in ((axes[0], "robustness", "robustness"), (axes[1], "post_aug_delta", "post-augmentation Δ")):
+        y = np.array([r[key] for r in res])
+        ax.scatter(x, y)
+        if len(x) >= 2 and np.ptp(x) > 0:
+            a, b = np.polyfit(x, y, 1)
+            xs = np.linspace(x.min(), x.max(), 10)
+            ax.plot(xs, a * xs + b, color="C1")
+        sp = study["spearman"].get("learnability_vs_" + ("robustness" if key == "robustness" else "post_aug"), {})
+        ax.set_title(f"{title} (Spearman ρ = {sp.get('rho')})")
+        ax.set_xlabel("average learnability")
+    fig.tight_layout()
+    scatter = out / "learnability_scatter.png"
+    fig.savefig(scatter, dpi=120)
+    plt.close(fig)
+    return [curves, scatter]
