@@ -60,7 +60,7 @@ def test_multiclass_fit_classifier(planted):
     texts, _ = planted
     labels = [i % 3 for i in range(len(texts))]
     texts3 = [f"{t} {['awful', 'fine', 'wonderful'][y]}" for t, y in zip(texts, labels)]
-    clf = fit_classifier("bow", texts3, labels, config=TrainConfig(arch="bow", epochs=6, lr=5e-3, batch_size=16,
+    clf = fit_classifier("cnn", texts3, labels, config=TrainConfig(arch="cnn", epochs=6, lr=5e-3, batch_size=16,
                                                                    holdout=0.0), progress=False)
     assert clf.num_classes == 3
     assert (clf.predict(texts3) == np.array(labels)).mean() > 0.9

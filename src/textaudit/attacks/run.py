@@ -70,7 +70,7 @@ def run_attack(attack, texts: Sequence[str], labels: Sequence[int] | None, *, id
     writer = JsonlWriter(output, resume=resume)
     done = writer.done
     todo = [i for i, id_ in enumerate(ids) if id_ not in done]
-    bar = tqdm(todo, desc=f"{attack.method} k={attack.k}", unit="ex", disable=not progress)
+    bar = tqdm(todo, desc=f"{attack.method} k={attack.k}", unit="ex", disable=None if progress else True)
     for i in bar:
         res = attack.attack(texts[i], None if labels is None else int(labels[i]))
         rec = {"id": ids[i], **res.to_dict()}

@@ -140,7 +140,7 @@ def run_study(models: Sequence[str], perturbations: Sequence[str], *, train_size
     writer = JsonlWriter(output, resume=resume)
     done = writer.done
     jobs = [(m, g, s, p) for m in models for g in perts for s in range(seeds) for p in [*probabilities, "robustness"]]
-    bar = tqdm(jobs, desc="learnability", unit="run", disable=not progress)
+    bar = tqdm(jobs, desc="learnability", unit="run", disable=None if progress else True)
     clean_models: dict[tuple, object] = {}
     for m, g, s, p in bar:
         rid = f"{m}|{g}|{p}|{s}"

@@ -66,7 +66,7 @@ def sweep(classifier, texts: Sequence[str], labels: Sequence[int], grid: Iterabl
 
     grid = list(grid)
     rows = [evaluate_reordering(classifier, texts, labels, p, lv, r, seed)
-            for p, lv, r in tqdm(grid, desc="word-order sweep", disable=not progress)]
+            for p, lv, r in tqdm(grid, desc="word-order sweep", disable=None if progress else True)]
     acc = [r["accuracy"] for r in rows]
     corr = {}
     for m in ("dnd", "idc", "levenshtein", "bleu4"):

@@ -164,7 +164,7 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
     eval_every = max(1, steps_per_epoch // max(1, cfg.evals_per_epoch))
     step = 0
     stop = False
-    bar = tqdm(total=total, desc=f"train {arch}", unit="batch", disable=not progress, leave=False)
+    bar = tqdm(total=total, desc=f"train {arch}", unit="batch", disable=None if progress else True, leave=False)
     module.train()
     for epoch in range(cfg.epochs):
         batches = _batches(lengths[tr], cfg.batch_size, rng)
