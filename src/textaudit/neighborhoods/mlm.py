@@ -72,6 +72,7 @@ class HFMaskedLM:
         for i, w in enumerate(self.id_to_word[: len(allowed)]):
             allowed[i] = bool(w) and i not in special and not w.startswith("##") and not re.fullmatch(r"\[.*\]", w)
         self._allowed = allowed
+        self._allowed_t = None  # the same mask as a tensor on the model's device, made on first use
 
     @classmethod
     def from_pretrained(cls, name_or_path: str, **kwargs) -> "HFMaskedLM":
@@ -158,8 +159,9 @@ class HFMaskedLM:
             logits = self._hidden_to_logits(hidden)
             if logits is None:  # unknown head layout: full forward, then select
                 logits = self.model(**enc).logits[is_mask.to(self.device)]
-            allowed = torch.from_numpy(self._allowed).to(logits.device)
-            logits = logits.float().masked_fill(~allowed, float("-inf"))
+            if self._allowed_t is None or self._allowed_t.device != logits.device:
+                self._allowed_t = torch.from_numpy(self._allowed).to(logits.device)
+            logits = logits.float().masked_fill(~self._allowed_t, float("-inf"))
             vals, idx = logits.topk(top, dim=-1)
         vals, idx = vals.cpu().numpy(), idx.cpu().numpy()
         self.forwards += len(chunk)
