@@ -233,6 +233,14 @@ class NeighborhoodBuilder:
                 full[key] = self._keep(c, "\x00")  # nothing equals the sentinel: the current word is kept
             return full[key]
 
+        def prefetch(s: Sentence) -> None:
+            """Fill F for every replaceable position of ``s`` with one masked-LM call."""
+            todo = [i for i in positions if (i, s.tokens[:i], s.tokens[i + 1:]) not in full]
+            if todo:
+                cands = self.mlm.candidates([(list(s.tokens), i) for i in todo], top=self.kappa)
+                for i, c in zip(todo, cands):
+                    full[(i, s.tokens[:i], s.tokens[i + 1:])] = self._keep(c, "\x00")
+
         M = 2.0 * len(P) * L * self.kappa
         others = P[1:]
         out: list[Neighbor] = []
@@ -259,6 +267,7 @@ class NeighborhoodBuilder:
             if z.tokens == x0.tokens:
                 continue
             q = 0.5 / len(others) if (others and z.tokens in p_set) else 0.0
+            prefetch(z)
             for i in positions:
                 cands = [w.lower() for w in F(z, i)]
                 if z.tokens[i].lower() not in cands:

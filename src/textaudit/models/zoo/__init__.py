@@ -85,9 +85,10 @@ def train_model(name: str, *, data: str = "sst2", epochs: int | None = None, see
         cfg.epochs = epochs
     extra = _counterfitted_words() if arch != "minilm" else []
     res = fit(arch, texts, labels, config=cfg, extra_words=extra, progress=progress, device=device)
-    from textaudit.models.torch_backend import hf_tokenize, torch_classifier
+    from textaudit.models.torch_backend import torch_classifier
+    from textaudit.models.zoo.train import batch_encoder
 
-    encode = hf_tokenize(res.tokenizer, max_length=cfg.max_len) if arch == "minilm" else res.tokenizer
+    encode = batch_encoder(arch, res.tokenizer, cfg.max_len)
     clf = torch_classifier(res.module, encode, name=full_name, device=device)
     corpus = data.split(":")[0].lower()
     if eval_data is None and corpus in CORPORA:

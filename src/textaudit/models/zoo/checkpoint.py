@@ -111,10 +111,11 @@ def load_module(path: Path):
 def load_checkpoint(path: Path, *, device: str | None = None, batch_size: int | None = None,
                     name: str | None = None, **_: Any) -> BatchedClassifier:
     """Return a :class:`BatchedClassifier` over the checkpoint in directory ``path``."""
-    from textaudit.models.torch_backend import hf_tokenize, torch_classifier
+    from textaudit.models.torch_backend import torch_classifier
+    from textaudit.models.zoo.train import batch_encoder
 
     module, tok, cfg = load_module(Path(path))
-    encode = hf_tokenize(tok, max_length=int(cfg.get("max_len", 128))) if cfg["arch"] == "minilm" else tok
+    encode = batch_encoder(cfg["arch"], tok, int(cfg.get("max_len", 128)))
     clf = torch_classifier(module, encode, name=name or cfg.get("name", cfg["arch"]), device=device,
                            batch_size=batch_size, num_classes=int(cfg["num_classes"]), labels=cfg.get("labels"))
     clf.checkpoint = Path(path)  # type: ignore[attr-defined]

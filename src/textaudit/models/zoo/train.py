@@ -60,6 +60,14 @@ class TrainResult:
     train_seconds: float = 0.0
 
 
+def batch_encoder(arch: str, tokenizer, max_len: int):
+    """Return the batch tokenizer a zoo model's forward takes: HF tokenizers are padded to the
+    longest text (``hf_tokenize``); the word models' ``WordTokenizer`` already is one."""
+    from textaudit.models.torch_backend import hf_tokenize
+
+    return hf_tokenize(tokenizer, max_length=max_len) if arch == "minilm" else tokenizer
+
+
 def accuracy(clf: BatchedClassifier, texts: Sequence[str], labels: Sequence[int]) -> float:
     """Return the share of ``texts`` whose argmax prediction equals ``labels``."""
     if len(texts) == 0:
@@ -215,10 +223,10 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
 def fit_classifier(arch: str, texts: Sequence[str], labels: Sequence[int], **kwargs) -> BatchedClassifier:
     """Train ``arch`` on ``(texts, labels)`` and return it as a :class:`BatchedClassifier` (the
     scikit-learn-style ``fit(texts, labels) -> Classifier`` factory the estimators use)."""
-    from textaudit.models.torch_backend import hf_tokenize, torch_classifier
+    from textaudit.models.torch_backend import torch_classifier
 
     res = fit(arch, texts, labels, **kwargs)
-    encode = hf_tokenize(res.tokenizer, max_length=res.config.max_len) if arch == "minilm" else res.tokenizer
+    encode = batch_encoder(arch, res.tokenizer, res.config.max_len)
     C = int(getattr(res.module, "num_classes", None) or res.module.config.num_labels)
     return torch_classifier(res.module, encode, name=arch, device=kwargs.get("device"), num_classes=C)
 
