@@ -1,7 +1,8 @@
 """The paper's word-level model families (Double Perturbation §3.3.1), on frozen GloVe vectors.
 
-Every model: ``forward(input_ids) -> logits`` with padding id 0. Words enter as fixed 50-d GloVe
-vectors followed by a trainable linear projection + ReLU (as in Jia et al. 2019's certified-robust
+Every model: ``forward(input_ids) -> logits`` with padding id 0. Words enter as 50-d GloVe
+vectors (fixed, or fine-tuned with ``tune_embeddings``: the zoo's bow and cnn do, see
+``train.DEFAULTS``) followed by a trainable linear projection + ReLU (as in Jia et al. 2019's certified-robust
 models, which keeps synonyms close and lets unseen words still carry meaning); then one hidden
 layer of the named type with hidden size 100 (transformer: 3 layers, 4 heads, hidden 64), a pooling
 step, and a linear output layer.
@@ -16,14 +17,17 @@ __all__ = ["ARCHITECTURES", "build_module", "WordModel"]
 
 
 class WordModel(nn.Module):
-    """Shared embedding front end: frozen GloVe → Linear(50, d) → ReLU.
+    """Shared embedding front end: GloVe → Linear(50, d) → ReLU.
 
     Words without a GloVe vector map to the unknown word (id 1), whose vector is *learned*
-    (``unk``), so the model can notice unknown tokens (typos, leet-speak, homoglyphs)."""
+    (``unk``), so the model can notice unknown tokens (typos, leet-speak, homoglyphs).
+    ``tune_embeddings``: the GloVe vectors are fine-tuned too, with sparse gradients (only the
+    rows of a batch's words are updated; see :func:`textaudit.models.zoo.train.fit`)."""
 
-    def __init__(self, embeddings: torch.Tensor, d: int, num_classes: int):
+    def __init__(self, embeddings: torch.Tensor, d: int, num_classes: int, tune_embeddings: bool = False):
         super().__init__()
-        self.embed = nn.Embedding.from_pretrained(embeddings, freeze=True, padding_idx=0)
+        self.embed = nn.Embedding.from_pretrained(embeddings, freeze=not tune_embeddings, padding_idx=0,
+                                                  sparse=tune_embeddings)
         self.unk = nn.Parameter(torch.zeros(embeddings.shape[1]))
         self.proj = nn.Linear(embeddings.shape[1], d)
         self.num_classes = num_classes
@@ -42,8 +46,8 @@ def _masked_mean(h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 class BoW(WordModel):
     """Bag of words: mean of projected word vectors → Linear(100, 100) + ReLU → output."""
 
-    def __init__(self, embeddings, num_classes=2, hidden=100, dropout=0.2):
-        super().__init__(embeddings, hidden, num_classes)
+    def __init__(self, embeddings, num_classes=2, hidden=100, dropout=0.2, tune_embeddings=False):
+        super().__init__(embeddings, hidden, num_classes, tune_embeddings)
         self.hidden = nn.Linear(hidden, hidden)
         self.drop = nn.Dropout(dropout)
         self.out = nn.Linear(hidden, num_classes)
@@ -56,8 +60,8 @@ class BoW(WordModel):
 class CNN(WordModel):
     """CNN: one Conv1d layer (100 filters, width 3) + ReLU → max over time → output."""
 
-    def __init__(self, embeddings, num_classes=2, hidden=100, kernel=3, dropout=0.2):
-        super().__init__(embeddings, hidden, num_classes)
+    def __init__(self, embeddings, num_classes=2, hidden=100, kernel=3, dropout=0.2, tune_embeddings=False):
+        super().__init__(embeddings, hidden, num_classes, tune_embeddings)
         self.conv = nn.Conv1d(hidden, hidden, kernel, padding=kernel // 2)
         self.drop = nn.Dropout(dropout)
         self.out = nn.Linear(hidden, num_classes)
@@ -73,8 +77,8 @@ class CNN(WordModel):
 class LSTM(WordModel):
     """LSTM: one unidirectional layer (hidden 100) → masked mean of its states → output."""
 
-    def __init__(self, embeddings, num_classes=2, hidden=100, dropout=0.2):
-        super().__init__(embeddings, hidden, num_classes)
+    def __init__(self, embeddings, num_classes=2, hidden=100, dropout=0.2, tune_embeddings=False):
+        super().__init__(embeddings, hidden, num_classes, tune_embeddings)
         self.lstm = nn.LSTM(hidden, hidden, batch_first=True)
         self.drop = nn.Dropout(dropout)
         self.out = nn.Linear(hidden, num_classes)
@@ -92,8 +96,8 @@ class LSTM(WordModel):
 class Transformer(WordModel):
     """Transformer encoder: 3 layers, 4 heads, hidden 64, learned positions → masked mean → output."""
 
-    def __init__(self, embeddings, num_classes=2, hidden=64, layers=3, heads=4, max_len=256, dropout=0.1):
-        super().__init__(embeddings, hidden, num_classes)
+    def __init__(self, embeddings, num_classes=2, hidden=64, layers=3, heads=4, max_len=256, dropout=0.1, tune_embeddings=False):
+        super().__init__(embeddings, hidden, num_classes, tune_embeddings)
         self.pos = nn.Embedding(max_len, hidden)
         layer = nn.TransformerEncoderLayer(hidden, heads, dim_feedforward=4 * hidden, dropout=dropout,
                                            batch_first=True)
@@ -112,6 +116,6 @@ class Transformer(WordModel):
 ARCHITECTURES: dict[str, type[WordModel]] = {"bow": BoW, "cnn": CNN, "lstm": LSTM, "transformer": Transformer}
 
 
-def build_module(arch: str, embeddings: torch.Tensor, num_classes: int) -> WordModel:
+def build_module(arch: str, embeddings: torch.Tensor, num_classes: int, tune_embeddings: bool = False) -> WordModel:
     """Return an untrained word model of family ``arch`` over ``embeddings``."""
-    return ARCHITECTURES[arch](embeddings, num_classes=num_classes)
+    return ARCHITECTURES[arch](embeddings, num_classes=num_classes, tune_embeddings=tune_embeddings)

@@ -36,14 +36,15 @@ class TrainConfig:
     seed: int = 0
     max_len: int = 256
     evals_per_epoch: int = 1
+    tune_embeddings: bool = False  # word models: fine-tune the GloVe vectors (sparse updates)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
 DEFAULTS: dict[str, dict[str, Any]] = {
-    "bow": dict(epochs=8, lr=2e-3),
-    "cnn": dict(epochs=6, lr=1e-3),
+    "bow": dict(epochs=8, lr=2e-3, tune_embeddings=True),
+    "cnn": dict(epochs=6, lr=1e-3, tune_embeddings=True),
     "lstm": dict(epochs=5, lr=2e-3),
     "transformer": dict(epochs=6, lr=5e-4, weight_decay=0.01),
     "minilm": dict(epochs=1, lr=5e-5, batch_size=32, max_len=128, weight_decay=0.01, evals_per_epoch=4),
@@ -140,11 +141,14 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
         vocab, emb = build_vocab([texts[i] for i in tr], extra_words=extra_words, seed=cfg.seed)
         tokenizer = WordTokenizer(vocab, max_len=cfg.max_len)
         encode = tokenizer
-        module = build_module(arch, torch.from_numpy(emb), C)
+        module = build_module(arch, torch.from_numpy(emb), C, tune_embeddings=cfg.tune_embeddings)
         lengths = np.array([len(t.split()) for t in texts])
     module.to(dev)
-    params = [p for p in module.parameters() if p.requires_grad]
+    sparse = [p for n, p in module.named_parameters() if p.requires_grad and n == "embed.weight"]
+    params = [p for n, p in module.named_parameters() if p.requires_grad and n != "embed.weight"]
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    # fine-tuned GloVe rows get sparse gradients: SparseAdam updates only the rows a batch used
+    sparse_opt = torch.optim.SparseAdam(sparse, lr=cfg.lr) if sparse else None
     steps_per_epoch = math.ceil(len(tr) / cfg.batch_size)
     total = steps_per_epoch * cfg.epochs
     warmup = int(0.06 * total) if arch == "minilm" else 0
@@ -184,10 +188,14 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
             logits = getattr(out, "logits", out)
             loss = loss_fn(logits, torch.from_numpy(labels_arr[idx]).to(dev))
             opt.zero_grad(set_to_none=True)
+            if sparse_opt is not None:
+                sparse_opt.zero_grad(set_to_none=True)
             loss.backward()
             if arch in ("minilm", "transformer"):
                 torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
+            if sparse_opt is not None:
+                sparse_opt.step()
             sched.step()
             step += 1
             bar.update(1)
