@@ -76,11 +76,16 @@ class JsonlWriter:
 
     def append(self, record: dict[str, Any]) -> None:
         """Add one record (and write + flush it when the writer has a path)."""
-        self.records.append(record)
-        if self.path is None:
+        self.extend([record])
+
+    def extend(self, records: list[dict[str, Any]], *, keep: bool = True) -> None:
+        """Add several records with one write + flush (``keep=False``: not kept in :attr:`records`)."""
+        if keep:
+            self.records.extend(records)
+        if self.path is None or not records:
             return
         with open(self.path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(record, default=_default) + "\n")
+            f.write("".join(json.dumps(r, default=_default) + "\n" for r in records))
             f.flush()
             os.fsync(f.fileno())
 

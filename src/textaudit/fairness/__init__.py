@@ -1,1 +1,7 @@
-"""Counterfactual token bias B_{p,k} for protected word pairs."""
+"""Counterfactual token bias B_{p,k} for protected word pairs (Double Perturbation §4)."""
+
+from textaudit.fairness.bias import (GENDER_PAIRS, GROUPS, BiasEstimate, CounterfactualBias, Source, clustered_mean,
+                                     find_sources, load_pairs_file, parse_pair)
+
+__all__ = ["GENDER_PAIRS", "GROUPS", "BiasEstimate", "CounterfactualBias", "Source", "clustered_mean",
+           "find_sources", "load_pairs_file", "parse_pair"]

@@ -201,7 +201,9 @@ class NeighborhoodBuilder:
         at i (an index of P by (i, context) lists them), each proposing z with probability
         1/(|P|·L·|F_i \\ {y_i}|), and only if z_i ∈ F_i. Accepting z with probability
         1/(q(z)·M), M = 2·|P|·L·κ ≥ 1/q(z), makes every accepted draw uniform over Neighbor_k(x).
-        Cost: one masked-LM query per position of each proposal (cached), |P| from enumerating k−1.
+        Cost: |P| from enumerating k−1, one masked-LM query per proposal, and, for the proposals
+        that survive a cheap early rejection (q(z) is at least the proposing parent's own term),
+        one query per position where z has a parent in P (cached).
         """
         if n < 1:
             raise TextAuditError(f"n must be at least 1 (got {n})")
@@ -233,13 +235,30 @@ class NeighborhoodBuilder:
                 full[key] = self._keep(c, "\x00")  # nothing equals the sentinel: the current word is kept
             return full[key]
 
-        def prefetch(s: Sentence) -> None:
-            """Fill F for every replaceable position of ``s`` with one masked-LM call."""
-            todo = [i for i in positions if (i, s.tokens[:i], s.tokens[i + 1:]) not in full]
-            if todo:
-                cands = self.mlm.candidates([(list(s.tokens), i) for i in todo], top=self.kappa)
-                for i, c in zip(todo, cands):
-                    full[(i, s.tokens[:i], s.tokens[i + 1:])] = self._keep(c, "\x00")
+        def parent_positions(z: Sentence) -> list[int]:
+            """Positions i at which some member of P differs from z only at i."""
+            return [i for i in positions
+                    if any(yi != z.tokens[i] for yi in index.get((i, z.tokens[:i], z.tokens[i + 1:]), ()))]
+
+        def exact_q(z: Sentence) -> float:
+            """q(z): the probability that one proposal is z (one masked-LM call for its parents' contexts)."""
+            q = 0.5 / len(others) if (others and z.tokens in p_set) else 0.0
+            todo = parent_positions(z)
+            missing = [i for i in todo if (i, z.tokens[:i], z.tokens[i + 1:]) not in full]
+            if missing:
+                cands = self.mlm.candidates([(list(z.tokens), i) for i in missing], top=self.kappa)
+                for i, c in zip(missing, cands):
+                    full[(i, z.tokens[:i], z.tokens[i + 1:])] = self._keep(c, "\x00")
+            for i in todo:
+                cands = [w.lower() for w in F(z, i)]
+                if z.tokens[i].lower() not in cands:
+                    continue
+                for yi in index.get((i, z.tokens[:i], z.tokens[i + 1:]), []):
+                    if yi == z.tokens[i]:
+                        continue
+                    m = len(cands) - (1 if yi.lower() in cands else 0)
+                    q += 0.5 / len(P) / L / m
+            return q
 
         M = 2.0 * len(P) * L * self.kappa
         others = P[1:]
@@ -251,10 +270,12 @@ class NeighborhoodBuilder:
             if proposals > limit:
                 raise TextAuditError(f"sampling gave up after {limit} proposals; Neighbor_{k} of this sentence "
                                      "may be (nearly) empty")
+            u = rng.random()
             if rng.random() < 0.5:
                 if not others:
                     continue
                 z = others[rng.integers(len(others))]
+                q_low = 0.5 / len(others)
             else:
                 if not positions:
                     continue
@@ -264,20 +285,16 @@ class NeighborhoodBuilder:
                 if not ws:
                     continue
                 z = y.replace(i, _restore_case(ws[rng.integers(len(ws))], y.tokens[i]))
+                q_low = 0.5 / len(P) / L / len(ws)  # the term of the parent that proposed z
             if z.tokens == x0.tokens:
                 continue
-            q = 0.5 / len(others) if (others and z.tokens in p_set) else 0.0
-            prefetch(z)
-            for i in positions:
-                cands = [w.lower() for w in F(z, i)]
-                if z.tokens[i].lower() not in cands:
-                    continue
-                for yi in index.get((i, z.tokens[:i], z.tokens[i + 1:]), []):
-                    if yi == z.tokens[i]:
-                        continue
-                    m = len(cands) - (1 if yi.lower() in cands else 0)
-                    q += 0.5 / len(P) / L / m
-            if q > 0 and rng.random() < 1.0 / (q * M):
+            # accept with probability 1/(q(z)·M); q(z) >= q_low, so u >= 1/(q_low·M) rejects at once
+            if u >= 1.0 / (q_low * M):
+                continue
+            if u < 1.0 / (exact_q(z) * M):
                 out.append(Neighbor(z, level.get(z.tokens, k), len(x0.diff(z))))
-        self.last_sample_stats = {"proposals": proposals, "accepted": len(out), "P": len(P)}
+        # each proposal is accepted with probability |Neighbor_k(x)| / M, and sampling stops at the n-th
+        # acceptance (negative binomial), so (n − 1)/(proposals − 1)·M estimates |Neighbor_k(x)| unbiasedly
+        size = M * (n - 1) / (proposals - 1) if n > 1 and proposals > 1 else float("nan")
+        self.last_sample_stats = {"proposals": proposals, "accepted": len(out), "P": len(P), "size_estimate": size}
         return out

@@ -1,0 +1,188 @@
+"""Counterfactual token bias B_{p,k} on a tiny real masked LM and planted classifiers."""
+
+from __future__ import annotations
+
+import json
+import zlib
+
+import numpy as np
+import pytest
+
+from textaudit.errors import TextAuditError
+from textaudit.fairness import CounterfactualBias, clustered_mean, find_sources, parse_pair
+from textaudit.fairness.run import run_bias
+from textaudit.models import as_classifier
+from textaudit.neighborhoods import NeighborhoodBuilder
+
+TEXTS = ["he said the film was a deep and moving story .",
+         "the story is slow but he makes it work .",
+         "she gives a warm and funny performance here .",
+         "a dull plot that nobody will remember .",
+         "he and she are both good ."]  # both words: not in X_p
+
+
+def _word_score(w: str) -> float:
+    return (zlib.crc32(w.encode()) % 1000) / 1000 - 0.5
+
+
+def planted(she_bonus: float):
+    """P(positive) = sigmoid(Σ word scores + she_bonus·[she ∈ x]): a model that prefers 'she'."""
+
+    def f(texts):
+        out = []
+        for t in texts:
+            words = t.lower().split()
+            z = sum(_word_score(w) for w in words if w not in ("he", "she")) + she_bonus * ("she" in words)
+            p = 1 / (1 + np.exp(-z))
+            out.append([1 - p, p])
+        return np.array(out)
+
+    return as_classifier(f, name=f"she{she_bonus}")
+
+
+def test_sources_pair_direction_and_errors():
+    src = find_sources(TEXTS, ("he", "she"))
+    assert [(s.id, s.position, s.reversed) for s in src] == [("0", 0, False), ("1", 5, False), ("2", 0, True)]
+    assert parse_pair("He/She") == ("he", "she")
+    with pytest.raises(TextAuditError, match="not a word pair"):
+        parse_pair("he")
+    est = CounterfactualBias(planted(1.0), mlm=object(), blacklist=())
+    with pytest.raises(TextAuditError, match="no sentence of the data contains exactly one 'actor'"):
+        est.sources(TEXTS, ("actor", "actress"))
+
+
+def test_planted_bias_has_the_right_sign_and_ci_excludes_zero(tiny_mlm):
+    est = CounterfactualBias(planted(1.0), tiny_mlm, kappa=5, delta=1e9)
+    by_k = est.estimate_all("he,she", 2, TEXTS)
+    assert sorted(by_k) == [0, 1, 2]
+    for kk, e in by_k.items():
+        assert e.B > 0.05 and e.significant, (kk, e)
+        assert e.sources == 3 and e.ci_method.startswith("clustered")
+    assert by_k[0].n == 3 and by_k[2].n > by_k[1].n > 3
+    # the reversed source (holds 'she') is measured in the same direction: F > 0 there too
+    assert (by_k[0].values > 0).all()
+    neg = CounterfactualBias(planted(-1.0), tiny_mlm, kappa=5, delta=1e9).estimate("he,she", 1, TEXTS)
+    assert neg.B < -0.05 and neg.significant
+
+
+def test_model_that_ignores_the_pair_has_zero_bias(tiny_mlm):
+    e = CounterfactualBias(planted(0.0), tiny_mlm, kappa=5, delta=1e9).estimate(("he", "she"), 2, TEXTS)
+    assert abs(e.B) < 1e-9 and e.ci95[0] <= 0 <= e.ci95[1] and not e.significant
+
+
+def test_blacklist_is_honoured_and_pair_position_kept(tiny_mlm):
+    x = TEXTS[0]
+    free = NeighborhoodBuilder(tiny_mlm, kappa=5, delta=1e9).neighbors(x, 1, protected=[0])
+    introduced = sorted({w.lower() for nb in free for w in nb.sentence.tokens} - set(x.split()))
+    assert len(introduced) >= 4
+    banned = introduced[:4]
+    est = CounterfactualBias(planted(1.0), tiny_mlm, kappa=5, delta=1e9, blacklist=banned)
+    src = est.sources([x], ("he", "she"))[0]
+    sents, dist, _ = est.neighbourhood(src, ("he", "she"), 2)
+    assert len(sents) > 20
+    for s in sents:
+        assert s.tokens[0] == "he"
+        assert not set(w.lower() for w in s.tokens) & set(banned)
+
+
+def test_sampled_level_is_weighted_by_the_estimated_size(tiny_mlm):
+    x = "the story is slow but he makes it work ."
+    b = NeighborhoodBuilder(tiny_mlm, kappa=3, delta=1e9)
+    exact = sum(b.counts(x, 2, protected=[5]))
+    b.sample(x, 2, 400, protected=[5], seed=3)
+    est = b.last_sample_stats["size_estimate"]
+    assert abs(est - exact) / exact < 0.2, (est, exact)
+    bias = CounterfactualBias(planted(1.0), tiny_mlm, kappa=3, delta=1e9, enumerate_k=1, sample=50)
+    by_k = bias.estimate_all("he,she", 2, TEXTS[:3])
+    assert by_k[2].sampled and not by_k[1].sampled and by_k[2].n == 150 and by_k[2].B > 0.05
+
+
+def test_clustered_mean_matches_the_ratio_formula():
+    sums, sizes = [np.array(3.0), np.array(1.0), np.array(-1.0)], [3, 2, 1]
+    B, half, method = clustered_mean(sums, sizes)
+    assert B == pytest.approx(0.5)
+    resid = np.array([3 - 1.5, 1 - 1.0, -1 - 0.5])
+    assert half == pytest.approx(1.96 * np.sqrt(3 / 2 * (resid ** 2).sum() / 36))
+    B1, half1, m1 = clustered_mean([np.array(2.0)], [4], np.array([0.0, 1.0, 0.0, 1.0]))
+    assert B1 == 0.5 and m1.startswith("i.i.d.") and half1 == pytest.approx(1.96 * np.std([0, 1, 0, 1], ddof=1) / 2)
+
+
+def test_multiclass_reports_per_class_vector(tiny_mlm):
+    def f(texts):
+        return np.array([[0.2, 0.5, 0.3] if "she" in t.split() else [0.4, 0.3, 0.3] for t in texts])
+
+    e = CounterfactualBias(as_classifier(f, name="three"), tiny_mlm, kappa=3, delta=1e9).estimate("he,she", 1, TEXTS)
+    assert e.per_class == pytest.approx([-0.2, 0.2, 0.0]) and e.B == pytest.approx(0.4)
+
+
+def test_run_bias_resumes_from_output_without_recomputing(tiny_mlm, tmp_path):
+    est = CounterfactualBias(planted(1.0), tiny_mlm, kappa=4, delta=1e9, enumerate_k=1, sample=20)
+    other = CounterfactualBias(planted(0.0), tiny_mlm, kappa=4, delta=1e9, enumerate_k=1, sample=20)
+    out = tmp_path / "b.jsonl"
+    first = run_bias(est, [("he", "she")], 2, TEXTS, compare=other, output=out, progress=False)
+    lines = out.read_text().splitlines()
+    # cut the file inside the last unit, as a kill would
+    out.write_text("\n".join(lines[:-5]) + "\n" + lines[-5][:10])
+    calls = {"n": 0}
+    real = est.neighbourhood
+
+    def counting(*a, **kw):
+        calls["n"] += 1
+        return real(*a, **kw)
+
+    est.neighbourhood = counting
+    again = run_bias(est, [("he", "she")], 2, TEXTS, compare=other, output=out, resume=True, progress=False)
+    assert calls["n"] == 1  # only the cut unit was recomputed
+    for name in first:
+        for kk, e in first[name][("he", "she")].items():
+            assert again[name][("he", "she")][kk].B == pytest.approx(e.B, abs=1e-6)
+    assert first["she0.0"][("he", "she")][2].B == pytest.approx(0.0, abs=1e-9)
+    markers = [json.loads(l) for l in out.read_text().splitlines() if "unit_done" in l]
+    # the first model's marker of the cut unit survived the cut; the unit was redone for both models
+    assert len(markers) == len({(m["unit_done"], m["model"]) for m in markers}) + 1
+
+
+def test_cli_bias_bad_inputs(cli, tmp_path):
+    r = cli("bias", "--model", "nope", "--pair", "he,she", "--k", "0")
+    assert r.exit_code == 2 and "unknown model 'nope'" in r.output
+    r = cli("bias", "--model", "bow", "--k", "0")
+    assert r.exit_code == 2 and "exactly one of --pair" in r.output
+    r = cli("bias", "--pair", "he", "--k", "0")
+    assert r.exit_code == 2 and "not a word pair" in r.output
+    r = cli("bias", "--group", "race", "--k", "0")
+    assert r.exit_code == 2 and "unknown group" in r.output
+
+
+def test_cli_bias_json_plots_and_unknown_word(cli, tmp_path):
+    from textaudit.models.zoo import train_model
+
+    train_model("bow", max_train=300, epochs=1, progress=False)
+    data = tmp_path / "d.tsv"
+    data.write_text("label\ttext\n" + "".join(f"1\t{t}\n" for t in TEXTS))
+    r = cli("bias", "--model", "bow", "--pair", "he,she", "--k", "0", "--data", str(data), "--json",
+            "--plot", str(tmp_path / "plots"))
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["model"] == "bow" and out["pairs"][0]["pair"] == ["he", "she"]
+    assert out["pairs"][0]["by_k"]["0"]["n"] == 3
+    assert {p.name for p in (tmp_path / "plots").iterdir()} == {"hist_he_she.png", "bias_vs_k.png", "pairs_bar.png"}
+    r = cli("bias", "--model", "bow", "--pair", "he,zzqxv", "--k", "0", "--data", str(data))
+    assert r.exit_code == 2 and "'zzqxv' is not in the vocabulary of model 'bow'" in r.output
+
+
+def test_filtered_set_reuses_full_run_units(tiny_mlm, tmp_path):
+    # he-sentences with a tiny word-score sum give |F| < ε only if the model ignores the pair
+    texts = TEXTS + ["he is here .", "he was there ."]
+    biased, blind = planted(1.0), planted(0.0)
+    est = CounterfactualBias(blind, tiny_mlm, kappa=3, delta=1e9, enumerate_k=1)
+    assert len(est.filter_sources(est.sources(texts, ("he", "she")), ("he", "she"))) == 5
+    assert CounterfactualBias(biased, tiny_mlm).filter_sources(est.sources(texts, ("he", "she")), ("he", "she")) == []
+    out = tmp_path / "b.jsonl"
+    run_bias(est, [("he", "she")], 1, texts, output=out, progress=False, max_sources=4)
+    est.neighbourhood = None  # a filtered run on the same output must not rebuild anything
+    res = run_bias(est, [("he", "she")], 1, texts, output=out, resume=True, filtered=True, progress=False,
+                   max_sources=4)
+    assert res["she0.0"][("he", "she")][0].sources == 4
+    with pytest.raises(TextAuditError, match="under every model"):
+        run_bias(CounterfactualBias(biased, tiny_mlm, kappa=3, delta=1e9), [("he", "she")], 0, texts,
+                 filtered=True, progress=False)
