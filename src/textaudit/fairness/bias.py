@@ -193,21 +193,26 @@ class CounterfactualBias:
             raise TextAuditError(f"enumerate_k must be >= 0 (got {enumerate_k})")
         if sample < 2:
             raise TextAuditError(f"--sample must be at least 2 sentences per source (got {sample})")
-        if mlm is None:
-            from textaudit.neighborhoods import load_mlm
-
-            mlm = load_mlm()
         if blacklist is None:
             from textaudit.perturbations.gender import gender_words
 
             blacklist = gender_words()
         self.classifier = classifier
-        self.mlm = mlm
+        self._mlm = mlm
         self.kappa, self.delta = kappa, delta
         self.blacklist = frozenset(w.lower() for w in blacklist)
         self.enumerate_k = enumerate_k
         self.sample_n = sample
         self.seed = seed
+
+    @property
+    def mlm(self):
+        """The masked LM, loaded on first use (k = 0 needs none)."""
+        if self._mlm is None:
+            from textaudit.neighborhoods import load_mlm
+
+            self._mlm = load_mlm()
+        return self._mlm
 
     # -- pieces ----------------------------------------------------------------------------------
     def builder(self, pair: tuple[str, str]) -> NeighborhoodBuilder:
