@@ -4,9 +4,11 @@
 >>> SOBeam(load_classifier("cnn"), k=6).attack("a deep and meaningful film .", label=1)
 """
 
+from textaudit.attacks.first_order import BAEAttack, FirstOrderAttack, GeneticAttack
 from textaudit.attacks.patch import Patch, PatchWords, apply_patch
 from textaudit.attacks.run import make_attack, run_attack, summarize
 from textaudit.attacks.second_order import AttackResult, RandomBaseline, SecondOrderAttack, SOBeam, SOEnum, pair_loss
 
 __all__ = ["Patch", "PatchWords", "apply_patch", "AttackResult", "SecondOrderAttack", "SOEnum", "SOBeam",
-           "RandomBaseline", "pair_loss", "run_attack", "summarize", "make_attack"]
+           "RandomBaseline", "pair_loss", "run_attack", "summarize", "make_attack", "GeneticAttack", "BAEAttack",
+           "FirstOrderAttack"]

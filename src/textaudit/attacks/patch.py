@@ -15,7 +15,6 @@ occurring; if there is none the example is *skipped*.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -79,9 +78,9 @@ class PatchWords:
     def _pairs(self) -> list[tuple[str, str]]:
         if self._pairs_in is not None:
             return self._pairs_in
-        from textaudit.resources import resolve
+        from textaudit.lexicons import counterfitted_neighbors
 
-        nbrs = json.loads(resolve("counterfitted-neighbors").read_text())
+        nbrs = counterfitted_neighbors()
         return [(w, n) for w, ns in nbrs.items() for n in ns if w != n]
 
     def _word_probs(self, words: list[str]) -> dict[str, np.ndarray]:

@@ -11,14 +11,24 @@ from textaudit.results import JsonlWriter
 
 __all__ = ["run_attack", "summarize", "METHODS", "make_attack"]
 
-METHODS = ("so-beam", "so-enum", "random")
+METHODS = ("so-beam", "so-enum", "random", "genetic", "bae")
 
 
 def make_attack(method: str | None, classifier, k: int, **kwargs):
-    """Return the attack object for ``method`` (None: SO-Enum for k ≤ 2, else SO-Beam)."""
+    """Return the attack object for ``method`` (None: SO-Enum for k ≤ 2, else SO-Beam).
+
+    First-order baselines (``genetic``, ``bae``) ignore ``k``, ``kappa``, ``delta`` and ``beam``."""
     from textaudit.attacks.second_order import RandomBaseline, SOBeam, SOEnum
 
     method = method or ("so-enum" if k <= 2 else "so-beam")
+    if method in ("genetic", "bae"):
+        from textaudit.attacks.first_order import BAE_THRESHOLD, BAEAttack, GeneticAttack
+
+        common = {key: kwargs[key] for key in ("max_queries", "time_budget", "seed") if key in kwargs}
+        if method == "genetic":
+            return GeneticAttack(classifier, lm=kwargs.get("lm"), **common)
+        return BAEAttack(classifier, mlm=kwargs.get("mlm"), threshold=kwargs.get("threshold") or BAE_THRESHOLD,
+                         **common)
     if method == "so-beam":
         return SOBeam(classifier, k, **kwargs)
     kwargs.pop("beam", None)

@@ -17,7 +17,7 @@ MODEL_HELP = "Zoo name (bow, cnn, lstm, transformer, minilm), hf:<dir-or-id>, ch
 def attack(
     model: str = typer.Option(..., "--model", "-m", help=MODEL_HELP),
     k: int = typer.Option(6, "--k", help="Words the neighbourhood may change (SO-Enum: k <= 2)."),
-    method: Optional[str] = typer.Option(None, "--method", help="so-beam | so-enum | random (default: so-enum if k<=2 else so-beam)."),
+    method: Optional[str] = typer.Option(None, "--method", help="so-beam | so-enum | random | genetic | bae (default: so-enum if k<=2 else so-beam)."),
     data: str = typer.Option("sst2:dev", "--data", help="sst2[:split] or a .csv/.tsv/.jsonl file."),
     text_column: Optional[str] = typer.Option(None, "--text-column"),
     label_column: Optional[str] = typer.Option(None, "--label-column"),
@@ -31,6 +31,8 @@ def attack(
     max_queries: Optional[int] = typer.Option(None, "--max-queries", help="Classifier query budget per example."),
     time_budget: Optional[float] = typer.Option(None, "--time-budget", help="Seconds per example."),
     ppl: bool = typer.Option(True, "--ppl/--no-ppl", help="Perplexity of originals and vulnerable examples (SmolLM2)."),
+    lm_constraint: bool = typer.Option(False, "--lm-constraint", help="Genetic: keep the 4 synonyms with the lowest SmolLM2 perplexity."),
+    threshold: Optional[float] = typer.Option(None, "--threshold", help="BAE: MiniLM sentence-similarity threshold (default 0.85)."),
     seed: int = typer.Option(0, "--seed"),
     json_out: bool = typer.Option(False, "--json", help="Print the summary as one JSON object on the last line."),
 ) -> None:
@@ -44,16 +46,19 @@ def attack(
         raise TextAuditError("--resume needs --output (the JSONL file to continue)")
     ds = load_dataset(data, text_column=text_column, label_column=label_column, default_split="dev", limit=limit)
     clf = load_classifier(model)
-    masked_lm = load_mlm(mlm)
-    atk = make_attack(method, clf, k, mlm=masked_lm, kappa=kappa, delta=delta, beam=beam, max_queries=max_queries,
-                      time_budget=time_budget, seed=seed)
-    notice(f"ranking patch words for {clf.name} ...")
-    atk.patch_words.fit()
+    masked_lm = None if method == "genetic" else load_mlm(mlm)
     lm = None
-    if ppl:
+    if ppl or lm_constraint:
         from textaudit.lm import load_causal_lm
 
         lm = load_causal_lm()
+    atk = make_attack(method, clf, k, mlm=masked_lm, kappa=kappa, delta=delta, beam=beam, max_queries=max_queries,
+                      time_budget=time_budget, seed=seed, lm=lm if lm_constraint else None, threshold=threshold)
+    if hasattr(atk, "patch_words"):
+        notice(f"ranking patch words for {clf.name} ...")
+        atk.patch_words.fit()
+    if not ppl:
+        lm = None
     prefix = data if ":" in data or not Path(data).exists() else Path(data).name
     ids = [f"{prefix}:{i}" for i in range(len(ds))]
     summary, records = run_attack(atk, ds["text"], ds["label"], ids=ids, output=output, resume=resume, ppl=lm)

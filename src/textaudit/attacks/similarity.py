@@ -1,0 +1,66 @@
+"""Sentence similarity with the MiniLM-L6 sentence encoder (mean pooled, cosine) — our offline
+stand-in for the Universal Sentence Encoder that BAE uses (USE cannot be downloaded here)."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Sequence
+
+import numpy as np
+
+__all__ = ["SentenceEncoder"]
+
+
+class SentenceEncoder:
+    """``encode(texts) -> (n, d)`` unit vectors; ``similarity(a, texts) -> (n,)`` cosines.
+
+    Mean pooling over the encoder's last hidden states (padding masked), then L2 normalisation, as
+    all-MiniLM-L6-v2 is meant to be used. Batched, cached, CUDA when present.
+    """
+
+    def __init__(self, path: str | None = None, *, device: str | None = None, batch_size: int = 128,
+                 cache_size: int = 50_000):
+        from transformers import AutoModel, AutoTokenizer
+
+        from textaudit.models.torch_backend import pick_device
+        from textaudit.resources import resolve
+
+        root = path or str(resolve("minilm"))
+        self.device = pick_device(device)
+        self.tokenizer = AutoTokenizer.from_pretrained(root)
+        self.model = AutoModel.from_pretrained(root).to(self.device).eval()
+        self.batch_size = batch_size
+        self.cache_size = cache_size
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.name = "minilm-l6-mean"
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        import torch
+
+        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        order = sorted(todo, key=len)
+        for s in range(0, len(order), self.batch_size):
+            chunk = order[s:s + self.batch_size]
+            enc = self.tokenizer(chunk, padding=True, truncation=True, max_length=128, return_tensors="pt").to(self.device)
+            with torch.inference_mode():
+                h = self.model(**enc).last_hidden_state.float()
+            m = enc["attention_mask"].unsqueeze(-1).float()
+            v = (h * m).sum(1) / m.sum(1).clamp(min=1.0)
+            v = torch.nn.functional.normalize(v, dim=-1).cpu().numpy()
+            for t, row in zip(chunk, v):
+                self._cache[t] = row
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+        out = [self._cache.get(t) for t in texts]
+        if any(o is None for o in out):  # evicted within this call (huge batches): recompute those
+            missing = [t for t, o in zip(texts, out) if o is None]
+            self.cache_size += len(missing)
+            return self.encode(texts)
+        return np.stack(out) if out else np.zeros((0, self.model.config.hidden_size), dtype=np.float32)
+
+    def similarity(self, reference: str, texts: Sequence[str]) -> np.ndarray:
+        """Cosine similarity of ``reference`` with each of ``texts``."""
+        if not texts:
+            return np.zeros(0)
+        v = self.encode([reference, *texts])
+        return v[1:] @ v[0]
