@@ -95,6 +95,7 @@ def test_sampled_level_is_weighted_by_the_estimated_size(tiny_mlm):
     bias = CounterfactualBias(planted(1.0), tiny_mlm, kappa=3, delta=1e9, enumerate_k=1, sample=50)
     by_k = bias.estimate_all("he,she", 2, TEXTS[:3])
     assert by_k[2].sampled and not by_k[1].sampled and by_k[2].n == 150 and by_k[2].B > 0.05
+    assert by_k[1].size == by_k[1].n and by_k[2].size > 2 * by_k[1].size  # the estimated |Neighbor_2(X_p)|
 
 
 def test_clustered_mean_matches_the_ratio_formula():

@@ -141,11 +141,13 @@ class BiasEstimate:
     ci_method: str
     sampled: bool = False
     per_class: list[float] | None = None  # C > 2: the per-class mean of F_soft (``B`` is its L1 norm)
+    size: float = 0.0  # |Neighbor_k(X_p)| as a multiset: exact when enumerated, estimated when sampled
     values: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
 
     def to_dict(self) -> dict:
         d = {"B": _r(self.B), "ci95": [_r(self.ci95[0]), _r(self.ci95[1])], "n": int(round(self.n)),
-             "sources": self.sources, "ci_method": self.ci_method, "sampled": self.sampled}
+             "sources": self.sources, "ci_method": self.ci_method, "sampled": self.sampled,
+             "neighbourhood_size": int(round(self.size))}
         if self.per_class is not None:
             d["per_class"] = [_r(v) for v in self.per_class]
         return d
@@ -365,5 +367,6 @@ def aggregate(units: Sequence[_Unit], pair: tuple[str, str], k: int, enumerate_k
             est = BiasEstimate(pair, kk, l1, (lo, float((np.abs(B) + half).sum())), n, len(sizes),
                                method + "; L1 bounds from per-class intervals", sampled, per_class=B.tolist())
         est.values = np.concatenate([_l1(v) if v.ndim > 1 else v for v in vals])
+        est.size = float(sum(sizes))
         out[kk] = est
     return out
