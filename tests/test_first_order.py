@@ -89,3 +89,24 @@ def test_make_attack_and_cli_run_first_order(cli, tmp_path, tiny_mlm):
     lines = [json.loads(l) for l in (tmp_path / "o.jsonl").read_text().splitlines()]
     assert [l["status"] for l in lines] == ["success", "skipped", "skipped"]
     assert lines[0]["vulnerable"] == "a deep and meaningful movie ." and lines[0]["l0"] == 1
+
+
+
+def test_genetic_lm_constraint_keeps_the_likeliest_synonyms():
+    from textaudit.lm import load_causal_lm
+    from textaudit.neighborhoods import Sentence
+
+    lm = load_causal_lm(device="cpu")
+    many = {"film": ["movie", "films", "cinema", "picture", "kino"]}
+    windows = {w: f"and meaningful {w} ." for w in many["film"]}
+    ppl = dict(zip(windows, lm.perplexity(list(windows.values()))))
+    top2 = sorted(ppl, key=ppl.get)[:2]
+    worst = max(ppl, key=ppl.get)
+    x0 = Sentence.parse(X)
+    # with the constraint, a model fooled only by the least likely synonym is never fooled
+    atk = GeneticAttack(flips_on(worst), neighbors=many, population=4, generations=3, lm=lm, lm_top=2, lm_window=2)
+    assert atk.attack(X, label=1).status == "failed"
+    kept = atk._perturb([x0] * 4, x0, {4: many["film"]}, 1, 1)
+    assert all(m.tokens[4] in top2 for m in kept)
+    assert GeneticAttack(flips_on(top2[0]), neighbors=many, population=4, generations=3, lm=lm,
+                         lm_top=2, lm_window=2).attack(X, label=1).status == "success"

@@ -111,14 +111,15 @@ class GeneticAttack(FirstOrderAttack):
     perturbation step scores all children's candidates in one batched call.
 
     ``lm``: an optional :class:`~textaudit.lm.CausalLM`; with it, only the ``lm_top`` (4)
-    candidates with the lowest sentence perplexity are kept at each perturbation (the LM constraint).
+    candidates with the lowest perplexity of the ±``lm_window`` (5) words around the substitution
+    are kept at each perturbation (Alzantot et al.'s LM constraint, with SmolLM2 for their 1B-word LM).
     """
 
     method = "genetic"
 
     def __init__(self, classifier, *, neighbors: dict[str, list[str]] | None = None, population: int = 60,
                  generations: int = 40, max_candidates: int = 8, max_perturb_ratio: float = 0.2,
-                 temperature: float = 0.3, lm=None, lm_top: int = 4, **kwargs):
+                 temperature: float = 0.3, lm=None, lm_top: int = 4, lm_window: int = 5, **kwargs):
         super().__init__(classifier, **kwargs)
         if population < 2 or generations < 1 or max_candidates < 1:
             raise TextAuditError("genetic attack needs population >= 2, generations >= 1, max_candidates >= 1")
@@ -130,7 +131,7 @@ class GeneticAttack(FirstOrderAttack):
         self.population, self.generations = population, generations
         self.max_candidates, self.max_perturb_ratio = max_candidates, max_perturb_ratio
         self.temperature = temperature
-        self.lm, self.lm_top = lm, lm_top
+        self.lm, self.lm_top, self.lm_window = lm, lm_top, lm_window
         self.rng = np.random.default_rng(self.seed)
 
     def _candidates(self, x0: Sentence) -> dict[int, list[str]]:
@@ -153,7 +154,8 @@ class GeneticAttack(FirstOrderAttack):
             i = allowed[int(self.rng.integers(len(allowed)))]
             opts = [m.replace(i, w) for w in cands[i] if w != m.tokens[i]] or [m]
             if self.lm is not None and len(opts) > self.lm_top:
-                ppl = self.lm.perplexity([o.text() for o in opts])
+                lo, hi = max(0, i - self.lm_window), i + self.lm_window + 1
+                ppl = self.lm.perplexity([" ".join(o.tokens[lo:hi]) for o in opts])
                 opts = [opts[j] for j in np.argsort(ppl, kind="stable")[: self.lm_top]]
             options.append(opts)
         flat = [o for opts in options for o in opts]
