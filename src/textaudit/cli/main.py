@@ -124,7 +124,7 @@ def predict(
 
 def _register_subcommands() -> None:
     """Attach the commands that live in their own modules (kept light: they import lazily)."""
-    from textaudit.cli import attack, bias, commands, learnability, neighbors, wordorder  # noqa: F401
+    from textaudit.cli import attack, bias, commands, learnability, neighbors, perturbscore, wordorder  # noqa: F401
 
 
 def main(argv: Optional[list[str]] = None) -> None:

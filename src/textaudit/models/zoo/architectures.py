@@ -32,10 +32,22 @@ class WordModel(nn.Module):
         self.proj = nn.Linear(embeddings.shape[1], d)
         self.num_classes = num_classes
 
-    def embed_words(self, input_ids: torch.Tensor) -> torch.Tensor:
+    def input_vectors(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """The (B, T, 50) word vectors the model reads (GloVe rows; the learned ``unk`` for id 1)."""
         e = self.embed(input_ids)
-        e = torch.where((input_ids == 1).unsqueeze(-1), self.unk.to(e.dtype).expand_as(e), e)
+        return torch.where((input_ids == 1).unsqueeze(-1), self.unk.to(e.dtype).expand_as(e), e)
+
+    def embed_words(self, input_ids: torch.Tensor, vectors: torch.Tensor | None = None) -> torch.Tensor:
+        """Projected words; ``vectors`` replaces :meth:`input_vectors` (e.g. perturbed by PGD)."""
+        e = self.input_vectors(input_ids) if vectors is None else vectors
         return torch.relu(self.proj(e))
+
+    def features(self, input_ids: torch.Tensor, vectors: torch.Tensor | None = None) -> torch.Tensor:
+        """The pooled representation h(x) that the output layer reads."""
+        raise NotImplementedError
+
+    def forward(self, input_ids: torch.Tensor, vectors: torch.Tensor | None = None) -> torch.Tensor:
+        return self.out(self.drop(self.features(input_ids, vectors)))
 
 
 def _masked_mean(h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -52,9 +64,9 @@ class BoW(WordModel):
         self.drop = nn.Dropout(dropout)
         self.out = nn.Linear(hidden, num_classes)
 
-    def forward(self, input_ids):
-        h = _masked_mean(self.embed_words(input_ids), input_ids != 0)
-        return self.out(self.drop(torch.relu(self.hidden(self.drop(h)))))
+    def features(self, input_ids, vectors=None):
+        h = _masked_mean(self.embed_words(input_ids, vectors), input_ids != 0)
+        return torch.relu(self.hidden(self.drop(h)))
 
 
 class CNN(WordModel):
@@ -66,12 +78,11 @@ class CNN(WordModel):
         self.drop = nn.Dropout(dropout)
         self.out = nn.Linear(hidden, num_classes)
 
-    def forward(self, input_ids):
+    def features(self, input_ids, vectors=None):
         mask = input_ids != 0
-        h = self.embed_words(input_ids) * mask.unsqueeze(-1)
+        h = self.embed_words(input_ids, vectors) * mask.unsqueeze(-1)
         c = torch.relu(self.conv(self.drop(h).transpose(1, 2))).transpose(1, 2)
-        c = c.masked_fill(~mask.unsqueeze(-1), float("-inf")).amax(1)
-        return self.out(self.drop(c))
+        return c.masked_fill(~mask.unsqueeze(-1), float("-inf")).amax(1)
 
 
 class LSTM(WordModel):
@@ -83,14 +94,14 @@ class LSTM(WordModel):
         self.drop = nn.Dropout(dropout)
         self.out = nn.Linear(hidden, num_classes)
 
-    def forward(self, input_ids):
+    def features(self, input_ids, vectors=None):
         mask = input_ids != 0
         lengths = mask.sum(1).clamp(min=1).cpu()
-        x = self.drop(self.embed_words(input_ids))
+        x = self.drop(self.embed_words(input_ids, vectors))
         packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
         out, _ = self.lstm(packed)
         out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=input_ids.shape[1])
-        return self.out(self.drop(_masked_mean(out, mask)))
+        return _masked_mean(out, mask)
 
 
 class Transformer(WordModel):
@@ -102,15 +113,18 @@ class Transformer(WordModel):
         layer = nn.TransformerEncoderLayer(hidden, heads, dim_feedforward=4 * hidden, dropout=dropout,
                                            batch_first=True)
         self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.drop = nn.Identity()
         self.out = nn.Linear(hidden, num_classes)
 
-    def forward(self, input_ids):
+    def features(self, input_ids, vectors=None):
         input_ids = input_ids[:, : self.pos.num_embeddings]
+        if vectors is not None:
+            vectors = vectors[:, : self.pos.num_embeddings]
         mask = input_ids != 0
         pos = torch.arange(input_ids.shape[1], device=input_ids.device)
-        h = self.embed_words(input_ids) + self.pos(pos)[None]
+        h = self.embed_words(input_ids, vectors) + self.pos(pos)[None]
         h = self.encoder(h, src_key_padding_mask=~mask)
-        return self.out(_masked_mean(h, mask))
+        return _masked_mean(h, mask)
 
 
 ARCHITECTURES: dict[str, type[WordModel]] = {"bow": BoW, "cnn": CNN, "lstm": LSTM, "transformer": Transformer}

@@ -1,0 +1,100 @@
+"""``audit perturbscore build|train|score``: the continuous-equivalent size ε of discrete perturbations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from textaudit.cli.main import AuditGroup, app, emit_json, notice, print_table
+
+ps_app = typer.Typer(cls=AuditGroup, no_args_is_help=True, help="PerturbScore: ε of discrete perturbations.")
+app.add_typer(ps_app, name="perturbscore")
+
+
+@ps_app.command("build")
+def build(
+    model: str = typer.Option("cnn", "--model", "-m", help="A zoo model or hf: classifier (needs input embeddings)."),
+    perturbation: str = typer.Option("random-swap", "--perturbation", help="random-swap | synonym-swap"),
+    n: int = typer.Option(1000, "--n", help="Perturbations to try (dropped ones included)."),
+    data: str = typer.Option("sst2:dev", "--data", help="sst2[:split] or a .csv/.tsv/.jsonl file."),
+    output: Path = typer.Option(Path("perturbscore_tuples.jsonl"), "--output", "-o", help="JSONL of tuples, written as it goes."),
+    resume: bool = typer.Option(False, "--resume", help="Continue --output."),
+    space: str = typer.Option("hidden", "--space", help="hidden (pooled representation) | probs"),
+    steps: int = typer.Option(5, "--steps", help="PGD steps per ε."),
+    max_eps: float = typer.Option(1.0, "--max-eps", help="Largest ε of the grid (step 0.01)."),
+    tolerance: float = typer.Option(0.005, "--tolerance", help="Drop a tuple whose closest shift is off by more."),
+    seed: int = typer.Option(0, "--seed"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Build (x, x′, edit distance, d, ε) tuples with PGD in the model's embedding space."""
+    from textaudit.data import load_dataset
+    from textaudit.errors import TextAuditError
+    from textaudit.models import load_classifier
+    from textaudit.robustness.perturbscorer import build_tuples
+
+    if space not in ("hidden", "probs"):
+        raise TextAuditError(f"--space must be hidden or probs (got {space})")
+    ds = load_dataset(data, default_split="dev", label_column=None)
+    clf = load_classifier(model)
+    t0 = __import__("time").perf_counter()
+    recs = build_tuples(clf, list(ds["text"]), perturbation=perturbation, n=n, seed=seed, output=output,
+                        resume=resume, space=space, steps=steps, max_eps=max_eps, tolerance=tolerance,
+                        ids=[f"{data}:{i}" for i in range(len(ds))])
+    kept = [r for r in recs if r.get("kept")]
+    summary = {"model": clf.name, "perturbation": perturbation, "tried": len(recs), "kept": len(kept),
+               "mean_eps": round(float(sum(r["eps"] for r in kept) / len(kept)), 4) if kept else None,
+               "seconds": round(__import__("time").perf_counter() - t0, 1), "output": str(output)}
+    notice(f"tuples: {output}")
+    if json_out:
+        emit_json(summary)
+    else:
+        print_table("PerturbScore tuples", ["metric", "value"], [[k, v] for k, v in summary.items()])
+
+
+@ps_app.command("train")
+def train(
+    tuples: Path = typer.Option(Path("perturbscore_tuples.jsonl"), "--tuples", help="Output of perturbscore build."),
+    out: Path = typer.Option(Path("perturbscorer"), "--out", help="Directory for the trained scorer."),
+    epochs: int = typer.Option(3, "--epochs"),
+    seed: int = typer.Option(0, "--seed"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Train the PerturbScorer on 80% of the tuples; report Kendall τ / Spearman ρ on the other 20%."""
+    from textaudit.errors import TextAuditError
+    from textaudit.results import read_jsonl
+    from textaudit.robustness.perturbscorer import PerturbScorer, evaluate_scorer, split_tuples
+
+    if not tuples.is_file():
+        raise TextAuditError(f"{tuples} not found; run 'audit perturbscore build --output {tuples}' first")
+    t0 = __import__("time").perf_counter()
+    tr, te = split_tuples(read_jsonl(tuples), seed=seed)
+    scorer = PerturbScorer().fit(tr, epochs=epochs, seed=seed)
+    scorer.save(out)
+    res = evaluate_scorer(scorer, te)
+    res.update({"n_train": len(tr), "path": str(out), "train_seconds": round(__import__("time").perf_counter() - t0, 1)})
+    if json_out:
+        emit_json(res)
+        return
+    rows = [[m, v["kendall"], v["spearman"]] for m, v in res["methods"].items()]
+    print_table(f"correlation with ε on {res['n_test']} held-out tuples", ["method", "Kendall τ", "Spearman ρ"], rows)
+
+
+@ps_app.command("score")
+def score(
+    original: str = typer.Argument(..., help="The original text."),
+    perturbed: str = typer.Argument(..., help="The perturbed text (word-for-word substitutions)."),
+    scorer: Path = typer.Option(Path("perturbscorer"), "--scorer", help="Directory written by perturbscore train."),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Print the predicted ε of original → perturbed."""
+    from textaudit.robustness.perturbscore import mark
+    from textaudit.robustness.perturbscorer import PerturbScorer
+
+    marked = mark(original, perturbed)
+    eps = PerturbScorer(scorer).score(original, perturbed)
+    if json_out:
+        emit_json({"eps": round(eps, 5), "marked": marked})
+    else:
+        typer.echo(f"{eps:.4f}\t{marked}")
