@@ -115,3 +115,15 @@ def test_cli_perturbscore_errors(cli, tmp_path):
     assert r.exit_code == 2 and "not a PerturbScorer directory" in r.output
     r = cli("perturbscore", "build", "--model", "nope")
     assert r.exit_code == 2 and "unknown model 'nope'" in r.output
+
+
+def test_split_keeps_each_sentence_on_one_side():
+    from textaudit.robustness.perturbscorer import split_tuples
+
+    recs = [{"x": f"s{i % 7}", "x_prime": "y", "eps": 0.1, "kept": True} for i in range(50)]
+    recs.append({"x": "dropped", "kept": False})
+    tr, te = split_tuples(recs)
+    assert len(tr) + len(te) == 50 and not {r["x"] for r in tr} & {r["x"] for r in te}
+    assert 0.1 <= len(te) / 50 <= 0.35
+    with pytest.raises(TextAuditError, match="only 0 usable tuples"):
+        split_tuples([{"x": "a", "kept": False}])

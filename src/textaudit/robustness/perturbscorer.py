@@ -72,13 +72,20 @@ def build_tuples(classifier, texts: Sequence[str], *, perturbation: str = "rando
 
 
 def split_tuples(records: Sequence[dict], seed: int = 0, test_share: float = 0.2) -> tuple[list[dict], list[dict]]:
-    """The kept tuples split 80/20 (seeded) into train and held-out test."""
+    """The kept tuples split 80/20 (seeded) into train and held-out test, *by original sentence*:
+    every perturbation of one x lands on the same side, so the test sentences are unseen."""
     kept = [r for r in records if r.get("kept")]
     if len(kept) < 10:
         raise TextAuditError(f"only {len(kept)} usable tuples; build more (perturbscore build --n ...)")
-    idx = np.random.default_rng(seed).permutation(len(kept))
-    k = max(1, int(round(len(kept) * test_share)))
-    return [kept[i] for i in idx[k:]], [kept[i] for i in idx[:k]]
+    xs = sorted({r["x"] for r in kept})
+    order = np.random.default_rng(seed).permutation(len(xs))
+    test_x, n_test = set(), 0
+    for i in order:
+        if n_test >= test_share * len(kept):
+            break
+        test_x.add(xs[i])
+        n_test += sum(1 for r in kept if r["x"] == xs[i])
+    return [r for r in kept if r["x"] not in test_x], [r for r in kept if r["x"] in test_x]
 
 
 class PerturbScorer:
