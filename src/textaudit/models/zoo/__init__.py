@@ -27,8 +27,21 @@ __all__ = ["ARCHS", "AUGMENTATIONS", "train_model", "load_zoo_model", "checkpoin
 AUGMENTATIONS = ("gender-swap",)
 
 
+ROBUST = ("ibp",)
+
+
+def split_robust(name: str) -> tuple[str, str | None]:
+    """Split ``cnn-ibp`` into ``("cnn", "ibp")`` (certified-robust training, :mod:`textaudit.models.robust`)."""
+    for r in ROBUST:
+        if name.endswith("-" + r):
+            return name[: -len(r) - 1], r
+    return name, None
+
+
 def parse_name(name: str) -> tuple[str, str | None]:
-    """Split a zoo name such as ``lstm-gender-swap`` into ``("lstm", "gender-swap")``."""
+    """Split a zoo name such as ``lstm-gender-swap`` into ``("lstm", "gender-swap")`` (a ``-ibp``
+    suffix is ignored here; see :func:`split_robust`)."""
+    name = split_robust(name)[0]
     for aug in AUGMENTATIONS:
         if name.endswith("-" + aug):
             return name[: -len(aug) - 1], aug
@@ -52,7 +65,8 @@ def _counterfitted_words() -> list[str]:
 
 def train_model(name: str, *, data: str = "sst2", epochs: int | None = None, seed: int = 0,
                 augment: str | None = None, out: str | Path | None = None, max_train: int | None = None,
-                progress: bool = True, device: str | None = None, eval_data: str | None = None) -> dict[str, Any]:
+                progress: bool = True, device: str | None = None, eval_data: str | None = None,
+                robust: str | None = None) -> dict[str, Any]:
     """Train zoo model ``name`` on ``data``'s train split, save it, and return a summary dict:
     ``model, dev_accuracy, path, train_seconds, n_train, holdout_accuracy``.
 
@@ -62,12 +76,19 @@ def train_model(name: str, *, data: str = "sst2", epochs: int | None = None, see
     from textaudit.data import CORPORA, load_dataset
 
     arch, aug_in_name = parse_name(name)
+    robust = robust or split_robust(name)[1]
     if arch not in ARCHS:
         raise TextAuditError(f"unknown zoo model '{name}'; use one of {', '.join(ARCHS)}")
     augment = augment or aug_in_name
     if augment is not None and augment not in AUGMENTATIONS:
         raise TextAuditError(f"unknown augmentation '{augment}'; use one of {', '.join(AUGMENTATIONS)}")
-    full_name = arch + (f"-{augment}" if augment else "")
+    if robust is not None and robust not in ROBUST:
+        raise TextAuditError(f"unknown robust training '{robust}'; use one of {', '.join(ROBUST)}")
+    from textaudit.models.robust import ROBUST_ARCHS
+
+    if robust is not None and arch not in ROBUST_ARCHS:
+        raise TextAuditError(f"certified (IBP) training supports {', '.join(ROBUST_ARCHS)}, not {arch}")
+    full_name = arch + (f"-{augment}" if augment else "") + (f"-{robust}" if robust else "")
     train = load_dataset(data, default_split="train")
     texts, labels = list(train["text"]), list(train["label"])
     if max_train is not None:
@@ -78,13 +99,14 @@ def train_model(name: str, *, data: str = "sst2", epochs: int | None = None, see
         swapped = [(s, y) for t, y in zip(texts, labels) if (s := gender_swap(t)) != " ".join(t.split()).lower()]
         texts += [s for s, _ in swapped]
         labels += [y for _, y in swapped]
-    cfg = TrainConfig(arch=arch, seed=seed, **DEFAULTS[arch])
+    cfg = TrainConfig(arch=arch, seed=seed, **(IBP_DEFAULTS[arch] if robust else DEFAULTS[arch]))
     if epochs is not None:
         if epochs < 1:
             raise TextAuditError(f"--epochs must be at least 1 (got {epochs})")
         cfg.epochs = epochs
     extra = _counterfitted_words() if arch != "minilm" else []
-    res = fit(arch, texts, labels, config=cfg, extra_words=extra, progress=progress, device=device)
+    hooks = _ibp_hooks() if robust == "ibp" else {}
+    res = fit(arch, texts, labels, config=cfg, extra_words=extra, progress=progress, device=device, **hooks)
     from textaudit.models.torch_backend import torch_classifier
     from textaudit.models.zoo.train import batch_encoder
 
@@ -100,13 +122,48 @@ def train_model(name: str, *, data: str = "sst2", epochs: int | None = None, see
     path = Path(out) if out else checkpoint_dir(full_name)
     from textaudit.models.zoo.train import save_result
 
-    save_result(res, path, {"name": full_name, "data": data, "augment": augment, "n_train": len(texts),
+    save_result(res, path, {"name": full_name, "data": data, "augment": augment, "robust": robust, "n_train": len(texts),
                             "eval_data": eval_data, "dev_accuracy": dev_acc,
                             "labels": [str(i) for i in range(clf.num_classes)],
                             "created": time.strftime("%Y-%m-%dT%H:%M:%S")})
     return {"model": full_name, "dev_accuracy": dev_acc, "eval_data": eval_data, "path": str(path),
             "train_seconds": round(res.train_seconds, 1), "n_train": len(texts),
             "holdout_accuracy": round(res.best_holdout_accuracy, 4)}
+
+
+#: certified training (IBP): frozen GloVe boxes, more epochs (the first half ramps ε and κ up).
+IBP_DEFAULTS: dict[str, dict[str, Any]] = {
+    "bow": dict(epochs=10, lr=1e-3, patience=3, tune_embeddings=False),
+    "cnn": dict(epochs=10, lr=1e-3, patience=3, tune_embeddings=False),
+}
+
+
+def _ibp_hooks() -> dict[str, Any]:
+    """``objective`` (IBP loss) and ``select`` (held-out *certified* accuracy) for :func:`fit`; the
+    substitution table is built from the model's vocabulary on first use."""
+    from textaudit.models.robust import certify, ibp_loss, substitution_table
+
+    state: dict[str, Any] = {}
+
+    def table_for(tokenizer):
+        if state.get("vocab") is not tokenizer.vocab:
+            state["vocab"], state["table"] = tokenizer.vocab, substitution_table(tokenizer.vocab)
+        return state["table"]
+
+    def objective(module, batch, y, progress):
+        if "table" not in state:
+            raise TextAuditError("IBP training needs the substitution table before the first batch")
+        return ibp_loss(module, batch["input_ids"], y, state["table"], progress=progress)
+
+    def select(module, tokenizer, texts, labels):
+        table = table_for(tokenizer)
+        return certify(module, tokenizer, table, texts, labels, device=str(next(module.parameters()).device)
+                       )["certified_accuracy"]
+
+    def on_tokenizer(tokenizer):
+        table_for(tokenizer)
+
+    return {"objective": objective, "select": select, "on_tokenizer": on_tokenizer}
 
 
 def load_zoo_model(name: str, *, train_if_missing: bool = True, device: str | None = None,
@@ -126,3 +183,5 @@ def load_zoo_model(name: str, *, train_if_missing: bool = True, device: str | No
 for _arch in ARCHS:
     for _name in (_arch, *(f"{_arch}-{a}" for a in AUGMENTATIONS)):
         register_model(_name, lambda _n=_name, **kw: load_zoo_model(_n, **kw))
+for _arch in ("bow", "cnn"):
+    register_model(f"{_arch}-ibp", lambda _n=f"{_arch}-ibp", **kw: load_zoo_model(_n, **kw))

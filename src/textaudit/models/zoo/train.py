@@ -98,11 +98,17 @@ def _batches(lengths: np.ndarray, batch_size: int, rng: np.random.Generator) -> 
 
 def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: int | None = None,
         config: TrainConfig | None = None, extra_words: Sequence[str] = (), progress: bool = True,
-        device: str | None = None, on_eval: Callable[[dict], None] | None = None) -> TrainResult:
+        device: str | None = None, on_eval: Callable[[dict], None] | None = None,
+        objective: Callable | None = None, select: Callable | None = None,
+        on_tokenizer: Callable | None = None) -> TrainResult:
     """Train a fresh ``arch`` model on ``(texts, labels)`` and return it with its history.
 
-    A ``config.holdout`` share of the data is held out for early stopping (best held-out accuracy
+    A ``config.holdout`` share of the data is held out for early stopping (best held-out score
     wins; training stops after ``patience`` evaluations without improvement).
+    ``objective(module, batch, y, progress) -> loss`` replaces the cross-entropy (``progress`` ∈
+    [0, 1) is the share of training done; certified training uses it); ``select(module, tokenizer,
+    texts, labels) -> score`` replaces held-out accuracy as the early-stopping score;
+    ``on_tokenizer(tokenizer)`` is called once the vocabulary is built.
     """
     import torch
     from tqdm.auto import tqdm
@@ -143,6 +149,8 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
         encode = tokenizer
         module = build_module(arch, torch.from_numpy(emb), C, tune_embeddings=cfg.tune_embeddings)
         lengths = np.array([len(t.split()) for t in texts])
+    if on_tokenizer is not None:
+        on_tokenizer(tokenizer)
     module.to(dev)
     sparse = [p for n, p in module.named_parameters() if p.requires_grad and n == "embed.weight"]
     params = [p for n, p in module.named_parameters() if p.requires_grad and n != "embed.weight"]
@@ -164,6 +172,10 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
 
         if len(ho) == 0:
             return float("nan")
+        if select is not None:
+            score = float(select(module, encode, ho_texts, ho_labels))
+            module.train()
+            return score
         fwd = TorchForward(module, encode, dev)
         clf = BatchedClassifier(fwd, output="logits", num_classes=C, batch_size=256, cache_size=0)
         acc = accuracy(clf, ho_texts, ho_labels)
@@ -184,9 +196,12 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
             idx = tr[batch]
             enc = encode([texts[i] for i in idx])
             enc = {k: v.to(dev) for k, v in dict(enc).items()}
-            out = module(**enc)
-            logits = getattr(out, "logits", out)
-            loss = loss_fn(logits, torch.from_numpy(labels_arr[idx]).to(dev))
+            yb = torch.from_numpy(labels_arr[idx]).to(dev)
+            if objective is not None:
+                loss = objective(module, enc, yb, step / total)
+            else:
+                out = module(**enc)
+                loss = loss_fn(getattr(out, "logits", out), yb)
             opt.zero_grad(set_to_none=True)
             if sparse_opt is not None:
                 sparse_opt.zero_grad(set_to_none=True)

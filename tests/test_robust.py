@@ -1,0 +1,91 @@
+"""Certified robustness by IBP: sound bounds, certification, training hooks and the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from textaudit.models.robust import certify, logit_bounds, substitution_table
+from textaudit.models.zoo.architectures import build_module
+from textaudit.models.zoo.vocab import Vocab, WordTokenizer
+
+WORDS = "a the film movie picture good great fine bad awful poor plot story dull boring fun".split()
+NEIGHBORS = {"film": ["movie", "picture"], "good": ["great", "fine"], "bad": ["awful", "poor"],
+             "dull": ["boring"], "plot": ["story"]}
+
+
+def test_substitution_table_rows():
+    vocab = Vocab(WORDS)
+    t = substitution_table(vocab, NEIGHBORS, max_subs=4)
+    row = t[vocab.stoi["film"]].tolist()
+    assert row == [vocab.stoi[w] for w in ("film", "movie", "picture", "film")]
+    assert t[0].tolist() == [0] * 4 and t[1].tolist() == [1] * 4  # padding, unknown: only themselves
+
+
+def _random_combinations(ids: torch.Tensor, table: torch.Tensor, n: int, rng) -> torch.Tensor:
+    subs = table[ids]  # (T, S)
+    pick = torch.from_numpy(rng.integers(0, subs.shape[1], size=(n, ids.shape[0])))
+    return subs.gather(1, pick.t()).t()
+
+
+@pytest.mark.parametrize("arch", ["bow", "cnn"])
+def test_bounds_contain_every_substitution_combination(arch):
+    torch.manual_seed(0)
+    vocab = Vocab(WORDS)
+    module = build_module(arch, torch.randn(len(vocab), 50), 2).eval()
+    table = substitution_table(vocab, NEIGHBORS)
+    tok = WordTokenizer(vocab)
+    ids = tok(["a good film but a dull plot"])["input_ids"]
+    lo, hi = logit_bounds(module, ids, table)
+    combos = _random_combinations(ids[0], table, 300, np.random.default_rng(0))
+    with torch.no_grad():
+        z = module(combos)
+    assert (z >= lo - 1e-5).all() and (z <= hi + 1e-5).all()
+    assert ((hi - lo) > 0).all()
+    lo0, hi0 = logit_bounds(module, ids, table, scale=0.0)  # ε = 0: the box is the sentence itself
+    assert torch.allclose(lo0, module(ids), atol=1e-5) and torch.allclose(hi0, module(ids), atol=1e-5)
+
+
+def test_trained_ibp_model_is_sound_and_certifies(tmp_path):
+    from textaudit.data import load_dataset
+    from textaudit.models.zoo import load_checkpoint, train_model
+
+    r = train_model("cnn-ibp", max_train=2000, epochs=2, progress=False, out=tmp_path / "m", eval_data="sst2:dev")
+    assert r["model"] == "cnn-ibp"
+    clf = load_checkpoint(tmp_path / "m")
+    assert clf.config["robust"] == "ibp"
+    module, tok = clf.forward.module, clf.forward.tokenizer
+    table = substitution_table(tok.vocab)
+    dev = load_dataset("sst2:dev", limit=40)
+    rng = np.random.default_rng(1)
+    for text in dev["text"][:10]:
+        ids = tok([text])["input_ids"]
+        lo, hi = logit_bounds(module, ids, table)
+        with torch.no_grad():
+            z = module(_random_combinations(ids[0], table, 100, rng))
+        assert (z >= lo - 1e-4).all() and (z <= hi + 1e-4).all()
+    res = certify(module, tok, table, dev["text"], dev["label"])
+    assert res["n"] == 40 and 0 <= res["certified_accuracy"] <= res["accuracy"]
+
+
+def test_cli_certify_and_train_errors(cli, tmp_path):
+    r = cli("train", "--model", "lstm", "--robust", "ibp")
+    assert r.exit_code == 2 and "supports bow, cnn, not lstm" in r.output
+    r = cli("train", "--model", "cnn", "--robust", "crown")
+    assert r.exit_code == 2 and "unknown robust training 'crown'" in r.output
+    (tmp_path / "p.py").write_text("def clf(texts):\n    return [[0.5, 0.5]] * len(texts)\n")
+    r = cli("certify", "--model", f"{tmp_path}/p.py:clf", "--limit", "3")
+    assert r.exit_code == 2 and "certify supports bow/cnn" in r.output
+
+
+def test_cli_certify_json(cli):
+    from textaudit.models.zoo import train_model
+
+    train_model("bow-ibp", max_train=1500, epochs=1, progress=False)
+    r = cli("certify", "--model", "bow-ibp", "--limit", "30", "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["model"] == "bow-ibp" and out["n"] == 30 and out["certified_accuracy"] <= out["accuracy"]
