@@ -184,6 +184,10 @@ def test_filtered_set_reuses_full_run_units(tiny_mlm, tmp_path):
     res = run_bias(est, [("he", "she")], 1, texts, output=out, resume=True, filtered=True, progress=False,
                    max_sources=4)
     assert res["she0.0"][("he", "she")][0].sources == 4
-    with pytest.raises(TextAuditError, match="under every model"):
+    with pytest.raises(TextAuditError, match="for any pair and model"):
         run_bias(CounterfactualBias(biased, tiny_mlm, kappa=3, delta=1e9), [("he", "she")], 0, texts,
                  filtered=True, progress=False)
+    # with a second model, each model keeps its own X_filter: the biased one has none
+    both = run_bias(CounterfactualBias(biased, tiny_mlm, kappa=3, delta=1e9), [("he", "she")], 0, texts,
+                    compare=CounterfactualBias(blind, tiny_mlm, kappa=3, delta=1e9), filtered=True, progress=False)
+    assert both["she1.0"][("he", "she")] == {} and both["she0.0"][("he", "she")][0].sources == 5

@@ -27,6 +27,8 @@ def plot_bias(results: Results, out_dir: str | Path) -> list[Path]:
     base = results[names[0]]
     for pair, by_k in base.items():
         ks = sorted(by_k)
+        if not ks:
+            continue  # empty X_filter for this pair
         fig, axes = plt.subplots(1, len(ks), figsize=(3.2 * len(ks), 2.8), squeeze=False)
         for ax, kk in zip(axes[0], ks):
             e = by_k[kk]
@@ -61,8 +63,10 @@ def plot_bias(results: Results, out_dir: str | Path) -> list[Path]:
     plt.close(fig)
     written.append(path)
 
-    pairs = list(base)
-    kmax = max(max(b) for b in base.values())
+    pairs = [p for p in base if any(results[n][p] for n in names)]
+    if not pairs:
+        return written
+    kmax = max(max(b) for r in results.values() for b in r.values() if b)
     fig, ax = plt.subplots(figsize=(max(5, 1.3 * len(pairs)), 3.8))
     bars = [(name, kk) for name in names for kk in sorted({0, kmax})]
     width = 0.8 / len(bars)

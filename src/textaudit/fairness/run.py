@@ -58,9 +58,10 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
              progress: bool = True) -> dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]]:
     """Return {model name: {pair: {k′: BiasEstimate}}} for k′ = 0..k over ``texts``.
 
-    ``compare``: a second estimator (another classifier) scored on the *same* sentences; with
-    ``filtered``, X_filter then holds the sentences where *both* models have |F_soft| < ε.
-    ``max_sources``: use only the first N sentences of X_p per pair (X_filter is taken within them).
+    ``compare``: a second estimator (another classifier) scored on the *same* sentences.
+    ``filtered``: each model's B is taken over its own X_filter (|F_soft| < ε under that model); a
+    pair whose X_filter is empty for a model gets no estimates (``by_k`` empty).
+    ``max_sources``: use only the first N sentences of X_p (of each model's X_filter) per pair.
     """
     from tqdm.auto import tqdm
 
@@ -81,19 +82,22 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
         for sc in scorers:
             sc.check_pair(pair)
         sources = estimator.sources(texts, pair, ids=ids)
-        if max_sources is not None:
-            sources = sources[:max_sources]
         if filtered:
-            keep = set.intersection(*[{s.id for s in sc.filter_sources(sources, pair, epsilon)} for sc in scorers])
-            sources = [s for s in sources if s.id in keep]
-            if not sources:
-                raise TextAuditError(f"no sentence has |F_soft| < ε = {epsilon} under every model for "
-                                     f"{pair[0]}/{pair[1]} (raise --epsilon)")
-        plans.append((pair, estimator.plan(sources, k)))
-    total = sum(len(p) for _, p in plans)
+            # X_filter is each model's own: the sentences where *its* naive k = 0 test shows no bias
+            keep = {n: [s for s in sc.filter_sources(sources, pair, epsilon)][:max_sources]
+                    for n, sc in zip(names, scorers)}
+            used = {s.id for ks in keep.values() for s in ks}
+            sources = [s for s in sources if s.id in used]
+        else:
+            sources = sources[:max_sources] if max_sources is not None else sources
+            keep = {n: sources for n in names}
+        plans.append((pair, estimator.plan(sources, k), {n: {s.id for s in ks} for n, ks in keep.items()}))
+    if filtered and not any(ids_ for *_, kp in plans for ids_ in kp.values()):
+        raise TextAuditError(f"no sentence has |F_soft| < ε = {epsilon} for any pair and model (raise --epsilon)")
+    total = sum(len(p) for _, p, _ in plans)
     bar = tqdm(total=total, desc=f"bias k<={k}", unit="unit", disable=None if progress else True)
     results: dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]] = {n: {} for n in names}
-    for pair, plan in plans:
+    for pair, plan, keep_ids in plans:
         units: dict[str, list[_Unit]] = {n: [] for n in names}
         for src, sampled_k in plan:
             uid = _unit_id(pair, src, sampled_k)
@@ -116,7 +120,8 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
                     writer.extend(rows, keep=False)
             bar.update(1)
         for n in names:
-            results[n][pair] = aggregate(units[n], pair, k, estimator.enumerate_k)
+            results[n][pair] = aggregate([u for u in units[n] if u.source.id in keep_ids[n]], pair, k,
+                                         estimator.enumerate_k)
         b = results[names[0]][pair]
         if b:
             top = b[max(b)]
