@@ -245,10 +245,12 @@ def spearman_kendall(pred: Sequence[float], target: Sequence[float]) -> dict:
 
     rho = spearmanr(pred, target)
     tau = kendalltau(pred, target)
-    return {"spearman": _f(rho.statistic), "spearman_p": _f(rho.pvalue), "kendall": _f(tau.statistic),
-            "kendall_p": _f(tau.pvalue)}
+    return {"spearman": _f(rho.statistic), "spearman_p": _f(rho.pvalue, p=True), "kendall": _f(tau.statistic),
+            "kendall_p": _f(tau.pvalue, p=True)}
 
 
-def _f(v) -> float | None:
+def _f(v, p: bool = False) -> float | None:
     v = float(v)
-    return None if math.isnan(v) else round(v, 4)
+    if math.isnan(v):
+        return None
+    return float(f"{v:.3g}") if p else round(v, 4)
