@@ -29,6 +29,8 @@ def make_attack(method: str | None, classifier, k: int, **kwargs):
             return GeneticAttack(classifier, lm=kwargs.get("lm"), **common)
         return BAEAttack(classifier, mlm=kwargs.get("mlm"), threshold=kwargs.get("threshold") or BAE_THRESHOLD,
                          **common)
+    for first_order_only in ("lm", "threshold"):
+        kwargs.pop(first_order_only, None)
     if method == "so-beam":
         return SOBeam(classifier, k, **kwargs)
     kwargs.pop("beam", None)
