@@ -61,7 +61,8 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
     ``compare``: a second estimator (another classifier) scored on the *same* sentences.
     ``filtered``: each model's B is taken over its own X_filter (|F_soft| < ε under that model); a
     pair whose X_filter is empty for a model gets no estimates (``by_k`` empty).
-    ``max_sources``: use only the first N sentences of X_p (of each model's X_filter) per pair.
+    ``max_sources``: use only the first N sentences of X_p per pair (X_filter is taken among them,
+    so a ``--filtered`` run reuses the units of a full run with the same cap).
     """
     from tqdm.auto import tqdm
 
@@ -82,14 +83,13 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
         for sc in scorers:
             sc.check_pair(pair)
         sources = estimator.sources(texts, pair, ids=ids)
+        sources = sources[:max_sources] if max_sources is not None else sources
         if filtered:
             # X_filter is each model's own: the sentences where *its* naive k = 0 test shows no bias
-            keep = {n: [s for s in sc.filter_sources(sources, pair, epsilon)][:max_sources]
-                    for n, sc in zip(names, scorers)}
+            keep = {n: sc.filter_sources(sources, pair, epsilon) for n, sc in zip(names, scorers)}
             used = {s.id for ks in keep.values() for s in ks}
             sources = [s for s in sources if s.id in used]
         else:
-            sources = sources[:max_sources] if max_sources is not None else sources
             keep = {n: sources for n in names}
         plans.append((pair, estimator.plan(sources, k), {n: {s.id for s in ks} for n, ks in keep.items()}))
     if filtered and not any(ids_ for *_, kp in plans for ids_ in kp.values()):
