@@ -1,5 +1,8 @@
 """Plots of counterfactual token bias: F_soft histograms per k (paper Fig. 6), B vs k with 95% CI
-bars, and a multi-pair bar chart of two models (paper Fig. 5 style)."""
+bars, and a multi-pair bar chart of two models (paper Fig. 5 style).
+
+Histograms of a sampled level show the uniform draws as they are (each source's draws equally),
+while B weights each source by its neighbourhood's estimated size."""
 
 from __future__ import annotations
 
