@@ -17,6 +17,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from textaudit.attacks.second_order import AttackResult
+from textaudit.attacks.budget import Budget
 from textaudit.errors import TextAuditError
 from textaudit.neighborhoods.builder import _restore_case
 from textaudit.neighborhoods.sentence import Sentence
@@ -30,7 +31,7 @@ __all__ = ["FirstOrderAttack", "GeneticAttack", "BAEAttack", "BAE_THRESHOLD"]
 BAE_THRESHOLD = 0.85
 
 
-class FirstOrderAttack:
+class FirstOrderAttack(Budget):
     """Shared bookkeeping: target class, skipping, budgets, batched scoring, the result record."""
 
     method = "first-order"
@@ -47,18 +48,6 @@ class FirstOrderAttack:
         self.k = 0  # words changed is unbounded a priori; kept for the shared summary
         self.mlm = None
 
-    def _queries(self) -> int:
-        stats = getattr(self.classifier, "stats", None)
-        return int(stats.unique_forwards) if stats is not None else 0
-
-    def _over_budget(self) -> bool:
-        if self.max_queries is not None and self._queries() - self._q0 >= self.max_queries:
-            self._stop_reason = "query budget exhausted"
-            return True
-        if self.time_budget is not None and time.perf_counter() - self._t0 >= self.time_budget:
-            self._stop_reason = "time budget exhausted"
-            return True
-        return False
 
     def _target_prob(self, sentences: Sequence[Sentence], c: int) -> tuple[np.ndarray, np.ndarray]:
         """Return (P(c | s), argmax) for every sentence (one batched call)."""
@@ -73,7 +62,7 @@ class FirstOrderAttack:
         q0 = self._queries()
         res = AttackResult(text=text, label=label, prediction=None, status="failed", method=self.method, k=self.k,
                            mlm=getattr(self.mlm, "name", None))
-        self._t0, self._q0, self._stop_reason = t0, q0, None
+        self._start_budget(t0, q0)
         try:
             x0 = Sentence.parse(text)
             if not any(t.isalpha() for t in x0.tokens):

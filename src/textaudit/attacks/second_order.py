@@ -28,6 +28,7 @@ from typing import Iterable
 import numpy as np
 
 from textaudit.attacks.patch import Patch, PatchWords, apply_patch
+from textaudit.attacks.budget import Budget
 from textaudit.errors import TextAuditError
 from textaudit.neighborhoods.builder import NeighborhoodBuilder
 from textaudit.neighborhoods.sentence import Sentence
@@ -75,7 +76,7 @@ class AttackResult:
         return d
 
 
-class SecondOrderAttack:
+class SecondOrderAttack(Budget):
     """Shared machinery: patch selection, batched scoring of x and x ⊕ p, budgets, bookkeeping.
 
     Parameters
@@ -131,7 +132,7 @@ class SecondOrderAttack:
                 res.status, res.reason = "skipped", "no patch word: no counter-fitted word occurs exactly once"
             else:
                 res.pair, res.patch_position = [patch.w1, patch.w2], patch.position
-                self._t0, self._q0 = t0, q0
+                self._start_budget(t0, q0)
                 found = self._search(x0, patch, res.prediction)
                 if found is not None:
                     x, fx, fxp, fs = found
@@ -150,19 +151,6 @@ class SecondOrderAttack:
         return res
 
     # -- helpers for the searches ------------------------------------------------------------------
-    def _queries(self) -> int:
-        stats = getattr(self.classifier, "stats", None)
-        return int(stats.unique_forwards) if stats is not None else 0
-
-    def _over_budget(self) -> bool:
-        if self.max_queries is not None and self._queries() - self._q0 >= self.max_queries:
-            self._stop_reason = "query budget exhausted"
-            return True
-        if self.time_budget is not None and time.perf_counter() - self._t0 >= self.time_budget:
-            self._stop_reason = "time budget exhausted"
-            return True
-        return False
-
     def _score(self, xs: list[Sentence], patch: Patch, c: int):
         """Return predictions, F_soft and losses of ``xs`` and ``xs ⊕ p`` (one batched call)."""
         texts = [x.text() for x in xs] + [apply_patch(x, patch).text() for x in xs]
