@@ -235,15 +235,17 @@ class CounterfactualBias:
         probs = np.asarray(self.classifier.predict_proba(list(texts)), dtype=float)
         return probs[:, 1] if probs.shape[1] == 2 else probs
 
-    def F_soft(self, sentences: Sequence[Sentence], position: int, pair: tuple[str, str]) -> np.ndarray:
-        """F_soft(y; p) = f_soft(y with p(2)) − f_soft(y with p(1)) at ``position`` for every y."""
+    def F_soft(self, sentences: Sequence[Sentence], position: int | Sequence[int], pair: tuple[str, str]
+               ) -> np.ndarray:
+        """F_soft(y; p) = f_soft(y with p(2)) − f_soft(y with p(1)) at ``position`` (one per sentence,
+        or one for all) for every y — one batched classifier call."""
         if not sentences:
             C = self.classifier.num_classes
             return np.zeros(0) if C == 2 else np.zeros((0, C))
         w1, w2 = pair
-        like = sentences[0].tokens[position]
-        t1 = [s.replace(position, _restore_case(w1, like)).text() for s in sentences]
-        t2 = [s.replace(position, _restore_case(w2, like)).text() for s in sentences]
+        pos = [position] * len(sentences) if isinstance(position, int) else list(position)
+        t1 = [s.replace(i, _restore_case(w1, s.tokens[i])).text() for s, i in zip(sentences, pos)]
+        t2 = [s.replace(i, _restore_case(w2, s.tokens[i])).text() for s, i in zip(sentences, pos)]
         f = self.f_soft(t1 + t2)
         return f[len(t1):] - f[: len(t1)]
 
@@ -315,7 +317,7 @@ class CounterfactualBias:
         """X_filter: the sources with |F_soft(x; p)| < ε (L1 norm for C > 2)."""
         if not sources:
             return []
-        F0 = np.concatenate([np.atleast_1d(_l1(self.F_soft([s.sentence], s.position, pair))) for s in sources])
+        F0 = _l1(self.F_soft([s.sentence for s in sources], [s.position for s in sources], pair))
         return [s for s, f in zip(sources, F0) if abs(f) < epsilon]
 
 

@@ -15,8 +15,6 @@ the unit is redone.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -33,21 +31,15 @@ def _unit_id(pair: tuple[str, str], src: Source, sampled_k: int | None) -> str:
     return f"{pair[0]},{pair[1]}|{src.id}|{'enum' if sampled_k is None else f'k={sampled_k}'}"
 
 
-def _read_back(path: Path) -> dict[tuple[str, str], tuple[dict, list[dict]]]:
-    """Return {(unit, model): (marker, lines)} for the finished units of an output file."""
+def _finished_units(records: list[dict]) -> dict[tuple[str, str], tuple[dict, list[dict]]]:
+    """Return {(unit, model): (marker, lines)} for the finished units among an output's records."""
     lines: dict[tuple[str, str], dict[int, dict]] = {}
     markers: dict[tuple[str, str], dict] = {}
-    if not path.is_file():
-        return {}
-    with open(path, encoding="utf-8") as f:
-        for raw in f:
-            if not raw.endswith("\n"):
-                break
-            r = json.loads(raw)
-            if "unit_done" in r:
-                markers[(r["unit_done"], r["model"])] = r
-            elif "unit" in r:
-                lines.setdefault((r["unit"], r["model"]), {})[r["i"]] = r
+    for r in records:
+        if "unit_done" in r:
+            markers[(r["unit_done"], r["model"])] = r
+        elif "unit" in r:
+            lines.setdefault((r["unit"], r["model"]), {})[r["i"]] = r
     return {key: (m, [lines.get(key, {})[i] for i in sorted(lines.get(key, {}))]) for key, m in markers.items()
             if len(lines.get(key, {})) == m["n"]}
 
@@ -76,8 +68,8 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
     if len(set(names)) < len(names):
         names = [f"{n}#{i}" for i, n in enumerate(names)]
     writer = JsonlWriter(output, resume=resume, id_key="unit_done")
-    previous = _read_back(writer.path) if (writer.path is not None and resume) else {}
-    writer.records = []
+    previous = _finished_units(writer.records)
+    writer.records = []  # read once for resuming; the new lines are not kept in memory
     plans = []
     for pair in pairs:
         for sc in scorers:
