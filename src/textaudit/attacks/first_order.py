@@ -135,18 +135,26 @@ class GeneticAttack(FirstOrderAttack):
 
     def _perturb(self, members: list[Sentence], x0: Sentence, cands: dict[int, list[str]], limit: int,
                  c: int) -> list[Sentence]:
-        """Change one word of every member to its best synonym (one batched classifier call)."""
+        """Change one word of every member to its best synonym (one batched classifier call, and one
+        batched LM call when the LM constraint is on)."""
         options: list[list[Sentence]] = []
+        windows: list[tuple[int, int]] = []  # (start, end) of the words around each substitution the LM scores
         for m in members:
             changed = [i for i in x0.diff(m) if i in cands]
             allowed = list(cands) if len(changed) < limit else changed
             i = allowed[int(self.rng.integers(len(allowed)))]
-            opts = [m.replace(i, w) for w in cands[i] if w != m.tokens[i]] or [m]
-            if self.lm is not None and len(opts) > self.lm_top:
-                lo, hi = max(0, i - self.lm_window), i + self.lm_window + 1
-                ppl = self.lm.perplexity([" ".join(o.tokens[lo:hi]) for o in opts])
-                opts = [opts[j] for j in np.argsort(ppl, kind="stable")[: self.lm_top]]
-            options.append(opts)
+            options.append([m.replace(i, w) for w in cands[i] if w != m.tokens[i]] or [m])
+            windows.append((max(0, i - self.lm_window), i + self.lm_window + 1))
+        if self.lm is not None:
+            todo = [j for j, opts in enumerate(options) if len(opts) > self.lm_top]
+            texts = [" ".join(o.tokens[windows[j][0]:windows[j][1]]) for j in todo for o in options[j]]
+            ppl = self.lm.perplexity(texts) if texts else []  # one batched LM call per generation
+            s = 0
+            for j in todo:
+                n = len(options[j])
+                keep = np.argsort(ppl[s:s + n], kind="stable")[: self.lm_top]
+                options[j] = [options[j][t] for t in keep]
+                s += n
         flat = [o for opts in options for o in opts]
         p, _ = self._target_prob(flat, c)
         out, s = [], 0
