@@ -115,6 +115,10 @@ def test_cli_perturbscore_errors(cli, tmp_path):
     assert r.exit_code == 2 and "not a PerturbScorer directory" in r.output
     r = cli("perturbscore", "build", "--model", "nope")
     assert r.exit_code == 2 and "unknown model 'nope'" in r.output
+    r = cli("perturbscore", "build", "--perturbation", "shuffle")
+    assert r.exit_code == 2 and "unknown perturbation 'shuffle'" in r.output
+    r = cli("perturbscore", "build", "--space", "logits")
+    assert r.exit_code == 2 and "--space must be hidden or probs" in r.output
 
 
 def test_split_keeps_each_sentence_on_one_side():

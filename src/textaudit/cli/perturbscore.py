@@ -34,8 +34,14 @@ def build(
     from textaudit.models import load_classifier
     from textaudit.robustness.perturbscorer import build_tuples
 
+    from textaudit.robustness.perturbscore import PERTURBATIONS
+
     if space not in ("hidden", "probs"):
         raise TextAuditError(f"--space must be hidden or probs (got {space})")
+    if perturbation not in PERTURBATIONS:
+        raise TextAuditError(f"unknown perturbation '{perturbation}'; use one of {', '.join(PERTURBATIONS)}")
+    if n < 1:
+        raise TextAuditError(f"--n must be at least 1 (got {n})")
     ds = load_dataset(data, default_split="dev", label_column=None)
     clf = load_classifier(model)
     t0 = __import__("time").perf_counter()
