@@ -30,7 +30,6 @@ def main() -> None:
     from textaudit.neighborhoods import load_mlm
 
     clf = load_classifier(args.model)
-    clf.cache_size = 0  # every pair is new: a cache only costs time here
     mlm = load_mlm()
     pair = parse_pair(args.pair)
     est = CounterfactualBias(clf, mlm, enumerate_k=args.k)

@@ -37,26 +37,23 @@ class SentenceEncoder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         import torch
 
-        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
-        order = sorted(todo, key=len)
+        found = {t: self._cache[t] for t in dict.fromkeys(texts) if t in self._cache}
+        order = sorted((t for t in dict.fromkeys(texts) if t not in found), key=len)
         for s in range(0, len(order), self.batch_size):
             chunk = order[s:s + self.batch_size]
             enc = self.tokenizer(chunk, padding=True, truncation=True, max_length=128, return_tensors="pt").to(self.device)
             with torch.inference_mode():
                 h = self.model(**enc).last_hidden_state.float()
             m = enc["attention_mask"].unsqueeze(-1).float()
-            v = (h * m).sum(1) / m.sum(1).clamp(min=1.0)
-            v = torch.nn.functional.normalize(v, dim=-1).cpu().numpy()
-            for t, row in zip(chunk, v):
-                self._cache[t] = row
+            v = torch.nn.functional.normalize((h * m).sum(1) / m.sum(1).clamp(min=1.0), dim=-1).cpu().numpy()
+            found.update(zip(chunk, v))
+        for t in order:
+            self._cache[t] = found[t]
         while len(self._cache) > self.cache_size:
             self._cache.popitem(last=False)
-        out = [self._cache.get(t) for t in texts]
-        if any(o is None for o in out):  # evicted within this call (huge batches): recompute those
-            missing = [t for t, o in zip(texts, out) if o is None]
-            self.cache_size += len(missing)
-            return self.encode(texts)
-        return np.stack(out) if out else np.zeros((0, self.model.config.hidden_size), dtype=np.float32)
+        if not texts:
+            return np.zeros((0, self.model.config.hidden_size), dtype=np.float32)
+        return np.stack([found[t] for t in texts])
 
     def similarity(self, reference: str, texts: Sequence[str]) -> np.ndarray:
         """Cosine similarity of ``reference`` with each of ``texts``."""
