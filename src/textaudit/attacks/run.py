@@ -17,19 +17,26 @@ METHODS = ("so-beam", "so-enum", "random", "genetic", "bae")
 def make_attack(method: str | None, classifier, k: int, **kwargs):
     """Return the attack object for ``method`` (None: SO-Enum for k ≤ 2, else SO-Beam).
 
-    First-order baselines (``genetic``, ``bae``) ignore ``k``, ``kappa``, ``delta`` and ``beam``."""
+    First-order baselines (``genetic``, ``bae``) ignore ``k``, ``kappa``, ``delta`` and ``beam``;
+    ``textattack:<recipe>`` runs a TextAttack recipe (extra ``textaudit[textattack]``)."""
     from textaudit.attacks.second_order import RandomBaseline, SOBeam, SOEnum
 
     method = method or ("so-enum" if k <= 2 else "so-beam")
+    if method.startswith("textattack:"):
+        from textaudit.attacks.textattack_interop import TextAttackRecipe
+
+        common = {key: kwargs[key] for key in ("max_queries", "time_budget", "seed") if key in kwargs}
+        return TextAttackRecipe(classifier, method.split(":", 1)[1], mlm=kwargs.get("mlm"),
+                                encoder=kwargs.get("encoder"), threshold=kwargs.get("threshold"), **common)
     if method in ("genetic", "bae"):
         from textaudit.attacks.first_order import BAE_THRESHOLD, BAEAttack, GeneticAttack
 
         common = {key: kwargs[key] for key in ("max_queries", "time_budget", "seed") if key in kwargs}
         if method == "genetic":
             return GeneticAttack(classifier, lm=kwargs.get("lm"), **common)
-        return BAEAttack(classifier, mlm=kwargs.get("mlm"), threshold=kwargs.get("threshold") or BAE_THRESHOLD,
-                         **common)
-    for first_order_only in ("lm", "threshold"):
+        return BAEAttack(classifier, mlm=kwargs.get("mlm"), encoder=kwargs.get("encoder"),
+                         threshold=kwargs.get("threshold") or BAE_THRESHOLD, **common)
+    for first_order_only in ("lm", "threshold", "encoder"):
         kwargs.pop(first_order_only, None)
     if method == "so-beam":
         return SOBeam(classifier, k, **kwargs)
@@ -38,7 +45,7 @@ def make_attack(method: str | None, classifier, k: int, **kwargs):
         return SOEnum(classifier, k, **kwargs)
     if method == "random":
         return RandomBaseline(classifier, k, **kwargs)
-    raise TextAuditError(f"unknown attack method '{method}'; use one of {', '.join(METHODS)}")
+    raise TextAuditError(f"unknown attack method '{method}'; use one of {', '.join(METHODS)}, or textattack:<recipe>")
 
 
 def summarize(records: Sequence[dict], method: str, k: int) -> dict:

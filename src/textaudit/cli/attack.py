@@ -17,7 +17,7 @@ MODEL_HELP = "Zoo name (bow, cnn, lstm, transformer, minilm), hf:<dir-or-id>, ch
 def attack(
     model: str = typer.Option(..., "--model", "-m", help=MODEL_HELP),
     k: int = typer.Option(6, "--k", help="Words the neighbourhood may change (SO-Enum: k <= 2)."),
-    method: Optional[str] = typer.Option(None, "--method", help="so-beam | so-enum | random | genetic | bae (default: so-enum if k<=2 else so-beam)."),
+    method: Optional[str] = typer.Option(None, "--method", help="so-beam | so-enum | random | genetic | bae | textattack:<recipe> (default: so-enum if k<=2 else so-beam)."),
     data: str = typer.Option("sst2:dev", "--data", help="sst2[:split] or a .csv/.tsv/.jsonl file."),
     text_column: Optional[str] = typer.Option(None, "--text-column"),
     label_column: Optional[str] = typer.Option(None, "--label-column"),
@@ -46,7 +46,8 @@ def attack(
         raise TextAuditError("--resume needs --output (the JSONL file to continue)")
     ds = load_dataset(data, text_column=text_column, label_column=label_column, default_split="dev", limit=limit)
     clf = load_classifier(model)
-    masked_lm = None if method == "genetic" else load_mlm(mlm)
+    uses_mlm = method in (None, "so-beam", "so-enum", "random", "bae", "textattack:bae")
+    masked_lm = load_mlm(mlm) if uses_mlm else None
     lm = None
     if ppl or lm_constraint:
         from textaudit.lm import load_causal_lm

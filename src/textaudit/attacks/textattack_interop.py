@@ -1,0 +1,238 @@
+"""TextAttack interoperability (extra ``textaudit[textattack]``): run TextAttack's search methods
+and recipes on any textaudit classifier, with offline components textaudit supplies.
+
+- :func:`model_wrapper` — a textaudit classifier as a ``textattack.models.wrappers.ModelWrapper``
+  (``.model`` is the classifier; calls return class probabilities).
+- :func:`counterfitted_embedding` — a ``textattack.shared.WordEmbedding`` whose nearest-neighbour
+  matrix is the counter-fitted neighbour lists (the paper's substitution set; resource
+  ``counterfitted-neighbors``) and whose vectors are GloVe-50d: ``WordSwapEmbedding`` proposes
+  exactly the synonyms textaudit's own Genetic attack uses.
+- :class:`MiniLMSentenceEncoder` — TextAttack's ``SentenceEncoder`` over the MiniLM-L6 encoder
+  (the stand-in for USE, with the calibrated threshold ``BAE_THRESHOLD``).
+- :func:`build_recipe` — ``genetic`` (AlzantotGeneticAlgorithm: population 60, 40 generations, ≤ 8
+  synonyms, stop words protected, ≤ 20 % of words) and ``bae`` (BAE-R: delete-importance greedy
+  search, the offline masked LM's top 50, MiniLM similarity) built from those components; any other
+  TextAttack recipe name (``pwws``, ``textfooler``, …) or dotted class path is built by TextAttack
+  itself, which may need downloads this machine cannot make (a one-line error says so).
+
+What is dropped, because it needs a download: the Google 1B-words / learning-to-write LM
+constraints of the Genetic recipes and BAE's part-of-speech filter (textaudit's native attacks do
+not use them either). Importing TextAttack needs NLTK's English stop-word list and TextAttack's
+post-install marker; :func:`import_textattack` provides both offline (the stop words written are
+textaudit's own list, :data:`textaudit.text.STOPWORDS`, only when NLTK has none).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from textaudit.attacks.first_order import BAE_THRESHOLD, FirstOrderAttack
+from textaudit.errors import TextAuditError
+from textaudit.neighborhoods.sentence import Sentence
+from textaudit.resources import cache_dir
+from textaudit.text import STOPWORDS
+
+__all__ = ["import_textattack", "model_wrapper", "counterfitted_embedding", "MiniLMSentenceEncoder",
+           "build_recipe", "TextAttackRecipe", "OFFLINE_RECIPES"]
+
+#: recipes textaudit builds from offline components (other names are TextAttack's own recipes)
+OFFLINE_RECIPES = ("genetic", "bae")
+
+_TA: Any = None
+
+
+def _ensure_nltk_stopwords() -> None:
+    import nltk
+
+    try:
+        nltk.data.find("corpora/stopwords/english")
+        return
+    except LookupError:
+        pass
+    root = cache_dir() / "nltk_data"
+    target = root / "corpora" / "stopwords" / "english"
+    if not target.is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("\n".join(sorted(w for w in STOPWORDS if w.isalpha())) + "\n")
+    if str(root) not in nltk.data.path:
+        nltk.data.path.append(str(root))
+
+
+def import_textattack():
+    """Import and return ``textattack`` after making its import work offline (cache dir with the
+    post-install marker, so no NLTK download is attempted; NLTK stop words present)."""
+    global _TA
+    if _TA is not None:
+        return _TA
+    import importlib.util
+
+    if importlib.util.find_spec("textattack") is None or importlib.util.find_spec("nltk") is None:
+        raise TextAuditError("TextAttack is not installed; install the extra: "
+                             "pip install 'textaudit[textattack]' (it pins transformers<5)")
+    ta_cache = Path(os.environ.setdefault("TA_CACHE_DIR", str(cache_dir() / "textattack")))
+    ta_cache.mkdir(parents=True, exist_ok=True)
+    (ta_cache / "post_install_check_3").touch()
+    _ensure_nltk_stopwords()
+    import textattack
+
+    _TA = textattack
+    return textattack
+
+
+def model_wrapper(classifier):
+    """Return ``classifier`` (anything :func:`textaudit.models.as_classifier` accepts) as a TextAttack
+    ``ModelWrapper``: ``wrapper(texts) -> (n, C)`` probabilities, ``wrapper.model`` the classifier."""
+    ta = import_textattack()
+    from textaudit.models import as_classifier
+
+    class TextAuditModelWrapper(ta.models.wrappers.ModelWrapper):
+        """A textaudit classifier seen by TextAttack (batched, device-aware, probabilities out)."""
+
+        def __init__(self, clf):
+            self.model = clf
+
+        def __call__(self, text_input_list, **kwargs):
+            return np.asarray(self.model.predict_proba([str(t) for t in text_input_list]), dtype=np.float32)
+
+    return TextAuditModelWrapper(as_classifier(classifier))
+
+
+def counterfitted_embedding(neighbors: dict[str, list[str]] | None = None, max_candidates: int = 8):
+    """``textattack.shared.WordEmbedding`` over every word of the counter-fitted lists: vectors from
+    GloVe-50d (zeros when GloVe lacks the word), ``nn_matrix`` row w = [w, its ≤ ``max_candidates``
+    neighbours nearest first, padded with w] — TextAttack skips a candidate equal to the word."""
+    ta = import_textattack()
+    if neighbors is None:
+        from textaudit.lexicons import counterfitted_neighbors
+
+        neighbors = counterfitted_neighbors()
+    from textaudit.models.zoo.vocab import _glove_index
+
+    words = sorted(set(neighbors) | {n for ns in neighbors.values() for n in ns})
+    index = {w: i for i, w in enumerate(words)}
+    glove_ix, glove = _glove_index()
+    matrix = np.zeros((len(words), glove.shape[1]), dtype=np.float32)
+    for w, i in index.items():
+        j = glove_ix.get(w)
+        if j is not None:
+            matrix[i] = glove[j]
+    nn = np.empty((len(words), max_candidates + 1), dtype=np.int64)
+    for w, i in index.items():
+        row = [i] + [index[n] for n in neighbors.get(w, [])[:max_candidates]]
+        nn[i] = row + [i] * (max_candidates + 1 - len(row))
+    return ta.shared.WordEmbedding(matrix, index, dict(enumerate(words)), nn)
+
+
+def _sentence_encoder_class():
+    ta = import_textattack()
+    from textattack.constraints.semantics.sentence_encoders import SentenceEncoder as TASentenceEncoder
+
+    class MiniLMSentenceEncoder(TASentenceEncoder):
+        """TextAttack sentence-encoder constraint on MiniLM-L6 (mean pooled, cosine), whole sentences
+        compared with the original — the same test as textaudit's BAE."""
+
+        def __init__(self, encoder=None, threshold: float = BAE_THRESHOLD, **kwargs):
+            kwargs.setdefault("metric", "cosine")
+            kwargs.setdefault("compare_against_original", True)
+            super().__init__(threshold=threshold, **kwargs)
+            if encoder is None:
+                from textaudit.attacks.similarity import SentenceEncoder
+
+                encoder = SentenceEncoder()
+            self.model = self
+            self._encoder = encoder
+
+        def encode(self, sentences):
+            return self._encoder.encode([str(s) for s in sentences])
+
+    del ta
+    return MiniLMSentenceEncoder
+
+
+def MiniLMSentenceEncoder(encoder=None, threshold: float = BAE_THRESHOLD, **kwargs):  # noqa: N802 (a class factory)
+    """Return TextAttack's ``SentenceEncoder`` constraint over MiniLM-L6 (see module docstring)."""
+    return _sentence_encoder_class()(encoder, threshold, **kwargs)
+
+
+def build_recipe(name: str, classifier, *, mlm=None, encoder=None, neighbors=None, threshold: float | None = None,
+                 max_queries: int | None = None):
+    """Return a ``textattack.Attack`` for recipe ``name`` on ``classifier``.
+
+    ``genetic``/``bae`` use textaudit's offline components (see module docstring); any other name is
+    a TextAttack recipe (its CLI names, e.g. ``pwws``, or a dotted class path)."""
+    ta = import_textattack()
+    from textattack.constraints.overlap import MaxWordsPerturbed
+    from textattack.constraints.pre_transformation import RepeatModification, StopwordModification
+    from textattack.goal_functions import UntargetedClassification
+
+    wrapper = model_wrapper(classifier)
+    goal = UntargetedClassification(wrapper, query_budget=max_queries or float("inf"))
+    stop = StopwordModification(stopwords=STOPWORDS)
+    if name == "genetic":
+        from textattack.search_methods import AlzantotGeneticAlgorithm
+        from textattack.transformations import WordSwapEmbedding
+
+        transformation = WordSwapEmbedding(max_candidates=8, embedding=counterfitted_embedding(neighbors))
+        constraints = [RepeatModification(), stop, MaxWordsPerturbed(max_percent=0.2)]
+        search = AlzantotGeneticAlgorithm(pop_size=60, max_iters=40, post_crossover_check=False)
+        return ta.Attack(goal, constraints, transformation, search)
+    if name == "bae":
+        from textattack.search_methods import GreedyWordSwapWIR
+        from textattack.transformations import WordSwapMaskedLM
+
+        if mlm is None:
+            from textaudit.neighborhoods.mlm import load_mlm
+
+            mlm = load_mlm(quiet=True)
+        if not hasattr(mlm, "model") or not hasattr(mlm, "tokenizer"):
+            raise TextAuditError(f"TextAttack's BAE needs a HuggingFace masked LM; '{mlm.name}' is not one")
+        transformation = WordSwapMaskedLM(method="bae", masked_language_model=mlm.model, tokenizer=mlm.tokenizer,
+                                          max_candidates=50, min_confidence=0.0)
+        constraints = [RepeatModification(), stop,
+                       MiniLMSentenceEncoder(encoder, threshold if threshold is not None else BAE_THRESHOLD)]
+        return ta.Attack(goal, constraints, transformation, GreedyWordSwapWIR(wir_method="delete"))
+    from textattack.attack_args import ATTACK_RECIPE_NAMES
+
+    path = ATTACK_RECIPE_NAMES.get(name, name)
+    module_name, _, cls_name = path.rpartition(".")
+    try:
+        recipe = getattr(importlib.import_module(module_name), cls_name) if module_name else None
+    except (ImportError, AttributeError):
+        recipe = None
+    if recipe is None:
+        raise TextAuditError(f"unknown TextAttack recipe '{name}'; use {', '.join(OFFLINE_RECIPES)} (offline), "
+                             f"one of {', '.join(ATTACK_RECIPE_NAMES)}, or a dotted class path")
+    try:
+        return recipe.build(wrapper)
+    except Exception as e:  # noqa: BLE001 - TextAttack raises whatever its downloads raise
+        lines = [ln.strip(" *") for ln in str(e).splitlines() if any(ch.isalnum() for ch in ln)]
+        first = (lines or [type(e).__name__])[0][:200]
+        raise TextAuditError(f"TextAttack recipe '{name}' could not be built offline ({type(e).__name__}: {first}); "
+                             f"textattack:genetic and textattack:bae run with offline components") from None
+
+
+class TextAttackRecipe(FirstOrderAttack):
+    """A TextAttack recipe behind textaudit's attack interface: same result schema, summary and
+    resume as the native attacks (``method`` = ``textattack:<name>``; ℓ0 = words changed)."""
+
+    def __init__(self, classifier, recipe: str, *, mlm=None, encoder=None, threshold: float | None = None, **kwargs):
+        super().__init__(classifier, **kwargs)
+        self.method = f"textattack:{recipe}"
+        self.mlm = mlm
+        self._attack = build_recipe(recipe, self.classifier, mlm=mlm, encoder=encoder, threshold=threshold,
+                                    max_queries=self.max_queries)
+
+    def _search(self, x0: Sentence, c: int):
+        from textattack.attack_results import SuccessfulAttackResult
+
+        result = self._attack.attack(x0.text(), c)
+        if not isinstance(result, SuccessfulAttackResult):
+            return None
+        x = Sentence.parse(result.perturbed_result.attacked_text.text)
+        _, pred = self._target_prob([x], c)
+        return x, int(pred[0])

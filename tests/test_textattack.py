@@ -1,0 +1,114 @@
+"""TextAttack interop (extra ``textaudit[textattack]``): our classifiers as TextAttack model
+wrappers, real TextAttack searches on planted classifiers, offline components, one-line errors."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+
+from textaudit.errors import TextAuditError
+from textaudit.models import as_classifier
+
+X = "a deep and meaningful film ."
+NEIGHBORS = {"film": ["movie", "picture"], "deep": ["profound", "thick"], "meaningful": ["significant"]}
+
+needs_textattack = pytest.mark.skipif(importlib.util.find_spec("textattack") is None,
+                                      reason="TextAttack extra not installed (pip install 'textaudit[textattack]')")
+
+
+def flips_on(word: str):
+    def f(texts):
+        return np.array([[0.9, 0.1] if word in t.split() else [0.1, 0.9] for t in texts])
+
+    return as_classifier(f, name=f"flips-on-{word}")
+
+
+def test_missing_extra_is_a_one_line_error(monkeypatch):
+    from textaudit.attacks import make_attack, textattack_interop
+
+    monkeypatch.setattr(textattack_interop, "_TA", None)
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "textattack" else real(name, *a))
+    with pytest.raises(TextAuditError, match=r"pip install 'textaudit\[textattack\]'"):
+        make_attack("textattack:genetic", flips_on("movie"), 0)
+
+
+@needs_textattack
+def test_model_wrapper_returns_probabilities():
+    from textaudit.attacks.textattack_interop import model_wrapper
+
+    clf = flips_on("movie")
+    w = model_wrapper(clf)
+    assert w.model is clf
+    out = w(["a good movie .", "a good film ."])
+    assert isinstance(out, np.ndarray) and out.shape == (2, 2)
+    np.testing.assert_allclose(out, [[0.9, 0.1], [0.1, 0.9]])
+
+
+@needs_textattack
+def test_counterfitted_embedding_proposes_exactly_the_lists():
+    from textattack.shared import AttackedText
+    from textattack.transformations import WordSwapEmbedding
+
+    from textaudit.attacks.textattack_interop import counterfitted_embedding
+
+    emb = counterfitted_embedding(NEIGHBORS)
+    swap = WordSwapEmbedding(max_candidates=8, embedding=emb)
+    out = {t.text for t in swap(AttackedText(X), indices_to_modify={4})}
+    assert out == {"a deep and meaningful movie .", "a deep and meaningful picture ."}
+    assert emb.nearest_neighbours(emb.word2index("meaningful"), 8).tolist() == [emb.word2index("significant")] + \
+        [emb.word2index("meaningful")] * 7  # padded with the word itself, which TextAttack skips
+    from textaudit.models.zoo.vocab import _glove_index
+
+    ix, glove = _glove_index()
+    np.testing.assert_allclose(emb["film"], glove[ix["film"]])  # GloVe-50d vectors
+
+
+@needs_textattack
+def test_textattack_genetic_finds_the_planted_synonym():
+    from textaudit.attacks import textattack_interop as ti
+
+    attack = ti.build_recipe("genetic", flips_on("picture"), neighbors=NEIGHBORS)
+    result = attack.attack(X, 1)
+    assert type(result).__name__ == "SuccessfulAttackResult"
+    assert result.perturbed_result.attacked_text.text == "a deep and meaningful picture ."
+    # a model that no synonym fools: TextAttack's search fails
+    assert type(ti.build_recipe("genetic", flips_on("zebra"), neighbors=NEIGHBORS).attack(X, 1)).__name__ \
+        == "FailedAttackResult"
+
+
+@needs_textattack
+def test_textattack_bae_with_our_mlm_and_encoder_and_the_cli(cli, tmp_path):
+    from textaudit.attacks import make_attack
+    from textaudit.attacks.similarity import SentenceEncoder
+    from textaudit.neighborhoods import Sentence, load_mlm
+
+    mlm = load_mlm("minilm-mlm", quiet=True)
+    enc = SentenceEncoder(device="cpu")
+    cands = [w for w, _ in mlm.candidates([(list(Sentence.parse(X).tokens), 3)], top=10)[0]
+             if w.isalpha() and w not in X.split()]
+    trigger = cands[0]
+    atk = make_attack("textattack:bae", flips_on(trigger), 0, mlm=mlm, encoder=enc, threshold=0.0)
+    r = atk.attack(X, label=1)
+    assert r.method == "textattack:bae" and r.status == "success" and r.l0 == 1
+    assert trigger in r.vulnerable.split() and r.vulnerable_prediction == 0 and r.queries > 0
+    # the MiniLM constraint is applied: nothing passes a threshold of 1
+    strict = make_attack("textattack:bae", flips_on(trigger), 0, mlm=mlm, encoder=enc, threshold=0.99999)
+    assert strict.attack(X, label=1).status == "failed"
+
+    (tmp_path / "p.py").write_text(
+        "def clf(texts):\n    return [[0.9, 0.1] if 'movie' in t.split() else [0.1, 0.9] for t in texts]\n")
+    (tmp_path / "d.tsv").write_text("label\ttext\n1\ta deep and meaningful film .\n0\tgood film .\n")
+    r = cli("attack", "--model", f"{tmp_path}/p.py:clf", "--method", "textattack:genetic", "--data",
+            str(tmp_path / "d.tsv"), "--no-ppl", "--json", "--output", str(tmp_path / "o.jsonl"))
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.stdout.strip().splitlines()[-1])
+    assert s["method"] == "textattack:genetic" and s["success"] == 1 and s["skipped"] == 1
+    line = json.loads((tmp_path / "o.jsonl").read_text().splitlines()[0])
+    assert line["vulnerable"] == "a deep and meaningful movie ." and line["l0"] == 1
+    r = cli("attack", "--model", f"{tmp_path}/p.py:clf", "--method", "textattack:no-such-recipe", "--data",
+            str(tmp_path / "d.tsv"), "--no-ppl")
+    assert r.exit_code == 2 and "unknown TextAttack recipe 'no-such-recipe'" in r.output
