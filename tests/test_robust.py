@@ -89,3 +89,28 @@ def test_cli_certify_json(cli):
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["model"] == "bow-ibp" and out["n"] == 30 and out["certified_accuracy"] <= out["accuracy"]
+
+
+def test_schedule_and_selection_never_prefer_a_constant_model():
+    from textaudit.models.robust import ibp_schedule
+    from textaudit.models.zoo import _ibp_hooks
+
+    assert ibp_schedule(0.05, warmup=0.1, ramp=0.5) == 0.0  # clean warm-up
+    assert ibp_schedule(0.35, warmup=0.1, ramp=0.5) == pytest.approx(0.5)
+    assert ibp_schedule(0.9, warmup=0.1, ramp=0.5) == 1.0
+    torch.manual_seed(0)
+    vocab = Vocab(WORDS)
+    tok = WordTokenizer(vocab)
+    texts = ["a good film", "a great story", "a fine plot", "a bad film", "a dull story"]
+    labels = [1, 1, 1, 0, 0]
+    constant = build_module("bow", torch.randn(len(vocab), 50), 2).eval()
+    with torch.no_grad():
+        constant.out.weight.zero_()
+        constant.out.bias.copy_(torch.tensor([0.0, 5.0]))  # always "positive": certified on every positive
+    hooks = _ibp_hooks(min_clean=0.75)
+    hooks["on_tokenizer"](tok)
+    table = substitution_table(vocab)
+    res = certify(constant, tok, table, texts, labels)
+    assert res == {"accuracy": 0.6, "certified_accuracy": 0.6, "n": 5}
+    score = hooks["select"](constant, tok, texts, labels)
+    assert score == pytest.approx(0.6 - 1.0)  # below the clean-accuracy guard: ranks under any admissible model

@@ -139,3 +139,30 @@ def test_missing_checkpoint_is_trained_first_with_a_notice(cli):
     assert r.exit_code == 0, r.output
     assert "no checkpoint for 'bow'" in r.output and "training it now" in r.output
     assert json.loads(r.stdout.strip().splitlines()[-1])["accuracy"] > 0.7
+
+
+def test_training_resumes_after_a_kill_and_ends_where_an_uninterrupted_run_ends(tmp_path):
+    import torch
+
+    ds = load_dataset("sst2:train", limit=600)
+    cfg = dict(arch="bow", epochs=3, lr=2e-3, patience=5, tune_embeddings=True)
+    full = fit("bow", ds["text"], ds["label"], config=TrainConfig(**cfg), progress=False)
+
+    state = tmp_path / "state.pt"
+
+    def killed_in_epoch_3(rec):
+        if rec["epoch"] >= 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        fit("bow", ds["text"], ds["label"], config=TrainConfig(**cfg), progress=False, state_path=state,
+            on_eval=killed_in_epoch_3)
+    assert state.is_file()  # two finished epochs were kept
+    resumed = fit("bow", ds["text"], ds["label"], config=TrainConfig(**cfg), progress=False, state_path=state)
+    assert [h["epoch"] for h in resumed.history] == [h["epoch"] for h in full.history] == [1.0, 2.0, 3.0]
+    a, b = full.module.state_dict(), resumed.module.state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    # a state file from another configuration is not reused
+    other = fit("bow", ds["text"], ds["label"], config=TrainConfig(**{**cfg, "epochs": 1}), progress=False,
+                state_path=state)
+    assert [h["epoch"] for h in other.history] == [1.0]

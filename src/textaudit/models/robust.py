@@ -3,9 +3,10 @@ EMNLP 2019) for the zoo's ``bow`` and ``cnn`` (``lstm`` is not supported: its bo
 LSTM-specific propagation of the paper, not implemented here).
 
 Threat model: every word w may independently become any of S(w) = {w} ∪ its counter-fitted
-neighbours (resource ``counterfitted-neighbors``) that are in the model's vocabulary. The input
-set of one position is bounded by the axis-aligned box over the input vectors of S(w); IBP pushes
-boxes, in center/radius form (c, r), through the network:
+neighbours (resource ``counterfitted-neighbors``) that are in the model's vocabulary. As in Jia et
+al., the input set of one position is the axis-aligned box over the *projected* vectors
+{proj(v) : v ∈ S(w)} (exact per coordinate for the discrete set), and IBP pushes boxes, in
+center/radius form (c, r), through the rest of the network:
 
 * linear / convolution  W·x + b:  c′ = W·c + b,  r′ = |W|·r
 * monotone ReLU / max-pooling / masked mean: applied to the lower and upper ends
@@ -13,8 +14,11 @@ boxes, in center/radius form (c, r), through the network:
   cross-entropy of z, and an example is *certified* when lower_y > max_{j≠y} upper_j.
 
 Training (Jia et al.'s schedule): loss = (1 − κ_t)·CE(clean) + κ_t·CE(worst case) with the box
-scaled by ε_t around each word's own vector; κ_t ramps 0 → ``kappa`` and ε_t 0 → 1 over the first
-``ramp`` share of training. Embeddings are frozen (the boxes are those of the GloVe vectors).
+scaled by ε_t around each word's own vector; after a clean warm-up, κ_t ramps 0 → ``kappa`` and ε_t
+0 → 1 (:func:`ibp_schedule`). The GloVe vectors are fine-tuned (sparse updates, as the zoo's
+bow/cnn): the worst-case loss then pulls synonyms together, which is what makes the boxes small —
+with frozen GloVe the same schedule certifies less and loses clean accuracy (closing note of #11).
+Bounds always use the model's current vectors, so certificates stay sound.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from torch import nn
 
 from textaudit.errors import TextAuditError
 
-__all__ = ["substitution_table", "word_box", "logit_bounds", "ibp_loss", "certify", "ROBUST_ARCHS"]
+__all__ = ["substitution_table", "word_box", "logit_bounds", "ibp_schedule", "ibp_loss", "certify", "ROBUST_ARCHS"]
 
 ROBUST_ARCHS = ("bow", "cnn")
 
@@ -49,10 +53,14 @@ def substitution_table(vocab, neighbors: dict[str, list[str]] | None = None, max
 
 def word_box(module, input_ids: torch.Tensor, table: torch.Tensor, scale: float = 1.0
              ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(c, r) of the box over each position's substitutes' input vectors, shrunk by ``scale`` ∈ [0, 1]
-    towards the word's own vector."""
-    e = module.input_vectors(input_ids)
-    subs = module.input_vectors(table.to(input_ids.device)[input_ids])  # (B, T, S, d)
+    """(c, r) of the box over each position's substitutes *after* the model's word projection
+    (pre-ReLU ``proj(v)`` for v in S(w)), shrunk by ``scale`` ∈ [0, 1] towards the word's own projection.
+
+    Boxing the discrete set {proj(v)} directly (as Jia et al. do) is exact per coordinate and much
+    tighter than pushing the input-space box through ``proj`` (``|W|·r`` adds every coordinate's
+    radius to every output)."""
+    e = module.proj(module.input_vectors(input_ids))  # (B, T, d)
+    subs = module.proj(module.input_vectors(table.to(input_ids.device)[input_ids]))  # (B, T, S, d)
     lo = e + scale * (subs.min(2).values - e)
     hi = e + scale * (subs.max(2).values - e)
     return (hi + lo) / 2, (hi - lo) / 2
@@ -75,8 +83,7 @@ def logit_bounds(module, input_ids: torch.Tensor, table: torch.Tensor, scale: fl
     if not isinstance(module, (BoW, CNN)):
         raise TextAuditError(f"IBP supports {', '.join(ROBUST_ARCHS)} only (got {type(module).__name__})")
     mask = (input_ids != 0).unsqueeze(-1).to(torch.float32)
-    c, r = word_box(module, input_ids, table, scale)
-    c, r = _relu(*_linear(c, r, module.proj))
+    c, r = _relu(*word_box(module, input_ids, table, scale))
     if isinstance(module, BoW):
         n = mask.sum(1).clamp(min=1.0)
         c, r = (c * mask).sum(1) / n, (r * mask).sum(1) / n
@@ -103,10 +110,19 @@ def worst_logits(lo: torch.Tensor, hi: torch.Tensor, y: torch.Tensor) -> torch.T
     return z
 
 
+def ibp_schedule(progress: float, *, warmup: float = 0.1, ramp: float = 0.5) -> float:
+    """t ∈ [0, 1]: 0 during the clean warm-up (the first ``warmup`` share of training), then rising
+    linearly to 1 over the next ``ramp`` share, then 1."""
+    if progress < warmup:
+        return 0.0
+    return min(1.0, (progress - warmup) / ramp) if ramp > 0 else 1.0
+
+
 def ibp_loss(module, input_ids: torch.Tensor, y: torch.Tensor, table: torch.Tensor, *, progress: float,
-             kappa: float = 0.5, ramp: float = 0.5) -> torch.Tensor:
-    """(1 − κ_t)·CE(clean) + κ_t·CE(worst case), κ_t = kappa·t, ε_t = t with t = min(1, progress/ramp)."""
-    t = min(1.0, progress / ramp) if ramp > 0 else 1.0
+             kappa: float = 0.5, warmup: float = 0.1, ramp: float = 0.5) -> torch.Tensor:
+    """(1 − κ_t)·CE(clean) + κ_t·CE(worst case) with κ_t = kappa·t and box scale ε_t = t, where
+    t = :func:`ibp_schedule` (clean warm-up, then a linear ramp; Jia et al.'s schedule)."""
+    t = ibp_schedule(progress, warmup=warmup, ramp=ramp)
     ce = nn.functional.cross_entropy
     clean = ce(module(input_ids), y)
     if t == 0:

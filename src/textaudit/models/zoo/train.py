@@ -6,7 +6,9 @@ Model selection never looks at SST-2 dev or test: early stopping uses a held-out
 
 from __future__ import annotations
 
+import json
 import math
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -96,11 +98,21 @@ def _batches(lengths: np.ndarray, batch_size: int, rng: np.random.Generator) -> 
     return out
 
 
+def _fingerprint(arch: str, texts: Sequence[str], labels: Sequence[int], cfg: TrainConfig) -> str:
+    """A hash of what a resumable training run depends on (architecture, data, hyper-parameters)."""
+    import hashlib
+
+    h = hashlib.sha256(json.dumps([arch, asdict(cfg)], sort_keys=True, default=str).encode())
+    for t, y in zip(texts, labels):
+        h.update(f"{y}\t{t}\n".encode())
+    return h.hexdigest()
+
+
 def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: int | None = None,
         config: TrainConfig | None = None, extra_words: Sequence[str] = (), progress: bool = True,
         device: str | None = None, on_eval: Callable[[dict], None] | None = None,
         objective: Callable | None = None, select: Callable | None = None,
-        on_tokenizer: Callable | None = None) -> TrainResult:
+        on_tokenizer: Callable | None = None, state_path: str | Path | None = None) -> TrainResult:
     """Train a fresh ``arch`` model on ``(texts, labels)`` and return it with its history.
 
     A ``config.holdout`` share of the data is held out for early stopping (best held-out score
@@ -109,6 +121,9 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
     [0, 1) is the share of training done; certified training uses it); ``select(module, tokenizer,
     texts, labels) -> score`` replaces held-out accuracy as the early-stopping score;
     ``on_tokenizer(tokenizer)`` is called once the vocabulary is built.
+    ``state_path``: after every epoch the full training state (weights, optimisers, RNGs, best
+    checkpoint, history) is written there; a later call with the same data and config resumes after
+    the last finished epoch (a killed run loses at most one epoch). The caller deletes it when done.
     """
     import torch
     from tqdm.auto import tqdm
@@ -188,9 +203,29 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
     eval_every = max(1, steps_per_epoch // max(1, cfg.evals_per_epoch))
     step = 0
     stop = False
-    bar = tqdm(total=total, desc=f"train {arch}", unit="batch", disable=None if progress else True, leave=False)
+    start_epoch = 0
+    fingerprint = _fingerprint(arch, texts, labels, cfg)
+    optims = [opt, sparse_opt, sched]
+    if state_path is not None and Path(state_path).is_file():
+        saved = torch.load(state_path, map_location=dev, weights_only=False)
+        if saved.get("fingerprint") == fingerprint:
+            module.load_state_dict(saved["module"])
+            for o, st in zip(optims, saved["optims"]):
+                if o is not None and st is not None:
+                    o.load_state_dict(st)
+            rng.bit_generator.state = saved["rng"]
+            torch.set_rng_state(saved["torch_rng"])
+            start_epoch, step = saved["epoch"], saved["step"]
+            best, best_state, bad = saved["best"], saved["best_state"], saved["bad"]
+            result.history = saved["history"]
+            t0 -= saved["seconds"]
+            print(f"notice: resuming training of {arch} after epoch {start_epoch} ({state_path})", file=sys.stderr)
+        else:
+            print(f"notice: {state_path} belongs to another run (data or config differ); starting afresh", file=sys.stderr)
+    bar = tqdm(total=total, initial=step, desc=f"train {arch}", unit="batch", disable=None if progress else True,
+               leave=False)
     module.train()
-    for epoch in range(cfg.epochs):
+    for epoch in range(start_epoch, cfg.epochs):
         batches = _batches(lengths[tr], cfg.batch_size, rng)
         for b, batch in enumerate(batches):
             idx = tr[batch]
@@ -232,6 +267,15 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
                     if bad >= cfg.patience:
                         stop = True
                         break
+        if state_path is not None and not stop:
+            Path(state_path).parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(str(state_path) + ".part")
+            torch.save({"fingerprint": fingerprint, "module": module.state_dict(),
+                        "optims": [None if o is None else o.state_dict() for o in optims],
+                        "rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state(), "epoch": epoch + 1,
+                        "step": step, "best": best, "best_state": best_state, "bad": bad, "history": result.history,
+                        "seconds": time.perf_counter() - t0}, tmp)
+            tmp.replace(state_path)
         if stop:
             break
     bar.close()
