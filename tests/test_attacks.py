@@ -109,6 +109,23 @@ def test_budgets_and_random_baseline(tiny_mlm):
         SOEnum(clf, k=3, mlm=tiny_mlm)
 
 
+def test_budget_stops_a_round_between_chunks(tiny_mlm):
+    """The budget is checked inside a round too: with chunks of 4 sentences, a 10-query budget stops
+    the first round after a few chunks instead of scoring all of Neighbor_1."""
+    clf = planted(["zzzz-never"])
+    pw = PatchWords(clf, PAIRS)
+    whole = SOBeam(clf, k=1, mlm=tiny_mlm, kappa=5, delta=1e9, patch_words=pw).attack(X)
+    assert whole.status == "failed" and whole.sentences_scored >= 20
+    for cls in (SOBeam, SOEnum):  # a fresh classifier each: cached texts cost no queries
+        fresh = planted(["zzzz-never"])
+        atk = cls(fresh, k=1 if cls is SOEnum else 6, mlm=tiny_mlm, kappa=5, delta=1e9, max_queries=10,
+                  patch_words=PatchWords(fresh, PAIRS))
+        atk.chunk = 4
+        r = atk.attack(X)
+        assert r.status == "failed" and r.reason == "query budget exhausted"
+        assert 1 + 4 <= r.sentences_scored <= 1 + 4 * 3 < whole.sentences_scored
+
+
 def test_multiclass_model_is_attacked(tiny_mlm):
     t = _words_proposed(tiny_mlm, X, 1)[0]
 

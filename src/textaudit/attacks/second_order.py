@@ -159,6 +159,19 @@ class SecondOrderAttack(Budget):
         self._scored += len(xs)
         return px.argmax(1), pxp.argmax(1), pxp[:, c] - px[:, c], pair_loss(px, pxp, c)
 
+    #: sentences scored between two budget checks inside one round / level
+    chunk = 1024
+
+    def _score_within_budget(self, xs: list[Sentence], patch: Patch, c: int):
+        """:meth:`_score` in chunks of :attr:`chunk`, checking the time/query budget between chunks
+        (a big classifier scoring one SO-Beam round can take minutes); None once it runs out."""
+        parts = []
+        for s in range(0, len(xs), self.chunk):
+            if s and self._over_budget():
+                return None
+            parts.append(self._score(xs[s:s + self.chunk], patch, c))
+        return tuple(np.concatenate([part[i] for part in parts]) for i in range(4))
+
     def _best_vulnerable(self, x0: Sentence, xs: list[Sentence], fx, fxp, fs):
         idx = [i for i in range(len(xs)) if fx[i] != fxp[i]]
         if not idx:
@@ -200,9 +213,10 @@ class SOEnum(SecondOrderAttack):
         return self._check(x0, level, patch, c)
 
     def _check(self, x0, level, patch, c):
-        if not level:
+        scored = self._score_within_budget(level, patch, c) if level else None
+        if scored is None:
             return None
-        fx, fxp, fs, _ = self._score(level, patch, c)
+        fx, fxp, fs, _ = scored
         return self._best_vulnerable(x0, level, fx, fxp, fs)
 
 
@@ -229,7 +243,10 @@ class SOBeam(SecondOrderAttack):
                         cands.append(y)
             if not cands:
                 return None
-            fx, fxp, fs, loss = self._score(cands, patch, c)
+            scored = self._score_within_budget(cands, patch, c)
+            if scored is None:
+                return None
+            fx, fxp, fs, loss = scored
             found = self._best_vulnerable(x0, cands, fx, fxp, fs)
             if found is not None or self._over_budget():
                 return found
