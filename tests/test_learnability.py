@@ -79,6 +79,12 @@ def test_planted_visible_token_is_fully_learnable_and_noop_is_not(small):
     assert noop["learnability"] == 0.0 and noop["prob_ate"] == 0.0
     low = learnability_at(fit, tr, te, planted, 0.001, seed=0)
     assert abs(low["learnability"]) < 0.1 < hi["learnability"]
+    # a perturbation that applies to only some texts: measured on the texts it changes (the treated)
+    some = lambda text, rng: text + " zzplanted" if len(text.split()) % 2 == 0 else text
+    part = learnability_at(fit, tr, te, some, 1.0, seed=0)
+    assert 0.3 * part["n_test"] < part["n_changed"] < 0.7 * part["n_test"]
+    assert part["acc_perturbed"] > 0.95 and part["learnability"] > 0.8
+    assert noop["n_changed"] == 0 and hi["n_changed"] == hi["n_test"]
 
 
 def test_robustness_and_augmentation_on_a_destructive_perturbation(small):

@@ -3,10 +3,11 @@ Neural NLP Models to Textual Perturbations", and its earlier CENT version).
 
 - Learnability@p (Alg. 1): draw pseudo-labels l′ ~ Bernoulli(0.5) for the training and the test
   texts (the true labels are ignored); perturb each pseudo-positive training text with probability
-  p; train a fresh model on (texts, l′). On the pseudo-positive test texts,
+  p; train a fresh model on (texts, l′). On the pseudo-positive test texts that g changes
+  (g(x) ≠ x: the treated units; ``n_changed`` of ``n_test``),
   learnability@p = acc(perturbed) − acc(unperturbed)   (the average treatment effect of the
   perturbation on being predicted positive), and the probability-based ATE (CENT App. B.1) is
-  mean P(l′=1 | g(x)) − mean P(l′=1 | x).
+  mean P(l′=1 | g(x)) − mean P(l′=1 | x). A perturbation that changes no test text has ATE 0.
 - Average learnability over p_1 < … < p_K (trapezoid rule on log10 p, normalised by the range):
   avg = Σ_{i<K} (log10 p_{i+1} − log10 p_i)·(v_i + v_{i+1})/2  /  (log10 p_K − log10 p_1).
 - Robustness (Exp. 1) = acc(perturbed test) − acc(clean test) of a model trained on clean data.
@@ -81,10 +82,17 @@ def learnability_at(fit: Fit, train_texts: Sequence[str], test_texts: Sequence[s
     if not pos:
         raise TextAuditError("no pseudo-positive test examples; use more test data")
     pert = [perturb(t, rng) for t in pos]
-    probs_p, probs_c = clf.predict_proba(pert), clf.predict_proba(pos)
+    # the ATE on the treated: a text g leaves unchanged receives no treatment (its effect is 0 by
+    # definition) and would only pull the average towards 0 by the share g cannot perturb
+    changed = [i for i, (a, b) in enumerate(zip(pos, pert)) if a != b]
+    if not changed:
+        return {"learnability": 0.0, "prob_ate": 0.0, "acc_perturbed": None, "acc_clean": None, "n_test": len(pos),
+                "n_changed": 0, "seconds": round(time.perf_counter() - t0, 2)}
+    probs_p = clf.predict_proba([pert[i] for i in changed])
+    probs_c = clf.predict_proba([pos[i] for i in changed])
     acc_p, acc_c = float((probs_p.argmax(1) == 1).mean()), float((probs_c.argmax(1) == 1).mean())
     return {"learnability": round(acc_p - acc_c, 4), "prob_ate": round(float(probs_p[:, 1].mean() - probs_c[:, 1].mean()), 4),
-            "acc_perturbed": round(acc_p, 4), "acc_clean": round(acc_c, 4), "n_test": len(pos),
+            "acc_perturbed": round(acc_p, 4), "acc_clean": round(acc_c, 4), "n_test": len(pos), "n_changed": len(changed),
             "seconds": round(time.perf_counter() - t0, 2)}
 
 
