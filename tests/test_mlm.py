@@ -36,7 +36,7 @@ def test_mask_matches_full_forward_and_caches(tiny_mlm):
     tok, model = tiny_mlm.tokenizer, tiny_mlm.model
     words = list(SENT)
     words[3] = tok.mask_token
-    enc = tok(words, is_split_into_words=True, return_tensors="pt")
+    enc = tok(words, is_split_into_words=True, return_tensors="pt", return_token_type_ids=False)
     with torch.no_grad():
         logits = model(**enc).logits[0, (enc["input_ids"][0] == tok.mask_token_id)][0]
     logits[~torch.from_numpy(tiny_mlm._allowed)] = float("-inf")

@@ -219,7 +219,7 @@ def test_hf_classifier_from_local_dir(tmp_path):
     assert clf.labels == ["neg", "neu", "pos"] and clf.num_classes == 3
     texts = ["a deep and meaningful film .", "bad"]
     with torch.no_grad():
-        enc = tok(texts, padding=True, return_tensors="pt")
+        enc = tok(texts, padding=True, return_tensors="pt", return_token_type_ids=False)
         ref = torch.softmax(model(**enc).logits, -1).numpy()
     np.testing.assert_allclose(clf.predict_proba(texts), ref, rtol=1e-4, atol=1e-5)
     # a checkpoint directory is also accepted without the prefix

@@ -42,6 +42,24 @@ def hf_tokenize(tokenizer, max_length: int = 512) -> Callable[[list[str]], Mappi
     return encode
 
 
+def forward_inputs(module) -> set[str] | None:
+    """The keyword inputs ``module.forward`` accepts (None when it takes ``**kwargs``).
+
+    A BERT tokenizer in front of a model without segment embeddings (DistilBERT) also returns
+    ``token_type_ids``, which transformers 4.x models reject; callers keep only these keys."""
+    import inspect
+
+    params = inspect.signature(module.forward).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return None
+    return set(params)
+
+
+def only_inputs(enc: Mapping, accepted: set[str] | None) -> dict:
+    """``enc`` restricted to the ``accepted`` keys (all of it when ``accepted`` is None)."""
+    return dict(enc) if accepted is None else {k: v for k, v in dict(enc).items() if k in accepted}
+
+
 class TorchForward:
     """``forward(texts) -> np.ndarray`` of logits for a torch ``module`` and a batch ``tokenizer``.
 
@@ -54,12 +72,13 @@ class TorchForward:
         self.device = pick_device(device)
         self.module = module.to(self.device).eval()
         self.tokenizer = tokenizer
+        self._inputs = forward_inputs(module)
 
     def __call__(self, texts: list[str]) -> np.ndarray:
         import torch
 
-        enc = self.tokenizer(texts)
-        enc = {k: (v.to(self.device) if hasattr(v, "to") else v) for k, v in dict(enc).items()}
+        enc = only_inputs(self.tokenizer(texts), self._inputs)
+        enc = {k: (v.to(self.device) if hasattr(v, "to") else v) for k, v in enc.items()}
         with torch.inference_mode():
             out = self.module(**enc)
         logits = getattr(out, "logits", out)

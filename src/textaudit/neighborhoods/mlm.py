@@ -27,6 +27,7 @@ from typing import Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from textaudit.errors import TextAuditError
+from textaudit.models.torch_backend import forward_inputs, only_inputs, pick_device
 
 __all__ = ["MaskedLM", "HFMaskedLM", "load_mlm", "MLM_NAMES"]
 
@@ -51,8 +52,6 @@ class HFMaskedLM:
 
     def __init__(self, model, tokenizer, *, name: str, device: str | None = None, batch_size: int = 128,
                  cache_size: int = 200_000):
-        from textaudit.models.torch_backend import pick_device
-
         self.device = pick_device(device)
         self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer
@@ -73,6 +72,7 @@ class HFMaskedLM:
             allowed[i] = bool(w) and i not in special and not w.startswith("##") and not re.fullmatch(r"\[.*\]", w)
         self._allowed = allowed
         self._allowed_t = None  # the same mask as a tensor on the model's device, made on first use
+        self._inputs = forward_inputs(getattr(model, "base_model", model))
 
     @classmethod
     def from_pretrained(cls, name_or_path: str, **kwargs) -> "HFMaskedLM":
@@ -127,7 +127,7 @@ class HFMaskedLM:
         texts = [list(left) + [mask] + list(right) for left, right, _ in chunk]
         enc = self.tokenizer(texts, is_split_into_words=True, padding="longest", truncation=True,
                              max_length=256, return_tensors="pt")
-        return enc
+        return only_inputs(enc, self._inputs)
 
     def _hidden_to_logits(self, hidden):
         """Apply the MLM head to hidden states of masked positions only."""
