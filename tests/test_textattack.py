@@ -112,3 +112,25 @@ def test_textattack_bae_with_our_mlm_and_encoder_and_the_cli(cli, tmp_path):
     r = cli("attack", "--model", f"{tmp_path}/p.py:clf", "--method", "textattack:no-such-recipe", "--data",
             str(tmp_path / "d.tsv"), "--no-ppl")
     assert r.exit_code == 2 and "unknown TextAttack recipe 'no-such-recipe'" in r.output
+
+
+@needs_textattack
+def test_importing_textattack_leaves_our_caches_alone(tmp_path):
+    """``import textattack`` re-points XDG_CACHE_HOME/HF_HOME at its own dir; textaudit restores them
+    (else the zoo cache and the HuggingFace cache would move mid-run)."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import os, json; from textaudit.resources import cache_dir; before = (dict(os.environ), str(cache_dir()));"
+            "from textaudit.attacks.textattack_interop import import_textattack; import_textattack();"
+            "after = (dict(os.environ), str(cache_dir()));"
+            "keys = ['XDG_CACHE_HOME', 'HF_HOME', 'PYTORCH_TRANSFORMERS_CACHE'];"
+            "print(json.dumps([[before[0].get(k) for k in keys], [after[0].get(k) for k in keys], before[1], after[1]]))")
+    env = {k: v for k, v in os.environ.items() if k not in ("TEXTAUDIT_CACHE", "XDG_CACHE_HOME", "HF_HOME")}
+    env["HOME"] = str(tmp_path)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    before_env, after_env, before_cache, after_cache = json.loads(out.stdout.strip().splitlines()[-1])
+    assert after_env == before_env == [None, None, None]
+    assert after_cache == before_cache == str(tmp_path / ".cache" / "textaudit")

@@ -44,6 +44,9 @@ __all__ = ["import_textattack", "model_wrapper", "counterfitted_embedding", "Min
 OFFLINE_RECIPES = ("genetic", "bae")
 
 _TA: Any = None
+#: environment variables ``import textattack`` overwrites (textattack/shared/utils/install.py)
+_ENV_TEXTATTACK_SETS = ("HF_HOME", "XDG_CACHE_HOME", "PYTORCH_TRANSFORMERS_CACHE", "TFHUB_CACHE_DIR",
+                        "TOKENIZERS_PARALLELISM")
 
 
 def _ensure_nltk_stopwords() -> None:
@@ -78,8 +81,17 @@ def import_textattack():
     ta_cache.mkdir(parents=True, exist_ok=True)
     (ta_cache / "post_install_check_3").touch()
     _ensure_nltk_stopwords()
-    import textattack
-
+    # TextAttack points HF_HOME, XDG_CACHE_HOME, … at its own cache dir when imported, which would
+    # move textaudit's user cache and the HuggingFace cache for the rest of the process: undo that
+    saved = {k: os.environ.get(k) for k in _ENV_TEXTATTACK_SETS}
+    try:
+        import textattack
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     _TA = textattack
     return textattack
 
