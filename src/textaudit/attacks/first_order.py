@@ -202,11 +202,12 @@ class GeneticAttack(FirstOrderAttack):
 
 class BAEAttack(FirstOrderAttack):
     """BAE-R (Garg & Ramakrishnan 2020): rank words by how much deleting them lowers P(y | x);
-    for each word in that order, replace it with the masked LM's top ``top`` (50) whole-word
-    candidates, keep those whose sentence similarity to x0 (MiniLM-L6 mean-pooled cosine,
-    :class:`~textaudit.attacks.similarity.SentenceEncoder`) is ≥ ``threshold``; if one flips the
-    prediction return the most similar flip, else keep the candidate that most lowers P(y | x)
-    and go on. Stop words are never replaced. BAE's part-of-speech filter is not applied (no
+    for each word in that order, replace it with the masked LM's top ``top`` (50) alphabetic
+    whole-word candidates, keep those whose sentence similarity to x0 (MiniLM-L6 mean-pooled
+    cosine, :class:`~textaudit.attacks.similarity.SentenceEncoder`) is ≥ ``threshold``; if one flips
+    the prediction return the most similar flip, else keep the candidate that most lowers P(y | x)
+    and go on. Stop words are never replaced (a candidate may be one, as in BAE and TextAttack's
+    recipe). BAE's part-of-speech filter is not applied (no
     tagger ships offline); USE is replaced by MiniLM, whose threshold is calibrated in
     ``benchmarks/calibrate_similarity.py``.
     """
@@ -238,9 +239,10 @@ class BAEAttack(FirstOrderAttack):
         for i in order:
             if self._over_budget():
                 return None
-            cands = self.mlm.candidates([(list(x.tokens), i)], top=self.top)[0]
-            words = [w for w, _ in cands if w.isalpha() and w.lower() != x0.tokens[i].lower()
-                     and w.lower() not in self.stopwords]
+            # the MLM's best ``top`` *usable* words (alphabetic, not the current word), as BAE/TextAttack
+            # count them: ask for more, filter, then cut
+            cands = self.mlm.candidates([(list(x.tokens), i)], top=3 * self.top)[0]
+            words = [w for w, _ in cands if w.isalpha() and w.lower() != x.tokens[i].lower()][: self.top]
             opts = [x.replace(i, _restore_case(w, x0.tokens[i])) for w in words]
             if not opts:
                 continue
