@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -140,8 +141,9 @@ def counterfitted_embedding(neighbors: dict[str, list[str]] | None = None, max_c
     return ta.shared.WordEmbedding(matrix, index, dict(enumerate(words)), nn)
 
 
+@lru_cache(maxsize=1)
 def _sentence_encoder_class():
-    ta = import_textattack()
+    import_textattack()
     from textattack.constraints.semantics.sentence_encoders import SentenceEncoder as TASentenceEncoder
 
     class MiniLMSentenceEncoder(TASentenceEncoder):
@@ -162,7 +164,6 @@ def _sentence_encoder_class():
         def encode(self, sentences):
             return self._encoder.encode([str(s) for s in sentences])
 
-    del ta
     return MiniLMSentenceEncoder
 
 
