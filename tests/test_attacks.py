@@ -238,3 +238,12 @@ def test_cli_attack_bad_inputs(cli, tmp_path):
     assert r.exit_code == 2 and "--resume needs --output" in r.output
     r = cli("attack", "--model", "cnn", "--method", "genetic-x", "--no-ppl", "--limit", "1")
     assert r.exit_code == 2 and "unknown attack method" in r.output
+    r = cli("attack", "--model", "cnn", "--method", "bae", "--lm-constraint", "--no-ppl")
+    assert r.exit_code == 2 and "--lm-constraint applies to --method genetic only" in r.output
+    r = cli("attack", "--model", "cnn", "--method", "genetic", "--threshold", "0.9", "--no-ppl")
+    assert r.exit_code == 2 and "--threshold applies to --method bae" in r.output
+    r = cli("attack", "--model", "cnn", "--method", "textattack:genetic", "--time-budget", "5", "--no-ppl")
+    assert r.exit_code == 2 and ("use --max-queries" in r.output or "TextAttack is not installed" in r.output)
+    from textaudit.models.zoo import checkpoint_dir
+
+    assert not checkpoint_dir("cnn").exists()  # every bad option was refused before a model was trained

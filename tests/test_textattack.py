@@ -78,6 +78,11 @@ def test_textattack_genetic_finds_the_planted_synonym():
     # a model that no synonym fools: TextAttack's search fails
     assert type(ti.build_recipe("genetic", flips_on("zebra"), neighbors=NEIGHBORS).attack(X, 1)).__name__ \
         == "FailedAttackResult"
+    # budgets: TextAttack's query budget is passed through and reported; a time budget is refused
+    r = ti.TextAttackRecipe(flips_on("zebra"), "genetic", neighbors=NEIGHBORS, max_queries=3).attack(X, label=1)
+    assert r.status == "failed" and r.reason == "query budget exhausted"
+    with pytest.raises(TextAuditError, match="use a query budget"):
+        ti.TextAttackRecipe(flips_on("zebra"), "genetic", time_budget=5.0)
 
 
 @needs_textattack

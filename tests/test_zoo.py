@@ -166,3 +166,8 @@ def test_training_resumes_after_a_kill_and_ends_where_an_uninterrupted_run_ends(
     other = fit("bow", ds["text"], ds["label"], config=TrainConfig(**{**cfg, "epochs": 1}), progress=False,
                 state_path=state)
     assert [h["epoch"] for h in other.history] == [1.0]
+    # nor is a corrupt one: training starts afresh instead of failing
+    state.write_bytes(b"not a torch file")
+    again = fit("bow", ds["text"], ds["label"], config=TrainConfig(**{**cfg, "epochs": 1}), progress=False,
+                state_path=state)
+    assert [h["epoch"] for h in again.history] == [1.0]

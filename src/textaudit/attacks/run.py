@@ -9,7 +9,7 @@ from typing import Callable, Sequence
 from textaudit.errors import TextAuditError
 from textaudit.results import JsonlWriter
 
-__all__ = ["run_attack", "summarize", "METHODS", "make_attack"]
+__all__ = ["run_attack", "summarize", "METHODS", "make_attack", "check_method"]
 
 METHODS = ("so-beam", "so-enum", "random", "genetic", "bae")
 
@@ -22,16 +22,16 @@ def make_attack(method: str | None, classifier, k: int, **kwargs):
     from textaudit.attacks.second_order import RandomBaseline, SOBeam, SOEnum
 
     method = method or ("so-enum" if k <= 2 else "so-beam")
+    check_method(method)
+    common = {key: kwargs[key] for key in ("max_queries", "time_budget", "seed") if key in kwargs}
     if method.startswith("textattack:"):
         from textaudit.attacks.textattack_interop import TextAttackRecipe
 
-        common = {key: kwargs[key] for key in ("max_queries", "time_budget", "seed") if key in kwargs}
         return TextAttackRecipe(classifier, method.split(":", 1)[1], mlm=kwargs.get("mlm"),
                                 encoder=kwargs.get("encoder"), threshold=kwargs.get("threshold"), **common)
     if method in ("genetic", "bae"):
         from textaudit.attacks.first_order import BAE_THRESHOLD, BAEAttack, GeneticAttack
 
-        common = {key: kwargs[key] for key in ("max_queries", "time_budget", "seed") if key in kwargs}
         if method == "genetic":
             return GeneticAttack(classifier, lm=kwargs.get("lm"), **common)
         return BAEAttack(classifier, mlm=kwargs.get("mlm"), encoder=kwargs.get("encoder"),
@@ -43,8 +43,21 @@ def make_attack(method: str | None, classifier, k: int, **kwargs):
     kwargs.pop("beam", None)
     if method == "so-enum":
         return SOEnum(classifier, k, **kwargs)
-    if method == "random":
-        return RandomBaseline(classifier, k, **kwargs)
+    return RandomBaseline(classifier, k, **kwargs)
+
+
+def check_method(method: str | None) -> None:
+    """Raise a one-line error for an unknown ``method`` (or ``textattack:`` without the extra) —
+    cheap, so callers can check before loading models."""
+    if method is None or method in METHODS:
+        return
+    if method.startswith("textattack:") and method != "textattack:":
+        import importlib.util
+
+        if importlib.util.find_spec("textattack") is None:
+            raise TextAuditError("TextAttack is not installed; install the extra: "
+                                 "pip install 'textaudit[textattack]' (it pins transformers<5)")
+        return
     raise TextAuditError(f"unknown attack method '{method}'; use one of {', '.join(METHODS)}, or textattack:<recipe>")
 
 

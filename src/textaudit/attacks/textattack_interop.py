@@ -73,11 +73,9 @@ def import_textattack():
     global _TA
     if _TA is not None:
         return _TA
-    import importlib.util
+    from textaudit.attacks.run import check_method
 
-    if importlib.util.find_spec("textattack") is None or importlib.util.find_spec("nltk") is None:
-        raise TextAuditError("TextAttack is not installed; install the extra: "
-                             "pip install 'textaudit[textattack]' (it pins transformers<5)")
+    check_method("textattack:any")  # one-line error when the extra is missing
     ta_cache = Path(os.environ.setdefault("TA_CACHE_DIR", str(cache_dir() / "textattack")))
     ta_cache.mkdir(parents=True, exist_ok=True)
     (ta_cache / "post_install_check_3").touch()
@@ -233,18 +231,24 @@ class TextAttackRecipe(FirstOrderAttack):
     """A TextAttack recipe behind textaudit's attack interface: same result schema, summary and
     resume as the native attacks (``method`` = ``textattack:<name>``; ℓ0 = words changed)."""
 
-    def __init__(self, classifier, recipe: str, *, mlm=None, encoder=None, threshold: float | None = None, **kwargs):
+    def __init__(self, classifier, recipe: str, *, mlm=None, encoder=None, threshold: float | None = None,
+                 neighbors: dict[str, list[str]] | None = None, **kwargs):
         super().__init__(classifier, **kwargs)
+        if self.time_budget is not None:
+            raise TextAuditError("a time budget cannot stop a TextAttack search; use a query budget (--max-queries)")
         self.method = f"textattack:{recipe}"
         self.mlm = mlm
         self._attack = build_recipe(recipe, self.classifier, mlm=mlm, encoder=encoder, threshold=threshold,
-                                    max_queries=self.max_queries)
+                                    neighbors=neighbors, max_queries=self.max_queries)
 
     def _search(self, x0: Sentence, c: int):
         from textattack.attack_results import SuccessfulAttackResult
 
         result = self._attack.attack(x0.text(), c)
         if not isinstance(result, SuccessfulAttackResult):
+            goal = self._attack.goal_function
+            if goal.num_queries >= goal.query_budget:
+                self._stop_reason = "query budget exhausted"
             return None
         x = Sentence.parse(result.perturbed_result.attacked_text.text)
         _, pred = self._target_prob([x], c)

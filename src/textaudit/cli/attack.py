@@ -38,12 +38,20 @@ def attack(
 ) -> None:
     """Search each example's neighbourhood for a vulnerable example (Double Perturbation)."""
     from textaudit.attacks import make_attack, run_attack
+    from textaudit.attacks.run import check_method
     from textaudit.data import load_dataset
     from textaudit.models import load_classifier
     from textaudit.neighborhoods.mlm import load_mlm
 
     if output is None and resume:
         raise TextAuditError("--resume needs --output (the JSONL file to continue)")
+    check_method(method)  # before any model is loaded (or trained)
+    if lm_constraint and method != "genetic":
+        raise TextAuditError("--lm-constraint applies to --method genetic only")
+    if threshold is not None and method not in ("bae", "textattack:bae"):
+        raise TextAuditError("--threshold applies to --method bae or textattack:bae only")
+    if time_budget is not None and (method or "").startswith("textattack:"):
+        raise TextAuditError("a time budget cannot stop a TextAttack search; use --max-queries")
     ds = load_dataset(data, text_column=text_column, label_column=label_column, default_split="dev", limit=limit)
     clf = load_classifier(model)
     uses_mlm = method in (None, "so-beam", "so-enum", "random", "bae", "textattack:bae")

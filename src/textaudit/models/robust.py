@@ -59,8 +59,8 @@ def word_box(module, input_ids: torch.Tensor, table: torch.Tensor, scale: float 
     Boxing the discrete set {proj(v)} directly (as Jia et al. do) is exact per coordinate and much
     tighter than pushing the input-space box through ``proj`` (``|W|·r`` adds every coordinate's
     radius to every output)."""
-    e = module.proj(module.input_vectors(input_ids))  # (B, T, d)
     subs = module.proj(module.input_vectors(table.to(input_ids.device)[input_ids]))  # (B, T, S, d)
+    e = subs[:, :, 0]  # column 0 of the substitution table is the word itself
     lo = e + scale * (subs.min(2).values - e)
     hi = e + scale * (subs.max(2).values - e)
     return (hi + lo) / 2, (hi - lo) / 2

@@ -206,9 +206,14 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
     start_epoch = 0
     fingerprint = _fingerprint(arch, texts, labels, cfg)
     optims = [opt, sparse_opt, sched]
+    saved = None
     if state_path is not None and Path(state_path).is_file():
-        saved = torch.load(state_path, map_location=dev, weights_only=False)
-        if saved.get("fingerprint") == fingerprint:
+        try:  # on CPU: the torch RNG state must stay a CPU tensor; load_state_dict moves the rest
+            saved = torch.load(state_path, map_location="cpu", weights_only=False)
+        except Exception as e:  # noqa: BLE001 - a truncated/corrupt file: never fatal, just start afresh
+            print(f"notice: cannot read {state_path} ({type(e).__name__}); starting afresh", file=sys.stderr)
+    if saved is not None:
+        if isinstance(saved, dict) and saved.get("fingerprint") == fingerprint:
             module.load_state_dict(saved["module"])
             for o, st in zip(optims, saved["optims"]):
                 if o is not None and st is not None:
