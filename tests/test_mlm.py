@@ -48,6 +48,19 @@ def test_mask_matches_full_forward_and_caches(tiny_mlm):
     assert tiny_mlm.forwards - before <= 1 and tiny_mlm.cache_hits >= 1
 
 
+def test_batch_is_sorted_by_length_inside_but_answers_in_input_order(tiny_mlm):
+    """Queries are grouped by length for less padding; each answer still belongs to its own query."""
+    long = "an unusually long and winding sentence about a film that goes on and on and on".split()
+    batch = [(long, 5), (SENT, 3), (["good"], 0), (long, 0), (SENT, 1)]
+    tiny_mlm._cache.clear()
+    together = tiny_mlm.candidates(batch, top=8)
+    for q, got in zip(batch, together):
+        tiny_mlm._cache.clear()
+        alone = tiny_mlm.candidates([q], top=8)[0]
+        assert [w for w, _ in got] == [w for w, _ in alone]
+        assert [v for _, v in got] == pytest.approx([v for _, v in alone], abs=1e-4)
+
+
 def test_position_out_of_range(tiny_mlm):
     with pytest.raises(TextAuditError, match="position 9 is outside"):
         tiny_mlm.candidates([(SENT, 9)])

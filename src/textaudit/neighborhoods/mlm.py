@@ -111,6 +111,8 @@ class HFMaskedLM:
                 found[k] = self._cache[k]
         todo = list(dict.fromkeys(k for k in keys if k not in found))
         self.cache_hits += len(keys) - len(todo)
+        # similar lengths share a forward: less padding (same results, in any order)
+        todo.sort(key=lambda k: sum(len(w) + 1 for w in k[0]) + sum(len(w) + 1 for w in k[1]))
         for s in range(0, len(todo), self.batch_size):
             chunk = todo[s:s + self.batch_size]
             for k, res in zip(chunk, self._predict(chunk, top)):
