@@ -131,3 +131,32 @@ def test_split_keeps_each_sentence_on_one_side():
     assert 0.1 <= len(te) / 50 <= 0.35
     with pytest.raises(TextAuditError, match="only 0 usable tuples"):
         split_tuples([{"x": "a", "kept": False}])
+
+
+def test_a_float_noise_shift_counts_as_zero(tiny):
+    """On a GPU 1 − cos(h, h) is ~1e-7, not 0: that is no shift, so ε = 0 without a search."""
+    sm = differentiable(tiny)
+    assert find_epsilon(sm, "a good film", 1e-7) == (0.0, 0.0)
+    assert find_epsilon(sm, "a good film", 0.05)[0] != 0.0
+
+
+def test_half_precision_encoder_weights_still_score(tmp_path, monkeypatch):
+    """Weights saved in fp16 load as fp16 under transformers 5; the scorer and the similarity encoder
+    must still run (fp32 head) — this failed with 'mat1 and mat2 must have the same dtype'."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from textaudit.attacks.similarity import SentenceEncoder
+    from textaudit.resources import resolve
+    from textaudit.robustness.perturbscorer import PerturbScorer
+
+    half = tmp_path / "data" / "minilm"
+    AutoModel.from_pretrained(resolve("minilm")).half().save_pretrained(half)
+    AutoTokenizer.from_pretrained(resolve("minilm")).save_pretrained(half)
+    (half / "vocab.txt").write_bytes((resolve("minilm") / "vocab.txt").read_bytes())
+    monkeypatch.setenv("TEXTAUDIT_DATA", str(tmp_path / "data"))
+    assert resolve("minilm") == half
+    sc = PerturbScorer(device="cpu")
+    assert next(sc.encoder.parameters()).dtype == torch.float32
+    assert np.isfinite(sc.predict([mark("a good film", "a great film")])).all()
+    enc = SentenceEncoder(device="cpu")
+    assert next(enc.model.parameters()).dtype == torch.float32

@@ -82,6 +82,7 @@ def logit_bounds(module, input_ids: torch.Tensor, table: torch.Tensor, scale: fl
 
     if not isinstance(module, (BoW, CNN)):
         raise TextAuditError(f"IBP supports {', '.join(ROBUST_ARCHS)} only (got {type(module).__name__})")
+    input_ids = input_ids.to(next(module.parameters()).device)  # ids from a CPU tokenizer, model on CUDA
     mask = (input_ids != 0).unsqueeze(-1).to(torch.float32)
     c, r = _relu(*word_box(module, input_ids, table, scale))
     if isinstance(module, BoW):

@@ -146,6 +146,11 @@ def pgd_shifts(sm: ShiftModel, x: str, eps: Sequence[float], *, steps: int = 5, 
     return best.cpu().numpy()
 
 
+# 1 − cos(h, h) of one float32 vector with itself is ~1e-7 rather than 0 on a GPU (other kernels,
+# other summation order): a shift this small is no shift.
+SHIFT_ATOL = 1e-6
+
+
 def find_epsilon(sm: ShiftModel, x: str, d: float, *, step: float = 0.01, max_eps: float = 1.0,
                  steps: int = 5, tolerance: float = 0.005, space: str = "hidden", refine: int = 10
                  ) -> tuple[float | None, float]:
@@ -155,7 +160,7 @@ def find_epsilon(sm: ShiftModel, x: str, d: float, *, step: float = 0.01, max_ep
     The grid has step ``step``; with ``refine`` > 0 the interval (ε − step, ε] that first reaches d
     is searched again on ``refine`` sub-steps, because the shift can climb by more than the tolerance
     within one step on sensitive models."""
-    if d <= 0:
+    if d <= SHIFT_ATOL:
         return 0.0, 0.0
     grid = np.round(np.arange(step, max_eps + step / 2, step), 6)
     s = np.maximum.accumulate(pgd_shifts(sm, x, grid, steps=steps, space=space))  # a larger ball contains a smaller one

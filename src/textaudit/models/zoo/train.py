@@ -152,7 +152,8 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
 
         root = resolve("minilm")
         tokenizer = AutoTokenizer.from_pretrained(root)
-        module = AutoModelForSequenceClassification.from_pretrained(root, num_labels=C)
+        # trained in fp32 even from half-precision weights (fp16 training overflows to NaN)
+        module = AutoModelForSequenceClassification.from_pretrained(root, num_labels=C).float()
         encode = hf_tokenize(tokenizer, max_length=cfg.max_len)
         lengths = np.array([len(t) for t in texts])
     else:
