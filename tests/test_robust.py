@@ -63,9 +63,9 @@ def test_trained_ibp_model_is_sound_and_certifies(tmp_path):
     rng = np.random.default_rng(1)
     for text in dev["text"][:10]:
         ids = tok([text])["input_ids"]
-        lo, hi = logit_bounds(module, ids, table)
+        lo, hi = logit_bounds(module, ids, table)  # CPU ids; the model is on CUDA where there is one
         with torch.no_grad():
-            z = module(_random_combinations(ids[0], table, 100, rng))
+            z = module(_random_combinations(ids[0], table, 100, rng).to(lo.device))
         assert (z >= lo - 1e-4).all() and (z <= hi + 1e-4).all()
     res = certify(module, tok, table, dev["text"], dev["label"])
     assert res["n"] == 40 and 0 <= res["certified_accuracy"] <= res["accuracy"]
