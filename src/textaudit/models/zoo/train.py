@@ -18,6 +18,7 @@ import numpy as np
 
 from textaudit.errors import TextAuditError
 from textaudit.models.batched import BatchedClassifier
+from textaudit.train_state import load_train_state, save_train_state
 
 __all__ = ["TrainConfig", "TrainResult", "DEFAULTS", "fit", "fit_classifier", "accuracy"]
 
@@ -207,27 +208,19 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
     start_epoch = 0
     fingerprint = _fingerprint(arch, texts, labels, cfg)
     optims = [opt, sparse_opt, sched]
-    saved = None
-    if state_path is not None and Path(state_path).is_file():
-        try:  # on CPU: the torch RNG state must stay a CPU tensor; load_state_dict moves the rest
-            saved = torch.load(state_path, map_location="cpu", weights_only=False)
-        except Exception as e:  # noqa: BLE001 - a truncated/corrupt file: never fatal, just start afresh
-            print(f"notice: cannot read {state_path} ({type(e).__name__}); starting afresh", file=sys.stderr)
+    saved = load_train_state(state_path, fingerprint)
     if saved is not None:
-        if isinstance(saved, dict) and saved.get("fingerprint") == fingerprint:
-            module.load_state_dict(saved["module"])
-            for o, st in zip(optims, saved["optims"]):
-                if o is not None and st is not None:
-                    o.load_state_dict(st)
-            rng.bit_generator.state = saved["rng"]
-            torch.set_rng_state(saved["torch_rng"])
-            start_epoch, step = saved["epoch"], saved["step"]
-            best, best_state, bad = saved["best"], saved["best_state"], saved["bad"]
-            result.history = saved["history"]
-            t0 -= saved["seconds"]
-            print(f"notice: resuming training of {arch} after epoch {start_epoch} ({state_path})", file=sys.stderr)
-        else:
-            print(f"notice: {state_path} belongs to another run (data or config differ); starting afresh", file=sys.stderr)
+        module.load_state_dict(saved["module"])
+        for o, st in zip(optims, saved["optims"]):
+            if o is not None and st is not None:
+                o.load_state_dict(st)
+        rng.bit_generator.state = saved["rng"]
+        torch.set_rng_state(saved["torch_rng"])
+        start_epoch, step = saved["epoch"], saved["step"]
+        best, best_state, bad = saved["best"], saved["best_state"], saved["bad"]
+        result.history = saved["history"]
+        t0 -= saved["seconds"]
+        print(f"notice: resuming training of {arch} after epoch {start_epoch} ({state_path})", file=sys.stderr)
     bar = tqdm(total=total, initial=step, desc=f"train {arch}", unit="batch", disable=None if progress else True,
                leave=False)
     module.train()
@@ -274,14 +267,11 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
                         stop = True
                         break
         if state_path is not None and not stop:
-            Path(state_path).parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(str(state_path) + ".part")
-            torch.save({"fingerprint": fingerprint, "module": module.state_dict(),
-                        "optims": [None if o is None else o.state_dict() for o in optims],
-                        "rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state(), "epoch": epoch + 1,
-                        "step": step, "best": best, "best_state": best_state, "bad": bad, "history": result.history,
-                        "seconds": time.perf_counter() - t0}, tmp)
-            tmp.replace(state_path)
+            save_train_state(state_path, fingerprint, {
+                "module": module.state_dict(), "optims": [None if o is None else o.state_dict() for o in optims],
+                "rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state(), "epoch": epoch + 1,
+                "step": step, "best": best, "best_state": best_state, "bad": bad, "history": result.history,
+                "seconds": time.perf_counter() - t0})
         if stop:
             break
     bar.close()
