@@ -24,10 +24,10 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
 
-    from textaudit.attacks.similarity import SentenceEncoder
+    from textaudit.models.encoders import SentenceEncoder
     from textaudit.data import load_dataset
     from textaudit.lexicons import counterfitted_neighbors
-    from textaudit.neighborhoods import Sentence
+    from textaudit.sentence import Sentence
     from textaudit.text import STOPWORDS
 
     rng = np.random.default_rng(args.seed)

@@ -35,7 +35,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from textaudit.attacks import make_attack, run_attack
-    from textaudit.attacks.similarity import SentenceEncoder
+    from textaudit.models.encoders import SentenceEncoder
     from textaudit.attacks.textattack_interop import import_textattack
     from textaudit.data import load_dataset
     from textaudit.models import load_classifier
@@ -48,7 +48,7 @@ def main() -> None:
     rows = {}
     for method in args.methods.split(","):
         clf = load_classifier(args.model)
-        atk = make_attack(method, clf, 0, mlm=mlm, encoder=encoder, seed=0)
+        atk = make_attack(method, clf, mlm=mlm, encoder=encoder, seed=0)
         out = args.output / f"{method.replace(':', '_')}.jsonl" if args.output else None
         if out:
             out.parent.mkdir(parents=True, exist_ok=True)

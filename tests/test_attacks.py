@@ -15,7 +15,8 @@ import pytest
 from textaudit.attacks import PatchWords, RandomBaseline, SOBeam, SOEnum, pair_loss, run_attack
 from textaudit.errors import TextAuditError
 from textaudit.models import as_classifier
-from textaudit.neighborhoods import NeighborhoodBuilder, Sentence
+from textaudit.neighborhoods import NeighborhoodBuilder
+from textaudit.sentence import Sentence
 
 X = "a deep and meaningful film ."
 PAIRS = [("film", "movie")]

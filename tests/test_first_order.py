@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from textaudit.attacks import BAEAttack, GeneticAttack, make_attack
-from textaudit.attacks.similarity import SentenceEncoder
+from textaudit.models.encoders import SentenceEncoder
 from textaudit.models import as_classifier
 
 X = "a deep and meaningful film ."
@@ -64,7 +64,7 @@ def test_sentence_encoder_similarity(encoder):
 
 
 def test_bae_replaces_the_important_word_with_an_mlm_candidate(tiny_mlm, encoder):
-    from textaudit.neighborhoods import Sentence
+    from textaudit.sentence import Sentence
 
     words = [w for w, _ in tiny_mlm.candidates([(list(Sentence.parse(X).tokens), 3)], top=50)[0]
              if w.isalpha() and w not in X.split()]
@@ -77,7 +77,7 @@ def test_bae_replaces_the_important_word_with_an_mlm_candidate(tiny_mlm, encoder
 
 
 def test_make_attack_and_cli_run_first_order(cli, tmp_path, tiny_mlm):
-    assert isinstance(make_attack("genetic", flips_on("picture"), 0), GeneticAttack)
+    assert isinstance(make_attack("genetic", flips_on("picture")), GeneticAttack)
     (tmp_path / "p.py").write_text(
         "def clf(texts):\n    return [[0.9, 0.1] if 'movie' in t.split() else [0.1, 0.9] for t in texts]\n")
     (tmp_path / "d.tsv").write_text("label\ttext\n1\ta deep and meaningful film .\n1\tthe of and .\n0\tgood film .\n")
@@ -94,7 +94,7 @@ def test_make_attack_and_cli_run_first_order(cli, tmp_path, tiny_mlm):
 
 def test_genetic_lm_constraint_keeps_the_likeliest_synonyms():
     from textaudit.lm import load_causal_lm
-    from textaudit.neighborhoods import Sentence
+    from textaudit.sentence import Sentence
 
     lm = load_causal_lm(device="cpu")
     many = {"film": ["movie", "films", "cinema", "picture", "kino"]}
@@ -106,7 +106,7 @@ def test_genetic_lm_constraint_keeps_the_likeliest_synonyms():
     # with the constraint, a model fooled only by the least likely synonym is never fooled
     atk = GeneticAttack(flips_on(worst), neighbors=many, population=4, generations=3, lm=lm, lm_top=2, lm_window=2)
     assert atk.attack(X, label=1).status == "failed"
-    kept = atk._perturb([x0] * 4, x0, {4: many["film"]}, 1, 1)
+    kept = atk._perturb([x0] * 4, x0, {4: many["film"]}, 1, 1, np.random.default_rng(0))
     assert all(m.tokens[4] in top2 for m in kept)
     assert GeneticAttack(flips_on(top2[0]), neighbors=many, population=4, generations=3, lm=lm,
                          lm_top=2, lm_window=2).attack(X, label=1).status == "success"

@@ -10,7 +10,8 @@ import pytest
 from scipy import stats
 
 from textaudit.errors import TextAuditError
-from textaudit.neighborhoods import NeighborhoodBuilder, Sentence
+from textaudit.neighborhoods import NeighborhoodBuilder
+from textaudit.sentence import Sentence
 
 X = "a deep and meaningful film ."
 

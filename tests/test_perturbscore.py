@@ -145,7 +145,7 @@ def test_half_precision_encoder_weights_still_score(tmp_path, monkeypatch):
     must still run (fp32 head) — this failed with 'mat1 and mat2 must have the same dtype'."""
     from transformers import AutoModel, AutoTokenizer
 
-    from textaudit.attacks.similarity import SentenceEncoder
+    from textaudit.models.encoders import SentenceEncoder
     from textaudit.resources import resolve
     from textaudit.robustness.perturbscorer import PerturbScorer
 

@@ -33,7 +33,7 @@ def test_missing_extra_is_a_one_line_error(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "textattack" else real(name, *a))
     with pytest.raises(TextAuditError, match=r"pip install 'textaudit\[textattack\]'"):
-        make_attack("textattack:genetic", flips_on("movie"), 0)
+        make_attack("textattack:genetic", flips_on("movie"))
 
 
 @needs_textattack
@@ -61,9 +61,9 @@ def test_counterfitted_embedding_proposes_exactly_the_lists():
     assert out == {"a deep and meaningful movie .", "a deep and meaningful picture ."}
     assert emb.nearest_neighbours(emb.word2index("meaningful"), 8).tolist() == [emb.word2index("significant")] + \
         [emb.word2index("meaningful")] * 7  # padded with the word itself, which TextAttack skips
-    from textaudit.models.zoo.vocab import _glove_index
+    from textaudit.models.zoo.vocab import glove_index
 
-    ix, glove = _glove_index()
+    ix, glove = glove_index()
     np.testing.assert_allclose(emb["film"], glove[ix["film"]])  # GloVe-50d vectors
 
 
@@ -88,20 +88,21 @@ def test_textattack_genetic_finds_the_planted_synonym():
 @needs_textattack
 def test_textattack_bae_with_our_mlm_and_encoder_and_the_cli(cli, tmp_path):
     from textaudit.attacks import make_attack
-    from textaudit.attacks.similarity import SentenceEncoder
-    from textaudit.neighborhoods import Sentence, load_mlm
+    from textaudit.models.encoders import SentenceEncoder
+    from textaudit.neighborhoods import load_mlm
+    from textaudit.sentence import Sentence
 
     mlm = load_mlm("minilm-mlm", quiet=True)
     enc = SentenceEncoder(device="cpu")
     cands = [w for w, _ in mlm.candidates([(list(Sentence.parse(X).tokens), 3)], top=10)[0]
              if w.isalpha() and w not in X.split()]
     trigger = cands[0]
-    atk = make_attack("textattack:bae", flips_on(trigger), 0, mlm=mlm, encoder=enc, threshold=0.0)
+    atk = make_attack("textattack:bae", flips_on(trigger), mlm=mlm, encoder=enc, threshold=0.0)
     r = atk.attack(X, label=1)
     assert r.method == "textattack:bae" and r.status == "success" and r.l0 == 1
     assert trigger in r.vulnerable.split() and r.vulnerable_prediction == 0 and r.queries > 0
     # the MiniLM constraint is applied: nothing passes a threshold of 1
-    strict = make_attack("textattack:bae", flips_on(trigger), 0, mlm=mlm, encoder=enc, threshold=0.99999)
+    strict = make_attack("textattack:bae", flips_on(trigger), mlm=mlm, encoder=enc, threshold=0.99999)
     assert strict.attack(X, label=1).status == "failed"
 
     (tmp_path / "p.py").write_text(

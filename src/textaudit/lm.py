@@ -19,7 +19,7 @@ class CausalLM:
     """``perplexity(texts) -> list[float]``: exp of the mean token negative log-likelihood."""
 
     def __init__(self, model, tokenizer, name: str, device: str | None = None, batch_size: int = 32):
-        from textaudit.models.torch_backend import pick_device
+        from textaudit.device import pick_device
 
         self.device = pick_device(device)
         self.model = model.to(self.device).eval()

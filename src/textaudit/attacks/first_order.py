@@ -3,7 +3,7 @@
 
 A first-order attack looks for x′ close to x0 with f(x′) ≠ f(x0) = y (untargeted; the target is
 the gold label when given, else the prediction). Examples the model already gets wrong are
-*skipped*, as TextAttack does. Results use the second-order schema: ``vulnerable`` is the
+*skipped*, as TextAttack does (:meth:`~textaudit.attacks.base.Attack.goal`). Results use the second-order schema: ``vulnerable`` is the
 adversarial example x′, ``vulnerable_prediction`` its prediction, ``l0`` the words changed from
 x0, ``pair`` is None.
 """
@@ -11,16 +11,18 @@ x0, ``pair`` is None.
 from __future__ import annotations
 
 import math
-import time
 from typing import Iterable, Sequence
 
 import numpy as np
 
-from textaudit.attacks.second_order import AttackResult
-from textaudit.attacks.budget import Budget
+from textaudit.attacks.base import Attack, Budget, Found, Goal, Skip
 from textaudit.errors import TextAuditError
-from textaudit.neighborhoods.builder import _restore_case
-from textaudit.neighborhoods.sentence import Sentence
+from textaudit.lexicons import counterfitted_neighbors
+from textaudit.lm import CausalLM
+from textaudit.models.batched import Classifier
+from textaudit.models.encoders import SentenceEncoder
+from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
+from textaudit.sentence import Sentence, restore_case
 from textaudit.text import STOPWORDS
 
 __all__ = ["FirstOrderAttack", "GeneticAttack", "BAEAttack", "BAE_THRESHOLD"]
@@ -31,23 +33,16 @@ __all__ = ["FirstOrderAttack", "GeneticAttack", "BAEAttack", "BAE_THRESHOLD"]
 BAE_THRESHOLD = 0.85
 
 
-class FirstOrderAttack(Budget):
-    """Shared bookkeeping: target class, skipping, budgets, batched scoring, the result record."""
+class FirstOrderAttack(Attack):
+    """A first-order attack: x′ near x0 with f(x′) ≠ c; stop words are never substituted."""
 
     method = "first-order"
+    no_result = "no adversarial example found"
 
-    def __init__(self, classifier, *, max_queries: int | None = None, time_budget: float | None = None,
+    def __init__(self, classifier: Classifier, *, max_queries: int | None = None, time_budget: float | None = None,
                  seed: int = 0, stopwords: Iterable[str] = STOPWORDS):
-        from textaudit.models import as_classifier
-
-        self.classifier = as_classifier(classifier)
-        self.max_queries = max_queries
-        self.time_budget = time_budget
-        self.seed = seed
+        super().__init__(classifier, max_queries=max_queries, time_budget=time_budget, seed=seed)
         self.stopwords = frozenset(w.lower() for w in stopwords)
-        self.k = 0  # words changed is unbounded a priori; kept for the shared summary
-        self.mlm = None
-
 
     def _target_prob(self, sentences: Sequence[Sentence], c: int) -> tuple[np.ndarray, np.ndarray]:
         """Return (P(c | s), argmax) for every sentence (one batched call)."""
@@ -55,41 +50,6 @@ class FirstOrderAttack(Budget):
             return np.zeros(0), np.zeros(0, dtype=int)
         probs = self.classifier.predict_proba([s.text() for s in sentences])
         return probs[:, c], probs.argmax(1)
-
-    def attack(self, text: str, label: int | None = None) -> AttackResult:
-        """Attack one example; bad sentences come back with status "error" and the reason."""
-        t0 = time.perf_counter()
-        q0 = self._queries()
-        res = AttackResult(text=text, label=label, prediction=None, status="failed", method=self.method, k=self.k,
-                           mlm=getattr(self.mlm, "name", None))
-        self._start_budget(t0, q0)
-        try:
-            x0 = Sentence.parse(text)
-            if not any(t.isalpha() for t in x0.tokens):
-                raise TextAuditError(f"'{text.strip()}' has no word to substitute")
-            p0, pred = self._target_prob([x0], 0)
-            res.prediction = int(pred[0])
-            c = res.prediction if label is None else int(label)
-            if label is not None and res.prediction != c:
-                res.status, res.reason = "skipped", "already misclassified"
-            else:
-                found = self._search(x0, c)
-                if found is not None:
-                    x, pred_x = found
-                    res.status, res.vulnerable, res.vulnerable_prediction = "success", x.text(), int(pred_x)
-                    res.l0 = len(x0.diff(x))
-                elif res.reason is None:
-                    res.reason = self._stop_reason or "no adversarial example found"
-                    if getattr(self, "_no_candidates", False):
-                        res.status, res.reason = "skipped", "no substitutable word"
-        except TextAuditError as e:
-            res.status, res.reason = "error", str(e)
-        res.queries = self._queries() - q0
-        res.seconds = round(time.perf_counter() - t0, 3)
-        return res
-
-    def _search(self, x0: Sentence, c: int):  # pragma: no cover - abstract
-        raise NotImplementedError
 
 
 class GeneticAttack(FirstOrderAttack):
@@ -106,22 +66,19 @@ class GeneticAttack(FirstOrderAttack):
 
     method = "genetic"
 
-    def __init__(self, classifier, *, neighbors: dict[str, list[str]] | None = None, population: int = 60,
+    def __init__(self, classifier: Classifier, *, neighbors: dict[str, list[str]] | None = None, population: int = 60,
                  generations: int = 40, max_candidates: int = 8, max_perturb_ratio: float = 0.2,
-                 temperature: float = 0.3, lm=None, lm_top: int = 4, lm_window: int = 5, **kwargs):
-        super().__init__(classifier, **kwargs)
+                 temperature: float = 0.3, lm: CausalLM | None = None, lm_top: int = 4, lm_window: int = 5,
+                 max_queries: int | None = None, time_budget: float | None = None, seed: int = 0,
+                 stopwords: Iterable[str] = STOPWORDS):
         if population < 2 or generations < 1 or max_candidates < 1:
             raise TextAuditError("genetic attack needs population >= 2, generations >= 1, max_candidates >= 1")
-        if neighbors is None:
-            from textaudit.lexicons import counterfitted_neighbors
-
-            neighbors = counterfitted_neighbors()
-        self.neighbors = neighbors
+        super().__init__(classifier, max_queries=max_queries, time_budget=time_budget, seed=seed, stopwords=stopwords)
+        self.neighbors = counterfitted_neighbors() if neighbors is None else neighbors
         self.population, self.generations = population, generations
         self.max_candidates, self.max_perturb_ratio = max_candidates, max_perturb_ratio
         self.temperature = temperature
         self.lm, self.lm_top, self.lm_window = lm, lm_top, lm_window
-        self.rng = np.random.default_rng(self.seed)
 
     def _candidates(self, x0: Sentence) -> dict[int, list[str]]:
         out = {}
@@ -130,11 +87,11 @@ class GeneticAttack(FirstOrderAttack):
             if t.isalpha() and low not in self.stopwords:
                 syn = [w for w in self.neighbors.get(low, []) if w.isalpha() and w != low][: self.max_candidates]
                 if syn:
-                    out[i] = [_restore_case(w, t) for w in syn]
+                    out[i] = [restore_case(w, t) for w in syn]
         return out
 
     def _perturb(self, members: list[Sentence], x0: Sentence, cands: dict[int, list[str]], limit: int,
-                 c: int) -> list[Sentence]:
+                 c: int, rng: np.random.Generator) -> list[Sentence]:
         """Change one word of every member to its best synonym (one batched classifier call, and one
         batched LM call when the LM constraint is on)."""
         options: list[list[Sentence]] = []
@@ -142,7 +99,7 @@ class GeneticAttack(FirstOrderAttack):
         for m in members:
             changed = [i for i in x0.diff(m) if i in cands]
             allowed = list(cands) if len(changed) < limit else changed
-            i = allowed[int(self.rng.integers(len(allowed)))]
+            i = allowed[int(rng.integers(len(allowed)))]
             options.append([m.replace(i, w) for w in cands[i] if w != m.tokens[i]] or [m])
             windows.append((max(0, i - self.lm_window), i + self.lm_window + 1))
         if self.lm is not None:
@@ -164,39 +121,39 @@ class GeneticAttack(FirstOrderAttack):
             s += len(opts)
         return out
 
-    def _search(self, x0: Sentence, c: int):
+    def search(self, x0: Sentence, goal: Goal, budget: Budget, rng: np.random.Generator) -> Found | None:
+        c = goal.c
         cands = self._candidates(x0)
-        self._no_candidates = not cands
         if not cands:
-            return None
+            raise Skip("no substitutable word")
         n_words = sum(t.isalpha() for t in x0.tokens)
         limit = max(1, int(math.floor(self.max_perturb_ratio * n_words)))
-        pop = self._perturb([x0] * self.population, x0, cands, limit, c)
+        pop = self._perturb([x0] * self.population, x0, cands, limit, c, rng)
         for _ in range(self.generations):
             p, pred = self._target_prob(pop, c)
             hits = [j for j in range(len(pop)) if pred[j] != c]
             if hits:
                 j = min(hits, key=lambda h: (len(x0.diff(pop[h])), p[h]))
-                return pop[j], pred[j]
-            if self._over_budget():
+                return Found(pop[j], int(pred[j]))
+            if budget.exhausted():
                 return None
             fitness = 1.0 - p
             elite = pop[int(np.argmax(fitness))]
             w = np.exp((fitness - fitness.max()) / self.temperature)
             w /= w.sum()
-            a = self.rng.choice(len(pop), size=self.population - 1, p=w)
-            b = self.rng.choice(len(pop), size=self.population - 1, p=w)
+            a = rng.choice(len(pop), size=self.population - 1, p=w)
+            b = rng.choice(len(pop), size=self.population - 1, p=w)
             children = []
             for i, j in zip(a, b):
-                pick = self.rng.random(len(x0.tokens)) < 0.5
+                pick = rng.random(len(x0.tokens)) < 0.5
                 toks = [pop[i].tokens[t] if pick[t] else pop[j].tokens[t] for t in range(len(x0.tokens))]
                 children.append(Sentence(tuple(toks), x0.seps))
-            pop = [elite] + self._perturb(children, x0, cands, limit, c)
+            pop = [elite] + self._perturb(children, x0, cands, limit, c, rng)
         p, pred = self._target_prob(pop, c)
         hits = [j for j in range(len(pop)) if pred[j] != c]
         if hits:
             j = min(hits, key=lambda h: (len(x0.diff(pop[h])), p[h]))
-            return pop[j], pred[j]
+            return Found(pop[j], int(pred[j]))
         return None
 
 
@@ -204,7 +161,7 @@ class BAEAttack(FirstOrderAttack):
     """BAE-R (Garg & Ramakrishnan 2020): rank words by how much deleting them lowers P(y | x);
     for each word in that order, replace it with the masked LM's top ``top`` (50) alphabetic
     whole-word candidates, keep those whose sentence similarity to x0 (MiniLM-L6 mean-pooled
-    cosine, :class:`~textaudit.attacks.similarity.SentenceEncoder`) is ≥ ``threshold``; if one flips
+    cosine, :class:`~textaudit.models.encoders.SentenceEncoder`) is ≥ ``threshold``; if one flips
     the prediction return the most similar flip, else keep the candidate that most lowers P(y | x)
     and go on. Stop words are never replaced (a candidate may be one, as in BAE and TextAttack's
     recipe). BAE's part-of-speech filter is not applied (no
@@ -214,36 +171,33 @@ class BAEAttack(FirstOrderAttack):
 
     method = "bae"
 
-    def __init__(self, classifier, *, mlm=None, top: int = 50, encoder=None, threshold: float = BAE_THRESHOLD, **kwargs):
-        super().__init__(classifier, **kwargs)
-        if mlm is None:
-            from textaudit.neighborhoods.mlm import load_mlm
+    def __init__(self, classifier: Classifier, *, mlm: MaskedLM | None = None, top: int = 50,
+                 encoder: SentenceEncoder | None = None, threshold: float | None = None,
+                 max_queries: int | None = None, time_budget: float | None = None, seed: int = 0,
+                 stopwords: Iterable[str] = STOPWORDS):
+        super().__init__(classifier, max_queries=max_queries, time_budget=time_budget, seed=seed, stopwords=stopwords)
+        self.mlm = load_mlm() if mlm is None else mlm
+        self.encoder = SentenceEncoder() if encoder is None else encoder
+        self.top, self.threshold = top, BAE_THRESHOLD if threshold is None else threshold
 
-            mlm = load_mlm()
-        if encoder is None:
-            from textaudit.attacks.similarity import SentenceEncoder
-
-            encoder = SentenceEncoder()
-        self.mlm, self.top, self.encoder, self.threshold = mlm, top, encoder, threshold
-
-    def _search(self, x0: Sentence, c: int):
+    def search(self, x0: Sentence, goal: Goal, budget: Budget, rng: np.random.Generator) -> Found | None:
+        c = goal.c
         positions = [i for i, t in enumerate(x0.tokens) if t.isalpha() and t.lower() not in self.stopwords]
-        self._no_candidates = not positions
         if not positions:
-            return None
+            raise Skip("no substitutable word")
         p0, _ = self._target_prob([x0], c)
         deleted = [Sentence(x0.tokens[:i] + x0.tokens[i + 1:], x0.seps[:i] + x0.seps[i + 1:]) for i in positions]
         pd, _ = self._target_prob(deleted, c)
         order = [positions[j] for j in np.argsort(-(p0[0] - pd), kind="stable")]
         x, px = x0, float(p0[0])
         for i in order:
-            if self._over_budget():
+            if budget.exhausted():
                 return None
             # the MLM's best ``top`` *usable* words (alphabetic, not the current word), as BAE/TextAttack
             # count them: ask for more, filter, then cut
             cands = self.mlm.candidates([(list(x.tokens), i)], top=3 * self.top)[0]
             words = [w for w, _ in cands if w.isalpha() and w.lower() != x.tokens[i].lower()][: self.top]
-            opts = [x.replace(i, _restore_case(w, x0.tokens[i])) for w in words]
+            opts = [x.replace(i, restore_case(w, x0.tokens[i])) for w in words]
             if not opts:
                 continue
             sim = self.encoder.similarity(x0.text(), [o.text() for o in opts])
@@ -254,7 +208,7 @@ class BAEAttack(FirstOrderAttack):
             flips = [n for n, j in enumerate(keep) if pred[n] != c]
             if flips:
                 n = max(flips, key=lambda f: sim[keep[f]])
-                return opts[keep[n]], pred[n]
+                return Found(opts[keep[n]], int(pred[n]))
             n = int(np.argmin(p))
             if p[n] < px:
                 x, px = opts[keep[n]], float(p[n])

@@ -23,7 +23,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from textaudit.errors import TextAuditError
-from textaudit.neighborhoods.sentence import Sentence
+from textaudit.sentence import Sentence, restore_case
 
 __all__ = ["Patch", "PatchWords", "apply_patch"]
 
@@ -45,9 +45,7 @@ class Patch:
 
 def apply_patch(s: Sentence, patch: Patch) -> Sentence:
     """Return x ⊕ p: ``s`` with the word at the patch position replaced by w2 (case kept)."""
-    old = s.tokens[patch.position]
-    new = patch.w2.upper() if old.isupper() and len(old) > 1 else (patch.w2.capitalize() if old[:1].isupper() else patch.w2)
-    return s.replace(patch.position, new)
+    return s.replace(patch.position, restore_case(patch.w2, s.tokens[patch.position]))
 
 
 def _fingerprint(classifier) -> str:

@@ -25,6 +25,7 @@ textaudit's own list, :data:`textaudit.text.STOPWORDS`, only when NLTK has none)
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -32,13 +33,19 @@ from typing import Any
 
 import numpy as np
 
+from textaudit.attacks.base import Budget, Found, Goal
 from textaudit.attacks.first_order import BAE_THRESHOLD, FirstOrderAttack
 from textaudit.errors import TextAuditError
-from textaudit.neighborhoods.sentence import Sentence
+from textaudit.lexicons import counterfitted_neighbors
+from textaudit.models.batched import Classifier, as_classifier
+from textaudit.models.encoders import SentenceEncoder
+from textaudit.models.zoo.vocab import glove_index
+from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
+from textaudit.sentence import Sentence
 from textaudit.resources import cache_dir
 from textaudit.text import STOPWORDS
 
-__all__ = ["import_textattack", "model_wrapper", "counterfitted_embedding", "MiniLMSentenceEncoder",
+__all__ = ["require_textattack", "import_textattack", "model_wrapper", "counterfitted_embedding", "MiniLMSentenceEncoder",
            "build_recipe", "TextAttackRecipe", "OFFLINE_RECIPES"]
 
 #: recipes textaudit builds from offline components (other names are TextAttack's own recipes)
@@ -67,15 +74,20 @@ def _ensure_nltk_stopwords() -> None:
         nltk.data.path.append(str(root))
 
 
+def require_textattack() -> None:
+    """A one-line error when the ``textattack`` extra is not installed (cheap: nothing is imported)."""
+    if importlib.util.find_spec("textattack") is None:
+        raise TextAuditError("TextAttack is not installed; install the extra: "
+                             "pip install 'textaudit[textattack]' (it pins transformers<5)")
+
+
 def import_textattack():
     """Import and return ``textattack`` after making its import work offline (cache dir with the
     post-install marker, so no NLTK download is attempted; NLTK stop words present)."""
     global _TA
     if _TA is not None:
         return _TA
-    from textaudit.attacks.run import check_method
-
-    check_method("textattack:any")  # one-line error when the extra is missing
+    require_textattack()
     ta_cache = Path(os.environ.setdefault("TA_CACHE_DIR", str(cache_dir() / "textattack")))
     ta_cache.mkdir(parents=True, exist_ok=True)
     (ta_cache / "post_install_check_3").touch()
@@ -99,7 +111,6 @@ def model_wrapper(classifier):
     """Return ``classifier`` (anything :func:`textaudit.models.as_classifier` accepts) as a TextAttack
     ``ModelWrapper``: ``wrapper(texts) -> (n, C)`` probabilities, ``wrapper.model`` the classifier."""
     ta = import_textattack()
-    from textaudit.models import as_classifier
 
     class TextAuditModelWrapper(ta.models.wrappers.ModelWrapper):
         """A textaudit classifier seen by TextAttack (batched, device-aware, probabilities out)."""
@@ -119,14 +130,10 @@ def counterfitted_embedding(neighbors: dict[str, list[str]] | None = None, max_c
     neighbours nearest first, padded with w] — TextAttack skips a candidate equal to the word."""
     ta = import_textattack()
     if neighbors is None:
-        from textaudit.lexicons import counterfitted_neighbors
-
         neighbors = counterfitted_neighbors()
-    from textaudit.models.zoo.vocab import _glove_index
-
     words = sorted(set(neighbors) | {n for ns in neighbors.values() for n in ns})
     index = {w: i for i, w in enumerate(words)}
-    glove_ix, glove = _glove_index()
+    glove_ix, glove = glove_index()
     matrix = np.zeros((len(words), glove.shape[1]), dtype=np.float32)
     for w, i in index.items():
         j = glove_ix.get(w)
@@ -152,12 +159,8 @@ def _sentence_encoder_class():
             kwargs.setdefault("metric", "cosine")
             kwargs.setdefault("compare_against_original", True)
             super().__init__(threshold=threshold, **kwargs)
-            if encoder is None:
-                from textaudit.attacks.similarity import SentenceEncoder
-
-                encoder = SentenceEncoder()
             self.model = self
-            self._encoder = encoder
+            self._encoder = SentenceEncoder() if encoder is None else encoder
 
         def encode(self, sentences):
             return self._encoder.encode([str(s) for s in sentences])
@@ -197,8 +200,6 @@ def build_recipe(name: str, classifier, *, mlm=None, encoder=None, neighbors=Non
         from textattack.transformations import WordSwapMaskedLM
 
         if mlm is None:
-            from textaudit.neighborhoods.mlm import load_mlm
-
             mlm = load_mlm(quiet=True)
         if not hasattr(mlm, "model") or not hasattr(mlm, "tokenizer"):
             raise TextAuditError(f"TextAttack's BAE needs a HuggingFace masked LM; '{mlm.name}' is not one")
@@ -229,27 +230,27 @@ def build_recipe(name: str, classifier, *, mlm=None, encoder=None, neighbors=Non
 
 class TextAttackRecipe(FirstOrderAttack):
     """A TextAttack recipe behind textaudit's attack interface: same result schema, summary and
-    resume as the native attacks (``method`` = ``textattack:<name>``; ℓ0 = words changed)."""
+    resume as the native attacks (``method`` = ``textattack:<name>``; ℓ0 = words changed). A time
+    budget cannot stop a TextAttack search, so only a query budget is accepted."""
 
-    def __init__(self, classifier, recipe: str, *, mlm=None, encoder=None, threshold: float | None = None,
-                 neighbors: dict[str, list[str]] | None = None, **kwargs):
-        super().__init__(classifier, **kwargs)
-        if self.time_budget is not None:
-            raise TextAuditError("a time budget cannot stop a TextAttack search; use a query budget (--max-queries)")
+    def __init__(self, classifier: Classifier, recipe: str, *, mlm: MaskedLM | None = None,
+                 encoder: SentenceEncoder | None = None, threshold: float | None = None,
+                 neighbors: dict[str, list[str]] | None = None, max_queries: int | None = None, seed: int = 0):
+        super().__init__(classifier, max_queries=max_queries, seed=seed)
         self.method = f"textattack:{recipe}"
         self.mlm = mlm
         self._attack = build_recipe(recipe, self.classifier, mlm=mlm, encoder=encoder, threshold=threshold,
                                     neighbors=neighbors, max_queries=self.max_queries)
 
-    def _search(self, x0: Sentence, c: int):
+    def search(self, x0: Sentence, goal: Goal, budget: Budget, rng: np.random.Generator) -> Found | None:
         from textattack.attack_results import SuccessfulAttackResult
 
-        result = self._attack.attack(x0.text(), c)
+        result = self._attack.attack(x0.text(), goal.c)
         if not isinstance(result, SuccessfulAttackResult):
-            goal = self._attack.goal_function
-            if goal.num_queries >= goal.query_budget:
-                self._stop_reason = "query budget exhausted"
+            ta_goal = self._attack.goal_function
+            if ta_goal.num_queries >= ta_goal.query_budget:
+                budget.stop("query budget exhausted")
             return None
         x = Sentence.parse(result.perturbed_result.attacked_text.text)
-        _, pred = self._target_prob([x], c)
-        return x, int(pred[0])
+        _, pred = self._target_prob([x], goal.c)
+        return Found(x, int(pred[0]))

@@ -16,7 +16,7 @@ MODEL_HELP = "Zoo name (bow, cnn, lstm, transformer, minilm), hf:<dir-or-id>, ch
 @app.command()
 def attack(
     model: str = typer.Option(..., "--model", "-m", help=MODEL_HELP),
-    k: int = typer.Option(6, "--k", help="Words the neighbourhood may change (SO-Enum: k <= 2)."),
+    k: Optional[int] = typer.Option(None, "--k", help="Words the neighbourhood may change (default 6; SO-Enum: k <= 2, default 2)."),
     method: Optional[str] = typer.Option(None, "--method", help="so-beam | so-enum | random | genetic | bae | textattack:<recipe> (default: so-enum if k<=2 else so-beam)."),
     data: str = typer.Option("sst2:dev", "--data", help="sst2[:split] or a .csv/.tsv/.jsonl file."),
     text_column: Optional[str] = typer.Option(None, "--text-column"),
@@ -24,9 +24,9 @@ def attack(
     limit: Optional[int] = typer.Option(None, "--limit", help="Attack the first N examples."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="JSONL file, one line per example, written as it goes."),
     resume: bool = typer.Option(False, "--resume", help="Skip examples whose id is already in --output."),
-    beam: int = typer.Option(20, "--beam", help="SO-Beam width β."),
-    kappa: int = typer.Option(20, "--kappa", help="κ: masked-LM candidates per position."),
-    delta: float = typer.Option(3.0, "--delta", help="δ: keep candidates with logit > best − δ."),
+    beam: Optional[int] = typer.Option(None, "--beam", help="SO-Beam width β (default 20)."),
+    kappa: Optional[int] = typer.Option(None, "--kappa", help="κ: masked-LM candidates per position (default 20)."),
+    delta: Optional[float] = typer.Option(None, "--delta", help="δ: keep candidates with logit > best − δ (default 3)."),
     mlm: Optional[str] = typer.Option(None, "--mlm", help="Masked LM (default: distilbert if available, else minilm-mlm)."),
     max_queries: Optional[int] = typer.Option(None, "--max-queries", help="Classifier query budget per example."),
     time_budget: Optional[float] = typer.Option(None, "--time-budget", help="Seconds per example."),
@@ -37,32 +37,28 @@ def attack(
     json_out: bool = typer.Option(False, "--json", help="Print the summary as one JSON object on the last line."),
 ) -> None:
     """Search each example's neighbourhood for a vulnerable example (Double Perturbation)."""
-    from textaudit.attacks import make_attack, run_attack
-    from textaudit.attacks.run import check_method
+    from textaudit.attacks import run_attack
+    from textaudit.attacks.registry import check_options, default_method, make_attack
     from textaudit.data import load_dataset
     from textaudit.models import load_classifier
     from textaudit.neighborhoods.mlm import load_mlm
 
     if output is None and resume:
         raise TextAuditError("--resume needs --output (the JSONL file to continue)")
-    check_method(method)  # before any model is loaded (or trained)
-    if lm_constraint and method != "genetic":
-        raise TextAuditError("--lm-constraint applies to --method genetic only")
-    if threshold is not None and method not in ("bae", "textattack:bae"):
-        raise TextAuditError("--threshold applies to --method bae or textattack:bae only")
-    if time_budget is not None and (method or "").startswith("textattack:"):
-        raise TextAuditError("a time budget cannot stop a TextAttack search; use --max-queries")
+    method = method or default_method(k)
+    options = dict(k=k, beam=beam, kappa=kappa, delta=delta, max_queries=max_queries, time_budget=time_budget,
+                   seed=seed, lm=lm_constraint, threshold=threshold)
+    spec = check_options(method, options)  # before any model is loaded (or trained)
     ds = load_dataset(data, text_column=text_column, label_column=label_column, default_split="dev", limit=limit)
     clf = load_classifier(model)
-    uses_mlm = method in (None, "so-beam", "so-enum", "random", "bae", "textattack:bae")
-    masked_lm = load_mlm(mlm) if uses_mlm else None
+    options["mlm"] = load_mlm(mlm) if spec.needs_mlm else None
     lm = None
     if ppl or lm_constraint:
         from textaudit.lm import load_causal_lm
 
         lm = load_causal_lm()
-    atk = make_attack(method, clf, k, mlm=masked_lm, kappa=kappa, delta=delta, beam=beam, max_queries=max_queries,
-                      time_budget=time_budget, seed=seed, lm=lm if lm_constraint else None, threshold=threshold)
+    options["lm"] = lm if lm_constraint else None
+    atk = make_attack(method, clf, **options)
     if hasattr(atk, "patch_words"):
         notice(f"ranking patch words for {clf.name} ...")
         atk.patch_words.fit()
@@ -78,4 +74,5 @@ def attack(
         emit_json(summary)
         return
     rows = [[key, "-" if v is None else v] for key, v in summary.items()]
-    print_table(f"{summary['method']} on {clf.name} (k={k}, {data})", ["metric", "value"], rows)
+    title = f"{summary['method']} on {clf.name} ({f'k={atk.k}, ' if atk.k else ''}{data})"
+    print_table(title, ["metric", "value"], rows)

@@ -25,7 +25,8 @@ def neighbors(
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object as the last line."),
 ) -> None:
     """Print the natural neighbourhood Neighbor_k of a sentence (masked-LM replacements)."""
-    from textaudit.neighborhoods import NeighborhoodBuilder, Sentence, load_mlm
+    from textaudit.neighborhoods import NeighborhoodBuilder, load_mlm
+    from textaudit.sentence import Sentence
 
     if k < 1:
         raise TextAuditError(f"--k must be at least 1 (got {k})")

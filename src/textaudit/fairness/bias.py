@@ -34,8 +34,8 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 
 from textaudit.errors import TextAuditError
-from textaudit.neighborhoods.builder import NeighborhoodBuilder, _restore_case
-from textaudit.neighborhoods.sentence import Sentence
+from textaudit.neighborhoods.builder import NeighborhoodBuilder
+from textaudit.sentence import Sentence, restore_case
 
 __all__ = ["GENDER_PAIRS", "Source", "BiasEstimate", "CounterfactualBias", "find_sources", "clustered_mean",
            "parse_pair", "load_pairs_file"]
@@ -164,7 +164,7 @@ def _r(v: float) -> float | None:
 
 
 @dataclass
-class _Unit:
+class ScoredUnit:
     """The scored sentences of one source at one neighbourhood level (or one sampled k)."""
 
     source: Source
@@ -244,8 +244,8 @@ class CounterfactualBias:
             return np.zeros(0) if C == 2 else np.zeros((0, C))
         w1, w2 = pair
         pos = [position] * len(sentences) if isinstance(position, int) else list(position)
-        t1 = [s.replace(i, _restore_case(w1, s.tokens[i])).text() for s, i in zip(sentences, pos)]
-        t2 = [s.replace(i, _restore_case(w2, s.tokens[i])).text() for s, i in zip(sentences, pos)]
+        t1 = [s.replace(i, restore_case(w1, s.tokens[i])).text() for s, i in zip(sentences, pos)]
+        t2 = [s.replace(i, restore_case(w2, s.tokens[i])).text() for s, i in zip(sentences, pos)]
         f = self.f_soft(t1 + t2)
         return f[len(t1):] - f[: len(t1)]
 
@@ -272,11 +272,11 @@ class CounterfactualBias:
         return [(s, None) for s in sources] + [(s, kk) for kk in range(self.enumerate_k + 1, k + 1) for s in sources]
 
     def score_unit(self, src: Source, pair: tuple[str, str], k: int, sampled_k: int | None,
-                   scorers: Sequence["CounterfactualBias"] = ()) -> list[_Unit]:
+                   scorers: Sequence["CounterfactualBias"] = ()) -> list[ScoredUnit]:
         """Build one unit's sentences once and score them with ``self`` and every extra scorer."""
         sents, dist, weight = self.neighbourhood(src, pair, min(k, self.enumerate_k), sampled_k)
         texts = [s.text() for s in sents]
-        return [_Unit(src, sampled_k, texts, dist, sc.F_soft(sents, src.position, pair), weight)
+        return [ScoredUnit(src, sampled_k, texts, dist, sc.F_soft(sents, src.position, pair), weight)
                 for sc in [self, *scorers]]
 
     # -- estimates -------------------------------------------------------------------------------
@@ -333,7 +333,7 @@ def _word_vocabulary(classifier) -> set[str] | None:
     return set(stoi) if isinstance(stoi, dict) else None
 
 
-def aggregate(units: Sequence[_Unit], pair: tuple[str, str], k: int, enumerate_k: int) -> dict[int, BiasEstimate]:
+def aggregate(units: Sequence[ScoredUnit], pair: tuple[str, str], k: int, enumerate_k: int) -> dict[int, BiasEstimate]:
     """Pool scored units into {k′: BiasEstimate} for k′ = 0..k (see the module docstring)."""
     out: dict[int, BiasEstimate] = {}
     for kk in range(k + 1):

@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from textaudit.errors import TextAuditError
-from textaudit.fairness.bias import BiasEstimate, CounterfactualBias, Source, _Unit, aggregate
+from textaudit.fairness.bias import BiasEstimate, CounterfactualBias, Source, ScoredUnit, aggregate
 from textaudit.results import JsonlWriter
 
 __all__ = ["run_bias", "report"]
@@ -90,13 +90,13 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
     bar = tqdm(total=total, desc=f"bias k<={k}", unit="unit", disable=None if progress else True)
     results: dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]] = {n: {} for n in names}
     for pair, plan, keep_ids in plans:
-        units: dict[str, list[_Unit]] = {n: [] for n in names}
+        units: dict[str, list[ScoredUnit]] = {n: [] for n in names}
         for src, sampled_k in plan:
             uid = _unit_id(pair, src, sampled_k)
             if all((uid, n) in previous for n in names):
                 for n in names:
                     m, rows = previous[(uid, n)]
-                    units[n].append(_Unit(src, sampled_k, [r["text"] for r in rows],
+                    units[n].append(ScoredUnit(src, sampled_k, [r["text"] for r in rows],
                                           np.array([r["distance"] for r in rows]),
                                           np.array([r["F"] for r in rows], dtype=float), m.get("weight")))
             else:

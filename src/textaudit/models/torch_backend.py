@@ -10,27 +10,14 @@ function that :class:`~textaudit.models.batched.BatchedClassifier` batches and c
 
 from __future__ import annotations
 
-import os
 from typing import Callable, Mapping
 
 import numpy as np
 
+from textaudit.device import pick_device
 from textaudit.models.batched import BatchedClassifier
 
-__all__ = ["pick_device", "TorchForward", "hf_tokenize", "torch_classifier"]
-
-
-def pick_device(device: str | None = None) -> str:
-    """Return the torch device to use: ``device`` if given, else ``$TEXTAUDIT_DEVICE``, else
-    ``"cuda"`` when a GPU is visible, else ``"cpu"``."""
-    if device:
-        return device
-    env = os.environ.get("TEXTAUDIT_DEVICE")
-    if env:
-        return env
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
+__all__ = ["TorchForward", "hf_tokenize", "torch_classifier"]
 
 
 def hf_tokenize(tokenizer, max_length: int = 512) -> Callable[[list[str]], Mapping]:

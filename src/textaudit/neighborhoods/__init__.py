@@ -7,6 +7,5 @@
 
 from textaudit.neighborhoods.builder import Neighbor, NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import HFMaskedLM, MaskedLM, load_mlm
-from textaudit.neighborhoods.sentence import Sentence
 
-__all__ = ["NeighborhoodBuilder", "Neighbor", "Sentence", "MaskedLM", "HFMaskedLM", "load_mlm"]
+__all__ = ["NeighborhoodBuilder", "Neighbor", "MaskedLM", "HFMaskedLM", "load_mlm"]

@@ -27,7 +27,7 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 
 from textaudit.errors import TextAuditError
-from textaudit.neighborhoods.sentence import Sentence
+from textaudit.sentence import Sentence, restore_case
 
 __all__ = ["NeighborhoodBuilder", "Neighbor"]
 
@@ -43,14 +43,6 @@ class Neighbor:
     @property
     def text(self) -> str:
         return self.sentence.text()
-
-
-def _restore_case(word: str, like: str) -> str:
-    if like.isupper() and len(like) > 1:
-        return word.upper()
-    if like[:1].isupper():
-        return word[:1].upper() + word[1:]
-    return word
 
 
 class NeighborhoodBuilder:
@@ -124,7 +116,7 @@ class NeighborhoodBuilder:
                 continue
             if self.alphabetic_only and not w.isalpha():
                 continue
-            out.append(_restore_case(w, original))
+            out.append(restore_case(w, original))
         return out
 
     def candidates_at(self, sentences: Sequence[Sentence], protected: Iterable[int] = ()
@@ -284,7 +276,7 @@ class NeighborhoodBuilder:
                 ws = [w for w in F(y, i) if w.lower() != y.tokens[i].lower()]
                 if not ws:
                     continue
-                z = y.replace(i, _restore_case(ws[rng.integers(len(ws))], y.tokens[i]))
+                z = y.replace(i, restore_case(ws[rng.integers(len(ws))], y.tokens[i]))
                 q_low = 0.5 / len(P) / L / len(ws)  # the term of the parent that proposed z
             if z.tokens == x0.tokens:
                 continue

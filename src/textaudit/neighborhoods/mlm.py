@@ -27,7 +27,8 @@ from typing import Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from textaudit.errors import TextAuditError
-from textaudit.models.torch_backend import forward_inputs, only_inputs, pick_device
+from textaudit.device import pick_device
+from textaudit.models.torch_backend import forward_inputs, only_inputs
 
 __all__ = ["MaskedLM", "HFMaskedLM", "load_mlm", "MLM_NAMES"]
 

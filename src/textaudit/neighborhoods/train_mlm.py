@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> None:
     from textaudit.neighborhoods.mlm import HFMaskedLM
     from textaudit.neighborhoods.mlm_eval import fill_mask_accuracy, mask_queries
 
-    from textaudit.models.torch_backend import pick_device
+    from textaudit.device import pick_device
     from textaudit.train_state import load_train_state, save_train_state
 
     if args.threads:

@@ -25,7 +25,7 @@ from typing import Sequence
 import numpy as np
 
 from textaudit.errors import TextAuditError
-from textaudit.neighborhoods.sentence import Sentence
+from textaudit.sentence import Sentence
 
 __all__ = ["ShiftModel", "differentiable", "find_epsilon", "mark", "unmark", "random_swap", "synonym_swap",
            "edit_distance", "PERTURBATIONS"]
@@ -82,7 +82,7 @@ class ShiftModel:
 def differentiable(classifier, device: str | None = None) -> ShiftModel:
     """Return the :class:`ShiftModel` of a zoo word model, a zoo ``minilm`` or an ``hf:`` classifier
     (a classifier without torch embeddings gets a one-line error)."""
-    from textaudit.models.torch_backend import pick_device
+    from textaudit.device import pick_device
 
     fwd = getattr(classifier, "forward", None)
     module, tok = getattr(fwd, "module", None), getattr(fwd, "tokenizer", None)

@@ -95,7 +95,7 @@ class PerturbScorer:
         import torch
         from transformers import AutoModel, AutoTokenizer
 
-        from textaudit.models.torch_backend import pick_device
+        from textaudit.device import pick_device
         from textaudit.resources import resolve
 
         self.device = pick_device(device)
@@ -182,7 +182,7 @@ def evaluate_scorer(scorer: PerturbScorer, test: Sequence[dict], encoder=None) -
     embedding distance 1 − cos (MiniLM mean pooled) — the paper's Table 3 layout."""
     eps = [r["eps"] for r in test]
     if encoder is None:
-        from textaudit.attacks.similarity import SentenceEncoder
+        from textaudit.models.encoders import SentenceEncoder
 
         encoder = SentenceEncoder()
     a = encoder.encode([r["x"] for r in test])

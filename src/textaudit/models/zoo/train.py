@@ -129,7 +129,7 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
     import torch
     from tqdm.auto import tqdm
 
-    from textaudit.models.torch_backend import pick_device
+    from textaudit.device import pick_device
 
     if arch not in ARCHS:
         raise TextAuditError(f"unknown architecture '{arch}'; use one of {', '.join(ARCHS)}")

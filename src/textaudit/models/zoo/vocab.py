@@ -86,7 +86,7 @@ def build_vocab(texts: Iterable[str], *, glove_top: int = 50_000, extra_words: I
     padding/unknown). Every other word is unknown (id 1; the models learn its vector). Restricting
     the matrix to these words keeps checkpoints ~15 MB."""
     counts = Counter(tok for t in texts for tok in word_tokenize(t))
-    words_g, vecs = _glove_index()
+    words_g, vecs = glove_index()
     wanted = [w for w in list(counts) + list(extra_words) if w in words_g] + load_glove()[0][:glove_top]
     vocab = Vocab(list(dict.fromkeys(wanted)))
     emb = np.zeros((len(vocab), vecs.shape[1]), dtype=np.float32)
@@ -96,7 +96,7 @@ def build_vocab(texts: Iterable[str], *, glove_top: int = 50_000, extra_words: I
 
 
 @lru_cache(maxsize=1)
-def _glove_index() -> tuple[dict[str, int], np.ndarray]:
+def glove_index() -> tuple[dict[str, int], np.ndarray]:
     words, vecs = load_glove()
     return {w: i for i, w in enumerate(words)}, vecs
 

@@ -22,7 +22,7 @@ class SentenceEncoder:
                  cache_size: int = 50_000):
         from transformers import AutoModel, AutoTokenizer
 
-        from textaudit.models.torch_backend import pick_device
+        from textaudit.device import pick_device
         from textaudit.resources import resolve
 
         root = path or str(resolve("minilm"))

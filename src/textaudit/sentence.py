@@ -14,10 +14,22 @@ from dataclasses import dataclass
 
 from textaudit.errors import TextAuditError
 
-__all__ = ["Sentence"]
+__all__ = ["Sentence", "restore_case"]
 
 _PUNCT = "\"()[]{}<>.,!?;:…“”«»/\\*|`~"
 _CHUNK = re.compile(r"(\s*)(\S+)")
+
+
+def restore_case(word: str, like: str) -> str:
+    """Return ``word`` with the case pattern of ``like``: UPPER (two letters or more), Title, or as is.
+
+    Only the first letter is raised for Title case; the rest of ``word`` is kept (``capitalize()``
+    would lower-case it: "McDonald" stays "McDonald")."""
+    if like.isupper() and len(like) > 1:
+        return word.upper()
+    if like[:1].isupper():
+        return word[:1].upper() + word[1:]
+    return word
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,248 @@
+"""What every attack shares: the per-example template, the budget, and the result record.
+
+An attack is the paper's search loop and nothing else. :meth:`Attack.attack` does the rest, once
+for every method:
+
+1. parse x0 (:meth:`Attack.parse`), predict it, and fix the *goal* (:meth:`Attack.goal`): the
+   class c to move away from and, for a second-order attack, the patch p = (w1, w2);
+2. run the search (:meth:`Attack.search`) with a :class:`Budget` made for this call alone;
+3. check the post-condition at the edge: re-score the returned x̃ (and x̃ ⊕ p) once — the
+   classifier's cache answers it — and refuse a "success" whose predictions do not differ;
+4. fill the :class:`AttackResult` (time, classifier and masked-LM queries, status and reason).
+
+Per-call state lives in the call (the budget, the goal, a random generator made from the seed and
+the example's text), never on ``self``: an attack object can serve many examples in any order and
+gives the same record for an example whatever came before it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import asdict, dataclass, field
+from typing import ClassVar, Literal
+
+import numpy as np
+
+from textaudit.attacks.patch import Patch, apply_patch
+from textaudit.errors import TextAuditError
+from textaudit.models.batched import Classifier, as_classifier
+from textaudit.sentence import Sentence
+
+__all__ = ["Attack", "AttackResult", "Budget", "Found", "Goal", "Skip", "Status", "example_rng"]
+
+#: success: a vulnerable / adversarial example was found; failed: searched, none found (or a budget
+#: ran out); skipped: not attacked (no patch word, already misclassified, nothing substitutable);
+#: error: the input cannot be attacked (e.g. a one-word sentence) or a post-condition failed.
+Status = Literal["success", "failed", "skipped", "error"]
+
+
+@dataclass
+class AttackResult:
+    """One attacked example (every method writes this schema; first-order ones leave ``pair`` None)."""
+
+    text: str
+    label: int | None
+    prediction: int | None
+    status: Status
+    method: str
+    k: int
+    pair: list[str] | None = None
+    patch_position: int | None = None
+    vulnerable: str | None = None
+    vulnerable_patched: str | None = None
+    vulnerable_prediction: int | None = None
+    vulnerable_patched_prediction: int | None = None
+    f_soft: float | None = None
+    l0: int | None = None
+    queries: int = 0
+    mlm_queries: int = 0
+    sentences_scored: int = 0
+    seconds: float = 0.0
+    mlm: str | None = None
+    reason: str | None = None
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.update(d.pop("extra"))
+        return d
+
+
+@dataclass(frozen=True)
+class Goal:
+    """What one example's search aims at: move the prediction away from class ``c``; with a
+    ``patch`` (second order), find x̃ whose prediction differs from that of x̃ ⊕ p."""
+
+    c: int
+    patch: Patch | None = None
+
+
+@dataclass(frozen=True)
+class Found:
+    """A search's answer: x̃, its predicted class, and (second order) the prediction of x̃ ⊕ p and
+    F_soft(x̃; p) = f_c(x̃ ⊕ p) − f_c(x̃)."""
+
+    sentence: Sentence
+    prediction: int
+    patched_prediction: int | None = None
+    f_soft: float | None = None
+
+
+class Skip(Exception):
+    """Raised by :meth:`Attack.goal` or :meth:`Attack.search`: the example is not attacked (the
+    message is the record's reason, its status "skipped")."""
+
+
+class Budget:
+    """The budget of one :meth:`Attack.attack` call: its clock, its classifier queries (unique
+    forwards since the call began), the sentences it scored, and why it stopped.
+
+    ``exhausted()`` is the flag a search loop checks between steps (TextAttack's ``search_over``);
+    once it returns True, :attr:`reason` says which budget ran out.
+    """
+
+    def __init__(self, classifier: Classifier, max_queries: int | None = None, time_budget: float | None = None):
+        self._stats = getattr(classifier, "stats", None)
+        self.max_queries, self.time_budget = max_queries, time_budget
+        self.t0 = time.perf_counter()
+        self.q0 = self._forwards()
+        self.scored = 0
+        self.reason: str | None = None
+
+    def _forwards(self) -> int:
+        return int(self._stats.unique_forwards) if self._stats is not None else 0
+
+    @property
+    def queries(self) -> int:
+        """Classifier texts run through the model since the call began (cache hits excluded)."""
+        return self._forwards() - self.q0
+
+    @property
+    def seconds(self) -> float:
+        return time.perf_counter() - self.t0
+
+    def stop(self, reason: str) -> None:
+        """Record that the search stopped for ``reason`` (e.g. a budget enforced elsewhere)."""
+        self.reason = reason
+
+    def exhausted(self) -> bool:
+        """True (and :attr:`reason` set) once the query or the time budget has run out."""
+        if self.max_queries is not None and self.queries >= self.max_queries:
+            self.reason = "query budget exhausted"
+        elif self.time_budget is not None and self.seconds >= self.time_budget:
+            self.reason = "time budget exhausted"
+        return self.reason is not None
+
+
+def example_rng(seed: int, text: str) -> np.random.Generator:
+    """The random stream of one example: derived from (``seed``, the example's text), so a record
+    never depends on which examples ran before it, in what order, or after a resume."""
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return np.random.default_rng([seed, int.from_bytes(digest[:8], "little")])
+
+
+class Attack:
+    """The template every attack method fills in (see the module docstring).
+
+    Subclasses set :attr:`method` and implement :meth:`search`; they may override :meth:`parse`
+    (what input is attackable) and :meth:`goal` (what success means).
+
+    Parameters
+    ----------
+    classifier: any :class:`~textaudit.models.Classifier` (a ``BatchedClassifier`` counts queries).
+    max_queries: give up (status failed, reason "query budget exhausted") after this many classifier texts.
+    time_budget: give up after this many seconds per example.
+    seed: the seed of every random choice; each example draws from :func:`example_rng`.
+    """
+
+    method: ClassVar[str] = "attack"
+    #: sentence-level reason recorded when a search ends without an answer and no budget ran out
+    no_result: ClassVar[str] = "nothing found"
+
+    def __init__(self, classifier: Classifier, *, max_queries: int | None = None, time_budget: float | None = None,
+                 seed: int = 0):
+        check_budgets(max_queries, time_budget)
+        self.classifier = as_classifier(classifier)
+        self.max_queries, self.time_budget, self.seed = max_queries, time_budget, seed
+        self.k = 0
+        self.mlm = None
+
+    # -- hooks ------------------------------------------------------------------------------------
+    def parse(self, text: str) -> Sentence:
+        """Return x0, or raise :class:`TextAuditError` for an input that cannot be attacked."""
+        x0 = Sentence.parse(text)
+        if sum(t.isalpha() for t in x0.tokens) < 2:
+            raise TextAuditError(f"'{text.strip()}' has fewer than two words: give a sentence to attack")
+        return x0
+
+    def goal(self, x0: Sentence, prediction: int, label: int | None) -> Goal:
+        """The goal for x0: move away from the gold ``label`` (else the prediction); an example the
+        model already gets wrong is skipped, as TextAttack does."""
+        if label is not None and prediction != int(label):
+            raise Skip("already misclassified")
+        return Goal(prediction if label is None else int(label))
+
+    def search(self, x0: Sentence, goal: Goal, budget: Budget, rng: np.random.Generator) -> Found | None:
+        """The method's search: return x̃ or None (a budget that ran out says so in ``budget.reason``)."""
+        raise NotImplementedError
+
+    # -- the template -----------------------------------------------------------------------------
+    def attack(self, text: str, label: int | None = None) -> AttackResult:
+        """Attack one example and return its :class:`AttackResult`. Never raises for a bad
+        sentence: an input the method cannot handle comes back with status "error" and the reason."""
+        budget = Budget(self.classifier, self.max_queries, self.time_budget)
+        m0 = self._mlm_forwards()
+        res = AttackResult(text=text, label=label, prediction=None, status="failed", method=self.method, k=self.k,
+                           mlm=getattr(self.mlm, "name", None))
+        try:
+            x0 = self.parse(text)
+            res.prediction = int(self.classifier.predict_proba([x0.text()])[0].argmax())
+            goal = self.goal(x0, res.prediction, label)
+            if goal.patch is not None:
+                res.pair, res.patch_position = [goal.patch.w1, goal.patch.w2], goal.patch.position
+            found = self.search(x0, goal, budget, example_rng(self.seed, text))
+            if found is None:
+                res.reason = budget.reason or self.no_result
+            else:
+                self._verified(found, goal)
+                res.status, res.vulnerable, res.vulnerable_prediction = "success", found.sentence.text(), found.prediction
+                res.l0 = len(x0.diff(found.sentence))
+                if goal.patch is not None:
+                    res.vulnerable_patched = apply_patch(found.sentence, goal.patch).text()
+                    res.vulnerable_patched_prediction = found.patched_prediction
+                    res.f_soft = None if found.f_soft is None else round(found.f_soft, 6)
+        except Skip as s:
+            res.status, res.reason = "skipped", str(s)
+        except TextAuditError as e:
+            res.status, res.reason = "error", str(e)
+        res.sentences_scored = budget.scored
+        res.queries = budget.queries
+        res.mlm_queries = self._mlm_forwards() - m0
+        res.seconds = round(budget.seconds, 3)
+        return res
+
+    def _mlm_forwards(self) -> int:
+        return int(getattr(self.mlm, "forwards", 0) or 0)
+
+    def _verified(self, found: Found, goal: Goal) -> None:
+        """Re-score x̃ (and x̃ ⊕ p) once and refuse a success the classifier does not confirm."""
+        texts = [found.sentence.text()]
+        if goal.patch is not None:
+            texts.append(apply_patch(found.sentence, goal.patch).text())
+        pred = self.classifier.predict_proba(texts).argmax(1)
+        if goal.patch is not None:
+            ok = pred[0] != pred[1] and (pred[0], pred[1]) == (found.prediction, found.patched_prediction)
+        else:
+            ok = pred[0] != goal.c and pred[0] == found.prediction
+        if not ok:
+            raise TextAuditError(f"post-condition failed: re-scoring the {self.method} answer gives predictions "
+                                 f"{pred.tolist()}, which do not confirm the search's {found.prediction}")
+
+
+def check_budgets(max_queries: int | None, time_budget: float | None) -> None:
+    """One-line errors for a budget that cannot be honoured (before any model is loaded)."""
+    if max_queries is not None and max_queries < 1:
+        raise TextAuditError(f"--max-queries must be at least 1 (got {max_queries})")
+    if time_budget is not None and not time_budget > 0:
+        raise TextAuditError(f"--time-budget must be a positive number of seconds (got {time_budget})")

@@ -1,0 +1,81 @@
+"""The one resumable loop behind every long command (attack, bias, learnability, perturbscore build).
+
+:class:`ResumableRun` owns the results file (:class:`~textaudit.results.JsonlWriter`: append and
+flush per record, a cut-off last line repaired), the ids already done (``--resume``), and the
+progress bar. A command supplies only its jobs and the work of one job::
+
+    with ResumableRun(output, resume=resume) as run:
+        for job_id, job in run.track(jobs, desc="so-beam", unit="ex"):
+            run.write(work(job))
+            run.show(success="3/4")
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence, TypeVar
+
+from tqdm.auto import tqdm
+
+from textaudit.results import JsonlWriter
+
+__all__ = ["ResumableRun"]
+
+T = TypeVar("T")
+
+
+class ResumableRun:
+    """A results file being written (see the module docstring).
+
+    Parameters
+    ----------
+    output: the JSONL file (None: records are kept in memory only).
+    resume: continue ``output`` (its records are :attr:`previous`, their ids :attr:`done`).
+    id_key: the field that identifies a finished job.
+    keep: keep every record in memory (:attr:`records`); False for runs of millions of lines.
+    progress: show a progress bar on stderr.
+    """
+
+    def __init__(self, output: str | Path | None, *, resume: bool = False, id_key: str = "id", keep: bool = True,
+                 progress: bool = True):
+        self.writer = JsonlWriter(output, resume=resume, id_key=id_key)
+        self.previous: list[dict] = self.writer.records
+        self.done: set = self.writer.done
+        self.keep = keep
+        if not keep:
+            self.writer.records = []
+        self.progress = progress
+        self._bar: Any = None
+
+    @property
+    def records(self) -> list[dict]:
+        """Every record of the file: the previous ones and those written since (with ``keep``)."""
+        return self.writer.records
+
+    def track(self, jobs: Sequence[tuple[str, T]], *, desc: str, unit: str,
+              skip: Callable[[str], bool] | None = None) -> Iterator[tuple[str, T]]:
+        """Yield the ``(id, job)`` pairs still to do (default: id not in :attr:`done`), advancing
+        the progress bar after each one."""
+        skip = skip or (lambda job_id: job_id in self.done)
+        todo = [(job_id, job) for job_id, job in jobs if not skip(job_id)]
+        self._bar = tqdm(total=len(todo), desc=desc, unit=unit, disable=None if self.progress else True)
+        for job_id, job in todo:
+            yield job_id, job
+            self._bar.update(1)
+        self._bar.close()
+
+    def write(self, *records: dict) -> None:
+        """Append records to the file (one write and flush)."""
+        self.writer.extend(list(records), keep=self.keep)
+
+    def show(self, **fields: Any) -> None:
+        """Show ``fields`` next to the progress bar."""
+        if self._bar is not None:
+            self._bar.set_postfix(**fields)
+
+    def __enter__(self) -> "ResumableRun":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.close()

@@ -1,0 +1,125 @@
+"""One contract battery for every attack method in the registry (scikit-learn's estimator checks,
+for attacks): statuses, budgets, bad input, the record schema, and order-free determinism."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from textaudit.attacks import METHODS, PatchWords, make_attack
+from textaudit.attacks.base import AttackResult, Status
+from textaudit.models import as_classifier
+from textaudit.models.encoders import SentenceEncoder
+
+X1 = "a deep and meaningful film ."
+X2 = "the film is a deep and moving story ."
+PAIRS = [("film", "movie")]
+NEIGHBORS = {"film": ["movie", "picture"], "deep": ["profound", "thick"], "meaningful": ["significant"],
+             "moving": ["touching", "stirring"], "story": ["tale", "narrative"]}
+STATUSES = set(Status.__args__)
+#: the JSONL schema of one attacked example (a change here is a change for every user's results file)
+KEYS = {"text", "label", "prediction", "status", "method", "k", "pair", "patch_position", "vulnerable",
+        "vulnerable_patched", "vulnerable_prediction", "vulnerable_patched_prediction", "f_soft", "l0", "queries",
+        "mlm_queries", "sentences_scored", "seconds", "mlm", "reason"}
+#: fields that measure the run, not the answer (the cache makes queries depend on what ran before)
+MEASURES = ("seconds", "queries", "mlm_queries")
+
+
+def hashed(name: str = "hashed"):
+    """P(positive) is a fixed pseudo-random function of the text: every method has work to do."""
+
+    def f(texts):
+        p = [0.05 + 0.9 * int(hashlib.md5(t.encode()).hexdigest()[:6], 16) / 0xFFFFFF for t in texts]
+        return np.array([[1 - q, q] for q in p])
+
+    return as_classifier(f, name=name)
+
+
+def constant():
+    return as_classifier(lambda texts: np.tile([0.2, 0.8], (len(texts), 1)), name="constant")
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    return SentenceEncoder(device="cpu")
+
+
+@pytest.fixture
+def build(tiny_mlm, encoder):
+    """build(method, classifier, **options): the method on small real components."""
+
+    def make(method, clf, **options):
+        spec = METHODS[method]
+        extra = {"mlm": tiny_mlm, "kappa": 5, "delta": 1e9, "patch_words": PatchWords(clf, PAIRS),
+                 "k": 2, "beam": 3, "neighbors": NEIGHBORS, "encoder": encoder, "threshold": 0.0}
+        opts = {key: v for key, v in extra.items() if key in spec.options}
+        return make_attack(method, clf, **{**opts, **options})
+
+    return make
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_statuses_and_schema(build, method):
+    atk = build(method, hashed())
+    for text in (X1, X2):
+        r = atk.attack(text, label=None)
+        assert isinstance(r, AttackResult)
+        assert r.status in STATUSES
+        assert set(r.to_dict()) == KEYS
+        assert r.method == method
+        if r.status == "success":
+            assert r.vulnerable is not None and r.l0 is not None and r.l0 >= 0
+        else:
+            assert r.vulnerable is None and r.reason
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_one_word_input_is_an_error(build, method):
+    r = build(method, hashed()).attack("wonderful", label=1)
+    assert r.status == "error" and "two words" in r.reason
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_query_budget_is_honoured(build, method):
+    """A classifier nothing fools: without a budget the search runs to its end; with one it stops
+    as soon as the budget is spent, says so, and uses fewer queries."""
+    free = build(method, constant()).attack(X2, label=1)
+    assert free.status == "failed" and free.reason != "query budget exhausted"
+    budget = 3
+    assert free.queries > budget
+    capped = build(method, constant(), max_queries=budget).attack(X2, label=1)
+    assert capped.status == "failed" and capped.reason == "query budget exhausted"
+    assert budget <= capped.queries < free.queries
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_records_do_not_depend_on_order(build, method):
+    """A fixed seed gives every example the same record whatever ran before it."""
+    a = build(method, hashed(), seed=7)
+    first = [a.attack(x, label=None).to_dict() for x in (X1, X2)]
+    b = build(method, hashed(), seed=7)
+    second = [b.attack(x, label=None).to_dict() for x in (X2, X1)][::-1]
+    for r in first + second:
+        for m in MEASURES:
+            r.pop(m)
+    assert first == second
+
+
+def test_a_success_the_classifier_does_not_confirm_is_refused(build):
+    """The post-condition at the edge: a classifier that answers differently when asked again
+    (here: its first answer for a text is flipped) never yields a "success"."""
+    asked: set[str] = set()
+
+    def fickle(texts):
+        out = []
+        for t in texts:
+            flip = t not in asked and "movie" in t
+            asked.add(t)
+            out.append([0.9, 0.1] if flip else [0.1, 0.9])
+        return np.array(out)
+
+    clf = as_classifier(fickle, name="fickle", cache_size=0)
+    r = build("so-beam", clf).attack(X1, label=None)
+    assert r.status == "error" and r.reason.startswith("post-condition failed")
