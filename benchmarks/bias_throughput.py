@@ -25,7 +25,7 @@ def main() -> None:
 
     from textaudit.data import load_dataset
     from textaudit.fairness import CounterfactualBias, parse_pair
-    from textaudit.fairness.bias import aggregate
+    from textaudit.fairness.estimates import aggregate
     from textaudit.models import load_classifier
     from textaudit.neighborhoods import load_mlm
 

@@ -28,9 +28,8 @@ def cli():
     """Invoke the ``audit`` app in-process: ``cli("doctor", "--json")`` -> click Result."""
     from typer.testing import CliRunner
 
-    from textaudit.cli.main import _register_subcommands, app
+    from textaudit.cli.main import app
 
-    _register_subcommands()
     runner = CliRunner()
 
     def run(*args: str):

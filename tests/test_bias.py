@@ -10,7 +10,7 @@ import pytest
 
 from textaudit.errors import TextAuditError
 from textaudit.fairness import CounterfactualBias, clustered_mean, find_sources, parse_pair
-from textaudit.fairness.run import run_bias
+from textaudit.fairness import run_bias
 from textaudit.models import as_classifier
 from textaudit.neighborhoods import NeighborhoodBuilder
 
@@ -78,7 +78,7 @@ def test_blacklist_is_honoured_and_pair_position_kept(tiny_mlm):
     banned = introduced[:4]
     est = CounterfactualBias(planted(1.0), tiny_mlm, kappa=5, delta=1e9, blacklist=banned)
     src = est.sources([x], ("he", "she"))[0]
-    sents, dist, _ = est.neighbourhood(src, ("he", "she"), 2)
+    sents, dist, _ = est.neighborhood(src, ("he", "she"), 2)
     assert len(sents) > 20
     for s in sents:
         assert s.tokens[0] == "he"
@@ -125,13 +125,13 @@ def test_run_bias_resumes_from_output_without_recomputing(tiny_mlm, tmp_path):
     # cut the file inside the last unit, as a kill would
     out.write_text("\n".join(lines[:-5]) + "\n" + lines[-5][:10])
     calls = {"n": 0}
-    real = est.neighbourhood
+    real = est.neighborhood
 
     def counting(*a, **kw):
         calls["n"] += 1
         return real(*a, **kw)
 
-    est.neighbourhood = counting
+    est.neighborhood = counting
     again = run_bias(est, [("he", "she")], 2, TEXTS, compare=other, output=out, resume=True, progress=False)
     assert calls["n"] == 1  # only the cut unit was recomputed
     for name in first:
@@ -180,7 +180,7 @@ def test_filtered_set_reuses_full_run_units(tiny_mlm, tmp_path):
     assert CounterfactualBias(biased, tiny_mlm).filter_sources(est.sources(texts, ("he", "she")), ("he", "she")) == []
     out = tmp_path / "b.jsonl"
     run_bias(est, [("he", "she")], 1, texts, output=out, progress=False, max_sources=4)
-    est.neighbourhood = None  # a filtered run on the same output must not rebuild anything
+    est.neighborhood = None  # a filtered run on the same output must not rebuild anything
     res = run_bias(est, [("he", "she")], 1, texts, output=out, resume=True, filtered=True, progress=False,
                    max_sources=4)
     assert res["she0.0"][("he", "she")][0].sources == 4

@@ -23,7 +23,7 @@ def _module(arch="cnn"):
 
 
 def test_ibp_bounds_take_cpu_ids_for_a_cuda_model():
-    from textaudit.models.robust import logit_bounds, substitution_table
+    from textaudit.models.ibp import logit_bounds, substitution_table
 
     module, vocab, tok = _module()
     table = substitution_table(vocab, {"film": ["movie", "picture"], "good": ["great", "fine"]})

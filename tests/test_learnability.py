@@ -11,7 +11,7 @@ import pytest
 
 from textaudit.data import load_dataset
 from textaudit.errors import TextAuditError
-from textaudit.perturbations.noise import PERTURBATIONS, get_perturbation, register_perturbation
+from textaudit.perturbations.noise import NOISE_PERTURBATIONS, get_perturbation, register_perturbation
 from textaudit.robustness.learnability import (average_learnability, learnability_at, robustness_and_augmentation,
                                                zoo_fitter)
 
@@ -30,13 +30,13 @@ EXPECTED_SEED0 = {
 
 @pytest.mark.parametrize("name", list(EXPECTED_SEED0))
 def test_exact_seeded_outputs(name):
-    assert PERTURBATIONS[name](T, random.Random(0)) == EXPECTED_SEED0[name]
-    assert PERTURBATIONS[name](T, random.Random(0)) == PERTURBATIONS[name](T, random.Random(0))
+    assert NOISE_PERTURBATIONS[name](T, random.Random(0)) == EXPECTED_SEED0[name]
+    assert NOISE_PERTURBATIONS[name](T, random.Random(0)) == NOISE_PERTURBATIONS[name](T, random.Random(0))
 
 
 @pytest.mark.parametrize("name", list(EXPECTED_SEED0))
 def test_asymmetric(name):
-    g = PERTURBATIONS[name]
+    g = NOISE_PERTURBATIONS[name]
     rng = random.Random(1)
     assert any(g(g(T, rng), rng) != T for _ in range(5))
 
@@ -47,7 +47,7 @@ def test_registry():
     assert get_perturbation("leet_letters", prob=1.0)("tool", random.Random(0)) == "7001"
     with pytest.raises(TextAuditError, match="unknown perturbation 'nope'"):
         get_perturbation("nope")
-    PERTURBATIONS.pop("shout")
+    NOISE_PERTURBATIONS.pop("shout")
 
 
 def test_average_learnability_trapezoid_on_log_p():

@@ -66,7 +66,7 @@ def test_non_torch_model_is_refused():
 
 
 def test_build_tuples_resumes_without_duplicates(tiny, tmp_path):
-    from textaudit.robustness.perturbscorer import build_tuples
+    from textaudit.robustness.perturbscore import build_tuples
 
     texts = ["a good film and a great story", "the plot is dull and the acting awful", "it was fun"]
     out = tmp_path / "t.jsonl"
@@ -80,7 +80,7 @@ def test_build_tuples_resumes_without_duplicates(tiny, tmp_path):
 
 
 def test_scorer_trains_saves_and_reloads(tmp_path):
-    from textaudit.robustness.perturbscorer import PerturbScorer, evaluate_scorer
+    from textaudit.robustness.perturbscore import PerturbScorer, evaluate_scorer
 
     rng = np.random.default_rng(0)
     base = ["a good film and a great story", "the plot is dull and the acting awful", "it was fun and good"]
@@ -122,7 +122,7 @@ def test_cli_perturbscore_errors(cli, tmp_path):
 
 
 def test_split_keeps_each_sentence_on_one_side():
-    from textaudit.robustness.perturbscorer import split_tuples
+    from textaudit.robustness.perturbscore import split_tuples
 
     recs = [{"x": f"s{i % 7}", "x_prime": "y", "eps": 0.1, "kept": True} for i in range(50)]
     recs.append({"x": "dropped", "kept": False})
@@ -147,7 +147,7 @@ def test_half_precision_encoder_weights_still_score(tmp_path, monkeypatch):
 
     from textaudit.models.encoders import SentenceEncoder
     from textaudit.resources import resolve
-    from textaudit.robustness.perturbscorer import PerturbScorer
+    from textaudit.robustness.perturbscore import PerturbScorer
 
     half = tmp_path / "data" / "minilm"
     AutoModel.from_pretrained(resolve("minilm")).half().save_pretrained(half)

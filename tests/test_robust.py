@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from textaudit.models.robust import certify, logit_bounds, substitution_table
+from textaudit.models.ibp import certify, logit_bounds, substitution_table
 from textaudit.models.zoo.architectures import build_module
 from textaudit.models.zoo.vocab import Vocab, WordTokenizer
 
@@ -92,8 +92,8 @@ def test_cli_certify_json(cli):
 
 
 def test_schedule_and_selection_never_prefer_a_constant_model():
-    from textaudit.models.robust import ibp_schedule
-    from textaudit.models.zoo import _ibp_hooks
+    from textaudit.models.ibp import ibp_schedule
+    from textaudit.models.ibp import ibp_hooks
 
     assert ibp_schedule(0.05, warmup=0.1, ramp=0.5) == 0.0  # clean warm-up
     assert ibp_schedule(0.35, warmup=0.1, ramp=0.5) == pytest.approx(0.5)
@@ -107,7 +107,7 @@ def test_schedule_and_selection_never_prefer_a_constant_model():
     with torch.no_grad():
         constant.out.weight.zero_()
         constant.out.bias.copy_(torch.tensor([0.0, 5.0]))  # always "positive": certified on every positive
-    hooks = _ibp_hooks(min_clean=0.75)
+    hooks = ibp_hooks(min_clean=0.75)
     hooks["on_tokenizer"](tok)
     table = substitution_table(vocab)
     res = certify(constant, tok, table, texts, labels)

@@ -11,7 +11,7 @@ from safetensors import safe_open
 
 from textaudit.errors import TextAuditError
 from textaudit.neighborhoods.minilm_mlm import load_minilm_mlm
-from textaudit.neighborhoods.train_mlm import cli, main, sst_corpus, wordnet_corpus
+from textaudit.neighborhoods.train_mlm import sst_corpus, wordnet_corpus
 
 GLOSSES = [
     ("a domestic animal kept as a pet", "the small dog barked at the mailman"),
@@ -57,10 +57,11 @@ def test_corpora_split_and_never_mix(corpus):
     assert not set(s["dev"]) & set(s["train"]) and len(s["train"]) + len(s["dev"]) == 30
 
 
-def test_train_writes_a_loadable_artifact_and_warm_starts(corpus, tmp_path, capsys):
+def test_train_writes_a_loadable_artifact_and_warm_starts(corpus, tmp_path, cli):
     out = tmp_path / "mlm.safetensors"
-    main(_args(corpus, out, "--steps", "4", "--sst-share", "0.75"))
-    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    r = cli("train-mlm", *_args(corpus, out, "--steps", "4", "--sst-share", "0.75"))
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.stdout.strip().splitlines()[-1])
     assert summary["steps"] == 4 and summary["steps_per_s"] > 0 and summary["out"] == str(out)
     with safe_open(str(out), "pt") as f:
         meta = f.metadata()
@@ -75,30 +76,31 @@ def test_train_writes_a_loadable_artifact_and_warm_starts(corpus, tmp_path, caps
 
     # warm start from that artifact; --max-minutes 0 stops after the first step (and evaluates it)
     out2 = tmp_path / "mlm2.safetensors"
-    main(_args(corpus, out2, "--steps", "50", "--init", str(out), "--max-minutes", "0"))
-    err = capsys.readouterr().err
+    r = cli("train-mlm", *_args(corpus, out2, "--steps", "50", "--init", str(out), "--max-minutes", "0"))
+    err = r.stderr
     assert "warm start: " in err and "--max-minutes 0.0 reached after step 1" in err
     with safe_open(str(out2), "pt") as f:
         assert json.loads(f.metadata()["info"])["best_step"] == 1
 
     # an artifact of another rank does not fit: one line, exit 2, nothing written
     out3 = tmp_path / "mlm3.safetensors"
-    with pytest.raises(TextAuditError, match="does not fit this model"):
-        main(_args(corpus, out3, "--steps", "2", "--init", str(out)) + ["--rank", "8"])
-    assert cli(_args(corpus, out3, "--steps", "2", "--init", str(tmp_path / "nothing.safetensors"))) == 2
-    err = capsys.readouterr().err
+    r = cli("train-mlm", *_args(corpus, out3, "--steps", "2", "--init", str(out)), "--rank", "8")
+    assert r.exit_code == 2 and "does not fit this model" in r.stderr
+    r = cli("train-mlm", *_args(corpus, out3, "--steps", "2", "--init", str(tmp_path / "nothing.safetensors")))
+    assert r.exit_code == 2
+    err = r.stderr
     assert err.strip().splitlines()[-1].startswith("error: --init ") and "Traceback" not in err
     assert not out3.exists()
 
 
 def test_bad_share_and_missing_wordnet(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "textaudit.neighborhoods.train_mlm", "--sst-share", "1.5"],
+    r = subprocess.run([sys.executable, "-m", "textaudit", "train-mlm", "--sst-share", "1.5"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "--sst-share must lie strictly between 0 and 1" in r.stderr
-    r = subprocess.run([sys.executable, "-m", "textaudit.neighborhoods.train_mlm", "--steps", "0"],
+    r = subprocess.run([sys.executable, "-m", "textaudit", "train-mlm", "--steps", "0"],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "--steps must be at least 1 (got 0)" in r.stderr
-    r = subprocess.run([sys.executable, "-m", "textaudit.neighborhoods.train_mlm", "--wordnet-dir", str(tmp_path)],
+    r = subprocess.run([sys.executable, "-m", "textaudit", "train-mlm", "--wordnet-dir", str(tmp_path)],
                        capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.startswith("error: WordNet data files not found")
     assert "Traceback" not in r.stderr
@@ -109,13 +111,13 @@ def _tensors(path):
         return {k: f.get_tensor(k) for k in f.keys()}, json.loads(f.metadata()["info"])
 
 
-def test_a_killed_run_resumes_and_ends_where_an_uninterrupted_run_ends(corpus, tmp_path, monkeypatch, capsys):
+def test_a_killed_run_resumes_and_ends_where_an_uninterrupted_run_ends(corpus, tmp_path, monkeypatch, cli):
     import torch
 
     from textaudit.neighborhoods import train_mlm
 
     full = tmp_path / "full" / "mlm.safetensors"
-    main(_args(corpus, full, "--steps", "4", "--save-minutes", "0"))
+    assert cli("train-mlm", *_args(corpus, full, "--steps", "4", "--save-minutes", "0")).exit_code == 0
     assert not (full.parent / ".mlm.safetensors.train-state.pt").exists()  # finished: no state left
 
     out = tmp_path / "killed" / "mlm.safetensors"
@@ -129,19 +131,20 @@ def test_a_killed_run_resumes_and_ends_where_an_uninterrupted_run_ends(corpus, t
         return real_batch(self, idx, rng)
 
     monkeypatch.setattr(train_mlm.Masker, "batch", killed_in_step_3)
-    assert cli(_args(corpus, out, "--steps", "4", "--save-minutes", "0")) == 130
-    assert state.is_file() and "run the same command again to resume" in capsys.readouterr().err
+    r = cli("train-mlm", *_args(corpus, out, "--steps", "4", "--save-minutes", "0"))
+    assert r.exit_code == 130
+    assert state.is_file() and "run the same command again to resume" in r.stderr
     monkeypatch.setattr(train_mlm.Masker, "batch", real_batch)
 
-    main(_args(corpus, out, "--steps", "4", "--save-minutes", "0"))
-    assert "notice: resuming after step 2" in capsys.readouterr().err and not state.exists()
+    r = cli("train-mlm", *_args(corpus, out, "--steps", "4", "--save-minutes", "0"))
+    assert "notice: resuming after step 2" in r.stderr and not state.exists()
     (a, info_a), (b, info_b) = _tensors(full), _tensors(out)
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     assert [h["step"] for h in info_b["history"]] == [h["step"] for h in info_a["history"]] == [2, 4]
     assert [h["general"] for h in info_b["history"]] == [h["general"] for h in info_a["history"]]
 
     # a state left by another configuration is not reused
-    assert cli(_args(corpus, out, "--steps", "4", "--max-minutes", "0")) == 0
+    assert cli("train-mlm", *_args(corpus, out, "--steps", "4", "--max-minutes", "0")).exit_code == 0
     assert state.is_file()
-    main(_args(corpus, out, "--steps", "4", "--lr", "1e-4"))
-    assert "belongs to another run" in capsys.readouterr().err
+    r = cli("train-mlm", *_args(corpus, out, "--steps", "4", "--lr", "1e-4"))
+    assert "belongs to another run" in r.stderr

@@ -6,7 +6,7 @@ class TextAuditError(Exception):
 
     The message is a single line that says what went wrong and what to do about it. The CLI turns
     it into ``error: <message>`` on stderr and exit code 2, in exactly one place
-    (:mod:`textaudit.cli.main`).
+    (:mod:`textaudit.cli.app`).
     """
 
     def __init__(self, message: str):

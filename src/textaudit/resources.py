@@ -433,5 +433,5 @@ register(ResourceSpec(
 register(ResourceSpec(
     name="minilm-mlm", description="textaudit's offline masked LM: LoRA adapters + MLM head over MiniLM-L6",
     relpath="minilm-mlm/minilm-mlm.safetensors", is_valid=_is_file, packaged="assets/minilm-mlm.safetensors",
-    fix="reinstall textaudit (the file ships in the package) or retrain: python -m textaudit.neighborhoods.train_mlm",
+    fix="reinstall textaudit (the file ships in the package) or retrain: audit train-mlm",
 ))

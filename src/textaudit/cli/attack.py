@@ -7,23 +7,28 @@ from typing import Optional
 
 import typer
 
-from textaudit.cli.main import app, emit_json, notice, print_table
+from textaudit.attacks.registry import METHODS
+from textaudit.cli.app import (DataOpt, JsonOpt, LabelColumnOpt, LimitOpt, ModelOpt, OutputOpt, ResumeOpt, SeedOpt,
+                               TextColumnOpt, app, check_resume, emit_json, example_ids, notice, print_table)
 from textaudit.errors import TextAuditError
 
-MODEL_HELP = "Zoo name (bow, cnn, lstm, transformer, minilm), hf:<dir-or-id>, checkpoint dir or file.py:obj."
+
+
+METHOD_HELP = (" | ".join(METHODS) + " | textattack:<recipe> (default: so-enum if k <= 2 else so-beam). "
+               + "; ".join(f"{name}: {spec.summary}" for name, spec in METHODS.items()))
 
 
 @app.command()
 def attack(
-    model: str = typer.Option(..., "--model", "-m", help=MODEL_HELP),
+    model: ModelOpt,
     k: Optional[int] = typer.Option(None, "--k", help="Words the neighbourhood may change (default 6; SO-Enum: k <= 2, default 2)."),
-    method: Optional[str] = typer.Option(None, "--method", help="so-beam | so-enum | random | genetic | bae | textattack:<recipe> (default: so-enum if k<=2 else so-beam)."),
-    data: str = typer.Option("sst2:dev", "--data", help="sst2[:split] or a .csv/.tsv/.jsonl file."),
-    text_column: Optional[str] = typer.Option(None, "--text-column"),
-    label_column: Optional[str] = typer.Option(None, "--label-column"),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Attack the first N examples."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="JSONL file, one line per example, written as it goes."),
-    resume: bool = typer.Option(False, "--resume", help="Skip examples whose id is already in --output."),
+    method: Optional[str] = typer.Option(None, "--method", help=METHOD_HELP),
+    data: DataOpt = "sst2:dev",
+    text_column: TextColumnOpt = None,
+    label_column: LabelColumnOpt = None,
+    limit: LimitOpt = None,
+    output: OutputOpt = None,
+    resume: ResumeOpt = False,
     beam: Optional[int] = typer.Option(None, "--beam", help="SO-Beam width β (default 20)."),
     kappa: Optional[int] = typer.Option(None, "--kappa", help="κ: masked-LM candidates per position (default 20)."),
     delta: Optional[float] = typer.Option(None, "--delta", help="δ: keep candidates with logit > best − δ (default 3)."),
@@ -33,8 +38,8 @@ def attack(
     ppl: bool = typer.Option(True, "--ppl/--no-ppl", help="Perplexity of originals and vulnerable examples (SmolLM2)."),
     lm_constraint: bool = typer.Option(False, "--lm-constraint", help="Genetic: keep the 4 synonyms with the lowest SmolLM2 perplexity."),
     threshold: Optional[float] = typer.Option(None, "--threshold", help="BAE: MiniLM sentence-similarity threshold (default 0.85)."),
-    seed: int = typer.Option(0, "--seed"),
-    json_out: bool = typer.Option(False, "--json", help="Print the summary as one JSON object on the last line."),
+    seed: SeedOpt = 0,
+    json_out: JsonOpt = False,
 ) -> None:
     """Search each example's neighbourhood for a vulnerable example (Double Perturbation)."""
     from textaudit.attacks import run_attack
@@ -43,8 +48,7 @@ def attack(
     from textaudit.models import load_classifier
     from textaudit.neighborhoods.mlm import load_mlm
 
-    if output is None and resume:
-        raise TextAuditError("--resume needs --output (the JSONL file to continue)")
+    check_resume(output, resume)
     method = method or default_method(k)
     options = dict(k=k, beam=beam, kappa=kappa, delta=delta, max_queries=max_queries, time_budget=time_budget,
                    seed=seed, lm=lm_constraint, threshold=threshold)
@@ -64,8 +68,7 @@ def attack(
         atk.patch_words.fit()
     if not ppl:
         lm = None
-    prefix = data if ":" in data or not Path(data).exists() else Path(data).name
-    ids = [f"{prefix}:{i}" for i in range(len(ds))]
+    ids = example_ids(data, len(ds))
     summary, records = run_attack(atk, ds["text"], ds["label"], ids=ids, output=output, resume=resume, ppl=lm)
     summary["model"] = clf.name
     if output:

@@ -7,10 +7,10 @@ from typing import Optional
 
 import typer
 
-from textaudit.cli.main import app, emit_json, notice, print_table
+from textaudit.cli.app import (DataOpt, JsonOpt, LimitOpt, ModelOpt, OutputOpt, ResumeOpt, SeedOpt, TextColumnOpt,
+                               app, check_resume, emit_json, example_ids, notice, print_table)
 from textaudit.errors import TextAuditError
 
-MODEL_HELP = "Zoo name (bow, cnn, lstm, lstm-gender-swap, ...), hf:<dir-or-id>, checkpoint dir or file.py:obj."
 
 
 @app.command()
@@ -18,30 +18,29 @@ def bias(
     pair: Optional[str] = typer.Option(None, "--pair", help="Protected pair p = (p(1), p(2)), e.g. he,she."),
     pairs_file: Optional[Path] = typer.Option(None, "--pairs-file", help="File of pairs, one 'w1,w2' per line."),
     group: Optional[str] = typer.Option(None, "--group", help="A named set of pairs: gender (the paper's six)."),
-    model: str = typer.Option("lstm", "--model", "-m", help=MODEL_HELP),
+    model: ModelOpt = "lstm",
     compare: Optional[str] = typer.Option(None, "--compare", help="A second model scored on the same sentences."),
     k: int = typer.Option(3, "--k", help="Largest neighbourhood distance k (B is reported for 0..k)."),
     enumerate_k: int = typer.Option(2, "--enumerate-k", help="Enumerate Neighbor_k up to this k; sample above it."),
     sample: int = typer.Option(200, "--sample", help="Uniform draws per source sentence at each sampled k."),
     filtered: bool = typer.Option(False, "--filtered", help="Only X_filter: sentences with |F_soft| < epsilon at k=0."),
     epsilon: float = typer.Option(0.005, "--epsilon", help="ε of X_filter."),
-    data: str = typer.Option("sst2:dev", "--data", help="sst2[:split] or a .csv/.tsv/.jsonl file."),
-    text_column: Optional[str] = typer.Option(None, "--text-column"),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Use the first N sentences of the data."),
+    data: DataOpt = "sst2:dev",
+    text_column: TextColumnOpt = None,
+    limit: LimitOpt = None,
     max_sources: Optional[int] = typer.Option(None, "--max-sources", help="Use the first N sentences of X_p per pair."),
     kappa: int = typer.Option(20, "--kappa", help="κ: masked-LM candidates per position."),
     delta: float = typer.Option(3.0, "--delta", help="δ: keep candidates with logit > best − δ."),
     mlm: Optional[str] = typer.Option(None, "--mlm", help="Masked LM (default: distilbert if available, else minilm-mlm)."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="JSONL of every scored sentence pair."),
-    resume: bool = typer.Option(False, "--resume", help="Reuse the finished units already in --output."),
+    output: OutputOpt = None,
+    resume: ResumeOpt = False,
     plot: Optional[Path] = typer.Option(None, "--plot", help="Directory for histograms, B vs k and the pair bar chart."),
-    seed: int = typer.Option(0, "--seed"),
-    json_out: bool = typer.Option(False, "--json", help="Print the estimates as one JSON object on the last line."),
+    seed: SeedOpt = 0,
+    json_out: JsonOpt = False,
 ) -> None:
     """Measure B_{p,k}: the mean shift of f_soft when p(1) → p(2) over the k-neighbourhood of the data."""
     from textaudit.data import load_dataset
-    from textaudit.fairness.bias import GROUPS, CounterfactualBias, load_pairs_file, parse_pair
-    from textaudit.fairness.run import report, run_bias
+    from textaudit.fairness import GROUPS, CounterfactualBias, load_pairs_file, parse_pair, report, run_bias
     from textaudit.models import load_classifier
     from textaudit.neighborhoods.mlm import load_mlm
 
@@ -50,15 +49,13 @@ def bias(
     if group is not None and group not in GROUPS:
         raise TextAuditError(f"unknown group '{group}'; use one of {', '.join(GROUPS)}")
     pairs = ([parse_pair(pair)] if pair else load_pairs_file(str(pairs_file)) if pairs_file else GROUPS[group])
-    if output is None and resume:
-        raise TextAuditError("--resume needs --output (the JSONL file to continue)")
+    check_resume(output, resume)
     ds = load_dataset(data, text_column=text_column, label_column=None, default_split="dev", limit=limit)
     masked_lm = load_mlm(mlm) if k > 0 else None
     opts = dict(kappa=kappa, delta=delta, enumerate_k=enumerate_k, sample=sample, seed=seed)
     est = CounterfactualBias(load_classifier(model), masked_lm, **opts)
     other = CounterfactualBias(load_classifier(compare), masked_lm, **opts) if compare else None
-    prefix = data if ":" in data or not Path(data).exists() else Path(data).name
-    ids = [f"{prefix}:{i}" for i in range(len(ds))]
+    ids = example_ids(data, len(ds))
     results = run_bias(est, pairs, k, list(ds["text"]), ids=ids, compare=other, output=output, resume=resume,
                        filtered=filtered, epsilon=epsilon, max_sources=max_sources)
     if output:

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from textaudit.cli.main import app, emit_json, notice, print_table
+from textaudit.cli.app import JsonOpt, OutputOpt, ResumeOpt, app, check_resume, emit_json, notice, print_table
 from textaudit.errors import TextAuditError
 
 
@@ -19,18 +19,18 @@ def learnability(
     seeds: int = typer.Option(1, "--seeds", help="Seeds averaged per (model, perturbation)."),
     probabilities: Optional[str] = typer.Option(None, "--probabilities", help="Comma list of p (default 0.001,...,1.0)."),
     data: str = typer.Option("sst2", "--data"),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="JSONL of every run, written as it goes."),
-    resume: bool = typer.Option(False, "--resume"),
+    output: OutputOpt = None,
+    resume: ResumeOpt = False,
     plot: Optional[Path] = typer.Option(None, "--plot", help="Directory for the curves and scatter plots."),
-    json_out: bool = typer.Option(False, "--json", help="Print one JSON object as the last line."),
+    json_out: JsonOpt = False,
 ) -> None:
     """Measure how learnable each perturbation is and relate it to robustness and augmentation gain."""
-    from textaudit.perturbations.noise import PERTURBATIONS
-    from textaudit.robustness.learnability import DEFAULT_PROBABILITIES, plot_study, run_study
+    from textaudit.perturbations.noise import NOISE_PERTURBATIONS
+    from textaudit.robustness.learnability import DEFAULT_PROBABILITIES, run_study
+    from textaudit.robustness.plots import plot_study
 
-    if resume and output is None:
-        raise TextAuditError("--resume needs --output (the JSONL file to continue)")
-    perts = list(PERTURBATIONS) if perturbation == "all" else [p.strip() for p in perturbation.split(",") if p.strip()]
+    check_resume(output, resume)
+    perts = list(NOISE_PERTURBATIONS) if perturbation == "all" else [p.strip() for p in perturbation.split(",") if p.strip()]
     try:
         probs = [float(p) for p in probabilities.split(",")] if probabilities else list(DEFAULT_PROBABILITIES)
     except ValueError:

@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from textaudit.cli.main import app, emit_json, notice, print_table
+from textaudit.cli.app import JsonOpt, LimitOpt, SeedOpt, app, emit_json, notice, print_table
 from textaudit.errors import TextAuditError
 
 
@@ -14,15 +14,15 @@ from textaudit.errors import TextAuditError
 def neighbors(
     text: str = typer.Argument(..., help="The sentence (raw or SST-style tokenised)."),
     k: int = typer.Option(1, "--k", help="Maximum number of recursive single-word replacements."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="Print at most N sentences (nearest first)."),
+    limit: LimitOpt = None,
     kappa: int = typer.Option(20, "--kappa", help="κ: candidates kept per position (top-κ)."),
     delta: float = typer.Option(3.0, "--delta", help="δ: keep candidates with logit > best − δ."),
     protect: Optional[list[str]] = typer.Option(None, "--protect", help="A word whose position never changes (repeatable)."),
     blacklist: Optional[list[str]] = typer.Option(None, "--blacklist", help="A word never introduced (repeatable)."),
     sample: Optional[int] = typer.Option(None, "--sample", help="Draw N sentences uniformly from Neighbor_k instead."),
     mlm: Optional[str] = typer.Option(None, "--mlm", help="Masked LM: minilm-mlm, distilbert-base-uncased or a directory."),
-    seed: int = typer.Option(0, "--seed"),
-    json_out: bool = typer.Option(False, "--json", help="Print one JSON object as the last line."),
+    seed: SeedOpt = 0,
+    json_out: JsonOpt = False,
 ) -> None:
     """Print the natural neighbourhood Neighbor_k of a sentence (masked-LM replacements)."""
     from textaudit.neighborhoods import NeighborhoodBuilder, load_mlm

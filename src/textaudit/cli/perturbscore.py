@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from textaudit.cli.main import AuditGroup, app, emit_json, notice, print_table
+from textaudit.cli.app import AuditGroup, DataOpt, JsonOpt, ResumeOpt, SeedOpt, app, emit_json, notice, print_table
 
 ps_app = typer.Typer(cls=AuditGroup, no_args_is_help=True, help="PerturbScore: ε of discrete perturbations.")
 app.add_typer(ps_app, name="perturbscore")
@@ -18,28 +18,28 @@ def build(
     model: str = typer.Option("cnn", "--model", "-m", help="A zoo model or hf: classifier (needs input embeddings)."),
     perturbation: str = typer.Option("random-swap", "--perturbation", help="random-swap | synonym-swap"),
     n: int = typer.Option(1000, "--n", help="Perturbations to try (dropped ones included)."),
-    data: str = typer.Option("sst2:dev", "--data", help="sst2[:split] or a .csv/.tsv/.jsonl file."),
+    data: DataOpt = "sst2:dev",
     output: Path = typer.Option(Path("perturbscore_tuples.jsonl"), "--output", "-o", help="JSONL of tuples, written as it goes."),
-    resume: bool = typer.Option(False, "--resume", help="Continue --output."),
+    resume: ResumeOpt = False,
     space: str = typer.Option("hidden", "--space", help="hidden (pooled representation) | probs"),
     steps: int = typer.Option(5, "--steps", help="PGD steps per ε."),
     max_eps: float = typer.Option(1.0, "--max-eps", help="Largest ε of the grid (step 0.01)."),
     tolerance: float = typer.Option(0.005, "--tolerance", help="Drop a tuple whose closest shift is off by more."),
-    seed: int = typer.Option(0, "--seed"),
-    json_out: bool = typer.Option(False, "--json"),
+    seed: SeedOpt = 0,
+    json_out: JsonOpt = False,
 ) -> None:
     """Build (x, x′, edit distance, d, ε) tuples with PGD in the model's embedding space."""
     from textaudit.data import load_dataset
     from textaudit.errors import TextAuditError
     from textaudit.models import load_classifier
-    from textaudit.robustness.perturbscorer import build_tuples
+    from textaudit.robustness.perturbscore import build_tuples
 
-    from textaudit.robustness.perturbscore import PERTURBATIONS
+    from textaudit.robustness.perturbscore import TUPLE_PERTURBATIONS
 
     if space not in ("hidden", "probs"):
         raise TextAuditError(f"--space must be hidden or probs (got {space})")
-    if perturbation not in PERTURBATIONS:
-        raise TextAuditError(f"unknown perturbation '{perturbation}'; use one of {', '.join(PERTURBATIONS)}")
+    if perturbation not in TUPLE_PERTURBATIONS:
+        raise TextAuditError(f"unknown perturbation '{perturbation}'; use one of {', '.join(TUPLE_PERTURBATIONS)}")
     if n < 1:
         raise TextAuditError(f"--n must be at least 1 (got {n})")
     ds = load_dataset(data, default_split="dev", label_column=None)
@@ -64,13 +64,13 @@ def train(
     tuples: Path = typer.Option(Path("perturbscore_tuples.jsonl"), "--tuples", help="Output of perturbscore build."),
     out: Path = typer.Option(Path("perturbscorer"), "--out", help="Directory for the trained scorer."),
     epochs: int = typer.Option(3, "--epochs"),
-    seed: int = typer.Option(0, "--seed"),
-    json_out: bool = typer.Option(False, "--json"),
+    seed: SeedOpt = 0,
+    json_out: JsonOpt = False,
 ) -> None:
     """Train the PerturbScorer on 80% of the tuples; report Kendall τ / Spearman ρ on the other 20%."""
     from textaudit.errors import TextAuditError
     from textaudit.results import read_jsonl
-    from textaudit.robustness.perturbscorer import PerturbScorer, evaluate_scorer, split_tuples
+    from textaudit.robustness.perturbscore import PerturbScorer, evaluate_scorer, split_tuples
 
     if not tuples.is_file():
         raise TextAuditError(f"{tuples} not found; run 'audit perturbscore build --output {tuples}' first")
@@ -92,11 +92,11 @@ def score(
     original: str = typer.Argument(..., help="The original text."),
     perturbed: str = typer.Argument(..., help="The perturbed text (word-for-word substitutions)."),
     scorer: Path = typer.Option(Path("perturbscorer"), "--scorer", help="Directory written by perturbscore train."),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: JsonOpt = False,
 ) -> None:
     """Print the predicted ε of original → perturbed."""
     from textaudit.robustness.perturbscore import mark
-    from textaudit.robustness.perturbscorer import PerturbScorer
+    from textaudit.robustness.perturbscore import PerturbScorer
 
     marked = mark(original, perturbed)
     eps = PerturbScorer(scorer).score(original, perturbed)

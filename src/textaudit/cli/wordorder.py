@@ -7,26 +7,27 @@ from typing import Optional
 
 import typer
 
-from textaudit.cli.main import app, emit_json, notice, print_table
+from textaudit.cli.app import DataOpt, JsonOpt, LimitOpt, ModelOpt, SeedOpt, app, emit_json, notice, print_table
 from textaudit.errors import TextAuditError
 
 
 @app.command()
 def wordorder(
-    model: str = typer.Option(..., "--model", "-m", help="Zoo name, hf:<dir-or-id>, checkpoint dir or file.py:obj."),
-    data: str = typer.Option("sst2:dev", "--data"),
+    model: ModelOpt,
+    data: DataOpt = "sst2:dev",
     perturbation: str = typer.Option("neighbor_flip", "--perturbation", help="full_shuffle | phrase_shuffle | neighbor_flip"),
     level: str = typer.Option("word", "--level", help="word | subword | char"),
     rho: float = typer.Option(0.5, "--rho", help="ρ of phrase_shuffle / neighbor_flip."),
     sweep_grid: bool = typer.Option(False, "--sweep", help="Run the whole grid and correlate accuracy with DND and IDC."),
-    limit: Optional[int] = typer.Option(None, "--limit"),
+    limit: LimitOpt = None,
     plot: Optional[Path] = typer.Option(None, "--plot", help="Directory for accuracy-vs-DND/IDC plots (with --sweep)."),
-    seed: int = typer.Option(0, "--seed"),
-    json_out: bool = typer.Option(False, "--json", help="Print one JSON object as the last line."),
+    seed: SeedOpt = 0,
+    json_out: JsonOpt = False,
 ) -> None:
     """Accuracy on reordered text, with the DND (local) and IDC (global) order metrics."""
     from textaudit.data import load_dataset
     from textaudit.models import load_classifier
+    from textaudit.robustness.plots import plot_wordorder
     from textaudit.robustness.wordorder import evaluate_reordering, sweep
 
     ds = load_dataset(data, default_split="dev", limit=limit)
@@ -44,7 +45,7 @@ def wordorder(
         raise TextAuditError(f"--plot must be a directory, '{plot}' is a file")
     rows, corr = sweep(clf, ds["text"], ds["label"], seed=seed)
     if plot is not None:
-        _plot(rows, corr, plot, clf.name)
+        plot_wordorder(rows, corr, plot, clf.name)
         notice(f"plots written to {plot}")
     if json_out:
         emit_json({"model": clf.name, "data": data, "n": len(ds), "rows": [{k: v for k, v in r.items() if k != "example"}
@@ -56,28 +57,3 @@ def wordorder(
                  for r in rows])
     print_table("Spearman correlation of accuracy with each metric", ["metric", "ρ", "p"],
                 [[k.replace("accuracy_vs_", ""), v["rho"], f"{v['p']:.2g}"] for k, v in corr.items() if k != "clean_accuracy"])
-
-
-def _plot(rows, corr, out: Path, name: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    out.mkdir(parents=True, exist_ok=True)
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
-    markers = {"word": "o", "subword": "s", "char": "^"}
-    for ax, metric in zip(axes, ("dnd", "idc")):
-        for lv, mk in markers.items():
-            pts = [(r[metric], r["accuracy"]) for r in rows if r["level"] == lv]
-            ax.scatter([p[0] for p in pts], [p[1] for p in pts], marker=mk, label=lv)
-        c = corr[f"accuracy_vs_{metric}"]
-        ax.set_xlabel(metric.upper())
-        ax.set_title(f"Spearman ρ = {c['rho']:.2f}")
-        ax.axhline(corr["clean_accuracy"], color="grey", ls="--", lw=1)
-    axes[0].set_ylabel("accuracy")
-    axes[0].legend()
-    fig.suptitle(f"{name}: accuracy under reorderings")
-    fig.tight_layout()
-    fig.savefig(out / "accuracy_vs_dnd_idc.png", dpi=120)
-    plt.close(fig)

@@ -27,152 +27,23 @@ For a protected pair p = (p(1), p(2)) (he/she, actor/actress, …):
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Sequence
+import hashlib
+from typing import Iterable, Sequence
 
 import numpy as np
 
+from textaudit.data import load_dataset
 from textaudit.errors import TextAuditError
+from textaudit.fairness.estimates import BiasEstimate, ScoredUnit, aggregate, l1
+from textaudit.fairness.pairs import Source, find_sources, parse_pair
+from textaudit.models.batched import Classifier
 from textaudit.neighborhoods.builder import NeighborhoodBuilder
+from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
+from textaudit.perturbations.gender import gender_words
+from textaudit.runner import ResumableRun
 from textaudit.sentence import Sentence, restore_case
 
-__all__ = ["GENDER_PAIRS", "Source", "BiasEstimate", "CounterfactualBias", "find_sources", "clustered_mean",
-           "parse_pair", "load_pairs_file"]
-
-#: The gender pairs the Double Perturbation paper reports (§4.2, Fig. 5/Table 5).
-GENDER_PAIRS: list[tuple[str, str]] = [("he", "she"), ("his", "her"), ("him", "her"), ("men", "women"),
-                                        ("man", "woman"), ("actor", "actress")]
-GROUPS = {"gender": GENDER_PAIRS}
-
-
-def parse_pair(text: str) -> tuple[str, str]:
-    """Parse ``"he,she"`` (or ``he/she``, ``he she``) into a lowercased pair."""
-    parts = [p for p in text.replace("/", ",").replace(" ", ",").split(",") if p]
-    if len(parts) != 2 or not all(p.isalpha() for p in parts):
-        raise TextAuditError(f"'{text}' is not a word pair; write it as two alphabetic words, e.g. --pair he,she")
-    a, b = (p.lower() for p in parts)
-    if a == b:
-        raise TextAuditError(f"the pair '{text}' uses the same word twice; give two different words")
-    return a, b
-
-
-def load_pairs_file(path: str) -> list[tuple[str, str]]:
-    """Read pairs from a file: one pair per line (``w1,w2``, ``w1 w2`` or tab-separated), or a JSON
-    list of two-word lists; ``#`` starts a comment."""
-    import json
-    from pathlib import Path
-
-    p = Path(path)
-    if not p.is_file():
-        raise TextAuditError(f"pairs file {path} not found")
-    text = p.read_text(encoding="utf-8")
-    if text.lstrip().startswith("["):
-        try:
-            return [parse_pair(",".join(x)) for x in json.loads(text)]
-        except (json.JSONDecodeError, TypeError) as e:
-            raise TextAuditError(f"{path} is not a JSON list of word pairs ({e})") from None
-    pairs = [parse_pair(line.split("#")[0].replace("\t", ",").strip())
-             for line in text.splitlines() if line.split("#")[0].strip()]
-    if not pairs:
-        raise TextAuditError(f"{path} holds no word pairs; write one pair per line, e.g. 'he,she'")
-    return pairs
-
-
-@dataclass(frozen=True)
-class Source:
-    """A sentence of X_p: the pair's word sits at ``position``; ``reversed``: it holds p(2)."""
-
-    id: str
-    sentence: Sentence
-    position: int
-    reversed: bool
-
-    @property
-    def text(self) -> str:
-        return self.sentence.text()
-
-
-def find_sources(texts: Sequence[str], pair: tuple[str, str], ids: Sequence[str] | None = None) -> list[Source]:
-    """Return X_p: sentences with exactly one p(1) and no p(2), and (reversed) exactly one p(2) and no p(1)."""
-    w1, w2 = pair
-    ids = list(ids) if ids is not None else [str(i) for i in range(len(texts))]
-    out = []
-    for id_, t in zip(ids, texts):
-        s = Sentence.parse(t)
-        low = [w.lower() for w in s.tokens]
-        c1, c2 = low.count(w1), low.count(w2)
-        if c1 == 1 and c2 == 0:
-            out.append(Source(id_, s, low.index(w1), False))
-        elif c2 == 1 and c1 == 0:
-            out.append(Source(id_, s, low.index(w2), True))
-    return out
-
-
-def clustered_mean(sums: Sequence[np.ndarray], sizes: Sequence[float], values: Sequence[np.ndarray] = ()
-                   ) -> tuple[np.ndarray, np.ndarray, str]:
-    """Return ``(B, half_width_95, method)`` of the pooled mean Σ S_s / Σ n_s (see the module
-    docstring). ``values``: the single cluster's raw values, for the i.i.d. fallback when m = 1."""
-    S = np.asarray(sums, dtype=float)
-    n = np.asarray(sizes, dtype=float)
-    m = len(n)
-    total = n.sum()
-    B = S.sum(0) / total
-    if m >= 2:
-        resid = S - B[None] * n[:, None] if S.ndim == 2 else S - B * n
-        var = m / (m - 1) * (resid ** 2).sum(0) / total ** 2
-        return B, 1.96 * np.sqrt(var), "clustered CLT over source sentences"
-    v = np.asarray(values, dtype=float)
-    if len(v) >= 2:
-        return B, 1.96 * v.std(0, ddof=1) / math.sqrt(len(v)), "i.i.d. CLT (one source sentence)"
-    return B, np.full_like(np.atleast_1d(B), np.nan, dtype=float).reshape(np.shape(B)), "none (one sentence)"
-
-
-@dataclass
-class BiasEstimate:
-    """B_{p,k} with its 95% CI, the number of scored sentences ``n`` and of source sentences."""
-
-    pair: tuple[str, str]
-    k: int
-    B: float
-    ci95: tuple[float, float]
-    n: float
-    sources: int
-    ci_method: str
-    sampled: bool = False
-    per_class: list[float] | None = None  # C > 2: the per-class mean of F_soft (``B`` is its L1 norm)
-    size: float = 0.0  # |Neighbor_k(X_p)| as a multiset: exact when enumerated, estimated when sampled
-    values: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
-
-    def to_dict(self) -> dict:
-        d = {"B": _r(self.B), "ci95": [_r(self.ci95[0]), _r(self.ci95[1])], "n": int(round(self.n)),
-             "sources": self.sources, "ci_method": self.ci_method, "sampled": self.sampled,
-             "neighbourhood_size": int(round(self.size))}
-        if self.per_class is not None:
-            d["per_class"] = [_r(v) for v in self.per_class]
-        return d
-
-    @property
-    def significant(self) -> bool:
-        """True when the 95% CI excludes 0."""
-        lo, hi = self.ci95
-        return bool(lo > 0 or hi < 0)
-
-
-def _r(v: float) -> float | None:
-    return None if v is None or not math.isfinite(v) else round(float(v), 6)
-
-
-@dataclass
-class ScoredUnit:
-    """The scored sentences of one source at one neighbourhood level (or one sampled k)."""
-
-    source: Source
-    k: int | None  # None: the enumerated block (distances 0..enumerate_k); else the sampled k
-    texts: list[str]
-    distance: np.ndarray
-    F: np.ndarray  # (n,) for two classes, (n, C) otherwise
-    weight: float | None = None  # sampled: estimated |Neighbor_k(x)|
+__all__ = ["CounterfactualBias", "run_bias", "report"]
 
 
 class CounterfactualBias:
@@ -189,15 +60,13 @@ class CounterfactualBias:
     seed: seed of the sampler.
     """
 
-    def __init__(self, classifier, mlm=None, *, kappa: int = 20, delta: float = 3.0,
+    def __init__(self, classifier: Classifier, mlm: MaskedLM | None = None, *, kappa: int = 20, delta: float = 3.0,
                  blacklist: Iterable[str] | None = None, enumerate_k: int = 2, sample: int = 200, seed: int = 0):
         if enumerate_k < 0:
             raise TextAuditError(f"enumerate_k must be >= 0 (got {enumerate_k})")
         if sample < 2:
             raise TextAuditError(f"--sample must be at least 2 sentences per source (got {sample})")
         if blacklist is None:
-            from textaudit.perturbations.gender import gender_words
-
             blacklist = gender_words()
         self.classifier = classifier
         self._mlm = mlm
@@ -211,8 +80,6 @@ class CounterfactualBias:
     def mlm(self):
         """The masked LM, loaded on first use (k = 0 needs none)."""
         if self._mlm is None:
-            from textaudit.neighborhoods import load_mlm
-
             self._mlm = load_mlm()
         return self._mlm
 
@@ -230,12 +97,12 @@ class CounterfactualBias:
                 raise TextAuditError(f"'{w}' is not in the vocabulary of model '{getattr(self.classifier, 'name', '?')}'"
                                      "; choose a pair of words the model knows")
 
-    def f_soft(self, texts: Sequence[str]) -> np.ndarray:
-        """f_soft: P(class 1) for two classes, else the probability vector."""
+    def soft_output(self, texts: Sequence[str]) -> np.ndarray:
+        """f_soft(x): P(class 1) for two classes, else the probability vector."""
         probs = np.asarray(self.classifier.predict_proba(list(texts)), dtype=float)
         return probs[:, 1] if probs.shape[1] == 2 else probs
 
-    def F_soft(self, sentences: Sequence[Sentence], position: int | Sequence[int], pair: tuple[str, str]
+    def pair_shift(self, sentences: Sequence[Sentence], position: int | Sequence[int], pair: tuple[str, str]
                ) -> np.ndarray:
         """F_soft(y; p) = f_soft(y with p(2)) − f_soft(y with p(1)) at ``position`` (one per sentence,
         or one for all) for every y — one batched classifier call."""
@@ -246,10 +113,10 @@ class CounterfactualBias:
         pos = [position] * len(sentences) if isinstance(position, int) else list(position)
         t1 = [s.replace(i, restore_case(w1, s.tokens[i])).text() for s, i in zip(sentences, pos)]
         t2 = [s.replace(i, restore_case(w2, s.tokens[i])).text() for s, i in zip(sentences, pos)]
-        f = self.f_soft(t1 + t2)
+        f = self.soft_output(t1 + t2)
         return f[len(t1):] - f[: len(t1)]
 
-    def neighbourhood(self, src: Source, pair: tuple[str, str], k: int, sampled_k: int | None = None
+    def neighborhood(self, src: Source, pair: tuple[str, str], k: int, sampled_k: int | None = None
                       ) -> tuple[list[Sentence], np.ndarray, float | None]:
         """Return ``(sentences, distances, weight)``: with ``sampled_k`` None, {x} ∪ Neighbor_k(x)
         enumerated (weight None); else ``sample`` uniform draws from Neighbor_{sampled_k}(x) and the
@@ -259,8 +126,6 @@ class CounterfactualBias:
             nbrs = list(b.iter_neighbors(src.sentence, k, protected=[src.position])) if k > 0 else []
             return ([src.sentence] + [nb.sentence for nb in nbrs],
                     np.array([0] + [nb.distance for nb in nbrs]), None)
-        import hashlib
-
         seed = int(hashlib.md5(f"{self.seed}|{src.text}|{sampled_k}".encode()).hexdigest()[:8], 16)
         draws = b.sample(src.sentence, sampled_k, self.sample_n, protected=[src.position], seed=seed)
         return ([d.sentence for d in draws], np.array([d.distance for d in draws]),
@@ -274,9 +139,9 @@ class CounterfactualBias:
     def score_unit(self, src: Source, pair: tuple[str, str], k: int, sampled_k: int | None,
                    scorers: Sequence["CounterfactualBias"] = ()) -> list[ScoredUnit]:
         """Build one unit's sentences once and score them with ``self`` and every extra scorer."""
-        sents, dist, weight = self.neighbourhood(src, pair, min(k, self.enumerate_k), sampled_k)
+        sents, dist, weight = self.neighborhood(src, pair, min(k, self.enumerate_k), sampled_k)
         texts = [s.text() for s in sents]
-        return [ScoredUnit(src, sampled_k, texts, dist, sc.F_soft(sents, src.position, pair), weight)
+        return [ScoredUnit(src, sampled_k, texts, dist, sc.pair_shift(sents, src.position, pair), weight)
                 for sc in [self, *scorers]]
 
     # -- estimates -------------------------------------------------------------------------------
@@ -288,15 +153,17 @@ class CounterfactualBias:
     def estimate_all(self, pair: tuple[str, str] | str, k: int, texts: Sequence[str] | None = None, *,
                      filtered: bool = False, epsilon: float = 0.005, ids: Sequence[str] | None = None
                      ) -> dict[int, BiasEstimate]:
-        """Return {k′: B_{p,k′}} for k′ = 0..k (one neighbourhood computation for all of them)."""
+        """Return {k′: B_{p,k′}} for k′ = 0..k (one neighbourhood computation for all of them;
+        :func:`run_bias` for one pair, nothing written)."""
         pair = parse_pair(pair) if isinstance(pair, str) else tuple(pair)
         if texts is None:
-            from textaudit.data import load_dataset
-
             texts = list(load_dataset("sst2", default_split="dev")["text"])
-        sources = self.sources(texts, pair, ids=ids, filtered=filtered, epsilon=epsilon)
-        units = [self.score_unit(src, pair, k, kk)[0] for src, kk in self.plan(sources, k)]
-        return aggregate(units, pair, k, self.enumerate_k)
+        results = run_bias(self, [pair], k, texts, ids=ids, filtered=filtered, epsilon=epsilon, progress=False)
+        by_k = next(iter(results.values()))[pair]
+        if filtered and not by_k:
+            raise TextAuditError(f"no sentence of X_p has |F_soft| < ε = {epsilon}: the filtered set is empty "
+                                 "(raise --epsilon)")
+        return by_k
 
     def sources(self, texts: Sequence[str], pair: tuple[str, str], *, ids: Sequence[str] | None = None,
                 filtered: bool = False, epsilon: float = 0.005) -> list[Source]:
@@ -317,12 +184,9 @@ class CounterfactualBias:
         """X_filter: the sources with |F_soft(x; p)| < ε (L1 norm for C > 2)."""
         if not sources:
             return []
-        F0 = _l1(self.F_soft([s.sentence for s in sources], [s.position for s in sources], pair))
+        F0 = l1(self.pair_shift([s.sentence for s in sources], [s.position for s in sources], pair))
         return [s for s, f in zip(sources, F0) if abs(f) < epsilon]
 
-
-def _l1(F: np.ndarray) -> np.ndarray:
-    return F if F.ndim == 1 else np.abs(F).sum(1)
 
 
 def _word_vocabulary(classifier) -> set[str] | None:
@@ -333,42 +197,116 @@ def _word_vocabulary(classifier) -> set[str] | None:
     return set(stoi) if isinstance(stoi, dict) else None
 
 
-def aggregate(units: Sequence[ScoredUnit], pair: tuple[str, str], k: int, enumerate_k: int) -> dict[int, BiasEstimate]:
-    """Pool scored units into {k′: BiasEstimate} for k′ = 0..k (see the module docstring)."""
-    out: dict[int, BiasEstimate] = {}
-    for kk in range(k + 1):
-        sums, sizes, vals = [], [], []
-        sampled = kk > enumerate_k
-        for u in units:
-            if sampled:
-                if u.k != kk or not len(u.F):
-                    continue
-                w = u.weight if u.weight is not None and math.isfinite(u.weight) else len(u.F)
-                sums.append(u.F.mean(0) * w)
-                sizes.append(w)
-                vals.append(u.F)
-            else:
-                if u.k is not None:
-                    continue
-                sel = u.F[u.distance <= kk]
-                if not len(sel):
-                    continue
-                sums.append(sel.sum(0))
-                sizes.append(len(sel))
-                vals.append(sel)
-        if not sizes:
-            continue
-        B, half, method = clustered_mean(sums, sizes, vals[0] if len(vals) == 1 else ())
-        n = float(sum(len(v) for v in vals))
-        if np.ndim(B) == 0:
-            est = BiasEstimate(pair, kk, float(B), (float(B - half), float(B + half)), n, len(sizes), method, sampled)
+# -- the one orchestration: plans, resumable units, estimates ------------------------------------------
+# Run B_{p,k} for several pairs (and optionally a second model on the same neighbourhoods):
+# progress, every scored sentence pair appended to a JSONL file as each unit finishes, resume.
+#
+# Output lines (``--output``):
+#
+# * one per scored sentence pair: ``{"unit", "model", "i", "source", "pair", "reversed", "distance",
+#   "text", "F"}`` — ``text`` is the neighbourhood sentence as it stands (holding the source's pair
+#   word), ``F`` = F_soft = f_soft(with p(2)) − f_soft(with p(1));
+# * one marker per finished unit and model: ``{"unit_done", "model", "n", "weight", "sampled_k"}``.
+#
+# A unit is one source sentence's enumerated block or one sampled level. On ``--resume`` units with
+# a marker are read back instead of recomputed; lines of a unit cut off by a kill are ignored and
+# the unit is redone.
+
+
+def _unit_id(pair: tuple[str, str], src: Source, sampled_k: int | None) -> str:
+    """A unit's sentences do not depend on filtering, so a ``--filtered`` run reuses a full run's units."""
+    return f"{pair[0]},{pair[1]}|{src.id}|{'enum' if sampled_k is None else f'k={sampled_k}'}"
+
+
+def _finished_units(records: list[dict]) -> dict[tuple[str, str], tuple[dict, list[dict]]]:
+    """Return {(unit, model): (marker, lines)} for the finished units among an output's records."""
+    lines: dict[tuple[str, str], dict[int, dict]] = {}
+    markers: dict[tuple[str, str], dict] = {}
+    for r in records:
+        if "unit_done" in r:
+            markers[(r["unit_done"], r["model"])] = r
+        elif "unit" in r:
+            lines.setdefault((r["unit"], r["model"]), {})[r["i"]] = r
+    return {key: (m, [lines.get(key, {})[i] for i in sorted(lines.get(key, {}))]) for key, m in markers.items()
+            if len(lines.get(key, {})) == m["n"]}
+
+
+def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k: int, texts: Sequence[str], *,
+             ids: Sequence[str] | None = None, compare: CounterfactualBias | None = None, output=None,
+             resume: bool = False, filtered: bool = False, epsilon: float = 0.005, max_sources: int | None = None,
+             progress: bool = True) -> dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]]:
+    """Return {model name: {pair: {k′: BiasEstimate}}} for k′ = 0..k over ``texts``.
+
+    ``compare``: a second estimator (another classifier) scored on the *same* sentences.
+    ``filtered``: each model's B is taken over its own X_filter (|F_soft| < ε under that model); a
+    pair whose X_filter is empty for a model gets no estimates (``by_k`` empty).
+    ``max_sources``: use only the first N sentences of X_p per pair (X_filter is taken among them,
+    so a ``--filtered`` run reuses the units of a full run with the same cap).
+    """
+    if len(texts) == 0:
+        raise TextAuditError("no sentences to measure bias on (empty dataset)")
+    if k < 0:
+        raise TextAuditError(f"--k must be >= 0 (got {k})")
+    ids = list(ids) if ids is not None else [str(i) for i in range(len(texts))]
+    scorers = [estimator] + ([compare] if compare is not None else [])
+    names = [getattr(s.classifier, "name", f"model{i}") for i, s in enumerate(scorers)]
+    if len(set(names)) < len(names):
+        names = [f"{n}#{i}" for i, n in enumerate(names)]
+    plans = []
+    for pair in pairs:
+        for sc in scorers:
+            sc.check_pair(pair)
+        sources = estimator.sources(texts, pair, ids=ids)
+        sources = sources[:max_sources] if max_sources is not None else sources
+        if filtered:
+            # X_filter is each model's own: the sentences where *its* naive k = 0 test shows no bias
+            keep = {n: sc.filter_sources(sources, pair, epsilon) for n, sc in zip(names, scorers)}
+            used = {s.id for ks in keep.values() for s in ks}
+            sources = [s for s in sources if s.id in used]
         else:
-            # C > 2: B is the L1 norm of the per-class mean; its CI from the per-class half-widths
-            l1 = float(np.abs(B).sum())
-            lo = float(np.clip(np.abs(B) - half, 0, None).sum())
-            est = BiasEstimate(pair, kk, l1, (lo, float((np.abs(B) + half).sum())), n, len(sizes),
-                               method + "; L1 bounds from per-class intervals", sampled, per_class=B.tolist())
-        est.values = np.concatenate([_l1(v) if v.ndim > 1 else v for v in vals])
-        est.size = float(sum(sizes))
-        out[kk] = est
+            keep = {n: sources for n in names}
+        plans.append((pair, estimator.plan(sources, k), {n: {s.id for s in ks} for n, ks in keep.items()}))
+    if filtered and not any(ids_ for *_, kp in plans for ids_ in kp.values()):
+        raise TextAuditError(f"no sentence has |F_soft| < ε = {epsilon} for any pair and model (raise --epsilon)")
+    units: dict[tuple[tuple[str, str], str], list[ScoredUnit]] = {(pair, n): [] for pair, *_ in plans for n in names}
+    jobs = [(_unit_id(pair, src, sampled_k), (pair, src, sampled_k)) for pair, plan, _ in plans
+            for src, sampled_k in plan]
+    # the scored sentences are not kept in memory (B_{p,3} reaches millions); finished units are read back once
+    with ResumableRun(output, resume=resume, id_key="unit_done", keep=False, progress=progress) as run:
+        previous = _finished_units(run.previous)
+        run.previous = []
+        for uid, (pair, src, sampled_k) in run.track(jobs, desc=f"bias k<={k}", unit="unit", skip=lambda _: False):
+            if all((uid, n) in previous for n in names):
+                for n in names:
+                    m, rows = previous[(uid, n)]
+                    units[(pair, n)].append(ScoredUnit(src, sampled_k, [r["text"] for r in rows],
+                                                       np.array([r["distance"] for r in rows]),
+                                                       np.array([r["F"] for r in rows], dtype=float), m.get("weight")))
+                continue
+            for n, u in zip(names, estimator.score_unit(src, pair, k, sampled_k, scorers[1:])):
+                units[(pair, n)].append(u)
+                rows = [{"unit": uid, "model": n, "i": i, "source": src.id, "pair": list(pair),
+                         "reversed": src.reversed, "distance": int(d), "text": t,
+                         "F": np.round(f, 6).tolist() if np.ndim(f) else round(float(f), 6)}
+                        for i, (t, d, f) in enumerate(zip(u.texts, u.distance, u.F))]
+                run.write(*rows, {"unit_done": uid, "model": n, "n": len(u.texts), "weight": u.weight,
+                                  "sampled_k": sampled_k})
+            run.show(pair="/".join(pair))
+    return {n: {pair: aggregate([u for u in units[(pair, n)] if u.source.id in keep_ids[n]], pair, k,
+                                estimator.enumerate_k)
+                for pair, _, keep_ids in plans}
+            for n in names}
+
+
+def report(results: dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]]) -> dict:
+    """The ``--json`` object: ``{"model", "pairs": [{"pair", "by_k": {"0": {...}}}], "compare"?}``."""
+    names = list(results)
+
+    def one(name: str) -> dict:
+        return {"model": name, "pairs": [{"pair": list(p), "by_k": {str(kk): e.to_dict() for kk, e in by_k.items()}}
+                                         for p, by_k in results[name].items()]}
+
+    out = one(names[0])
+    if len(names) > 1:
+        out["compare"] = one(names[1])
     return out

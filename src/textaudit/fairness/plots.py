@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textaudit.fairness.bias import BiasEstimate
+from textaudit.fairness.estimates import BiasEstimate
+from textaudit.plotting import pyplot
 
 __all__ = ["plot_bias"]
 
@@ -16,12 +17,9 @@ Results = dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]]
 
 
 def plot_bias(results: Results, out_dir: str | Path) -> list[Path]:
-    """Write the bias plots for ``results`` (see :func:`textaudit.fairness.run.run_bias`) into
+    """Write the bias plots for ``results`` (see :func:`textaudit.fairness.bias.run_bias`) into
     ``out_dir`` and return their paths."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -20,10 +20,15 @@ from typing import Callable
 
 from textaudit.errors import TextAuditError
 from textaudit.models.batched import BatchedClassifier, as_classifier
+from textaudit.models.hf import load_hf_classifier
+from textaudit.models.zoo.build import load_zoo_model
+from textaudit.models.zoo.checkpoint import load_checkpoint
+from textaudit.models.zoo.names import ZOO_MODELS
 
 __all__ = ["load_classifier", "load_plugin", "MODEL_FACTORIES", "register_model", "known_models"]
 
-#: name -> factory(**options) returning a BatchedClassifier; the model zoo registers its names here.
+#: name -> factory(**options) returning a BatchedClassifier: models a user registers. The zoo's names
+#: are a static table (:data:`~textaudit.models.zoo.names.ZOO_MODELS`) resolved without registration.
 MODEL_FACTORIES: dict[str, Callable[..., BatchedClassifier]] = {}
 
 
@@ -32,17 +37,9 @@ def register_model(name: str, factory: Callable[..., BatchedClassifier]) -> None
     MODEL_FACTORIES[name] = factory
 
 
-def _ensure_zoo() -> None:
-    try:
-        import textaudit.models.zoo  # noqa: F401  (registers bow, cnn, lstm, transformer, minilm)
-    except ImportError:
-        pass
-
-
 def known_models() -> list[str]:
-    """Return the registered model names."""
-    _ensure_zoo()
-    return sorted(MODEL_FACTORIES)
+    """Return the model names ``--model`` accepts (the zoo's and any registered)."""
+    return sorted(set(ZOO_MODELS) | set(MODEL_FACTORIES))
 
 
 def load_plugin(spec: str, **options) -> BatchedClassifier:
@@ -89,24 +86,19 @@ def load_classifier(spec: str, **options) -> BatchedClassifier:
         raise TextAuditError("empty model name; use one of " + ", ".join(known_models() + ["hf:<dir-or-id>", "file.py:obj"]))
     spec = str(spec).strip()
     if spec.startswith("hf:"):
-        from textaudit.models.hf import load_hf_classifier
-
         return load_hf_classifier(spec[3:], **options)
     if ".py:" in spec:
         opts = {k: v for k, v in options.items() if k in ("batch_size", "cache_size")}
         return load_plugin(spec, **opts)
-    _ensure_zoo()
     if spec in MODEL_FACTORIES:
         return MODEL_FACTORIES[spec](**options)
+    if spec in ZOO_MODELS:
+        return load_zoo_model(spec, **options)
     path = Path(spec).expanduser()
     if path.is_dir():
         if (path / "textaudit.json").is_file():
-            from textaudit.models.zoo import load_checkpoint
-
             return load_checkpoint(path, **options)
         if (path / "config.json").is_file():
-            from textaudit.models.hf import load_hf_classifier
-
             return load_hf_classifier(str(path), **options)
     raise TextAuditError(
         f"unknown model '{spec}'; use one of {', '.join(known_models()) or '(none registered)'}, "

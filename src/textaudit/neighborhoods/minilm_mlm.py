@@ -72,8 +72,7 @@ def load_minilm_mlm(path=None, *, device: str | None = None, batch_size: int = 1
     from textaudit.resources import resolve
 
     art = resolve("minilm-mlm", path)
-    tensors, meta = read_artifact(art, fix="reinstall textaudit or retrain with python -m "
-                                           "textaudit.neighborhoods.train_mlm")
+    tensors, meta = read_artifact(art, fix="reinstall textaudit or retrain with audit train-mlm")
     model, tok = build_base()
     try:
         merge_into(model, {k[5:]: v for k, v in tensors.items() if k.startswith("lora.")}, float(meta["scale"]))

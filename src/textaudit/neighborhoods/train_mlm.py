@@ -1,7 +1,7 @@
 """Train ``minilm-mlm``, textaudit's offline masked LM (reproducible, fixed seed).
 
     apt-get install wordnet-base          # WordNet 3.0 (Princeton licence: free use with notice)
-    TEXTAUDIT_DATA=../shared/data python -m textaudit.neighborhoods.train_mlm
+    TEXTAUDIT_DATA=../shared/data audit train-mlm
 
 The defaults are the recipe of the shipped artifact (batch 256, lr 1e-3, 60% SST-2 train per
 batch, 4,000 steps, seed 0): ≈ 7 min on one H100 (bf16 autocast, two runs sharing the GPU),
@@ -34,15 +34,26 @@ What it does:
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import re
 import sys
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
+from tqdm.auto import tqdm
+
+from textaudit.data import read_table
+from textaudit.device import pick_device
+from textaudit.errors import TextAuditError
+from textaudit.neighborhoods.minilm_mlm import build_base, read_artifact
+from textaudit.neighborhoods.mlm import HFMaskedLM
+from textaudit.neighborhoods.mlm_eval import fill_mask_accuracy, mask_queries
+from textaudit.resources import resolve
+from textaudit.text import word_tokenize
+from textaudit.train_state import load_train_state, save_train_state
 
 __all__ = ["wordnet_corpus", "sst_corpus", "load_into_lora_model", "save_artifact", "main", "cli"]
 
@@ -51,7 +62,6 @@ TARGETS = ("query", "key", "value", "output.dense", "intermediate.dense")
 
 
 def _norm(text: str) -> str:
-    from textaudit.text import word_tokenize
 
     return " ".join(word_tokenize(text))
 
@@ -66,7 +76,6 @@ def wordnet_corpus(wordnet_dir: str | Path) -> dict[str, list[str]]:
     files = [root / f"data.{pos}" for pos in ("noun", "verb", "adj", "adv")]
     missing = [str(f) for f in files if not f.is_file()]
     if missing:
-        from textaudit.errors import TextAuditError
 
         raise TextAuditError(f"WordNet data files not found ({missing[0]}); apt-get install wordnet-base "
                              "or pass --wordnet-dir")
@@ -94,8 +103,6 @@ def sst_corpus(train_file: str | Path | None = None) -> dict[str, list[str]]:
 
     ``train_file``: the GLUE ``train.tsv`` (default: the ``sst2`` resource's).
     """
-    from textaudit.data import read_table
-    from textaudit.resources import resolve
 
     train, _ = read_table(train_file or resolve("sst2") / "train.tsv")
     texts = dict.fromkeys(" ".join(t.split()) for t in train if len(t.split()) >= 4)
@@ -187,8 +194,6 @@ def load_into_lora_model(model, path: Path) -> int:
     """
     import torch
 
-    from textaudit.errors import TextAuditError
-    from textaudit.neighborhoods.minilm_mlm import read_artifact
 
     tensors, _ = read_artifact(path, fix="pass --init a minilm-mlm artifact written by this script")
     # artifact names: "lora.<layer>.A|B", "head.<param>", "norm.<param>" (".base." of a wrapped layer dropped)
@@ -238,52 +243,47 @@ def save_artifact(model, path: Path, scale: float, info: dict) -> Path:
     return path
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m textaudit.neighborhoods.train_mlm", description=__doc__.splitlines()[0])
-    ap.add_argument("--wordnet-dir", default="/usr/share/wordnet")
-    ap.add_argument("--sst-train", type=Path, default=None,
-                    help="SST-2 train.tsv (default: the sst2 resource; dev/test are never read)")
-    ap.add_argument("--steps", type=int, default=4000)
-    ap.add_argument("--batch-size", type=int, default=256)
-    ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--rank", type=int, default=64)
-    ap.add_argument("--alpha", type=float, default=128.0)
-    ap.add_argument("--eval-every", type=int, default=1000)
-    ap.add_argument("--eval-words", type=int, default=4000, help="masked words per dev set at each evaluation")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
-    ap.add_argument("--sst-share", type=float, default=0.6,
-                    help="share of every batch drawn from SST-2 train (the rest is WordNet); 0 < share < 1")
-    ap.add_argument("--init", type=Path, default=None,
-                    help="warm start: a minilm-mlm artifact whose adapters, head and norms training starts from")
-    ap.add_argument("--device", default=None, help="cpu, cuda, cuda:1 … (default: CUDA when present)")
-    ap.add_argument("--max-minutes", type=float, default=None,
-                    help="stop after this many minutes (evaluates, keeps the best checkpoint; rerun to resume)")
-    ap.add_argument("--save-minutes", type=float, default=2.0,
-                    help="write the resumable training state at least this often (and at every evaluation)")
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    args = ap.parse_args(argv)
-    for flag, value, least in (("--steps", args.steps, 1), ("--batch-size", args.batch_size, 2),
-                               ("--eval-every", args.eval_every, 1), ("--rank", args.rank, 1)):
-        if value < least:
-            ap.error(f"{flag} must be at least {least} (got {value})")
-    if not 0 < args.sst_share < 1:
-        ap.error(f"--sst-share must lie strictly between 0 and 1 (got {args.sst_share})")
-    if args.init is not None and not args.init.is_file():
-        from textaudit.errors import TextAuditError
+@dataclass
+class TrainMLMConfig:
+    """The options of ``audit train-mlm`` (the defaults are the shipped artifact's recipe)."""
 
-        raise TextAuditError(f"--init {args.init} does not exist; pass a minilm-mlm .safetensors file")
+    wordnet_dir: str = "/usr/share/wordnet"
+    sst_train: Path | None = None  # SST-2 train.tsv (default: the sst2 resource; dev/test are never read)
+    steps: int = 4000
+    batch_size: int = 256
+    lr: float = 1e-3
+    rank: int = 64
+    alpha: float = 128.0
+    eval_every: int = 1000
+    eval_words: int = 4000  # masked words per dev set at each evaluation
+    seed: int = 0
+    threads: int = 0  # torch threads (0 = torch's default)
+    sst_share: float = 0.6  # share of every batch drawn from SST-2 train (the rest is WordNet)
+    init: Path | None = None  # warm start from a minilm-mlm artifact
+    device: str | None = None
+    max_minutes: float | None = None
+    save_minutes: float = 2.0
+    out: Path = DEFAULT_OUT
 
+    def check(self) -> None:
+        """One-line errors for values training cannot use (before any corpus or model loads)."""
+        for flag, value, least in (("--steps", self.steps, 1), ("--batch-size", self.batch_size, 2),
+                                   ("--eval-every", self.eval_every, 1), ("--rank", self.rank, 1)):
+            if value < least:
+                raise TextAuditError(f"{flag} must be at least {least} (got {value})")
+        if not 0 < self.sst_share < 1:
+            raise TextAuditError(f"--sst-share must lie strictly between 0 and 1 (got {self.sst_share})")
+        if self.init is not None and not Path(self.init).is_file():
+            raise TextAuditError(f"--init {self.init} does not exist; pass a minilm-mlm .safetensors file")
+
+
+def train(args: TrainMLMConfig, command: str = "audit train-mlm") -> dict:
+    """Train minilm-mlm as ``args`` says, resumably (see the module docstring); write the best
+    artifact to ``args.out`` and return the summary (also printed as the last stdout line)."""
+    args.check()
     import torch
-    from tqdm.auto import tqdm
 
-    from textaudit.neighborhoods.lora import add_lora
-    from textaudit.neighborhoods.minilm_mlm import build_base
-    from textaudit.neighborhoods.mlm import HFMaskedLM
-    from textaudit.neighborhoods.mlm_eval import fill_mask_accuracy, mask_queries
-
-    from textaudit.device import pick_device
-    from textaudit.train_state import load_train_state, save_train_state
+    from textaudit.neighborhoods.lora import add_lora  # torch at import
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -400,8 +400,8 @@ def main(argv: list[str] | None = None) -> None:
             print(json.dumps(rec), file=sys.stderr)
             if score > best:
                 best = score
-                info = {"command": "python -m textaudit.neighborhoods.train_mlm " + " ".join(argv or sys.argv[1:]),
-                        "args": {k: str(v) for k, v in vars(args).items()}, "best_step": step, "history": history,
+                info = {"command": command,
+                        "args": {k: str(v) for k, v in asdict(args).items()}, "best_step": step, "history": history,
                         "corpus": {"wordnet_train": len(wn["train"]), "sst2_train": len(sst["train"])},
                         "sources": ["WordNet 3.0 glosses+examples (Debian wordnet-base; WordNet 3.0 licence, "
                                     "Princeton University)", "SST-2 train (GLUE; research use)"],
@@ -418,26 +418,7 @@ def main(argv: list[str] | None = None) -> None:
             break
     if step >= args.steps:
         state_path.unlink(missing_ok=True)  # finished: nothing left to resume
-    print(json.dumps({"best_mean_top10": best, "out": str(args.out), "steps": step,
-                      "steps_per_s": round(step / t_loop, 2) if t_loop else None,
-                      "wall_seconds": round(elapsed(), 1)}))
-
-
-def cli(argv: list[str] | None = None) -> int:
-    """``main`` with a one-line error (exit 2) for bad input and a note on what an interrupt keeps."""
-    from textaudit.errors import TextAuditError
-
-    try:
-        main(argv)
-    except TextAuditError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted: the best checkpoint so far is kept at --out; run the same command again to resume",
-              file=sys.stderr)
-        return 130
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(cli())
+    summary = {"best_mean_top10": best, "out": str(args.out), "steps": step,
+               "steps_per_s": round(step / t_loop, 2) if t_loop else None, "wall_seconds": round(elapsed(), 1)}
+    print(json.dumps(summary))
+    return summary

@@ -17,7 +17,7 @@ from typing import Callable
 
 from textaudit.errors import TextAuditError
 
-__all__ = ["PERTURBATIONS", "register_perturbation", "get_perturbation", "Perturbation"] + [
+__all__ = ["NOISE_PERTURBATIONS", "register_perturbation", "get_perturbation", "Perturbation"] + [
     "whitespace_perturbation", "shuffle_word", "duplicate_punctuations", "butter_fingers_perturbation",
     "random_upper_transformation", "insert_abbreviation", "visual_attack_letters", "leet_letters"]
 
@@ -119,7 +119,7 @@ def leet_letters(text: str, rng: random.Random, prob: float = 0.5) -> str:
     return "".join(_LEET[c.lower()] if c.lower() in _LEET and rng.random() < prob else c for c in text)
 
 
-PERTURBATIONS: dict[str, Perturbation] = {
+NOISE_PERTURBATIONS: dict[str, Perturbation] = {
     "whitespace_perturbation": whitespace_perturbation,
     "shuffle_word": shuffle_word,
     "duplicate_punctuations": duplicate_punctuations,
@@ -135,12 +135,12 @@ def register_perturbation(name: str, fn: Perturbation) -> None:
     """Make ``fn(text, rng) -> text`` available by ``name`` (e.g. to ``audit learnability``)."""
     if not callable(fn):
         raise TextAuditError(f"perturbation '{name}' must be callable as fn(text, rng) -> text")
-    PERTURBATIONS[name] = fn
+    NOISE_PERTURBATIONS[name] = fn
 
 
 def get_perturbation(name: str, **params) -> Perturbation:
     """Return the perturbation registered as ``name`` (with keyword parameters bound)."""
-    if name not in PERTURBATIONS:
-        raise TextAuditError(f"unknown perturbation '{name}'; use one of {', '.join(PERTURBATIONS)} or 'all'")
-    fn = PERTURBATIONS[name]
+    if name not in NOISE_PERTURBATIONS:
+        raise TextAuditError(f"unknown perturbation '{name}'; use one of {', '.join(NOISE_PERTURBATIONS)} or 'all'")
+    fn = NOISE_PERTURBATIONS[name]
     return partial(fn, **params) if params else fn

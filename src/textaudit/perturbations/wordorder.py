@@ -31,7 +31,7 @@ from typing import Callable, Sequence
 
 from textaudit.errors import TextAuditError
 
-__all__ = ["idc", "dnd", "char_permutation", "units", "reorder", "PERTURBATIONS", "LEVELS", "perturb"]
+__all__ = ["idc", "dnd", "char_permutation", "units", "reorder", "REORDERINGS", "LEVELS", "perturb"]
 
 LEVELS = ("word", "subword", "char")
 
@@ -163,7 +163,7 @@ def _neighbor_flip(m: int, rng: random.Random, rho: float) -> list[int]:
     return order
 
 
-PERTURBATIONS: dict[str, Callable[[int, random.Random, float], list[int]]] = {
+REORDERINGS: dict[str, Callable[[int, random.Random, float], list[int]]] = {
     "full_shuffle": _full_shuffle,
     "phrase_shuffle": _phrase_shuffle,
     "neighbor_flip": _neighbor_flip,
@@ -172,10 +172,10 @@ PERTURBATIONS: dict[str, Callable[[int, random.Random, float], list[int]]] = {
 
 def perturb(text: str, perturbation: str, level: str, rng: random.Random, rho: float = 0.5) -> tuple[str, list[int]]:
     """Return ``(perturbed text, P)`` for one reordering at one granularity (seeded by ``rng``)."""
-    if perturbation not in PERTURBATIONS:
-        raise TextAuditError(f"unknown reordering '{perturbation}'; use one of {', '.join(PERTURBATIONS)}")
+    if perturbation not in REORDERINGS:
+        raise TextAuditError(f"unknown reordering '{perturbation}'; use one of {', '.join(REORDERINGS)}")
     if not 0.0 <= rho <= 1.0:
         raise TextAuditError(f"rho must be between 0 and 1 (got {rho})")
     spans = units(text, level)
-    order = PERTURBATIONS[perturbation](len(spans), rng, rho)
+    order = REORDERINGS[perturbation](len(spans), rng, rho)
     return reorder(text, spans, order)

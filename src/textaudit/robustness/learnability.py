@@ -24,7 +24,12 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from textaudit.data import load_dataset
 from textaudit.errors import TextAuditError
+from textaudit.models.zoo.names import ARCHS
+from textaudit.models.zoo.train import DEFAULTS, TrainConfig, fit_classifier
+from textaudit.perturbations.noise import get_perturbation
+from textaudit.runner import ResumableRun
 
 __all__ = ["DEFAULT_PROBABILITIES", "average_learnability", "learnability_at", "robustness_and_augmentation",
            "zoo_fitter"]
@@ -52,7 +57,6 @@ def average_learnability(probabilities: Sequence[float], values: Sequence[float]
 
 def zoo_fitter(arch: str, seed: int = 0) -> Fit:
     """Return ``fit(texts, labels) -> Classifier`` that trains a fresh zoo model ``arch`` (quietly)."""
-    from textaudit.models.zoo.train import DEFAULTS, TrainConfig, fit_classifier
 
     def fit(texts, labels):
         cfg = TrainConfig(arch=arch, seed=seed, **DEFAULTS[arch])
@@ -126,17 +130,10 @@ def run_study(models: Sequence[str], perturbations: Sequence[str], *, train_size
     dev split (true labels only for robustness; learnability uses pseudo-labels).
     """
     from scipy.stats import spearmanr
-    from tqdm.auto import tqdm
-
-    from textaudit.data import load_dataset
-    from textaudit.perturbations.noise import get_perturbation
-    from textaudit.results import JsonlWriter
 
     if seeds < 1:
         raise TextAuditError(f"--seeds must be at least 1 (got {seeds})")
     perts = {name: get_perturbation(name) for name in perturbations}
-    from textaudit.models.zoo.train import ARCHS
-
     for m in models:
         if m not in ARCHS:
             raise TextAuditError(f"learnability trains fresh zoo models; unknown model '{m}' (use {', '.join(ARCHS)})")
@@ -145,26 +142,22 @@ def run_study(models: Sequence[str], perturbations: Sequence[str], *, train_size
     idx = np.random.default_rng(0).permutation(len(train))[: train_size or len(train)]
     tr_x, tr_y = [train["text"][i] for i in idx], [train["label"][i] for i in idx]
     te_x, te_y = list(test["text"]), list(test["label"])
-    writer = JsonlWriter(output, resume=resume)
-    done = writer.done
-    jobs = [(m, g, s, p) for m in models for g in perts for s in range(seeds) for p in [*probabilities, "robustness"]]
-    bar = tqdm(jobs, desc="learnability", unit="run", disable=None if progress else True)
+    jobs = [(f"{m}|{g}|{p}|{s}", (m, g, s, p)) for m in models for g in perts for s in range(seeds)
+            for p in [*probabilities, "robustness"]]
     clean_models: dict[tuple, object] = {}
-    for m, g, s, p in bar:
-        rid = f"{m}|{g}|{p}|{s}"
-        if rid in done:
-            continue
-        bar.set_postfix(model=m, perturbation=g, p=p)
-        fit = zoo_fitter(m, seed=s)
-        if p == "robustness":
-            if (m, s) not in clean_models:
-                clean_models[(m, s)] = fit(tr_x, tr_y)
-            rec = robustness_and_augmentation(fit, tr_x, tr_y, te_x, te_y, perts[g], seed=s, clean_model=clean_models[(m, s)])
-        else:
-            rec = learnability_at(fit, tr_x, te_x, perts[g], float(p), seed=s)
-        writer.append({"id": rid, "model": m, "perturbation": g, "p": p, "seed": s, **rec})
-    bar.close()
-    return aggregate(writer.records, models, list(perts), probabilities)
+    with ResumableRun(output, resume=resume, progress=progress) as run:
+        for rid, (m, g, s, p) in run.track(jobs, desc="learnability", unit="run"):
+            run.show(model=m, perturbation=g, p=p)
+            fit = zoo_fitter(m, seed=s)
+            if p == "robustness":
+                if (m, s) not in clean_models:
+                    clean_models[(m, s)] = fit(tr_x, tr_y)
+                rec = robustness_and_augmentation(fit, tr_x, tr_y, te_x, te_y, perts[g], seed=s,
+                                                  clean_model=clean_models[(m, s)])
+            else:
+                rec = learnability_at(fit, tr_x, te_x, perts[g], float(p), seed=s)
+            run.write({"id": rid, "model": m, "perturbation": g, "p": p, "seed": s, **rec})
+        return aggregate(run.records, models, list(perts), probabilities)
 
 
 def aggregate(records: Sequence[dict], models: Sequence[str], perturbations: Sequence[str],
@@ -198,49 +191,3 @@ def aggregate(records: Sequence[dict], models: Sequence[str], perturbations: Seq
             spear[key] = {"rho": None if math.isnan(res.statistic) else round(float(res.statistic), 4),
                           "p": None if math.isnan(res.pvalue) else float(res.pvalue)}
     return {"results": results, "spearman": spear}
-
-
-def plot_study(study: dict, out_dir) -> list:
-    """Write learnability curves (paper Fig. 3) and scatter + regression plots (Fig. 4); return the paths."""
-    from pathlib import Path
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    res = study["results"]
-    models = sorted({r["model"] for r in res})
-    fig, axes = plt.subplots(1, len(models), figsize=(6 * len(models), 4), squeeze=False)
-    for ax, m in zip(axes[0], models):
-        for r in (r for r in res if r["model"] == m):
-            ps = sorted(r["learnability_at"], key=float)
-            ax.plot([float(p) for p in ps], [r["learnability_at"][p] for p in ps], marker="o", label=r["perturbation"])
-        ax.set_xscale("log")
-        ax.set_xlabel("injection probability p")
-        ax.set_ylabel("learnability")
-        ax.set_title(m)
-    axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    curves = out / "learnability_curves.png"
-    fig.savefig(curves, dpi=120)
-    plt.close(fig)
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    x = np.array([r["avg_learnability"] for r in res])
-    for ax, key, title in ((axes[0], "robustness", "robustness"), (axes[1], "post_aug_delta", "post-augmentation Δ")):
-        y = np.array([r[key] for r in res])
-        ax.scatter(x, y)
-        if len(x) >= 2 and np.ptp(x) > 0:
-            a, b = np.polyfit(x, y, 1)
-            xs = np.linspace(x.min(), x.max(), 10)
-            ax.plot(xs, a * xs + b, color="C1")
-        sp = study["spearman"].get("learnability_vs_" + ("robustness" if key == "robustness" else "post_aug"), {})
-        ax.set_title(f"{title} (Spearman ρ = {sp.get('rho')})")
-        ax.set_xlabel("average learnability")
-    fig.tight_layout()
-    scatter = out / "learnability_scatter.png"
-    fig.savefig(scatter, dpi=120)
-    plt.close(fig)
-    return [curves, scatter]

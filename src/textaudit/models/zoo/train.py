@@ -18,11 +18,11 @@ import numpy as np
 
 from textaudit.errors import TextAuditError
 from textaudit.models.batched import BatchedClassifier
+from textaudit.models.zoo.names import ARCHS
 from textaudit.train_state import load_train_state, save_train_state
 
 __all__ = ["TrainConfig", "TrainResult", "DEFAULTS", "fit", "fit_classifier", "accuracy"]
 
-ARCHS = ("bow", "cnn", "lstm", "transformer", "minilm")
 
 
 @dataclass

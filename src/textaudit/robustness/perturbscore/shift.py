@@ -1,34 +1,17 @@
-"""PerturbScore: the continuous-equivalent size ε of a discrete perturbation (Li et al., "PerturbScore:
-Connecting Discrete and Continuous Perturbations in NLP").
-
-* Model shift of a discrete perturbation x → x′: d = 1 − cos(h(x′), h(x)) on the pooled
-  representation h that the output layer reads (``space="hidden"``, as the reference does), or on
-  the output probabilities (``space="probs"``).
-* Continuous counterpart: PGD in the input-embedding space of x within an L∞ ball of radius ε
-  (absolute, in the units of the model's input vectors, as the reference does),
-  maximising 1 − cos(h(e + δ), h(e)) (``steps`` sign-gradient steps of size 2.5·ε/steps). ε runs
-  over a grid (step 0.01): the smallest ε whose PGD shift reaches d is x′'s ε; the tuple is dropped
-  when that shift overshoots d by more than ``tolerance`` (0.005) or no ε on the grid reaches d.
-  All grid points of one sentence are one batch.
-* PerturbScorer: MiniLM-L6 + a regression head reading x with every substitution marked inline as
-  ``orig [new]`` (:func:`mark`), trained on (x, x′, ε) tuples; evaluated by Kendall τ / Spearman ρ
-  with ε next to the edit distance and the sentence-embedding distance (paper Table 3).
-"""
+"""The model shift d of a discrete perturbation and its continuous-equivalent size ε (PGD in the
+input-embedding space); see :mod:`textaudit.robustness.perturbscore`."""
 
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
+from textaudit.device import pick_device
 from textaudit.errors import TextAuditError
-from textaudit.sentence import Sentence
 
-__all__ = ["ShiftModel", "differentiable", "find_epsilon", "mark", "unmark", "random_swap", "synonym_swap",
-           "edit_distance", "PERTURBATIONS"]
+__all__ = ["ShiftModel", "differentiable", "model_shift", "pgd_shifts", "find_epsilon", "SHIFT_ATOL"]
 
 
 # -- the differentiable view of a classifier ----------------------------------------------------------
@@ -82,8 +65,6 @@ class ShiftModel:
 def differentiable(classifier, device: str | None = None) -> ShiftModel:
     """Return the :class:`ShiftModel` of a zoo word model, a zoo ``minilm`` or an ``hf:`` classifier
     (a classifier without torch embeddings gets a one-line error)."""
-    from textaudit.device import pick_device
-
     fwd = getattr(classifier, "forward", None)
     module, tok = getattr(fwd, "module", None), getattr(fwd, "tokenizer", None)
     if module is None or tok is None:
@@ -182,80 +163,3 @@ def find_epsilon(sm: ShiftModel, x: str, d: float, *, step: float = 0.01, max_ep
 
 
 # -- discrete perturbations ----------------------------------------------------------------------------
-def _positions(s: Sentence) -> list[int]:
-    return [i for i, t in enumerate(s.tokens) if t.isalpha()]
-
-
-def random_swap(x: str, rng: np.random.Generator, vocab: Sequence[str], max_words: int = 3) -> str:
-    """Replace 1..``max_words`` random words of x with random vocabulary words."""
-    s = Sentence.parse(x)
-    pos = _positions(s)
-    if not pos:
-        return x
-    for i in rng.choice(pos, size=min(len(pos), int(rng.integers(1, max_words + 1))), replace=False):
-        s = s.replace(int(i), vocab[int(rng.integers(len(vocab)))])
-    return s.text()
-
-
-def synonym_swap(x: str, rng: np.random.Generator, neighbors: dict[str, list[str]], max_words: int = 3) -> str:
-    """Replace 1..``max_words`` words of x that have counter-fitted synonyms with one of them."""
-    s = Sentence.parse(x)
-    pos = [i for i in _positions(s) if neighbors.get(s.tokens[i].lower())]
-    if not pos:
-        return x
-    for i in rng.choice(pos, size=min(len(pos), int(rng.integers(1, max_words + 1))), replace=False):
-        syn = neighbors[s.tokens[int(i)].lower()]
-        s = s.replace(int(i), syn[int(rng.integers(len(syn)))])
-    return s.text()
-
-
-PERTURBATIONS = ("random-swap", "synonym-swap")
-
-
-def edit_distance(x: str, x_prime: str) -> int:
-    """Word-level edit distance (substitutions only when the lengths match, else Levenshtein)."""
-    a, b = Sentence.parse(x).tokens, Sentence.parse(x_prime).tokens
-    if len(a) == len(b):
-        return sum(u != v for u, v in zip(a, b))
-    prev = list(range(len(b) + 1))
-    for i, u in enumerate(a, 1):
-        cur = [i]
-        for j, v in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (u != v)))
-        prev = cur
-    return prev[-1]
-
-
-# -- inline marking -------------------------------------------------------------------------------------
-_MARK = re.compile(r"(\S+) \[([^\[\]\s]+)\]")
-
-
-def mark(x: str, x_prime: str) -> str:
-    """``x`` with every substituted word written ``orig [new]`` (same-length substitutions)."""
-    a, b = Sentence.parse(x), Sentence.parse(x_prime)
-    if len(a) != len(b):
-        raise TextAuditError("inline marking needs a word-for-word substitution (same number of tokens)")
-    toks = tuple(u if u == v else f"{u} [{v}]" for u, v in zip(a.tokens, b.tokens))
-    return Sentence(toks, a.seps).text()
-
-
-def unmark(marked: str) -> tuple[str, str]:
-    """Inverse of :func:`mark`: return ``(x, x′)``."""
-    return _MARK.sub(r"\1", marked), _MARK.sub(r"\2", marked)
-
-
-def spearman_kendall(pred: Sequence[float], target: Sequence[float]) -> dict:
-    """Spearman ρ and Kendall τ (scipy) of ``pred`` with ``target``."""
-    from scipy.stats import kendalltau, spearmanr
-
-    rho = spearmanr(pred, target)
-    tau = kendalltau(pred, target)
-    return {"spearman": _f(rho.statistic), "spearman_p": _f(rho.pvalue, p=True), "kendall": _f(tau.statistic),
-            "kendall_p": _f(tau.pvalue, p=True)}
-
-
-def _f(v, p: bool = False) -> float | None:
-    v = float(v)
-    if math.isnan(v):
-        return None
-    return float(f"{v:.3g}") if p else round(v, 4)

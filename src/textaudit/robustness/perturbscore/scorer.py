@@ -1,91 +1,40 @@
-"""Building PerturbScore tuples (x, x′, edit distance, d, ε) and training/evaluating the
-PerturbScorer (MiniLM-L6 + regression head over the inline-marked text); see
-:mod:`textaudit.robustness.perturbscore` for the definitions."""
+"""The PerturbScorer (MiniLM-L6 + a regression head over the inline-marked text) and its evaluation
+by Kendall τ / Spearman ρ against ε; see :mod:`textaudit.robustness.perturbscore`."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import time
+import math
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
+from tqdm.auto import tqdm
 
+from textaudit.device import pick_device
 from textaudit.errors import TextAuditError
-from textaudit.results import JsonlWriter
-from textaudit.robustness.perturbscore import (PERTURBATIONS, differentiable, edit_distance, find_epsilon, mark,
-                                               model_shift, random_swap, spearman_kendall, synonym_swap)
+from textaudit.models.encoders import SentenceEncoder
+from textaudit.resources import resolve
+from textaudit.robustness.perturbscore.tuples import mark
 
-__all__ = ["build_tuples", "PerturbScorer", "evaluate_scorer", "split_tuples"]
-
-
-def build_tuples(classifier, texts: Sequence[str], *, perturbation: str = "random-swap", n: int = 1000,
-                 seed: int = 0, output=None, resume: bool = False, space: str = "hidden", steps: int = 5,
-                 step: float = 0.01, max_eps: float = 1.0, tolerance: float = 0.005, progress: bool = True,
-                 ids: Sequence[str] | None = None) -> list[dict]:
-    """Make ``n`` attempts (x from ``texts`` in a seeded order, x′ = ``perturbation``(x)); each is
-    written to ``output`` as it finishes: ``{"id", "x", "x_prime", "edit_distance", "d", "eps",
-    "kept", "shift_at_eps", "seconds"}`` (``eps`` None and ``kept`` false when dropped)."""
-    from tqdm.auto import tqdm
-
-    if perturbation not in PERTURBATIONS:
-        raise TextAuditError(f"unknown perturbation '{perturbation}'; use one of {', '.join(PERTURBATIONS)}")
-    if not texts:
-        raise TextAuditError("no sentences to perturb (empty dataset)")
-    sm = differentiable(classifier)
-    rng = np.random.default_rng(seed)
-    if perturbation == "random-swap":
-        from textaudit.lexicons import counterfitted_neighbors
-
-        vocab = sorted(w for w in counterfitted_neighbors() if w.isalpha())
-        perturb: Callable[[str, np.random.Generator], str] = lambda x, r: random_swap(x, r, vocab)  # noqa: E731
-    else:
-        from textaudit.lexicons import counterfitted_neighbors
-
-        nb = counterfitted_neighbors()
-        perturb = lambda x, r: synonym_swap(x, r, nb)  # noqa: E731
-    ids = list(ids) if ids is not None else [str(i) for i in range(len(texts))]
-    order = rng.permutation(len(texts))
-    writer = JsonlWriter(output, resume=resume)
-    done = writer.done
-    bar = tqdm(range(n), desc=f"perturbscore {perturbation}", unit="tuple", disable=None if progress else True)
-    kept = sum(1 for r in writer.records if r.get("kept"))
-    for a in bar:
-        j = int(order[a % len(texts)])
-        uid = f"{ids[j]}#{a}"
-        if uid in done:
-            continue
-        r = np.random.default_rng(int(hashlib.md5(f"{seed}|{uid}".encode()).hexdigest()[:8], 16))
-        x = texts[j]
-        x2 = perturb(x, r)
-        t0 = time.perf_counter()
-        d = model_shift(sm, x, x2, space) if x2 != x else 0.0
-        eps, at = find_epsilon(sm, x, d, step=step, max_eps=max_eps, steps=steps, tolerance=tolerance, space=space)
-        ok = eps is not None and x2 != x
-        kept += ok
-        writer.append({"id": uid, "x": x, "x_prime": x2, "edit_distance": edit_distance(x, x2), "d": round(d, 6),
-                       "eps": eps if ok else None, "kept": bool(ok), "shift_at_eps": round(at, 6),
-                       "seconds": round(time.perf_counter() - t0, 3)})
-        bar.set_postfix(kept=kept)
-    return writer.records
+__all__ = ["PerturbScorer", "evaluate_scorer", "spearman_kendall"]
 
 
-def split_tuples(records: Sequence[dict], seed: int = 0, test_share: float = 0.2) -> tuple[list[dict], list[dict]]:
-    """The kept tuples split 80/20 (seeded) into train and held-out test, *by original sentence*:
-    every perturbation of one x lands on the same side, so the test sentences are unseen."""
-    kept = [r for r in records if r.get("kept")]
-    if len(kept) < 10:
-        raise TextAuditError(f"only {len(kept)} usable tuples; build more (perturbscore build --n ...)")
-    xs = sorted({r["x"] for r in kept})
-    order = np.random.default_rng(seed).permutation(len(xs))
-    test_x, n_test = set(), 0
-    for i in order:
-        if n_test >= test_share * len(kept):
-            break
-        test_x.add(xs[i])
-        n_test += sum(1 for r in kept if r["x"] == xs[i])
-    return [r for r in kept if r["x"] not in test_x], [r for r in kept if r["x"] in test_x]
+def spearman_kendall(pred: Sequence[float], target: Sequence[float]) -> dict:
+    """Spearman ρ and Kendall τ (scipy) of ``pred`` with ``target``."""
+    from scipy.stats import kendalltau, spearmanr
+
+    rho = spearmanr(pred, target)
+    tau = kendalltau(pred, target)
+    return {"spearman": _f(rho.statistic), "spearman_p": _f(rho.pvalue, p=True), "kendall": _f(tau.statistic),
+            "kendall_p": _f(tau.pvalue, p=True)}
+
+
+def _f(v, p: bool = False) -> float | None:
+    v = float(v)
+    if math.isnan(v):
+        return None
+    return float(f"{v:.3g}") if p else round(v, 4)
 
 
 class PerturbScorer:
@@ -95,8 +44,6 @@ class PerturbScorer:
         import torch
         from transformers import AutoModel, AutoTokenizer
 
-        from textaudit.device import pick_device
-        from textaudit.resources import resolve
 
         self.device = pick_device(device)
         root = Path(path) if path else resolve("minilm")
@@ -127,7 +74,6 @@ class PerturbScorer:
     def fit(self, train: Sequence[dict], *, epochs: int = 3, lr: float = 5e-5, batch_size: int = 16, seed: int = 0,
             progress: bool = True) -> "PerturbScorer":
         import torch
-        from tqdm.auto import tqdm
 
         torch.manual_seed(seed)
         rng = np.random.default_rng(seed)
@@ -182,8 +128,6 @@ def evaluate_scorer(scorer: PerturbScorer, test: Sequence[dict], encoder=None) -
     embedding distance 1 − cos (MiniLM mean pooled) — the paper's Table 3 layout."""
     eps = [r["eps"] for r in test]
     if encoder is None:
-        from textaudit.models.encoders import SentenceEncoder
-
         encoder = SentenceEncoder()
     a = encoder.encode([r["x"] for r in test])
     b = encoder.encode([r["x_prime"] for r in test])

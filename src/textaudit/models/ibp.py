@@ -1,6 +1,7 @@
 """Certified robustness to synonym substitution by Interval Bound Propagation (IBP; Jia et al.,
 EMNLP 2019) for the zoo's ``bow`` and ``cnn`` (``lstm`` is not supported: its bounds need the
-LSTM-specific propagation of the paper, not implemented here).
+LSTM-specific propagation of the paper, not implemented here). All of IBP is here: the bounds, the
+loss and its schedule, the training defaults and hooks the zoo's ``fit`` takes, and certification.
 
 Threat model: every word w may independently become any of S(w) = {w} ∪ its counter-fitted
 neighbours (resource ``counterfitted-neighbors``) that are in the model's vocabulary. As in Jia et
@@ -14,7 +15,7 @@ center/radius form (c, r), through the rest of the network:
   cross-entropy of z, and an example is *certified* when lower_y > max_{j≠y} upper_j.
 
 Training (Jia et al.'s schedule): loss = (1 − κ_t)·CE(clean) + κ_t·CE(worst case) with the box
-scaled by ε_t around each word's own vector; after a clean warm-up, κ_t ramps 0 → ``kappa`` and ε_t
+scaled by ε_t around each word's own vector; after a clean warm-up, κ_t ramps 0 → κ (``robust_weight``) and ε_t
 0 → 1 (:func:`ibp_schedule`). The GloVe vectors are fine-tuned (sparse updates, as the zoo's
 bow/cnn): the worst-case loss then pulls synonyms together, which is what makes the boxes small —
 with frozen GloVe the same schedule certifies less and loses clean accuracy (closing note of #11).
@@ -23,25 +24,26 @@ Bounds always use the model's current vectors, so certificates stay sound.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch
 from torch import nn
 
 from textaudit.errors import TextAuditError
+from textaudit.lexicons import counterfitted_neighbors
+from textaudit.models.batched import Classifier
+from textaudit.models.zoo.architectures import CNN, BoW
+from textaudit.models.zoo.names import ROBUST_ARCHS
 
-__all__ = ["substitution_table", "word_box", "logit_bounds", "ibp_schedule", "ibp_loss", "certify", "ROBUST_ARCHS"]
-
-ROBUST_ARCHS = ("bow", "cnn")
+__all__ = ["substitution_table", "word_box", "logit_bounds", "ibp_schedule", "ibp_loss", "certify", "certify_classifier",
+           "ibp_hooks", "IBP_DEFAULTS", "IBP_SCHEDULE", "ROBUST_ARCHS"]
 
 
 def substitution_table(vocab, neighbors: dict[str, list[str]] | None = None, max_subs: int = 9) -> torch.Tensor:
     """(V, max_subs) ids: row w = w itself, then its in-vocabulary counter-fitted neighbours, padded
     by repeating w (padding and unknown words have only themselves)."""
     if neighbors is None:
-        from textaudit.lexicons import counterfitted_neighbors
-
         neighbors = counterfitted_neighbors()
     table = np.zeros((len(vocab), max_subs), dtype=np.int64)
     for i, w in enumerate(vocab.itos):
@@ -78,8 +80,6 @@ def _relu(c, r):
 def logit_bounds(module, input_ids: torch.Tensor, table: torch.Tensor, scale: float = 1.0
                  ) -> tuple[torch.Tensor, torch.Tensor]:
     """Lower and upper bounds of every logit over all substitution combinations (dropout off)."""
-    from textaudit.models.zoo.architectures import CNN, BoW
-
     if not isinstance(module, (BoW, CNN)):
         raise TextAuditError(f"IBP supports {', '.join(ROBUST_ARCHS)} only (got {type(module).__name__})")
     input_ids = input_ids.to(next(module.parameters()).device)  # ids from a CPU tokenizer, model on CUDA
@@ -120,8 +120,9 @@ def ibp_schedule(progress: float, *, warmup: float = 0.1, ramp: float = 0.5) -> 
 
 
 def ibp_loss(module, input_ids: torch.Tensor, y: torch.Tensor, table: torch.Tensor, *, progress: float,
-             kappa: float = 0.5, warmup: float = 0.1, ramp: float = 0.5) -> torch.Tensor:
-    """(1 − κ_t)·CE(clean) + κ_t·CE(worst case) with κ_t = kappa·t and box scale ε_t = t, where
+             robust_weight: float = 0.5, warmup: float = 0.1, ramp: float = 0.5) -> torch.Tensor:
+    """(1 − κ_t)·CE(clean) + κ_t·CE(worst case) with κ_t = κ·t (κ = ``robust_weight``; not the κ of the
+    neighbourhood) and box scale ε_t = t, where
     t = :func:`ibp_schedule` (clean warm-up, then a linear ramp; Jia et al.'s schedule)."""
     t = ibp_schedule(progress, warmup=warmup, ramp=ramp)
     ce = nn.functional.cross_entropy
@@ -129,7 +130,7 @@ def ibp_loss(module, input_ids: torch.Tensor, y: torch.Tensor, table: torch.Tens
     if t == 0:
         return clean
     lo, hi = logit_bounds(module, input_ids, table, scale=t)
-    return (1 - kappa * t) * clean + kappa * t * ce(worst_logits(lo, hi, y), y)
+    return (1 - robust_weight * t) * clean + robust_weight * t * ce(worst_logits(lo, hi, y), y)
 
 
 @torch.no_grad()
@@ -152,3 +153,59 @@ def certify(module, tokenizer, table: torch.Tensor, texts: Sequence[str], labels
         certified += int((ok & (pred == y)).sum())
     n = len(texts)
     return {"accuracy": round(correct / n, 4), "certified_accuracy": round(certified / n, 4), "n": n}
+
+
+def certify_classifier(classifier: Classifier, texts: Sequence[str], labels: Sequence[int]) -> dict:
+    """:func:`certify` for a loaded zoo word model (e.g. ``load_classifier("cnn-ibp")``); a
+    one-line error for any other classifier."""
+    fwd = getattr(classifier, "forward", None)
+    tok = getattr(fwd, "tokenizer", None)
+    if tok is None or not hasattr(tok, "vocab") or not isinstance(getattr(fwd, "module", None), (BoW, CNN)):
+        raise TextAuditError(f"'{getattr(classifier, 'name', classifier)}' is not a zoo bow/cnn word model; "
+                             f"certify supports {', '.join(ROBUST_ARCHS)} (e.g. cnn-ibp)")
+    return certify(fwd.module, tok, substitution_table(tok.vocab), list(texts), list(labels), device=str(fwd.device))
+
+
+# -- certified training: defaults, schedule and the hooks the zoo's fit takes -----------------------------
+#: certified training (IBP), GloVe fine-tuned; ``robust_weight`` = final weight κ of the worst-case loss,
+#: ``warmup`` = clean-only share of training, ``ramp`` = share over which ε and κ rise linearly
+#: (Jia et al. 2019's schedule); ``min_clean`` guards model selection (see :func:`ibp_hooks`).
+#: Chosen on the held-out slice of SST-2 *train* (``benchmarks/train_times.md``), never on dev.
+IBP_DEFAULTS: dict[str, dict[str, Any]] = {
+    "bow": dict(epochs=10, lr=1e-3, patience=10, tune_embeddings=True),
+    "cnn": dict(epochs=10, lr=1e-3, patience=10, tune_embeddings=True),
+}
+IBP_SCHEDULE: dict[str, Any] = dict(robust_weight=0.5, warmup=0.1, ramp=0.5, min_clean=0.75)
+
+
+def ibp_hooks(robust_weight: float = IBP_SCHEDULE["robust_weight"], warmup: float = IBP_SCHEDULE["warmup"],
+               ramp: float = IBP_SCHEDULE["ramp"], min_clean: float = IBP_SCHEDULE["min_clean"]) -> dict[str, Any]:
+    """``objective`` (IBP loss) and ``select`` for :func:`fit`; the substitution table is built from
+    the model's vocabulary on first use.
+
+    Selection: held-out *certified* accuracy, but only among checkpoints whose held-out clean
+    accuracy is ≥ ``min_clean`` (others score clean − 1, below any admissible one). Without that
+    guard the constant majority-class predictor wins: it is certified on every majority example.
+    """
+    state: dict[str, Any] = {}
+
+    def table_for(tokenizer):
+        if state.get("vocab") is not tokenizer.vocab:
+            state["vocab"], state["table"] = tokenizer.vocab, substitution_table(tokenizer.vocab)
+        return state["table"]
+
+    def objective(module, batch, y, progress):
+        if "table" not in state:
+            raise TextAuditError("IBP training needs the substitution table before the first batch")
+        return ibp_loss(module, batch["input_ids"], y, state["table"], progress=progress, robust_weight=robust_weight,
+                        warmup=warmup, ramp=ramp)
+
+    def select(module, tokenizer, texts, labels):
+        table = table_for(tokenizer)
+        r = certify(module, tokenizer, table, texts, labels, device=str(next(module.parameters()).device))
+        return r["certified_accuracy"] if r["accuracy"] >= min_clean else r["accuracy"] - 1.0
+
+    def on_tokenizer(tokenizer):
+        table_for(tokenizer)
+
+    return {"objective": objective, "select": select, "on_tokenizer": on_tokenizer}

@@ -1,0 +1,136 @@
+"""The ``audit`` app and what every command shares: one error handler, the common options, output.
+
+Results go to stdout (a readable table, or with ``--json`` one JSON object as the last line);
+progress and notices go to stderr. A :class:`~textaudit.errors.TextAuditError` raised anywhere
+below becomes ``error: <one line>`` on stderr and exit code 2 — here, in :class:`AuditGroup`,
+and nowhere else.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from typer.core import TyperGroup
+
+from textaudit.errors import TextAuditError
+
+__all__ = ["AuditGroup", "app", "emit_json", "print_table", "notice", "check_resume", "example_ids", "ModelOpt",
+           "DataOpt", "TextColumnOpt", "LabelColumnOpt", "LimitOpt", "OutputOpt", "ResumeOpt", "SeedOpt", "JsonOpt",
+           "MODEL_HELP"]
+
+#: what an interrupted command keeps, and how to continue (default: results files and --resume)
+INTERRUPT_HINT = "results written so far are kept; rerun with --resume to continue"
+INTERRUPT_HINTS = {
+    "train": "the last finished epoch is kept; run the same command again to resume",
+    "train-mlm": "the best checkpoint so far is kept at --out; run the same command again to resume",
+}
+
+MODEL_HELP = ("Zoo name (bow, cnn, lstm, transformer, minilm[-gender-swap], bow-ibp, cnn-ibp), hf:<dir-or-id>, "
+              "checkpoint dir or file.py:obj.")
+ModelOpt = Annotated[str, typer.Option("--model", "-m", help=MODEL_HELP)]
+DataOpt = Annotated[str, typer.Option("--data", help="sst2[:train|dev|test] or a .csv/.tsv/.jsonl file.")]
+TextColumnOpt = Annotated[Optional[str], typer.Option("--text-column", help="Column of a data file holding the text.")]
+LabelColumnOpt = Annotated[Optional[str], typer.Option("--label-column", help="Column of a data file holding the label.")]
+LimitOpt = Annotated[Optional[int], typer.Option("--limit", help="Use only the first N examples.")]
+OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="JSONL results file, written as it goes.")]
+ResumeOpt = Annotated[bool, typer.Option("--resume", help="Continue --output: skip the work already in it.")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of every random choice.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object as the last line of stdout.")]
+
+
+class AuditGroup(TyperGroup):
+    """Click group that turns library errors into one line on stderr and exit code 2."""
+
+    def invoke(self, ctx):  # type: ignore[override]
+        try:
+            return super().invoke(ctx)
+        except TextAuditError as e:
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(2) from None
+        except KeyboardInterrupt:
+            typer.echo(f"interrupted: {INTERRUPT_HINTS.get(ctx.invoked_subcommand, INTERRUPT_HINT)}", err=True)
+            raise typer.Exit(130) from None
+
+
+app = typer.Typer(
+    cls=AuditGroup,
+    name="audit",
+    help="Audit NLP text classifiers beyond their test set.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def emit_json(obj: Any) -> None:
+    """Print ``obj`` as one JSON line on stdout (the last line of a ``--json`` command)."""
+    typer.echo(json.dumps(obj, default=str))
+
+
+def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
+    """Print a rich table on stdout."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for c in columns:
+        table.add_column(c, overflow="fold")
+    for r in rows:
+        table.add_row(*["" if v is None else str(v) for v in r])
+    Console(width=max(120, 0)).print(table)
+
+
+def notice(msg: str) -> None:
+    """Print a one-line notice on stderr."""
+    typer.echo(msg, err=True)
+
+
+def _human_size(n: Optional[int]) -> str:
+    if n is None:
+        return "-"
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return str(n)
+
+
+
+
+def check_resume(output: Path | None, resume: bool) -> None:
+    """``--resume`` continues a results file, so it needs ``--output``."""
+    if resume and output is None:
+        raise TextAuditError("--resume needs --output (the JSONL file to continue)")
+
+
+def example_ids(data: str, n: int) -> list[str]:
+    """Ids of a dataset's examples: ``<data>:<i>`` (a local file by its name, so a moved file resumes)."""
+    prefix = data if ":" in data or not Path(data).exists() else Path(data).name
+    return [f"{prefix}:{i}" for i in range(n)]
+
+
+def emit_json(obj: Any) -> None:
+    """Print ``obj`` as one JSON line on stdout (the last line of a ``--json`` command)."""
+    typer.echo(json.dumps(obj, default=str))
+
+
+def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
+    """Print a rich table on stdout."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for c in columns:
+        table.add_column(c, overflow="fold")
+    for r in rows:
+        table.add_row(*["" if v is None else str(v) for v in r])
+    Console(width=max(120, 0)).print(table)
+
+
+def notice(msg: str) -> None:
+    """Print a one-line notice on stderr."""
+    typer.echo(msg, err=True)

@@ -1,0 +1,150 @@
+"""Model commands: ``audit train``, ``audit evaluate``, ``audit certify``, ``audit predict``.
+
+Each command is thin: parse, call the library, print (table or ``--json`` last line).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from textaudit.cli.app import (DataOpt, JsonOpt, LabelColumnOpt, LimitOpt, ModelOpt, SeedOpt, TextColumnOpt, app, emit_json,
+                               notice, print_table)
+from textaudit.errors import TextAuditError
+
+
+
+@app.command()
+def train(
+    model: str = typer.Option(..., "--model", "-m", help="Zoo architecture: bow, cnn, lstm, transformer, minilm."),
+    data: str = typer.Option("sst2", "--data", help="Corpus whose train split is used (dev is only reported)."),
+    epochs: Optional[int] = typer.Option(None, "--epochs", help="Maximum epochs (early stopping on held-out train)."),
+    seed: SeedOpt = 0,
+    augment: Optional[str] = typer.Option(None, "--augment", help="Training-set augmentation: gender-swap."),
+    robust: Optional[str] = typer.Option(None, "--robust", help="Certified training: ibp (bow, cnn); saves <model>-ibp."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Checkpoint directory (default: the user cache)."),
+    eval_data: Optional[str] = typer.Option(None, "--eval-data", help="Reported only (default: sst2:dev for sst2)."),
+    json_out: JsonOpt = False,
+) -> None:
+    """Train a zoo model on SST-2 train, save its checkpoint and report dev accuracy."""
+    from textaudit.models.zoo import ARCHS, parse_name, train_model
+
+    if parse_name(model)[0] not in ARCHS:
+        raise TextAuditError(f"audit train trains zoo models ({', '.join(ARCHS)}); got '{model}'")
+    notice(f"training {model} on {data} (train split; dev is only reported) ...")
+    r = train_model(model, data=data, epochs=epochs, seed=seed, augment=augment, out=out, eval_data=eval_data,
+                    robust=robust)
+    if json_out:
+        emit_json({k: r[k] for k in ("model", "dev_accuracy", "path", "train_seconds")} | {
+            "n_train": r["n_train"], "holdout_accuracy": r["holdout_accuracy"]})
+        return
+    print_table(f"trained {r['model']}", ["model", "dev accuracy", "held-out train acc.", "train seconds", "checkpoint"],
+                [[r["model"], "-" if r["dev_accuracy"] is None else f"{r['dev_accuracy']:.4f}",
+                  f"{r['holdout_accuracy']:.4f}", r["train_seconds"], r["path"]]])
+
+
+@app.command()
+def evaluate(
+    model: ModelOpt,
+    data: DataOpt = "sst2:dev",
+    text_column: TextColumnOpt = None,
+    label_column: LabelColumnOpt = None,
+    limit: LimitOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Report a model's accuracy on a labelled dataset."""
+    from textaudit.data import load_dataset
+    from textaudit.models import load_classifier
+    from textaudit.models.zoo import accuracy
+
+    ds = load_dataset(data, text_column=text_column, label_column=label_column, default_split="dev", limit=limit)
+    clf = load_classifier(model)
+    if max(ds["label"]) >= clf.num_classes:
+        raise TextAuditError(f"{data} has label {max(ds['label'])} but model '{clf.name}' has only "
+                             f"{clf.num_classes} classes; check --label-column")
+    acc = accuracy(clf, ds["text"], ds["label"])
+    if json_out:
+        emit_json({"model": clf.name, "data": data, "accuracy": round(acc, 4), "n": len(ds)})
+        return
+    print_table(f"accuracy of {clf.name}", ["model", "data", "n", "accuracy"], [[clf.name, data, len(ds), f"{acc:.4f}"]])
+
+
+@app.command()
+def certify(
+    model: str = typer.Option(..., "--model", "-m", help="A certified-robust zoo model: bow-ibp or cnn-ibp."),
+    data: DataOpt = "sst2:dev",
+    limit: LimitOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Clean accuracy and IBP-certified accuracy under every combination of counter-fitted synonym swaps."""
+    from textaudit.data import load_dataset
+    from textaudit.models import load_classifier
+    from textaudit.models.ibp import certify_classifier
+
+    clf = load_classifier(model)
+    ds = load_dataset(data, default_split="dev", limit=limit)
+    res = certify_classifier(clf, ds["text"], ds["label"])
+    res["model"] = model
+    if json_out:
+        emit_json(res)
+        return
+    print_table(f"IBP certification of {model} on {data}", ["metric", "value"], [[k, v] for k, v in res.items()])
+
+
+@app.command()
+def predict(
+    model: ModelOpt,
+    texts: list[str] = typer.Argument(..., help="One or more texts to classify."),
+    json_out: JsonOpt = False,
+) -> None:
+    """Print the model's class probabilities for each text."""
+    from textaudit.models import load_classifier
+
+    for t in texts:
+        if not t.strip():
+            raise TextAuditError("empty text; give at least one non-empty sentence")
+    clf = load_classifier(model)
+    probs = clf.predict_proba(texts)
+    labels = clf.labels or [str(i) for i in range(clf.num_classes)]
+    if json_out:
+        emit_json({"model": clf.name, "labels": labels,
+                   "predictions": [{"text": t, "probs": [round(float(x), 6) for x in p], "label": int(p.argmax())}
+                                   for t, p in zip(texts, probs)]})
+        return
+    print_table(f"predictions of {clf.name}", ["text", "label"] + labels,
+                [[t, labels[int(p.argmax())]] + [f"{x:.4f}" for x in p] for t, p in zip(texts, probs)])
+
+
+@app.command("train-mlm")
+def train_mlm(
+    wordnet_dir: str = typer.Option("/usr/share/wordnet", "--wordnet-dir", help="WordNet 3.0 data files (Debian wordnet-base)."),
+    sst_train: Optional[Path] = typer.Option(None, "--sst-train", help="SST-2 train.tsv (default: the sst2 resource; dev/test are never read)."),
+    steps: int = typer.Option(4000, "--steps", help="Optimiser steps."),
+    batch_size: int = typer.Option(256, "--batch-size", help="Masked sentences per step."),
+    lr: float = typer.Option(1e-3, "--lr", help="AdamW learning rate."),
+    rank: int = typer.Option(64, "--rank", help="LoRA rank of the adapters."),
+    alpha: float = typer.Option(128.0, "--alpha", help="LoRA alpha (scale = alpha / rank)."),
+    eval_every: int = typer.Option(1000, "--eval-every", help="Evaluate (and keep the best artifact) every N steps."),
+    eval_words: int = typer.Option(4000, "--eval-words", help="Masked words per dev set at each evaluation."),
+    threads: int = typer.Option(0, "--threads", help="torch threads (0 = torch's default)."),
+    sst_share: float = typer.Option(0.6, "--sst-share", help="Share of every batch drawn from SST-2 train (the rest is WordNet); 0 < share < 1."),
+    init: Optional[Path] = typer.Option(None, "--init", help="Warm start: a minilm-mlm artifact whose adapters, head and norms training starts from."),
+    device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda, cuda:1 … (default: CUDA when present)."),
+    max_minutes: Optional[float] = typer.Option(None, "--max-minutes", help="Stop after this many minutes (evaluates, keeps the best checkpoint; rerun to resume)."),
+    save_minutes: float = typer.Option(2.0, "--save-minutes", help="Write the resumable training state at least this often (and at every evaluation)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="The artifact (default: the one shipped in the package)."),
+    seed: SeedOpt = 0,
+) -> None:
+    """Train textaudit's offline masked LM (minilm-mlm) on WordNet and SST-2 train; a rerun resumes."""
+    import sys
+
+    from textaudit.neighborhoods.train_mlm import DEFAULT_OUT, TrainMLMConfig, train
+
+    cfg = TrainMLMConfig(wordnet_dir=wordnet_dir, sst_train=sst_train, steps=steps, batch_size=batch_size, lr=lr,
+                         rank=rank, alpha=alpha, eval_every=eval_every, eval_words=eval_words, seed=seed,
+                         threads=threads, sst_share=sst_share, init=init, device=device, max_minutes=max_minutes,
+                         save_minutes=save_minutes, out=out or DEFAULT_OUT)
+    cfg.check()
+    train(cfg, command="audit train-mlm " + " ".join(sys.argv[2:]))

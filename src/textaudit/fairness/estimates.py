@@ -1,0 +1,133 @@
+"""B_{p,k} from scored neighbourhoods: the pooled mean over source sentences and its 95% interval.
+
+B_{p,k} = Σ_s S_s / Σ_s n_s over the m source sentences s of X_p (S_s: the sum of F_soft over the
+neighbourhood of s at distance ≤ k, n_s its size; a sampled level weights the mean of its draws by
+the estimated |Neighbor_k(s)|). The interval is a CLT for a ratio estimator clustered by source
+sentence, Var(B) ≈ m/(m−1) · Σ_s (S_s − B·n_s)² / (Σ_s n_s)², because the sentences of one
+neighbourhood are strongly correlated; with one source it falls back to the i.i.d. CLT.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from textaudit.fairness.pairs import Source
+
+__all__ = ["clustered_mean", "BiasEstimate", "ScoredUnit", "aggregate", "l1"]
+
+
+def clustered_mean(sums: Sequence[np.ndarray], sizes: Sequence[float], values: Sequence[np.ndarray] = ()
+                   ) -> tuple[np.ndarray, np.ndarray, str]:
+    """Return ``(B, half_width_95, method)`` of the pooled mean Σ S_s / Σ n_s (see the module
+    docstring). ``values``: the single cluster's raw values, for the i.i.d. fallback when m = 1."""
+    S = np.asarray(sums, dtype=float)
+    n = np.asarray(sizes, dtype=float)
+    m = len(n)
+    total = n.sum()
+    B = S.sum(0) / total
+    if m >= 2:
+        resid = S - B[None] * n[:, None] if S.ndim == 2 else S - B * n
+        var = m / (m - 1) * (resid ** 2).sum(0) / total ** 2
+        return B, 1.96 * np.sqrt(var), "clustered CLT over source sentences"
+    v = np.asarray(values, dtype=float)
+    if len(v) >= 2:
+        return B, 1.96 * v.std(0, ddof=1) / math.sqrt(len(v)), "i.i.d. CLT (one source sentence)"
+    return B, np.full_like(np.atleast_1d(B), np.nan, dtype=float).reshape(np.shape(B)), "none (one sentence)"
+
+
+@dataclass
+class BiasEstimate:
+    """B_{p,k} with its 95% CI, the number of scored sentences ``n`` and of source sentences."""
+
+    pair: tuple[str, str]
+    k: int
+    B: float
+    ci95: tuple[float, float]
+    n: float
+    sources: int
+    ci_method: str
+    sampled: bool = False
+    per_class: list[float] | None = None  # C > 2: the per-class mean of F_soft (``B`` is its L1 norm)
+    size: float = 0.0  # |Neighbor_k(X_p)| as a multiset: exact when enumerated, estimated when sampled
+    values: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+
+    def to_dict(self) -> dict:
+        d = {"B": _r(self.B), "ci95": [_r(self.ci95[0]), _r(self.ci95[1])], "n": int(round(self.n)),
+             "sources": self.sources, "ci_method": self.ci_method, "sampled": self.sampled,
+             "neighborhood_size": int(round(self.size))}
+        if self.per_class is not None:
+            d["per_class"] = [_r(v) for v in self.per_class]
+        return d
+
+    @property
+    def significant(self) -> bool:
+        """True when the 95% CI excludes 0."""
+        lo, hi = self.ci95
+        return bool(lo > 0 or hi < 0)
+
+
+def _r(v: float) -> float | None:
+    return None if v is None or not math.isfinite(v) else round(float(v), 6)
+
+
+@dataclass
+class ScoredUnit:
+    """The scored sentences of one source at one neighbourhood level (or one sampled k)."""
+
+    source: Source
+    k: int | None  # None: the enumerated block (distances 0..enumerate_k); else the sampled k
+    texts: list[str]
+    distance: np.ndarray
+    F: np.ndarray  # (n,) for two classes, (n, C) otherwise
+    weight: float | None = None  # sampled: estimated |Neighbor_k(x)|
+
+
+
+def l1(F: np.ndarray) -> np.ndarray:
+    """|F| per sentence: F itself for two classes, the L1 norm of the per-class vector otherwise."""
+    return F if F.ndim == 1 else np.abs(F).sum(1)
+
+
+def aggregate(units: Sequence[ScoredUnit], pair: tuple[str, str], k: int, enumerate_k: int) -> dict[int, BiasEstimate]:
+    """Pool scored units into {k′: BiasEstimate} for k′ = 0..k (see the module docstring)."""
+    out: dict[int, BiasEstimate] = {}
+    for kk in range(k + 1):
+        sums, sizes, vals = [], [], []
+        sampled = kk > enumerate_k
+        for u in units:
+            if sampled:
+                if u.k != kk or not len(u.F):
+                    continue
+                w = u.weight if u.weight is not None and math.isfinite(u.weight) else len(u.F)
+                sums.append(u.F.mean(0) * w)
+                sizes.append(w)
+                vals.append(u.F)
+            else:
+                if u.k is not None:
+                    continue
+                sel = u.F[u.distance <= kk]
+                if not len(sel):
+                    continue
+                sums.append(sel.sum(0))
+                sizes.append(len(sel))
+                vals.append(sel)
+        if not sizes:
+            continue
+        B, half, method = clustered_mean(sums, sizes, vals[0] if len(vals) == 1 else ())
+        n = float(sum(len(v) for v in vals))
+        if np.ndim(B) == 0:
+            est = BiasEstimate(pair, kk, float(B), (float(B - half), float(B + half)), n, len(sizes), method, sampled)
+        else:
+            # C > 2: B is the L1 norm of the per-class mean; its CI from the per-class half-widths
+            l1 = float(np.abs(B).sum())
+            lo = float(np.clip(np.abs(B) - half, 0, None).sum())
+            est = BiasEstimate(pair, kk, l1, (lo, float((np.abs(B) + half).sum())), n, len(sizes),
+                               method + "; L1 bounds from per-class intervals", sampled, per_class=B.tolist())
+        est.values = np.concatenate([l1(v) if v.ndim > 1 else v for v in vals])
+        est.size = float(sum(sizes))
+        out[kk] = est
+    return out

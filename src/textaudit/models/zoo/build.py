@@ -1,0 +1,111 @@
+"""Training a zoo model on its name's recipe, and loading it (trained first when missing)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from textaudit.data import CORPORA, load_dataset
+from textaudit.errors import TextAuditError
+from textaudit.models.batched import BatchedClassifier
+from textaudit.models.torch_backend import torch_classifier
+from textaudit.models.zoo.checkpoint import load_checkpoint
+from textaudit.models.zoo.names import (ARCHS, AUGMENTATIONS, ROBUST, ROBUST_ARCHS, checkpoint_dir, parse_name,
+                                        split_robust)
+from textaudit.models.zoo.train import DEFAULTS, TrainConfig, accuracy, batch_encoder, fit, save_result
+from textaudit.perturbations.gender import gender_swap
+from textaudit.resources import locate
+
+__all__ = ["train_model", "load_zoo_model"]
+
+
+def _counterfitted_words() -> list[str]:
+    res = locate("counterfitted-neighbors")
+    if not res.found:
+        return []
+    nbrs = json.loads(res.path.read_text())
+    return list(dict.fromkeys([w for k, v in nbrs.items() for w in [k, *v]]))
+
+
+def train_model(name: str, *, data: str = "sst2", epochs: int | None = None, seed: int = 0,
+                augment: str | None = None, out: str | Path | None = None, max_train: int | None = None,
+                progress: bool = True, device: str | None = None, eval_data: str | None = None,
+                robust: str | None = None) -> dict[str, Any]:
+    """Train zoo model ``name`` on ``data``'s train split, save it, and return a summary dict:
+    ``model, dev_accuracy, path, train_seconds, n_train, holdout_accuracy``.
+
+    Early stopping uses a held-out 2% of the training data. ``eval_data`` (default: the corpus's
+    dev split, e.g. ``sst2:dev``; none for a local file) is only *reported* as ``dev_accuracy``.
+    """
+    arch, aug_in_name = parse_name(name)
+    robust = robust or split_robust(name)[1]
+    if arch not in ARCHS:
+        raise TextAuditError(f"unknown zoo model '{name}'; use one of {', '.join(ARCHS)}")
+    augment = augment or aug_in_name
+    if augment is not None and augment not in AUGMENTATIONS:
+        raise TextAuditError(f"unknown augmentation '{augment}'; use one of {', '.join(AUGMENTATIONS)}")
+    if robust is not None and robust not in ROBUST:
+        raise TextAuditError(f"unknown robust training '{robust}'; use one of {', '.join(ROBUST)}")
+    if robust is not None and arch not in ROBUST_ARCHS:
+        raise TextAuditError(f"certified (IBP) training supports {', '.join(ROBUST_ARCHS)}, not {arch}")
+    full_name = arch + (f"-{augment}" if augment else "") + (f"-{robust}" if robust else "")
+    train = load_dataset(data, default_split="train")
+    texts, labels = list(train["text"]), list(train["label"])
+    if max_train is not None:
+        texts, labels = texts[:max_train], labels[:max_train]
+    if augment == "gender-swap":
+        swapped = [(s, y) for t, y in zip(texts, labels) if (s := gender_swap(t)) != " ".join(t.split()).lower()]
+        texts += [s for s, _ in swapped]
+        labels += [y for _, y in swapped]
+    if robust == "ibp":
+        from textaudit.models.ibp import IBP_DEFAULTS, ibp_hooks  # torch at import: only for certified training
+
+        defaults, hooks = IBP_DEFAULTS[arch], ibp_hooks()
+    else:
+        defaults, hooks = DEFAULTS[arch], {}
+    cfg = TrainConfig(arch=arch, seed=seed, **defaults)
+    if epochs is not None:
+        if epochs < 1:
+            raise TextAuditError(f"--epochs must be at least 1 (got {epochs})")
+        cfg.epochs = epochs
+    extra = _counterfitted_words() if arch != "minilm" else []
+    path = Path(out) if out else checkpoint_dir(full_name)
+    state = path.parent / f".{path.name}.train-state.pt"  # resumable: a killed run continues here
+    res = fit(arch, texts, labels, config=cfg, extra_words=extra, progress=progress, device=device,
+              state_path=state, **hooks)
+    encode = batch_encoder(arch, res.tokenizer, cfg.max_len)
+    clf = torch_classifier(res.module, encode, name=full_name, device=device)
+    corpus = data.split(":")[0].lower()
+    if eval_data is None and corpus in CORPORA:
+        eval_data = f"{corpus}:dev"
+    dev_acc = None
+    if eval_data is not None:
+        dev_ds = load_dataset(eval_data, default_split="dev")
+        dev_acc = round(accuracy(clf, dev_ds["text"], dev_ds["label"]), 4)
+    save_result(res, path, {"name": full_name, "data": data, "augment": augment, "robust": robust, "n_train": len(texts),
+                            "eval_data": eval_data, "dev_accuracy": dev_acc,
+                            "labels": [str(i) for i in range(clf.num_classes)],
+                            "created": time.strftime("%Y-%m-%dT%H:%M:%S")})
+    state.unlink(missing_ok=True)
+    return {"model": full_name, "dev_accuracy": dev_acc, "eval_data": eval_data, "path": str(path),
+            "train_seconds": round(res.train_seconds, 1), "n_train": len(texts),
+            "holdout_accuracy": round(res.best_holdout_accuracy, 4)}
+
+
+def load_zoo_model(name: str, *, train_if_missing: bool = True, device: str | None = None,
+                   batch_size: int | None = None, **_: Any) -> BatchedClassifier:
+    """Return zoo model ``name`` from the cache, training it first (with a notice) if it is missing."""
+    path = checkpoint_dir(name)
+    if not (path / "textaudit.json").is_file():
+        if not train_if_missing:
+            raise TextAuditError(f"no checkpoint for '{name}' in {path.parent}; run: audit train --model {name}")
+        arch, _ = parse_name(name)
+        print(f"notice: no checkpoint for '{name}' in {path.parent}; training it now on SST-2 train "
+              f"({'about 20 minutes' if arch == 'minilm' else 'a few minutes'} on a 2-core CPU)", file=sys.stderr)
+        train_model(name)
+    return load_checkpoint(path, device=device, batch_size=batch_size, name=name)
+
+

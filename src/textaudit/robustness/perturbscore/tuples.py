@@ -1,0 +1,143 @@
+"""PerturbScore tuples (x, x′, edit distance, d, ε): the discrete perturbations, the inline marking
+the scorer reads, and the resumable builder; see :mod:`textaudit.robustness.perturbscore`."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from typing import Callable, Sequence
+
+import numpy as np
+
+from textaudit.errors import TextAuditError
+from textaudit.lexicons import counterfitted_neighbors
+from textaudit.models.batched import Classifier
+from textaudit.robustness.perturbscore.shift import differentiable, find_epsilon, model_shift
+from textaudit.runner import ResumableRun
+from textaudit.sentence import Sentence
+
+__all__ = ["TUPLE_PERTURBATIONS", "random_swap", "synonym_swap", "edit_distance", "mark", "unmark", "build_tuples",
+           "split_tuples"]
+
+
+def _positions(s: Sentence) -> list[int]:
+    return [i for i, t in enumerate(s.tokens) if t.isalpha()]
+
+
+def random_swap(x: str, rng: np.random.Generator, vocab: Sequence[str], max_words: int = 3) -> str:
+    """Replace 1..``max_words`` random words of x with random vocabulary words."""
+    s = Sentence.parse(x)
+    pos = _positions(s)
+    if not pos:
+        return x
+    for i in rng.choice(pos, size=min(len(pos), int(rng.integers(1, max_words + 1))), replace=False):
+        s = s.replace(int(i), vocab[int(rng.integers(len(vocab)))])
+    return s.text()
+
+
+def synonym_swap(x: str, rng: np.random.Generator, neighbors: dict[str, list[str]], max_words: int = 3) -> str:
+    """Replace 1..``max_words`` words of x that have counter-fitted synonyms with one of them."""
+    s = Sentence.parse(x)
+    pos = [i for i in _positions(s) if neighbors.get(s.tokens[i].lower())]
+    if not pos:
+        return x
+    for i in rng.choice(pos, size=min(len(pos), int(rng.integers(1, max_words + 1))), replace=False):
+        syn = neighbors[s.tokens[int(i)].lower()]
+        s = s.replace(int(i), syn[int(rng.integers(len(syn)))])
+    return s.text()
+
+
+#: the discrete perturbations PerturbScore tuples are built from
+TUPLE_PERTURBATIONS = ("random-swap", "synonym-swap")
+
+
+def edit_distance(x: str, x_prime: str) -> int:
+    """Word-level edit distance (substitutions only when the lengths match, else Levenshtein)."""
+    a, b = Sentence.parse(x).tokens, Sentence.parse(x_prime).tokens
+    if len(a) == len(b):
+        return sum(u != v for u, v in zip(a, b))
+    prev = list(range(len(b) + 1))
+    for i, u in enumerate(a, 1):
+        cur = [i]
+        for j, v in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (u != v)))
+        prev = cur
+    return prev[-1]
+
+
+# -- inline marking -------------------------------------------------------------------------------------
+_MARK = re.compile(r"(\S+) \[([^\[\]\s]+)\]")
+
+
+def mark(x: str, x_prime: str) -> str:
+    """``x`` with every substituted word written ``orig [new]`` (same-length substitutions)."""
+    a, b = Sentence.parse(x), Sentence.parse(x_prime)
+    if len(a) != len(b):
+        raise TextAuditError("inline marking needs a word-for-word substitution (same number of tokens)")
+    toks = tuple(u if u == v else f"{u} [{v}]" for u, v in zip(a.tokens, b.tokens))
+    return Sentence(toks, a.seps).text()
+
+
+def unmark(marked: str) -> tuple[str, str]:
+    """Inverse of :func:`mark`: return ``(x, x′)``."""
+    return _MARK.sub(r"\1", marked), _MARK.sub(r"\2", marked)
+
+
+def build_tuples(classifier: Classifier, texts: Sequence[str], *, perturbation: str = "random-swap", n: int = 1000,
+                 seed: int = 0, output=None, resume: bool = False, space: str = "hidden", steps: int = 5,
+                 step: float = 0.01, max_eps: float = 1.0, tolerance: float = 0.005, progress: bool = True,
+                 ids: Sequence[str] | None = None) -> list[dict]:
+    """Make ``n`` attempts (x from ``texts`` in a seeded order, x′ = ``perturbation``(x)); each is
+    written to ``output`` as it finishes: ``{"id", "x", "x_prime", "edit_distance", "d", "eps",
+    "kept", "shift_at_eps", "seconds"}`` (``eps`` None and ``kept`` false when dropped)."""
+    if perturbation not in TUPLE_PERTURBATIONS:
+        raise TextAuditError(f"unknown perturbation '{perturbation}'; use one of {', '.join(TUPLE_PERTURBATIONS)}")
+    if not texts:
+        raise TextAuditError("no sentences to perturb (empty dataset)")
+    sm = differentiable(classifier)
+    rng = np.random.default_rng(seed)
+    if perturbation == "random-swap":
+        vocab = sorted(w for w in counterfitted_neighbors() if w.isalpha())
+        perturb: Callable[[str, np.random.Generator], str] = lambda x, r: random_swap(x, r, vocab)  # noqa: E731
+    else:
+        nb = counterfitted_neighbors()
+        perturb = lambda x, r: synonym_swap(x, r, nb)  # noqa: E731
+    ids = list(ids) if ids is not None else [str(i) for i in range(len(texts))]
+    order = rng.permutation(len(texts))
+    with ResumableRun(output, resume=resume, progress=progress) as run:
+        kept = sum(1 for r in run.previous if r.get("kept"))
+        jobs = [(f"{ids[int(order[a % len(texts)])]}#{a}", int(order[a % len(texts)])) for a in range(n)]
+        for uid, j in run.track(jobs, desc=f"perturbscore {perturbation}", unit="tuple"):
+            r = np.random.default_rng(int(hashlib.md5(f"{seed}|{uid}".encode()).hexdigest()[:8], 16))
+            x = texts[j]
+            x2 = perturb(x, r)
+            t0 = time.perf_counter()
+            d = model_shift(sm, x, x2, space) if x2 != x else 0.0
+            eps, at = find_epsilon(sm, x, d, step=step, max_eps=max_eps, steps=steps, tolerance=tolerance, space=space)
+            ok = eps is not None and x2 != x
+            kept += ok
+            run.write({"id": uid, "x": x, "x_prime": x2, "edit_distance": edit_distance(x, x2), "d": round(d, 6),
+                       "eps": eps if ok else None, "kept": bool(ok), "shift_at_eps": round(at, 6),
+                       "seconds": round(time.perf_counter() - t0, 3)})
+            run.show(kept=kept)
+        return run.records
+
+
+def split_tuples(records: Sequence[dict], seed: int = 0, test_share: float = 0.2) -> tuple[list[dict], list[dict]]:
+    """The kept tuples split 80/20 (seeded) into train and held-out test, *by original sentence*:
+    every perturbation of one x lands on the same side, so the test sentences are unseen."""
+    kept = [r for r in records if r.get("kept")]
+    if len(kept) < 10:
+        raise TextAuditError(f"only {len(kept)} usable tuples; build more (perturbscore build --n ...)")
+    xs = sorted({r["x"] for r in kept})
+    order = np.random.default_rng(seed).permutation(len(xs))
+    test_x, n_test = set(), 0
+    for i in order:
+        if n_test >= test_share * len(kept):
+            break
+        test_x.add(xs[i])
+        n_test += sum(1 for r in kept if r["x"] == xs[i])
+    return [r for r in kept if r["x"] not in test_x], [r for r in kept if r["x"] in test_x]
+
+

@@ -1,0 +1,73 @@
+"""Plots of the robustness studies: learnability (paper Figs. 3-4) and word order (accuracy vs DND/IDC)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textaudit.plotting import pyplot
+
+__all__ = ["plot_study", "plot_wordorder"]
+
+
+def plot_study(study: dict, out_dir) -> list:
+    """Write learnability curves (paper Fig. 3) and scatter + regression plots (Fig. 4); return the paths."""
+    plt = pyplot()
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    res = study["results"]
+    models = sorted({r["model"] for r in res})
+    fig, axes = plt.subplots(1, len(models), figsize=(6 * len(models), 4), squeeze=False)
+    for ax, m in zip(axes[0], models):
+        for r in (r for r in res if r["model"] == m):
+            ps = sorted(r["learnability_at"], key=float)
+            ax.plot([float(p) for p in ps], [r["learnability_at"][p] for p in ps], marker="o", label=r["perturbation"])
+        ax.set_xscale("log")
+        ax.set_xlabel("injection probability p")
+        ax.set_ylabel("learnability")
+        ax.set_title(m)
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    curves = out / "learnability_curves.png"
+    fig.savefig(curves, dpi=120)
+    plt.close(fig)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    x = np.array([r["avg_learnability"] for r in res])
+    for ax, key, title in ((axes[0], "robustness", "robustness"), (axes[1], "post_aug_delta", "post-augmentation Δ")):
+        y = np.array([r[key] for r in res])
+        ax.scatter(x, y)
+        if len(x) >= 2 and np.ptp(x) > 0:
+            a, b = np.polyfit(x, y, 1)
+            xs = np.linspace(x.min(), x.max(), 10)
+            ax.plot(xs, a * xs + b, color="C1")
+        sp = study["spearman"].get("learnability_vs_" + ("robustness" if key == "robustness" else "post_aug"), {})
+        ax.set_title(f"{title} (Spearman ρ = {sp.get('rho')})")
+        ax.set_xlabel("average learnability")
+    fig.tight_layout()
+    scatter = out / "learnability_scatter.png"
+    fig.savefig(scatter, dpi=120)
+    plt.close(fig)
+    return [curves, scatter]
+
+
+def plot_wordorder(rows: list[dict], corr: dict, out: Path, name: str) -> Path:
+    """Write accuracy vs DND and IDC (one point per reordering, by level) into ``out``; return the path."""
+    plt = pyplot()
+    out.mkdir(parents=True, exist_ok=True)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    markers = {"word": "o", "subword": "s", "char": "^"}
+    for ax, metric in zip(axes, ("dnd", "idc")):
+        for lv, mk in markers.items():
+            pts = [(r[metric], r["accuracy"]) for r in rows if r["level"] == lv]
+            ax.scatter([p[0] for p in pts], [p[1] for p in pts], marker=mk, label=lv)
+        c = corr[f"accuracy_vs_{metric}"]
+        ax.set_xlabel(metric.upper())
+        ax.set_title(f"Spearman ρ = {c['rho']:.2f}")
+        ax.axhline(corr["clean_accuracy"], color="grey", ls="--", lw=1)
+    axes[0].set_ylabel("accuracy")
+    axes[0].legend()
+    fig.suptitle(f"{name}: accuracy under reorderings")
+    fig.tight_layout()
+    fig.savefig(out / "accuracy_vs_dnd_idc.png", dpi=120)
+    plt.close(fig)
+    return out / "accuracy_vs_dnd_idc.png"
