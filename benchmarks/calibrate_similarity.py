@@ -24,9 +24,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
 
-    from textaudit.models.encoders import SentenceEncoder
     from textaudit.data import load_dataset
     from textaudit.lexicons import counterfitted_neighbors
+    from textaudit.models.encoders import SentenceEncoder
     from textaudit.sentence import Sentence
     from textaudit.text import STOPWORDS
 

@@ -8,7 +8,8 @@ top-1 / top-10 accuracy when masking, one at a time, every lowercase alphabetic 
 (c) a general-English held-out set never trained on (WordNet held-out examples + everyday
 sentences, benchmarks/data/), plus batched masked sentences per second, and the top-10 for three
 probe sentences. Side by side on the same 3,000 masked sentences: ``candidates`` (batches sorted by
-length, less padding) against the same queries batched in input order (ratio sorted / input order). Targets for minilm-mlm: SST-2 dev top-1 >= 0.30, top-10 >= 0.55; general
+length, less padding) against the same queries batched in input order (ratio sorted / input order).
+Targets for minilm-mlm: SST-2 dev top-1 >= 0.30, top-10 >= 0.55; general
 top-10 >= 0.45; >= 150 masked sentences/s.
 """
 

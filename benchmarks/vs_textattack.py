@@ -35,10 +35,10 @@ def main() -> None:
     args = ap.parse_args()
 
     from textaudit.attacks import make_attack, run_attack
-    from textaudit.models.encoders import SentenceEncoder
     from textaudit.attacks.textattack_interop import import_textattack
     from textaudit.data import load_dataset
     from textaudit.models import load_classifier
+    from textaudit.models.encoders import SentenceEncoder
     from textaudit.neighborhoods import load_mlm
 
     import_textattack()

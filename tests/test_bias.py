@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from textaudit.errors import TextAuditError
-from textaudit.fairness import CounterfactualBias, clustered_mean, find_sources, parse_pair
-from textaudit.fairness import run_bias
+from textaudit.fairness import CounterfactualBias, clustered_mean, find_sources, parse_pair, run_bias
 from textaudit.models import as_classifier
 from textaudit.neighborhoods import NeighborhoodBuilder
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from textaudit.attacks import BAEAttack, GeneticAttack, make_attack
-from textaudit.models.encoders import SentenceEncoder
 from textaudit.models import as_classifier
+from textaudit.models.encoders import SentenceEncoder
 
 X = "a deep and meaningful film ."
 NEIGHBORS = {"film": ["movie", "picture"], "deep": ["profound", "thick"], "meaningful": ["significant"]}

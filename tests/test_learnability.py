@@ -6,14 +6,17 @@ import json
 import math
 import random
 
-import numpy as np
 import pytest
 
 from textaudit.data import load_dataset
 from textaudit.errors import TextAuditError
 from textaudit.perturbations.noise import NOISE_PERTURBATIONS, get_perturbation, register_perturbation
-from textaudit.robustness.learnability import (average_learnability, learnability_at, robustness_and_augmentation,
-                                               zoo_fitter)
+from textaudit.robustness.learnability import (
+    average_learnability,
+    learnability_at,
+    robustness_and_augmentation,
+    zoo_fitter,
+)
 
 T = "Please tell me, are you really going to the movie tonight? It is great!"
 EXPECTED_SEED0 = {

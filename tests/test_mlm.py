@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from textaudit.errors import TextAuditError
-from textaudit.neighborhoods.mlm import HFMaskedLM, MaskedLM, load_mlm
+from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
 
 SENT = "a deep and meaningful film .".split()
 

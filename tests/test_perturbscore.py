@@ -9,8 +9,15 @@ import pytest
 import torch
 
 from textaudit.errors import TextAuditError
-from textaudit.robustness.perturbscore import (differentiable, edit_distance, find_epsilon, mark, model_shift,
-                                               pgd_shifts, unmark)
+from textaudit.robustness.perturbscore import (
+    differentiable,
+    edit_distance,
+    find_epsilon,
+    mark,
+    model_shift,
+    pgd_shifts,
+    unmark,
+)
 
 WORDS = "a the film movie good bad great awful plot acting story fun dull and is was it".split()
 

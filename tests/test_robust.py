@@ -92,8 +92,7 @@ def test_cli_certify_json(cli):
 
 
 def test_schedule_and_selection_never_prefer_a_constant_model():
-    from textaudit.models.ibp import ibp_schedule
-    from textaudit.models.ibp import ibp_hooks
+    from textaudit.models.ibp import ibp_hooks, ibp_schedule
 
     assert ibp_schedule(0.05, warmup=0.1, ramp=0.5) == 0.0  # clean warm-up
     assert ibp_schedule(0.35, warmup=0.1, ramp=0.5) == pytest.approx(0.5)

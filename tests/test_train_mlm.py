@@ -9,7 +9,6 @@ import sys
 import pytest
 from safetensors import safe_open
 
-from textaudit.errors import TextAuditError
 from textaudit.neighborhoods.minilm_mlm import load_minilm_mlm
 from textaudit.neighborhoods.train_mlm import sst_corpus, wordnet_corpus
 

@@ -52,7 +52,7 @@ def _rows_from_file(path: Path) -> tuple[list[str], list[dict]]:
                     try:
                         obj = json.loads(line)
                     except json.JSONDecodeError:
-                        raise TextAuditError(f"{path}:{lineno} is not valid JSON; expected one JSON object per line")
+                        raise TextAuditError(f"{path}:{lineno} is not valid JSON; expected one JSON object per line") from None
                     if not isinstance(obj, dict):
                         raise TextAuditError(f"{path}:{lineno} is not a JSON object; expected {{\"text\":..., \"label\":...}}")
                     rows.append(obj)

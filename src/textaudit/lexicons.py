@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 
+from textaudit.resources import resolve
+
 __all__ = ["counterfitted_neighbors"]
 
 
@@ -12,6 +14,4 @@ __all__ = ["counterfitted_neighbors"]
 def counterfitted_neighbors() -> dict[str, list[str]]:
     """The counter-fitted synonym lists (resource ``counterfitted-neighbors``): {word: [neighbours,
     nearest first]} — the substitution set of the paper's patch words and of the Genetic attack."""
-    from textaudit.resources import resolve
-
     return json.loads(resolve("counterfitted-neighbors").read_text())

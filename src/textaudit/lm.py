@@ -10,7 +10,9 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+from textaudit.device import pick_device
 from textaudit.errors import TextAuditError
+from textaudit.resources import hub_local_only, resolve
 
 __all__ = ["CausalLM", "load_causal_lm"]
 
@@ -19,8 +21,6 @@ class CausalLM:
     """``perplexity(texts) -> list[float]``: exp of the mean token negative log-likelihood."""
 
     def __init__(self, model, tokenizer, name: str, device: str | None = None, batch_size: int = 32):
-        from textaudit.device import pick_device
-
         self.device = pick_device(device)
         self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer
@@ -59,7 +59,6 @@ def load_causal_lm(name: str | None = None, *, device: str | None = None) -> Cau
 
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from textaudit.resources import hub_local_only, resolve
 
     logging.getLogger("transformers").setLevel(logging.ERROR)
     if name in (None, "smollm2"):

@@ -36,7 +36,8 @@ def _iter(path: Path) -> Iterator[dict]:
         except json.JSONDecodeError:
             if n == len(lines) and not line.endswith("\n"):
                 return  # cut off by a kill: the unit will be redone
-            raise TextAuditError(f"{path}:{n} is not valid JSON; the results file is damaged (move it away or fix that line)")
+            raise TextAuditError(f"{path}:{n} is not valid JSON; the results file is damaged (move it away or fix "
+                                 "that line)") from None
 
 
 class JsonlWriter:

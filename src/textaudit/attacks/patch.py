@@ -17,12 +17,13 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
 
 from textaudit.errors import TextAuditError
+from textaudit.lexicons import counterfitted_neighbors
+from textaudit.resources import cache_dir
 from textaudit.sentence import Sentence, restore_case
 
 __all__ = ["Patch", "PatchWords", "apply_patch"]
@@ -76,14 +77,10 @@ class PatchWords:
     def _pairs(self) -> list[tuple[str, str]]:
         if self._pairs_in is not None:
             return self._pairs_in
-        from textaudit.lexicons import counterfitted_neighbors
-
         nbrs = counterfitted_neighbors()
         return [(w, n) for w, ns in nbrs.items() for n in ns if w != n]
 
     def _word_probs(self, words: list[str]) -> dict[str, np.ndarray]:
-        from textaudit.resources import cache_dir
-
         path = None
         if self.disk_cache:
             safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(getattr(self.classifier, "name", "model")))[-60:]

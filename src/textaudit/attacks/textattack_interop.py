@@ -41,8 +41,8 @@ from textaudit.models.batched import Classifier, as_classifier
 from textaudit.models.encoders import SentenceEncoder
 from textaudit.models.zoo.vocab import glove_index
 from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
-from textaudit.sentence import Sentence
 from textaudit.resources import cache_dir
+from textaudit.sentence import Sentence
 from textaudit.text import STOPWORDS
 
 __all__ = ["require_textattack", "import_textattack", "model_wrapper", "counterfitted_embedding", "MiniLMSentenceEncoder",

@@ -65,42 +65,6 @@ app = typer.Typer(
 )
 
 
-def emit_json(obj: Any) -> None:
-    """Print ``obj`` as one JSON line on stdout (the last line of a ``--json`` command)."""
-    typer.echo(json.dumps(obj, default=str))
-
-
-def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
-    """Print a rich table on stdout."""
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left")
-    for c in columns:
-        table.add_column(c, overflow="fold")
-    for r in rows:
-        table.add_row(*["" if v is None else str(v) for v in r])
-    Console(width=max(120, 0)).print(table)
-
-
-def notice(msg: str) -> None:
-    """Print a one-line notice on stderr."""
-    typer.echo(msg, err=True)
-
-
-def _human_size(n: Optional[int]) -> str:
-    if n is None:
-        return "-"
-    size = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return str(n)
-
-
-
-
 def check_resume(output: Path | None, resume: bool) -> None:
     """``--resume`` continues a results file, so it needs ``--output``."""
     if resume and output is None:

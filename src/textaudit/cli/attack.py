@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Optional
 
 import typer
 
-from textaudit.attacks.registry import METHODS
-from textaudit.cli.app import (DataOpt, JsonOpt, LabelColumnOpt, LimitOpt, ModelOpt, OutputOpt, ResumeOpt, SeedOpt,
-                               TextColumnOpt, app, check_resume, emit_json, example_ids, notice, print_table)
-from textaudit.errors import TextAuditError
-
-
+from textaudit.attacks import run_attack
+from textaudit.attacks.registry import METHODS, check_options, default_method, make_attack
+from textaudit.cli.app import (
+    DataOpt,
+    JsonOpt,
+    LabelColumnOpt,
+    LimitOpt,
+    ModelOpt,
+    OutputOpt,
+    ResumeOpt,
+    SeedOpt,
+    TextColumnOpt,
+    app,
+    check_resume,
+    emit_json,
+    example_ids,
+    notice,
+    print_table,
+)
+from textaudit.data import load_dataset
+from textaudit.lm import load_causal_lm
+from textaudit.models import load_classifier
+from textaudit.neighborhoods.mlm import load_mlm
 
 METHOD_HELP = (" | ".join(METHODS) + " | textattack:<recipe> (default: so-enum if k <= 2 else so-beam). "
                + "; ".join(f"{name}: {spec.summary}" for name, spec in METHODS.items()))
@@ -42,11 +58,6 @@ def attack(
     json_out: JsonOpt = False,
 ) -> None:
     """Search each example's neighbourhood for a vulnerable example (Double Perturbation)."""
-    from textaudit.attacks import run_attack
-    from textaudit.attacks.registry import check_options, default_method, make_attack
-    from textaudit.data import load_dataset
-    from textaudit.models import load_classifier
-    from textaudit.neighborhoods.mlm import load_mlm
 
     check_resume(output, resume)
     method = method or default_method(k)
@@ -58,8 +69,6 @@ def attack(
     options["mlm"] = load_mlm(mlm) if spec.needs_mlm else None
     lm = None
     if ppl or lm_constraint:
-        from textaudit.lm import load_causal_lm
-
         lm = load_causal_lm()
     options["lm"] = lm if lm_constraint else None
     atk = make_attack(method, clf, **options)

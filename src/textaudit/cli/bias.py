@@ -7,10 +7,28 @@ from typing import Optional
 
 import typer
 
-from textaudit.cli.app import (DataOpt, JsonOpt, LimitOpt, ModelOpt, OutputOpt, ResumeOpt, SeedOpt, TextColumnOpt,
-                               app, check_resume, emit_json, example_ids, notice, print_table)
+from textaudit.cli.app import (
+    DataOpt,
+    JsonOpt,
+    LimitOpt,
+    ModelOpt,
+    OutputOpt,
+    ResumeOpt,
+    SeedOpt,
+    TextColumnOpt,
+    app,
+    check_resume,
+    emit_json,
+    example_ids,
+    notice,
+    print_table,
+)
+from textaudit.data import load_dataset
 from textaudit.errors import TextAuditError
-
+from textaudit.fairness import GROUPS, CounterfactualBias, load_pairs_file, parse_pair, report, run_bias
+from textaudit.fairness.plots import plot_bias
+from textaudit.models import load_classifier
+from textaudit.neighborhoods.mlm import load_mlm
 
 
 @app.command()
@@ -39,10 +57,6 @@ def bias(
     json_out: JsonOpt = False,
 ) -> None:
     """Measure B_{p,k}: the mean shift of f_soft when p(1) → p(2) over the k-neighbourhood of the data."""
-    from textaudit.data import load_dataset
-    from textaudit.fairness import GROUPS, CounterfactualBias, load_pairs_file, parse_pair, report, run_bias
-    from textaudit.models import load_classifier
-    from textaudit.neighborhoods.mlm import load_mlm
 
     if sum(x is not None for x in (pair, pairs_file, group)) != 1:
         raise TextAuditError("give exactly one of --pair w1,w2, --pairs-file FILE or --group gender")
@@ -61,8 +75,6 @@ def bias(
     if output:
         notice(f"scored sentence pairs: {output}")
     if plot:
-        from textaudit.fairness.plots import plot_bias
-
         for path in plot_bias(results, plot):
             notice(f"plot: {path}")
     out = report(results)

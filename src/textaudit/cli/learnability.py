@@ -9,6 +9,9 @@ import typer
 
 from textaudit.cli.app import JsonOpt, OutputOpt, ResumeOpt, app, check_resume, emit_json, notice, print_table
 from textaudit.errors import TextAuditError
+from textaudit.perturbations.noise import NOISE_PERTURBATIONS
+from textaudit.robustness.learnability import DEFAULT_PROBABILITIES, run_study
+from textaudit.robustness.plots import plot_study
 
 
 @app.command()
@@ -25,9 +28,6 @@ def learnability(
     json_out: JsonOpt = False,
 ) -> None:
     """Measure how learnable each perturbation is and relate it to robustness and augmentation gain."""
-    from textaudit.perturbations.noise import NOISE_PERTURBATIONS
-    from textaudit.robustness.learnability import DEFAULT_PROBABILITIES, run_study
-    from textaudit.robustness.plots import plot_study
 
     check_resume(output, resume)
     perts = list(NOISE_PERTURBATIONS) if perturbation == "all" else [p.strip() for p in perturbation.split(",") if p.strip()]

@@ -10,10 +10,25 @@ from typing import Optional
 
 import typer
 
-from textaudit.cli.app import (DataOpt, JsonOpt, LabelColumnOpt, LimitOpt, ModelOpt, SeedOpt, TextColumnOpt, app, emit_json,
-                               notice, print_table)
+from textaudit.cli.app import (
+    DataOpt,
+    JsonOpt,
+    LabelColumnOpt,
+    LimitOpt,
+    ModelOpt,
+    SeedOpt,
+    TextColumnOpt,
+    app,
+    emit_json,
+    notice,
+    print_table,
+)
+from textaudit.data import load_dataset
 from textaudit.errors import TextAuditError
-
+from textaudit.models import load_classifier
+from textaudit.models.zoo import ARCHS, accuracy, parse_name, train_model
+from textaudit.neighborhoods.train_mlm import DEFAULT_OUT, TrainMLMConfig
+from textaudit.neighborhoods.train_mlm import train as train_minilm_mlm
 
 
 @app.command()
@@ -29,8 +44,6 @@ def train(
     json_out: JsonOpt = False,
 ) -> None:
     """Train a zoo model on SST-2 train, save its checkpoint and report dev accuracy."""
-    from textaudit.models.zoo import ARCHS, parse_name, train_model
-
     if parse_name(model)[0] not in ARCHS:
         raise TextAuditError(f"audit train trains zoo models ({', '.join(ARCHS)}); got '{model}'")
     notice(f"training {model} on {data} (train split; dev is only reported) ...")
@@ -55,9 +68,6 @@ def evaluate(
     json_out: JsonOpt = False,
 ) -> None:
     """Report a model's accuracy on a labelled dataset."""
-    from textaudit.data import load_dataset
-    from textaudit.models import load_classifier
-    from textaudit.models.zoo import accuracy
 
     ds = load_dataset(data, text_column=text_column, label_column=label_column, default_split="dev", limit=limit)
     clf = load_classifier(model)
@@ -79,8 +89,6 @@ def certify(
     json_out: JsonOpt = False,
 ) -> None:
     """Clean accuracy and IBP-certified accuracy under every combination of counter-fitted synonym swaps."""
-    from textaudit.data import load_dataset
-    from textaudit.models import load_classifier
     from textaudit.models.ibp import certify_classifier
 
     clf = load_classifier(model)
@@ -100,8 +108,6 @@ def predict(
     json_out: JsonOpt = False,
 ) -> None:
     """Print the model's class probabilities for each text."""
-    from textaudit.models import load_classifier
-
     for t in texts:
         if not t.strip():
             raise TextAuditError("empty text; give at least one non-empty sentence")
@@ -120,7 +126,8 @@ def predict(
 @app.command("train-mlm")
 def train_mlm(
     wordnet_dir: str = typer.Option("/usr/share/wordnet", "--wordnet-dir", help="WordNet 3.0 data files (Debian wordnet-base)."),
-    sst_train: Optional[Path] = typer.Option(None, "--sst-train", help="SST-2 train.tsv (default: the sst2 resource; dev/test are never read)."),
+    sst_train: Optional[Path] = typer.Option(None, "--sst-train", help=(
+        "SST-2 train.tsv (default: the sst2 resource; dev/test are never read).")),
     steps: int = typer.Option(4000, "--steps", help="Optimiser steps."),
     batch_size: int = typer.Option(256, "--batch-size", help="Masked sentences per step."),
     lr: float = typer.Option(1e-3, "--lr", help="AdamW learning rate."),
@@ -129,22 +136,25 @@ def train_mlm(
     eval_every: int = typer.Option(1000, "--eval-every", help="Evaluate (and keep the best artifact) every N steps."),
     eval_words: int = typer.Option(4000, "--eval-words", help="Masked words per dev set at each evaluation."),
     threads: int = typer.Option(0, "--threads", help="torch threads (0 = torch's default)."),
-    sst_share: float = typer.Option(0.6, "--sst-share", help="Share of every batch drawn from SST-2 train (the rest is WordNet); 0 < share < 1."),
-    init: Optional[Path] = typer.Option(None, "--init", help="Warm start: a minilm-mlm artifact whose adapters, head and norms training starts from."),
+    sst_share: float = typer.Option(0.6, "--sst-share", help=(
+        "Share of every batch drawn from SST-2 train (the rest is WordNet); 0 < share < 1.")),
+    init: Optional[Path] = typer.Option(None, "--init", help=(
+        "Warm start: a minilm-mlm artifact whose adapters, head and norms training starts from.")),
     device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda, cuda:1 … (default: CUDA when present)."),
-    max_minutes: Optional[float] = typer.Option(None, "--max-minutes", help="Stop after this many minutes (evaluates, keeps the best checkpoint; rerun to resume)."),
-    save_minutes: float = typer.Option(2.0, "--save-minutes", help="Write the resumable training state at least this often (and at every evaluation)."),
+    max_minutes: Optional[float] = typer.Option(None, "--max-minutes", help=(
+        "Stop after this many minutes (evaluates, keeps the best checkpoint; rerun to resume).")),
+    save_minutes: float = typer.Option(2.0, "--save-minutes", help=(
+        "Write the resumable training state at least this often (and at every evaluation).")),
     out: Optional[Path] = typer.Option(None, "--out", help="The artifact (default: the one shipped in the package)."),
     seed: SeedOpt = 0,
 ) -> None:
     """Train textaudit's offline masked LM (minilm-mlm) on WordNet and SST-2 train; a rerun resumes."""
     import sys
 
-    from textaudit.neighborhoods.train_mlm import DEFAULT_OUT, TrainMLMConfig, train
 
     cfg = TrainMLMConfig(wordnet_dir=wordnet_dir, sst_train=sst_train, steps=steps, batch_size=batch_size, lr=lr,
                          rank=rank, alpha=alpha, eval_every=eval_every, eval_words=eval_words, seed=seed,
                          threads=threads, sst_share=sst_share, init=init, device=device, max_minutes=max_minutes,
                          save_minutes=save_minutes, out=out or DEFAULT_OUT)
     cfg.check()
-    train(cfg, command="audit train-mlm " + " ".join(sys.argv[2:]))
+    train_minilm_mlm(cfg, command="audit train-mlm " + " ".join(sys.argv[2:]))

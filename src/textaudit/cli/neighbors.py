@@ -8,6 +8,7 @@ import typer
 
 from textaudit.cli.app import JsonOpt, LimitOpt, SeedOpt, app, emit_json, notice, print_table
 from textaudit.errors import TextAuditError
+from textaudit.neighborhoods import NeighborhoodBuilder, load_mlm
 
 
 @app.command()
@@ -25,8 +26,6 @@ def neighbors(
     json_out: JsonOpt = False,
 ) -> None:
     """Print the natural neighbourhood Neighbor_k of a sentence (masked-LM replacements)."""
-    from textaudit.neighborhoods import NeighborhoodBuilder, load_mlm
-    from textaudit.sentence import Sentence
 
     if k < 1:
         raise TextAuditError(f"--k must be at least 1 (got {k})")

@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from textaudit.cli.app import AuditGroup, DataOpt, JsonOpt, ResumeOpt, SeedOpt, app, emit_json, notice, print_table
+from textaudit.data import load_dataset
+from textaudit.errors import TextAuditError
+from textaudit.models import load_classifier
+from textaudit.results import read_jsonl
+from textaudit.robustness.perturbscore import (
+    TUPLE_PERTURBATIONS,
+    PerturbScorer,
+    build_tuples,
+    evaluate_scorer,
+    mark,
+    split_tuples,
+)
 
 ps_app = typer.Typer(cls=AuditGroup, no_args_is_help=True, help="PerturbScore: ε of discrete perturbations.")
 app.add_typer(ps_app, name="perturbscore")
@@ -29,12 +40,7 @@ def build(
     json_out: JsonOpt = False,
 ) -> None:
     """Build (x, x′, edit distance, d, ε) tuples with PGD in the model's embedding space."""
-    from textaudit.data import load_dataset
-    from textaudit.errors import TextAuditError
-    from textaudit.models import load_classifier
-    from textaudit.robustness.perturbscore import build_tuples
 
-    from textaudit.robustness.perturbscore import TUPLE_PERTURBATIONS
 
     if space not in ("hidden", "probs"):
         raise TextAuditError(f"--space must be hidden or probs (got {space})")
@@ -68,9 +74,6 @@ def train(
     json_out: JsonOpt = False,
 ) -> None:
     """Train the PerturbScorer on 80% of the tuples; report Kendall τ / Spearman ρ on the other 20%."""
-    from textaudit.errors import TextAuditError
-    from textaudit.results import read_jsonl
-    from textaudit.robustness.perturbscore import PerturbScorer, evaluate_scorer, split_tuples
 
     if not tuples.is_file():
         raise TextAuditError(f"{tuples} not found; run 'audit perturbscore build --output {tuples}' first")
@@ -95,8 +98,6 @@ def score(
     json_out: JsonOpt = False,
 ) -> None:
     """Print the predicted ε of original → perturbed."""
-    from textaudit.robustness.perturbscore import mark
-    from textaudit.robustness.perturbscore import PerturbScorer
 
     marked = mark(original, perturbed)
     eps = PerturbScorer(scorer).score(original, perturbed)

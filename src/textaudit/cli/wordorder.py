@@ -8,7 +8,11 @@ from typing import Optional
 import typer
 
 from textaudit.cli.app import DataOpt, JsonOpt, LimitOpt, ModelOpt, SeedOpt, app, emit_json, notice, print_table
+from textaudit.data import load_dataset
 from textaudit.errors import TextAuditError
+from textaudit.models import load_classifier
+from textaudit.robustness.plots import plot_wordorder
+from textaudit.robustness.wordorder import evaluate_reordering, sweep
 
 
 @app.command()
@@ -25,10 +29,6 @@ def wordorder(
     json_out: JsonOpt = False,
 ) -> None:
     """Accuracy on reordered text, with the DND (local) and IDC (global) order metrics."""
-    from textaudit.data import load_dataset
-    from textaudit.models import load_classifier
-    from textaudit.robustness.plots import plot_wordorder
-    from textaudit.robustness.wordorder import evaluate_reordering, sweep
 
     ds = load_dataset(data, default_split="dev", limit=limit)
     clf = load_classifier(model)

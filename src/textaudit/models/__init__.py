@@ -9,7 +9,9 @@ Heavy libraries (torch, transformers) are imported only by the functions that ne
 """
 
 from textaudit.models.batched import BatchedClassifier, Classifier, QueryStats, as_classifier, softmax
+from textaudit.models.hf import load_hf_classifier
 from textaudit.models.registry import known_models, load_classifier, load_plugin, register_model
+from textaudit.models.torch_backend import torch_classifier
 
 __all__ = [
     "Classifier",
@@ -28,11 +30,7 @@ __all__ = [
 
 def __getattr__(name: str):
     if name == "torch_classifier":
-        from textaudit.models.torch_backend import torch_classifier
-
         return torch_classifier
     if name == "load_hf_classifier":
-        from textaudit.models.hf import load_hf_classifier
-
         return load_hf_classifier
     raise AttributeError(name)

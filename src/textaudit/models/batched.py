@@ -226,7 +226,7 @@ def as_classifier(obj: object, *, output: str = "probs", name: str | None = None
     if isinstance(obj, BatchedClassifier):
         return obj
     nm = name or getattr(obj, "name", None) or getattr(obj, "__name__", None) or type(obj).__name__
-    if hasattr(obj, "predict_proba") and callable(getattr(obj, "predict_proba")):
+    if hasattr(obj, "predict_proba") and callable(obj.predict_proba):
         nc = getattr(obj, "num_classes", None)
         return BatchedClassifier(lambda texts: obj.predict_proba(texts), output=output, name=str(nm),  # type: ignore[attr-defined]
                                  num_classes=nc if isinstance(nc, int) else None, **kwargs)

@@ -8,6 +8,9 @@ from typing import Sequence
 
 import numpy as np
 
+from textaudit.device import pick_device
+from textaudit.resources import resolve
+
 __all__ = ["SentenceEncoder"]
 
 
@@ -22,8 +25,6 @@ class SentenceEncoder:
                  cache_size: int = 50_000):
         from transformers import AutoModel, AutoTokenizer
 
-        from textaudit.device import pick_device
-        from textaudit.resources import resolve
 
         root = path or str(resolve("minilm"))
         self.device = pick_device(device)

@@ -20,7 +20,6 @@ computed once).
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 
 from textaudit.errors import TextAuditError
-from textaudit.neighborhoods.mlm import HFMaskedLM
+from textaudit.neighborhoods.masked_lm import HFMaskedLM
+from textaudit.resources import resolve
 
 __all__ = ["load_minilm_mlm", "build_base", "read_artifact", "ARTIFACT_PREFIXES"]
 
@@ -28,7 +29,6 @@ def build_base():
 
     from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
-    from textaudit.resources import resolve
 
     root = resolve("minilm")
     config = BertConfig.from_pretrained(root)
@@ -69,8 +69,6 @@ def load_minilm_mlm(path=None, *, device: str | None = None, batch_size: int = 1
     import torch
 
     from textaudit.neighborhoods.lora import merge_into
-    from textaudit.resources import resolve
-
     art = resolve("minilm-mlm", path)
     tensors, meta = read_artifact(art, fix="reinstall textaudit or retrain with audit train-mlm")
     model, tok = build_base()

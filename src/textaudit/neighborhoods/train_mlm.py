@@ -55,7 +55,7 @@ from textaudit.resources import resolve
 from textaudit.text import word_tokenize
 from textaudit.train_state import load_train_state, save_train_state
 
-__all__ = ["wordnet_corpus", "sst_corpus", "load_into_lora_model", "save_artifact", "main", "cli"]
+__all__ = ["wordnet_corpus", "sst_corpus", "load_into_lora_model", "save_artifact", "TrainMLMConfig", "train"]
 
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "assets" / "minilm-mlm.safetensors"
 TARGETS = ("query", "key", "value", "output.dense", "intermediate.dense")

@@ -30,6 +30,7 @@ from functools import lru_cache
 from typing import Callable, Sequence
 
 from textaudit.errors import TextAuditError
+from textaudit.resources import resolve
 
 __all__ = ["idc", "dnd", "char_permutation", "units", "reorder", "REORDERINGS", "LEVELS", "perturb"]
 
@@ -77,7 +78,7 @@ def char_permutation(original: str, perturbed: str) -> list[int]:
     used = [False] * len(original)
     ptr = {c: 0 for c in free}
     out: list[int] = []
-    for j, c in enumerate(perturbed):
+    for c in perturbed:
         cand = out[-1] + 1 if out else None
         if cand is not None and cand < len(original) and original[cand] == c and not used[cand]:
             i = cand
@@ -95,7 +96,6 @@ def char_permutation(original: str, perturbed: str) -> list[int]:
 def _wordpiece():
     from transformers import AutoTokenizer
 
-    from textaudit.resources import resolve
 
     return AutoTokenizer.from_pretrained(resolve("minilm"))
 

@@ -129,7 +129,6 @@ def run_study(models: Sequence[str], perturbations: Sequence[str], *, train_size
     Training texts: a seeded sample of ``train_size`` texts of ``data``'s train split; test texts: its
     dev split (true labels only for robustness; learnability uses pseudo-labels).
     """
-    from scipy.stats import spearmanr
 
     if seeds < 1:
         raise TextAuditError(f"--seeds must be at least 1 (got {seeds})")

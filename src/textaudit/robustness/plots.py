@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from textaudit.plotting import pyplot
 
 __all__ = ["plot_study", "plot_wordorder"]

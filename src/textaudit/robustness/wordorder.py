@@ -13,7 +13,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from textaudit.errors import TextAuditError
-from textaudit.perturbations.wordorder import LEVELS, REORDERINGS, dnd, idc, perturb
+from textaudit.perturbations.wordorder import LEVELS, dnd, idc, perturb
 
 __all__ = ["evaluate_reordering", "sweep", "DEFAULT_GRID"]
 

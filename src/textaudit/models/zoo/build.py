@@ -13,8 +13,15 @@ from textaudit.errors import TextAuditError
 from textaudit.models.batched import BatchedClassifier
 from textaudit.models.torch_backend import torch_classifier
 from textaudit.models.zoo.checkpoint import load_checkpoint
-from textaudit.models.zoo.names import (ARCHS, AUGMENTATIONS, ROBUST, ROBUST_ARCHS, checkpoint_dir, parse_name,
-                                        split_robust)
+from textaudit.models.zoo.names import (
+    ARCHS,
+    AUGMENTATIONS,
+    ROBUST,
+    ROBUST_ARCHS,
+    checkpoint_dir,
+    parse_name,
+    split_robust,
+)
 from textaudit.models.zoo.train import DEFAULTS, TrainConfig, accuracy, batch_encoder, fit, save_result
 from textaudit.perturbations.gender import gender_swap
 from textaudit.resources import locate

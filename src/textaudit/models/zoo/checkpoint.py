@@ -13,11 +13,19 @@ from typing import Any
 
 from textaudit.errors import TextAuditError
 from textaudit.models.batched import BatchedClassifier
+from textaudit.models.torch_backend import hf_tokenize, torch_classifier
+from textaudit.models.zoo.vocab import Vocab, WordTokenizer
 
 __all__ = ["save_checkpoint", "load_checkpoint", "load_module", "read_config", "FORMAT"]
 
 FORMAT = 1
 CONFIG = "textaudit.json"
+
+
+def batch_encoder(arch: str, tokenizer, max_len: int):
+    """Return the batch tokenizer a zoo model's forward takes: HF tokenizers are padded to the
+    longest text (``hf_tokenize``); the word models' ``WordTokenizer`` already is one."""
+    return hf_tokenize(tokenizer, max_length=max_len) if arch == "minilm" else tokenizer
 
 
 def save_checkpoint(path: Path, module, tokenizer, config: dict[str, Any]) -> Path:
@@ -81,8 +89,6 @@ def load_module(path: Path):
     from safetensors.torch import load_file
 
     from textaudit.models.zoo.architectures import ARCHITECTURES, build_module
-    from textaudit.models.zoo.vocab import Vocab, WordTokenizer
-
     if arch not in ARCHITECTURES:
         raise TextAuditError(f"checkpoint {path} has unknown arch '{arch}'; known: {', '.join(ARCHITECTURES)}, minilm")
     weights, vocab_file = path / "model.safetensors", path / "vocab.txt"
@@ -111,8 +117,6 @@ def load_module(path: Path):
 def load_checkpoint(path: Path, *, device: str | None = None, batch_size: int | None = None,
                     name: str | None = None, **_: Any) -> BatchedClassifier:
     """Return a :class:`BatchedClassifier` over the checkpoint in directory ``path``."""
-    from textaudit.models.torch_backend import torch_classifier
-    from textaudit.models.zoo.train import batch_encoder
 
     module, tok, cfg = load_module(Path(path))
     encode = batch_encoder(cfg["arch"], tok, int(cfg.get("max_len", 128)))

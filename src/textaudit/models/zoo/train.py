@@ -16,9 +16,14 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from textaudit.device import pick_device
 from textaudit.errors import TextAuditError
 from textaudit.models.batched import BatchedClassifier
+from textaudit.models.torch_backend import TorchForward, hf_tokenize, torch_classifier
+from textaudit.models.zoo.checkpoint import batch_encoder, save_checkpoint
 from textaudit.models.zoo.names import ARCHS
+from textaudit.models.zoo.vocab import WordTokenizer, build_vocab
+from textaudit.resources import resolve
 from textaudit.train_state import load_train_state, save_train_state
 
 __all__ = ["TrainConfig", "TrainResult", "DEFAULTS", "fit", "fit_classifier", "accuracy"]
@@ -62,14 +67,6 @@ class TrainResult:
     history: list[dict] = field(default_factory=list)
     best_holdout_accuracy: float = float("nan")
     train_seconds: float = 0.0
-
-
-def batch_encoder(arch: str, tokenizer, max_len: int):
-    """Return the batch tokenizer a zoo model's forward takes: HF tokenizers are padded to the
-    longest text (``hf_tokenize``); the word models' ``WordTokenizer`` already is one."""
-    from textaudit.models.torch_backend import hf_tokenize
-
-    return hf_tokenize(tokenizer, max_length=max_len) if arch == "minilm" else tokenizer
 
 
 def accuracy(clf: BatchedClassifier, texts: Sequence[str], labels: Sequence[int]) -> float:
@@ -129,7 +126,6 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
     import torch
     from tqdm.auto import tqdm
 
-    from textaudit.device import pick_device
 
     if arch not in ARCHS:
         raise TextAuditError(f"unknown architecture '{arch}'; use one of {', '.join(ARCHS)}")
@@ -148,8 +144,6 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
     if arch == "minilm":
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-        from textaudit.models.torch_backend import hf_tokenize
-        from textaudit.resources import resolve
 
         root = resolve("minilm")
         tokenizer = AutoTokenizer.from_pretrained(root)
@@ -159,8 +153,6 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
         lengths = np.array([len(t) for t in texts])
     else:
         from textaudit.models.zoo.architectures import build_module
-        from textaudit.models.zoo.vocab import WordTokenizer, build_vocab
-
         vocab, emb = build_vocab([texts[i] for i in tr], extra_words=extra_words, seed=cfg.seed)
         tokenizer = WordTokenizer(vocab, max_len=cfg.max_len)
         encode = tokenizer
@@ -185,8 +177,6 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
     ho_labels = labels_arr[ho]
 
     def evaluate() -> float:
-        from textaudit.models.torch_backend import TorchForward
-
         if len(ho) == 0:
             return float("nan")
         if select is not None:
@@ -286,8 +276,6 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
 def fit_classifier(arch: str, texts: Sequence[str], labels: Sequence[int], **kwargs) -> BatchedClassifier:
     """Train ``arch`` on ``(texts, labels)`` and return it as a :class:`BatchedClassifier` (the
     scikit-learn-style ``fit(texts, labels) -> Classifier`` factory the estimators use)."""
-    from textaudit.models.torch_backend import torch_classifier
-
     res = fit(arch, texts, labels, **kwargs)
     encode = batch_encoder(arch, res.tokenizer, res.config.max_len)
     C = int(getattr(res.module, "num_classes", None) or res.module.config.num_labels)
@@ -296,8 +284,6 @@ def fit_classifier(arch: str, texts: Sequence[str], labels: Sequence[int], **kwa
 
 def save_result(res: TrainResult, path: Path, extra: dict[str, Any]) -> Path:
     """Write a trained result as a checkpoint (see :mod:`textaudit.models.zoo.checkpoint`)."""
-    from textaudit.models.zoo.checkpoint import save_checkpoint
-
     module = res.module.to("cpu")
     C = int(getattr(module, "num_classes", None) or module.config.num_labels)
     cfg = {"arch": res.config.arch, "num_classes": C, "max_len": res.config.max_len, "train": res.config.to_dict(),

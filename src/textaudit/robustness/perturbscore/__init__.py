@@ -19,10 +19,24 @@ and the resumable tuple builder), ``scorer`` (the PerturbScorer and its evaluati
 """
 
 from textaudit.robustness.perturbscore.scorer import PerturbScorer, evaluate_scorer, spearman_kendall
-from textaudit.robustness.perturbscore.shift import (SHIFT_ATOL, ShiftModel, differentiable, find_epsilon, model_shift,
-                                                     pgd_shifts)
-from textaudit.robustness.perturbscore.tuples import (TUPLE_PERTURBATIONS, build_tuples, edit_distance, mark,
-                                                      random_swap, split_tuples, synonym_swap, unmark)
+from textaudit.robustness.perturbscore.shift import (
+                                                     SHIFT_ATOL,
+                                                     ShiftModel,
+                                                     differentiable,
+                                                     find_epsilon,
+                                                     model_shift,
+                                                     pgd_shifts,
+)
+from textaudit.robustness.perturbscore.tuples import (
+                                                     TUPLE_PERTURBATIONS,
+                                                     build_tuples,
+                                                     edit_distance,
+                                                     mark,
+                                                     random_swap,
+                                                     split_tuples,
+                                                     synonym_swap,
+                                                     unmark,
+)
 
 __all__ = ["SHIFT_ATOL", "ShiftModel", "differentiable", "find_epsilon", "model_shift", "pgd_shifts", "TUPLE_PERTURBATIONS", "build_tuples",
            "edit_distance", "mark", "unmark", "random_swap", "synonym_swap", "split_tuples", "PerturbScorer",

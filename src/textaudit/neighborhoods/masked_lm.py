@@ -1,0 +1,172 @@
+"""Masked language models that propose whole-word replacements for one position of a sentence.
+
+The interface every neighbourhood, attack and bias estimator uses::
+
+    mlm = load_mlm()                      # distilbert-base-uncased if available, else minilm-mlm
+    mlm.candidates([(["a", "deep", "and", "meaningful", "film", "."], 3)], top=20)
+    # -> [[("moving", 13.2), ("powerful", 12.9), ...]]   (word, logit), best first
+
+A position is masked by *one* ``[MASK]`` token even when its word splits into several word pieces
+(as the Double Perturbation reference implementation does). Candidates are whole-word vocabulary
+entries only: never ``##`` continuation pieces, never special or ``[unused]`` tokens. The decoder
+runs only at the masked positions (not over every token), and results are cached per masked
+sentence in an LRU cache.
+
+Implementations: :class:`HFMaskedLM` over any ``AutoModelForMaskedLM`` (a hub id such as
+``distilbert-base-uncased`` when online or cached, or a local directory), and ``minilm-mlm`` —
+textaudit's own offline model (:mod:`textaudit.neighborhoods.minilm_mlm`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from pathlib import Path
+from typing import Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from textaudit.device import pick_device
+from textaudit.errors import TextAuditError
+from textaudit.models.torch_backend import forward_inputs, only_inputs
+from textaudit.resources import hub_local_only
+
+__all__ = ["MaskedLM", "HFMaskedLM", "Query"]
+
+#: one masked-LM query: the sentence's words and the position to fill
+Query = tuple[Sequence[str], int]
+
+
+@runtime_checkable
+class MaskedLM(Protocol):
+    """Anything that proposes whole-word candidates for masked positions."""
+
+    name: str
+
+    def candidates(self, batch: list[Query], top: int = 20) -> list[list[tuple[str, float]]]: ...
+
+
+class HFMaskedLM:
+    """A HuggingFace masked LM behind the :class:`MaskedLM` interface.
+
+    Parameters: ``model`` (an ``AutoModelForMaskedLM``), ``tokenizer``, ``name``, ``device``
+    (default: CUDA when present), ``batch_size`` (masked sentences per forward), ``cache_size``.
+    """
+
+    def __init__(self, model, tokenizer, *, name: str, device: str | None = None, batch_size: int = 128,
+                 cache_size: int = 200_000):
+        self.device = pick_device(device)
+        self.model = model.to(self.device).eval()
+        self.tokenizer = tokenizer
+        self.name = name
+        self.batch_size = batch_size
+        self.cache_size = cache_size
+        self._cache: OrderedDict[tuple, list[tuple[str, float]]] = OrderedDict()
+        self.forwards = 0  # masked sentences actually run through the model
+        self.cache_hits = 0
+        self.forward_seconds = 0.0
+        vocab = tokenizer.get_vocab()
+        self.id_to_word = [""] * (max(vocab.values()) + 1)
+        for w, i in vocab.items():
+            self.id_to_word[i] = w
+        special = set(tokenizer.all_special_ids)
+        allowed = np.zeros(model.get_output_embeddings().weight.shape[0], dtype=bool)
+        for i, w in enumerate(self.id_to_word[: len(allowed)]):
+            allowed[i] = bool(w) and i not in special and not w.startswith("##") and not re.fullmatch(r"\[.*\]", w)
+        self._allowed = allowed
+        self._allowed_t = None  # the same mask as a tensor on the model's device, made on first use
+        self._inputs = forward_inputs(getattr(model, "base_model", model))
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str, **kwargs) -> "HFMaskedLM":
+        """Load ``AutoModelForMaskedLM`` + tokenizer from a local directory or hub id."""
+
+        from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+
+        local = Path(name_or_path).expanduser()
+        local_only = local.exists() or hub_local_only()
+        try:
+            tok = AutoTokenizer.from_pretrained(str(local) if local.exists() else name_or_path,
+                                                local_files_only=local_only)
+            model = AutoModelForMaskedLM.from_pretrained(str(local) if local.exists() else name_or_path,
+                                                         local_files_only=local_only)
+        except (OSError, ValueError) as e:
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+            raise TextAuditError(f"cannot load masked LM '{name_or_path}': {first}") from None
+        return cls(model, tok, name=kwargs.pop("name", name_or_path), **kwargs)
+
+    # -- the interface ---------------------------------------------------------------------------
+    def candidates(self, batch: list[Query], top: int = 20) -> list[list[tuple[str, float]]]:
+        """Return, per ``(words, position)``, the ``top`` whole-word candidates ``(word, logit)``,
+        best first (the original word is *not* removed here; the neighbourhood builder does that)."""
+        keys = []
+        for words, pos in batch:
+            if not 0 <= pos < len(words):
+                raise TextAuditError(f"position {pos} is outside a sentence of {len(words)} words")
+            keys.append((tuple(words[:pos]), tuple(words[pos + 1:]), top))
+        found: dict[tuple, list[tuple[str, float]]] = {}
+        for k in keys:
+            if k in self._cache:
+                self._cache.move_to_end(k)
+                found[k] = self._cache[k]
+        todo = list(dict.fromkeys(k for k in keys if k not in found))
+        self.cache_hits += len(keys) - len(todo)
+        # similar lengths share a forward: less padding (same results, in any order)
+        todo.sort(key=lambda k: sum(len(w) + 1 for w in k[0]) + sum(len(w) + 1 for w in k[1]))
+        for s in range(0, len(todo), self.batch_size):
+            chunk = todo[s:s + self.batch_size]
+            for k, res in zip(chunk, self._predict(chunk, top)):
+                found[k] = res
+                if self.cache_size:
+                    self._cache[k] = res
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return [found[k] for k in keys]
+
+    # -- internals -------------------------------------------------------------------------------
+    def _encode(self, chunk: list[tuple]):
+        mask = self.tokenizer.mask_token
+        texts = [list(left) + [mask] + list(right) for left, right, _ in chunk]
+        enc = self.tokenizer(texts, is_split_into_words=True, padding="longest", truncation=True,
+                             max_length=256, return_tensors="pt")
+        return only_inputs(enc, self._inputs)
+
+    def _hidden_to_logits(self, hidden):
+        """Apply the MLM head to hidden states of masked positions only."""
+        m = self.model
+        if hasattr(m, "cls"):  # BERT family
+            return m.cls(hidden)
+        if hasattr(m, "vocab_projector"):  # DistilBERT
+            h = m.vocab_layer_norm(m.activation(m.vocab_transform(hidden)))
+            return m.vocab_projector(h)
+        if hasattr(m, "lm_head"):  # RoBERTa family
+            return m.lm_head(hidden)
+        return None
+
+    def _predict(self, chunk: list[tuple], top: int) -> list[list[tuple[str, float]]]:
+        import time
+
+        import torch
+
+        t0 = time.perf_counter()
+        enc = self._encode(chunk)
+        ids = enc["input_ids"]
+        is_mask = ids == self.tokenizer.mask_token_id
+        if not bool((is_mask.sum(1) == 1).all()):
+            raise TextAuditError("a sentence is too long for the masked LM (more than 256 word pieces)")
+        enc = {k: v.to(self.device) for k, v in enc.items()}
+        with torch.inference_mode():
+            base = self.model.base_model(**enc)
+            hidden = base.last_hidden_state[is_mask.to(self.device)]
+            logits = self._hidden_to_logits(hidden)
+            if logits is None:  # unknown head layout: full forward, then select
+                logits = self.model(**enc).logits[is_mask.to(self.device)]
+            if self._allowed_t is None or self._allowed_t.device != logits.device:
+                self._allowed_t = torch.from_numpy(self._allowed).to(logits.device)
+            logits = logits.float().masked_fill(~self._allowed_t, float("-inf"))
+            vals, idx = logits.topk(top, dim=-1)
+        vals, idx = vals.cpu().numpy(), idx.cpu().numpy()
+        self.forwards += len(chunk)
+        self.forward_seconds += time.perf_counter() - t0
+        return [[(self.id_to_word[j], float(v)) for v, j in zip(vr, ir) if np.isfinite(v)] for vr, ir in zip(vals, idx)]
