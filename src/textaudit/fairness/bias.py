@@ -34,7 +34,7 @@ import numpy as np
 
 from textaudit.data import load_dataset
 from textaudit.errors import TextAuditError
-from textaudit.fairness.estimates import BiasEstimate, ScoredUnit, aggregate, l1
+from textaudit.fairness.estimates import BiasEstimate, ScoredUnit, aggregate, l1_norm
 from textaudit.fairness.pairs import Source, find_sources, parse_pair
 from textaudit.models.batched import Classifier
 from textaudit.neighborhoods.builder import NeighborhoodBuilder
@@ -184,7 +184,7 @@ class CounterfactualBias:
         """X_filter: the sources with |F_soft(x; p)| < ε (L1 norm for C > 2)."""
         if not sources:
             return []
-        F0 = l1(self.pair_shift([s.sentence for s in sources], [s.position for s in sources], pair))
+        F0 = l1_norm(self.pair_shift([s.sentence for s in sources], [s.position for s in sources], pair))
         return [s for s, f in zip(sources, F0) if abs(f) < epsilon]
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from textaudit.fairness.pairs import Source
 
-__all__ = ["clustered_mean", "BiasEstimate", "ScoredUnit", "aggregate", "l1"]
+__all__ = ["clustered_mean", "BiasEstimate", "ScoredUnit", "aggregate", "l1_norm"]
 
 
 def clustered_mean(sums: Sequence[np.ndarray], sizes: Sequence[float], values: Sequence[np.ndarray] = ()
@@ -87,7 +87,7 @@ class ScoredUnit:
 
 
 
-def l1(F: np.ndarray) -> np.ndarray:
+def l1_norm(F: np.ndarray) -> np.ndarray:
     """|F| per sentence: F itself for two classes, the L1 norm of the per-class vector otherwise."""
     return F if F.ndim == 1 else np.abs(F).sum(1)
 
@@ -127,7 +127,7 @@ def aggregate(units: Sequence[ScoredUnit], pair: tuple[str, str], k: int, enumer
             lo = float(np.clip(np.abs(B) - half, 0, None).sum())
             est = BiasEstimate(pair, kk, l1, (lo, float((np.abs(B) + half).sum())), n, len(sizes),
                                method + "; L1 bounds from per-class intervals", sampled, per_class=B.tolist())
-        est.values = np.concatenate([l1(v) if v.ndim > 1 else v for v in vals])
+        est.values = np.concatenate([l1_norm(v) if v.ndim > 1 else v for v in vals])
         est.size = float(sum(sizes))
         out[kk] = est
     return out

@@ -219,7 +219,8 @@ class BatchedClassifier:
         return arr.astype(np.float32)
 
 
-def as_classifier(obj: object, *, output: str = "probs", name: str | None = None, **kwargs) -> BatchedClassifier:
+def as_classifier(obj: object, *, output: str = "probs", name: str | None = None, batch_size: int | None = None,
+                  cache_size: int = 100_000) -> BatchedClassifier:
     """Return a :class:`BatchedClassifier` for ``obj``: a BatchedClassifier (returned as is), any object
     with ``predict_proba`` (scikit-learn style, given lists of strings), or a plain callable
     ``f(list[str]) -> (n, C)`` probabilities (or logits with ``output="logits"``)."""
@@ -229,9 +230,11 @@ def as_classifier(obj: object, *, output: str = "probs", name: str | None = None
     if hasattr(obj, "predict_proba") and callable(obj.predict_proba):
         nc = getattr(obj, "num_classes", None)
         return BatchedClassifier(lambda texts: obj.predict_proba(texts), output=output, name=str(nm),  # type: ignore[attr-defined]
-                                 num_classes=nc if isinstance(nc, int) else None, **kwargs)
+                                 num_classes=nc if isinstance(nc, int) else None, batch_size=batch_size,
+                                 cache_size=cache_size)
     if callable(obj):
-        return BatchedClassifier(obj, output=output, name=str(nm), **kwargs)  # type: ignore[arg-type]
+        return BatchedClassifier(obj, output=output, name=str(nm), batch_size=batch_size,  # type: ignore[arg-type]
+                                 cache_size=cache_size)
     raise TextAuditError(
         f"cannot use a {type(obj).__name__} as a classifier; give a callable f(list[str]) -> probabilities "
         "or an object with predict_proba")

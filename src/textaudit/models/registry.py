@@ -27,13 +27,13 @@ from textaudit.models.zoo.names import ZOO_MODELS
 
 __all__ = ["load_classifier", "load_plugin", "MODEL_FACTORIES", "register_model", "known_models"]
 
-#: name -> factory(**options) returning a BatchedClassifier: models a user registers. The zoo's names
+#: name -> factory(device=..., batch_size=...) returning a BatchedClassifier: models a user registers. The zoo's names
 #: are a static table (:data:`~textaudit.models.zoo.names.ZOO_MODELS`) resolved without registration.
 MODEL_FACTORIES: dict[str, Callable[..., BatchedClassifier]] = {}
 
 
 def register_model(name: str, factory: Callable[..., BatchedClassifier]) -> None:
-    """Make ``--model name`` resolve to ``factory(**options)``."""
+    """Make ``--model name`` resolve to ``factory(device=..., batch_size=...)``."""
     MODEL_FACTORIES[name] = factory
 
 
@@ -42,7 +42,7 @@ def known_models() -> list[str]:
     return sorted(set(ZOO_MODELS) | set(MODEL_FACTORIES))
 
 
-def load_plugin(spec: str, **options) -> BatchedClassifier:
+def load_plugin(spec: str, *, batch_size: int | None = None, cache_size: int = 100_000) -> BatchedClassifier:
     """Return a classifier from a ``path/to/file.py:obj`` plug-in (see the module docstring)."""
     file, _, objname = spec.rpartition(":")
     path = Path(file).expanduser()
@@ -76,30 +76,30 @@ def load_plugin(spec: str, **options) -> BatchedClassifier:
             f"plug-in '{objname}' is a {type(obj).__name__}; it must be a function f(list[str]) -> probabilities "
             "or an object with predict_proba")
     output = getattr(obj, "output", "probs")
-    return as_classifier(obj, output=output, name=getattr(obj, "name", None) or f"{path.name}:{objname}", **options)
+    return as_classifier(obj, output=output, name=getattr(obj, "name", None) or f"{path.name}:{objname}",
+                         batch_size=batch_size, cache_size=cache_size)
 
 
-def load_classifier(spec: str, **options) -> BatchedClassifier:
+def load_classifier(spec: str, *, device: str | None = None, batch_size: int | None = None) -> BatchedClassifier:
     """Return a :class:`BatchedClassifier` for a model spec (zoo name, ``hf:...``, ``file.py:obj``,
     or a checkpoint directory); unknown specs raise a one-line :class:`TextAuditError`."""
     if not spec or not str(spec).strip():
         raise TextAuditError("empty model name; use one of " + ", ".join(known_models() + ["hf:<dir-or-id>", "file.py:obj"]))
     spec = str(spec).strip()
     if spec.startswith("hf:"):
-        return load_hf_classifier(spec[3:], **options)
+        return load_hf_classifier(spec[3:], device=device, batch_size=batch_size)
     if ".py:" in spec:
-        opts = {k: v for k, v in options.items() if k in ("batch_size", "cache_size")}
-        return load_plugin(spec, **opts)
+        return load_plugin(spec, batch_size=batch_size)
     if spec in MODEL_FACTORIES:
-        return MODEL_FACTORIES[spec](**options)
+        return MODEL_FACTORIES[spec](device=device, batch_size=batch_size)
     if spec in ZOO_MODELS:
-        return load_zoo_model(spec, **options)
+        return load_zoo_model(spec, device=device, batch_size=batch_size)
     path = Path(spec).expanduser()
     if path.is_dir():
         if (path / "textaudit.json").is_file():
-            return load_checkpoint(path, **options)
+            return load_checkpoint(path, device=device, batch_size=batch_size)
         if (path / "config.json").is_file():
-            return load_hf_classifier(str(path), **options)
+            return load_hf_classifier(str(path), device=device, batch_size=batch_size)
     raise TextAuditError(
         f"unknown model '{spec}'; use one of {', '.join(known_models()) or '(none registered)'}, "
         "hf:<dir-or-id>, a checkpoint directory, or path/to/file.py:obj")

@@ -78,11 +78,10 @@ class HFMaskedLM:
         self._inputs = forward_inputs(getattr(model, "base_model", model))
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str, **kwargs) -> "HFMaskedLM":
+    def from_pretrained(cls, name_or_path: str, *, name: str | None = None, device: str | None = None,
+                        batch_size: int = 128, cache_size: int = 200_000) -> "HFMaskedLM":
         """Load ``AutoModelForMaskedLM`` + tokenizer from a local directory or hub id."""
-
         from transformers import AutoModelForMaskedLM, AutoTokenizer
-
 
         local = Path(name_or_path).expanduser()
         local_only = local.exists() or hub_local_only()
@@ -94,7 +93,7 @@ class HFMaskedLM:
         except (OSError, ValueError) as e:
             first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
             raise TextAuditError(f"cannot load masked LM '{name_or_path}': {first}") from None
-        return cls(model, tok, name=kwargs.pop("name", name_or_path), **kwargs)
+        return cls(model, tok, name=name or name_or_path, device=device, batch_size=batch_size, cache_size=cache_size)
 
     # -- the interface ---------------------------------------------------------------------------
     def candidates(self, batch: list[Query], top: int = 20) -> list[list[tuple[str, float]]]:

@@ -64,7 +64,8 @@ def read_artifact(path, *, fix: str) -> tuple[dict, dict]:
     return tensors, meta
 
 
-def load_minilm_mlm(path=None, *, device: str | None = None, batch_size: int = 128, **kwargs) -> HFMaskedLM:
+def load_minilm_mlm(path: str | None = None, *, device: str | None = None, batch_size: int = 128,
+                    cache_size: int = 200_000) -> HFMaskedLM:
     """Return the ``minilm-mlm`` masked LM (artifact from ``path`` or the ``minilm-mlm`` resource)."""
     import torch
 
@@ -85,6 +86,6 @@ def load_minilm_mlm(path=None, *, device: str | None = None, batch_size: int = 1
     except (ValueError, KeyError, AttributeError) as e:
         raise TextAuditError(f"minilm-mlm weights {art} do not fit the MiniLM encoder ({e}); reinstall textaudit") from None
     model.tie_weights()
-    mlm = HFMaskedLM(model, tok, name="minilm-mlm", device=device, batch_size=batch_size, **kwargs)
+    mlm = HFMaskedLM(model, tok, name="minilm-mlm", device=device, batch_size=batch_size, cache_size=cache_size)
     mlm.training_info = json.loads(meta.get("info", "{}"))  # type: ignore[attr-defined]
     return mlm

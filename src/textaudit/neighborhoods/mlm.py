@@ -15,7 +15,8 @@ __all__ = ["MaskedLM", "HFMaskedLM", "load_mlm", "MLM_NAMES"]
 MLM_NAMES = ("distilbert-base-uncased", "minilm-mlm")
 
 
-def load_mlm(name: str | None = None, *, device: str | None = None, quiet: bool = False, **kwargs) -> MaskedLM:
+def load_mlm(name: str | None = None, *, device: str | None = None, quiet: bool = False, batch_size: int = 128,
+             cache_size: int = 200_000) -> MaskedLM:
     """Return a masked LM by name, with a one-line notice on stderr saying which one is in use.
 
     ``name=None`` resolves the default: ``distilbert-base-uncased`` when it is available (local
@@ -30,10 +31,10 @@ def load_mlm(name: str | None = None, *, device: str | None = None, quiet: bool 
     else:
         label = name
     if chosen == "minilm-mlm":
-        mlm = load_minilm_mlm(device=device, **kwargs)
+        mlm = load_minilm_mlm(device=device, batch_size=batch_size, cache_size=cache_size)
     else:
         mlm = HFMaskedLM.from_pretrained(chosen, device=device, name="distilbert-base-uncased" if name is None else chosen,
-                                         **kwargs)
+                                         batch_size=batch_size, cache_size=cache_size)
     if not quiet:
         print(f"notice: masked LM in use: {label}", file=sys.stderr)
     return mlm

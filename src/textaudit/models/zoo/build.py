@@ -103,7 +103,7 @@ def train_model(name: str, *, data: str = "sst2", epochs: int | None = None, see
 
 
 def load_zoo_model(name: str, *, train_if_missing: bool = True, device: str | None = None,
-                   batch_size: int | None = None, **_: Any) -> BatchedClassifier:
+                   batch_size: int | None = None) -> BatchedClassifier:
     """Return zoo model ``name`` from the cache, training it first (with a notice) if it is missing."""
     path = checkpoint_dir(name)
     if not (path / "textaudit.json").is_file():

@@ -115,7 +115,7 @@ def load_module(path: Path):
 
 
 def load_checkpoint(path: Path, *, device: str | None = None, batch_size: int | None = None,
-                    name: str | None = None, **_: Any) -> BatchedClassifier:
+                    name: str | None = None) -> BatchedClassifier:
     """Return a :class:`BatchedClassifier` over the checkpoint in directory ``path``."""
 
     module, tok, cfg = load_module(Path(path))
