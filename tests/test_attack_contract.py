@@ -123,3 +123,22 @@ def test_a_success_the_classifier_does_not_confirm_is_refused(build):
     clf = as_classifier(fickle, name="fickle", cache_size=0)
     r = build("so-beam", clf).attack(X1, label=None)
     assert r.status == "error" and r.reason.startswith("post-condition failed")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--method", "genetic", "--beam", "5"], "--beam applies to --method so-beam only, not to genetic"),
+    (["--method", "bae", "--kappa", "5"], "--kappa applies to --method so-beam, so-enum, random only"),
+    (["--method", "so-beam", "--threshold", "0.9"], "--threshold applies to --method bae only"),
+    (["--method", "so-beam", "--lm-constraint"], "--lm-constraint applies to --method genetic only"),
+    (["--method", "so-enum", "--k", "3"], "supports k <= 2"),
+    (["--k", "0"], "k must be at least 1"),
+    (["--beam", "0"], "beam width β must be at least 1"),
+    (["--max-queries", "0"], "--max-queries must be at least 1"),
+    (["--time-budget", "-1"], "--time-budget must be a positive number"),
+    (["--method", "nope"], "unknown attack method 'nope'"),
+])
+def test_the_method_table_rejects_options_before_any_model_loads(cli, args, message):
+    """The model named does not exist: the option error must come first (nothing is loaded or trained)."""
+    r = cli("attack", "--model", "no-such-model", *args)
+    assert r.exit_code == 2, r.output
+    assert message in r.output and "unknown model" not in r.output and "Traceback" not in r.output

@@ -23,6 +23,7 @@ import numpy as np
 
 from textaudit.errors import TextAuditError
 from textaudit.lexicons import counterfitted_neighbors
+from textaudit.models.batched import Classifier
 from textaudit.resources import cache_dir
 from textaudit.sentence import Sentence, restore_case
 
@@ -49,7 +50,7 @@ def apply_patch(s: Sentence, patch: Patch) -> Sentence:
     return s.replace(patch.position, restore_case(patch.w2, s.tokens[patch.position]))
 
 
-def _fingerprint(classifier) -> str:
+def _fingerprint(classifier: Classifier) -> str:
     probs = classifier.predict_proba(_PROBES)
     h = hashlib.sha1(np.round(probs, 5).tobytes())
     h.update(str(getattr(classifier, "name", "")).encode())
@@ -67,7 +68,7 @@ class PatchWords:
     disk_cache: cache single-word probabilities on disk per model.
     """
 
-    def __init__(self, classifier, pairs: Iterable[tuple[str, str]] | None = None, *, disk_cache: bool = True):
+    def __init__(self, classifier: Classifier, pairs: Iterable[tuple[str, str]] | None = None, *, disk_cache: bool = True):
         self.classifier = classifier
         self._pairs_in = None if pairs is None else [(a.lower(), b.lower()) for a, b in pairs]
         self.disk_cache = disk_cache

@@ -235,7 +235,10 @@ class TextAttackRecipe(FirstOrderAttack):
 
     def __init__(self, classifier: Classifier, recipe: str, *, mlm: MaskedLM | None = None,
                  encoder: SentenceEncoder | None = None, threshold: float | None = None,
-                 neighbors: dict[str, list[str]] | None = None, max_queries: int | None = None, seed: int = 0):
+                 neighbors: dict[str, list[str]] | None = None, max_queries: int | None = None,
+                 time_budget: float | None = None, seed: int = 0):
+        if time_budget is not None:
+            raise TextAuditError("a time budget cannot stop a TextAttack search; use a query budget (--max-queries)")
         super().__init__(classifier, max_queries=max_queries, seed=seed)
         self.method = f"textattack:{recipe}"
         self.mlm = mlm

@@ -189,7 +189,7 @@ class CounterfactualBias:
 
 
 
-def _word_vocabulary(classifier) -> set[str] | None:
+def _word_vocabulary(classifier: Classifier) -> set[str] | None:
     """The word vocabulary of a zoo word model (None for sub-word or opaque models)."""
     tok = getattr(getattr(classifier, "forward", None), "tokenizer", None)
     vocab = getattr(tok, "vocab", None)

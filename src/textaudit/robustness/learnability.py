@@ -26,6 +26,7 @@ import numpy as np
 
 from textaudit.data import load_dataset
 from textaudit.errors import TextAuditError
+from textaudit.models.batched import Classifier
 from textaudit.models.zoo.names import ARCHS
 from textaudit.models.zoo.train import DEFAULTS, TrainConfig, fit_classifier
 from textaudit.perturbations.noise import get_perturbation
@@ -65,7 +66,7 @@ def zoo_fitter(arch: str, seed: int = 0) -> Fit:
     return fit
 
 
-def _acc(clf, texts: Sequence[str], labels: Sequence[int] | int) -> float:
+def _acc(clf: Classifier, texts: Sequence[str], labels: Sequence[int] | int) -> float:
     y = np.full(len(texts), labels) if isinstance(labels, int) else np.asarray(labels)
     return float((clf.predict(list(texts)) == y).mean())
 

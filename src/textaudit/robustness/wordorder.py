@@ -13,6 +13,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from textaudit.errors import TextAuditError
+from textaudit.models.batched import Classifier
 from textaudit.perturbations.wordorder import LEVELS, dnd, idc, perturb
 
 __all__ = ["evaluate_reordering", "sweep", "DEFAULT_GRID"]
@@ -34,7 +35,7 @@ def _text_metrics(original: str, perturbed: str) -> tuple[float, float]:
     return lev, bleu
 
 
-def evaluate_reordering(classifier, texts: Sequence[str], labels: Sequence[int], perturbation: str, level: str,
+def evaluate_reordering(classifier: Classifier, texts: Sequence[str], labels: Sequence[int], perturbation: str, level: str,
                         rho: float = 0.5, seed: int = 0) -> dict:
     """Return accuracy on the reordered texts and the mean DND, IDC, normalised Levenshtein
     distance and sentence BLEU-4 between each original and its reordering."""
@@ -57,7 +58,7 @@ def evaluate_reordering(classifier, texts: Sequence[str], labels: Sequence[int],
             "example": out[0]}
 
 
-def sweep(classifier, texts: Sequence[str], labels: Sequence[int], grid: Iterable[tuple[str, str, float]] = DEFAULT_GRID,
+def sweep(classifier: Classifier, texts: Sequence[str], labels: Sequence[int], grid: Iterable[tuple[str, str, float]] = DEFAULT_GRID,
           seed: int = 0, progress: bool = True) -> tuple[list[dict], dict]:
     """Return ``(rows, correlations)``: one row per grid point (plus the clean accuracy) and the
     Spearman ρ (with p-value) of accuracy with DND, IDC, Levenshtein and BLEU-4 over the grid."""

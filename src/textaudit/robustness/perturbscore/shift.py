@@ -10,6 +10,7 @@ import numpy as np
 
 from textaudit.device import pick_device
 from textaudit.errors import TextAuditError
+from textaudit.models.batched import Classifier
 
 __all__ = ["ShiftModel", "differentiable", "model_shift", "pgd_shifts", "find_epsilon", "SHIFT_ATOL"]
 
@@ -62,7 +63,7 @@ class ShiftModel:
         return self.features(batch, e) if space == "hidden" else self.probs(batch, e)
 
 
-def differentiable(classifier, device: str | None = None) -> ShiftModel:
+def differentiable(classifier: Classifier, device: str | None = None) -> ShiftModel:
     """Return the :class:`ShiftModel` of a zoo word model, a zoo ``minilm`` or an ``hf:`` classifier
     (a classifier without torch embeddings gets a one-line error)."""
     fwd = getattr(classifier, "forward", None)
