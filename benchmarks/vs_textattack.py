@@ -35,6 +35,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from textaudit.attacks import make_attack, run_attack
+    from textaudit.attacks.registry import method_spec
     from textaudit.attacks.textattack_interop import import_textattack
     from textaudit.data import load_dataset
     from textaudit.models import load_classifier
@@ -48,7 +49,8 @@ def main() -> None:
     rows = {}
     for method in args.methods.split(","):
         clf = load_classifier(args.model)
-        atk = make_attack(method, clf, mlm=mlm, encoder=encoder, seed=0)
+        shared = {"mlm": mlm, "encoder": encoder}  # each method takes the components its table entry names
+        atk = make_attack(method, clf, seed=0, **{k: v for k, v in shared.items() if k in method_spec(method).options})
         out = args.output / f"{method.replace(':', '_')}.jsonl" if args.output else None
         if out:
             out.parent.mkdir(parents=True, exist_ok=True)
