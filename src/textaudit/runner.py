@@ -15,8 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
-from tqdm.auto import tqdm
-
+from textaudit.progress import progress as progress_bar
 from textaudit.results import JsonlWriter
 
 __all__ = ["ResumableRun"]
@@ -58,7 +57,7 @@ class ResumableRun:
         the progress bar after each one."""
         skip = skip or (lambda job_id: job_id in self.done)
         todo = [(job_id, job) for job_id, job in jobs if not skip(job_id)]
-        self._bar = tqdm(total=len(todo), desc=desc, unit=unit, disable=None if self.progress else True)
+        self._bar = progress_bar(total=len(todo), desc=desc, unit=unit, enabled=self.progress)
         for job_id, job in todo:
             yield job_id, job
             self._bar.update(1)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import statistics
+import time
 from typing import Callable, Sequence
 
 from textaudit.attacks.base import Attack
 from textaudit.errors import TextAuditError
-from textaudit.lm import CausalLM
+from textaudit.lm import CausalLM, LazyCausalLM
 from textaudit.runner import ResumableRun
 
 __all__ = ["run_attack", "summarize", "AttackSummary"]
@@ -17,7 +18,8 @@ class AttackSummary:
     """The summary of an attack run, updated one record at a time (:meth:`add` is O(1)).
 
     success_rate = successes / attacked (skipped and errors excluded); mean ℓ0 of successes;
-    median perplexities; seconds and classifier queries per attacked example."""
+    median perplexities; seconds of search and of perplexity (SmolLM2, its loading included) and
+    classifier queries per attacked example."""
 
     def __init__(self, method: str, k: int):
         self.method, self.k = method, k
@@ -28,6 +30,7 @@ class AttackSummary:
         self.ppl_original: list[float] = []
         self.ppl_perturbed: list[float] = []
         self.seconds = 0.0
+        self.ppl_seconds = 0.0
         self.queries = 0
         self.mlm: str | None = None
 
@@ -46,6 +49,7 @@ class AttackSummary:
         if status in ("success", "failed"):
             self.seconds += r["seconds"]
             self.queries += r["queries"]
+        self.ppl_seconds += r.get("ppl_seconds") or 0.0
         self.mlm = self.mlm or r.get("mlm")
 
     @property
@@ -67,6 +71,7 @@ class AttackSummary:
             "median_ppl_original": round(statistics.median(self.ppl_original), 2) if self.ppl_original else None,
             "median_ppl_perturbed": round(statistics.median(self.ppl_perturbed), 2) if self.ppl_perturbed else None,
             "sec_per_example": round(self.seconds / ran, 3) if ran else None,
+            "ppl_sec_per_example": round(self.ppl_seconds / ran, 3) if ran and self.ppl_seconds else None,
             "queries_per_example": round(self.queries / ran, 1) if ran else None,
             "mlm": self.mlm,
         }
@@ -82,7 +87,7 @@ def summarize(records: Sequence[dict], method: str, k: int) -> dict:
 
 def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | None, *,
                ids: Sequence[str] | None = None, output=None, resume: bool = False, progress: bool = True,
-               ppl: CausalLM | None = None, on_result: Callable[[dict], None] | None = None) -> tuple[dict, list[dict]]:
+               ppl: CausalLM | LazyCausalLM | None = None, on_result: Callable[[dict], None] | None = None) -> tuple[dict, list[dict]]:
     """Attack every example (skipping ids already in ``output`` when ``resume``) and return
     ``(summary, records)``; each record is appended to ``output`` (JSONL) and flushed as it finishes.
 
@@ -101,8 +106,10 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
             res = attack.attack(texts[i], None if labels is None else int(labels[i]))
             rec = {"id": id_, **res.to_dict()}
             if ppl is not None and res.status == "success":
+                t0 = time.perf_counter()
                 po, pp = ppl.perplexity([res.text, res.vulnerable])
                 rec["ppl_original"], rec["ppl_perturbed"] = round(po, 3), round(pp, 3)
+                rec["ppl_seconds"] = round(time.perf_counter() - t0, 3)  # loading the LM included, once
             run.write(rec)
             summary.add(rec)
             if on_result:

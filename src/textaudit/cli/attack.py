@@ -26,7 +26,7 @@ from textaudit.cli.app import (
     print_table,
 )
 from textaudit.data import load_dataset
-from textaudit.lm import load_causal_lm
+from textaudit.lm import LazyCausalLM
 from textaudit.models import load_classifier
 from textaudit.neighborhoods.mlm import load_mlm
 
@@ -67,9 +67,8 @@ def attack(
     ds = load_dataset(data, text_column=text_column, label_column=label_column, default_split="dev", limit=limit)
     clf = load_classifier(model)
     options["mlm"] = load_mlm(mlm) if spec.needs_mlm else None
-    lm = None
-    if ppl or lm_constraint:
-        lm = load_causal_lm()
+    # SmolLM2 is loaded on first use: a run (or a --resume) without a success never loads it
+    lm = LazyCausalLM() if ppl or lm_constraint else None
     options["lm"] = lm if lm_constraint else None
     atk = make_attack(method, clf, **options)
     if hasattr(atk, "patch_words"):
@@ -80,6 +79,8 @@ def attack(
     ids = example_ids(data, len(ds))
     summary, records = run_attack(atk, ds["text"], ds["label"], ids=ids, output=output, resume=resume, ppl=lm)
     summary["model"] = clf.name
+    if lm is not None and lm.loaded:
+        summary["ppl_load_seconds"] = round(lm.load_seconds, 1)  # part of ppl_sec_per_example
     if output:
         notice(f"results: {output}")
     if json_out:

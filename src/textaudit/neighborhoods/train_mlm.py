@@ -43,7 +43,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from textaudit.data import read_table
 from textaudit.device import pick_device
@@ -51,6 +50,7 @@ from textaudit.errors import TextAuditError
 from textaudit.neighborhoods.minilm_mlm import build_base, read_artifact
 from textaudit.neighborhoods.mlm import HFMaskedLM
 from textaudit.neighborhoods.mlm_eval import fill_mask_accuracy, mask_queries
+from textaudit.progress import progress
 from textaudit.resources import resolve
 from textaudit.text import word_tokenize
 from textaudit.train_state import load_train_state, save_train_state
@@ -366,10 +366,11 @@ def train(args: TrainMLMConfig, command: str = "audit train-mlm") -> dict:
             "step": step, "best": best, "history": history, "t_loop": t_loop,
             "seconds": elapsed()})
 
-    bar = tqdm(range(start + 1, args.steps + 1), initial=start, total=args.steps, desc="train minilm-mlm", unit="step")
+    bar = progress(total=args.steps, initial=start, desc="train minilm-mlm", unit="step")
     model.train()
     step, last_save = start, time.perf_counter()
-    for step in bar:
+    for step in range(start + 1, args.steps + 1):
+        bar.update(1)
         t_step = time.perf_counter()
         b_wn = m_wn.batch(rng.integers(0, len(m_wn.sents), args.batch_size - n_sst), rng)
         b_sst = m_sst.batch(rng.integers(0, len(m_sst.sents), n_sst), rng)
@@ -416,6 +417,7 @@ def train(args: TrainMLMConfig, command: str = "audit train-mlm") -> dict:
             print(f"--max-minutes {args.max_minutes} reached after step {step}; stopping "
                   "(run the same command again to resume)", file=sys.stderr)
             break
+    bar.close()
     if step >= args.steps:
         state_path.unlink(missing_ok=True)  # finished: nothing left to resume
     summary = {"best_mean_top10": best, "out": str(args.out), "steps": step,

@@ -15,6 +15,7 @@ import numpy as np
 from textaudit.errors import TextAuditError
 from textaudit.models.batched import Classifier
 from textaudit.perturbations.wordorder import LEVELS, dnd, idc, perturb
+from textaudit.progress import progress as progress_bar
 
 __all__ = ["evaluate_reordering", "sweep", "DEFAULT_GRID"]
 
@@ -63,11 +64,13 @@ def sweep(classifier: Classifier, texts: Sequence[str], labels: Sequence[int], g
     """Return ``(rows, correlations)``: one row per grid point (plus the clean accuracy) and the
     Spearman ρ (with p-value) of accuracy with DND, IDC, Levenshtein and BLEU-4 over the grid."""
     from scipy.stats import spearmanr
-    from tqdm.auto import tqdm
-
     grid = list(grid)
-    rows = [evaluate_reordering(classifier, texts, labels, p, lv, r, seed)
-            for p, lv, r in tqdm(grid, desc="word-order sweep", disable=None if progress else True)]
+    bar = progress_bar(total=len(grid), desc="word-order sweep", unit="setting", enabled=progress)
+    rows = []
+    for p, lv, r in grid:
+        rows.append(evaluate_reordering(classifier, texts, labels, p, lv, r, seed))
+        bar.update(1)
+    bar.close()
     acc = [r["accuracy"] for r in rows]
     corr = {}
     for m in ("dnd", "idc", "levenshtein", "bleu4"):

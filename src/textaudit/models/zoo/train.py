@@ -23,6 +23,7 @@ from textaudit.models.torch_backend import TorchForward, hf_tokenize, torch_clas
 from textaudit.models.zoo.checkpoint import batch_encoder, save_checkpoint
 from textaudit.models.zoo.names import ARCHS
 from textaudit.models.zoo.vocab import WordTokenizer, build_vocab
+from textaudit.progress import progress as progress_bar
 from textaudit.resources import resolve
 from textaudit.train_state import load_train_state, save_train_state
 
@@ -124,8 +125,6 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
     the last finished epoch (a killed run loses at most one epoch). The caller deletes it when done.
     """
     import torch
-    from tqdm.auto import tqdm
-
 
     if arch not in ARCHS:
         raise TextAuditError(f"unknown architecture '{arch}'; use one of {', '.join(ARCHS)}")
@@ -211,8 +210,7 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
         result.history = saved["history"]
         t0 -= saved["seconds"]
         print(f"notice: resuming training of {arch} after epoch {start_epoch} ({state_path})", file=sys.stderr)
-    bar = tqdm(total=total, initial=step, desc=f"train {arch}", unit="batch", disable=None if progress else True,
-               leave=False)
+    bar = progress_bar(total=total, initial=step, desc=f"train {arch}", unit="batch", enabled=progress)
     module.train()
     for epoch in range(start_epoch, cfg.epochs):
         batches = _batches(lengths[tr], cfg.batch_size, rng)

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from textaudit.device import pick_device
 from textaudit.errors import TextAuditError
 from textaudit.models.encoders import SentenceEncoder
+from textaudit.progress import progress as progress_bar
 from textaudit.resources import resolve
 from textaudit.robustness.perturbscore.tuples import mark
 
@@ -84,7 +84,7 @@ class PerturbScorer:
         opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
         self.encoder.train()
         steps = epochs * ((len(X) + batch_size - 1) // batch_size)
-        bar = tqdm(total=steps, desc="train PerturbScorer", unit="batch", disable=None if progress else True)
+        bar = progress_bar(total=steps, desc="train PerturbScorer", unit="batch", enabled=progress)
         for _ in range(epochs):
             order = rng.permutation(len(X))
             for s in range(0, len(X), batch_size):

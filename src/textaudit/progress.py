@@ -1,0 +1,107 @@
+"""Progress of long work, readable on a terminal and in a log.
+
+On a terminal (stderr is a TTY) :func:`progress` is a tqdm bar. Anywhere else (CI, ``| tee``,
+``nohup``, a notebook's captured stderr) a bar would be silent or unreadable, so it prints one plain
+line every ``$TEXTAUDIT_PROGRESS_SECONDS`` seconds (default 30) and one when the work ends::
+
+    so-beam k=6: 12/50 ex (24%), 0.85 ex/s, elapsed 14s, ETA 45s, success=12/12
+
+Every long loop of textaudit (attacks, bias, learnability, PerturbScore, word-order sweeps, zoo and
+masked-LM training) reports through here. The ``audit`` command silences other libraries' bars
+(:func:`quiet_third_party_bars`: transformers' weight loading, GGUF de-quantising, datasets), which
+would otherwise be the only output in a log.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+__all__ = ["progress", "LogProgress", "log_interval", "quiet_third_party_bars"]
+
+#: environment switches of the progress bars of tqdm itself, huggingface_hub/transformers and datasets
+_THIRD_PARTY_BARS_OFF = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1"}
+
+
+def quiet_third_party_bars() -> None:
+    """Turn off other libraries' progress bars for this process (a variable already set is kept).
+    Effective for libraries imported afterwards (tqdm and huggingface_hub read these variables at
+    import); the ``audit`` command calls it first thing. textaudit's own reporter passes
+    ``disable=False`` explicitly, so tqdm's switch does not reach it."""
+    for key, value in _THIRD_PARTY_BARS_OFF.items():
+        os.environ.setdefault(key, value)
+
+
+def log_interval() -> float:
+    """Seconds between two progress lines when stderr is not a terminal (``$TEXTAUDIT_PROGRESS_SECONDS``)."""
+    try:
+        return max(0.0, float(os.environ.get("TEXTAUDIT_PROGRESS_SECONDS", "30")))
+    except ValueError:
+        return 30.0
+
+
+def _duration(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+class LogProgress:
+    """tqdm's ``update`` / ``set_postfix`` / ``close`` as periodic plain lines on stderr."""
+
+    def __init__(self, *, total: int | None, desc: str, unit: str, initial: int = 0, interval: float | None = None):
+        self.total, self.desc, self.unit = total, desc, unit
+        self.n = self.start_n = initial
+        self.interval = log_interval() if interval is None else interval
+        self.t0 = self.last = time.monotonic()
+        self.postfix: dict[str, Any] = {}
+        self.closed = False
+
+    def line(self) -> str:
+        elapsed = time.monotonic() - self.t0
+        done = self.n - self.start_n
+        rate = done / elapsed if elapsed > 0 else 0.0
+        parts = [f"{self.n}/{self.total} {self.unit}" if self.total else f"{self.n} {self.unit}"]
+        if self.total:
+            parts[0] += f" ({100 * self.n / self.total:.0f}%)"
+        parts.append(f"{rate:.3g} {self.unit}/s" if rate else f"0 {self.unit}/s")
+        parts.append(f"elapsed {_duration(elapsed)}")
+        if self.total and rate and self.n < self.total:
+            parts.append(f"ETA {_duration((self.total - self.n) / rate)}")
+        text = f"{self.desc}: " + ", ".join(parts)
+        if self.postfix:
+            text += ", " + ", ".join(f"{k}={v}" for k, v in self.postfix.items())
+        return text
+
+    def _emit(self) -> None:
+        print(self.line(), file=sys.stderr, flush=True)
+        self.last = time.monotonic()
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        if time.monotonic() - self.last >= self.interval:
+            self._emit()
+
+    def set_postfix(self, **fields: Any) -> None:
+        self.postfix = {k: v for k, v in fields.items() if v is not None}
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            if self.n > self.start_n or self.total == 0:
+                self._emit()
+
+
+def progress(*, total: int | None, desc: str, unit: str, initial: int = 0, enabled: bool = True):
+    """A progress reporter for ``total`` steps: a tqdm bar on a terminal, :class:`LogProgress`
+    lines otherwise, nothing when not ``enabled``."""
+    # tqdm reads its TQDM_* defaults when first imported: importing it here, not at the top, lets
+    # quiet_third_party_bars() run first
+    from tqdm.auto import tqdm
+
+    if not enabled:
+        return tqdm(total=total, initial=initial, disable=True)
+    if sys.stderr.isatty():
+        return tqdm(total=total, initial=initial, desc=desc, unit=unit, file=sys.stderr, disable=False)
+    return LogProgress(total=total, desc=desc, unit=unit, initial=initial)
