@@ -45,7 +45,7 @@ __all__ = [
     "report",
 ]
 
-SOURCES = ("explicit", "TEXTAUDIT_DATA", "cache", "pypi", "hf-cache", "download")
+SOURCES = ("explicit", "TEXTAUDIT_DATA", "cache", "package", "pypi", "hf-cache", "download")
 
 
 def cache_dir() -> Path:
@@ -234,7 +234,7 @@ def locate(name: str, path: str | os.PathLike | None = None, *, download: bool |
     if spec.packaged is not None:
         p = Path(__file__).resolve().parent / spec.packaged
         if spec.is_valid(p):
-            res.path, res.source = p, "pypi"
+            res.path, res.source = p, "package"  # shipped inside textaudit itself
             return res
         res.tried.append(f"textaudit package data {spec.packaged} (missing)")
 

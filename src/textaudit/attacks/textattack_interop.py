@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -103,6 +104,10 @@ def import_textattack():
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+    # TextAttack warns that it does not know our model wrapper's class ("Unknown if model ...
+    # compatible"): it is compatible by construction, and the warning is noise in our output
+    logging.getLogger("textattack.shared.utils.install").addFilter(
+        lambda record: not str(record.msg).startswith("Unknown if model"))
     _TA = textattack
     return textattack
 

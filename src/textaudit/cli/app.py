@@ -13,16 +13,19 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from textaudit.errors import TextAuditError
 
-__all__ = ["AuditGroup", "app", "emit_json", "print_table", "notice", "check_resume", "example_ids", "ModelOpt",
+__all__ = ["AuditGroup", "AuditCommand", "app", "emit_json", "print_table", "notice", "check_resume", "example_ids", "ModelOpt",
            "DataOpt", "TextColumnOpt", "LabelColumnOpt", "LimitOpt", "OutputOpt", "ResumeOpt", "SeedOpt", "JsonOpt",
            "MODEL_HELP"]
 
-#: what an interrupted command keeps, and how to continue (default: results files and --resume)
+#: what an interrupted command keeps, and how to continue: commands with a results file (--output)
 INTERRUPT_HINT = "results written so far are kept; rerun with --resume to continue"
+#: ... the same commands run without --output
+INTERRUPT_NO_OUTPUT = "nothing was kept (no --output was given); pass --output FILE to keep results as they come"
+RESUMABLE = ("attack", "bias", "learnability", "perturbscore")
 INTERRUPT_HINTS = {
     "train": "the last finished epoch is kept; run the same command again to resume",
     "train-mlm": "the best checkpoint so far is kept at --out; run the same command again to resume",
@@ -45,14 +48,26 @@ class AuditGroup(TyperGroup):
     """Click group that turns library errors into one line on stderr and exit code 2."""
 
     def invoke(self, ctx):  # type: ignore[override]
+        argv = [*getattr(ctx, "_protected_args", []), *ctx.args]  # the subcommand and its arguments
         try:
             return super().invoke(ctx)
         except TextAuditError as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2) from None
         except KeyboardInterrupt:
-            typer.echo(f"interrupted: {INTERRUPT_HINTS.get(ctx.invoked_subcommand, INTERRUPT_HINT)}", err=True)
+            typer.echo(f"interrupted: {interrupt_hint(argv)}", err=True)
             raise typer.Exit(130) from None
+
+
+class AuditCommand(TyperCommand):
+    """A command whose flags show no ``<bool>`` type in ``--help`` (a flag takes no value)."""
+
+    def get_params(self, ctx):  # type: ignore[override]
+        params = super().get_params(ctx)
+        for p in params:
+            if getattr(p, "is_flag", False) and p.metavar is None:
+                p.metavar = ""
+        return params
 
 
 app = typer.Typer(
@@ -63,6 +78,17 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def interrupt_hint(argv: list[str]) -> str:
+    """What an interrupt of ``audit <argv>`` kept and how to continue."""
+    command = argv[0] if argv else ""
+    if command in INTERRUPT_HINTS:
+        return INTERRUPT_HINTS[command]
+    if command not in RESUMABLE:
+        return "nothing to keep"
+    has_output = any(a in ("--output", "-o") or a.startswith("--output=") for a in argv)
+    return INTERRUPT_HINT if has_output else INTERRUPT_NO_OUTPUT
 
 
 def check_resume(output: Path | None, resume: bool) -> None:

@@ -9,6 +9,7 @@ import typer
 from textaudit.attacks import run_attack
 from textaudit.attacks.registry import METHODS, check_options, default_method, make_attack
 from textaudit.cli.app import (
+    AuditCommand,
     DataOpt,
     JsonOpt,
     LabelColumnOpt,
@@ -34,7 +35,7 @@ METHOD_HELP = (" | ".join(METHODS) + " | textattack:<recipe> (default: so-enum i
                + "; ".join(f"{name}: {spec.summary}" for name, spec in METHODS.items()))
 
 
-@app.command()
+@app.command(cls=AuditCommand)
 def attack(
     model: ModelOpt,
     k: Optional[int] = typer.Option(None, "--k", help="Words the neighbourhood may change (default 6; SO-Enum: k <= 2, default 2)."),

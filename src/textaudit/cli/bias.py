@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from textaudit.cli.app import (
+    AuditCommand,
     DataOpt,
     JsonOpt,
     LimitOpt,
@@ -31,7 +32,7 @@ from textaudit.models import load_classifier
 from textaudit.neighborhoods.mlm import load_mlm
 
 
-@app.command()
+@app.command(cls=AuditCommand)
 def bias(
     pair: Optional[str] = typer.Option(None, "--pair", help="Protected pair p = (p(1), p(2)), e.g. he,she."),
     pairs_file: Optional[Path] = typer.Option(None, "--pairs-file", help="File of pairs, one 'w1,w2' per line."),

@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from textaudit import resources
-from textaudit.cli.app import JsonOpt, app, emit_json, print_table
+from textaudit.cli.app import AuditCommand, JsonOpt, app, emit_json, print_table
 
 
 def _human_size(n: Optional[int]) -> str:
@@ -21,7 +21,7 @@ def _human_size(n: Optional[int]) -> str:
     return str(n)
 
 
-@app.command()
+@app.command(cls=AuditCommand)
 def doctor(
     json_out: JsonOpt = False,
     network: bool = typer.Option(True, "--network/--no-network", help="Check whether public sources are reachable."),

@@ -7,17 +7,19 @@ from typing import Optional
 
 import typer
 
-from textaudit.cli.app import JsonOpt, OutputOpt, ResumeOpt, app, check_resume, emit_json, notice, print_table
+from textaudit.cli.app import AuditCommand, JsonOpt, OutputOpt, ResumeOpt, app, check_resume, emit_json, notice, print_table
 from textaudit.errors import TextAuditError
 from textaudit.perturbations.noise import NOISE_PERTURBATIONS
 from textaudit.robustness.learnability import DEFAULT_PROBABILITIES, run_study
 from textaudit.robustness.plots import plot_study
 
+PERTURBATION_HELP = "A perturbation, a comma list, or all: " + ", ".join(NOISE_PERTURBATIONS) + "."
 
-@app.command()
+
+@app.command(cls=AuditCommand)
 def learnability(
     model: str = typer.Option("bow", "--model", "-m", help="Comma-separated zoo architectures, e.g. bow,cnn."),
-    perturbation: str = typer.Option("all", "--perturbation", help="A registered perturbation name, comma list, or all."),
+    perturbation: str = typer.Option("all", "--perturbation", help=PERTURBATION_HELP),
     train_size: Optional[int] = typer.Option(10_000, "--train-size", help="Training texts sampled from SST-2 train."),
     seeds: int = typer.Option(1, "--seeds", help="Seeds averaged per (model, perturbation)."),
     probabilities: Optional[str] = typer.Option(None, "--probabilities", help="Comma list of p (default 0.001,...,1.0)."),
@@ -40,6 +42,8 @@ def learnability(
     if plot is not None:
         for p in plot_study(study, plot):
             notice(f"plot: {p}")
+    for w in study["warnings"]:
+        notice(f"warning: {w}")
     if json_out:
         emit_json(study)
         return

@@ -11,6 +11,7 @@ from typing import Optional
 import typer
 
 from textaudit.cli.app import (
+    AuditCommand,
     DataOpt,
     JsonOpt,
     LabelColumnOpt,
@@ -31,7 +32,7 @@ from textaudit.neighborhoods.train_mlm import DEFAULT_OUT, TrainMLMConfig
 from textaudit.neighborhoods.train_mlm import train as train_minilm_mlm
 
 
-@app.command()
+@app.command(cls=AuditCommand)
 def train(
     model: str = typer.Option(..., "--model", "-m", help="Zoo architecture: bow, cnn, lstm, transformer, minilm."),
     data: str = typer.Option("sst2", "--data", help="Corpus whose train split is used (dev is only reported)."),
@@ -58,7 +59,7 @@ def train(
                   f"{r['holdout_accuracy']:.4f}", r["train_seconds"], r["path"]]])
 
 
-@app.command()
+@app.command(cls=AuditCommand)
 def evaluate(
     model: ModelOpt,
     data: DataOpt = "sst2:dev",
@@ -81,7 +82,7 @@ def evaluate(
     print_table(f"accuracy of {clf.name}", ["model", "data", "n", "accuracy"], [[clf.name, data, len(ds), f"{acc:.4f}"]])
 
 
-@app.command()
+@app.command(cls=AuditCommand)
 def certify(
     model: str = typer.Option(..., "--model", "-m", help="A certified-robust zoo model: bow-ibp or cnn-ibp."),
     data: DataOpt = "sst2:dev",
@@ -101,7 +102,7 @@ def certify(
     print_table(f"IBP certification of {model} on {data}", ["metric", "value"], [[k, v] for k, v in res.items()])
 
 
-@app.command()
+@app.command(cls=AuditCommand)
 def predict(
     model: ModelOpt,
     texts: list[str] = typer.Argument(..., help="One or more texts to classify."),
@@ -123,7 +124,7 @@ def predict(
                 [[t, labels[int(p.argmax())]] + [f"{x:.4f}" for x in p] for t, p in zip(texts, probs)])
 
 
-@app.command("train-mlm")
+@app.command("train-mlm", cls=AuditCommand)
 def train_mlm(
     wordnet_dir: str = typer.Option("/usr/share/wordnet", "--wordnet-dir", help="WordNet 3.0 data files (Debian wordnet-base)."),
     sst_train: Optional[Path] = typer.Option(None, "--sst-train", help=(

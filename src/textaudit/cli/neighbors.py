@@ -6,12 +6,12 @@ from typing import Optional
 
 import typer
 
-from textaudit.cli.app import JsonOpt, LimitOpt, SeedOpt, app, emit_json, notice, print_table
+from textaudit.cli.app import AuditCommand, JsonOpt, LimitOpt, SeedOpt, app, emit_json, notice, print_table
 from textaudit.errors import TextAuditError
 from textaudit.neighborhoods import NeighborhoodBuilder, load_mlm
 
 
-@app.command()
+@app.command(cls=AuditCommand)
 def neighbors(
     text: str = typer.Argument(..., help="The sentence (raw or SST-style tokenised)."),
     k: int = typer.Option(1, "--k", help="Maximum number of recursive single-word replacements."),

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import typer
 
-from textaudit.cli.app import AuditGroup, DataOpt, JsonOpt, ResumeOpt, SeedOpt, app, emit_json, notice, print_table
+from textaudit.cli.app import AuditCommand, DataOpt, JsonOpt, ResumeOpt, SeedOpt, app, emit_json, notice, print_table
 from textaudit.data import load_dataset
 from textaudit.errors import TextAuditError
 from textaudit.models import load_classifier
@@ -20,11 +21,11 @@ from textaudit.robustness.perturbscore import (
     split_tuples,
 )
 
-ps_app = typer.Typer(cls=AuditGroup, no_args_is_help=True, help="PerturbScore: ε of discrete perturbations.")
+ps_app = typer.Typer(no_args_is_help=True, help="PerturbScore: ε of discrete perturbations.")
 app.add_typer(ps_app, name="perturbscore")
 
 
-@ps_app.command("build")
+@ps_app.command("build", cls=AuditCommand)
 def build(
     model: str = typer.Option("cnn", "--model", "-m", help="A zoo model or hf: classifier (needs input embeddings)."),
     perturbation: str = typer.Option("random-swap", "--perturbation", help="random-swap | synonym-swap"),
@@ -50,14 +51,14 @@ def build(
         raise TextAuditError(f"--n must be at least 1 (got {n})")
     ds = load_dataset(data, default_split="dev", label_column=None)
     clf = load_classifier(model)
-    t0 = __import__("time").perf_counter()
+    t0 = time.perf_counter()
     recs = build_tuples(clf, list(ds["text"]), perturbation=perturbation, n=n, seed=seed, output=output,
                         resume=resume, space=space, steps=steps, max_eps=max_eps, tolerance=tolerance,
                         ids=[f"{data}:{i}" for i in range(len(ds))])
     kept = [r for r in recs if r.get("kept")]
     summary = {"model": clf.name, "perturbation": perturbation, "tried": len(recs), "kept": len(kept),
                "mean_eps": round(float(sum(r["eps"] for r in kept) / len(kept)), 4) if kept else None,
-               "seconds": round(__import__("time").perf_counter() - t0, 1), "output": str(output)}
+               "seconds": round(time.perf_counter() - t0, 1), "output": str(output)}
     notice(f"tuples: {output}")
     if json_out:
         emit_json(summary)
@@ -65,7 +66,7 @@ def build(
         print_table("PerturbScore tuples", ["metric", "value"], [[k, v] for k, v in summary.items()])
 
 
-@ps_app.command("train")
+@ps_app.command("train", cls=AuditCommand)
 def train(
     tuples: Path = typer.Option(Path("perturbscore_tuples.jsonl"), "--tuples", help="Output of perturbscore build."),
     out: Path = typer.Option(Path("perturbscorer"), "--out", help="Directory for the trained scorer."),
@@ -77,12 +78,14 @@ def train(
 
     if not tuples.is_file():
         raise TextAuditError(f"{tuples} not found; run 'audit perturbscore build --output {tuples}' first")
-    t0 = __import__("time").perf_counter()
+    t0 = time.perf_counter()
     tr, te = split_tuples(read_jsonl(tuples), seed=seed)
     scorer = PerturbScorer().fit(tr, epochs=epochs, seed=seed)
     scorer.save(out)
     res = evaluate_scorer(scorer, te)
-    res.update({"n_train": len(tr), "path": str(out), "train_seconds": round(__import__("time").perf_counter() - t0, 1)})
+    res.update({"n_train": len(tr), "path": str(out), "train_seconds": round(time.perf_counter() - t0, 1)})
+    if res.get("note"):
+        notice(f"warning: {res['note']}")
     if json_out:
         emit_json(res)
         return
@@ -90,7 +93,7 @@ def train(
     print_table(f"correlation with ε on {res['n_test']} held-out tuples", ["method", "Kendall τ", "Spearman ρ"], rows)
 
 
-@ps_app.command("score")
+@ps_app.command("score", cls=AuditCommand)
 def score(
     original: str = typer.Argument(..., help="The original text."),
     perturbed: str = typer.Argument(..., help="The perturbed text (word-for-word substitutions)."),
@@ -103,5 +106,5 @@ def score(
     eps = PerturbScorer(scorer).score(original, perturbed)
     if json_out:
         emit_json({"eps": round(eps, 5), "marked": marked})
-    else:
-        typer.echo(f"{eps:.4f}\t{marked}")
+        return
+    print_table("PerturbScore", ["original", "perturbed", "marked", "ε"], [[original, perturbed, marked, f"{eps:.4f}"]])

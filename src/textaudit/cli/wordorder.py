@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from textaudit.cli.app import DataOpt, JsonOpt, LimitOpt, ModelOpt, SeedOpt, app, emit_json, notice, print_table
+from textaudit.cli.app import AuditCommand, DataOpt, JsonOpt, LimitOpt, ModelOpt, SeedOpt, app, emit_json, notice, print_table
 from textaudit.data import load_dataset
 from textaudit.errors import TextAuditError
 from textaudit.models import load_classifier
@@ -15,7 +15,7 @@ from textaudit.robustness.plots import plot_wordorder
 from textaudit.robustness.wordorder import evaluate_reordering, sweep
 
 
-@app.command()
+@app.command(cls=AuditCommand)
 def wordorder(
     model: ModelOpt,
     data: DataOpt = "sst2:dev",
@@ -56,4 +56,4 @@ def wordorder(
                 [[r["perturbation"], r["level"], r["rho"], r["accuracy"], r["dnd"], r["idc"], r["levenshtein"], r["bleu4"]]
                  for r in rows])
     print_table("Spearman correlation of accuracy with each metric", ["metric", "ρ", "p"],
-                [[k.replace("accuracy_vs_", ""), v["rho"], f"{v['p']:.2g}"] for k, v in corr.items() if k != "clean_accuracy"])
+                [[k.replace("accuracy_vs_", ""), v["rho"], v["p"]] for k, v in corr.items() if k != "clean_accuracy"])

@@ -31,11 +31,14 @@ from textaudit.models.zoo.names import ARCHS
 from textaudit.models.zoo.train import DEFAULTS, TrainConfig, fit_classifier
 from textaudit.perturbations.noise import get_perturbation
 from textaudit.runner import ResumableRun
+from textaudit.stats import rank_correlation
 
 __all__ = ["DEFAULT_PROBABILITIES", "average_learnability", "learnability_at", "robustness_and_augmentation",
            "zoo_fitter"]
 
 DEFAULT_PROBABILITIES = (0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1.0)
+#: fewer training texts than this and the study says its numbers mean little
+SMALL_TRAIN = 1000
 
 Fit = Callable[[Sequence[str], Sequence[int]], object]
 
@@ -128,8 +131,11 @@ def run_study(models: Sequence[str], perturbations: Sequence[str], *, train_size
     per (model, perturbation, p, seed), and return ``{"results": [...], "spearman": {...}}`` (seeds averaged).
 
     Training texts: a seeded sample of ``train_size`` texts of ``data``'s train split; test texts: its
-    dev split (true labels only for robustness; learnability uses pseudo-labels).
+    dev split (true labels only for robustness; learnability uses pseudo-labels). ``"warnings"`` says
+    when the sample is too small for the numbers to mean anything.
     """
+    if train_size is not None and train_size < 1:
+        raise TextAuditError(f"--train-size must be at least 1 (got {train_size})")
 
     if seeds < 1:
         raise TextAuditError(f"--seeds must be at least 1 (got {seeds})")
@@ -157,14 +163,16 @@ def run_study(models: Sequence[str], perturbations: Sequence[str], *, train_size
             else:
                 rec = learnability_at(fit, tr_x, te_x, perts[g], float(p), seed=s)
             run.write({"id": rid, "model": m, "perturbation": g, "p": p, "seed": s, **rec})
-        return aggregate(run.records, models, list(perts), probabilities)
+        study = aggregate(run.records, models, list(perts), probabilities)
+    if train_size is not None and train_size < SMALL_TRAIN:
+        study["warnings"].append(f"--train-size {train_size} is small: models trained on so few texts learn little, "
+                                 f"so learnability is near 0 everywhere (use at least {SMALL_TRAIN})")
+    return study
 
 
 def aggregate(records: Sequence[dict], models: Sequence[str], perturbations: Sequence[str],
               probabilities: Sequence[float]) -> dict:
     """Average the seeds of each (model, perturbation) and compute the Spearman correlations."""
-    from scipy.stats import spearmanr
-
     results = []
     for m in models:
         for g in perturbations:
@@ -187,7 +195,9 @@ def aggregate(records: Sequence[dict], models: Sequence[str], perturbations: Seq
     if len(results) >= 3:
         avg = [r["avg_learnability"] for r in results]
         for key, other in (("learnability_vs_robustness", "robustness"), ("learnability_vs_post_aug", "post_aug_delta")):
-            res = spearmanr(avg, [r[other] for r in results])
-            spear[key] = {"rho": None if math.isnan(res.statistic) else round(float(res.statistic), 4),
-                          "p": None if math.isnan(res.pvalue) else float(res.pvalue)}
-    return {"results": results, "spearman": spear}
+            spear[key] = rank_correlation(avg, [r[other] for r in results])
+    warns = []
+    if results and all(v == 0 for r in results for v in r["learnability_at"].values()):
+        warns.append("every learnability is 0: the models learned nothing the perturbation changes (train on more texts)")
+    warns += [f"{k}: {v['note']}" for k, v in spear.items() if v.get("note")]
+    return {"results": results, "spearman": spear, "warnings": warns}

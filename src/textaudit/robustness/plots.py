@@ -64,7 +64,7 @@ def plot_wordorder(rows: list[dict], corr: dict, out: Path, name: str) -> Path:
             ax.scatter([p[0] for p in pts], [p[1] for p in pts], marker=mk, label=lv)
         c = corr[f"accuracy_vs_{metric}"]
         ax.set_xlabel(metric.upper())
-        ax.set_title(f"Spearman ρ = {c['rho']:.2f}")
+        ax.set_title("Spearman ρ undefined" if c["rho"] is None else f"Spearman ρ = {c['rho']:.2f}")
         ax.axhline(corr["clean_accuracy"], color="grey", ls="--", lw=1)
     axes[0].set_ylabel("accuracy")
     axes[0].legend()

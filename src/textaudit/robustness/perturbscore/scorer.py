@@ -4,7 +4,6 @@ by Kendall τ / Spearman ρ against ε; see :mod:`textaudit.robustness.perturbsc
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Sequence
 
@@ -16,25 +15,18 @@ from textaudit.models.encoders import SentenceEncoder
 from textaudit.progress import progress as progress_bar
 from textaudit.resources import resolve
 from textaudit.robustness.perturbscore.tuples import mark
+from textaudit.stats import rank_correlation
 
 __all__ = ["PerturbScorer", "evaluate_scorer", "spearman_kendall"]
 
+#: fewer held-out tuples than this and the correlations come with a note
+MIN_TEST = 30
+
 
 def spearman_kendall(pred: Sequence[float], target: Sequence[float]) -> dict:
-    """Spearman ρ and Kendall τ (scipy) of ``pred`` with ``target``."""
-    from scipy.stats import kendalltau, spearmanr
-
-    rho = spearmanr(pred, target)
-    tau = kendalltau(pred, target)
-    return {"spearman": _f(rho.statistic), "spearman_p": _f(rho.pvalue, p=True), "kendall": _f(tau.statistic),
-            "kendall_p": _f(tau.pvalue, p=True)}
-
-
-def _f(v, p: bool = False) -> float | None:
-    v = float(v)
-    if math.isnan(v):
-        return None
-    return float(f"{v:.3g}") if p else round(v, 4)
+    """Spearman ρ and Kendall τ (scipy) of ``pred`` with ``target`` (None when undefined)."""
+    rho, tau = rank_correlation(pred, target), rank_correlation(pred, target, method="kendall")
+    return {"spearman": rho["rho"], "spearman_p": rho["p"], "kendall": tau["rho"], "kendall_p": tau["p"]}
 
 
 class PerturbScorer:
@@ -134,4 +126,8 @@ def evaluate_scorer(scorer: PerturbScorer, test: Sequence[dict], encoder=None) -
     rows = {"perturbscorer": scorer.predict([mark(r["x"], r["x_prime"]) for r in test]).tolist(),
             "edit_distance": [r["edit_distance"] for r in test],
             "embedding_distance": (1.0 - (a * b).sum(1)).tolist()}
-    return {"n_test": len(test), "methods": {k: spearman_kendall(v, eps) for k, v in rows.items()}}
+    out = {"n_test": len(test), "methods": {k: spearman_kendall(v, eps) for k, v in rows.items()}}
+    if len(test) < MIN_TEST:
+        out["note"] = (f"only {len(test)} held-out tuples: Kendall τ and Spearman ρ are too noisy to mean much "
+                       f"(build at least {5 * MIN_TEST} tuples, so that {MIN_TEST} are held out)")
+    return out
