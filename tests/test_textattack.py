@@ -15,6 +15,8 @@ from textaudit.models import as_classifier
 X = "a deep and meaningful film ."
 NEIGHBORS = {"film": ["movie", "picture"], "deep": ["profound", "thick"], "meaningful": ["significant"]}
 
+pytestmark = pytest.mark.textattack  # README command 2 runs these in .venv-textattack (-m textattack)
+
 needs_textattack = pytest.mark.skipif(importlib.util.find_spec("textattack") is None,
                                       reason="TextAttack extra not installed (pip install 'textaudit[textattack]')")
 
@@ -140,3 +142,13 @@ def test_importing_textattack_leaves_our_caches_alone(tmp_path):
     before_env, after_env, before_cache, after_cache = json.loads(out.stdout.strip().splitlines()[-1])
     assert after_env == before_env == [None, None, None]
     assert after_cache == before_cache == str(tmp_path / ".cache" / "textaudit")
+
+
+@needs_textattack
+def test_textattack_does_not_warn_about_our_model_wrapper(capfd):
+    """TextAttack's "Unknown if model ... compatible" warning is noise for our wrapper: filtered."""
+    from textaudit.attacks import textattack_interop as ti
+
+    ti.build_recipe("genetic", flips_on("picture"), neighbors=NEIGHBORS).attack(X, 1)
+    captured = capfd.readouterr()
+    assert "Unknown if model" not in captured.err + captured.out

@@ -9,6 +9,7 @@ and nowhere else.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -44,7 +45,18 @@ SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of every random choic
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object as the last line of stdout.")]
 
 
-class AuditGroup(TyperGroup):
+class _FlagsShowNoType:
+    """``--help`` shows no ``<bool>`` type on flags: a flag takes no value."""
+
+    def get_params(self, ctx):  # type: ignore[override]
+        params = super().get_params(ctx)  # type: ignore[misc]
+        for p in params:
+            if getattr(p, "is_flag", False) and p.metavar is None:
+                p.metavar = ""
+        return params
+
+
+class AuditGroup(_FlagsShowNoType, TyperGroup):
     """Click group that turns library errors into one line on stderr and exit code 2."""
 
     def invoke(self, ctx):  # type: ignore[override]
@@ -59,15 +71,8 @@ class AuditGroup(TyperGroup):
             raise typer.Exit(130) from None
 
 
-class AuditCommand(TyperCommand):
-    """A command whose flags show no ``<bool>`` type in ``--help`` (a flag takes no value)."""
-
-    def get_params(self, ctx):  # type: ignore[override]
-        params = super().get_params(ctx)
-        for p in params:
-            if getattr(p, "is_flag", False) and p.metavar is None:
-                p.metavar = ""
-        return params
+class AuditCommand(_FlagsShowNoType, TyperCommand):
+    """A command of ``audit`` (its flags show no type in ``--help``)."""
 
 
 app = typer.Typer(
@@ -78,6 +83,19 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def _global_options(
+    threads: Optional[int] = typer.Option(None, "--threads", help=(
+        "CPU threads torch uses (default: $TEXTAUDIT_THREADS, else the cores the machine's load leaves "
+        "free: more threads than free cores run slower; benchmarks/threads.py measures it)."), show_default=False),
+) -> None:
+    """Audit NLP text classifiers beyond their test set."""
+    if threads is not None:
+        if threads < 1:
+            raise TextAuditError(f"--threads must be at least 1 (got {threads})")
+        os.environ["TEXTAUDIT_THREADS"] = str(threads)
 
 
 def interrupt_hint(argv: list[str]) -> str:

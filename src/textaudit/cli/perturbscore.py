@@ -31,7 +31,7 @@ def build(
     perturbation: str = typer.Option("random-swap", "--perturbation", help="random-swap | synonym-swap"),
     n: int = typer.Option(1000, "--n", help="Perturbations to try (dropped ones included)."),
     data: DataOpt = "sst2:dev",
-    output: Path = typer.Option(Path("perturbscore_tuples.jsonl"), "--output", "-o", help="JSONL of tuples, written as it goes."),
+    output: Path = typer.Option(Path("runs/perturbscore_tuples.jsonl"), "--output", "-o", help="JSONL of tuples, written as it goes."),
     resume: ResumeOpt = False,
     space: str = typer.Option("hidden", "--space", help="hidden (pooled representation) | probs"),
     steps: int = typer.Option(5, "--steps", help="PGD steps per ε."),
@@ -68,8 +68,8 @@ def build(
 
 @ps_app.command("train", cls=AuditCommand)
 def train(
-    tuples: Path = typer.Option(Path("perturbscore_tuples.jsonl"), "--tuples", help="Output of perturbscore build."),
-    out: Path = typer.Option(Path("perturbscorer"), "--out", help="Directory for the trained scorer."),
+    tuples: Path = typer.Option(Path("runs/perturbscore_tuples.jsonl"), "--tuples", help="Output of perturbscore build."),
+    out: Path = typer.Option(Path("runs/perturbscorer"), "--out", help="Directory for the trained scorer."),
     epochs: int = typer.Option(3, "--epochs"),
     seed: SeedOpt = 0,
     json_out: JsonOpt = False,
@@ -97,7 +97,7 @@ def train(
 def score(
     original: str = typer.Argument(..., help="The original text."),
     perturbed: str = typer.Argument(..., help="The perturbed text (word-for-word substitutions)."),
-    scorer: Path = typer.Option(Path("perturbscorer"), "--scorer", help="Directory written by perturbscore train."),
+    scorer: Path = typer.Option(Path("runs/perturbscorer"), "--scorer", help="Directory written by perturbscore train."),
     json_out: JsonOpt = False,
 ) -> None:
     """Print the predicted ε of original → perturbed."""
