@@ -1,4 +1,5 @@
-"""CPU threads: an explicit setting wins, the default follows the cores the load leaves free."""
+"""CPU threads: an explicit setting wins, else torch's default; a busy machine gets a notice;
+SmolLM2's tiny batches run on one thread."""
 
 from __future__ import annotations
 
@@ -7,28 +8,42 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
-from textaudit.device import cpu_threads, free_cores
+from textaudit.device import busy_notice, cpu_threads, free_cores, small_batch_threads
 from textaudit.errors import TextAuditError
 
 
-def test_threads_come_from_the_setting_else_from_the_free_cores(monkeypatch):
+def test_threads_come_from_the_setting_else_torch_decides(monkeypatch):
     monkeypatch.setenv("TEXTAUDIT_THREADS", "3")
     assert cpu_threads() == 3
     monkeypatch.setenv("TEXTAUDIT_THREADS", "zero")
     with pytest.raises(TextAuditError, match="TEXTAUDIT_THREADS must be a whole number >= 1"):
         cpu_threads()
     monkeypatch.delenv("TEXTAUDIT_THREADS")
-    assert cpu_threads() == free_cores()
-    assert 1 <= free_cores() <= os.cpu_count()
-    monkeypatch.setattr(os, "getloadavg", lambda: (float(os.cpu_count()) + 3, 0.0, 0.0))
-    assert free_cores() == 1  # a machine busier than its cores: one thread
+    assert cpu_threads() is None  # fixed per machine: training's floats depend on the thread count
+
+
+def test_a_busy_machine_gets_a_notice(monkeypatch):
+    cores = os.cpu_count()
+    monkeypatch.setattr(os, "getloadavg", lambda: (float(cores) + 3, 0.0, 0.0))  # busier than its cores
+    assert free_cores() == 1
+    msg = busy_notice(torch_threads=2)
+    assert msg.startswith("notice: the machine is busy (1 of") and "--threads 1" in msg
     monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
-    assert free_cores() == os.cpu_count()
+    assert free_cores() == cores and busy_notice(torch_threads=cores) is None
+
+
+def test_small_batches_run_on_one_thread_and_the_setting_is_restored(monkeypatch):
+    monkeypatch.delenv("TEXTAUDIT_THREADS", raising=False)
+    before = torch.get_num_threads()
+    with small_batch_threads(torch):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
 
 
 def test_the_threads_option_reaches_torch(cli):
-    code = ("import torch; from textaudit.device import pick_device; pick_device(); print(torch.get_num_threads())")
+    code = "import torch; from textaudit.device import pick_device; pick_device(); print(torch.get_num_threads())"
     env = {**os.environ, "TEXTAUDIT_THREADS": "1"}
     assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout.strip() == "1"
     r = cli("--threads", "0", "doctor")

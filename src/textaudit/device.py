@@ -3,11 +3,13 @@ masked LM and encoder (each of them calls :func:`pick_device`)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 
 from textaudit.errors import TextAuditError
 
-__all__ = ["pick_device", "cpu_threads"]
+__all__ = ["pick_device", "cpu_threads", "free_cores", "busy_notice", "small_batch_threads"]
 
 
 def pick_device(device: str | None = None) -> str:
@@ -25,15 +27,12 @@ def pick_device(device: str | None = None) -> str:
 
 
 _applied: list[int] = []
+_noticed: list[bool] = []
 
 
 def free_cores() -> int | None:
     """CPU cores not busy with other work: the core count minus the 1-minute load average (at least 1;
-    None where the load is unknown).
-
-    ``benchmarks/threads.py`` on 2 cores: idle, 2 threads beat 1 (masked LM 0.63×, SO-Beam 0.77× the
-    time); with one other busy process, 2 threads lose badly (SmolLM2 perplexity 2.66×, SO-Beam
-    1.97×, masked LM 1.28× the time). Threads beyond the free cores only wait for each other."""
+    None where the load is unknown)."""
     try:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):
@@ -43,18 +42,46 @@ def free_cores() -> int | None:
 
 
 def cpu_threads() -> int | None:
-    """The intra-op CPU threads torch should use: ``$TEXTAUDIT_THREADS`` (``audit --threads``), else
-    :func:`free_cores` (None: torch's own default, one per core)."""
+    """The intra-op CPU threads torch uses: ``$TEXTAUDIT_THREADS`` (``audit --threads``), else None
+    (torch's own default, one per core).
+
+    Measured (``benchmarks/threads.py``, 2 cores): idle, 2 threads take 0.63× (masked LM) and 0.77×
+    (SO-Beam) the time of 1; beside another busy process 1.28× and 1.97×. The default stays fixed per
+    machine rather than following the load, because training's floats depend on the thread count
+    (the same seed must give the same model); a busy machine gets a notice suggesting ``--threads 1``
+    instead (:func:`busy_notice`). Inference here gave bit-identical outputs with 1 and 2 threads."""
     env = os.environ.get("TEXTAUDIT_THREADS")
-    if env:
-        try:
-            n = int(env)
-        except ValueError:
-            n = 0
-        if n < 1:
-            raise TextAuditError(f"TEXTAUDIT_THREADS must be a whole number >= 1 (got '{env}')")
-        return n
-    return free_cores()
+    if not env:
+        return None
+    try:
+        n = int(env)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise TextAuditError(f"TEXTAUDIT_THREADS must be a whole number >= 1 (got '{env}')")
+    return n
+
+
+def busy_notice(torch_threads: int) -> str | None:
+    """A one-line suggestion when other work leaves fewer free cores than torch's threads."""
+    free = free_cores()
+    if free is not None and free < torch_threads:
+        return (f"notice: the machine is busy ({free} of {os.cpu_count()} cores free) and torch uses "
+                f"{torch_threads} threads; --threads {free} (or TEXTAUDIT_THREADS={free}) is likely faster")
+    return None
+
+
+@contextlib.contextmanager
+def small_batch_threads(torch):
+    """Run a block of small matrix products (SmolLM2 perplexity of two sentences) on one thread unless
+    ``$TEXTAUDIT_THREADS`` says otherwise: 2 threads never helped it (0.99× idle) and cost 2.66× the
+    time beside another busy process (``benchmarks/threads.py``)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(cpu_threads() or 1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _apply_threads(torch) -> None:
@@ -62,3 +89,8 @@ def _apply_threads(torch) -> None:
     if n is not None and _applied != [n]:
         torch.set_num_threads(n)
         _applied[:] = [n]
+    if n is None and not _noticed:
+        _noticed.append(True)
+        msg = busy_notice(torch.get_num_threads())
+        if msg:
+            print(msg, file=sys.stderr)

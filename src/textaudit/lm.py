@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from textaudit.device import pick_device
+from textaudit.device import pick_device, small_batch_threads
 from textaudit.errors import TextAuditError
 from textaudit.resources import cache_dir, hub_local_only, resolve
 
@@ -47,7 +47,7 @@ class CausalLM:
             chunk = todo[s:s + self.batch_size]
             enc = self.tokenizer([self.prefix + t for t in chunk], return_tensors="pt", padding=True,
                                  add_special_tokens=False).to(self.device)
-            with torch.inference_mode():
+            with torch.inference_mode(), small_batch_threads(torch):
                 logits = self.model(**enc).logits.float()
             ids, mask = enc["input_ids"], enc["attention_mask"]
             logp = torch.log_softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:, None])[..., 0]

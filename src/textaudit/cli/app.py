@@ -88,8 +88,8 @@ app = typer.Typer(
 @app.callback()
 def _global_options(
     threads: Optional[int] = typer.Option(None, "--threads", help=(
-        "CPU threads torch uses (default: $TEXTAUDIT_THREADS, else the cores the machine's load leaves "
-        "free: more threads than free cores run slower; benchmarks/threads.py measures it)."), show_default=False),
+        "CPU threads torch uses (default: $TEXTAUDIT_THREADS, else one per core; on a busy machine fewer "
+        "is faster, and a notice says so; benchmarks/threads.py measures it)."), show_default=False),
 ) -> None:
     """Audit NLP text classifiers beyond their test set."""
     if threads is not None:
