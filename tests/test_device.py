@@ -48,3 +48,20 @@ def test_the_threads_option_reaches_torch(cli):
     assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout.strip() == "1"
     r = cli("--threads", "0", "doctor")
     assert r.exit_code == 2 and "--threads must be at least 1" in r.output
+
+
+def test_the_busy_notice_comes_with_long_work_once_and_never_before_an_error(monkeypatch, capsys):
+    import textaudit.device as device
+    from textaudit.progress import progress
+
+    monkeypatch.delenv("TEXTAUDIT_THREADS", raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (float(os.cpu_count()) + 3, 0.0, 0.0))
+    monkeypatch.setattr(device, "_noticed", [])
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)  # more threads than the one core this load leaves free
+    try:
+        for _ in range(2):
+            progress(total=1, desc="work", unit="x").close()
+    finally:
+        torch.set_num_threads(before)
+    assert capsys.readouterr().err.count("notice: the machine is busy") == 1

@@ -9,7 +9,7 @@ import sys
 
 from textaudit.errors import TextAuditError
 
-__all__ = ["pick_device", "cpu_threads", "free_cores", "busy_notice", "small_batch_threads"]
+__all__ = ["pick_device", "cpu_threads", "free_cores", "busy_notice", "notice_if_busy", "small_batch_threads"]
 
 
 def pick_device(device: str | None = None) -> str:
@@ -49,7 +49,7 @@ def cpu_threads() -> int | None:
     (SO-Beam) the time of 1; beside another busy process 1.28× and 1.97×. The default stays fixed per
     machine rather than following the load, because training's floats depend on the thread count
     (the same seed must give the same model); a busy machine gets a notice suggesting ``--threads 1``
-    instead (:func:`busy_notice`). Inference here gave bit-identical outputs with 1 and 2 threads."""
+    when long work starts instead (:func:`notice_if_busy`). Inference here gave bit-identical outputs with 1 and 2 threads."""
     env = os.environ.get("TEXTAUDIT_THREADS")
     if not env:
         return None
@@ -89,8 +89,15 @@ def _apply_threads(torch) -> None:
     if n is not None and _applied != [n]:
         torch.set_num_threads(n)
         _applied[:] = [n]
-    if n is None and not _noticed:
-        _noticed.append(True)
-        msg = busy_notice(torch.get_num_threads())
-        if msg:
-            print(msg, file=sys.stderr)
+
+
+def notice_if_busy() -> None:
+    """Print :func:`busy_notice` once per process, when long work starts (not before: a bad input
+    must still get its one-line error alone). Only when torch is in use and no thread count was set."""
+    torch = sys.modules.get("torch")
+    if _noticed or torch is None or os.environ.get("TEXTAUDIT_THREADS"):
+        return
+    _noticed.append(True)
+    msg = busy_notice(torch.get_num_threads())
+    if msg:
+        print(msg, file=sys.stderr)

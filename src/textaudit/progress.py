@@ -19,6 +19,8 @@ import sys
 import time
 from typing import Any
 
+from textaudit.device import notice_if_busy
+
 __all__ = ["progress", "LogProgress", "log_interval", "quiet_third_party_bars"]
 
 #: environment switches of the progress bars of tqdm itself, huggingface_hub/transformers and datasets
@@ -102,6 +104,7 @@ def progress(*, total: int | None, desc: str, unit: str, initial: int = 0, enabl
 
     if not enabled:
         return tqdm(total=total, initial=initial, disable=True)
+    notice_if_busy()
     if sys.stderr.isatty():
         return tqdm(total=total, initial=initial, desc=desc, unit=unit, file=sys.stderr, disable=False)
     return LogProgress(total=total, desc=desc, unit=unit, initial=initial)
