@@ -60,28 +60,25 @@ class CausalLM:
 
 class LazyCausalLM:
     """A :class:`CausalLM` loaded on the first :meth:`perplexity` call, so work that needs no
-    perplexity (a ``--resume`` with nothing left, a run without a success) never pays for loading it.
-    :attr:`load_seconds` and :attr:`seconds` (all perplexity time, loading included) are reported."""
+    perplexity (a ``--resume`` with nothing left, a run without a success) never pays for loading it;
+    :attr:`load_seconds` says what loading cost."""
 
     def __init__(self, name: str | None = None, *, device: str | None = None):
         self.name = name or "smollm2"
         self._spec, self._device = name, device
         self._lm: CausalLM | None = None
         self.load_seconds = 0.0
-        self.seconds = 0.0
 
     @property
     def loaded(self) -> bool:
         return self._lm is not None
 
     def perplexity(self, texts: Sequence[str]) -> list[float]:
-        t0 = time.perf_counter()
         if self._lm is None:
+            t0 = time.perf_counter()
             self._lm = load_causal_lm(self._spec, device=self._device)
             self.load_seconds = time.perf_counter() - t0
-        out = self._lm.perplexity(texts)
-        self.seconds += time.perf_counter() - t0
-        return out
+        return self._lm.perplexity(texts)
 
 
 def _dequantized_copy(gguf: Path) -> Path:
@@ -120,9 +117,9 @@ def _load_smollm2(path: Path):
 
 
 def _save_plain(model, tok, out: Path) -> None:
-    """Save a GGUF-loaded model as an ordinary checkpoint in the dtype it was de-quantised to (transformers marks such a model
-    as quantized and will not ``save_pretrained`` it): config without its quantization entry,
-    safetensors weights (tied embeddings stored once), tokenizer."""
+    """Save a GGUF-loaded model as an ordinary checkpoint (transformers marks such a model as
+    quantized and will not ``save_pretrained`` it): config without its quantization entry,
+    safetensors weights as de-quantised (tied embeddings stored once), tokenizer."""
     from safetensors.torch import save_model
 
     model.config.save_pretrained(out)

@@ -109,9 +109,8 @@ def check_options(method: str, options: dict[str, Any]) -> MethodSpec:
         spec.cls.check_k(spec.cls.default_k if k is None else k)
     if options.get("beam") is not None:
         check_beam(options["beam"])
-    for name in ("kappa",):
-        if options.get(name) is not None and options[name] < 1:
-            raise TextAuditError(f"--kappa (κ) must be at least 1 (got {options[name]})")
+    if options.get("kappa") is not None and options["kappa"] < 1:
+        raise TextAuditError(f"--kappa (κ) must be at least 1 (got {options['kappa']})")
     if options.get("delta") is not None and options["delta"] < 0:
         raise TextAuditError(f"--delta (δ) must be >= 0 (got {options['delta']})")
     return spec

@@ -5,6 +5,8 @@ Each command is thin: parse, call the library, print (table or ``--json`` last l
 
 from __future__ import annotations
 
+import shlex
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -150,12 +152,10 @@ def train_mlm(
     seed: SeedOpt = 0,
 ) -> None:
     """Train textaudit's offline masked LM (minilm-mlm) on WordNet and SST-2 train; a rerun resumes."""
-    import sys
 
 
     cfg = TrainMLMConfig(wordnet_dir=wordnet_dir, sst_train=sst_train, steps=steps, batch_size=batch_size, lr=lr,
                          rank=rank, alpha=alpha, eval_every=eval_every, eval_words=eval_words, seed=seed,
                          threads=threads, sst_share=sst_share, init=init, device=device, max_minutes=max_minutes,
                          save_minutes=save_minutes, out=out or DEFAULT_OUT)
-    cfg.check()
-    train_minilm_mlm(cfg, command="audit train-mlm " + " ".join(sys.argv[2:]))
+    train_minilm_mlm(cfg, command=shlex.join(["audit", *sys.argv[1:]]))  # train() validates cfg first
