@@ -16,6 +16,7 @@ from textaudit.attacks import PatchWords, RandomBaseline, SOBeam, SOEnum, pair_l
 from textaudit.errors import TextAuditError
 from textaudit.models import as_classifier
 from textaudit.neighborhoods import NeighborhoodBuilder
+from textaudit.results import read_jsonl
 from textaudit.sentence import Sentence
 
 X = "a deep and meaningful film ."
@@ -172,7 +173,9 @@ def test_run_attack_writes_jsonl_and_resumes(tiny_mlm, tmp_path):
     with open(out, "a") as f:
         f.write('{"id": "2", "status": "succ')
     s2, recs = run_attack(mk(), texts, [1] * 5, output=out, resume=True, progress=False)
-    lines = [json.loads(l) for l in out.read_text().splitlines()]
+    header, *lines = [json.loads(l) for l in out.read_text().splitlines()]
+    assert header["header"]["command"] == "attack" and header["header"]["config"]["k"] == 2
+    assert header["header"]["config"]["beam"] == 20 and header["header"]["config"]["method"] == "so-beam"
     assert [r["id"] for r in lines] == ["0", "1", "2", "3", "4"]
     assert s2["n"] == 5 and s2["success"] + s2["failed"] + s2["skipped"] == 5
     assert s2["success_rate"] == round(s2["success"] / s2["attacked"], 4)
@@ -210,15 +213,15 @@ def test_cli_attack_kill_and_resume(tiny_mlm, tmp_path):
            "--output", str(out), "--no-ppl"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(os.environ))
     deadline = time.time() + 120
-    while time.time() < deadline and (not out.exists() or len(out.read_text().splitlines()) < 3):
+    while time.time() < deadline and (not out.exists() or len(read_jsonl(out)) < 3):
         time.sleep(0.2)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    n_before = len(out.read_text().splitlines())
+    n_before = len(read_jsonl(out))
     assert 3 <= n_before < len(rows)
     r = subprocess.run(cmd + ["--resume", "--json"], capture_output=True, text=True, env=dict(os.environ))
     assert r.returncode == 0, r.stderr
-    ids = [json.loads(l)["id"] for l in out.read_text().splitlines()]
+    ids = [r["id"] for r in read_jsonl(out)]
     assert sorted(ids) == sorted(set(ids)) and len(ids) == len(rows)
     summary = json.loads(r.stdout.strip().splitlines()[-1])
     assert summary["n"] == 10 and summary["skipped"] == 2 and summary["success"] >= 2

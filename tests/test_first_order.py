@@ -11,6 +11,7 @@ import pytest
 from textaudit.attacks import BAEAttack, GeneticAttack, make_attack
 from textaudit.models import as_classifier
 from textaudit.models.encoders import SentenceEncoder
+from textaudit.results import read_jsonl
 
 X = "a deep and meaningful film ."
 NEIGHBORS = {"film": ["movie", "picture"], "deep": ["profound", "thick"], "meaningful": ["significant"]}
@@ -86,7 +87,7 @@ def test_make_attack_and_cli_run_first_order(cli, tmp_path, tiny_mlm):
     assert r.exit_code == 0, r.output
     s = json.loads(r.stdout.strip().splitlines()[-1])
     assert s["method"] == "genetic" and s["n"] == 3 and s["skipped"] == 2 and s["success"] == 1
-    lines = [json.loads(l) for l in (tmp_path / "o.jsonl").read_text().splitlines()]
+    lines = read_jsonl(tmp_path / "o.jsonl")
     assert [l["status"] for l in lines] == ["success", "skipped", "skipped"]
     assert lines[0]["vulnerable"] == "a deep and meaningful movie ." and lines[0]["l0"] == 1
 

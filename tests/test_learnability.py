@@ -111,7 +111,7 @@ def test_cli_learnability_resumable(cli, tmp_path):
     d = json.loads(r.stdout.strip().splitlines()[-1])
     assert len(d["results"]) == 3 and set(d["spearman"]) == {"learnability_vs_robustness", "learnability_vs_post_aug"}
     first = out.read_text().splitlines()
-    assert len(first) == 3 * 3
+    assert len(first) == 1 + 3 * 3  # the header, then 3 perturbations × (2 p + robustness)
     r = cli(*args, "--resume", "--json", "--plot", str(tmp_path / "plots"))
     assert r.exit_code == 0, r.output[-800:]
     assert out.read_text().splitlines() == first  # nothing recomputed, nothing duplicated

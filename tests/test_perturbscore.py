@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 import torch
 
 from textaudit.errors import TextAuditError
+from textaudit.results import read_jsonl
 from textaudit.robustness.perturbscore import (
     differentiable,
     edit_distance,
@@ -80,8 +79,8 @@ def test_build_tuples_resumes_without_duplicates(tiny, tmp_path):
     build_tuples(tiny, texts, n=4, output=out, progress=False, max_eps=2.0)
     first = out.read_text().splitlines()
     recs = build_tuples(tiny, texts, n=7, output=out, resume=True, progress=False, max_eps=2.0)
-    ids = [json.loads(l)["id"] for l in out.read_text().splitlines()]
-    assert len(ids) == 7 == len(set(ids)) and out.read_text().splitlines()[:4] == first
+    ids = [r["id"] for r in read_jsonl(out)]
+    assert len(ids) == 7 == len(set(ids)) and out.read_text().splitlines()[:5] == first  # header + 4
     assert all(r["edit_distance"] >= 1 for r in recs if r["kept"])
     assert all((r["eps"] is None) != r["kept"] for r in recs)
 

@@ -11,6 +11,7 @@ import pytest
 
 from textaudit.errors import TextAuditError
 from textaudit.models import as_classifier
+from textaudit.results import read_jsonl
 
 X = "a deep and meaningful film ."
 NEIGHBORS = {"film": ["movie", "picture"], "deep": ["profound", "thick"], "meaningful": ["significant"]}
@@ -115,7 +116,7 @@ def test_textattack_bae_with_our_mlm_and_encoder_and_the_cli(cli, tmp_path):
     assert r.exit_code == 0, r.output
     s = json.loads(r.stdout.strip().splitlines()[-1])
     assert s["method"] == "textattack:genetic" and s["success"] == 1 and s["skipped"] == 1
-    line = json.loads((tmp_path / "o.jsonl").read_text().splitlines()[0])
+    line = read_jsonl(tmp_path / "o.jsonl")[0]
     assert line["vulnerable"] == "a deep and meaningful movie ." and line["l0"] == 1
     r = cli("attack", "--model", f"{tmp_path}/p.py:clf", "--method", "textattack:no-such-recipe", "--data",
             str(tmp_path / "d.tsv"), "--no-ppl")

@@ -27,7 +27,7 @@ from textaudit.resources import resolve
 if TYPE_CHECKING:  # pragma: no cover
     import datasets
 
-__all__ = ["load_dataset", "read_table", "CORPORA"]
+__all__ = ["load_dataset", "read_table", "dataset_id", "check_labels", "CORPORA"]
 
 TEXT_COLUMNS = ("text", "sentence", "content")
 LABEL_COLUMNS = ("label",)
@@ -129,6 +129,16 @@ def _parse_spec(spec: str, default_split: str) -> tuple[str, str] | None:
     return name.lower(), split
 
 
+def dataset_id(spec: str, default_split: str = "train") -> str:
+    """The canonical name of a data spec, used in example ids and results headers: a corpus with
+    its split spelled out (``sst2`` and ``SST2:validation`` are ``sst2:dev`` where dev is the
+    default), a local file by its name (so a moved file still resumes)."""
+    parsed = _parse_spec(str(spec).strip(), default_split)
+    if parsed is not None:
+        return f"{parsed[0]}:{parsed[1]}"
+    return Path(str(spec).strip()).expanduser().name
+
+
 def load_dataset(spec: str, *, text_column: str | None = None, label_column: str | None = None,
                  default_split: str = "train", limit: int | None = None) -> "datasets.Dataset":
     """Return a ``datasets.Dataset`` with columns ``text`` and ``label`` for ``spec``.
@@ -159,3 +169,12 @@ def load_dataset(spec: str, *, text_column: str | None = None, label_column: str
             raise TextAuditError(f"--limit must be at least 1 (got {limit})")
         texts, labels = texts[:limit], labels[:limit]
     return datasets.Dataset.from_dict({"text": texts, "label": labels})
+
+
+def check_labels(labels: Iterable[int], num_classes: int, model: str) -> None:
+    """A label the model has no class for would count as a success (attack) or a miss (accuracy)
+    without meaning anything: refuse it in one line."""
+    for i, y in enumerate(labels):
+        if not 0 <= int(y) < num_classes:
+            raise TextAuditError(f"example {i} has label {int(y)}, but model {model} has {num_classes} classes "
+                                 f"(0..{num_classes - 1}); check --label-column or the data's labels")

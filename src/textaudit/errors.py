@@ -11,3 +11,12 @@ class TextAuditError(Exception):
 
     def __init__(self, message: str):
         super().__init__(" ".join(str(message).split()))
+
+
+def user_code_error(who: str, e: BaseException) -> TextAuditError:
+    """The one-line error for an exception raised by the user's code (a plug-in, a callable model):
+    ``<who> raised <Type>: <first line of the message>`` (``sys.exit(n)`` included)."""
+    if isinstance(e, SystemExit):
+        return TextAuditError(f"{who} called sys.exit({e.code!r}); a model must return predictions, not exit")
+    first = (str(e).strip().splitlines() or [""])[0][:200]
+    return TextAuditError(f"{who} raised {type(e).__name__}" + (f": {first}" if first else ""))

@@ -4,6 +4,12 @@ Every long-running command (attacks, bias, learnability) appends one JSON object
 unit of work to its ``--output`` file and flushes it, so a killed run loses at most the unit in
 flight; ``--resume`` reads the ids already present and skips them. A final line cut off by a kill
 is dropped (and the file repaired) when the file is reopened.
+
+The first line of a results file is a *header record*, ``{"header": {"command", "config",
+"textaudit"}}``: the settings the records depend on (method, k, β, κ, δ, the model's fingerprint,
+the MLM, the data, the seed …). ``--resume`` refuses a file whose header has other settings, so
+one file never mixes two runs. While a run writes a file it holds an exclusive lock on it
+(``.<name>.lock`` next to it): a second writer gets a one-line error instead of duplicating records.
 """
 
 from __future__ import annotations
@@ -15,51 +21,145 @@ from typing import Any, Iterator
 
 from textaudit.errors import TextAuditError
 
-__all__ = ["read_jsonl", "JsonlWriter"]
+__all__ = ["read_jsonl", "read_header", "JsonlWriter", "HEADER", "config_conflicts", "check_output"]
+
+#: the key of the header record (the first line of a results file)
+HEADER = "header"
 
 
 def read_jsonl(path: str | Path) -> list[dict]:
-    """Return the records of a JSONL file, ignoring a truncated last line."""
-    return list(_iter(Path(path)))
+    """Return the records of a JSONL results file (its header record left out), ignoring a
+    truncated last line."""
+    return [r for r in _iter(Path(path)) if HEADER not in r]
+
+
+def read_header(path: str | Path) -> dict | None:
+    """Return the header record's content (``{"command", "config", "textaudit"}``) of a results
+    file, or None when the file is missing, empty or has no header."""
+    for r in _iter(Path(path)):
+        return r[HEADER] if HEADER in r and isinstance(r[HEADER], dict) else None
+    return None
+
+
+def config_conflicts(saved: dict, wanted: dict) -> list[str]:
+    """The settings of ``wanted`` that differ from ``saved`` (keys in both; None in ``wanted`` means
+    "the default", not checked), as ``"key: saved → wanted"``."""
+    return [f"{k}: {saved[k]} → {v}" for k, v in wanted.items()
+            if v is not None and k in saved and _norm(saved[k]) != _norm(v)]
+
+
+def _norm(v: Any) -> Any:
+    return json.loads(json.dumps(v, default=_default))  # tuples → lists, numpy → numbers, as written
+
+
+def check_output(path: str | Path | None, resume: bool, settings: dict | None = None) -> None:
+    """Everything about ``--output`` that can fail, checked before any model loads: ``--resume``
+    without a file; a directory; a file that exists without ``--resume``; a file written with
+    other ``settings`` (see :func:`config_conflicts`); another process writing it. The lock taken
+    here is kept by the process (the writer takes it again)."""
+    if path is None:
+        if resume:
+            raise TextAuditError("--resume needs --output (the JSONL file to continue)")
+        return
+    path = Path(path)
+    if path.is_dir():
+        raise TextAuditError(f"--output {path} is a directory; give a file name, e.g. {path / 'results.jsonl'}")
+    if path.exists() and path.stat().st_size > 0:
+        if not resume:
+            raise TextAuditError(f"{path} already exists; pass --resume to continue it or choose another --output")
+        header = _checked_header(path)
+        bad = config_conflicts(header.get("config", {}), settings or {})
+        if bad:
+            raise TextAuditError(f"{path} was written with other settings ({'; '.join(bad)}); rerun with the same "
+                                 "settings to continue it, or choose another --output")
+    _hold_lock(path)
+
+
+def _checked_header(path: Path) -> dict:
+    header = read_header(path)
+    if header is None and read_jsonl(path):
+        raise TextAuditError(f"{path} has no header record (written by an older textaudit or another tool), so it "
+                             "cannot be checked against this run's settings; choose another --output")
+    return header or {}
+
+
+_LOCKS: dict[Path, Any] = {}
+
+
+def _hold_lock(path: Path) -> None:
+    """Take (again: it is re-entrant) this process's exclusive lock on results file ``path``."""
+    from filelock import Timeout
+
+    from textaudit.files import file_lock
+
+    key = path.resolve()
+    lock = _LOCKS.get(key) or file_lock(path, timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise TextAuditError(f"{path} is being written by another process (lock {lock.lock_file}); wait for it to "
+                             "finish or choose another --output") from None
+    _LOCKS[key] = lock
+
+
+def _release_lock(path: Path) -> None:
+    lock = _LOCKS.get(path.resolve())
+    if lock is not None and lock.is_locked:
+        lock.release()
 
 
 def _iter(path: Path) -> Iterator[dict]:
     if not path.is_file():
         return
-    with open(path, encoding="utf-8") as f:
-        lines = f.readlines()
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.readlines()
+    except UnicodeDecodeError:
+        raise TextAuditError(f"{path} is not UTF-8 text, so not a JSONL results file; check the path") from None
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            yield json.loads(line)
+            obj = json.loads(line)
         except json.JSONDecodeError:
             if n == len(lines) and not line.endswith("\n"):
                 return  # cut off by a kill: the unit will be redone
             raise TextAuditError(f"{path}:{n} is not valid JSON; the results file is damaged (move it away or fix "
                                  "that line)") from None
+        if not isinstance(obj, dict):
+            raise TextAuditError(f"{path}:{n} is a JSON {type(obj).__name__}, not an object; this is not a textaudit "
+                                 "results file (or that line was edited): move it away or fix that line")
+        yield obj
 
 
 class JsonlWriter:
-    """Append-only JSONL results file with resume support.
+    """Append-only JSONL results file with a header record, a lock, and resume support.
 
     ``JsonlWriter(path, resume=False)`` refuses to overwrite an existing non-empty file (so no
     results are lost by accident); with ``resume=True`` it keeps the file and exposes the ids in
-    it as :attr:`done`.
+    it as :attr:`done`. ``command`` and ``config`` make the header record of a new file; on
+    resume they must match the file's (:func:`check_output`). :meth:`close` releases the lock.
     """
 
-    def __init__(self, path: str | Path | None, *, resume: bool = False, id_key: str = "id"):
+    def __init__(self, path: str | Path | None, *, resume: bool = False, id_key: str = "id",
+                 command: str | None = None, config: dict | None = None):
         self.path = Path(path) if path else None
         self.id_key = id_key
         self.records: list[dict] = []
+        self.header: dict | None = None
         if self.path is None:
             return
-        if self.path.exists() and self.path.stat().st_size > 0 and not resume:
-            raise TextAuditError(f"{self.path} already exists; pass --resume to continue it or choose another --output")
+        check_output(self.path, resume, config)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if resume:
             self.records = read_jsonl(self.path)
+            self.header = read_header(self.path)
             self._repair()
+        if self.header is None:
+            from textaudit import __version__
+
+            self.header = {"command": command, "config": _norm(config or {}), "textaudit": __version__}
+            self._append_lines([{HEADER: self.header}])
 
     @property
     def done(self) -> set:
@@ -83,12 +183,20 @@ class JsonlWriter:
         """Add several records with one write + flush (``keep=False``: not kept in :attr:`records`)."""
         if keep:
             self.records.extend(records)
-        if self.path is None or not records:
-            return
+        if self.path is not None and records:
+            self._append_lines(records)
+
+    def _append_lines(self, records: list[dict[str, Any]]) -> None:
+        assert self.path is not None
         with open(self.path, "a", encoding="utf-8") as f:
             f.write("".join(json.dumps(r, default=_default) + "\n" for r in records))
             f.flush()
             os.fsync(f.fileno())
+
+    def close(self) -> None:
+        """Release the lock on the file (the process keeps it if it took it more than once)."""
+        if self.path is not None:
+            _release_lock(self.path)
 
 
 def _default(o: Any):

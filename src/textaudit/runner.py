@@ -33,11 +33,13 @@ class ResumableRun:
     id_key: the field that identifies a finished job.
     keep: keep every record in memory (:attr:`records`); False for runs of millions of lines.
     progress: show a progress bar on stderr.
+    command, config: what the file's header record says produced it; ``--resume`` into a file with
+        another ``config`` is refused (:mod:`textaudit.results`).
     """
 
     def __init__(self, output: str | Path | None, *, resume: bool = False, id_key: str = "id", keep: bool = True,
-                 progress: bool = True):
-        self.writer = JsonlWriter(output, resume=resume, id_key=id_key)
+                 progress: bool = True, command: str | None = None, config: dict | None = None):
+        self.writer = JsonlWriter(output, resume=resume, id_key=id_key, command=command, config=config)
         self.previous: list[dict] = self.writer.records
         self.done: set = self.writer.done
         self.keep = keep
@@ -78,3 +80,4 @@ class ResumableRun:
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:
             self._bar.close()
+        self.writer.close()

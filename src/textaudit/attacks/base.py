@@ -168,6 +168,19 @@ class Attack:
         self.k = 0
         self.mlm = None
 
+    # -- what a record depends on -------------------------------------------------------------
+    def config(self) -> dict:
+        """The settings a record depends on: the results file's header, which a ``--resume`` must
+        match (:mod:`textaudit.results`). Subclasses add theirs in :meth:`settings`."""
+        return {"method": self.method, "k": self.k, "seed": self.seed, "max_queries": self.max_queries,
+                "time_budget": self.time_budget, "mlm": getattr(self.mlm, "name", None),
+                "model": getattr(self.classifier, "name", None),
+                "model_fingerprint": getattr(self.classifier, "fingerprint", None), **self.settings()}
+
+    def settings(self) -> dict:
+        """The method's own settings (κ, δ, β, thresholds …) for :meth:`config`."""
+        return {}
+
     # -- hooks ------------------------------------------------------------------------------------
     def parse(self, text: str) -> Sentence:
         """Return x0, or raise :class:`TextAuditError` for an input that cannot be attacked."""

@@ -80,6 +80,11 @@ class GeneticAttack(FirstOrderAttack):
         self.temperature = temperature
         self.lm, self.lm_top, self.lm_window = lm, lm_top, lm_window
 
+    def settings(self) -> dict:
+        return {"population": self.population, "generations": self.generations, "max_candidates": self.max_candidates,
+                "max_perturb_ratio": self.max_perturb_ratio, "temperature": self.temperature,
+                "lm_constraint": self.lm is not None}
+
     def _candidates(self, x0: Sentence) -> dict[int, list[str]]:
         out = {}
         for i, t in enumerate(x0.tokens):
@@ -179,6 +184,9 @@ class BAEAttack(FirstOrderAttack):
         self.mlm = load_mlm() if mlm is None else mlm
         self.encoder = SentenceEncoder() if encoder is None else encoder
         self.top, self.threshold = top, BAE_THRESHOLD if threshold is None else threshold
+
+    def settings(self) -> dict:
+        return {"top": self.top, "threshold": self.threshold}
 
     def search(self, x0: Sentence, goal: Goal, budget: Budget, rng: np.random.Generator) -> Found | None:
         c = goal.c

@@ -7,6 +7,7 @@ import time
 from typing import Callable, Sequence
 
 from textaudit.attacks.base import Attack
+from textaudit.data import check_labels
 from textaudit.errors import TextAuditError
 from textaudit.lm import CausalLM, LazyCausalLM
 from textaudit.runner import ResumableRun
@@ -87,19 +88,25 @@ def summarize(records: Sequence[dict], method: str, k: int) -> dict:
 
 def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | None, *,
                ids: Sequence[str] | None = None, output=None, resume: bool = False, progress: bool = True,
-               ppl: CausalLM | LazyCausalLM | None = None, on_result: Callable[[dict], None] | None = None) -> tuple[dict, list[dict]]:
+               ppl: CausalLM | LazyCausalLM | None = None, on_result: Callable[[dict], None] | None = None,
+               config: dict | None = None) -> tuple[dict, list[dict]]:
     """Attack every example (skipping ids already in ``output`` when ``resume``) and return
     ``(summary, records)``; each record is appended to ``output`` (JSONL) and flushed as it finishes.
 
     ``ppl``: a :class:`~textaudit.lm.CausalLM` for the perplexity of the original and of the
     vulnerable example of each success (None: not computed).
+    ``config``: settings of the run beyond the attack's own (:meth:`Attack.config`), e.g. the data;
+    all of them go into the header of ``output``, and a ``resume`` with other settings is refused.
     """
     if len(texts) == 0:
         raise TextAuditError("no examples to attack (empty dataset)")
+    if labels is not None:
+        check_labels(labels, attack.classifier.num_classes, attack.classifier.name)
     ids = list(ids) if ids is not None else [str(i) for i in range(len(texts))]
     summary = AttackSummary(attack.method, attack.k)
     title = attack.method + (f" k={attack.k}" if attack.k else "")
-    with ResumableRun(output, resume=resume, progress=progress) as run:
+    settings = {**attack.config(), "ppl": ppl is not None, **(config or {})}
+    with ResumableRun(output, resume=resume, progress=progress, command="attack", config=settings) as run:
         for r in run.previous:
             summary.add(r)
         for id_, i in run.track(list(zip(ids, range(len(texts)))), desc=title, unit="ex"):

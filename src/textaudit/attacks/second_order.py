@@ -75,6 +75,9 @@ class SecondOrderAttack(Attack):
         self.builder = NeighborhoodBuilder(self.mlm, kappa=kappa, delta=delta, blacklist=blacklist, seed=seed)
         self.patch_words = patch_words or PatchWords(self.classifier)
 
+    def settings(self) -> dict:
+        return {"kappa": self.builder.kappa, "delta": self.builder.delta}
+
     @classmethod
     def check_k(cls, k: int) -> None:
         """One-line error for a k this method cannot search (cheap: callers check before loading models)."""
@@ -176,6 +179,9 @@ class SOBeam(SecondOrderAttack):
         super().__init__(classifier, k, mlm=mlm, kappa=kappa, delta=delta, patch_words=patch_words,
                          max_queries=max_queries, time_budget=time_budget, seed=seed, blacklist=blacklist)
         self.beam = beam
+
+    def settings(self) -> dict:
+        return {**super().settings(), "beam": self.beam}
 
     def search_neighborhood(self, x0, patch, c, budget, rng):
         beam = [x0]

@@ -11,14 +11,17 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, NoReturn, Optional
 
 import typer
 from typer.core import TyperCommand, TyperGroup
+from typer.exceptions import TyperException
 
+from textaudit.data import dataset_id
 from textaudit.errors import TextAuditError
+from textaudit.results import check_output as results_check_output
 
-__all__ = ["AuditGroup", "AuditCommand", "app", "emit_json", "print_table", "notice", "check_resume", "example_ids", "ModelOpt",
+__all__ = ["AuditGroup", "fail", "AuditCommand", "app", "emit_json", "print_table", "notice", "check_output", "example_ids", "ModelOpt",
            "DataOpt", "TextColumnOpt", "LabelColumnOpt", "LimitOpt", "OutputOpt", "ResumeOpt", "SeedOpt", "JsonOpt",
            "MODEL_HELP"]
 
@@ -56,16 +59,56 @@ class _FlagsShowNoType:
         return params
 
 
+def fail(message: str) -> NoReturn:
+    """Print ``error: <message>`` (one line) on stderr and exit with code 2."""
+    typer.echo("error: " + " ".join(str(message).split()), err=True)
+    raise typer.Exit(2)
+
+
+def usage_message(e: TyperException) -> str:
+    """A typer usage error (unknown command or option, a value of the wrong type, a missing option)
+    as one line, with where to read more."""
+    ctx = getattr(e, "ctx", None)
+    where = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
+    return e.format_message().rstrip() + where
+
+
+def _is_help(e: TyperException) -> bool:
+    """``audit`` (or a group) with no arguments: typer shows the help, which is what the user wants."""
+    return type(e).__name__ == "NoArgsIsHelpError"  # typer's own test; the class is not public
+
+
+def os_error_message(e: OSError) -> str:
+    """An ``OSError`` (an unwritable --output, a full disk, a directory where a file is expected) as one line."""
+    what = e.strerror or type(e).__name__
+    return f"{e.filename}: {what}" if e.filename else f"{what}: {e}"
+
+
 class AuditGroup(_FlagsShowNoType, TyperGroup):
-    """Click group that turns library errors into one line on stderr and exit code 2."""
+    """The one place that turns every failure the user can fix into one line on stderr and exit 2:
+    :class:`TextAuditError` from the library (bad input, a model that raised), typer/click usage
+    errors (unknown command, ``--k abc``, a missing ``--model``) and ``OSError`` on our files."""
+
+    def make_context(self, info_name, args, parent=None, **extra):  # type: ignore[override]
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except TyperException as e:  # the group's own options, e.g. --threads abc
+            if _is_help(e):
+                raise
+            fail(usage_message(e))
 
     def invoke(self, ctx):  # type: ignore[override]
         argv = [*getattr(ctx, "_protected_args", []), *ctx.args]  # the subcommand and its arguments
         try:
             return super().invoke(ctx)
+        except TyperException as e:
+            if _is_help(e):
+                raise
+            fail(usage_message(e))
         except TextAuditError as e:
-            typer.echo(f"error: {e}", err=True)
-            raise typer.Exit(2) from None
+            fail(str(e))
+        except OSError as e:
+            fail(os_error_message(e))
         except KeyboardInterrupt:
             typer.echo(f"interrupted: {interrupt_hint(argv)}", err=True)
             raise typer.Exit(130) from None
@@ -109,15 +152,17 @@ def interrupt_hint(argv: list[str]) -> str:
     return INTERRUPT_HINT if has_output else INTERRUPT_NO_OUTPUT
 
 
-def check_resume(output: Path | None, resume: bool) -> None:
-    """``--resume`` continues a results file, so it needs ``--output``."""
-    if resume and output is None:
-        raise TextAuditError("--resume needs --output (the JSONL file to continue)")
+def check_output(output: Path | None, resume: bool, **settings: Any) -> None:
+    """Everything about ``--output``/``--resume`` that can fail, before any model loads: see
+    :func:`textaudit.results.check_output` (``settings``: the options a results file's header
+    must agree with on ``--resume``; None means the default and is not compared)."""
+    results_check_output(output, resume, settings)
 
 
-def example_ids(data: str, n: int) -> list[str]:
-    """Ids of a dataset's examples: ``<data>:<i>`` (a local file by its name, so a moved file resumes)."""
-    prefix = data if ":" in data or not Path(data).exists() else Path(data).name
+def example_ids(data: str, n: int, default_split: str = "dev") -> list[str]:
+    """Ids of a dataset's examples: ``<canonical data>:<i>`` (``sst2`` is ``sst2:dev``; a local file by
+    its name, so a moved file resumes)."""
+    prefix = dataset_id(data, default_split)
     return [f"{prefix}:{i}" for i in range(n)]
 
 

@@ -20,13 +20,13 @@ from textaudit.cli.app import (
     SeedOpt,
     TextColumnOpt,
     app,
-    check_resume,
+    check_output,
     emit_json,
     example_ids,
     notice,
     print_table,
 )
-from textaudit.data import load_dataset
+from textaudit.data import dataset_id, load_dataset
 from textaudit.lm import LazyCausalLM
 from textaudit.models import load_classifier
 from textaudit.neighborhoods.mlm import load_mlm
@@ -60,11 +60,14 @@ def attack(
 ) -> None:
     """Search each example's neighbourhood for a vulnerable example (Double Perturbation)."""
 
-    check_resume(output, resume)
     method = method or default_method(k)
     options = dict(k=k, beam=beam, kappa=kappa, delta=delta, max_queries=max_queries, time_budget=time_budget,
                    seed=seed, lm=lm_constraint, threshold=threshold)
     spec = check_options(method, options)  # before any model is loaded (or trained)
+    data_id = dataset_id(data, "dev")
+    check_output(output, resume, method=method, k=k, beam=beam, kappa=kappa, delta=delta, max_queries=max_queries,
+                 time_budget=time_budget, seed=seed, threshold=threshold, data=data_id, ppl=ppl,
+                 lm_constraint=lm_constraint if method == "genetic" else None)
     ds = load_dataset(data, text_column=text_column, label_column=label_column, default_split="dev", limit=limit)
     clf = load_classifier(model)
     options["mlm"] = load_mlm(mlm) if spec.needs_mlm else None
@@ -78,7 +81,8 @@ def attack(
     if not ppl:
         lm = None
     ids = example_ids(data, len(ds))
-    summary, records = run_attack(atk, ds["text"], ds["label"], ids=ids, output=output, resume=resume, ppl=lm)
+    summary, records = run_attack(atk, ds["text"], ds["label"], ids=ids, output=output, resume=resume, ppl=lm,
+                                  config={"data": data_id})
     summary["model"] = clf.name
     if lm is not None and lm.loaded:
         summary["ppl_load_seconds"] = round(lm.load_seconds, 1)  # part of ppl_sec_per_example

@@ -18,13 +18,13 @@ from textaudit.cli.app import (
     SeedOpt,
     TextColumnOpt,
     app,
-    check_resume,
+    check_output,
     emit_json,
     example_ids,
     notice,
     print_table,
 )
-from textaudit.data import load_dataset
+from textaudit.data import dataset_id, load_dataset
 from textaudit.errors import TextAuditError
 from textaudit.fairness import GROUPS, CounterfactualBias, load_pairs_file, parse_pair, report, run_bias
 from textaudit.fairness.plots import plot_bias
@@ -64,7 +64,11 @@ def bias(
     if group is not None and group not in GROUPS:
         raise TextAuditError(f"unknown group '{group}'; use one of {', '.join(GROUPS)}")
     pairs = ([parse_pair(pair)] if pair else load_pairs_file(str(pairs_file)) if pairs_file else GROUPS[group])
-    check_resume(output, resume)
+    if max_sources is not None and max_sources < 1:
+        raise TextAuditError(f"--max-sources must be at least 1 (got {max_sources})")
+    data_id = dataset_id(data, "dev")
+    check_output(output, resume, k=k, enumerate_k=enumerate_k, sample=sample, kappa=kappa, delta=delta, seed=seed,
+                 data=data_id)
     ds = load_dataset(data, text_column=text_column, label_column=None, default_split="dev", limit=limit)
     masked_lm = load_mlm(mlm) if k > 0 else None
     opts = dict(kappa=kappa, delta=delta, enumerate_k=enumerate_k, sample=sample, seed=seed)
@@ -72,7 +76,7 @@ def bias(
     other = CounterfactualBias(load_classifier(compare), masked_lm, **opts) if compare else None
     ids = example_ids(data, len(ds))
     results = run_bias(est, pairs, k, list(ds["text"]), ids=ids, compare=other, output=output, resume=resume,
-                       filtered=filtered, epsilon=epsilon, max_sources=max_sources)
+                       filtered=filtered, epsilon=epsilon, max_sources=max_sources, config={"data": data_id})
     if output:
         notice(f"scored sentence pairs: {output}")
     if plot:

@@ -7,7 +7,8 @@ from typing import Optional
 
 import typer
 
-from textaudit.cli.app import AuditCommand, JsonOpt, OutputOpt, ResumeOpt, app, check_resume, emit_json, notice, print_table
+from textaudit.cli.app import AuditCommand, JsonOpt, OutputOpt, ResumeOpt, app, check_output, emit_json, notice, print_table
+from textaudit.data import dataset_id
 from textaudit.errors import TextAuditError
 from textaudit.perturbations.noise import NOISE_PERTURBATIONS
 from textaudit.robustness.learnability import DEFAULT_PROBABILITIES, run_study
@@ -31,7 +32,7 @@ def learnability(
 ) -> None:
     """Measure how learnable each perturbation is and relate it to robustness and augmentation gain."""
 
-    check_resume(output, resume)
+    check_output(output, resume, train_size=train_size, data=dataset_id(data, "train"))
     perts = list(NOISE_PERTURBATIONS) if perturbation == "all" else [p.strip() for p in perturbation.split(",") if p.strip()]
     try:
         probs = [float(p) for p in probabilities.split(",")] if probabilities else list(DEFAULT_PROBABILITIES)

@@ -7,7 +7,20 @@ from pathlib import Path
 
 import typer
 
-from textaudit.cli.app import AuditCommand, DataOpt, JsonOpt, ResumeOpt, SeedOpt, app, emit_json, notice, print_table
+from textaudit.cli.app import (
+    AuditCommand,
+    AuditGroup,
+    DataOpt,
+    JsonOpt,
+    ResumeOpt,
+    SeedOpt,
+    app,
+    check_output,
+    emit_json,
+    example_ids,
+    notice,
+    print_table,
+)
 from textaudit.data import load_dataset
 from textaudit.errors import TextAuditError
 from textaudit.models import load_classifier
@@ -21,7 +34,7 @@ from textaudit.robustness.perturbscore import (
     split_tuples,
 )
 
-ps_app = typer.Typer(no_args_is_help=True, help="PerturbScore: ε of discrete perturbations.")
+ps_app = typer.Typer(cls=AuditGroup, no_args_is_help=True, help="PerturbScore: ε of discrete perturbations.")
 app.add_typer(ps_app, name="perturbscore")
 
 
@@ -47,14 +60,14 @@ def build(
         raise TextAuditError(f"--space must be hidden or probs (got {space})")
     if perturbation not in TUPLE_PERTURBATIONS:
         raise TextAuditError(f"unknown perturbation '{perturbation}'; use one of {', '.join(TUPLE_PERTURBATIONS)}")
-    if n < 1:
-        raise TextAuditError(f"--n must be at least 1 (got {n})")
+    check_output(output, resume, perturbation=perturbation, seed=seed, space=space, steps=steps, max_eps=max_eps,
+                 tolerance=tolerance)
     ds = load_dataset(data, default_split="dev", label_column=None)
     clf = load_classifier(model)
     t0 = time.perf_counter()
     recs = build_tuples(clf, list(ds["text"]), perturbation=perturbation, n=n, seed=seed, output=output,
                         resume=resume, space=space, steps=steps, max_eps=max_eps, tolerance=tolerance,
-                        ids=[f"{data}:{i}" for i in range(len(ds))])
+                        ids=example_ids(data, len(ds)))
     kept = [r for r in recs if r.get("kept")]
     summary = {"model": clf.name, "perturbation": perturbation, "tried": len(recs), "kept": len(kept),
                "mean_eps": round(float(sum(r["eps"] for r in kept) / len(kept)), 4) if kept else None,

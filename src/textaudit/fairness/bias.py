@@ -83,6 +83,13 @@ class CounterfactualBias:
             self._mlm = load_mlm()
         return self._mlm
 
+    def config(self) -> dict:
+        """The settings a scored sentence depends on (the results file's header; see :mod:`textaudit.results`)."""
+        return {"model": getattr(self.classifier, "name", None),
+                "model_fingerprint": getattr(self.classifier, "fingerprint", None),
+                "mlm": getattr(self._mlm, "name", None), "kappa": self.kappa, "delta": self.delta,
+                "enumerate_k": self.enumerate_k, "sample": self.sample_n, "seed": self.seed}
+
     # -- pieces ----------------------------------------------------------------------------------
     def builder(self, pair: tuple[str, str]) -> NeighborhoodBuilder:
         """The neighbourhood builder for ``pair``: the protected lexicon and the pair are blacklisted."""
@@ -234,7 +241,7 @@ def _finished_units(records: list[dict]) -> dict[tuple[str, str], tuple[dict, li
 def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k: int, texts: Sequence[str], *,
              ids: Sequence[str] | None = None, compare: CounterfactualBias | None = None, output=None,
              resume: bool = False, filtered: bool = False, epsilon: float = 0.005, max_sources: int | None = None,
-             progress: bool = True) -> dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]]:
+             progress: bool = True, config: dict | None = None) -> dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]]:
     """Return {model name: {pair: {k′: BiasEstimate}}} for k′ = 0..k over ``texts``.
 
     ``compare``: a second estimator (another classifier) scored on the *same* sentences.
@@ -242,6 +249,8 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
     pair whose X_filter is empty for a model gets no estimates (``by_k`` empty).
     ``max_sources``: use only the first N sentences of X_p per pair (X_filter is taken among them,
     so a ``--filtered`` run reuses the units of a full run with the same cap).
+    ``config``: settings beyond the estimators' own (e.g. the data) for the header of ``output``;
+    a ``resume`` with other settings is refused.
     """
     if len(texts) == 0:
         raise TextAuditError("no sentences to measure bias on (empty dataset)")
@@ -272,7 +281,11 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
     jobs = [(_unit_id(pair, src, sampled_k), (pair, src, sampled_k)) for pair, plan, _ in plans
             for src, sampled_k in plan]
     # the scored sentences are not kept in memory (B_{p,3} reaches millions); finished units are read back once
-    with ResumableRun(output, resume=resume, id_key="unit_done", keep=False, progress=progress) as run:
+    settings = {**estimator.config(), "k": k, **(config or {})}
+    if compare is not None:
+        settings.update(compare=compare.config()["model"], compare_fingerprint=compare.config()["model_fingerprint"])
+    with ResumableRun(output, resume=resume, id_key="unit_done", keep=False, progress=progress, command="bias",
+                      config=settings) as run:
         previous = _finished_units(run.previous)
         run.previous = []
         for uid, (pair, src, sampled_k) in run.track(jobs, desc=f"bias k<={k}", unit="unit", skip=lambda _: False):

@@ -27,7 +27,7 @@ from typing import Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from textaudit.errors import TextAuditError
+from textaudit.errors import TextAuditError, user_code_error
 
 __all__ = ["Classifier", "BatchedClassifier", "QueryStats", "as_classifier", "softmax"]
 
@@ -86,11 +86,15 @@ class BatchedClassifier:
         Entries kept in the LRU cache text → probabilities (0 disables it).
     name:
         Shown in results files and tables.
+    user_code:
+        ``forward`` is the user's code (a plug-in or callable): anything it raises becomes the one-line
+        :class:`TextAuditError` ``your model <name> raised <Type>: <message>`` (chained, so Python
+        callers keep the traceback).
     """
 
     def __init__(self, forward: Callable[[list[str]], object], *, output: str = "probs",
                  num_classes: int | None = None, batch_size: int | None = None, cache_size: int = 100_000,
-                 name: str = "model", labels: Sequence[str] | None = None):
+                 name: str = "model", labels: Sequence[str] | None = None, user_code: bool = False):
         if output not in ("probs", "logits"):
             raise TextAuditError(f"output must be 'probs' or 'logits' (got {output!r})")
         if batch_size is not None and batch_size < 1:
@@ -104,6 +108,9 @@ class BatchedClassifier:
         self.cache_size = cache_size
         self.name = name
         self.labels = list(labels) if labels is not None else None
+        self.user_code = user_code
+        #: what identifies the model's weights/code (set by the loaders; see textaudit.files.fingerprint_files)
+        self.fingerprint: str | None = None
         self.stats = QueryStats()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
@@ -177,6 +184,12 @@ class BatchedClassifier:
         t0 = time.perf_counter()
         try:
             raw = self.forward(chunk)
+        except TextAuditError:
+            raise
+        except (Exception, SystemExit) as e:
+            if not self.user_code:
+                raise
+            raise user_code_error(f"your model {self.name}", e) from e
         finally:
             self.stats.forward_seconds += time.perf_counter() - t0
             self.stats.batches += 1
@@ -231,10 +244,10 @@ def as_classifier(obj: object, *, output: str = "probs", name: str | None = None
         nc = getattr(obj, "num_classes", None)
         return BatchedClassifier(lambda texts: obj.predict_proba(texts), output=output, name=str(nm),  # type: ignore[attr-defined]
                                  num_classes=nc if isinstance(nc, int) else None, batch_size=batch_size,
-                                 cache_size=cache_size)
+                                 cache_size=cache_size, user_code=True)
     if callable(obj):
         return BatchedClassifier(obj, output=output, name=str(nm), batch_size=batch_size,  # type: ignore[arg-type]
-                                 cache_size=cache_size)
+                                 cache_size=cache_size, user_code=True)
     raise TextAuditError(
         f"cannot use a {type(obj).__name__} as a classifier; give a callable f(list[str]) -> probabilities "
         "or an object with predict_proba")

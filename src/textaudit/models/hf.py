@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from textaudit.errors import TextAuditError
+from textaudit.files import fingerprint_dir
 from textaudit.models.batched import BatchedClassifier
 from textaudit.models.torch_backend import hf_tokenize, torch_classifier
 from textaudit.resources import hub_local_only
@@ -39,5 +40,8 @@ def load_hf_classifier(name_or_path: str, *, device: str | None = None, batch_si
         raise TextAuditError(f"HuggingFace classifier '{name_or_path}' is broken or incompatible: {first}") from None
     id2label = getattr(model.config, "id2label", None) or {}
     labels = [str(id2label.get(i, i)) for i in range(model.config.num_labels)]
-    return torch_classifier(model, hf_tokenize(tok, max_length), name=f"hf:{name_or_path}", device=device,
-                            batch_size=batch_size, num_classes=model.config.num_labels, labels=labels)
+    clf = torch_classifier(model, hf_tokenize(tok, max_length), name=f"hf:{name_or_path}", device=device,
+                           batch_size=batch_size, num_classes=model.config.num_labels, labels=labels)
+    # a local directory by its files; a hub model by the commit its files came from
+    clf.fingerprint = fingerprint_dir(local) if local.exists() else getattr(model.config, "_commit_hash", None)
+    return clf

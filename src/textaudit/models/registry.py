@@ -18,7 +18,8 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from textaudit.errors import TextAuditError
+from textaudit.errors import TextAuditError, user_code_error
+from textaudit.files import fingerprint_files
 from textaudit.models.batched import BatchedClassifier, as_classifier
 from textaudit.models.hf import load_hf_classifier
 from textaudit.models.zoo.build import load_zoo_model
@@ -62,22 +63,32 @@ def load_plugin(spec: str, *, batch_size: int | None = None, cache_size: int = 1
         raise TextAuditError(f"plug-in file '{path}' has a syntax error at line {e.lineno}: {e.msg}") from None
     except ImportError as e:
         raise TextAuditError(f"plug-in file '{path}' failed to import: {e}") from None
+    except (Exception, SystemExit) as e:  # the user's code, run at import
+        raise user_code_error(f"your plug-in {path.name} (at import)", e) from e
     if not hasattr(module, objname):
         names = [n for n in vars(module) if not n.startswith("_")]
         raise TextAuditError(f"plug-in file '{path}' has no '{objname}' (it defines: {', '.join(names) or 'nothing'})")
     obj = getattr(module, objname)
     if inspect.isclass(obj):
         try:
-            obj = obj()
+            inspect.signature(obj).bind()
         except TypeError as e:
             raise TextAuditError(f"plug-in class '{objname}' must be constructible with no arguments ({e})") from None
+        except ValueError:  # no signature to inspect (a builtin): let the call tell
+            pass
+        try:
+            obj = obj()
+        except (Exception, SystemExit) as e:
+            raise user_code_error(f"your model {path.name}:{objname} (in its constructor)", e) from e
     if not (callable(obj) or hasattr(obj, "predict_proba")):
         raise TextAuditError(
             f"plug-in '{objname}' is a {type(obj).__name__}; it must be a function f(list[str]) -> probabilities "
             "or an object with predict_proba")
     output = getattr(obj, "output", "probs")
-    return as_classifier(obj, output=output, name=getattr(obj, "name", None) or f"{path.name}:{objname}",
-                         batch_size=batch_size, cache_size=cache_size)
+    clf = as_classifier(obj, output=output, name=getattr(obj, "name", None) or f"{path.name}:{objname}",
+                        batch_size=batch_size, cache_size=cache_size)
+    clf.fingerprint = fingerprint_files([path])  # its code (what it loads is the plug-in's business)
+    return clf
 
 
 def load_classifier(spec: str, *, device: str | None = None, batch_size: int | None = None) -> BatchedClassifier:

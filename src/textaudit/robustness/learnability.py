@@ -24,7 +24,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from textaudit.data import load_dataset
+from textaudit.data import dataset_id, load_dataset
 from textaudit.errors import TextAuditError
 from textaudit.models.batched import Classifier
 from textaudit.models.zoo.names import ARCHS
@@ -151,7 +151,8 @@ def run_study(models: Sequence[str], perturbations: Sequence[str], *, train_size
     jobs = [(f"{m}|{g}|{p}|{s}", (m, g, s, p)) for m in models for g in perts for s in range(seeds)
             for p in [*probabilities, "robustness"]]
     clean_models: dict[tuple, object] = {}
-    with ResumableRun(output, resume=resume, progress=progress) as run:
+    settings = {"train_size": train_size, "data": dataset_id(data, "train")}
+    with ResumableRun(output, resume=resume, progress=progress, command="learnability", config=settings) as run:
         for rid, (m, g, s, p) in run.track(jobs, desc="learnability", unit="run"):
             run.show(model=m, perturbation=g, p=p)
             fit = zoo_fitter(m, seed=s)

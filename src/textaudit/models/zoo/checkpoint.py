@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from textaudit.errors import TextAuditError
+from textaudit.files import fingerprint_dir
 from textaudit.models.batched import BatchedClassifier
 from textaudit.models.torch_backend import hf_tokenize, torch_classifier
 from textaudit.models.zoo.vocab import Vocab, WordTokenizer
@@ -122,6 +123,7 @@ def load_checkpoint(path: Path, *, device: str | None = None, batch_size: int | 
     encode = batch_encoder(cfg["arch"], tok, int(cfg.get("max_len", 128)))
     clf = torch_classifier(module, encode, name=name or cfg.get("name", cfg["arch"]), device=device,
                            batch_size=batch_size, num_classes=int(cfg["num_classes"]), labels=cfg.get("labels"))
+    clf.fingerprint = fingerprint_dir(path)
     clf.checkpoint = Path(path)  # type: ignore[attr-defined]
     clf.config = cfg  # type: ignore[attr-defined]
     return clf

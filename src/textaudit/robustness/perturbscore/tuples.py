@@ -105,7 +105,10 @@ def build_tuples(classifier: Classifier, texts: Sequence[str], *, perturbation: 
         perturb = lambda x, r: synonym_swap(x, r, nb)  # noqa: E731
     ids = list(ids) if ids is not None else [str(i) for i in range(len(texts))]
     order = rng.permutation(len(texts))
-    with ResumableRun(output, resume=resume, progress=progress) as run:
+    settings = {"model": getattr(classifier, "name", None), "model_fingerprint": getattr(classifier, "fingerprint", None),
+                "perturbation": perturbation, "seed": seed, "space": space, "steps": steps, "step": step,
+                "max_eps": max_eps, "tolerance": tolerance}
+    with ResumableRun(output, resume=resume, progress=progress, command="perturbscore build", config=settings) as run:
         kept = sum(1 for r in run.previous if r.get("kept"))
         jobs = [(f"{ids[int(order[a % len(texts)])]}#{a}", int(order[a % len(texts)])) for a in range(n)]
         for uid, j in run.track(jobs, desc=f"perturbscore {perturbation}", unit="tuple"):
