@@ -171,3 +171,30 @@ def test_training_resumes_after_a_kill_and_ends_where_an_uninterrupted_run_ends(
     again = fit("bow", ds["text"], ds["label"], config=TrainConfig(**{**cfg, "epochs": 1}), progress=False,
                 state_path=state)
     assert [h["epoch"] for h in again.history] == [1.0]
+
+
+class _Planted:
+    """Unpickling this creates the file ``marker``: what a planted train state could do with any code."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def test_a_planted_train_state_is_never_unpickled(tmp_path, capsys):
+    import torch
+
+    ds = load_dataset("sst2:train", limit=300)
+    cfg = TrainConfig(arch="bow", epochs=1, lr=2e-3)
+    state, marker = tmp_path / ".bow.train-state.pt", tmp_path / "code-ran"
+    torch.save({"fingerprint": "x", "module": _Planted(marker)}, state)
+    res = fit("bow", ds["text"], ds["label"], config=cfg, progress=False, state_path=state)
+    assert not marker.exists()  # the file was refused, not run
+    assert "it holds more than plain data (never unpickled); starting afresh" in capsys.readouterr().err
+    assert [h["epoch"] for h in res.history] == [1.0]
+    # the control: the same file read the old way (weights_only=False) does run its code
+    torch.save({"fingerprint": "x", "module": _Planted(marker)}, state)
+    torch.load(state, weights_only=False)
+    assert marker.exists()

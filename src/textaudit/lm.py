@@ -94,15 +94,15 @@ def _load_smollm2(path: Path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if path.suffix != ".gguf":
-        return AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+        return AutoModelForCausalLM.from_pretrained(path, trust_remote_code=False), AutoTokenizer.from_pretrained(path, trust_remote_code=False)
     copy = _dequantized_copy(path)
     if (copy / "config.json").is_file():
         try:
-            return AutoModelForCausalLM.from_pretrained(copy), AutoTokenizer.from_pretrained(copy)
+            return AutoModelForCausalLM.from_pretrained(copy, trust_remote_code=False), AutoTokenizer.from_pretrained(copy, trust_remote_code=False)
         except (OSError, ValueError):
             shutil.rmtree(copy, ignore_errors=True)  # a damaged copy is made again
-    tok = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name)
+    tok = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, trust_remote_code=False)
+    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, trust_remote_code=False)
     try:
         copy.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=copy.name + ".", dir=copy.parent))
@@ -145,8 +145,8 @@ def load_causal_lm(name: str | None = None, *, device: str | None = None) -> Cau
                                  "or pass --no-ppl") from None
         return CausalLM(model, tok, "smollm2", device=device)
     try:
-        tok = AutoTokenizer.from_pretrained(name, local_files_only=hub_local_only())
-        model = AutoModelForCausalLM.from_pretrained(name, local_files_only=hub_local_only())
+        tok = AutoTokenizer.from_pretrained(name, local_files_only=hub_local_only(), trust_remote_code=False)
+        model = AutoModelForCausalLM.from_pretrained(name, local_files_only=hub_local_only(), trust_remote_code=False)
     except OSError as e:
         raise TextAuditError(f"cannot load causal LM '{name}': {str(e).splitlines()[0][:120]}") from None
     return CausalLM(model, tok, name, device=device)

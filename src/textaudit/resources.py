@@ -42,6 +42,8 @@ __all__ = [
     "cache_dir",
     "data_dir",
     "offline",
+    "trust_remote_code",
+    "remote_code_error",
     "report",
 ]
 
@@ -67,6 +69,21 @@ def data_dir() -> Path | None:
 def offline() -> bool:
     """Return True when downloads are switched off (``TEXTAUDIT_OFFLINE`` or ``HF_HUB_OFFLINE``)."""
     return any(os.environ.get(v, "").lower() in ("1", "true", "yes") for v in ("TEXTAUDIT_OFFLINE", "HF_HUB_OFFLINE"))
+
+
+def trust_remote_code() -> bool:
+    """Whether a HuggingFace model named by the user (``hf:<dir-or-id>``, ``--mlm``) may run the Python
+    code it ships (``auto_map`` in its config). Never by default; ``audit --trust-remote-code ...``
+    (or ``TEXTAUDIT_TRUST_REMOTE_CODE=1``) opts in. textaudit's own models never do."""
+    return os.environ.get("TEXTAUDIT_TRUST_REMOTE_CODE", "").lower() in ("1", "true", "yes")
+
+
+def remote_code_error(e: Exception, what: str) -> "TextAuditError | None":
+    """The one-line error for transformers refusing a model's own code, else None."""
+    if "trust_remote_code" not in str(e):
+        return None
+    return TextAuditError(f"{what} ships its own Python code (auto_map in its config.json), which textaudit does not "
+                          "run unless asked; if you trust it, rerun as: audit --trust-remote-code <command> ...")
 
 
 def _is_file(p: Path) -> bool:

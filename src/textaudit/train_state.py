@@ -4,39 +4,54 @@ Used by the zoo (:func:`textaudit.models.zoo.train.fit`) and by ``minilm-mlm`` t
 (:mod:`textaudit.neighborhoods.train_mlm`). A state carries a ``fingerprint`` of what the run
 depends on (data, hyper-parameters); a state from another run, or a truncated/corrupt file, is
 never fatal: the run starts afresh with a one-line notice.
+
+The state file sits next to the output (``.<name>.train-state.pt``), where anyone who can write
+that directory could plant one. It is therefore read with ``torch.load(weights_only=True)``:
+tensors, numbers, strings, lists, tuples and dicts only, so a planted pickle cannot run code; a
+file that needs anything else is refused like a corrupt one.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Iterable
+
+from textaudit.files import atomic_path
 
 __all__ = ["load_train_state", "save_train_state"]
 
 
-def load_train_state(path: str | Path | None, fingerprint: str) -> dict | None:
-    """Return the state saved at ``path`` by a run with this ``fingerprint``, else ``None``."""
+def load_train_state(path: str | Path | None, fingerprint: str, keys: Iterable[str] = ()) -> dict | None:
+    """Return the state saved at ``path`` by a run with this ``fingerprint`` (and holding every
+    one of ``keys``), else ``None``."""
     import torch
 
     if path is None or not Path(path).is_file():
         return None
     try:  # on CPU: torch RNG states must stay CPU tensors; load_state_dict moves the rest
-        saved = torch.load(path, map_location="cpu", weights_only=False)
-    except Exception as e:  # noqa: BLE001 - a truncated/corrupt file: never fatal, just start afresh
-        print(f"notice: cannot read {path} ({type(e).__name__}); starting afresh", file=sys.stderr)
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # noqa: BLE001 - truncated, corrupt, or not plain data: never fatal, start afresh
+        if "weights_only" in str(e) or "Unsupported" in str(e):
+            print(f"notice: refusing {path}: it holds more than plain data (never unpickled); starting afresh",
+                  file=sys.stderr)
+        else:
+            print(f"notice: cannot read {path} ({type(e).__name__}); starting afresh", file=sys.stderr)
         return None
     if not isinstance(saved, dict) or saved.get("fingerprint") != fingerprint:
         print(f"notice: {path} belongs to another run (data or config differ); starting afresh", file=sys.stderr)
+        return None
+    missing = [k for k in keys if k not in saved]
+    if missing:
+        print(f"notice: {path} lacks {', '.join(missing)}; starting afresh", file=sys.stderr)
         return None
     return saved
 
 
 def save_train_state(path: str | Path, fingerprint: str, state: dict) -> None:
-    """Write ``state`` (plus ``fingerprint``) to ``path`` atomically: a kill mid-write keeps the old one."""
+    """Write ``state`` (plus ``fingerprint``) to ``path`` atomically, under a unique temporary name:
+    a kill mid-write keeps the old one, and two processes never share a temporary file."""
     import torch
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
-    torch.save({"fingerprint": fingerprint, **state}, tmp)
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        torch.save({"fingerprint": fingerprint, **state}, tmp)

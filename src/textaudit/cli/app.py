@@ -133,8 +133,13 @@ def _global_options(
     threads: Optional[int] = typer.Option(None, "--threads", help=(
         "CPU threads torch uses (default: $TEXTAUDIT_THREADS, else one per core; on a busy machine fewer "
         "is faster, and a notice says so; benchmarks/threads.py measures it)."), show_default=False),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help=(
+        "Let a HuggingFace model you name (hf:<dir-or-id>, --mlm) run the Python code it ships (auto_map in "
+        "its config.json). Off by default: such a model is refused with a one-line error.")),
 ) -> None:
     """Audit NLP text classifiers beyond their test set."""
+    if trust_remote_code:
+        os.environ["TEXTAUDIT_TRUST_REMOTE_CODE"] = "1"
     if threads is not None:
         if threads < 1:
             raise TextAuditError(f"--threads must be at least 1 (got {threads})")

@@ -28,8 +28,8 @@ class SentenceEncoder:
 
         root = path or str(resolve("minilm"))
         self.device = pick_device(device)
-        self.tokenizer = AutoTokenizer.from_pretrained(root)
-        self.model = AutoModel.from_pretrained(root).float().to(self.device).eval()
+        self.tokenizer = AutoTokenizer.from_pretrained(root, trust_remote_code=False)
+        self.model = AutoModel.from_pretrained(root, trust_remote_code=False).float().to(self.device).eval()
         self.batch_size = batch_size
         self.cache_size = cache_size
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()

@@ -8,7 +8,7 @@ from textaudit.errors import TextAuditError
 from textaudit.files import fingerprint_dir
 from textaudit.models.batched import BatchedClassifier
 from textaudit.models.torch_backend import hf_tokenize, torch_classifier
-from textaudit.resources import hub_local_only
+from textaudit.resources import hub_local_only, remote_code_error, trust_remote_code
 
 __all__ = ["load_hf_classifier"]
 
@@ -28,14 +28,19 @@ def load_hf_classifier(name_or_path: str, *, device: str | None = None, batch_si
         raise TextAuditError(f"'{local}' is not a HuggingFace model directory (no config.json)")
     src = str(local) if local.exists() else name_or_path
     local_only = local.exists() or hub_local_only()
+    trust = trust_remote_code()
     try:
-        tok = AutoTokenizer.from_pretrained(src, local_files_only=local_only)
-        model = AutoModelForSequenceClassification.from_pretrained(src, local_files_only=local_only)
+        tok = AutoTokenizer.from_pretrained(src, local_files_only=local_only, trust_remote_code=trust)
+        model = AutoModelForSequenceClassification.from_pretrained(src, local_files_only=local_only,
+                                                                   trust_remote_code=trust)
     except OSError as e:
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
         where = "directory" if local.exists() else "hub id (" + ("offline here" if local_only else "not found on the hub") + ")"
         raise TextAuditError(f"cannot load HuggingFace classifier '{name_or_path}' as a {where}: {first}") from None
     except (ValueError, RuntimeError) as e:
+        refused = remote_code_error(e, f"HuggingFace classifier '{name_or_path}'")
+        if refused is not None:
+            raise refused from None
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
         raise TextAuditError(f"HuggingFace classifier '{name_or_path}' is broken or incompatible: {first}") from None
     id2label = getattr(model.config, "id2label", None) or {}

@@ -29,7 +29,7 @@ import numpy as np
 from textaudit.device import pick_device
 from textaudit.errors import TextAuditError
 from textaudit.models.torch_backend import forward_inputs, only_inputs
-from textaudit.resources import hub_local_only
+from textaudit.resources import hub_local_only, remote_code_error, trust_remote_code
 
 __all__ = ["MaskedLM", "HFMaskedLM", "Query"]
 
@@ -85,12 +85,16 @@ class HFMaskedLM:
 
         local = Path(name_or_path).expanduser()
         local_only = local.exists() or hub_local_only()
+        trust = trust_remote_code()
         try:
             tok = AutoTokenizer.from_pretrained(str(local) if local.exists() else name_or_path,
-                                                local_files_only=local_only)
+                                                local_files_only=local_only, trust_remote_code=trust)
             model = AutoModelForMaskedLM.from_pretrained(str(local) if local.exists() else name_or_path,
-                                                         local_files_only=local_only)
+                                                         local_files_only=local_only, trust_remote_code=trust)
         except (OSError, ValueError) as e:
+            refused = remote_code_error(e, f"masked LM '{name_or_path}'")
+            if refused is not None:
+                raise refused from None
             first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
             raise TextAuditError(f"cannot load masked LM '{name_or_path}': {first}") from None
         return cls(model, tok, name=name or name_or_path, device=device, batch_size=batch_size, cache_size=cache_size)

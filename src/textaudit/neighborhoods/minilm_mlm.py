@@ -44,7 +44,7 @@ def build_base():
         transformers.logging.set_verbosity(verbosity)
     model = model.float()  # a half-precision copy of the encoder still trains and merges in fp32
     model.tie_weights()
-    tok = AutoTokenizer.from_pretrained(root)
+    tok = AutoTokenizer.from_pretrained(root, trust_remote_code=False)
     return model, tok
 
 

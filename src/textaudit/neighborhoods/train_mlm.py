@@ -342,7 +342,8 @@ def train(args: TrainMLMConfig, command: str = "audit train-mlm") -> dict:
     fingerprint = _fingerprint(args, [wn["train"], sst["train"]])
     on_cuda = device.startswith("cuda")
     t_loop, start = 0.0, 0
-    saved = load_train_state(state_path, fingerprint)
+    saved = load_train_state(state_path, fingerprint, keys=("params", "opt", "sched", "rng", "torch_rng", "step", "best",
+                                                         "history", "t_loop", "seconds"))
     if saved is not None:
         with torch.no_grad():
             for n, p in model.named_parameters():

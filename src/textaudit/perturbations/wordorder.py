@@ -97,7 +97,7 @@ def _wordpiece():
     from transformers import AutoTokenizer
 
 
-    return AutoTokenizer.from_pretrained(resolve("minilm"))
+    return AutoTokenizer.from_pretrained(resolve("minilm"), trust_remote_code=False)
 
 
 def units(text: str, level: str) -> list[tuple[int, int]]:

@@ -78,8 +78,8 @@ def load_module(path: Path):
         if not (hf / "config.json").is_file():
             raise TextAuditError(f"checkpoint {path} has no hf/config.json; delete it and retrain with audit train")
         try:
-            tok = AutoTokenizer.from_pretrained(hf, local_files_only=True)
-            module = AutoModelForSequenceClassification.from_pretrained(hf, local_files_only=True)
+            tok = AutoTokenizer.from_pretrained(hf, local_files_only=True, trust_remote_code=False)
+            module = AutoModelForSequenceClassification.from_pretrained(hf, local_files_only=True, trust_remote_code=False)
         except Exception as e:  # safetensors/json/OS errors all mean the same thing here
             first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
             raise TextAuditError(f"checkpoint {path} is corrupt ({first}); delete it and retrain") from None

@@ -145,9 +145,9 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
 
 
         root = resolve("minilm")
-        tokenizer = AutoTokenizer.from_pretrained(root)
+        tokenizer = AutoTokenizer.from_pretrained(root, trust_remote_code=False)
         # trained in fp32 even from half-precision weights (fp16 training overflows to NaN)
-        module = AutoModelForSequenceClassification.from_pretrained(root, num_labels=C).float()
+        module = AutoModelForSequenceClassification.from_pretrained(root, num_labels=C, trust_remote_code=False).float()
         encode = hf_tokenize(tokenizer, max_length=cfg.max_len)
         lengths = np.array([len(t) for t in texts])
     else:
@@ -197,7 +197,8 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
     start_epoch = 0
     fingerprint = _fingerprint(arch, texts, labels, cfg)
     optims = [opt, sparse_opt, sched]
-    saved = load_train_state(state_path, fingerprint)
+    saved = load_train_state(state_path, fingerprint, keys=("module", "optims", "rng", "torch_rng", "epoch", "step", "best",
+                                                         "best_state", "bad", "history", "seconds"))
     if saved is not None:
         module.load_state_dict(saved["module"])
         for o, st in zip(optims, saved["optims"]):

@@ -43,9 +43,9 @@ class PerturbScorer:
             raise TextAuditError(f"{path} is not a PerturbScorer directory (no head.json); train one with "
                                  "'audit perturbscore train'")
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(str(root))
+            self.tokenizer = AutoTokenizer.from_pretrained(str(root), trust_remote_code=False)
             # fp32 whatever dtype the weights were saved in: the head is fp32 and the encoder is fine-tuned
-            self.encoder = AutoModel.from_pretrained(str(root)).float().to(self.device)
+            self.encoder = AutoModel.from_pretrained(str(root), trust_remote_code=False).float().to(self.device)
         except (OSError, ValueError) as e:
             raise TextAuditError(f"cannot load the PerturbScorer from {root}: {str(e).splitlines()[0][:120]}") from None
         self.head = torch.nn.Linear(self.encoder.config.hidden_size, 1).to(self.device)
