@@ -115,3 +115,31 @@ def test_cache_dir_env(tmp_path, monkeypatch):
     monkeypatch.delenv("TEXTAUDIT_CACHE")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
     assert resources.cache_dir() == tmp_path / "x" / "textaudit"
+
+
+def test_a_download_is_checked_against_its_known_hash(toy, tmp_path, monkeypatch):
+    import hashlib
+
+    monkeypatch.setenv("TEXTAUDIT_DATA", str(tmp_path / "empty"))
+    monkeypatch.delenv("TEXTAUDIT_OFFLINE")
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    published = Path(toy.url.removeprefix("file://"))
+    good = hashlib.sha256(published.read_bytes()).hexdigest()
+    cached = Path(resources.cache_dir()) / "lexicons" / "toy.json"
+    register(ResourceSpec(name="toy", description="toy", relpath="lexicons/toy.json", is_valid=lambda p: p.is_file(),
+                          url=toy.url, sha256="0" * 64))
+    r = locate("toy")
+    assert not r.found and any("SHA-256" in t and "refused" in t for t in r.tried)
+    assert not cached.exists() and [p.name for p in cached.parent.iterdir() if not p.name.endswith(".lock")] == []
+    register(ResourceSpec(name="toy", description="toy", relpath="lexicons/toy.json", is_valid=lambda p: p.is_file(),
+                          url=toy.url, sha256=good))
+    assert locate("toy").source == "download" and cached.read_bytes() == published.read_bytes()
+
+
+def test_the_lexicon_downloads_have_the_hashes_of_the_files_in_the_data_directory():
+    from textaudit.files import sha256_file
+
+    for name in ("counterfitted-neighbors", "gender-pairs", "checklist-lexicons", "extra-swap-list",
+                 "gender-neutralize-list"):
+        spec = resources.RESOURCES[name]
+        assert spec.sha256 == sha256_file(resolve(name)), name

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 
 from textaudit.errors import TextAuditError
 
-__all__ = ["pick_device", "cpu_threads", "free_cores", "busy_notice", "notice_if_busy", "small_batch_threads"]
+__all__ = ["pick_device", "check_device", "cpu_threads", "free_cores", "busy_notice", "notice_if_busy", "small_batch_threads"]
 
 
 def pick_device(device: str | None = None) -> str:
@@ -19,11 +20,34 @@ def pick_device(device: str | None = None) -> str:
 
     _apply_threads(torch)
     if device:
-        return device
+        return check_device(device, "--device")
     env = os.environ.get("TEXTAUDIT_DEVICE")
     if env:
-        return env
+        return check_device(env, "TEXTAUDIT_DEVICE")
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+_DEVICE = re.compile(r"(cpu|mps|cuda)(:\d+)?")
+
+
+def check_device(spec: str, where: str = "TEXTAUDIT_DEVICE") -> str:
+    """Return ``spec`` if torch can run on it, else raise a one-line error: a name torch does not
+    know (``garbage``), CUDA on a machine without a visible GPU, ``cuda:N`` beyond the GPUs there."""
+    spec = spec.strip()
+    if not _DEVICE.fullmatch(spec):
+        raise TextAuditError(f"{where}={spec} is not a device; use cpu, cuda or cuda:N")
+    if spec.startswith("cuda"):
+        import torch
+
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if n == 0:
+            raise TextAuditError(f"{where}={spec} asks for a GPU, but torch {torch.__version__} sees none; use cpu "
+                                 "(or unset it: CUDA is used by default when present)")
+        index = int(spec.partition(":")[2] or 0)
+        if index >= n:
+            raise TextAuditError(f"{where}={spec}: there {'is' if n == 1 else 'are'} only {n} GPU{'s' if n > 1 else ''} "
+                                 f"(cuda:0{f'..cuda:{n - 1}' if n > 1 else ''})")
+    return spec
 
 
 _applied: list[int] = []

@@ -94,11 +94,13 @@ def _load_smollm2(path: Path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if path.suffix != ".gguf":
-        return AutoModelForCausalLM.from_pretrained(path, trust_remote_code=False), AutoTokenizer.from_pretrained(path, trust_remote_code=False)
+        return (AutoModelForCausalLM.from_pretrained(path, trust_remote_code=False),
+                AutoTokenizer.from_pretrained(path, trust_remote_code=False))
     copy = _dequantized_copy(path)
     if (copy / "config.json").is_file():
         try:
-            return AutoModelForCausalLM.from_pretrained(copy, trust_remote_code=False), AutoTokenizer.from_pretrained(copy, trust_remote_code=False)
+            return (AutoModelForCausalLM.from_pretrained(copy, trust_remote_code=False),
+                    AutoTokenizer.from_pretrained(copy, trust_remote_code=False))
         except (OSError, ValueError):
             shutil.rmtree(copy, ignore_errors=True)  # a damaged copy is made again
     tok = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, trust_remote_code=False)

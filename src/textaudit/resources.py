@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Callable
 
 from textaudit.errors import TextAuditError
+from textaudit.files import atomic_dir, atomic_path, sha256_file, wait_for_lock
 
 __all__ = [
     "ResourceSpec",
@@ -124,6 +125,7 @@ class ResourceSpec:
     fetch: Callable[["ResourceSpec", Path], Path] | None = None
     fix: str = ""
     packaged: str | None = None  # a file inside the textaudit package itself (package data)
+    sha256: str | None = None  # of the file ``url`` serves: a download with another hash is refused
 
     @property
     def online_source(self) -> str | None:
@@ -203,13 +205,18 @@ def _hub_download(spec: ResourceSpec, target: Path) -> Path:
 
 
 def _url_download(spec: ResourceSpec, target: Path) -> Path:
+    """Download ``spec.url`` to ``target`` under a unique temporary name, checked against
+    ``spec.sha256`` before it replaces ``target`` (a mismatch leaves nothing behind)."""
     import urllib.request
 
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(target.name + ".part")
-    with urllib.request.urlopen(spec.url, timeout=30) as r, open(tmp, "wb") as out:
-        shutil.copyfileobj(r, out)
-    tmp.replace(target)
+    assert spec.url is not None
+    with atomic_path(target) as tmp:
+        with urllib.request.urlopen(spec.url, timeout=30) as r, open(tmp, "wb") as out:  # noqa: S310 - fixed URLs
+            shutil.copyfileobj(r, out)
+        if spec.sha256 is not None:
+            got = sha256_file(tmp)
+            if got != spec.sha256:
+                raise ValueError(f"the download's SHA-256 is {got[:12]}…, expected {spec.sha256[:12]}… (refused)")
     return target
 
 
@@ -279,7 +286,8 @@ def locate(name: str, path: str | os.PathLike | None = None, *, download: bool |
     else:
         target = cache_dir() / (spec.relpath or spec.name)
         try:
-            p = fetcher(spec, target)
+            with wait_for_lock(target, f"another process is downloading '{name}'; waiting for it"):
+                p = target if spec.is_valid(target) else fetcher(spec, target)  # it may have finished meanwhile
         except Exception as e:  # network errors of every library look different
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             res.tried.append(f"download from {spec.online_source} failed ({first[:120]})")
@@ -379,12 +387,12 @@ def _fetch_sst2(spec: ResourceSpec, target: Path) -> Path:
     import datasets
 
     ds = datasets.load_dataset("glue", "sst2")
-    target.mkdir(parents=True, exist_ok=True)
-    for split, fname in (("train", "train.tsv"), ("validation", "dev.tsv"), ("test", "test.tsv")):
-        with open(target / fname, "w", encoding="utf-8") as f:
-            f.write("label\tsentence\n")
-            for row in ds[split]:
-                f.write(f"{row['label']}\t{row['sentence'].strip()}\n")
+    with atomic_dir(target) as tmp:
+        for split, fname in (("train", "train.tsv"), ("validation", "dev.tsv"), ("test", "test.tsv")):
+            with open(tmp / fname, "w", encoding="utf-8") as f:
+                f.write("label\tsentence\n")
+                for row in ds[split]:
+                    f.write(f"{row['label']}\t{row['sentence'].strip()}\n")
     return target
 
 
@@ -394,26 +402,31 @@ def _fetch_glove(spec: ResourceSpec, target: Path) -> Path:
     import urllib.request
     import zipfile
 
-    target.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, atomic_dir(target) as out:
         z = Path(tmp) / "glove.6B.zip"
         urllib.request.urlretrieve(spec.url, z)  # noqa: S310 - a fixed https URL
         with zipfile.ZipFile(z) as zf:
-            zf.extract("glove.6B.50d.txt", target)
+            zf.extract("glove.6B.50d.txt", out)
     return target
 
 
-for _name, _file, _desc in (
+# SHA-256 of each file at _DP_COMMIT (read from a clone of that commit)
+for _name, _file, _desc, _sha in (
     ("counterfitted-neighbors", "modified_counterfitted_neighbors.json",
-     "counter-fitted synonym neighbours {word: [neighbours]} (Mrkšić et al. 2016; Jia et al. 2019)"),
-    ("gender-pairs", "wino_male_female.json", "WinoBias male/female word pairs (Zhao et al. 2018)"),
-    ("checklist-lexicons", "checklist_lexicons.json", "CheckList lexicons: names, nationalities, religions …"),
-    ("extra-swap-list", "extra_swap_list.tsv", "extra swap pairs w1<TAB>w2 (film/movie, he/she, …)"),
-    ("gender-neutralize-list", "gender_neutralize_list.tsv", "gendered pronoun → they-form rewrites"),
+     "counter-fitted synonym neighbours {word: [neighbours]} (Mrkšić et al. 2016; Jia et al. 2019)",
+     "5d4a3108f652c83bc2bf1c16e36a1f586a52439b271e498d8423c2eb0f599d3c"),
+    ("gender-pairs", "wino_male_female.json", "WinoBias male/female word pairs (Zhao et al. 2018)",
+     "b3bd6e7faa40f122af30a28363cc82f9a93a259bce8823416fb1f7a0c439c3c2"),
+    ("checklist-lexicons", "checklist_lexicons.json", "CheckList lexicons: names, nationalities, religions …",
+     "77d4342b18b752ee13afa5dfcb9651bb34f30f3d052f6def2743ad747c03e412"),
+    ("extra-swap-list", "extra_swap_list.tsv", "extra swap pairs w1<TAB>w2 (film/movie, he/she, …)",
+     "ed337978d708e92772672cf9199700e509177d94391c17204da17389fcad97af"),
+    ("gender-neutralize-list", "gender_neutralize_list.tsv", "gendered pronoun → they-form rewrites",
+     "f157b1b3d4f16b3f610a8fd5eed1d453912d5148467d06617fc70a2934fb5fa7"),
 ):
     register(ResourceSpec(
         name=_name, description=_desc, relpath=f"lexicons/{_file}", is_valid=_is_file, url=_DP_RAW + _file,
-        fix=f"set TEXTAUDIT_DATA to a directory holding lexicons/{_file} (e.g. ../shared/data)",
+        sha256=_sha, fix=f"set TEXTAUDIT_DATA to a directory holding lexicons/{_file} (e.g. ../shared/data)",
     ))
 
 register(ResourceSpec(

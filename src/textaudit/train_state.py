@@ -54,4 +54,15 @@ def save_train_state(path: str | Path, fingerprint: str, state: dict) -> None:
     import torch
 
     with atomic_path(path) as tmp:
-        torch.save({"fingerprint": fingerprint, **state}, tmp)
+        torch.save(_plain({"fingerprint": fingerprint, **state}), tmp)
+
+
+def _plain(obj):
+    """``obj`` with numpy scalars made Python numbers, so that ``weights_only`` loading accepts it."""
+    if isinstance(obj, dict):
+        return {k: _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_plain(v) for v in obj)
+    if type(obj).__module__ == "numpy" and hasattr(obj, "item") and getattr(obj, "ndim", 1) == 0:
+        return obj.item()
+    return obj

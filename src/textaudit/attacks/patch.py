@@ -22,6 +22,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from textaudit.errors import TextAuditError
+from textaudit.files import atomic_path
 from textaudit.lexicons import counterfitted_neighbors
 from textaudit.models.batched import Classifier
 from textaudit.resources import cache_dir
@@ -97,10 +98,8 @@ class PatchWords:
         probs = self.classifier.predict_proba(words)
         out = dict(zip(words, probs))
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(path.name + ".part.npz")
-            np.savez(tmp, words=np.array(words), probs=probs)
-            tmp.replace(path)
+            with atomic_path(path, suffix=".npz") as tmp:
+                np.savez(tmp, words=np.array(words), probs=probs)
         return out
 
     def fit(self) -> "PatchWords":

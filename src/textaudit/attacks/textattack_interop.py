@@ -37,6 +37,7 @@ import numpy as np
 from textaudit.attacks.base import Budget, Found, Goal
 from textaudit.attacks.first_order import BAE_THRESHOLD, FirstOrderAttack
 from textaudit.errors import TextAuditError
+from textaudit.files import atomic_path
 from textaudit.lexicons import counterfitted_neighbors
 from textaudit.models.batched import Classifier, as_classifier
 from textaudit.models.encoders import SentenceEncoder
@@ -69,8 +70,8 @@ def _ensure_nltk_stopwords() -> None:
     root = cache_dir() / "nltk_data"
     target = root / "corpora" / "stopwords" / "english"
     if not target.is_file():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text("\n".join(sorted(w for w in STOPWORDS if w.isalpha())) + "\n")
+        with atomic_path(target) as tmp:
+            tmp.write_text("\n".join(sorted(w for w in STOPWORDS if w.isalpha())) + "\n")
     if str(root) not in nltk.data.path:
         nltk.data.path.append(str(root))
 

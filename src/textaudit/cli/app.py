@@ -18,6 +18,7 @@ from typer.core import TyperCommand, TyperGroup
 from typer.exceptions import TyperException
 
 from textaudit.data import dataset_id
+from textaudit.environment import check_environment
 from textaudit.errors import TextAuditError
 from textaudit.results import check_output as results_check_output
 
@@ -41,10 +42,10 @@ ModelOpt = Annotated[str, typer.Option("--model", "-m", help=MODEL_HELP)]
 DataOpt = Annotated[str, typer.Option("--data", help="sst2[:train|dev|test] or a .csv/.tsv/.jsonl file.")]
 TextColumnOpt = Annotated[Optional[str], typer.Option("--text-column", help="Column of a data file holding the text.")]
 LabelColumnOpt = Annotated[Optional[str], typer.Option("--label-column", help="Column of a data file holding the label.")]
-LimitOpt = Annotated[Optional[int], typer.Option("--limit", help="Use only the first N examples.")]
+LimitOpt = Annotated[Optional[int], typer.Option("--limit", min=1, help="Use only the first N examples.")]
 OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="JSONL results file, written as it goes.")]
 ResumeOpt = Annotated[bool, typer.Option("--resume", help="Continue --output: skip the work already in it.")]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of every random choice.")]
+SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Seed of every random choice.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object as the last line of stdout.")]
 
 
@@ -130,6 +131,7 @@ app = typer.Typer(
 
 @app.callback()
 def _global_options(
+    ctx: typer.Context,
     threads: Optional[int] = typer.Option(None, "--threads", help=(
         "CPU threads torch uses (default: $TEXTAUDIT_THREADS, else one per core; on a busy machine fewer "
         "is faster, and a notice says so; benchmarks/threads.py measures it)."), show_default=False),
@@ -138,6 +140,8 @@ def _global_options(
         "its config.json). Off by default: such a model is refused with a one-line error.")),
 ) -> None:
     """Audit NLP text classifiers beyond their test set."""
+    if ctx.invoked_subcommand != "doctor":  # doctor is how one finds out what is wrong with them
+        check_environment()
     if trust_remote_code:
         os.environ["TEXTAUDIT_TRUST_REMOTE_CODE"] = "1"
     if threads is not None:

@@ -39,17 +39,17 @@ def bias(
     group: Optional[str] = typer.Option(None, "--group", help="A named set of pairs: gender (the paper's six)."),
     model: ModelOpt = "lstm",
     compare: Optional[str] = typer.Option(None, "--compare", help="A second model scored on the same sentences."),
-    k: int = typer.Option(3, "--k", help="Largest neighbourhood distance k (B is reported for 0..k)."),
-    enumerate_k: int = typer.Option(2, "--enumerate-k", help="Enumerate Neighbor_k up to this k; sample above it."),
-    sample: int = typer.Option(200, "--sample", help="Uniform draws per source sentence at each sampled k."),
+    k: int = typer.Option(3, "--k", min=0, help="Largest neighbourhood distance k (B is reported for 0..k)."),
+    enumerate_k: int = typer.Option(2, "--enumerate-k", min=0, help="Enumerate Neighbor_k up to this k; sample above it."),
+    sample: int = typer.Option(200, "--sample", min=2, help="Uniform draws per source sentence at each sampled k."),
     filtered: bool = typer.Option(False, "--filtered", help="Only X_filter: sentences with |F_soft| < epsilon at k=0."),
-    epsilon: float = typer.Option(0.005, "--epsilon", help="ε of X_filter."),
+    epsilon: float = typer.Option(0.005, "--epsilon", min=0.0, help="ε of X_filter."),
     data: DataOpt = "sst2:dev",
     text_column: TextColumnOpt = None,
     limit: LimitOpt = None,
-    max_sources: Optional[int] = typer.Option(None, "--max-sources", help="Use the first N sentences of X_p per pair."),
-    kappa: int = typer.Option(20, "--kappa", help="κ: masked-LM candidates per position."),
-    delta: float = typer.Option(3.0, "--delta", help="δ: keep candidates with logit > best − δ."),
+    max_sources: Optional[int] = typer.Option(None, "--max-sources", min=1, help="Use the first N sentences of X_p per pair."),
+    kappa: int = typer.Option(20, "--kappa", min=1, help="κ: masked-LM candidates per position."),
+    delta: float = typer.Option(3.0, "--delta", min=0.0, help="δ: keep candidates with logit > best − δ."),
     mlm: Optional[str] = typer.Option(None, "--mlm", help="Masked LM (default: distilbert if available, else minilm-mlm)."),
     output: OutputOpt = None,
     resume: ResumeOpt = False,
@@ -64,8 +64,6 @@ def bias(
     if group is not None and group not in GROUPS:
         raise TextAuditError(f"unknown group '{group}'; use one of {', '.join(GROUPS)}")
     pairs = ([parse_pair(pair)] if pair else load_pairs_file(str(pairs_file)) if pairs_file else GROUPS[group])
-    if max_sources is not None and max_sources < 1:
-        raise TextAuditError(f"--max-sources must be at least 1 (got {max_sources})")
     data_id = dataset_id(data, "dev")
     check_output(output, resume, k=k, enumerate_k=enumerate_k, sample=sample, kappa=kappa, delta=delta, seed=seed,
                  data=data_id)

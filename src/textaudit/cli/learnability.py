@@ -21,8 +21,8 @@ PERTURBATION_HELP = "A perturbation, a comma list, or all: " + ", ".join(NOISE_P
 def learnability(
     model: str = typer.Option("bow", "--model", "-m", help="Comma-separated zoo architectures, e.g. bow,cnn."),
     perturbation: str = typer.Option("all", "--perturbation", help=PERTURBATION_HELP),
-    train_size: Optional[int] = typer.Option(10_000, "--train-size", help="Training texts sampled from SST-2 train."),
-    seeds: int = typer.Option(1, "--seeds", help="Seeds averaged per (model, perturbation)."),
+    train_size: Optional[int] = typer.Option(10_000, "--train-size", min=1, help="Training texts sampled from SST-2 train."),
+    seeds: int = typer.Option(1, "--seeds", min=1, help="Seeds averaged per (model, perturbation)."),
     probabilities: Optional[str] = typer.Option(None, "--probabilities", help="Comma list of p (default 0.001,...,1.0)."),
     data: str = typer.Option("sst2", "--data"),
     output: OutputOpt = None,

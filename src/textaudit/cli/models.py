@@ -26,10 +26,11 @@ from textaudit.cli.app import (
     notice,
     print_table,
 )
-from textaudit.data import load_dataset
+from textaudit.data import check_labels, load_dataset
 from textaudit.errors import TextAuditError
 from textaudit.models import load_classifier
 from textaudit.models.zoo import ARCHS, accuracy, parse_name, train_model
+from textaudit.models.zoo.names import ROBUST_ARCHS, ZOO_MODELS
 from textaudit.neighborhoods.train_mlm import DEFAULT_OUT, TrainMLMConfig
 from textaudit.neighborhoods.train_mlm import train as train_minilm_mlm
 
@@ -38,7 +39,7 @@ from textaudit.neighborhoods.train_mlm import train as train_minilm_mlm
 def train(
     model: str = typer.Option(..., "--model", "-m", help="Zoo architecture: bow, cnn, lstm, transformer, minilm."),
     data: str = typer.Option("sst2", "--data", help="Corpus whose train split is used (dev is only reported)."),
-    epochs: Optional[int] = typer.Option(None, "--epochs", help="Maximum epochs (early stopping on held-out train)."),
+    epochs: Optional[int] = typer.Option(None, "--epochs", min=1, help="Maximum epochs (early stopping on held-out train)."),
     seed: SeedOpt = 0,
     augment: Optional[str] = typer.Option(None, "--augment", help="Training-set augmentation: gender-swap."),
     robust: Optional[str] = typer.Option(None, "--robust", help="Certified training: ibp (bow, cnn); saves <model>-ibp."),
@@ -74,6 +75,7 @@ def evaluate(
 
     ds = load_dataset(data, text_column=text_column, label_column=label_column, default_split="dev", limit=limit)
     clf = load_classifier(model)
+    check_labels(ds["label"], clf.num_classes, clf.name)
     if max(ds["label"]) >= clf.num_classes:
         raise TextAuditError(f"{data} has label {max(ds['label'])} but model '{clf.name}' has only "
                              f"{clf.num_classes} classes; check --label-column")
@@ -94,8 +96,11 @@ def certify(
     """Clean accuracy and IBP-certified accuracy under every combination of counter-fitted synonym swaps."""
     from textaudit.models.ibp import certify_classifier
 
+    if model in ZOO_MODELS and parse_name(model)[0] not in ROBUST_ARCHS:  # before it is trained on first use
+        raise TextAuditError(f"certify supports the zoo's {'/'.join(ROBUST_ARCHS)} word models (e.g. cnn-ibp), not {model}")
+    ds = load_dataset(data, default_split="dev", limit=limit)  # bad data is an error before any model trains
     clf = load_classifier(model)
-    ds = load_dataset(data, default_split="dev", limit=limit)
+    check_labels(ds["label"], clf.num_classes, clf.name)
     res = certify_classifier(clf, ds["text"], ds["label"])
     res["model"] = model
     if json_out:

@@ -14,13 +14,13 @@ from textaudit.neighborhoods import NeighborhoodBuilder, load_mlm
 @app.command(cls=AuditCommand)
 def neighbors(
     text: str = typer.Argument(..., help="The sentence (raw or SST-style tokenised)."),
-    k: int = typer.Option(1, "--k", help="Maximum number of recursive single-word replacements."),
+    k: int = typer.Option(1, "--k", min=0, help="Maximum number of recursive single-word replacements."),
     limit: LimitOpt = None,
-    kappa: int = typer.Option(20, "--kappa", help="κ: candidates kept per position (top-κ)."),
-    delta: float = typer.Option(3.0, "--delta", help="δ: keep candidates with logit > best − δ."),
+    kappa: int = typer.Option(20, "--kappa", min=1, help="κ: candidates kept per position (top-κ)."),
+    delta: float = typer.Option(3.0, "--delta", min=0.0, help="δ: keep candidates with logit > best − δ."),
     protect: Optional[list[str]] = typer.Option(None, "--protect", help="A word whose position never changes (repeatable)."),
     blacklist: Optional[list[str]] = typer.Option(None, "--blacklist", help="A word never introduced (repeatable)."),
-    sample: Optional[int] = typer.Option(None, "--sample", help="Draw N sentences uniformly from Neighbor_k instead."),
+    sample: Optional[int] = typer.Option(None, "--sample", min=1, help="Draw N sentences uniformly from Neighbor_k instead."),
     mlm: Optional[str] = typer.Option(None, "--mlm", help="Masked LM: minilm-mlm, distilbert-base-uncased or a directory."),
     seed: SeedOpt = 0,
     json_out: JsonOpt = False,

@@ -42,14 +42,14 @@ app.add_typer(ps_app, name="perturbscore")
 def build(
     model: str = typer.Option("cnn", "--model", "-m", help="A zoo model or hf: classifier (needs input embeddings)."),
     perturbation: str = typer.Option("random-swap", "--perturbation", help="random-swap | synonym-swap"),
-    n: int = typer.Option(1000, "--n", help="Perturbations to try (dropped ones included)."),
+    n: int = typer.Option(1000, "--n", min=1, help="Perturbations to try (dropped ones included)."),
     data: DataOpt = "sst2:dev",
     output: Path = typer.Option(Path("runs/perturbscore_tuples.jsonl"), "--output", "-o", help="JSONL of tuples, written as it goes."),
     resume: ResumeOpt = False,
     space: str = typer.Option("hidden", "--space", help="hidden (pooled representation) | probs"),
-    steps: int = typer.Option(5, "--steps", help="PGD steps per ε."),
-    max_eps: float = typer.Option(1.0, "--max-eps", help="Largest ε of the grid (step 0.01)."),
-    tolerance: float = typer.Option(0.005, "--tolerance", help="Drop a tuple whose closest shift is off by more."),
+    steps: int = typer.Option(5, "--steps", min=1, help="PGD steps per ε."),
+    max_eps: float = typer.Option(1.0, "--max-eps", min=0.01, help="Largest ε of the grid (step 0.01)."),
+    tolerance: float = typer.Option(0.005, "--tolerance", min=0.0, help="Drop a tuple whose closest shift is off by more."),
     seed: SeedOpt = 0,
     json_out: JsonOpt = False,
 ) -> None:
@@ -83,7 +83,7 @@ def build(
 def train(
     tuples: Path = typer.Option(Path("runs/perturbscore_tuples.jsonl"), "--tuples", help="Output of perturbscore build."),
     out: Path = typer.Option(Path("runs/perturbscorer"), "--out", help="Directory for the trained scorer."),
-    epochs: int = typer.Option(3, "--epochs"),
+    epochs: int = typer.Option(3, "--epochs", min=1),
     seed: SeedOpt = 0,
     json_out: JsonOpt = False,
 ) -> None:

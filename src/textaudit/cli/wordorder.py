@@ -8,9 +8,10 @@ from typing import Optional
 import typer
 
 from textaudit.cli.app import AuditCommand, DataOpt, JsonOpt, LimitOpt, ModelOpt, SeedOpt, app, emit_json, notice, print_table
-from textaudit.data import load_dataset
+from textaudit.data import check_labels, load_dataset
 from textaudit.errors import TextAuditError
 from textaudit.models import load_classifier
+from textaudit.perturbations.wordorder import LEVELS, REORDERINGS
 from textaudit.robustness.plots import plot_wordorder
 from textaudit.robustness.wordorder import evaluate_reordering, sweep
 
@@ -21,7 +22,7 @@ def wordorder(
     data: DataOpt = "sst2:dev",
     perturbation: str = typer.Option("neighbor_flip", "--perturbation", help="full_shuffle | phrase_shuffle | neighbor_flip"),
     level: str = typer.Option("word", "--level", help="word | subword | char"),
-    rho: float = typer.Option(0.5, "--rho", help="ρ of phrase_shuffle / neighbor_flip."),
+    rho: float = typer.Option(0.5, "--rho", min=0.0, max=1.0, help="ρ of phrase_shuffle / neighbor_flip."),
     sweep_grid: bool = typer.Option(False, "--sweep", help="Run the whole grid and correlate accuracy with DND and IDC."),
     limit: LimitOpt = None,
     plot: Optional[Path] = typer.Option(None, "--plot", help="Directory for accuracy-vs-DND/IDC plots (with --sweep)."),
@@ -30,8 +31,15 @@ def wordorder(
 ) -> None:
     """Accuracy on reordered text, with the DND (local) and IDC (global) order metrics."""
 
+    if perturbation not in REORDERINGS:
+        raise TextAuditError(f"unknown --perturbation '{perturbation}'; use one of {', '.join(REORDERINGS)}")
+    if level not in LEVELS:
+        raise TextAuditError(f"unknown --level '{level}'; use one of {', '.join(LEVELS)}")
+    if plot is not None and plot.exists() and not plot.is_dir():
+        raise TextAuditError(f"--plot must be a directory, '{plot}' is a file")
     ds = load_dataset(data, default_split="dev", limit=limit)
     clf = load_classifier(model)
+    check_labels(ds["label"], clf.num_classes, clf.name)
     if not sweep_grid:
         row = evaluate_reordering(clf, ds["text"], ds["label"], perturbation, level, rho, seed)
         row["model"] = clf.name
@@ -41,8 +49,6 @@ def wordorder(
         print_table(f"{perturbation} ({level}, ρ={rho}) on {clf.name}", ["metric", "value"],
                     [[k, v] for k, v in row.items()])
         return
-    if plot is not None and plot.exists() and not plot.is_dir():
-        raise TextAuditError(f"--plot must be a directory, '{plot}' is a file")
     rows, corr = sweep(clf, ds["text"], ds["label"], seed=seed)
     if plot is not None:
         plot_wordorder(rows, corr, plot, clf.name)

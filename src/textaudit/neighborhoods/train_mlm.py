@@ -47,6 +47,7 @@ import numpy as np
 from textaudit.data import read_table
 from textaudit.device import pick_device
 from textaudit.errors import TextAuditError
+from textaudit.files import atomic_path, lock_or_fail
 from textaudit.neighborhoods.minilm_mlm import build_base, read_artifact
 from textaudit.neighborhoods.mlm import HFMaskedLM
 from textaudit.neighborhoods.mlm_eval import fill_mask_accuracy, mask_queries
@@ -236,10 +237,8 @@ def save_artifact(model, path: Path, scale: float, info: dict) -> Path:
             tensors[f"head.{clean}"] = p.detach().cpu().to(torch.float16 if p.ndim > 1 else torch.float32).contiguous()
         elif "LayerNorm" in n:
             tensors[f"norm.{clean}"] = p.detach().cpu().float().contiguous()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
-    save_file(tensors, str(tmp), metadata={"scale": str(scale), "info": json.dumps(info)})
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        save_file(tensors, str(tmp), metadata={"scale": str(scale), "info": json.dumps(info)})
     return path
 
 
@@ -279,8 +278,15 @@ class TrainMLMConfig:
 
 def train(args: TrainMLMConfig, command: str = "audit train-mlm") -> dict:
     """Train minilm-mlm as ``args`` says, resumably (see the module docstring); write the best
-    artifact to ``args.out`` and return the summary (also printed as the last stdout line)."""
+    artifact to ``args.out`` and return the summary (also printed as the last stdout line). One
+    process at a time trains into one ``--out`` (a second gets a one-line error)."""
     args.check()
+    with lock_or_fail(args.out, f"another process is training into {args.out} (lock .{args.out.name}.lock next to "
+                                "it); wait for it to finish or choose another --out"):
+        return _train(args, command)
+
+
+def _train(args: TrainMLMConfig, command: str) -> dict:
     import torch
 
     from textaudit.neighborhoods.lora import add_lora  # torch at import

@@ -10,6 +10,7 @@ from typing import Any
 
 from textaudit.data import CORPORA, load_dataset
 from textaudit.errors import TextAuditError
+from textaudit.files import lock_or_fail, wait_for_lock
 from textaudit.models.batched import BatchedClassifier
 from textaudit.models.torch_backend import torch_classifier
 from textaudit.models.zoo.checkpoint import load_checkpoint
@@ -40,12 +41,16 @@ def _counterfitted_words() -> list[str]:
 def train_model(name: str, *, data: str = "sst2", epochs: int | None = None, seed: int = 0,
                 augment: str | None = None, out: str | Path | None = None, max_train: int | None = None,
                 progress: bool = True, device: str | None = None, eval_data: str | None = None,
-                robust: str | None = None) -> dict[str, Any]:
+                robust: str | None = None, if_missing: bool = False) -> dict[str, Any]:
     """Train zoo model ``name`` on ``data``'s train split, save it, and return a summary dict:
     ``model, dev_accuracy, path, train_seconds, n_train, holdout_accuracy``.
 
     Early stopping uses a held-out 2% of the training data. ``eval_data`` (default: the corpus's
     dev split, e.g. ``sst2:dev``; none for a local file) is only *reported* as ``dev_accuracy``.
+
+    One process at a time trains into one checkpoint directory: with ``if_missing`` (a zoo model
+    trained on first use) a second process waits for the first and then uses its checkpoint;
+    otherwise it gets a one-line error.
     """
     arch, aug_in_name = parse_name(name)
     robust = robust or split_robust(name)[1]
@@ -59,10 +64,33 @@ def train_model(name: str, *, data: str = "sst2", epochs: int | None = None, see
     if robust is not None and arch not in ROBUST_ARCHS:
         raise TextAuditError(f"certified (IBP) training supports {', '.join(ROBUST_ARCHS)}, not {arch}")
     full_name = arch + (f"-{augment}" if augment else "") + (f"-{robust}" if robust else "")
+    if epochs is not None and epochs < 1:
+        raise TextAuditError(f"--epochs must be at least 1 (got {epochs})")
+    path = Path(out) if out else checkpoint_dir(full_name)
+    if path.exists() and not path.is_dir():
+        raise TextAuditError(f"--out {path} is a file; give a directory for the checkpoint")
+    if if_missing:
+        lock = wait_for_lock(path, f"another process is training '{full_name}' into {path}; waiting for it")
+    else:
+        lock = lock_or_fail(path, f"another process is training into {path} (lock .{path.name}.lock next to it); "
+                                  "wait for it to finish or choose another --out")
+    with lock:
+        if if_missing and (path / "textaudit.json").is_file():
+            return {"model": full_name, "path": str(path), "trained_by_another_process": True}
+        return _train(full_name, arch, path, data=data, epochs=epochs, seed=seed, augment=augment, max_train=max_train,
+                      progress=progress, device=device, eval_data=eval_data, robust=robust)
+
+
+def _train(full_name: str, arch: str, path: Path, *, data: str, epochs: int | None, seed: int, augment: str | None,
+           max_train: int | None, progress: bool, device: str | None, eval_data: str | None,
+           robust: str | None) -> dict[str, Any]:
     train = load_dataset(data, default_split="train")
     texts, labels = list(train["text"]), list(train["label"])
     if max_train is not None:
         texts, labels = texts[:max_train], labels[:max_train]
+    if len(set(labels)) < 2:
+        raise TextAuditError(f"the training data ({data}) has a single class ({labels[0] if labels else 'none'}); a classifier "
+                             "needs examples of at least two classes")
     if augment == "gender-swap":
         swapped = [(s, y) for t, y in zip(texts, labels) if (s := gender_swap(t)) != " ".join(t.split()).lower()]
         texts += [s for s, _ in swapped]
@@ -75,11 +103,8 @@ def train_model(name: str, *, data: str = "sst2", epochs: int | None = None, see
         defaults, hooks = DEFAULTS[arch], {}
     cfg = TrainConfig(arch=arch, seed=seed, **defaults)
     if epochs is not None:
-        if epochs < 1:
-            raise TextAuditError(f"--epochs must be at least 1 (got {epochs})")
         cfg.epochs = epochs
     extra = _counterfitted_words() if arch != "minilm" else []
-    path = Path(out) if out else checkpoint_dir(full_name)
     state = path.parent / f".{path.name}.train-state.pt"  # resumable: a killed run continues here
     res = fit(arch, texts, labels, config=cfg, extra_words=extra, progress=progress, device=device,
               state_path=state, **hooks)
@@ -112,7 +137,7 @@ def load_zoo_model(name: str, *, train_if_missing: bool = True, device: str | No
         arch, _ = parse_name(name)
         print(f"notice: no checkpoint for '{name}' in {path.parent}; training it now on SST-2 train "
               f"({'about 20 minutes' if arch == 'minilm' else 'a few minutes'} on a 2-core CPU)", file=sys.stderr)
-        train_model(name)
+        train_model(name, if_missing=True)
     return load_checkpoint(path, device=device, batch_size=batch_size, name=name)
 
 

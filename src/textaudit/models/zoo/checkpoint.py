@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from textaudit.errors import TextAuditError
-from textaudit.files import fingerprint_dir
+from textaudit.files import atomic_path, fingerprint_dir
 from textaudit.models.batched import BatchedClassifier
 from textaudit.models.torch_backend import hf_tokenize, torch_classifier
 from textaudit.models.zoo.vocab import Vocab, WordTokenizer
@@ -40,13 +40,13 @@ def save_checkpoint(path: Path, module, tokenizer, config: dict[str, Any]) -> Pa
         tokenizer.save_pretrained(path / "hf")
     else:
         state = {k: v.detach().cpu().contiguous() for k, v in module.state_dict().items()}
-        tmp = path / "model.safetensors.part"
-        save_file(state, str(tmp), metadata={"arch": config["arch"]})
-        tmp.replace(path / "model.safetensors")
-        tokenizer.vocab.save(path / "vocab.txt")
+        with atomic_path(path / "model.safetensors") as tmp:
+            save_file(state, str(tmp), metadata={"arch": config["arch"]})
+        with atomic_path(path / "vocab.txt") as tmp:
+            tokenizer.vocab.save(tmp)
     cfg = {"format": FORMAT, **config}
-    (path / (CONFIG + ".part")).write_text(json.dumps(cfg, indent=2))
-    (path / (CONFIG + ".part")).replace(path / CONFIG)
+    with atomic_path(path / CONFIG) as tmp:  # written last: a checkpoint without it is not one
+        tmp.write_text(json.dumps(cfg, indent=2))
     return path
 
 

@@ -11,6 +11,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from textaudit.errors import TextAuditError
+from textaudit.files import atomic_path
 from textaudit.resources import cache_dir, resolve
 from textaudit.text import word_tokenize
 
@@ -43,9 +44,10 @@ def load_glove() -> tuple[list[str], np.ndarray]:
                 parts = line.rstrip().split(" ")
                 words.append(parts[0])
                 vecs.append(np.asarray(parts[1:], dtype=np.float32))
-        cached.mkdir(parents=True, exist_ok=True)
-        np.save(cached / "vectors.npy", np.stack(vecs))
-        (cached / "words.json").write_text(json.dumps(words))
+        with atomic_path(cached / "words.json") as tmp:
+            tmp.write_text(json.dumps(words))
+        with atomic_path(cached / "vectors.npy", suffix=".npy") as tmp:  # last: it says the cache is complete
+            np.save(tmp, np.stack(vecs))
     return json.loads((cached / "words.json").read_text()), np.load(cached / "vectors.npy", mmap_mode="r")
 
 
