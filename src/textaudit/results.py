@@ -62,6 +62,9 @@ def check_output(path: str | Path | None, resume: bool, settings: dict | None = 
             raise TextAuditError("--resume needs --output (the JSONL file to continue)")
         return
     path = Path(path)
+    blocked = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocked is not None:
+        raise TextAuditError(f"--output {path} cannot be written: {blocked} is a file, not a directory")
     if path.is_dir():
         raise TextAuditError(f"--output {path} is a directory; give a file name, e.g. {path / 'results.jsonl'}")
     if path.exists() and path.stat().st_size > 0:
@@ -93,6 +96,12 @@ def _hold_lock(path: Path) -> None:
     from textaudit.files import file_lock
 
     key = path.resolve()
+    if key not in _LOCKS:
+        try:  # a place we cannot write (read-only, no permission) is named as such, not as "locked"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            (path.parent / f".{path.name}.lock").touch()
+        except OSError as e:
+            raise TextAuditError(f"--output {path} cannot be written: {e.strerror or e}") from None
     lock = _LOCKS.get(key) or file_lock(path, timeout=0)
     try:
         lock.acquire()

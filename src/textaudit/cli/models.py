@@ -23,7 +23,6 @@ from textaudit.cli.app import (
     TextColumnOpt,
     app,
     emit_json,
-    notice,
     print_table,
 )
 from textaudit.data import check_labels, load_dataset
@@ -50,9 +49,8 @@ def train(
     """Train a zoo model on SST-2 train, save its checkpoint and report dev accuracy."""
     if parse_name(model)[0] not in ARCHS:
         raise TextAuditError(f"audit train trains zoo models ({', '.join(ARCHS)}); got '{model}'")
-    notice(f"training {model} on {data} (train split; dev is only reported) ...")
     r = train_model(model, data=data, epochs=epochs, seed=seed, augment=augment, out=out, eval_data=eval_data,
-                    robust=robust)
+                    robust=robust, announce=True)
     if json_out:
         emit_json({k: r[k] for k in ("model", "dev_accuracy", "path", "train_seconds")} | {
             "n_train": r["n_train"], "holdout_accuracy": r["holdout_accuracy"]})

@@ -41,7 +41,7 @@ def _counterfitted_words() -> list[str]:
 def train_model(name: str, *, data: str = "sst2", epochs: int | None = None, seed: int = 0,
                 augment: str | None = None, out: str | Path | None = None, max_train: int | None = None,
                 progress: bool = True, device: str | None = None, eval_data: str | None = None,
-                robust: str | None = None, if_missing: bool = False) -> dict[str, Any]:
+                robust: str | None = None, if_missing: bool = False, announce: bool = False) -> dict[str, Any]:
     """Train zoo model ``name`` on ``data``'s train split, save it, and return a summary dict:
     ``model, dev_accuracy, path, train_seconds, n_train, holdout_accuracy``.
 
@@ -50,7 +50,8 @@ def train_model(name: str, *, data: str = "sst2", epochs: int | None = None, see
 
     One process at a time trains into one checkpoint directory: with ``if_missing`` (a zoo model
     trained on first use) a second process waits for the first and then uses its checkpoint;
-    otherwise it gets a one-line error.
+    otherwise it gets a one-line error. ``announce``: say on stderr what is trained, once the
+    inputs are known to be good.
     """
     arch, aug_in_name = parse_name(name)
     robust = robust or split_robust(name)[1]
@@ -78,12 +79,12 @@ def train_model(name: str, *, data: str = "sst2", epochs: int | None = None, see
         if if_missing and (path / "textaudit.json").is_file():
             return {"model": full_name, "path": str(path), "trained_by_another_process": True}
         return _train(full_name, arch, path, data=data, epochs=epochs, seed=seed, augment=augment, max_train=max_train,
-                      progress=progress, device=device, eval_data=eval_data, robust=robust)
+                      progress=progress, device=device, eval_data=eval_data, robust=robust, announce=announce)
 
 
 def _train(full_name: str, arch: str, path: Path, *, data: str, epochs: int | None, seed: int, augment: str | None,
            max_train: int | None, progress: bool, device: str | None, eval_data: str | None,
-           robust: str | None) -> dict[str, Any]:
+           robust: str | None, announce: bool) -> dict[str, Any]:
     train = load_dataset(data, default_split="train")
     texts, labels = list(train["text"]), list(train["label"])
     if max_train is not None:
@@ -91,6 +92,8 @@ def _train(full_name: str, arch: str, path: Path, *, data: str, epochs: int | No
     if len(set(labels)) < 2:
         raise TextAuditError(f"the training data ({data}) has a single class ({labels[0] if labels else 'none'}); a classifier "
                              "needs examples of at least two classes")
+    if announce:
+        print(f"training {full_name} on {data} (train split; dev is only reported) ...", file=sys.stderr)
     if augment == "gender-swap":
         swapped = [(s, y) for t, y in zip(texts, labels) if (s := gender_swap(t)) != " ".join(t.split()).lower()]
         texts += [s for s, _ in swapped]

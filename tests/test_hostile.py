@@ -1,0 +1,357 @@
+"""The hostile-user battery: bad or edge inputs across every command.
+
+Each case must end with exit code 2 and exactly one line on stderr, ``error: ...`` (no traceback,
+nothing on stdout), change no file in the working directory (lock files aside), and train or
+cache nothing (the cache directory stays empty). Cases run in-process (typer's runner) except the
+few marked ``subprocess``, which need a real interpreter (``sys.exit`` in a plug-in, ``--trust``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+GOOD = "def clf(texts):\n    return [[0.3, 0.7] if 'good' in t else [0.7, 0.3] for t in texts]\n"
+PLUGINS = {
+    "good.py": GOOD,
+    "syntax.py": "def clf(texts)\n    return []\n",
+    "at_import.py": "raise RuntimeError('no GPU quota left')\n",
+    "missing_dep.py": "import a_module_nobody_installed\n",
+    "ctor.py": "class Model:\n    def __init__(self):\n        raise KeyError('weights')\n    def __call__(self, t):\n        return []\n",
+    "needs_args.py": "class Model:\n    def __init__(self, path):\n        pass\n",
+    "call.py": "def clf(texts):\n    raise ValueError('tokenizer exploded')\n",
+    "exits.py": "import sys\ndef clf(texts):\n    sys.exit(3)\n",
+    "shape.py": "def clf(texts):\n    return [[1.0]] * (len(texts) + 1)\n",
+    "nan.py": "def clf(texts):\n    return [[float('nan'), 1.0] for t in texts]\n",
+    "logits.py": "def clf(texts):\n    return [[3.0, -1.0] for t in texts]\n",
+    "strings.py": "def clf(texts):\n    return 'positive'\n",
+    "notcallable.py": "clf = 42\n",
+}
+DATA = {
+    "d.tsv": "label\ttext\n1\ta good film .\n0\ta dull film .\n1\tgood acting and a good story .\n",
+    "labels5.tsv": "label\ttext\n5\ta good film .\n0\ta dull film .\n",
+    "single.tsv": "label\ttext\n1\ta good film .\n1\tgood acting .\n",
+    "empty.tsv": "",
+    "header_only.tsv": "label\ttext\n",
+    "nolabel.tsv": "text\na good film .\n",
+    "neg.tsv": "label\ttext\n-1\ta good film .\n",
+    "half.tsv": "label\ttext\n0.5\ta good film .\n",
+    "blank_text.tsv": "label\ttext\n1\t   \n",
+    "list.jsonl": "[1, \"a good film\"]\n",
+    "broken.jsonl": "{\"text\": \"a good film\", \"label\": 1\n{\"text\": \"ok\", \"label\": 0}\n",
+    "d.xlsx": "not a spreadsheet",
+    "not_object.jsonl": "[1, 2, 3]\n",
+    "headerless.jsonl": json.dumps({"id": "d.tsv:0", "status": "failed"}) + "\n",
+    "other.jsonl": json.dumps({"header": {"command": "attack", "textaudit": "0.1.0", "config": {
+        "method": "so-beam", "k": 6, "beam": 20, "kappa": 20, "delta": 3.0, "seed": 0, "data": "d.tsv", "ppl": False}}})
+    + "\n" + json.dumps({"id": "d.tsv:0", "status": "failed"}) + "\n",
+    "existing.jsonl": json.dumps({"id": "x"}) + "\n",
+    "afile": "a plain file\n",
+}
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """A working directory full of plug-ins, data and results files, plus an empty cache."""
+    root = tmp_path_factory.mktemp("world")
+    for name, text in {**PLUGINS, **DATA}.items():
+        (root / name).write_text(text)
+    (root / "binary.bin").write_bytes(bytes(range(256)) * 8)
+    (root / "notutf8.tsv").write_bytes(b"label\ttext\n1\t\xff\xfe bad bytes\n")
+    (root / "adir").mkdir()
+    ckpt = root / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "textaudit.json").write_text("{not json")
+    (root / "notmodel").mkdir()
+    (root / "notmodel" / "weights.bin").write_bytes(b"\0" * 16)
+    cache = tmp_path_factory.mktemp("cache")
+    return root, cache
+
+
+def w(name: str) -> str:
+    """A placeholder for ``world / name`` in the case table."""
+    return "{W}/" + name
+
+
+G = w("good.py") + ":clf"
+CASES: list[tuple[str, list[str], dict[str, str], str]] = [
+    # typer usage errors: one line, not a box
+    ("unknown command", ["atack"], {}, "No such command 'atack'. Did you mean 'attack'?"),
+    ("not an integer", ["attack", "--model", G, "--k", "abc"], {}, "Invalid value for '--k'"),
+    ("missing --model", ["attack"], {}, "Missing option '--model'"),
+    ("unknown option", ["attack", "--model", G, "--bogus"], {}, "No such option: --bogus"),
+    ("global option type", ["--threads", "abc", "attack"], {}, "Invalid value for '--threads'"),
+    ("global option value", ["--threads", "0", "predict", "-m", G, "x"], {}, "--threads must be at least 1"),
+    ("unknown subcommand", ["perturbscore", "buld"], {}, "No such command 'buld'"),
+    ("option without value", ["bias", "--pair"], {}, "Option '--pair' requires an argument"),
+    ("missing argument", ["predict", "-m", G], {}, "Missing argument 'texts'"),
+    # attack options, checked before any model loads
+    ("k 0", ["attack", "--model", "cnn", "--k", "0"], {}, "k"),
+    ("beam 0", ["attack", "--model", "cnn", "--beam", "0"], {}, "beam"),
+    ("kappa 0", ["attack", "--model", "cnn", "--kappa", "0"], {}, "--kappa (κ) must be at least 1"),
+    ("delta negative", ["attack", "--model", "cnn", "--delta", "-1"], {}, "--delta (δ) must be >= 0"),
+    ("max-queries 0", ["attack", "--model", "cnn", "--max-queries", "0"], {}, "--max-queries must be at least 1"),
+    ("time-budget negative", ["attack", "--model", "cnn", "--time-budget", "-1"], {}, "--time-budget must be a positive"),
+    ("unknown method", ["attack", "--model", "cnn", "--method", "nope"], {}, "nope"),
+    ("so-enum k 3", ["attack", "--model", "cnn", "--method", "so-enum", "--k", "3"], {}, "k"),
+    ("option of another method", ["attack", "--model", "cnn", "--method", "genetic", "--beam", "5"], {},
+     "--beam applies to --method so-beam only, not to genetic"),
+    ("limit 0", ["attack", "--model", "cnn", "--limit", "0"], {}, "Invalid value for '--limit'"),
+    ("negative seed", ["attack", "--model", "cnn", "--seed", "-1"], {}, "Invalid value for '--seed'"),
+    # bias
+    ("bad pair", ["bias", "--pair", "he"], {}, "he"),
+    ("pair and group", ["bias", "--pair", "he,she", "--group", "gender"], {}, "give exactly one of"),
+    ("unknown group", ["bias", "--group", "nope"], {}, "unknown group 'nope'"),
+    ("bias k negative", ["bias", "--pair", "he,she", "--k", "-1"], {}, "Invalid value for '--k'"),
+    ("bias sample 1", ["bias", "--pair", "he,she", "--sample", "1"], {}, "Invalid value for '--sample'"),
+    ("max-sources negative", ["bias", "--pair", "he,she", "--max-sources", "-1"], {}, "Invalid value for '--max-sources'"),
+    ("bias kappa 0", ["bias", "--pair", "he,she", "--kappa", "0"], {}, "Invalid value for '--kappa'"),
+    ("missing pairs file", ["bias", "--pairs-file", w("nope.txt")], {}, "nope.txt"),
+    # neighbors
+    ("neighbors sample 0", ["neighbors", "a good film", "--sample", "0"], {}, "Invalid value for '--sample'"),
+    ("neighbors k negative", ["neighbors", "a good film", "--k", "-1"], {}, "Invalid value for '--k'"),
+    # perturbscore
+    ("max-eps negative", ["perturbscore", "build", "--max-eps", "-1"], {}, "Invalid value for '--max-eps'"),
+    ("n 0", ["perturbscore", "build", "--n", "0"], {}, "Invalid value for '--n'"),
+    ("unknown space", ["perturbscore", "build", "--space", "nope"], {}, "--space must be hidden or probs"),
+    ("unknown tuple perturbation", ["perturbscore", "build", "--perturbation", "nope"], {}, "unknown perturbation 'nope'"),
+    ("binary tuples", ["perturbscore", "train", "--tuples", w("binary.bin")], {}, "is not UTF-8 text"),
+    ("tuples not objects", ["perturbscore", "train", "--tuples", w("not_object.jsonl")], {}, "is a JSON list, not an object"),
+    ("missing tuples", ["perturbscore", "train", "--tuples", w("nope.jsonl")], {}, "run 'audit perturbscore build"),
+    ("missing scorer", ["perturbscore", "score", "a good film", "a fine film", "--scorer", w("nope")], {}, "nope"),
+    # certify, learnability, train, train-mlm
+    ("certify limit 0", ["certify", "--model", "cnn-ibp", "--limit", "0"], {}, "Invalid value for '--limit'"),
+    ("certify an lstm", ["certify", "--model", "lstm"], {}, "certify supports the zoo's bow/cnn word models"),
+    ("train-size 0", ["learnability", "--train-size", "0"], {}, "Invalid value for '--train-size'"),
+    ("seeds 0", ["learnability", "--seeds", "0"], {}, "Invalid value for '--seeds'"),
+    ("learnability unknown model", ["learnability", "--model", "gpt", "--perturbation", "leet_letters"], {}, "gpt"),
+    ("probabilities not numbers", ["learnability", "--probabilities", "a,b"], {}, "--probabilities must be comma-separated"),
+    ("unknown noise", ["learnability", "--perturbation", "nope"], {}, "nope"),
+    ("train unknown arch", ["train", "--model", "nope"], {},
+     "audit train trains zoo models (bow, cnn, lstm, transformer, minilm); got 'nope'"),
+    ("train epochs 0", ["train", "--model", "bow", "--epochs", "0"], {}, "Invalid value for '--epochs'"),
+    ("train unknown augmentation", ["train", "--model", "bow", "--augment", "nope"], {}, "unknown augmentation 'nope'"),
+    ("ibp lstm", ["train", "--model", "lstm", "--robust", "ibp"], {}, "certified (IBP) training supports bow, cnn"),
+    ("single class", ["train", "--model", "bow", "--data", w("single.tsv"), "--out", w("adir/m")], {},
+     "has a single class"),
+    ("train out is a file", ["train", "--model", "bow", "--out", w("afile")], {}, "is a file; give a directory"),
+    ("train-mlm steps 0", ["train-mlm", "--steps", "0"], {}, "--steps must be at least 1"),
+    ("train-mlm share", ["train-mlm", "--sst-share", "1.5"], {}, "--sst-share must lie strictly between 0 and 1"),
+    # wordorder
+    ("unknown reordering", ["wordorder", "--model", G, "--perturbation", "nope"], {}, "unknown --perturbation 'nope'"),
+    ("unknown level", ["wordorder", "--model", G, "--level", "phoneme"], {}, "unknown --level 'phoneme'"),
+    ("rho 2", ["wordorder", "--model", G, "--rho", "2"], {}, "Invalid value for '--rho'"),
+    ("plot is a file", ["wordorder", "--model", G, "--sweep", "--plot", w("afile")], {}, "--plot must be a directory"),
+    # labels the model has no class for
+    ("evaluate label 5", ["evaluate", "--model", G, "--data", w("labels5.tsv")], {}, "has label 5, but model"),
+    ("attack label 5", ["attack", "--model", G, "--method", "genetic", "--data", w("labels5.tsv"), "--no-ppl"], {},
+     "has label 5, but model"),
+    ("wordorder label 5", ["wordorder", "--model", G, "--data", w("labels5.tsv")], {}, "has label 5, but model"),
+    # data files
+    ("missing data", ["evaluate", "--model", G, "--data", w("nope.tsv")], {}, "does not exist"),
+    ("empty data", ["evaluate", "--model", G, "--data", w("empty.tsv")], {}, "has no rows"),
+    ("header only", ["evaluate", "--model", G, "--data", w("header_only.tsv")], {}, "has no rows"),
+    ("not utf-8 data", ["evaluate", "--model", G, "--data", w("notutf8.tsv")], {}, "is not UTF-8 text"),
+    ("no label column", ["evaluate", "--model", G, "--data", w("nolabel.tsv")], {}, "has no label column"),
+    ("negative label", ["evaluate", "--model", G, "--data", w("neg.tsv")], {}, "is negative"),
+    ("fractional label", ["evaluate", "--model", G, "--data", w("half.tsv")], {}, "is not an integer class id"),
+    ("blank text", ["evaluate", "--model", G, "--data", w("blank_text.tsv")], {}, "empty text"),
+    ("missing text column", ["evaluate", "--model", G, "--data", w("d.tsv"), "--text-column", "nope"], {},
+     "has no text column 'nope'"),
+    ("jsonl lines not objects", ["evaluate", "--model", G, "--data", w("list.jsonl")], {}, "is not a JSON object"),
+    ("broken jsonl", ["evaluate", "--model", G, "--data", w("broken.jsonl")], {}, "is not valid JSON"),
+    ("unknown split", ["evaluate", "--model", G, "--data", "sst2:nope"], {}, "unknown split 'nope'"),
+    ("unknown dataset", ["evaluate", "--model", G, "--data", "imdb"], {}, "unknown dataset 'imdb'"),
+    ("unsupported file type", ["evaluate", "--model", G, "--data", w("d.xlsx")], {}, "unsupported data file"),
+    # models and plug-ins
+    ("missing plug-in file", ["predict", "--model", w("nope.py") + ":clf", "x"], {}, "does not exist"),
+    ("plug-in syntax error", ["predict", "--model", w("syntax.py") + ":clf", "x"], {}, "has a syntax error at line 1"),
+    ("plug-in raises at import", ["predict", "--model", w("at_import.py") + ":clf", "x"], {},
+     "your plug-in at_import.py (at import) raised RuntimeError: no GPU quota left"),
+    ("plug-in missing dependency", ["predict", "--model", w("missing_dep.py") + ":clf", "x"], {}, "failed to import"),
+    ("plug-in constructor raises", ["predict", "--model", w("ctor.py") + ":Model", "x"], {},
+     "your model ctor.py:Model (in its constructor) raised KeyError: 'weights'"),
+    ("plug-in needs arguments", ["predict", "--model", w("needs_args.py") + ":Model", "x"], {},
+     "must be constructible with no arguments"),
+    ("plug-in raises when called", ["predict", "--model", w("call.py") + ":clf", "x"], {},
+     "your model call.py:clf raised ValueError: tokenizer exploded"),
+    ("plug-in wrong shape", ["predict", "--model", w("shape.py") + ":clf", "x"], {}, "returned shape"),
+    ("plug-in NaN", ["predict", "--model", w("nan.py") + ":clf", "x"], {}, "returned NaN"),
+    ("plug-in logits as probs", ["predict", "--model", w("logits.py") + ":clf", "x"], {}, "outside [0, 1]"),
+    ("plug-in returns a string", ["predict", "--model", w("strings.py") + ":clf", "x"], {}, "not an array of numbers"),
+    ("plug-in not callable", ["predict", "--model", w("notcallable.py") + ":clf", "x"], {}, "it must be a function"),
+    ("plug-in object missing", ["predict", "--model", w("good.py") + ":nope", "x"], {}, "has no 'nope'"),
+    ("unknown model", ["predict", "--model", "gpt5", "x"], {}, "unknown model 'gpt5'"),
+    ("hf dir missing", ["predict", "--model", "hf:" + w("nope"), "x"], {}, "cannot load HuggingFace classifier"),
+    ("hf dir without config", ["predict", "--model", "hf:" + w("notmodel"), "x"], {}, "is not a HuggingFace model directory"),
+    ("corrupt checkpoint", ["predict", "--model", w("ckpt"), "x"], {}, "is corrupt"),
+    ("empty text", ["predict", "--model", G, " "], {}, "empty text"),
+    # environment
+    ("device garbage", ["predict", "--model", G, "x"], {"TEXTAUDIT_DEVICE": "garbage"}, "TEXTAUDIT_DEVICE=garbage is not a device"),
+    ("device cuda:7", ["predict", "--model", G, "x"], {"TEXTAUDIT_DEVICE": "cuda:7"}, "TEXTAUDIT_DEVICE=cuda:7"),
+    ("cache is a file", ["predict", "--model", "cnn", "x"], {"TEXTAUDIT_CACHE": w("afile")}, "is a file, not a directory"),
+    ("threads negative", ["predict", "--model", G, "x"], {"TEXTAUDIT_THREADS": "-2"}, "TEXTAUDIT_THREADS must be a whole number"),
+    ("data dir missing", ["predict", "--model", G, "x"], {"TEXTAUDIT_DATA": w("nope")}, "TEXTAUDIT_DATA="),
+    ("progress seconds", ["predict", "--model", G, "x"], {"TEXTAUDIT_PROGRESS_SECONDS": "soon"}, "TEXTAUDIT_PROGRESS_SECONDS"),
+    ("offline switch", ["predict", "--model", G, "x"], {"TEXTAUDIT_OFFLINE": "maybe"}, "TEXTAUDIT_OFFLINE must be 1 or 0"),
+    # results files
+    ("output exists", ["attack", "--model", G, "--output", w("existing.jsonl")], {}, "already exists; pass --resume"),
+    ("resume without output", ["attack", "--model", G, "--resume"], {}, "--resume needs --output"),
+    ("output is a directory", ["attack", "--model", G, "--output", w("adir"), "--resume"], {}, "is a directory"),
+    ("resume a non-object line", ["attack", "--model", G, "--output", w("not_object.jsonl"), "--resume"], {},
+     "is a JSON list, not an object"),
+    ("resume a binary file", ["attack", "--model", G, "--output", w("binary.bin"), "--resume"], {}, "is not UTF-8 text"),
+    ("resume a headerless file", ["attack", "--model", G, "--output", w("headerless.jsonl"), "--resume"], {},
+     "has no header record"),
+    ("resume with another k", ["attack", "--model", G, "--data", w("d.tsv"), "--output", w("other.jsonl"), "--resume",
+                               "--k", "4", "--no-ppl"], {}, "was written with other settings (k: 6 → 4)"),
+    ("resume with another seed", ["attack", "--model", G, "--data", w("d.tsv"), "--output", w("other.jsonl"),
+                                  "--resume", "--seed", "1", "--no-ppl"], {}, "seed: 0 → 1"),
+    ("resume other data", ["attack", "--model", G, "--output", w("other.jsonl"), "--resume", "--no-ppl"], {},
+     "data: d.tsv → sst2:dev"),
+    ("output under a file", ["attack", "--model", G, "--data", w("d.tsv"), "--output", w("afile/r.jsonl")], {},
+     "afile is a file, not a directory"),
+    ("output in a read-only place", ["attack", "--model", G, "--data", w("d.tsv"), "--output", "/proc/r.jsonl"], {},
+     "--output /proc/r.jsonl cannot be written"),
+    ("output dir cannot be made", ["attack", "--model", G, "--data", w("d.tsv"), "--output", "/proc/x/r.jsonl"], {},
+     "--output /proc/x/r.jsonl cannot be written"),
+    ("bias output is a directory", ["bias", "--pair", "he,she", "--output", w("adir")], {}, "is a directory"),
+    ("learnability output exists", ["learnability", "--output", w("existing.jsonl")], {}, "already exists"),
+    ("perturbscore output exists", ["perturbscore", "build", "--output", w("existing.jsonl")], {}, "already exists"),
+]
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*")
+            if p.is_file() and not p.name.endswith(".lock")}
+
+
+def _fill(args: list[str], root: Path) -> list[str]:
+    return [a.replace("{W}", str(root)) for a in args]
+
+
+def test_the_battery_has_at_least_60_cases_across_every_command():
+    from typer.main import get_command
+
+    from textaudit.cli.main import app
+
+    assert len(CASES) >= 60 and len({c[0] for c in CASES}) == len(CASES)
+    commands = set(get_command(app).commands) - {"doctor"}  # doctor takes no input to get wrong
+    assert commands <= {c[1][0] if not c[1][0].startswith("-") else c[1][2] for c in CASES}
+
+
+@pytest.mark.parametrize("name,args,env,expected", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_is_one_line_and_changes_nothing(world, name, args, env, expected, monkeypatch):
+    from typer.testing import CliRunner
+
+    from textaudit.cli.main import app
+
+    root, cache = world
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("TEXTAUDIT_CACHE", str(cache))
+    for var in ("TEXTAUDIT_THREADS", "TEXTAUDIT_DEVICE", "TEXTAUDIT_TRUST_REMOTE_CODE"):
+        monkeypatch.delenv(var, raising=False)
+    before = _snapshot(root)
+    r = CliRunner().invoke(app, _fill(args, root), env={k: v.replace("{W}", str(root)) for k, v in env.items()})
+    assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
+    assert r.exit_code == 2, (r.exit_code, r.stderr[-1500:])
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr[-1500:]
+    assert expected in lines[0], lines[0]
+    assert r.stdout == ""
+    assert _snapshot(root) == before  # no file changed
+    assert list(cache.rglob("*")) == []  # no model trained, nothing cached
+
+
+def _audit(*args, cwd, env=None):
+    return subprocess.run([sys.executable, "-m", "textaudit", *args], capture_output=True, text=True, cwd=cwd,
+                          env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL, timeout=300)
+
+
+def test_a_plugin_calling_sys_exit_is_an_error_line_not_a_silent_exit(world):
+    root, cache = world
+    r = _audit("predict", "--model", f"{root}/exits.py:clf", "a good film", cwd=root, env={"TEXTAUDIT_CACHE": str(cache)})
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.splitlines() == ["error: your model exits.py:clf called sys.exit(3); a model must return "
+                                     "predictions, not exit"]
+
+
+SLOW = "import time\ndef clf(texts):\n    time.sleep(0.3)\n    return [[0.3, 0.7] if 'good' in t else [0.7, 0.3] for t in texts]\n"
+
+
+def test_two_runs_on_one_output_the_second_is_refused_and_nothing_is_duplicated(world, tmp_path):
+    """A real second process while the first is writing: one-line error, exit 2; the first finishes
+    with one record per example, and a later --resume adds nothing."""
+    import time
+
+    from textaudit.results import read_jsonl
+
+    root, cache = world
+    (tmp_path / "slow.py").write_text(SLOW)
+    rows = [f"a good film number {i} ." if i % 2 else f"a dull film number {i} ." for i in range(8)]
+    (tmp_path / "d.tsv").write_text("label\ttext\n" + "".join(f"{i % 2}\t{r}\n" for i, r in enumerate(rows)))
+    out = tmp_path / "r.jsonl"
+    args = ["attack", "--model", f"{tmp_path}/slow.py:clf", "--method", "genetic", "--data", str(tmp_path / "d.tsv"),
+            "--no-ppl", "--output", str(out)]
+    env = {**os.environ, "TEXTAUDIT_CACHE": str(cache)}
+    first = subprocess.Popen([sys.executable, "-m", "textaudit", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=env)
+    deadline = time.time() + 120
+    while time.time() < deadline and not (out.exists() and out.read_text().count("\n") >= 1):
+        time.sleep(0.1)  # the header is written: the first run holds the lock
+    second = _audit(*args, "--resume", cwd=tmp_path, env={"TEXTAUDIT_CACHE": str(cache)})
+    assert second.returncode == 2 and second.stdout == ""
+    assert second.stderr.splitlines() == [f"error: {out} is being written by another process (lock "
+                                          f"{tmp_path}/.r.jsonl.lock); wait for it to finish or choose another --output"]
+    assert first.wait(timeout=300) == 0, first.stderr[-1500:]
+    ids = [r["id"] for r in read_jsonl(out)]
+    assert sorted(ids) == sorted(set(ids)) and len(ids) == len(rows)
+    again = _audit(*args, "--resume", "--json", cwd=tmp_path, env={"TEXTAUDIT_CACHE": str(cache)})
+    assert again.returncode == 0, again.stderr[-1500:]
+    assert [r["id"] for r in read_jsonl(out)] == ids and json.loads(again.stdout.splitlines()[-1])["n"] == len(rows)
+
+
+def test_two_trainings_into_one_directory_the_second_is_refused(world, tmp_path):
+    from textaudit.files import file_lock
+
+    root, cache = world
+    (tmp_path / "d.tsv").write_text("label\ttext\n" + "".join(f"{i % 2}\tfilm {i} was {'good' if i % 2 else 'bad'}\n"
+                                                               for i in range(40)))
+    out = tmp_path / "m"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom textaudit.files import file_lock\n"
+                               f"with file_lock({str(out)!r}):\n    print('held', flush=True)\n    time.sleep(60)\n"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"  # another process is training into m
+        r = _audit("train", "--model", "bow", "--data", str(tmp_path / "d.tsv"), "--out", str(out), cwd=tmp_path,
+                   env={"TEXTAUDIT_CACHE": str(cache)})
+        assert r.returncode == 2 and r.stderr.splitlines() == [
+            f"error: another process is training into {out} (lock .m.lock next to it); wait for it to finish or "
+            "choose another --out"]
+        assert not out.exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert file_lock(out, timeout=0).acquire() is not None  # the lock died with its process
+
+
+def test_a_zoo_model_trained_by_another_process_is_waited_for_and_used(tmp_path, capsys):
+    """Two processes using one zoo model for the first time: the second waits for the first's
+    training instead of training the same model into the same place."""
+    from textaudit.models.zoo import train_model
+
+    out = tmp_path / "bow"
+    script = ("import json, sys, time\nfrom pathlib import Path\nfrom textaudit.files import file_lock\n"
+              f"out = Path({str(out)!r})\nwith file_lock(out):\n    print('held', flush=True)\n    time.sleep(1.5)\n"
+              "    out.mkdir()\n    (out / 'textaudit.json').write_text('{}')\n")
+    holder = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    r = train_model("bow", out=out, if_missing=True)
+    holder.wait()
+    assert r == {"model": "bow", "path": str(out), "trained_by_another_process": True}
+    assert f"notice: another process is training 'bow' into {out}; waiting for it" in capsys.readouterr().err
