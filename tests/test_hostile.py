@@ -355,3 +355,23 @@ def test_a_zoo_model_trained_by_another_process_is_waited_for_and_used(tmp_path,
     holder.wait()
     assert r == {"model": "bow", "path": str(out), "trained_by_another_process": True}
     assert f"notice: another process is training 'bow' into {out}; waiting for it" in capsys.readouterr().err
+
+
+def test_one_dataset_spelled_two_ways_has_one_set_of_ids(world, tmp_path, cli):
+    """``sst2`` means ``sst2:dev`` in ids and headers too: a resume spelled the other way redoes nothing."""
+    from textaudit.data import dataset_id
+    from textaudit.results import read_header, read_jsonl
+
+    assert dataset_id("sst2", "dev") == dataset_id("SST2:validation", "dev") == "sst2:dev"
+    assert dataset_id("sst2", "train") == "sst2:train" and dataset_id(f"{tmp_path}/x.tsv") == "x.tsv"
+    root, _ = world
+    out = tmp_path / "r.jsonl"
+    args = ["attack", "--model", f"{root}/good.py:clf", "--method", "genetic", "--limit", "3", "--no-ppl",
+            "--output", str(out)]
+    assert cli(*args, "--data", "sst2").exit_code == 0
+    first = read_jsonl(out)
+    assert [r["id"] for r in first] == ["sst2:dev:0", "sst2:dev:1", "sst2:dev:2"]
+    assert read_header(out)["config"]["data"] == "sst2:dev"
+    r = cli(*args, "--data", "sst2:dev", "--resume", "--json")
+    assert r.exit_code == 0, r.output
+    assert read_jsonl(out) == first and json.loads(r.stdout.splitlines()[-1])["n"] == 3
