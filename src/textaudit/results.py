@@ -52,11 +52,11 @@ def _norm(v: Any) -> Any:
     return json.loads(json.dumps(v, default=_default))  # tuples → lists, numpy → numbers, as written
 
 
-def check_output(path: str | Path | None, resume: bool, settings: dict | None = None) -> None:
+def check_output(path: str | Path | None, resume: bool, settings: dict | None = None, shard: str | None = None) -> None:
     """Everything about ``--output`` that can fail, checked before any model loads: ``--resume``
     without a file; a directory; a file that exists without ``--resume``; a file written with
-    other ``settings`` (see :func:`config_conflicts`); another process writing it. The lock taken
-    here is kept by the process (the writer takes it again)."""
+    other ``settings`` (see :func:`config_conflicts`) or for another ``shard`` ("i/N"); another
+    process writing it. The lock taken here is kept by the process (the writer takes it again)."""
     if path is None:
         if resume:
             raise TextAuditError("--resume needs --output (the JSONL file to continue)")
@@ -72,6 +72,8 @@ def check_output(path: str | Path | None, resume: bool, settings: dict | None = 
             raise TextAuditError(f"{path} already exists; pass --resume to continue it or choose another --output")
         header = _checked_header(path)
         bad = config_conflicts(header.get("config", {}), settings or {})
+        if header and header.get("shard") != shard:
+            bad.append(f"shard: {header.get('shard') or 'none'} → {shard or 'none'}")
         if bad:
             raise TextAuditError(f"{path} was written with other settings ({'; '.join(bad)}); rerun with the same "
                                  "settings to continue it, or choose another --output")
@@ -147,18 +149,20 @@ class JsonlWriter:
     ``JsonlWriter(path, resume=False)`` refuses to overwrite an existing non-empty file (so no
     results are lost by accident); with ``resume=True`` it keeps the file and exposes the ids in
     it as :attr:`done`. ``command`` and ``config`` make the header record of a new file; on
-    resume they must match the file's (:func:`check_output`). :meth:`close` releases the lock.
+    resume they must match the file's (:func:`check_output`); ``shard`` ("i/N") and ``extra`` go into
+    a new file's header too. :meth:`close` releases the lock.
     """
 
     def __init__(self, path: str | Path | None, *, resume: bool = False, id_key: str = "id",
-                 command: str | None = None, config: dict | None = None):
+                 command: str | None = None, config: dict | None = None, shard: str | None = None,
+                 extra: dict | None = None):
         self.path = Path(path) if path else None
         self.id_key = id_key
         self.records: list[dict] = []
         self.header: dict | None = None
         if self.path is None:
             return
-        check_output(self.path, resume, config)
+        check_output(self.path, resume, config, shard)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if resume:
             self.records = read_jsonl(self.path)
@@ -168,6 +172,9 @@ class JsonlWriter:
             from textaudit import __version__
 
             self.header = {"command": command, "config": _norm(config or {}), "textaudit": __version__}
+            if shard is not None:
+                self.header["shard"] = shard
+            self.header.update({k: v for k, v in (extra or {}).items() if v is not None})
             self._append_lines([{HEADER: self.header}])
 
     @property

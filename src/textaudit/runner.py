@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from textaudit.progress import progress as progress_bar
 from textaudit.results import JsonlWriter
+from textaudit.shards import Shard, in_shard, shard_name
 
 __all__ = ["ResumableRun"]
 
@@ -35,11 +36,15 @@ class ResumableRun:
     progress: show a progress bar on stderr.
     command, config: what the file's header record says produced it; ``--resume`` into a file with
         another ``config`` is refused (:mod:`textaudit.results`).
+    shard: ``(i, N)``: only the jobs of that shard are done (:mod:`textaudit.shards`).
     """
 
     def __init__(self, output: str | Path | None, *, resume: bool = False, id_key: str = "id", keep: bool = True,
-                 progress: bool = True, command: str | None = None, config: dict | None = None):
-        self.writer = JsonlWriter(output, resume=resume, id_key=id_key, command=command, config=config)
+                 progress: bool = True, command: str | None = None, config: dict | None = None,
+                 shard: Shard | None = None):
+        self.writer = JsonlWriter(output, resume=resume, id_key=id_key, command=command, config=config,
+                                  shard=shard_name(shard))
+        self.shard = shard
         self.previous: list[dict] = self.writer.records
         self.done: set = self.writer.done
         self.keep = keep
@@ -55,10 +60,10 @@ class ResumableRun:
 
     def track(self, jobs: Sequence[tuple[str, T]], *, desc: str, unit: str,
               skip: Callable[[str], bool] | None = None) -> Iterator[tuple[str, T]]:
-        """Yield the ``(id, job)`` pairs still to do (default: id not in :attr:`done`), advancing
-        the progress bar after each one."""
+        """Yield the ``(id, job)`` pairs still to do (default: id not in :attr:`done`) in this run's
+        shard, advancing the progress bar after each one."""
         skip = skip or (lambda job_id: job_id in self.done)
-        todo = [(job_id, job) for job_id, job in jobs if not skip(job_id)]
+        todo = [(job_id, job) for job_id, job in jobs if in_shard(job_id, self.shard) and not skip(job_id)]
         self._bar = progress_bar(total=len(todo), desc=desc, unit=unit, enabled=self.progress)
         for job_id, job in todo:
             yield job_id, job

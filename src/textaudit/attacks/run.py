@@ -11,6 +11,7 @@ from textaudit.data import check_labels
 from textaudit.errors import TextAuditError
 from textaudit.lm import CausalLM, LazyCausalLM
 from textaudit.runner import ResumableRun
+from textaudit.shards import Shard
 
 __all__ = ["run_attack", "summarize", "AttackSummary"]
 
@@ -89,7 +90,7 @@ def summarize(records: Sequence[dict], method: str, k: int) -> dict:
 def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | None, *,
                ids: Sequence[str] | None = None, output=None, resume: bool = False, progress: bool = True,
                ppl: CausalLM | LazyCausalLM | None = None, on_result: Callable[[dict], None] | None = None,
-               config: dict | None = None) -> tuple[dict, list[dict]]:
+               config: dict | None = None, shard: Shard | None = None) -> tuple[dict, list[dict]]:
     """Attack every example (skipping ids already in ``output`` when ``resume``) and return
     ``(summary, records)``; each record is appended to ``output`` (JSONL) and flushed as it finishes.
 
@@ -97,6 +98,7 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
     vulnerable example of each success (None: not computed).
     ``config``: settings of the run beyond the attack's own (:meth:`Attack.config`), e.g. the data;
     all of them go into the header of ``output``, and a ``resume`` with other settings is refused.
+    ``shard``: ``(i, N)``: attack only the examples of that shard (:mod:`textaudit.shards`).
     """
     if len(texts) == 0:
         raise TextAuditError("no examples to attack (empty dataset)")
@@ -106,7 +108,7 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
     summary = AttackSummary(attack.method, attack.k)
     title = attack.method + (f" k={attack.k}" if attack.k else "")
     settings = {**attack.config(), "ppl": ppl is not None, **(config or {})}
-    with ResumableRun(output, resume=resume, progress=progress, command="attack", config=settings) as run:
+    with ResumableRun(output, resume=resume, progress=progress, command="attack", config=settings, shard=shard) as run:
         for r in run.previous:
             summary.add(r)
         for id_, i in run.track(list(zip(ids, range(len(texts)))), desc=title, unit="ex"):

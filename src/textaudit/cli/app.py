@@ -21,9 +21,10 @@ from textaudit.data import dataset_id
 from textaudit.environment import check_environment
 from textaudit.errors import TextAuditError
 from textaudit.results import check_output as results_check_output
+from textaudit.shards import Shard, parse_shard, shard_name
 
 __all__ = ["AuditGroup", "fail", "AuditCommand", "app", "emit_json", "print_table", "notice", "check_output", "example_ids", "ModelOpt",
-           "DataOpt", "TextColumnOpt", "LabelColumnOpt", "LimitOpt", "OutputOpt", "ResumeOpt", "SeedOpt", "JsonOpt",
+           "DataOpt", "TextColumnOpt", "LabelColumnOpt", "LimitOpt", "OutputOpt", "ResumeOpt", "SeedOpt", "ShardOpt", "JsonOpt",
            "MODEL_HELP"]
 
 #: what an interrupted command keeps, and how to continue: commands with a results file (--output)
@@ -46,6 +47,9 @@ LimitOpt = Annotated[Optional[int], typer.Option("--limit", min=1, help="Use onl
 OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="JSONL results file, written as it goes.")]
 ResumeOpt = Annotated[bool, typer.Option("--resume", help="Continue --output: skip the work already in it.")]
 SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Seed of every random choice.")]
+ShardOpt = Annotated[Optional[str], typer.Option("--shard", help=(
+    "i/N: do only the i-th of N disjoint parts of the work (0 <= i < N), e.g. one per machine; join the "
+    "parts' --output files with audit merge."))]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object as the last line of stdout.")]
 
 
@@ -161,11 +165,15 @@ def interrupt_hint(argv: list[str]) -> str:
     return INTERRUPT_HINT if has_output else INTERRUPT_NO_OUTPUT
 
 
-def check_output(output: Path | None, resume: bool, **settings: Any) -> None:
-    """Everything about ``--output``/``--resume`` that can fail, before any model loads: see
-    :func:`textaudit.results.check_output` (``settings``: the options a results file's header
-    must agree with on ``--resume``; None means the default and is not compared)."""
-    results_check_output(output, resume, settings)
+def check_output(output: Path | None, resume: bool, shard: str | None = None, **settings: Any) -> Shard | None:
+    """Everything about ``--output``/``--resume``/``--shard`` that can fail, before any model loads
+    (see :func:`textaudit.results.check_output`; ``settings``: the options a results file's header
+    must agree with on ``--resume``, None meaning the default, not compared). Returns the shard."""
+    parsed = parse_shard(shard)
+    if parsed is not None and output is None:
+        raise TextAuditError("--shard needs --output (each shard writes its own results file for audit merge)")
+    results_check_output(output, resume, settings, shard_name(parsed))
+    return parsed
 
 
 def example_ids(data: str, n: int, default_split: str = "dev") -> list[str]:

@@ -18,6 +18,7 @@ from textaudit.cli.app import (
     OutputOpt,
     ResumeOpt,
     SeedOpt,
+    ShardOpt,
     TextColumnOpt,
     app,
     check_output,
@@ -46,6 +47,7 @@ def attack(
     limit: LimitOpt = None,
     output: OutputOpt = None,
     resume: ResumeOpt = False,
+    shard: ShardOpt = None,
     beam: Optional[int] = typer.Option(None, "--beam", help="SO-Beam width β (default 20)."),
     kappa: Optional[int] = typer.Option(None, "--kappa", help="κ: masked-LM candidates per position (default 20)."),
     delta: Optional[float] = typer.Option(None, "--delta", help="δ: keep candidates with logit > best − δ (default 3)."),
@@ -65,7 +67,7 @@ def attack(
                    seed=seed, lm=lm_constraint, threshold=threshold)
     spec = check_options(method, options)  # before any model is loaded (or trained)
     data_id = dataset_id(data, "dev")
-    check_output(output, resume, method=method, k=k, beam=beam, kappa=kappa, delta=delta, max_queries=max_queries,
+    part = check_output(output, resume, shard, method=method, k=k, beam=beam, kappa=kappa, delta=delta, max_queries=max_queries,
                  time_budget=time_budget, seed=seed, threshold=threshold, data=data_id, ppl=ppl,
                  lm_constraint=lm_constraint if method == "genetic" else None)
     ds = load_dataset(data, text_column=text_column, label_column=label_column, default_split="dev", limit=limit)
@@ -82,7 +84,7 @@ def attack(
         lm = None
     ids = example_ids(data, len(ds))
     summary, records = run_attack(atk, ds["text"], ds["label"], ids=ids, output=output, resume=resume, ppl=lm,
-                                  config={"data": data_id})
+                                  config={"data": data_id}, shard=part)
     summary["model"] = clf.name
     if lm is not None and lm.loaded:
         summary["ppl_load_seconds"] = round(lm.load_seconds, 1)  # part of ppl_sec_per_example

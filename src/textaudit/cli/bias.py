@@ -16,6 +16,7 @@ from textaudit.cli.app import (
     OutputOpt,
     ResumeOpt,
     SeedOpt,
+    ShardOpt,
     TextColumnOpt,
     app,
     check_output,
@@ -53,6 +54,7 @@ def bias(
     mlm: Optional[str] = typer.Option(None, "--mlm", help="Masked LM (default: distilbert if available, else minilm-mlm)."),
     output: OutputOpt = None,
     resume: ResumeOpt = False,
+    shard: ShardOpt = None,
     plot: Optional[Path] = typer.Option(None, "--plot", help="Directory for histograms, B vs k and the pair bar chart."),
     seed: SeedOpt = 0,
     json_out: JsonOpt = False,
@@ -65,7 +67,7 @@ def bias(
         raise TextAuditError(f"unknown group '{group}'; use one of {', '.join(GROUPS)}")
     pairs = ([parse_pair(pair)] if pair else load_pairs_file(str(pairs_file)) if pairs_file else GROUPS[group])
     data_id = dataset_id(data, "dev")
-    check_output(output, resume, k=k, enumerate_k=enumerate_k, sample=sample, kappa=kappa, delta=delta, seed=seed,
+    part = check_output(output, resume, shard, k=k, enumerate_k=enumerate_k, sample=sample, kappa=kappa, delta=delta, seed=seed,
                  data=data_id)
     ds = load_dataset(data, text_column=text_column, label_column=None, default_split="dev", limit=limit)
     masked_lm = load_mlm(mlm) if k > 0 else None
@@ -74,7 +76,8 @@ def bias(
     other = CounterfactualBias(load_classifier(compare), masked_lm, **opts) if compare else None
     ids = example_ids(data, len(ds))
     results = run_bias(est, pairs, k, list(ds["text"]), ids=ids, compare=other, output=output, resume=resume,
-                       filtered=filtered, epsilon=epsilon, max_sources=max_sources, config={"data": data_id})
+                       filtered=filtered, epsilon=epsilon, max_sources=max_sources, config={"data": data_id},
+                       shard=part)
     if output:
         notice(f"scored sentence pairs: {output}")
     if plot:
@@ -86,11 +89,15 @@ def bias(
     if json_out:
         emit_json(out)
         return
-    rows = []
-    for name, per_pair in results.items():
-        for p, by_k in per_pair.items():
-            for kk, e in by_k.items():
-                rows.append([name, f"{p[0]}→{p[1]}", kk, f"{e.B:+.5f}", f"[{e.ci95[0]:+.5f}, {e.ci95[1]:+.5f}]",
-                             int(e.n), e.sources, "yes" if e.significant else "no"])
-    print_table(f"B_(p,k) on {data}{' (X_filter)' if filtered else ''}, mlm={out['mlm']}",
-                ["model", "pair", "k", "B", "95% CI", "sentences", "sources", "CI excludes 0"], rows)
+    print_table(f"B_(p,k) on {data}{' (X_filter)' if filtered else ''}, mlm={out['mlm']}", BIAS_COLUMNS,
+                bias_rows(results))
+
+
+BIAS_COLUMNS = ["model", "pair", "k", "B", "95% CI", "sentences", "sources", "CI excludes 0"]
+
+
+def bias_rows(results: dict) -> list[list]:
+    """The table rows of ``{model: {pair: {k: BiasEstimate}}}``."""
+    return [[name, f"{p[0]}→{p[1]}", kk, f"{e.B:+.5f}", f"[{e.ci95[0]:+.5f}, {e.ci95[1]:+.5f}]", int(e.n), e.sources,
+             "yes" if e.significant else "no"]
+            for name, per_pair in results.items() for p, by_k in per_pair.items() for kk, e in by_k.items()]

@@ -7,7 +7,18 @@ from typing import Optional
 
 import typer
 
-from textaudit.cli.app import AuditCommand, JsonOpt, OutputOpt, ResumeOpt, app, check_output, emit_json, notice, print_table
+from textaudit.cli.app import (
+    AuditCommand,
+    JsonOpt,
+    OutputOpt,
+    ResumeOpt,
+    ShardOpt,
+    app,
+    check_output,
+    emit_json,
+    notice,
+    print_table,
+)
 from textaudit.data import dataset_id
 from textaudit.errors import TextAuditError
 from textaudit.perturbations.noise import NOISE_PERTURBATIONS
@@ -27,19 +38,20 @@ def learnability(
     data: str = typer.Option("sst2", "--data"),
     output: OutputOpt = None,
     resume: ResumeOpt = False,
+    shard: ShardOpt = None,
     plot: Optional[Path] = typer.Option(None, "--plot", help="Directory for the curves and scatter plots."),
     json_out: JsonOpt = False,
 ) -> None:
     """Measure how learnable each perturbation is and relate it to robustness and augmentation gain."""
 
-    check_output(output, resume, train_size=train_size, data=dataset_id(data, "train"))
+    part = check_output(output, resume, shard, train_size=train_size, data=dataset_id(data, "train"))
     perts = list(NOISE_PERTURBATIONS) if perturbation == "all" else [p.strip() for p in perturbation.split(",") if p.strip()]
     try:
         probs = [float(p) for p in probabilities.split(",")] if probabilities else list(DEFAULT_PROBABILITIES)
     except ValueError:
         raise TextAuditError(f"--probabilities must be comma-separated numbers (got '{probabilities}')") from None
     study = run_study([m.strip() for m in model.split(",")], perts, train_size=train_size, seeds=seeds,
-                      probabilities=probs, data=data, output=output, resume=resume)
+                      probabilities=probs, data=data, output=output, resume=resume, shard=part)
     if plot is not None:
         for p in plot_study(study, plot):
             notice(f"plot: {p}")

@@ -14,6 +14,7 @@ from textaudit.cli.app import (
     JsonOpt,
     ResumeOpt,
     SeedOpt,
+    ShardOpt,
     app,
     check_output,
     emit_json,
@@ -46,6 +47,7 @@ def build(
     data: DataOpt = "sst2:dev",
     output: Path = typer.Option(Path("runs/perturbscore_tuples.jsonl"), "--output", "-o", help="JSONL of tuples, written as it goes."),
     resume: ResumeOpt = False,
+    shard: ShardOpt = None,
     space: str = typer.Option("hidden", "--space", help="hidden (pooled representation) | probs"),
     steps: int = typer.Option(5, "--steps", min=1, help="PGD steps per ε."),
     max_eps: float = typer.Option(1.0, "--max-eps", min=0.01, help="Largest ε of the grid (step 0.01)."),
@@ -60,14 +62,14 @@ def build(
         raise TextAuditError(f"--space must be hidden or probs (got {space})")
     if perturbation not in TUPLE_PERTURBATIONS:
         raise TextAuditError(f"unknown perturbation '{perturbation}'; use one of {', '.join(TUPLE_PERTURBATIONS)}")
-    check_output(output, resume, perturbation=perturbation, seed=seed, space=space, steps=steps, max_eps=max_eps,
+    part = check_output(output, resume, shard, perturbation=perturbation, seed=seed, space=space, steps=steps, max_eps=max_eps,
                  tolerance=tolerance)
     ds = load_dataset(data, default_split="dev", label_column=None)
     clf = load_classifier(model)
     t0 = time.perf_counter()
     recs = build_tuples(clf, list(ds["text"]), perturbation=perturbation, n=n, seed=seed, output=output,
                         resume=resume, space=space, steps=steps, max_eps=max_eps, tolerance=tolerance,
-                        ids=example_ids(data, len(ds)))
+                        ids=example_ids(data, len(ds)), shard=part)
     kept = [r for r in recs if r.get("kept")]
     summary = {"model": clf.name, "perturbation": perturbation, "tried": len(recs), "kept": len(kept),
                "mean_eps": round(float(sum(r["eps"] for r in kept) / len(kept)), 4) if kept else None,

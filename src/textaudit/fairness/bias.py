@@ -42,8 +42,9 @@ from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
 from textaudit.perturbations.gender import gender_words
 from textaudit.runner import ResumableRun
 from textaudit.sentence import Sentence, restore_case
+from textaudit.shards import Shard
 
-__all__ = ["CounterfactualBias", "run_bias", "report"]
+__all__ = ["CounterfactualBias", "run_bias", "estimates_from_records", "report"]
 
 
 class CounterfactualBias:
@@ -238,10 +239,27 @@ def _finished_units(records: list[dict]) -> dict[tuple[str, str], tuple[dict, li
             if len(lines.get(key, {})) == m["n"]}
 
 
+def estimates_from_records(records: Sequence[dict], k: int,
+                           enumerate_k: int) -> dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]]:
+    """{model: {pair: {k′: BiasEstimate}}} from the finished units of a results file alone (its
+    shards merged, for instance): every unit counts (X_filter is not in the records)."""
+    units: dict[str, dict[tuple[str, str], list[ScoredUnit]]] = {}
+    for (_, model), (m, rows) in _finished_units(list(records)).items():
+        pair = m.get("pair") or (rows[0]["pair"] if rows else None)
+        if pair is None:
+            continue  # an empty unit of an older file: it adds nothing to any estimate
+        src = Source(m.get("source") or rows[0]["source"], None, -1, bool(rows and rows[0]["reversed"]))  # type: ignore[arg-type]
+        unit = ScoredUnit(src, m.get("sampled_k"), [r["text"] for r in rows], np.array([r["distance"] for r in rows]),
+                          np.array([r["F"] for r in rows], dtype=float), m.get("weight"))
+        units.setdefault(model, {}).setdefault((pair[0], pair[1]), []).append(unit)
+    return {model: {pair: aggregate(us, pair, k, enumerate_k) for pair, us in per.items()} for model, per in units.items()}
+
+
 def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k: int, texts: Sequence[str], *,
              ids: Sequence[str] | None = None, compare: CounterfactualBias | None = None, output=None,
              resume: bool = False, filtered: bool = False, epsilon: float = 0.005, max_sources: int | None = None,
-             progress: bool = True, config: dict | None = None) -> dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]]:
+             progress: bool = True, config: dict | None = None,
+             shard: Shard | None = None) -> dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]]:
     """Return {model name: {pair: {k′: BiasEstimate}}} for k′ = 0..k over ``texts``.
 
     ``compare``: a second estimator (another classifier) scored on the *same* sentences.
@@ -250,7 +268,8 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
     ``max_sources``: use only the first N sentences of X_p per pair (X_filter is taken among them,
     so a ``--filtered`` run reuses the units of a full run with the same cap).
     ``config``: settings beyond the estimators' own (e.g. the data) for the header of ``output``;
-    a ``resume`` with other settings is refused.
+    a ``resume`` with other settings is refused. ``shard``: ``(i, N)``: score only that shard's
+    units (the estimates then cover them alone; ``audit merge`` joins the shards).
     """
     if len(texts) == 0:
         raise TextAuditError("no sentences to measure bias on (empty dataset)")
@@ -285,7 +304,7 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
     if compare is not None:
         settings.update(compare=compare.config()["model"], compare_fingerprint=compare.config()["model_fingerprint"])
     with ResumableRun(output, resume=resume, id_key="unit_done", keep=False, progress=progress, command="bias",
-                      config=settings) as run:
+                      config=settings, shard=shard) as run:
         previous = _finished_units(run.previous)
         run.previous = []
         for uid, (pair, src, sampled_k) in run.track(jobs, desc=f"bias k<={k}", unit="unit", skip=lambda _: False):
@@ -303,7 +322,7 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
                          "F": np.round(f, 6).tolist() if np.ndim(f) else round(float(f), 6)}
                         for i, (t, d, f) in enumerate(zip(u.texts, u.distance, u.F))]
                 run.write(*rows, {"unit_done": uid, "model": n, "n": len(u.texts), "weight": u.weight,
-                                  "sampled_k": sampled_k})
+                                  "sampled_k": sampled_k, "pair": list(pair), "source": src.id})
             run.show(pair="/".join(pair))
     return {n: {pair: aggregate([u for u in units[(pair, n)] if u.source.id in keep_ids[n]], pair, k,
                                 estimator.enumerate_k)

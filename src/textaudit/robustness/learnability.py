@@ -31,6 +31,7 @@ from textaudit.models.zoo.names import ARCHS
 from textaudit.models.zoo.train import DEFAULTS, TrainConfig, fit_classifier
 from textaudit.perturbations.noise import get_perturbation
 from textaudit.runner import ResumableRun
+from textaudit.shards import Shard
 from textaudit.stats import rank_correlation
 
 __all__ = ["DEFAULT_PROBABILITIES", "average_learnability", "learnability_at", "robustness_and_augmentation",
@@ -126,7 +127,7 @@ def robustness_and_augmentation(fit: Fit, train_texts: Sequence[str], train_labe
 
 def run_study(models: Sequence[str], perturbations: Sequence[str], *, train_size: int | None = 10_000,
               seeds: int = 1, probabilities: Sequence[float] = DEFAULT_PROBABILITIES, data: str = "sst2",
-              output=None, resume: bool = False, progress: bool = True) -> dict:
+              output=None, resume: bool = False, progress: bool = True, shard: Shard | None = None) -> dict:
     """Run learnability@p, robustness and post-augmentation Δ for every model × perturbation, resumable
     per (model, perturbation, p, seed), and return ``{"results": [...], "spearman": {...}}`` (seeds averaged).
 
@@ -152,7 +153,8 @@ def run_study(models: Sequence[str], perturbations: Sequence[str], *, train_size
             for p in [*probabilities, "robustness"]]
     clean_models: dict[tuple, object] = {}
     settings = {"train_size": train_size, "data": dataset_id(data, "train")}
-    with ResumableRun(output, resume=resume, progress=progress, command="learnability", config=settings) as run:
+    with ResumableRun(output, resume=resume, progress=progress, command="learnability", config=settings,
+                      shard=shard) as run:
         for rid, (m, g, s, p) in run.track(jobs, desc="learnability", unit="run"):
             run.show(model=m, perturbation=g, p=p)
             fit = zoo_fitter(m, seed=s)

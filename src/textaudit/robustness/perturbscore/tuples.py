@@ -16,6 +16,7 @@ from textaudit.models.batched import Classifier
 from textaudit.robustness.perturbscore.shift import differentiable, find_epsilon, model_shift
 from textaudit.runner import ResumableRun
 from textaudit.sentence import Sentence
+from textaudit.shards import Shard
 
 __all__ = ["TUPLE_PERTURBATIONS", "random_swap", "synonym_swap", "edit_distance", "mark", "unmark", "build_tuples",
            "split_tuples"]
@@ -87,7 +88,7 @@ def unmark(marked: str) -> tuple[str, str]:
 def build_tuples(classifier: Classifier, texts: Sequence[str], *, perturbation: str = "random-swap", n: int = 1000,
                  seed: int = 0, output=None, resume: bool = False, space: str = "hidden", steps: int = 5,
                  step: float = 0.01, max_eps: float = 1.0, tolerance: float = 0.005, progress: bool = True,
-                 ids: Sequence[str] | None = None) -> list[dict]:
+                 ids: Sequence[str] | None = None, shard: Shard | None = None) -> list[dict]:
     """Make ``n`` attempts (x from ``texts`` in a seeded order, x′ = ``perturbation``(x)); each is
     written to ``output`` as it finishes: ``{"id", "x", "x_prime", "edit_distance", "d", "eps",
     "kept", "shift_at_eps", "seconds"}`` (``eps`` None and ``kept`` false when dropped)."""
@@ -108,7 +109,8 @@ def build_tuples(classifier: Classifier, texts: Sequence[str], *, perturbation: 
     settings = {"model": getattr(classifier, "name", None), "model_fingerprint": getattr(classifier, "fingerprint", None),
                 "perturbation": perturbation, "seed": seed, "space": space, "steps": steps, "step": step,
                 "max_eps": max_eps, "tolerance": tolerance}
-    with ResumableRun(output, resume=resume, progress=progress, command="perturbscore build", config=settings) as run:
+    with ResumableRun(output, resume=resume, progress=progress, command="perturbscore build", config=settings,
+                      shard=shard) as run:
         kept = sum(1 for r in run.previous if r.get("kept"))
         jobs = [(f"{ids[int(order[a % len(texts)])]}#{a}", int(order[a % len(texts)])) for a in range(n)]
         for uid, j in run.track(jobs, desc=f"perturbscore {perturbation}", unit="tuple"):

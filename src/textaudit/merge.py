@@ -1,0 +1,91 @@
+"""Join the results files of one run's shards into one file and recompute its summary (``audit merge``).
+
+The files must come from the same command with the same settings (their header records agree,
+shard aside); records are de-duplicated by their id, so merging a shard twice, or a shard with a
+resumed copy of itself, adds nothing. The merged file is an ordinary results file: its header is
+the shards' without ``shard`` (plus ``merged_from``), so ``--resume`` on it continues the whole run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Hashable, Sequence
+
+from textaudit.errors import TextAuditError
+from textaudit.results import JsonlWriter, config_conflicts, read_header, read_jsonl
+
+__all__ = ["merge_results", "summarize_records", "record_key"]
+
+
+def record_key(command: str) -> Callable[[dict], Hashable]:
+    """What identifies a record of ``command``'s results file (two records with one key are one)."""
+    if command == "bias":
+        return lambda r: ("done", r["unit_done"], r["model"]) if "unit_done" in r else (r["unit"], r["model"], r["i"])
+    return lambda r: r["id"]
+
+
+def merge_results(output: str | Path, inputs: Sequence[str | Path]) -> tuple[dict, list[dict]]:
+    """Write the de-duplicated records of ``inputs`` to ``output`` and return ``(header, records)``;
+    a one-line error for a missing input, one without a header, or one from another run."""
+    if not inputs:
+        raise TextAuditError("give the shards' results files to merge, e.g. audit merge all.jsonl part-*.jsonl")
+    headers = []
+    for p in inputs:
+        if not Path(p).is_file():
+            raise TextAuditError(f"{p} does not exist")
+        h = read_header(p)
+        if h is None:
+            raise TextAuditError(f"{p} has no header record, so it cannot be checked against the other shards")
+        headers.append(h)
+    first = headers[0]
+    for p, h in zip(inputs[1:], headers[1:]):
+        if h.get("command") != first.get("command"):
+            raise TextAuditError(f"{p} holds '{h.get('command')}' results, {inputs[0]} '{first.get('command')}'; "
+                                 "merge the shards of one run only")
+        bad = config_conflicts(first["config"], h["config"]) + [
+            f"{k}: missing → {h['config'][k]}" for k in h["config"] if k not in first["config"]]
+        if bad:
+            raise TextAuditError(f"{p} was written with other settings than {inputs[0]} ({'; '.join(bad)}); "
+                                 "merge the shards of one run only")
+    key = record_key(str(first.get("command")))
+    seen: set = set()
+    records: list[dict] = []
+    for p in inputs:
+        for r in read_jsonl(p):
+            k = key(r)
+            if k not in seen:
+                seen.add(k)
+                records.append(r)
+    shards = sorted({h["shard"] for h in headers if h.get("shard")})
+    writer = JsonlWriter(output, command=first.get("command"), config=first["config"],
+                         extra={"merged_from": [Path(p).name for p in inputs], "shards": shards or None})
+    writer.extend(records, keep=False)
+    writer.close()
+    return {**first, "shards": shards}, records
+
+
+def summarize_records(header: dict, records: list[dict]) -> dict[str, Any]:
+    """The summary the command prints, recomputed from ``records`` alone."""
+    command, config = header.get("command"), header.get("config", {})
+    if command == "attack":
+        from textaudit.attacks.run import summarize
+
+        out = summarize(records, config.get("method"), config.get("k"))
+        out["model"] = config.get("model")
+        return out
+    if command == "bias":
+        from textaudit.fairness.bias import estimates_from_records, report
+
+        return report(estimates_from_records(records, config["k"], config["enumerate_k"]))
+    if command == "learnability":
+        from textaudit.robustness.learnability import aggregate
+
+        models = list(dict.fromkeys(r["model"] for r in records))
+        perts = list(dict.fromkeys(r["perturbation"] for r in records))
+        probabilities = sorted({float(r["p"]) for r in records if r["p"] != "robustness"})
+        return aggregate(records, models, perts, probabilities)
+    if command == "perturbscore build":
+        kept = [r for r in records if r.get("kept")]
+        return {"model": config.get("model"), "perturbation": config.get("perturbation"), "tried": len(records),
+                "kept": len(kept), "mean_eps": round(sum(r["eps"] for r in kept) / len(kept), 4) if kept else None}
+    raise TextAuditError(f"cannot summarize '{command}' results")
