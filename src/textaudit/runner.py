@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
+from textaudit.backends import Backend, SerialBackend
 from textaudit.progress import progress as progress_bar
 from textaudit.results import JsonlWriter
 from textaudit.shards import Shard, in_shard, shard_name
@@ -67,6 +68,19 @@ class ResumableRun:
         self._bar = progress_bar(total=len(todo), desc=desc, unit=unit, enabled=self.progress)
         for job_id, job in todo:
             yield job_id, job
+            self._bar.update(1)
+        self._bar.close()
+
+    def results(self, jobs: Sequence[tuple[str, T]], make_worker: Callable[[], Callable[[T], Any]], *, desc: str,
+                unit: str, skip: Callable[[str], bool] | None = None,
+                backend: Backend | None = None) -> Iterator[tuple[str, Any]]:
+        """Like :meth:`track`, but the work is done by ``backend`` (default: here, in order) with the
+        workers ``make_worker`` builds: yield ``(id, work(job))`` as jobs finish, advancing the bar."""
+        skip = skip or (lambda job_id: job_id in self.done)
+        todo = [(job_id, job) for job_id, job in jobs if in_shard(job_id, self.shard) and not skip(job_id)]
+        self._bar = progress_bar(total=len(todo), desc=desc, unit=unit, enabled=self.progress)
+        for job_id, result in (backend or SerialBackend()).map(make_worker, todo):
+            yield job_id, result
             self._bar.update(1)
         self._bar.close()
 

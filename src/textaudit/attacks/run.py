@@ -7,6 +7,7 @@ import time
 from typing import Callable, Sequence
 
 from textaudit.attacks.base import Attack
+from textaudit.backends import Backend, place_on_device
 from textaudit.data import check_labels
 from textaudit.errors import TextAuditError
 from textaudit.lm import CausalLM, LazyCausalLM
@@ -87,10 +88,31 @@ def summarize(records: Sequence[dict], method: str, k: int) -> dict:
     return s.to_dict()
 
 
+class AttackJob:
+    """The work of one example, as a worker does it: the attack's record, plus the perplexities of a
+    success when ``ppl`` is given (a worker loads SmolLM2 itself, on first use)."""
+
+    def __init__(self, attack: Attack, ppl: CausalLM | LazyCausalLM | None):
+        place_on_device(attack)
+        self.attack, self.ppl = attack, ppl
+
+    def __call__(self, job: tuple[str, int | None]) -> dict:
+        text, label = job
+        res = self.attack.attack(text, label)
+        rec = res.to_dict()
+        if self.ppl is not None and res.status == "success":
+            t0 = time.perf_counter()
+            po, pp = self.ppl.perplexity([res.text, res.vulnerable])
+            rec["ppl_original"], rec["ppl_perturbed"] = round(po, 3), round(pp, 3)
+            rec["ppl_seconds"] = round(time.perf_counter() - t0, 3)  # loading the LM included, once
+        return rec
+
+
 def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | None, *,
                ids: Sequence[str] | None = None, output=None, resume: bool = False, progress: bool = True,
                ppl: CausalLM | LazyCausalLM | None = None, on_result: Callable[[dict], None] | None = None,
-               config: dict | None = None, shard: Shard | None = None) -> tuple[dict, list[dict]]:
+               config: dict | None = None, shard: Shard | None = None,
+               backend: Backend | None = None) -> tuple[dict, list[dict]]:
     """Attack every example (skipping ids already in ``output`` when ``resume``) and return
     ``(summary, records)``; each record is appended to ``output`` (JSONL) and flushed as it finishes.
 
@@ -99,6 +121,7 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
     ``config``: settings of the run beyond the attack's own (:meth:`Attack.config`), e.g. the data;
     all of them go into the header of ``output``, and a ``resume`` with other settings is refused.
     ``shard``: ``(i, N)``: attack only the examples of that shard (:mod:`textaudit.shards`).
+    ``backend``: where the examples are attacked (:mod:`textaudit.backends`; default: here, in order).
     """
     if len(texts) == 0:
         raise TextAuditError("no examples to attack (empty dataset)")
@@ -111,14 +134,9 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
     with ResumableRun(output, resume=resume, progress=progress, command="attack", config=settings, shard=shard) as run:
         for r in run.previous:
             summary.add(r)
-        for id_, i in run.track(list(zip(ids, range(len(texts)))), desc=title, unit="ex"):
-            res = attack.attack(texts[i], None if labels is None else int(labels[i]))
-            rec = {"id": id_, **res.to_dict()}
-            if ppl is not None and res.status == "success":
-                t0 = time.perf_counter()
-                po, pp = ppl.perplexity([res.text, res.vulnerable])
-                rec["ppl_original"], rec["ppl_perturbed"] = round(po, 3), round(pp, 3)
-                rec["ppl_seconds"] = round(time.perf_counter() - t0, 3)  # loading the LM included, once
+        jobs = [(id_, (texts[i], None if labels is None else int(labels[i]))) for i, id_ in enumerate(ids)]
+        for id_, rec in run.results(jobs, lambda: AttackJob(attack, ppl), desc=title, unit="ex", backend=backend):
+            rec = {"id": id_, **rec}
             run.write(rec)
             summary.add(rec)
             if on_result:

@@ -25,6 +25,7 @@ from textaudit.shards import Shard, parse_shard, shard_name
 
 __all__ = ["AuditGroup", "fail", "AuditCommand", "app", "emit_json", "print_table", "notice", "check_output", "example_ids", "ModelOpt",
            "DataOpt", "TextColumnOpt", "LabelColumnOpt", "LimitOpt", "OutputOpt", "ResumeOpt", "SeedOpt", "ShardOpt", "JsonOpt",
+           "BackendOpt", "AddressOpt", "WorkersOpt", "GpusOpt", "CpusOpt",
            "MODEL_HELP"]
 
 #: what an interrupted command keeps, and how to continue: commands with a results file (--output)
@@ -50,6 +51,12 @@ SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Seed of every rando
 ShardOpt = Annotated[Optional[str], typer.Option("--shard", help=(
     "i/N: do only the i-th of N disjoint parts of the work (0 <= i < N), e.g. one per machine; join the "
     "parts' --output files with audit merge."))]
+BackendOpt = Annotated[str, typer.Option("--backend", help="serial (here, one example after another) or ray (Ray workers).")]
+AddressOpt = Annotated[Optional[str], typer.Option("--address", help=(
+    "Ray cluster to use (auto, ray://host:10001); default: start a local Ray."))]
+WorkersOpt = Annotated[int, typer.Option("--workers", min=1, help="Ray workers (each loads the models once).")]
+GpusOpt = Annotated[float, typer.Option("--gpus-per-worker", min=0.0, help="GPUs per Ray worker (0.25: four share one).")]
+CpusOpt = Annotated[float, typer.Option("--cpus-per-worker", min=0.01, help="CPUs per Ray worker.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object as the last line of stdout.")]
 
 

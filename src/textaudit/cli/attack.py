@@ -8,9 +8,14 @@ import typer
 
 from textaudit.attacks import run_attack
 from textaudit.attacks.registry import METHODS, check_options, default_method, make_attack
+from textaudit.backends import make_backend
 from textaudit.cli.app import (
+    AddressOpt,
     AuditCommand,
+    BackendOpt,
+    CpusOpt,
     DataOpt,
+    GpusOpt,
     JsonOpt,
     LabelColumnOpt,
     LimitOpt,
@@ -20,6 +25,7 @@ from textaudit.cli.app import (
     SeedOpt,
     ShardOpt,
     TextColumnOpt,
+    WorkersOpt,
     app,
     check_output,
     emit_json,
@@ -48,6 +54,11 @@ def attack(
     output: OutputOpt = None,
     resume: ResumeOpt = False,
     shard: ShardOpt = None,
+    backend: BackendOpt = "serial",
+    address: AddressOpt = None,
+    workers: WorkersOpt = 2,
+    gpus_per_worker: GpusOpt = 0.0,
+    cpus_per_worker: CpusOpt = 1.0,
     beam: Optional[int] = typer.Option(None, "--beam", help="SO-Beam width β (default 20)."),
     kappa: Optional[int] = typer.Option(None, "--kappa", help="κ: masked-LM candidates per position (default 20)."),
     delta: Optional[float] = typer.Option(None, "--delta", help="δ: keep candidates with logit > best − δ (default 3)."),
@@ -66,6 +77,8 @@ def attack(
     options = dict(k=k, beam=beam, kappa=kappa, delta=delta, max_queries=max_queries, time_budget=time_budget,
                    seed=seed, lm=lm_constraint, threshold=threshold)
     spec = check_options(method, options)  # before any model is loaded (or trained)
+    runner = make_backend(backend, address=address, workers=workers, gpus_per_worker=gpus_per_worker,
+                          cpus_per_worker=cpus_per_worker)
     data_id = dataset_id(data, "dev")
     part = check_output(output, resume, shard, method=method, k=k, beam=beam, kappa=kappa, delta=delta, max_queries=max_queries,
                  time_budget=time_budget, seed=seed, threshold=threshold, data=data_id, ppl=ppl,
@@ -84,7 +97,7 @@ def attack(
         lm = None
     ids = example_ids(data, len(ds))
     summary, records = run_attack(atk, ds["text"], ds["label"], ids=ids, output=output, resume=resume, ppl=lm,
-                                  config={"data": data_id}, shard=part)
+                                  config={"data": data_id}, shard=part, backend=runner)
     summary["model"] = clf.name
     if lm is not None and lm.loaded:
         summary["ppl_load_seconds"] = round(lm.load_seconds, 1)  # part of ppl_sec_per_example

@@ -7,9 +7,14 @@ from typing import Optional
 
 import typer
 
+from textaudit.backends import make_backend
 from textaudit.cli.app import (
+    AddressOpt,
     AuditCommand,
+    BackendOpt,
+    CpusOpt,
     DataOpt,
+    GpusOpt,
     JsonOpt,
     LimitOpt,
     ModelOpt,
@@ -18,6 +23,7 @@ from textaudit.cli.app import (
     SeedOpt,
     ShardOpt,
     TextColumnOpt,
+    WorkersOpt,
     app,
     check_output,
     emit_json,
@@ -55,6 +61,11 @@ def bias(
     output: OutputOpt = None,
     resume: ResumeOpt = False,
     shard: ShardOpt = None,
+    backend: BackendOpt = "serial",
+    address: AddressOpt = None,
+    workers: WorkersOpt = 2,
+    gpus_per_worker: GpusOpt = 0.0,
+    cpus_per_worker: CpusOpt = 1.0,
     plot: Optional[Path] = typer.Option(None, "--plot", help="Directory for histograms, B vs k and the pair bar chart."),
     seed: SeedOpt = 0,
     json_out: JsonOpt = False,
@@ -66,6 +77,8 @@ def bias(
     if group is not None and group not in GROUPS:
         raise TextAuditError(f"unknown group '{group}'; use one of {', '.join(GROUPS)}")
     pairs = ([parse_pair(pair)] if pair else load_pairs_file(str(pairs_file)) if pairs_file else GROUPS[group])
+    runner = make_backend(backend, address=address, workers=workers, gpus_per_worker=gpus_per_worker,
+                          cpus_per_worker=cpus_per_worker)
     data_id = dataset_id(data, "dev")
     part = check_output(output, resume, shard, k=k, enumerate_k=enumerate_k, sample=sample, kappa=kappa, delta=delta, seed=seed,
                  data=data_id)
@@ -77,7 +90,7 @@ def bias(
     ids = example_ids(data, len(ds))
     results = run_bias(est, pairs, k, list(ds["text"]), ids=ids, compare=other, output=output, resume=resume,
                        filtered=filtered, epsilon=epsilon, max_sources=max_sources, config={"data": data_id},
-                       shard=part)
+                       shard=part, backend=runner)
     if output:
         notice(f"scored sentence pairs: {output}")
     if plot:

@@ -32,6 +32,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from textaudit.backends import Backend, place_on_device
 from textaudit.data import load_dataset
 from textaudit.errors import TextAuditError
 from textaudit.fairness.estimates import BiasEstimate, ScoredUnit, aggregate, l1_norm
@@ -239,6 +240,19 @@ def _finished_units(records: list[dict]) -> dict[tuple[str, str], tuple[dict, li
             if len(lines.get(key, {})) == m["n"]}
 
 
+class UnitJob:
+    """The work of one unit (a source at one k, or its enumerated block), as a worker does it: the
+    scored sentences under the estimator's classifier and each ``other`` estimator's."""
+
+    def __init__(self, estimator: CounterfactualBias, k: int, others: Sequence[CounterfactualBias]):
+        place_on_device(estimator, *others)
+        self.estimator, self.k, self.others = estimator, k, list(others)
+
+    def __call__(self, job: tuple[tuple[str, str], Source, int | None]) -> list[ScoredUnit]:
+        pair, src, sampled_k = job
+        return self.estimator.score_unit(src, pair, self.k, sampled_k, self.others)
+
+
 def estimates_from_records(records: Sequence[dict], k: int,
                            enumerate_k: int) -> dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]]:
     """{model: {pair: {k′: BiasEstimate}}} from the finished units of a results file alone (its
@@ -259,7 +273,8 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
              ids: Sequence[str] | None = None, compare: CounterfactualBias | None = None, output=None,
              resume: bool = False, filtered: bool = False, epsilon: float = 0.005, max_sources: int | None = None,
              progress: bool = True, config: dict | None = None,
-             shard: Shard | None = None) -> dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]]:
+             shard: Shard | None = None,
+             backend: Backend | None = None) -> dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]]:
     """Return {model name: {pair: {k′: BiasEstimate}}} for k′ = 0..k over ``texts``.
 
     ``compare``: a second estimator (another classifier) scored on the *same* sentences.
@@ -269,7 +284,8 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
     so a ``--filtered`` run reuses the units of a full run with the same cap).
     ``config``: settings beyond the estimators' own (e.g. the data) for the header of ``output``;
     a ``resume`` with other settings is refused. ``shard``: ``(i, N)``: score only that shard's
-    units (the estimates then cover them alone; ``audit merge`` joins the shards).
+    units (the estimates then cover them alone; ``audit merge`` joins the shards). ``backend``: where
+    the units are scored (:mod:`textaudit.backends`; default: here, in order).
     """
     if len(texts) == 0:
         raise TextAuditError("no sentences to measure bias on (empty dataset)")
@@ -307,15 +323,22 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
                       config=settings, shard=shard) as run:
         previous = _finished_units(run.previous)
         run.previous = []
-        for uid, (pair, src, sampled_k) in run.track(jobs, desc=f"bias k<={k}", unit="unit", skip=lambda _: False):
-            if all((uid, n) in previous for n in names):
-                for n in names:
-                    m, rows = previous[(uid, n)]
-                    units[(pair, n)].append(ScoredUnit(src, sampled_k, [r["text"] for r in rows],
-                                                       np.array([r["distance"] for r in rows]),
-                                                       np.array([r["F"] for r in rows], dtype=float), m.get("weight")))
+        todo = []
+        for uid, (pair, src, sampled_k) in jobs:
+            if not all((uid, n) in previous for n in names):
+                todo.append((uid, (pair, src, sampled_k)))
                 continue
-            for n, u in zip(names, estimator.score_unit(src, pair, k, sampled_k, scorers[1:])):
+            for n in names:
+                m, rows = previous[(uid, n)]
+                units[(pair, n)].append(ScoredUnit(src, sampled_k, [r["text"] for r in rows],
+                                                   np.array([r["distance"] for r in rows]),
+                                                   np.array([r["F"] for r in rows], dtype=float), m.get("weight")))
+        job_of = dict(todo)
+        make_worker = lambda: UnitJob(estimator, k, scorers[1:])  # noqa: E731
+        for uid, scored in run.results(todo, make_worker, desc=f"bias k<={k}", unit="unit", skip=lambda _: False,
+                                       backend=backend):
+            pair, src, sampled_k = job_of[uid]
+            for n, u in zip(names, scored):
                 units[(pair, n)].append(u)
                 rows = [{"unit": uid, "model": n, "i": i, "source": src.id, "pair": list(pair),
                          "reversed": src.reversed, "distance": int(d), "text": t,

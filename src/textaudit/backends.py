@@ -1,0 +1,189 @@
+"""Where a long run's jobs are done: here, one after another (``serial``), or on Ray workers (``ray``).
+
+A run hands :meth:`Backend.map` a *worker factory* — a function, run once per worker, that returns
+``work(job) -> result`` with everything loaded (the attack with its classifier and masked LM, the
+bias estimator) — and the jobs; it gets ``(job id, result)`` back as jobs finish. The driver stays
+the only writer of the results file (:class:`~textaudit.runner.ResumableRun`), so ``--resume``,
+the header and the lock work as in a serial run.
+
+:class:`RayBackend` keeps ``workers`` Ray actors (``--gpus-per-worker`` may be a fraction: four
+workers can share one GPU). The factory is shipped to them as is — the loaded models travel with
+it, so a node needs no data of its own — and each worker moves its models to its own device. An
+actor that dies is restarted and its chunk in flight is run again (``max_restarts``,
+``max_task_retries``); a bad example is never retried, because an attack records it as that
+example's ``error`` record. ``TEXTAUDIT_*`` and HuggingFace offline settings reach the workers
+through Ray's runtime environment.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Iterator, Protocol, Sequence
+
+from textaudit.errors import TextAuditError
+
+__all__ = ["Backend", "SerialBackend", "RayBackend", "make_backend", "BACKENDS", "place_on_device"]
+
+Worker = Callable[[Any], Any]
+BACKENDS = ("serial", "ray")
+#: environment variables a worker needs to resolve resources and behave like the driver
+PASSED_ENV = ("TEXTAUDIT_DATA", "TEXTAUDIT_CACHE", "TEXTAUDIT_OFFLINE", "TEXTAUDIT_THREADS", "TEXTAUDIT_TRUST_REMOTE_CODE",
+              "HF_HUB_OFFLINE", "HF_HOME", "TRANSFORMERS_OFFLINE")
+
+
+class Backend(Protocol):
+    def map(self, make_worker: Callable[[], Worker], jobs: Sequence[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
+        """Yield ``(job id, work(job))`` for every job, in any order, as they finish."""
+        ...
+
+
+class SerialBackend:
+    """Every job here, in order, on one worker."""
+
+    def map(self, make_worker: Callable[[], Worker], jobs: Sequence[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
+        work = make_worker()
+        for job_id, job in jobs:
+            yield job_id, work(job)
+
+
+_IN_WORKER: list[bool] = []  # set in a Ray actor: its models move to its own device
+
+
+class _RayWorker:
+    """One Ray actor: builds its worker once, then runs chunks of jobs."""
+
+    def __init__(self, make_worker: Callable[[], Worker]):
+        _IN_WORKER[:] = [True]
+        self.work = make_worker()
+
+    def run(self, chunk: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+        return [(job_id, self.work(job)) for job_id, job in chunk]
+
+    def ready(self) -> bool:
+        return True
+
+
+class RayBackend:
+    """Jobs on ``workers`` Ray actors (see the module docstring).
+
+    Parameters
+    ----------
+    address: a running cluster (``auto``, ``ray://host:10001``); None starts a local Ray.
+    workers: actors; each holds its own copy of the models.
+    gpus_per_worker, cpus_per_worker: Ray resources per actor (fractions allowed).
+    chunk: jobs per task (default: enough for about four tasks per worker, at most 16).
+    """
+
+    def __init__(self, *, address: str | None = None, workers: int = 2, gpus_per_worker: float = 0.0,
+                 cpus_per_worker: float = 1.0, chunk: int | None = None):
+        if workers < 1:
+            raise TextAuditError(f"--workers must be at least 1 (got {workers})")
+        if gpus_per_worker < 0 or cpus_per_worker <= 0:
+            raise TextAuditError("--gpus-per-worker must be >= 0 and --cpus-per-worker > 0")
+        require_ray()
+        self.address, self.workers = address, workers
+        self.gpus, self.cpus, self.chunk = gpus_per_worker, cpus_per_worker, chunk
+        self.actors: list[Any] = []
+
+    def _init(self) -> None:
+        import ray
+
+        if ray.is_initialized():
+            return
+        env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
+        if self.address is None:  # a local Ray sized for the workers asked for
+            ray.init(num_cpus=max(os.cpu_count() or 1, int(self.workers * self.cpus + 0.999)), include_dashboard=False,
+                     runtime_env={"env_vars": env}, log_to_driver=False, configure_logging=False)
+        else:
+            ray.init(address=self.address, runtime_env={"env_vars": env}, log_to_driver=False)
+
+    def map(self, make_worker: Callable[[], Worker], jobs: Sequence[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
+        import ray
+
+        jobs = list(jobs)
+        if not jobs:
+            return
+        self._init()
+        import sys
+
+        for name, module in list(sys.modules.items()):  # plug-ins are files, not packages the workers could import
+            if name.startswith("textaudit_plugin_"):
+                ray.cloudpickle.register_pickle_by_value(module)
+        actor_cls = ray.remote(num_cpus=self.cpus, num_gpus=self.gpus, max_restarts=-1, max_task_retries=-1)(_RayWorker)
+        factory = ray.put(make_worker)
+        self.actors = [actor_cls.remote(factory) for _ in range(min(self.workers, len(jobs)))]
+        size = self.chunk or max(1, min(16, len(jobs) // (4 * len(self.actors)) or 1))
+        chunks = [jobs[i:i + size] for i in range(0, len(jobs), size)]
+        pending: dict[Any, int] = {}  # task -> actor index
+        todo = list(reversed(chunks))
+        for a in range(len(self.actors)):  # two chunks per actor in flight: no actor waits for the driver
+            for _ in range(2):
+                if todo:
+                    pending[self.actors[a].run.remote(todo.pop())] = a
+        try:
+            while pending:
+                done, _ = ray.wait(list(pending), num_returns=1)
+                a = pending.pop(done[0])
+                if todo:
+                    pending[self.actors[a].run.remote(todo.pop())] = a
+                try:
+                    results = ray.get(done[0])
+                except ray.exceptions.RayTaskError as e:
+                    cause = e.as_instanceof_cause()
+                    if isinstance(cause, TextAuditError):
+                        raise TextAuditError(str(cause)) from None
+                    raise
+                yield from results
+        finally:
+            for actor in self.actors:
+                ray.kill(actor, no_restart=True)
+            self.actors = []
+
+
+def require_ray() -> None:
+    """A one-line error when Ray is not installed (cheap: nothing is imported)."""
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        raise TextAuditError("--backend ray needs Ray: pip install 'textaudit[ray]'")
+
+
+def make_backend(name: str = "serial", *, address: str | None = None, workers: int = 2, gpus_per_worker: float = 0.0,
+                 cpus_per_worker: float = 1.0) -> SerialBackend | RayBackend:
+    """The backend called ``name`` (:data:`BACKENDS`), checked before any model loads."""
+    if name == "serial":
+        if address is not None:
+            raise TextAuditError("--address applies to --backend ray only")
+        return SerialBackend()
+    if name == "ray":
+        return RayBackend(address=address, workers=workers, gpus_per_worker=gpus_per_worker, cpus_per_worker=cpus_per_worker)
+    raise TextAuditError(f"unknown --backend '{name}'; use one of {', '.join(BACKENDS)}")
+
+
+def place_on_device(*objects: Any) -> None:
+    """Move the torch models inside ``objects`` (classifiers, masked LMs, attacks holding them) to this
+    process's device: a worker on a GPU node uses its GPU even when the driver had none. Only in a
+    Ray worker: in the driver, models stay where their loader put them."""
+    if not _IN_WORKER:
+        return
+    from textaudit.device import pick_device
+
+    device = pick_device()
+    seen: set[int] = set()
+
+    def visit(obj: Any, depth: int) -> None:
+        if obj is None or id(obj) in seen or depth > 3:
+            return
+        seen.add(id(obj))
+        for holder, attr in ((obj, "module"), (obj, "model")):
+            m = getattr(holder, attr, None)
+            if m is not None and hasattr(m, "to") and hasattr(obj, "device") and obj.device != device:
+                setattr(holder, attr, m.to(device))
+                obj.device = device
+                if hasattr(obj, "_allowed_t"):
+                    obj._allowed_t = None
+        for attr in ("classifier", "forward", "mlm", "_mlm", "builder", "encoder", "patch_words"):
+            visit(getattr(obj, attr, None), depth + 1)
+
+    for o in objects:
+        visit(o, 0)
