@@ -18,6 +18,7 @@ through Ray's runtime environment.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from textaudit.errors import TextAuditError
@@ -84,6 +85,7 @@ class RayBackend:
         self.address, self.workers = address, workers
         self.gpus, self.cpus, self.chunk = gpus_per_worker, cpus_per_worker, chunk
         self.actors: list[Any] = []
+        self.startup_seconds = 0.0  # of the last map: until every worker had its models
 
     def _init(self) -> None:
         import ray
@@ -111,7 +113,10 @@ class RayBackend:
                 ray.cloudpickle.register_pickle_by_value(module)
         actor_cls = ray.remote(num_cpus=self.cpus, num_gpus=self.gpus, max_restarts=-1, max_task_retries=-1)(_RayWorker)
         factory = ray.put(make_worker)
+        t0 = time.perf_counter()
         self.actors = [actor_cls.remote(factory) for _ in range(min(self.workers, len(jobs)))]
+        ray.get([a.ready.remote() for a in self.actors])
+        self.startup_seconds = time.perf_counter() - t0
         size = self.chunk or max(1, min(16, len(jobs) // (4 * len(self.actors)) or 1))
         chunks = [jobs[i:i + size] for i in range(0, len(jobs), size)]
         pending: dict[Any, int] = {}  # task -> actor index

@@ -7,12 +7,18 @@ from typing import Optional
 
 import typer
 
+from textaudit.backends import make_backend
 from textaudit.cli.app import (
+    AddressOpt,
     AuditCommand,
+    BackendOpt,
+    CpusOpt,
+    GpusOpt,
     JsonOpt,
     OutputOpt,
     ResumeOpt,
     ShardOpt,
+    WorkersOpt,
     app,
     check_output,
     emit_json,
@@ -39,11 +45,18 @@ def learnability(
     output: OutputOpt = None,
     resume: ResumeOpt = False,
     shard: ShardOpt = None,
+    backend: BackendOpt = "serial",
+    address: AddressOpt = None,
+    workers: WorkersOpt = 2,
+    gpus_per_worker: GpusOpt = 0.0,
+    cpus_per_worker: CpusOpt = 1.0,
     plot: Optional[Path] = typer.Option(None, "--plot", help="Directory for the curves and scatter plots."),
     json_out: JsonOpt = False,
 ) -> None:
     """Measure how learnable each perturbation is and relate it to robustness and augmentation gain."""
 
+    runner = make_backend(backend, address=address, workers=workers, gpus_per_worker=gpus_per_worker,
+                          cpus_per_worker=cpus_per_worker)
     part = check_output(output, resume, shard, train_size=train_size, data=dataset_id(data, "train"))
     perts = list(NOISE_PERTURBATIONS) if perturbation == "all" else [p.strip() for p in perturbation.split(",") if p.strip()]
     try:
@@ -51,7 +64,8 @@ def learnability(
     except ValueError:
         raise TextAuditError(f"--probabilities must be comma-separated numbers (got '{probabilities}')") from None
     study = run_study([m.strip() for m in model.split(",")], perts, train_size=train_size, seeds=seeds,
-                      probabilities=probs, data=data, output=output, resume=resume, shard=part)
+                      probabilities=probs, data=data, output=output, resume=resume, shard=part,
+                      backend=runner)
     if plot is not None:
         for p in plot_study(study, plot):
             notice(f"plot: {p}")

@@ -7,14 +7,20 @@ from pathlib import Path
 
 import typer
 
+from textaudit.backends import make_backend
 from textaudit.cli.app import (
+    AddressOpt,
     AuditCommand,
     AuditGroup,
+    BackendOpt,
+    CpusOpt,
     DataOpt,
+    GpusOpt,
     JsonOpt,
     ResumeOpt,
     SeedOpt,
     ShardOpt,
+    WorkersOpt,
     app,
     check_output,
     emit_json,
@@ -48,6 +54,11 @@ def build(
     output: Path = typer.Option(Path("runs/perturbscore_tuples.jsonl"), "--output", "-o", help="JSONL of tuples, written as it goes."),
     resume: ResumeOpt = False,
     shard: ShardOpt = None,
+    backend: BackendOpt = "serial",
+    address: AddressOpt = None,
+    workers: WorkersOpt = 2,
+    gpus_per_worker: GpusOpt = 0.0,
+    cpus_per_worker: CpusOpt = 1.0,
     space: str = typer.Option("hidden", "--space", help="hidden (pooled representation) | probs"),
     steps: int = typer.Option(5, "--steps", min=1, help="PGD steps per ε."),
     max_eps: float = typer.Option(1.0, "--max-eps", min=0.01, help="Largest ε of the grid (step 0.01)."),
@@ -62,6 +73,8 @@ def build(
         raise TextAuditError(f"--space must be hidden or probs (got {space})")
     if perturbation not in TUPLE_PERTURBATIONS:
         raise TextAuditError(f"unknown perturbation '{perturbation}'; use one of {', '.join(TUPLE_PERTURBATIONS)}")
+    runner = make_backend(backend, address=address, workers=workers, gpus_per_worker=gpus_per_worker,
+                          cpus_per_worker=cpus_per_worker)
     part = check_output(output, resume, shard, perturbation=perturbation, seed=seed, space=space, steps=steps, max_eps=max_eps,
                  tolerance=tolerance)
     ds = load_dataset(data, default_split="dev", label_column=None)
@@ -69,7 +82,7 @@ def build(
     t0 = time.perf_counter()
     recs = build_tuples(clf, list(ds["text"]), perturbation=perturbation, n=n, seed=seed, output=output,
                         resume=resume, space=space, steps=steps, max_eps=max_eps, tolerance=tolerance,
-                        ids=example_ids(data, len(ds)), shard=part)
+                        ids=example_ids(data, len(ds)), shard=part, backend=runner)
     kept = [r for r in recs if r.get("kept")]
     summary = {"model": clf.name, "perturbation": perturbation, "tried": len(recs), "kept": len(kept),
                "mean_eps": round(float(sum(r["eps"] for r in kept) / len(kept)), 4) if kept else None,

@@ -176,6 +176,13 @@ class BatchedClassifier:
         """Forget every cached prediction."""
         self._cache.clear()
 
+    def __getstate__(self) -> dict:
+        """A copy sent to another process (a Ray worker) starts with an empty cache: the cache only
+        speeds up this process, and shipping up to ``cache_size`` rows would slow the start."""
+        state = dict(self.__dict__)
+        state["_cache"] = OrderedDict()
+        return state
+
     def __repr__(self) -> str:
         return f"BatchedClassifier(name={self.name!r}, num_classes={self._num_classes}, batch_size={self.batch_size})"
 

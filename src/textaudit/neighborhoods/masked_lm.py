@@ -99,6 +99,17 @@ class HFMaskedLM:
             raise TextAuditError(f"cannot load masked LM '{name_or_path}': {first}") from None
         return cls(model, tok, name=name or name_or_path, device=device, batch_size=batch_size, cache_size=cache_size)
 
+    def clear_cache(self) -> None:
+        """Forget every cached candidate list."""
+        self._cache.clear()
+
+    def __getstate__(self) -> dict:
+        """A copy sent to another process (a Ray worker) starts with an empty cache (see
+        :meth:`BatchedClassifier.__getstate__ <textaudit.models.batched.BatchedClassifier.__getstate__>`)."""
+        state = dict(self.__dict__)
+        state["_cache"] = OrderedDict()
+        return state
+
     # -- the interface ---------------------------------------------------------------------------
     def candidates(self, batch: list[Query], top: int = 20) -> list[list[tuple[str, float]]]:
         """Return, per ``(words, position)``, the ``top`` whole-word candidates ``(word, logit)``,

@@ -24,6 +24,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from textaudit.backends import Backend
 from textaudit.data import dataset_id, load_dataset
 from textaudit.errors import TextAuditError
 from textaudit.models.batched import Classifier
@@ -125,9 +126,29 @@ def robustness_and_augmentation(fit: Fit, train_texts: Sequence[str], train_labe
             "acc_perturbed_after_aug": round(acc_pert_aug, 4), "seconds": round(time.perf_counter() - t0, 2)}
 
 
+class StudyJob:
+    """The work of one (model, perturbation, p or "robustness", seed) run, as a worker does it; a
+    worker trains each (model, seed)'s clean model once and reuses it."""
+
+    def __init__(self, perts: dict, tr_x: list[str], tr_y: list[int], te_x: list[str], te_y: list[int]):
+        self.perts, self.tr_x, self.tr_y, self.te_x, self.te_y = perts, tr_x, tr_y, te_x, te_y
+        self.clean: dict[tuple, object] = {}
+
+    def __call__(self, job: tuple[str, str, int, float | str]) -> dict:
+        m, g, s, p = job
+        fit = zoo_fitter(m, seed=s)
+        if p != "robustness":
+            return learnability_at(fit, self.tr_x, self.te_x, self.perts[g], float(p), seed=s)
+        if (m, s) not in self.clean:
+            self.clean[(m, s)] = fit(self.tr_x, self.tr_y)
+        return robustness_and_augmentation(fit, self.tr_x, self.tr_y, self.te_x, self.te_y, self.perts[g], seed=s,
+                                           clean_model=self.clean[(m, s)])
+
+
 def run_study(models: Sequence[str], perturbations: Sequence[str], *, train_size: int | None = 10_000,
               seeds: int = 1, probabilities: Sequence[float] = DEFAULT_PROBABILITIES, data: str = "sst2",
-              output=None, resume: bool = False, progress: bool = True, shard: Shard | None = None) -> dict:
+              output=None, resume: bool = False, progress: bool = True, shard: Shard | None = None,
+              backend: Backend | None = None) -> dict:
     """Run learnability@p, robustness and post-augmentation Δ for every model × perturbation, resumable
     per (model, perturbation, p, seed), and return ``{"results": [...], "spearman": {...}}`` (seeds averaged).
 
@@ -151,21 +172,15 @@ def run_study(models: Sequence[str], perturbations: Sequence[str], *, train_size
     te_x, te_y = list(test["text"]), list(test["label"])
     jobs = [(f"{m}|{g}|{p}|{s}", (m, g, s, p)) for m in models for g in perts for s in range(seeds)
             for p in [*probabilities, "robustness"]]
-    clean_models: dict[tuple, object] = {}
     settings = {"train_size": train_size, "data": dataset_id(data, "train")}
     with ResumableRun(output, resume=resume, progress=progress, command="learnability", config=settings,
                       shard=shard) as run:
-        for rid, (m, g, s, p) in run.track(jobs, desc="learnability", unit="run"):
-            run.show(model=m, perturbation=g, p=p)
-            fit = zoo_fitter(m, seed=s)
-            if p == "robustness":
-                if (m, s) not in clean_models:
-                    clean_models[(m, s)] = fit(tr_x, tr_y)
-                rec = robustness_and_augmentation(fit, tr_x, tr_y, te_x, te_y, perts[g], seed=s,
-                                                  clean_model=clean_models[(m, s)])
-            else:
-                rec = learnability_at(fit, tr_x, te_x, perts[g], float(p), seed=s)
+        make_worker = lambda: StudyJob(perts, tr_x, tr_y, te_x, te_y)  # noqa: E731
+        job_of = dict(jobs)
+        for rid, rec in run.results(jobs, make_worker, desc="learnability", unit="run", backend=backend):
+            m, g, s, p = job_of[rid]
             run.write({"id": rid, "model": m, "perturbation": g, "p": p, "seed": s, **rec})
+            run.show(model=m, perturbation=g, p=p)
         study = aggregate(run.records, models, list(perts), probabilities)
     if train_size is not None and train_size < SMALL_TRAIN:
         study["warnings"].append(f"--train-size {train_size} is small: models trained on so few texts learn little, "

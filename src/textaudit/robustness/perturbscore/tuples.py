@@ -10,6 +10,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from textaudit.backends import Backend, place_on_device
 from textaudit.errors import TextAuditError
 from textaudit.lexicons import counterfitted_neighbors
 from textaudit.models.batched import Classifier
@@ -88,7 +89,8 @@ def unmark(marked: str) -> tuple[str, str]:
 def build_tuples(classifier: Classifier, texts: Sequence[str], *, perturbation: str = "random-swap", n: int = 1000,
                  seed: int = 0, output=None, resume: bool = False, space: str = "hidden", steps: int = 5,
                  step: float = 0.01, max_eps: float = 1.0, tolerance: float = 0.005, progress: bool = True,
-                 ids: Sequence[str] | None = None, shard: Shard | None = None) -> list[dict]:
+                 ids: Sequence[str] | None = None, shard: Shard | None = None,
+                 backend: Backend | None = None) -> list[dict]:
     """Make ``n`` attempts (x from ``texts`` in a seeded order, x′ = ``perturbation``(x)); each is
     written to ``output`` as it finishes: ``{"id", "x", "x_prime", "edit_distance", "d", "eps",
     "kept", "shift_at_eps", "seconds"}`` (``eps`` None and ``kept`` false when dropped)."""
@@ -112,21 +114,37 @@ def build_tuples(classifier: Classifier, texts: Sequence[str], *, perturbation: 
     with ResumableRun(output, resume=resume, progress=progress, command="perturbscore build", config=settings,
                       shard=shard) as run:
         kept = sum(1 for r in run.previous if r.get("kept"))
-        jobs = [(f"{ids[int(order[a % len(texts)])]}#{a}", int(order[a % len(texts)])) for a in range(n)]
-        for uid, j in run.track(jobs, desc=f"perturbscore {perturbation}", unit="tuple"):
-            r = np.random.default_rng(int(hashlib.md5(f"{seed}|{uid}".encode()).hexdigest()[:8], 16))
-            x = texts[j]
-            x2 = perturb(x, r)
-            t0 = time.perf_counter()
-            d = model_shift(sm, x, x2, space) if x2 != x else 0.0
-            eps, at = find_epsilon(sm, x, d, step=step, max_eps=max_eps, steps=steps, tolerance=tolerance, space=space)
-            ok = eps is not None and x2 != x
-            kept += ok
-            run.write({"id": uid, "x": x, "x_prime": x2, "edit_distance": edit_distance(x, x2), "d": round(d, 6),
-                       "eps": eps if ok else None, "kept": bool(ok), "shift_at_eps": round(at, 6),
-                       "seconds": round(time.perf_counter() - t0, 3)})
+        jobs = [(f"{ids[int(order[a % len(texts)])]}#{a}", (f"{ids[int(order[a % len(texts)])]}#{a}",
+                                                            texts[int(order[a % len(texts)])])) for a in range(n)]
+        make_worker = lambda: TupleJob(sm, perturb, seed, space=space, step=step, max_eps=max_eps,  # noqa: E731
+                                       steps=steps, tolerance=tolerance)
+        for uid, rec in run.results(jobs, make_worker, desc=f"perturbscore {perturbation}", unit="tuple",
+                                    backend=backend):
+            kept += rec["kept"]
+            run.write({"id": uid, **rec})
             run.show(kept=kept)
         return run.records
+
+
+class TupleJob:
+    """The work of one attempt, as a worker does it: x′ = perturbation(x) from the attempt's own
+    random stream (seed, attempt id), then d and the ε whose PGD shift matches it."""
+
+    def __init__(self, sm, perturb: Callable[[str, np.random.Generator], str], seed: int, **search):
+        place_on_device(sm)
+        self.sm, self.perturb, self.seed, self.search = sm, perturb, seed, search
+
+    def __call__(self, job: tuple[str, str]) -> dict:
+        uid, x = job
+        x2 = self.perturb(x, np.random.default_rng(int(hashlib.md5(f"{self.seed}|{uid}".encode()).hexdigest()[:8], 16)))
+        t0 = time.perf_counter()
+        space = self.search["space"]
+        d = model_shift(self.sm, x, x2, space) if x2 != x else 0.0
+        eps, at = find_epsilon(self.sm, x, d, **self.search)
+        ok = eps is not None and x2 != x
+        return {"x": x, "x_prime": x2, "edit_distance": edit_distance(x, x2), "d": round(d, 6),
+                "eps": eps if ok else None, "kept": bool(ok), "shift_at_eps": round(at, 6),
+                "seconds": round(time.perf_counter() - t0, 3)}
 
 
 def split_tuples(records: Sequence[dict], seed: int = 0, test_share: float = 0.2) -> tuple[list[dict], list[dict]]:
