@@ -72,7 +72,7 @@ class RayBackend:
     address: a running cluster (``auto``, ``ray://host:10001``); None starts a local Ray.
     workers: actors; each holds its own copy of the models.
     gpus_per_worker, cpus_per_worker: Ray resources per actor (fractions allowed).
-    chunk: jobs per task (default: enough for about four tasks per worker, at most 16).
+    chunk: jobs per task (default: about sixteen tasks per worker, 1 to 16 jobs each).
     """
 
     def __init__(self, *, address: str | None = None, workers: int = 2, gpus_per_worker: float = 0.0,
@@ -117,7 +117,8 @@ class RayBackend:
         self.actors = [actor_cls.remote(factory) for _ in range(min(self.workers, len(jobs)))]
         ray.get([a.ready.remote() for a in self.actors])
         self.startup_seconds = time.perf_counter() - t0
-        size = self.chunk or max(1, min(16, len(jobs) // (4 * len(self.actors)) or 1))
+        # small chunks: a worker idles at most one chunk at the end (a task costs Ray about a millisecond)
+        size = self.chunk or max(1, min(16, len(jobs) // (16 * len(self.actors))))
         chunks = [jobs[i:i + size] for i in range(0, len(jobs), size)]
         pending: dict[Any, int] = {}  # task -> actor index
         todo = list(reversed(chunks))

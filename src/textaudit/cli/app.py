@@ -61,13 +61,17 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object as 
 
 
 class _FlagsShowNoType:
-    """``--help`` shows no ``<bool>`` type on flags: a flag takes no value."""
+    """``--help`` shows no ``<bool>`` type on flags (a flag takes no value), and a bounded number as
+    ``<int>``/``<float>`` rather than ``<int range> [x>=1]`` (the bound is in the error message),
+    which would squeeze the help column."""
 
     def get_params(self, ctx):  # type: ignore[override]
         params = super().get_params(ctx)  # type: ignore[misc]
         for p in params:
             if getattr(p, "is_flag", False) and p.metavar is None:
                 p.metavar = ""
+            elif p.metavar is None and (getattr(p, "min", None) is not None or getattr(p, "max", None) is not None):
+                p.metavar = "<int>" if str(p.bare_type()) == "int" else "<float>"
         return params
 
 
