@@ -51,17 +51,29 @@ _IN_WORKER: list[bool] = []  # set in a Ray actor: its models move to its own de
 
 
 class _RayWorker:
-    """One Ray actor: builds its worker once, then runs chunks of jobs."""
+    """One Ray actor: imports torch and textaudit when it starts (while the driver loads its models),
+    builds its worker from the factory once, then runs chunks of jobs. The factory comes as a
+    reference inside a list, so Ray does not fetch it again for every chunk; an actor restarted
+    after a crash builds its worker again on its first chunk."""
 
-    def __init__(self, make_worker: Callable[[], Worker]):
+    def __init__(self):
         _IN_WORKER[:] = [True]
-        self.work = make_worker()
+        import textaudit.attacks  # noqa: F401 - torch, transformers and ours, imported ahead of the work
+        import textaudit.fairness  # noqa: F401
 
-    def run(self, chunk: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
-        return [(job_id, self.work(job)) for job_id, job in chunk]
+        self.work: Worker | None = None
 
-    def ready(self) -> bool:
+    def setup(self, factory: list) -> bool:
+        if self.work is None:
+            import ray
+
+            self.work = ray.get(factory[0])()
         return True
+
+    def run(self, chunk: list[tuple[str, Any]], factory: list) -> list[tuple[str, Any]]:
+        self.setup(factory)
+        assert self.work is not None
+        return [(job_id, self.work(job)) for job_id, job in chunk]
 
 
 class RayBackend:
@@ -99,23 +111,33 @@ class RayBackend:
         else:
             ray.init(address=self.address, runtime_env={"env_vars": env}, log_to_driver=False)
 
+    def start(self) -> "RayBackend":
+        """Start Ray and the workers now, without waiting for them: they import their libraries while
+        the driver loads the models (``make_backend`` calls this before any model loads)."""
+        import ray
+
+        self._init()
+        if not self.actors:
+            actor_cls = ray.remote(num_cpus=self.cpus, num_gpus=self.gpus, max_restarts=-1,
+                                   max_task_retries=-1)(_RayWorker)
+            self.actors = [actor_cls.remote() for _ in range(self.workers)]
+        return self
+
     def map(self, make_worker: Callable[[], Worker], jobs: Sequence[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
+        import sys
+
         import ray
 
         jobs = list(jobs)
         if not jobs:
             return
-        self._init()
-        import sys
-
+        t0 = time.perf_counter()
+        self.start()
         for name, module in list(sys.modules.items()):  # plug-ins are files, not packages the workers could import
             if name.startswith("textaudit_plugin_"):
                 ray.cloudpickle.register_pickle_by_value(module)
-        actor_cls = ray.remote(num_cpus=self.cpus, num_gpus=self.gpus, max_restarts=-1, max_task_retries=-1)(_RayWorker)
-        factory = ray.put(make_worker)
-        t0 = time.perf_counter()
-        self.actors = [actor_cls.remote(factory) for _ in range(min(self.workers, len(jobs)))]
-        ray.get([a.ready.remote() for a in self.actors])
+        factory = [ray.put(make_worker)]
+        ray.get([a.setup.remote(factory) for a in self.actors])
         self.startup_seconds = time.perf_counter() - t0
         # small chunks: a worker idles at most one chunk at the end (a task costs Ray about a millisecond)
         size = self.chunk or max(1, min(16, len(jobs) // (16 * len(self.actors))))
@@ -125,13 +147,13 @@ class RayBackend:
         for a in range(len(self.actors)):  # two chunks per actor in flight: no actor waits for the driver
             for _ in range(2):
                 if todo:
-                    pending[self.actors[a].run.remote(todo.pop())] = a
+                    pending[self.actors[a].run.remote(todo.pop(), factory)] = a
         try:
             while pending:
                 done, _ = ray.wait(list(pending), num_returns=1)
                 a = pending.pop(done[0])
                 if todo:
-                    pending[self.actors[a].run.remote(todo.pop())] = a
+                    pending[self.actors[a].run.remote(todo.pop(), factory)] = a
                 try:
                     results = ray.get(done[0])
                 except ray.exceptions.RayTaskError as e:
@@ -162,7 +184,8 @@ def make_backend(name: str = "serial", *, address: str | None = None, workers: i
             raise TextAuditError("--address applies to --backend ray only")
         return SerialBackend()
     if name == "ray":
-        return RayBackend(address=address, workers=workers, gpus_per_worker=gpus_per_worker, cpus_per_worker=cpus_per_worker)
+        return RayBackend(address=address, workers=workers, gpus_per_worker=gpus_per_worker,
+                          cpus_per_worker=cpus_per_worker).start()
     raise TextAuditError(f"unknown --backend '{name}'; use one of {', '.join(BACKENDS)}")
 
 
