@@ -220,6 +220,13 @@ CASES: list[tuple[str, list[str], dict[str, str], str]] = [
      "--output /proc/r.jsonl cannot be written"),
     ("output dir cannot be made", ["attack", "--model", G, "--data", w("d.tsv"), "--output", "/proc/x/r.jsonl"], {},
      "--output /proc/x/r.jsonl cannot be written"),
+    ("unknown backend", ["attack", "--model", "cnn", "--backend", "spark"], {}, "unknown --backend 'spark'"),
+    ("address without ray", ["learnability", "--address", "auto"], {}, "--address applies to --backend ray only"),
+    ("workers 0", ["bias", "--pair", "he,she", "--backend", "ray", "--workers", "0"], {}, "Invalid value for '--workers'"),
+    ("gpus negative", ["perturbscore", "build", "--backend", "ray", "--gpus-per-worker", "-1"], {},
+     "Invalid value for '--gpus-per-worker'"),
+    ("bad data before ray starts", ["attack", "--model", G, "--backend", "ray", "--data", w("nope.tsv")], {},
+     "does not exist"),
     ("shard out of range", ["attack", "--model", "cnn", "--shard", "2/2", "--output", w("adir/r.jsonl")], {},
      "--shard must be i/N with 0 <= i < N"),
     ("shard without output", ["bias", "--pair", "he,she", "--shard", "0/2"], {}, "--shard needs --output"),
@@ -381,3 +388,31 @@ def test_one_dataset_spelled_two_ways_has_one_set_of_ids(world, tmp_path, cli):
     r = cli(*args, "--data", "sst2:dev", "--resume", "--json")
     assert r.exit_code == 0, r.output
     assert read_jsonl(out) == first and json.loads(r.stdout.splitlines()[-1])["n"] == 3
+
+
+def test_a_resume_with_another_budget_is_refused_even_when_one_side_is_none(world, tmp_path):
+    """The full configuration is compared on resume: no budget and a budget of 500 are two runs."""
+    from textaudit.attacks import make_attack, run_attack
+    from textaudit.errors import TextAuditError
+    from textaudit.models.registry import load_plugin
+
+    root, _ = world
+    clf = load_plugin(f"{root}/good.py:clf")
+    out = tmp_path / "r.jsonl"
+    run_attack(make_attack("genetic", clf), ["a good film ."], [1], output=out, progress=False)
+    with pytest.raises(TextAuditError, match=r"max_queries: None → 500"):
+        run_attack(make_attack("genetic", clf, max_queries=500), ["a good film ."], [1], output=out, resume=True,
+                   progress=False)
+
+
+def test_a_resume_with_another_model_is_refused(tmp_path, cli):
+    """The header records the model's fingerprint (here: the plug-in's source): a changed model is another run."""
+    (tmp_path / "p.py").write_text(GOOD)
+    (tmp_path / "d.tsv").write_text("label\ttext\n1\ta good film .\n0\ta dull film .\n")
+    args = ["attack", "--model", f"{tmp_path}/p.py:clf", "--method", "genetic", "--data", str(tmp_path / "d.tsv"),
+            "--no-ppl", "--output", str(tmp_path / "r.jsonl")]
+    assert cli(*args).exit_code == 0
+    assert cli(*args, "--resume").exit_code == 0  # the same model continues
+    (tmp_path / "p.py").write_text(GOOD.replace("0.3, 0.7", "0.2, 0.8"))
+    r = cli(*args, "--resume")
+    assert r.exit_code == 2 and "model_fingerprint:" in r.stderr and r.stderr.count("\n") == 1

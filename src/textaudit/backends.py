@@ -51,7 +51,7 @@ _IN_WORKER: list[bool] = []  # set in a Ray actor: its models move to its own de
 
 
 class _RayWorker:
-    """One Ray actor: imports torch and textaudit when it starts (while the driver loads its models),
+    """One Ray actor: imports torch and textaudit when it starts,
     builds its worker from the factory once, then runs chunks of jobs. The factory comes as a
     reference inside a list, so Ray does not fetch it again for every chunk; an actor restarted
     after a crash builds its worker again on its first chunk."""
@@ -113,7 +113,7 @@ class RayBackend:
 
     def start(self) -> "RayBackend":
         """Start Ray and the workers now, without waiting for them: they import their libraries while
-        the driver loads the models (``make_backend`` calls this before any model loads)."""
+        the caller goes on (loading models, say); :meth:`map` calls it when nobody did."""
         import ray
 
         self._init()
@@ -184,8 +184,9 @@ def make_backend(name: str = "serial", *, address: str | None = None, workers: i
             raise TextAuditError("--address applies to --backend ray only")
         return SerialBackend()
     if name == "ray":
+        # not started here: bad data or a bad --output must stay a one-line error, not a Ray start-up first
         return RayBackend(address=address, workers=workers, gpus_per_worker=gpus_per_worker,
-                          cpus_per_worker=cpus_per_worker).start()
+                          cpus_per_worker=cpus_per_worker)
     raise TextAuditError(f"unknown --backend '{name}'; use one of {', '.join(BACKENDS)}")
 
 

@@ -27,9 +27,10 @@ def _existing_directory(name: str, value: str) -> None:
         raise TextAuditError(f"{name}={value} is not a directory; point it at the data directory (e.g. ../shared/data)")
 
 
-def _whole_number(name: str, value: str) -> None:
-    if not value.strip().isdigit() or int(value) < 1:
-        raise TextAuditError(f"{name} must be a whole number >= 1 (got '{value}')")
+def _threads(name: str, value: str) -> None:
+    from textaudit.device import cpu_threads
+
+    cpu_threads()  # the one reader of TEXTAUDIT_THREADS says what is wrong with it
 
 
 def _seconds(name: str, value: str) -> None:
@@ -57,7 +58,7 @@ ENVIRONMENT: dict[str, tuple[Callable[[str, str], None], str]] = {
     "TEXTAUDIT_DATA": (_existing_directory, "directory of SST-2 and the lexicons (resources)"),
     "TEXTAUDIT_CACHE": (_directory, "where trained models, downloads and caches go (default ~/.cache/textaudit)"),
     "TEXTAUDIT_DEVICE": (_device, "cpu, cuda or cuda:N (default: CUDA when present)"),
-    "TEXTAUDIT_THREADS": (_whole_number, "CPU threads torch uses (audit --threads)"),
+    "TEXTAUDIT_THREADS": (_threads, "CPU threads torch uses (audit --threads)"),
     "TEXTAUDIT_PROGRESS_SECONDS": (_seconds, "seconds between progress lines when stderr is not a terminal"),
     "TEXTAUDIT_OFFLINE": (_switch, "1: never download"),
     "TEXTAUDIT_TRUST_REMOTE_CODE": (_switch, "1: let named HuggingFace models run their own code"),

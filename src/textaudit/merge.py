@@ -42,8 +42,7 @@ def merge_results(output: str | Path, inputs: Sequence[str | Path]) -> tuple[dic
         if h.get("command") != first.get("command"):
             raise TextAuditError(f"{p} holds '{h.get('command')}' results, {inputs[0]} '{first.get('command')}'; "
                                  "merge the shards of one run only")
-        bad = config_conflicts(first["config"], h["config"]) + [
-            f"{k}: missing → {h['config'][k]}" for k in h["config"] if k not in first["config"]]
+        bad = config_conflicts(first["config"], h["config"], exact=True)
         if bad:
             raise TextAuditError(f"{p} was written with other settings than {inputs[0]} ({'; '.join(bad)}); "
                                  "merge the shards of one run only")
@@ -85,7 +84,7 @@ def summarize_records(header: dict, records: list[dict]) -> dict[str, Any]:
         probabilities = sorted({float(r["p"]) for r in records if r["p"] != "robustness"})
         return aggregate(records, models, perts, probabilities)
     if command == "perturbscore build":
-        kept = [r for r in records if r.get("kept")]
-        return {"model": config.get("model"), "perturbation": config.get("perturbation"), "tried": len(records),
-                "kept": len(kept), "mean_eps": round(sum(r["eps"] for r in kept) / len(kept), 4) if kept else None}
+        from textaudit.robustness.perturbscore.tuples import summarize_tuples
+
+        return {"model": config.get("model"), "perturbation": config.get("perturbation"), **summarize_tuples(records)}
     raise TextAuditError(f"cannot summarize '{command}' results")

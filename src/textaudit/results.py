@@ -41,9 +41,16 @@ def read_header(path: str | Path) -> dict | None:
     return None
 
 
-def config_conflicts(saved: dict, wanted: dict) -> list[str]:
-    """The settings of ``wanted`` that differ from ``saved`` (keys in both; None in ``wanted`` means
-    "the default", not checked), as ``"key: saved → wanted"``."""
+def config_conflicts(saved: dict, wanted: dict, *, exact: bool = False) -> list[str]:
+    """The settings of ``wanted`` that differ from ``saved``, as ``"key: saved → wanted"``.
+
+    ``exact``: every key of either side counts, None included (a run's full configuration);
+    otherwise only keys in both, and None in ``wanted`` means "the default", not checked (the
+    options a user typed, compared before the defaults are known)."""
+    if exact:
+        keys = list(saved) + [k for k in wanted if k not in saved]
+        return [f"{k}: {saved.get(k, 'missing')} → {wanted.get(k, 'missing')}" for k in keys
+                if _norm(saved.get(k)) != _norm(wanted.get(k)) or (k in saved) != (k in wanted)]
     return [f"{k}: {saved[k]} → {v}" for k, v in wanted.items()
             if v is not None and k in saved and _norm(saved[k]) != _norm(v)]
 
@@ -52,10 +59,12 @@ def _norm(v: Any) -> Any:
     return json.loads(json.dumps(v, default=_default))  # tuples → lists, numpy → numbers, as written
 
 
-def check_output(path: str | Path | None, resume: bool, settings: dict | None = None, shard: str | None = None) -> None:
+def check_output(path: str | Path | None, resume: bool, settings: dict | None = None, shard: str | None = None,
+                 *, exact: bool = False) -> None:
     """Everything about ``--output`` that can fail, checked before any model loads: ``--resume``
     without a file; a directory; a file that exists without ``--resume``; a file written with
-    other ``settings`` (see :func:`config_conflicts`) or for another ``shard`` ("i/N"); another
+    other ``settings`` (see :func:`config_conflicts`; ``exact`` for a run's full configuration) or
+    for another ``shard`` ("i/N"); another
     process writing it. The lock taken here is kept by the process (the writer takes it again)."""
     if path is None:
         if resume:
@@ -71,7 +80,7 @@ def check_output(path: str | Path | None, resume: bool, settings: dict | None = 
         if not resume:
             raise TextAuditError(f"{path} already exists; pass --resume to continue it or choose another --output")
         header = _checked_header(path)
-        bad = config_conflicts(header.get("config", {}), settings or {})
+        bad = config_conflicts(header.get("config", {}), settings or {}, exact=exact and bool(header))
         if header and header.get("shard") != shard:
             bad.append(f"shard: {header.get('shard') or 'none'} → {shard or 'none'}")
         if bad:
@@ -162,7 +171,7 @@ class JsonlWriter:
         self.header: dict | None = None
         if self.path is None:
             return
-        check_output(self.path, resume, config, shard)
+        check_output(self.path, resume, config, shard, exact=config is not None)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if resume:
             self.records = read_jsonl(self.path)

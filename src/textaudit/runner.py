@@ -2,11 +2,12 @@
 
 :class:`ResumableRun` owns the results file (:class:`~textaudit.results.JsonlWriter`: append and
 flush per record, a cut-off last line repaired), the ids already done (``--resume``), and the
-progress bar. A command supplies only its jobs and the work of one job::
+progress bar. A command supplies only its jobs and a factory of the work of one job (built once
+per worker; :mod:`textaudit.backends` decides where the jobs run)::
 
     with ResumableRun(output, resume=resume) as run:
-        for job_id, job in run.track(jobs, desc="so-beam", unit="ex"):
-            run.write(work(job))
+        for job_id, record in run.results(jobs, lambda: work, desc="so-beam", unit="ex"):
+            run.write({"id": job_id, **record})
             run.show(success="3/4")
 """
 
@@ -59,23 +60,12 @@ class ResumableRun:
         """Every record of the file: the previous ones and those written since (with ``keep``)."""
         return self.writer.records
 
-    def track(self, jobs: Sequence[tuple[str, T]], *, desc: str, unit: str,
-              skip: Callable[[str], bool] | None = None) -> Iterator[tuple[str, T]]:
-        """Yield the ``(id, job)`` pairs still to do (default: id not in :attr:`done`) in this run's
-        shard, advancing the progress bar after each one."""
-        skip = skip or (lambda job_id: job_id in self.done)
-        todo = [(job_id, job) for job_id, job in jobs if in_shard(job_id, self.shard) and not skip(job_id)]
-        self._bar = progress_bar(total=len(todo), desc=desc, unit=unit, enabled=self.progress)
-        for job_id, job in todo:
-            yield job_id, job
-            self._bar.update(1)
-        self._bar.close()
-
     def results(self, jobs: Sequence[tuple[str, T]], make_worker: Callable[[], Callable[[T], Any]], *, desc: str,
                 unit: str, skip: Callable[[str], bool] | None = None,
                 backend: Backend | None = None) -> Iterator[tuple[str, Any]]:
-        """Like :meth:`track`, but the work is done by ``backend`` (default: here, in order) with the
-        workers ``make_worker`` builds: yield ``(id, work(job))`` as jobs finish, advancing the bar."""
+        """Run the jobs still to do (default: id not in :attr:`done`) in this run's shard on ``backend``
+        (default: here, in order) with the workers ``make_worker`` builds; yield ``(id, work(job))`` as
+        jobs finish, advancing the progress bar."""
         skip = skip or (lambda job_id: job_id in self.done)
         todo = [(job_id, job) for job_id, job in jobs if in_shard(job_id, self.shard) and not skip(job_id)]
         self._bar = progress_bar(total=len(todo), desc=desc, unit=unit, enabled=self.progress)

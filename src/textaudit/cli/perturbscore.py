@@ -40,6 +40,7 @@ from textaudit.robustness.perturbscore import (
     mark,
     split_tuples,
 )
+from textaudit.robustness.perturbscore.tuples import summarize_tuples
 
 ps_app = typer.Typer(cls=AuditGroup, no_args_is_help=True, help="PerturbScore: ε of discrete perturbations.")
 app.add_typer(ps_app, name="perturbscore")
@@ -83,9 +84,7 @@ def build(
     recs = build_tuples(clf, list(ds["text"]), perturbation=perturbation, n=n, seed=seed, output=output,
                         resume=resume, space=space, steps=steps, max_eps=max_eps, tolerance=tolerance,
                         ids=example_ids(data, len(ds)), shard=part, backend=runner)
-    kept = [r for r in recs if r.get("kept")]
-    summary = {"model": clf.name, "perturbation": perturbation, "tried": len(recs), "kept": len(kept),
-               "mean_eps": round(float(sum(r["eps"] for r in kept) / len(kept)), 4) if kept else None,
+    summary = {"model": clf.name, "perturbation": perturbation, **summarize_tuples(recs),
                "seconds": round(time.perf_counter() - t0, 1), "output": str(output)}
     notice(f"tuples: {output}")
     if json_out:

@@ -227,6 +227,12 @@ def _unit_id(pair: tuple[str, str], src: Source, sampled_k: int | None) -> str:
     return f"{pair[0]},{pair[1]}|{src.id}|{'enum' if sampled_k is None else f'k={sampled_k}'}"
 
 
+def _read_unit(src: Source, marker: dict, rows: list[dict]) -> ScoredUnit:
+    """A scored unit as its rows and marker in a results file hold it (the inverse of what run_bias writes)."""
+    return ScoredUnit(src, marker.get("sampled_k"), [r["text"] for r in rows], np.array([r["distance"] for r in rows]),
+                      np.array([r["F"] for r in rows], dtype=float), marker.get("weight"))
+
+
 def _finished_units(records: list[dict]) -> dict[tuple[str, str], tuple[dict, list[dict]]]:
     """Return {(unit, model): (marker, lines)} for the finished units among an output's records."""
     lines: dict[tuple[str, str], dict[int, dict]] = {}
@@ -259,13 +265,9 @@ def estimates_from_records(records: Sequence[dict], k: int,
     shards merged, for instance): every unit counts (X_filter is not in the records)."""
     units: dict[str, dict[tuple[str, str], list[ScoredUnit]]] = {}
     for (_, model), (m, rows) in _finished_units(list(records)).items():
-        pair = m.get("pair") or (rows[0]["pair"] if rows else None)
-        if pair is None:
-            continue  # an empty unit of an older file: it adds nothing to any estimate
-        src = Source(m.get("source") or rows[0]["source"], None, -1, bool(rows and rows[0]["reversed"]))  # type: ignore[arg-type]
-        unit = ScoredUnit(src, m.get("sampled_k"), [r["text"] for r in rows], np.array([r["distance"] for r in rows]),
-                          np.array([r["F"] for r in rows], dtype=float), m.get("weight"))
-        units.setdefault(model, {}).setdefault((pair[0], pair[1]), []).append(unit)
+        # only the id of the source is needed here: aggregate pools F by unit
+        src = Source(m["source"], None, -1, bool(rows and rows[0]["reversed"]))  # type: ignore[arg-type]
+        units.setdefault(model, {}).setdefault((m["pair"][0], m["pair"][1]), []).append(_read_unit(src, m, rows))
     return {model: {pair: aggregate(us, pair, k, enumerate_k) for pair, us in per.items()} for model, per in units.items()}
 
 
@@ -329,10 +331,7 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
                 todo.append((uid, (pair, src, sampled_k)))
                 continue
             for n in names:
-                m, rows = previous[(uid, n)]
-                units[(pair, n)].append(ScoredUnit(src, sampled_k, [r["text"] for r in rows],
-                                                   np.array([r["distance"] for r in rows]),
-                                                   np.array([r["F"] for r in rows], dtype=float), m.get("weight")))
+                units[(pair, n)].append(_read_unit(src, *previous[(uid, n)]))
         job_of = dict(todo)
         make_worker = lambda: UnitJob(estimator, k, scorers[1:])  # noqa: E731
         for uid, scored in run.results(todo, make_worker, desc=f"bias k<={k}", unit="unit", skip=lambda _: False,

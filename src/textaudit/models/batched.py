@@ -109,10 +109,22 @@ class BatchedClassifier:
         self.name = name
         self.labels = list(labels) if labels is not None else None
         self.user_code = user_code
-        #: what identifies the model's weights/code (set by the loaders; see textaudit.files.fingerprint_files)
-        self.fingerprint: str | None = None
+        self._fingerprint: str | Callable[[], str | None] | None = None
         self.stats = QueryStats()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    @property
+    def fingerprint(self) -> str | None:
+        """What identifies the model's weights or code (a results file's header records it). Loaders
+        set it, or a function computing it: hashing a large model's files then happens only when a
+        results file needs it, once."""
+        if callable(self._fingerprint):
+            self._fingerprint = self._fingerprint()
+        return self._fingerprint
+
+    @fingerprint.setter
+    def fingerprint(self, value: str | Callable[[], str | None] | None) -> None:
+        self._fingerprint = value
 
     # -- protocol -------------------------------------------------------------------------------
     @property

@@ -48,5 +48,5 @@ def load_hf_classifier(name_or_path: str, *, device: str | None = None, batch_si
     clf = torch_classifier(model, hf_tokenize(tok, max_length), name=f"hf:{name_or_path}", device=device,
                            batch_size=batch_size, num_classes=model.config.num_labels, labels=labels)
     # a local directory by its files; a hub model by the commit its files came from
-    clf.fingerprint = fingerprint_dir(local) if local.exists() else getattr(model.config, "_commit_hash", None)
+    clf.fingerprint = (lambda: fingerprint_dir(local)) if local.exists() else getattr(model.config, "_commit_hash", None)
     return clf

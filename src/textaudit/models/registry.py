@@ -87,7 +87,7 @@ def load_plugin(spec: str, *, batch_size: int | None = None, cache_size: int = 1
     output = getattr(obj, "output", "probs")
     clf = as_classifier(obj, output=output, name=getattr(obj, "name", None) or f"{path.name}:{objname}",
                         batch_size=batch_size, cache_size=cache_size)
-    clf.fingerprint = fingerprint_files([path])  # its code (what it loads is the plug-in's business)
+    clf.fingerprint = lambda: fingerprint_files([path])  # its code (what it loads is the plug-in's business)
     return clf
 
 

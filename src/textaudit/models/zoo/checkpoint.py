@@ -123,7 +123,7 @@ def load_checkpoint(path: Path, *, device: str | None = None, batch_size: int | 
     encode = batch_encoder(cfg["arch"], tok, int(cfg.get("max_len", 128)))
     clf = torch_classifier(module, encode, name=name or cfg.get("name", cfg["arch"]), device=device,
                            batch_size=batch_size, num_classes=int(cfg["num_classes"]), labels=cfg.get("labels"))
-    clf.fingerprint = fingerprint_dir(path)
+    clf.fingerprint = lambda: fingerprint_dir(path)
     clf.checkpoint = Path(path)  # type: ignore[attr-defined]
     clf.config = cfg  # type: ignore[attr-defined]
     return clf

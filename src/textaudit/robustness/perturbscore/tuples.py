@@ -20,7 +20,7 @@ from textaudit.sentence import Sentence
 from textaudit.shards import Shard
 
 __all__ = ["TUPLE_PERTURBATIONS", "random_swap", "synonym_swap", "edit_distance", "mark", "unmark", "build_tuples",
-           "split_tuples"]
+           "summarize_tuples", "split_tuples"]
 
 
 def _positions(s: Sentence) -> list[int]:
@@ -145,6 +145,13 @@ class TupleJob:
         return {"x": x, "x_prime": x2, "edit_distance": edit_distance(x, x2), "d": round(d, 6),
                 "eps": eps if ok else None, "kept": bool(ok), "shift_at_eps": round(at, 6),
                 "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def summarize_tuples(records: Sequence[dict]) -> dict:
+    """``tried``, ``kept`` and the mean ε of the kept tuples (``audit perturbscore build`` and ``audit merge``)."""
+    kept = [r for r in records if r.get("kept")]
+    return {"tried": len(records), "kept": len(kept),
+            "mean_eps": round(float(sum(r["eps"] for r in kept) / len(kept)), 4) if kept else None}
 
 
 def split_tuples(records: Sequence[dict], seed: int = 0, test_share: float = 0.2) -> tuple[list[dict], list[dict]]:
