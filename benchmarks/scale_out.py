@@ -4,16 +4,18 @@ SO-Beam (k = 6, β = 20, minilm-mlm, --no-ppl) on the zoo's cnn over the first N
 run end to end as a user runs it (a fresh process: imports, model loading, search, writing), once
 serial and once with ``--backend ray --workers W``. Prints seconds, examples/s, the ratio
 Ray / serial, and how the records compare (seconds and query counters aside). On a 2-core machine
-expect ≈ 1× (the point is overhead); with a GPU lent, ``--gpus-per-worker 0.25 --workers 4``
-against ``--workers 1`` measures four workers sharing one GPU.
+expect ≈ 1× (the point is overhead). This machine's speed drifts by ±15 % from one minute to the next,
+so the two runs alternate for ``--rounds`` rounds and the ratio is that of the medians. With a GPU
+lent, ``--gpus-per-worker 0.25 --workers 4`` against ``--workers 1`` measures four workers sharing one GPU.
 
-    TEXTAUDIT_DATA=../shared/data python benchmarks/scale_out.py [--limit 50] [--workers 2] [--gpus-per-worker 0]
+    TEXTAUDIT_DATA=../shared/data python benchmarks/scale_out.py [--limit 50] [--workers 2] [--gpus-per-worker 0] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -38,22 +40,30 @@ def main() -> None:
     ap.add_argument("--gpus-per-worker", type=float, default=0.0)
     ap.add_argument("--cpus-per-worker", type=float, default=1.0)
     ap.add_argument("--model", default="cnn")
+    ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     from textaudit.results import read_jsonl
 
     tmp = Path(tempfile.mkdtemp())
     base = ["attack", "--model", args.model, "--k", "6", "--mlm", "minilm-mlm", "--limit", str(args.limit), "--no-ppl"]
     audit(*base[:-3], "--limit", "1", "--no-ppl", "--output", str(tmp / "warm.jsonl"))  # first-use training, caches
-    t_serial, s_serial = audit(*base, "--output", str(tmp / "serial.jsonl"))
-    t_ray, s_ray = audit(*base, "--output", str(tmp / "ray.jsonl"), "--backend", "ray", "--workers", str(args.workers),
-                         "--gpus-per-worker", str(args.gpus_per_worker), "--cpus-per-worker", str(args.cpus_per_worker))
+    ray_args = ["--backend", "ray", "--workers", str(args.workers), "--gpus-per-worker", str(args.gpus_per_worker),
+                "--cpus-per-worker", str(args.cpus_per_worker)]
     n = args.limit
     print(f"audit attack: SO-Beam k=6 on {args.model}, {n} SST-2 dev examples, end to end in a fresh process; "
           f"{args.workers} Ray workers ({args.cpus_per_worker} CPU, {args.gpus_per_worker} GPU each)")
-    print(f"{'backend':<10} {'seconds':>8} {'examples/s':>11} {'success rate':>13}")
-    print(f"{'serial':<10} {t_serial:8.1f} {n / t_serial:11.2f} {s_serial['success_rate']:>13}")
-    print(f"{'ray':<10} {t_ray:8.1f} {n / t_ray:11.2f} {s_ray['success_rate']:>13}")
-    print(f"ray / serial: {t_ray / t_serial:.2f}x")
+    print(f"{'round':<6} {'serial s':>9} {'ray s':>8} {'ray / serial':>13}")
+    times: dict[str, list[float]] = {"serial": [], "ray": []}
+    for r in range(args.rounds):
+        for name, extra in (("serial", []), ("ray", ray_args)):
+            (tmp / f"{name}.jsonl").unlink(missing_ok=True)
+            t, summary = audit(*base, "--output", str(tmp / f"{name}.jsonl"), *extra)
+            times[name].append(t)
+            assert summary["attacked"] == n, summary
+        print(f"{r + 1:<6} {times['serial'][-1]:9.1f} {times['ray'][-1]:8.1f} {times['ray'][-1] / times['serial'][-1]:12.2f}x")
+    t_serial, t_ray = statistics.median(times["serial"]), statistics.median(times["ray"])
+    print(f"{'median':<6} {t_serial:9.1f} {t_ray:8.1f} {t_ray / t_serial:12.2f}x   "
+          f"({n / t_serial:.2f} vs {n / t_ray:.2f} examples/s)")
     serial = {r["id"]: r for r in read_jsonl(tmp / "serial.jsonl")}
     diff = [(r["id"], k, serial[r["id"]].get(k), r.get(k)) for r in read_jsonl(tmp / "ray.jsonl") for k in r
             if k not in VOLATILE and r.get(k) != serial[r["id"]].get(k)]

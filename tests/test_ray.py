@@ -115,3 +115,12 @@ def test_a_killed_driver_resumes_without_duplicates(tmp_path):
     ids = [x["id"] for x in read_jsonl(out)]
     assert sorted(ids) == sorted(set(ids)) and len(ids) == len(rows)
     assert json.loads(r.stdout.splitlines()[-1])["success"] == len(rows)
+
+
+def test_the_costliest_jobs_start_first():
+    # one worker, one job per task: results come back in the order the jobs were started
+    jobs = [(f"j{i}", "word " * n) for i, n in enumerate([3, 40, 1, 12, 40, 7])]
+    out = list(RayBackend(workers=1, chunk=1).map(lambda: lambda text: len(text.split()), jobs,
+                                                   cost=lambda text: len(text.split())))
+    assert [j for j, _ in out] == ["j1", "j4", "j3", "j5", "j0", "j2"]  # longest first, ties in given order
+    assert list(RayBackend(workers=1, chunk=1).map(lambda: len, jobs)) == [(j, len(t)) for j, t in jobs]

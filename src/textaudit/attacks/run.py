@@ -135,7 +135,8 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
         for r in run.previous:
             summary.add(r)
         jobs = [(id_, (texts[i], None if labels is None else int(labels[i]))) for i, id_ in enumerate(ids)]
-        for id_, rec in run.results(jobs, lambda: AttackJob(attack, ppl), desc=title, unit="ex", backend=backend):
+        for id_, rec in run.results(jobs, lambda: AttackJob(attack, ppl), desc=title, unit="ex", backend=backend,
+                                   cost=lambda job: len(job[0].split())):  # neighbourhoods grow with length
             rec = {"id": id_, **rec}
             run.write(rec)
             summary.add(rec)

@@ -84,6 +84,7 @@ def attack(
                  time_budget=time_budget, seed=seed, threshold=threshold, data=data_id, ppl=ppl,
                  lm_constraint=lm_constraint if method == "genetic" else None)
     ds = load_dataset(data, text_column=text_column, label_column=label_column, default_split="dev", limit=limit)
+    runner.start()  # workers import their libraries while the models load here
     clf = load_classifier(model)
     options["mlm"] = load_mlm(mlm) if spec.needs_mlm else None
     # SmolLM2 is loaded on first use: a run (or a --resume) without a success never loads it

@@ -83,6 +83,7 @@ def bias(
     part = check_output(output, resume, shard, k=k, enumerate_k=enumerate_k, sample=sample, kappa=kappa, delta=delta, seed=seed,
                  data=data_id)
     ds = load_dataset(data, text_column=text_column, label_column=None, default_split="dev", limit=limit)
+    runner.start()  # workers import their libraries while the models load here
     masked_lm = load_mlm(mlm) if k > 0 else None
     opts = dict(kappa=kappa, delta=delta, enumerate_k=enumerate_k, sample=sample, seed=seed)
     est = CounterfactualBias(load_classifier(model), masked_lm, **opts)

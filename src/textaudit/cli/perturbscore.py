@@ -79,6 +79,7 @@ def build(
     part = check_output(output, resume, shard, perturbation=perturbation, seed=seed, space=space, steps=steps, max_eps=max_eps,
                  tolerance=tolerance)
     ds = load_dataset(data, default_split="dev", label_column=None)
+    runner.start()  # workers import their libraries while the models load here
     clf = load_classifier(model)
     t0 = time.perf_counter()
     recs = build_tuples(clf, list(ds["text"]), perturbation=perturbation, n=n, seed=seed, output=output,

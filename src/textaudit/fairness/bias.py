@@ -335,7 +335,7 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
         job_of = dict(todo)
         make_worker = lambda: UnitJob(estimator, k, scorers[1:])  # noqa: E731
         for uid, scored in run.results(todo, make_worker, desc=f"bias k<={k}", unit="unit", skip=lambda _: False,
-                                       backend=backend):
+                                       backend=backend, cost=lambda job: len(job[1].text.split())):
             pair, src, sampled_k = job_of[uid]
             for n, u in zip(names, scored):
                 units[(pair, n)].append(u)
