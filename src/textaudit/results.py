@@ -21,7 +21,7 @@ from typing import Any, Iterator
 
 from textaudit.errors import TextAuditError
 
-__all__ = ["read_jsonl", "read_header", "JsonlWriter", "HEADER", "config_conflicts", "check_output"]
+__all__ = ["read_jsonl", "read_header", "JsonlWriter", "HEADER", "config_conflicts", "check_output", "write_results"]
 
 #: the key of the header record (the first line of a results file)
 HEADER = "header"
@@ -59,13 +59,14 @@ def _norm(v: Any) -> Any:
     return json.loads(json.dumps(v, default=_default))  # tuples → lists, numpy → numbers, as written
 
 
-def check_output(path: str | Path | None, resume: bool, settings: dict | None = None, shard: str | None = None,
+def check_output(path: str | Path | None, resume: bool | None, settings: dict | None = None, shard: str | None = None,
                  *, exact: bool = False) -> None:
     """Everything about ``--output`` that can fail, checked before any model loads: ``--resume``
     without a file; a directory; a file that exists without ``--resume``; a file written with
     other ``settings`` (see :func:`config_conflicts`; ``exact`` for a run's full configuration) or
     for another ``shard`` ("i/N"); another
-    process writing it. The lock taken here is kept by the process (the writer takes it again)."""
+    process writing it. The lock taken here is kept by the process (the writer takes it again).
+    ``resume=None``: the command has no ``--resume`` (a short run that writes its file at the end)."""
     if path is None:
         if resume:
             raise TextAuditError("--resume needs --output (the JSONL file to continue)")
@@ -77,6 +78,8 @@ def check_output(path: str | Path | None, resume: bool, settings: dict | None = 
     if path.is_dir():
         raise TextAuditError(f"--output {path} is a directory; give a file name, e.g. {path / 'results.jsonl'}")
     if path.exists() and path.stat().st_size > 0:
+        if resume is None:  # a command without --resume
+            raise TextAuditError(f"{path} already exists; choose another --output or remove it")
         if not resume:
             raise TextAuditError(f"{path} already exists; pass --resume to continue it or choose another --output")
         header = _checked_header(path)
@@ -222,6 +225,16 @@ class JsonlWriter:
         """Release the lock on the file (the process keeps it if it took it more than once)."""
         if self.path is not None:
             _release_lock(self.path)
+
+
+def write_results(path: str | Path, records: list[dict], *, command: str, config: dict) -> None:
+    """Write a short run's records (a certification, a word-order sweep) as a results file: the header
+    record then ``records``; like every results file it is never overwritten (:func:`check_output`)."""
+    writer = JsonlWriter(path, command=command, config=config)
+    try:
+        writer.extend(records)
+    finally:
+        writer.close()
 
 
 def _default(o: Any):

@@ -13,6 +13,7 @@ from textaudit.errors import TextAuditError
 from textaudit.lm import CausalLM, LazyCausalLM
 from textaudit.runner import ResumableRun
 from textaudit.shards import Shard
+from textaudit.stats import wilson
 
 __all__ = ["run_attack", "summarize", "AttackSummary"]
 
@@ -20,7 +21,8 @@ __all__ = ["run_attack", "summarize", "AttackSummary"]
 class AttackSummary:
     """The summary of an attack run, updated one record at a time (:meth:`add` is O(1)).
 
-    success_rate = successes / attacked (skipped and errors excluded); mean ℓ0 of successes;
+    success_rate = successes / attacked (skipped and errors excluded) with its Wilson 95% interval;
+    mean ℓ0 of successes;
     median perplexities; seconds of search and of perplexity (SmolLM2, its loading included) and
     classifier queries per attacked example."""
 
@@ -69,6 +71,7 @@ class AttackSummary:
             "method": self.method, "k": self.k, "n": self.n, "attacked": ran, "success": succ,
             "failed": self.counts["failed"], "skipped": self.counts["skipped"], "errors": self.counts["error"],
             "success_rate": self.success_rate,
+            "success_rate_ci95": list(wilson(succ, ran) or ()) or None,
             "mean_l0": round(self.l0_sum / succ, 3) if succ else None,
             "already_vulnerable": self.already_vulnerable,
             "median_ppl_original": round(statistics.median(self.ppl_original), 2) if self.ppl_original else None,

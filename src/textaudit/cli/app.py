@@ -25,7 +25,7 @@ from textaudit.shards import Shard, parse_shard, shard_name
 
 __all__ = ["AuditGroup", "fail", "AuditCommand", "app", "emit_json", "print_table", "notice", "check_output", "example_ids", "ModelOpt",
            "DataOpt", "TextColumnOpt", "LabelColumnOpt", "LimitOpt", "OutputOpt", "ResumeOpt", "SeedOpt", "ShardOpt", "JsonOpt",
-           "BackendOpt", "AddressOpt", "WorkersOpt", "GpusOpt", "CpusOpt",
+           "BackendOpt", "AddressOpt", "WorkersOpt", "GpusOpt", "CpusOpt", "format_ci",
            "MODEL_HELP"]
 
 #: what an interrupted command keeps, and how to continue: commands with a results file (--output)
@@ -176,7 +176,7 @@ def interrupt_hint(argv: list[str]) -> str:
     return INTERRUPT_HINT if has_output else INTERRUPT_NO_OUTPUT
 
 
-def check_output(output: Path | None, resume: bool, shard: str | None = None, **settings: Any) -> Shard | None:
+def check_output(output: Path | None, resume: bool | None, shard: str | None = None, **settings: Any) -> Shard | None:
     """Everything about ``--output``/``--resume``/``--shard`` that can fail, before any model loads
     (see :func:`textaudit.results.check_output`; ``settings``: the options a results file's header
     must agree with on ``--resume``, None meaning the default, not compared). Returns the shard."""
@@ -192,6 +192,11 @@ def example_ids(data: str, n: int, default_split: str = "dev") -> list[str]:
     its name, so a moved file resumes)."""
     prefix = dataset_id(data, default_split)
     return [f"{prefix}:{i}" for i in range(n)]
+
+
+def format_ci(ci: Any, digits: int = 4) -> str:
+    """A 95% interval as ``[lo, hi]`` for a table ("-" when there is none)."""
+    return f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else "-"
 
 
 def emit_json(obj: Any) -> None:

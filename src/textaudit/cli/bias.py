@@ -34,6 +34,7 @@ from textaudit.cli.app import (
 from textaudit.data import dataset_id, load_dataset
 from textaudit.errors import TextAuditError
 from textaudit.fairness import GROUPS, CounterfactualBias, load_pairs_file, parse_pair, report, run_bias
+from textaudit.fairness.estimates import CI_METHODS
 from textaudit.fairness.plots import plot_bias
 from textaudit.models import load_classifier
 from textaudit.neighborhoods.mlm import load_mlm
@@ -66,6 +67,7 @@ def bias(
     workers: WorkersOpt = 2,
     gpus_per_worker: GpusOpt = 0.0,
     cpus_per_worker: CpusOpt = 1.0,
+    ci: str = typer.Option("clustered", "--ci", help="95% interval of B: clustered (CLT) or bootstrap (cluster bootstrap, for small X_p)."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Directory for histograms, B vs k and the pair bar chart."),
     seed: SeedOpt = 0,
     json_out: JsonOpt = False,
@@ -77,6 +79,8 @@ def bias(
     if group is not None and group not in GROUPS:
         raise TextAuditError(f"unknown group '{group}'; use one of {', '.join(GROUPS)}")
     pairs = ([parse_pair(pair)] if pair else load_pairs_file(str(pairs_file)) if pairs_file else GROUPS[group])
+    if ci not in CI_METHODS:
+        raise TextAuditError(f"unknown --ci '{ci}'; use one of {', '.join(CI_METHODS)}")
     runner = make_backend(backend, address=address, workers=workers, gpus_per_worker=gpus_per_worker,
                           cpus_per_worker=cpus_per_worker)
     data_id = dataset_id(data, "dev")
@@ -85,7 +89,7 @@ def bias(
     ds = load_dataset(data, text_column=text_column, label_column=None, default_split="dev", limit=limit)
     runner.start()  # workers import their libraries while the models load here
     masked_lm = load_mlm(mlm) if k > 0 else None
-    opts = dict(kappa=kappa, delta=delta, enumerate_k=enumerate_k, sample=sample, seed=seed)
+    opts = dict(kappa=kappa, delta=delta, enumerate_k=enumerate_k, sample=sample, seed=seed, ci=ci)
     est = CounterfactualBias(load_classifier(model), masked_lm, **opts)
     other = CounterfactualBias(load_classifier(compare), masked_lm, **opts) if compare else None
     ids = example_ids(data, len(ds))

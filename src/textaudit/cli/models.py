@@ -19,19 +19,25 @@ from textaudit.cli.app import (
     LabelColumnOpt,
     LimitOpt,
     ModelOpt,
+    OutputOpt,
     SeedOpt,
     TextColumnOpt,
     app,
+    check_output,
     emit_json,
+    format_ci,
+    notice,
     print_table,
 )
-from textaudit.data import check_labels, load_dataset
+from textaudit.data import check_labels, dataset_id, load_dataset
 from textaudit.errors import TextAuditError
 from textaudit.models import load_classifier
 from textaudit.models.zoo import ARCHS, accuracy, parse_name, train_model
 from textaudit.models.zoo.names import ROBUST_ARCHS, ZOO_MODELS
 from textaudit.neighborhoods.train_mlm import DEFAULT_OUT, TrainMLMConfig
 from textaudit.neighborhoods.train_mlm import train as train_minilm_mlm
+from textaudit.results import write_results
+from textaudit.stats import wilson
 
 
 @app.command(cls=AuditCommand)
@@ -78,10 +84,13 @@ def evaluate(
         raise TextAuditError(f"{data} has label {max(ds['label'])} but model '{clf.name}' has only "
                              f"{clf.num_classes} classes; check --label-column")
     acc = accuracy(clf, ds["text"], ds["label"])
+    ci = wilson(round(acc * len(ds)), len(ds))
     if json_out:
-        emit_json({"model": clf.name, "data": data, "accuracy": round(acc, 4), "n": len(ds)})
+        emit_json({"model": clf.name, "data": data, "accuracy": round(acc, 4), "accuracy_ci95": list(ci or ()),
+                   "n": len(ds)})
         return
-    print_table(f"accuracy of {clf.name}", ["model", "data", "n", "accuracy"], [[clf.name, data, len(ds), f"{acc:.4f}"]])
+    print_table(f"accuracy of {clf.name}", ["model", "data", "n", "accuracy", "95% CI"],
+                [[clf.name, data, len(ds), f"{acc:.4f}", format_ci(ci)]])
 
 
 @app.command(cls=AuditCommand)
@@ -89,6 +98,7 @@ def certify(
     model: str = typer.Option(..., "--model", "-m", help="A certified-robust zoo model: bow-ibp or cnn-ibp."),
     data: DataOpt = "sst2:dev",
     limit: LimitOpt = None,
+    output: OutputOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Clean accuracy and IBP-certified accuracy under every combination of counter-fitted synonym swaps."""
@@ -96,11 +106,16 @@ def certify(
 
     if model in ZOO_MODELS and parse_name(model)[0] not in ROBUST_ARCHS:  # before it is trained on first use
         raise TextAuditError(f"certify supports the zoo's {'/'.join(ROBUST_ARCHS)} word models (e.g. cnn-ibp), not {model}")
+    check_output(output, None, data=dataset_id(data, "dev"))
     ds = load_dataset(data, default_split="dev", limit=limit)  # bad data is an error before any model trains
     clf = load_classifier(model)
     check_labels(ds["label"], clf.num_classes, clf.name)
     res = certify_classifier(clf, ds["text"], ds["label"])
     res["model"] = model
+    if output:
+        write_results(output, [{"id": model, **res}], command="certify",
+                      config={"model": model, "model_fingerprint": clf.fingerprint, "data": dataset_id(data, "dev")})
+        notice(f"results: {output}")
     if json_out:
         emit_json(res)
         return

@@ -7,11 +7,25 @@ from typing import Optional
 
 import typer
 
-from textaudit.cli.app import AuditCommand, DataOpt, JsonOpt, LimitOpt, ModelOpt, SeedOpt, app, emit_json, notice, print_table
-from textaudit.data import check_labels, load_dataset
+from textaudit.cli.app import (
+    AuditCommand,
+    DataOpt,
+    JsonOpt,
+    LimitOpt,
+    ModelOpt,
+    OutputOpt,
+    SeedOpt,
+    app,
+    check_output,
+    emit_json,
+    notice,
+    print_table,
+)
+from textaudit.data import check_labels, dataset_id, load_dataset
 from textaudit.errors import TextAuditError
 from textaudit.models import load_classifier
 from textaudit.perturbations.wordorder import LEVELS, REORDERINGS
+from textaudit.results import write_results
 from textaudit.robustness.plots import plot_wordorder
 from textaudit.robustness.wordorder import evaluate_reordering, sweep
 
@@ -27,6 +41,7 @@ def wordorder(
     limit: LimitOpt = None,
     plot: Optional[Path] = typer.Option(None, "--plot", help="Directory for accuracy-vs-DND/IDC plots (with --sweep)."),
     seed: SeedOpt = 0,
+    output: OutputOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Accuracy on reordered text, with the DND (local) and IDC (global) order metrics."""
@@ -37,12 +52,24 @@ def wordorder(
         raise TextAuditError(f"unknown --level '{level}'; use one of {', '.join(LEVELS)}")
     if plot is not None and plot.exists() and not plot.is_dir():
         raise TextAuditError(f"--plot must be a directory, '{plot}' is a file")
+    config = {"data": dataset_id(data, "dev"), "seed": seed, "sweep": sweep_grid,
+              **({} if sweep_grid else {"perturbation": perturbation, "level": level, "rho": rho})}
+    check_output(output, None, **config)
     ds = load_dataset(data, default_split="dev", limit=limit)
     clf = load_classifier(model)
     check_labels(ds["label"], clf.num_classes, clf.name)
+
+    def save(rows: list[dict], extra: dict) -> None:
+        if output:
+            records = [{"id": f"{r['perturbation']}:{r['level']}:{r['rho']}", "model": clf.name, **r} for r in rows]
+            write_results(output, records, command="wordorder",
+                          config={**config, "model": clf.name, "model_fingerprint": clf.fingerprint, **extra})
+            notice(f"results: {output}")
+
     if not sweep_grid:
         row = evaluate_reordering(clf, ds["text"], ds["label"], perturbation, level, rho, seed)
         row["model"] = clf.name
+        save([row], {})
         if json_out:
             emit_json(row)
             return
@@ -50,6 +77,7 @@ def wordorder(
                     [[k, v] for k, v in row.items()])
         return
     rows, corr = sweep(clf, ds["text"], ds["label"], seed=seed)
+    save(rows, {"correlations": corr})
     if plot is not None:
         plot_wordorder(rows, corr, plot, clf.name)
         notice(f"plots written to {plot}")

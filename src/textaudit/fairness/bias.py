@@ -35,7 +35,7 @@ import numpy as np
 from textaudit.backends import Backend, place_on_device
 from textaudit.data import load_dataset
 from textaudit.errors import TextAuditError
-from textaudit.fairness.estimates import BiasEstimate, ScoredUnit, aggregate, l1_norm
+from textaudit.fairness.estimates import CI_METHODS, BiasEstimate, ScoredUnit, aggregate, l1_norm
 from textaudit.fairness.pairs import Source, find_sources, parse_pair
 from textaudit.models.batched import Classifier
 from textaudit.neighborhoods.builder import NeighborhoodBuilder
@@ -60,10 +60,16 @@ class CounterfactualBias:
     enumerate_k: levels up to this k are enumerated, larger k are sampled.
     sample: sentences drawn per source sentence at each sampled k.
     seed: seed of the sampler.
+    ci: how the 95% interval of B is computed: ``clustered`` (CLT) or ``bootstrap`` (see
+        :mod:`~textaudit.fairness.estimates`); it changes no scored sentence.
     """
 
     def __init__(self, classifier: Classifier, mlm: MaskedLM | None = None, *, kappa: int = 20, delta: float = 3.0,
-                 blacklist: Iterable[str] | None = None, enumerate_k: int = 2, sample: int = 200, seed: int = 0):
+                 blacklist: Iterable[str] | None = None, enumerate_k: int = 2, sample: int = 200, seed: int = 0,
+                 ci: str = "clustered"):
+        if ci not in CI_METHODS:
+            raise TextAuditError(f"unknown --ci '{ci}'; use one of {', '.join(CI_METHODS)}")
+        self.ci = ci
         if enumerate_k < 0:
             raise TextAuditError(f"enumerate_k must be >= 0 (got {enumerate_k})")
         if sample < 2:
@@ -259,8 +265,8 @@ class UnitJob:
         return self.estimator.score_unit(src, pair, self.k, sampled_k, self.others)
 
 
-def estimates_from_records(records: Sequence[dict], k: int,
-                           enumerate_k: int) -> dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]]:
+def estimates_from_records(records: Sequence[dict], k: int, enumerate_k: int,
+                           ci: str = "clustered") -> dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]]:
     """{model: {pair: {k′: BiasEstimate}}} from the finished units of a results file alone (its
     shards merged, for instance): every unit counts (X_filter is not in the records)."""
     units: dict[str, dict[tuple[str, str], list[ScoredUnit]]] = {}
@@ -268,7 +274,7 @@ def estimates_from_records(records: Sequence[dict], k: int,
         # only the id of the source is needed here: aggregate pools F by unit
         src = Source(m["source"], None, -1, bool(rows and rows[0]["reversed"]))  # type: ignore[arg-type]
         units.setdefault(model, {}).setdefault((m["pair"][0], m["pair"][1]), []).append(_read_unit(src, m, rows))
-    return {model: {pair: aggregate(us, pair, k, enumerate_k) for pair, us in per.items()} for model, per in units.items()}
+    return {model: {pair: aggregate(us, pair, k, enumerate_k, ci) for pair, us in per.items()} for model, per in units.items()}
 
 
 def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k: int, texts: Sequence[str], *,
@@ -347,7 +353,7 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
                                   "sampled_k": sampled_k, "pair": list(pair), "source": src.id})
             run.show(pair="/".join(pair))
     return {n: {pair: aggregate([u for u in units[(pair, n)] if u.source.id in keep_ids[n]], pair, k,
-                                estimator.enumerate_k)
+                                estimator.enumerate_k, estimator.ci)
                 for pair, _, keep_ids in plans}
             for n in names}
 

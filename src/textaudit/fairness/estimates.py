@@ -5,6 +5,8 @@ neighbourhood of s at distance ≤ k, n_s its size; a sampled level weights the 
 the estimated |Neighbor_k(s)|). The interval is a CLT for a ratio estimator clustered by source
 sentence, Var(B) ≈ m/(m−1) · Σ_s (S_s − B·n_s)² / (Σ_s n_s)², because the sentences of one
 neighbourhood are strongly correlated; with one source it falls back to the i.i.d. CLT.
+``ci="bootstrap"`` replaces it by a percentile cluster bootstrap over the source sentences
+(:func:`textaudit.stats.cluster_bootstrap`), better when X_p has few sentences and the CLT is doubtful.
 """
 
 from __future__ import annotations
@@ -16,8 +18,12 @@ from typing import Sequence
 import numpy as np
 
 from textaudit.fairness.pairs import Source
+from textaudit.stats import cluster_bootstrap
 
-__all__ = ["clustered_mean", "BiasEstimate", "ScoredUnit", "aggregate", "l1_norm"]
+__all__ = ["clustered_mean", "BiasEstimate", "ScoredUnit", "aggregate", "l1_norm", "CI_METHODS"]
+
+#: how B_{p,k}'s 95% interval is computed (``audit bias --ci``)
+CI_METHODS = ("clustered", "bootstrap")
 
 
 def clustered_mean(sums: Sequence[np.ndarray], sizes: Sequence[float], values: Sequence[np.ndarray] = ()
@@ -92,8 +98,10 @@ def l1_norm(F: np.ndarray) -> np.ndarray:
     return F if F.ndim == 1 else np.abs(F).sum(1)
 
 
-def aggregate(units: Sequence[ScoredUnit], pair: tuple[str, str], k: int, enumerate_k: int) -> dict[int, BiasEstimate]:
-    """Pool scored units into {k′: BiasEstimate} for k′ = 0..k (see the module docstring)."""
+def aggregate(units: Sequence[ScoredUnit], pair: tuple[str, str], k: int, enumerate_k: int,
+              ci: str = "clustered") -> dict[int, BiasEstimate]:
+    """Pool scored units into {k′: BiasEstimate} for k′ = 0..k (see the module docstring); ``ci``:
+    one of :data:`CI_METHODS`."""
     out: dict[int, BiasEstimate] = {}
     for kk in range(k + 1):
         sums, sizes, vals = [], [], []
@@ -119,7 +127,16 @@ def aggregate(units: Sequence[ScoredUnit], pair: tuple[str, str], k: int, enumer
             continue
         B, half, method = clustered_mean(sums, sizes, vals[0] if len(vals) == 1 else ())
         n = float(sum(len(v) for v in vals))
-        if np.ndim(B) == 0:
+        if ci == "bootstrap" and len(sizes) >= 2:
+            boot = "cluster bootstrap over source sentences (percentile)"
+            if np.ndim(B) == 0:
+                est = BiasEstimate(pair, kk, float(B), cluster_bootstrap(sums, sizes, seed=kk), n, len(sizes), boot,
+                                   sampled)
+            else:
+                est = BiasEstimate(pair, kk, float(np.abs(B).sum()),
+                                   cluster_bootstrap(sums, sizes, statistic=lambda m: np.abs(m).sum(-1), seed=kk),
+                                   n, len(sizes), boot + " of the L1 norm", sampled, per_class=B.tolist())
+        elif np.ndim(B) == 0:
             est = BiasEstimate(pair, kk, float(B), (float(B - half), float(B + half)), n, len(sizes), method, sampled)
         else:
             # C > 2: B is the L1 norm of the per-class mean; its CI from the per-class half-widths

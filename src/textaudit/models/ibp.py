@@ -35,6 +35,7 @@ from textaudit.lexicons import counterfitted_neighbors
 from textaudit.models.batched import Classifier
 from textaudit.models.zoo.architectures import CNN, BoW
 from textaudit.models.zoo.names import ROBUST_ARCHS
+from textaudit.stats import wilson
 
 __all__ = ["substitution_table", "word_box", "logit_bounds", "ibp_schedule", "ibp_loss", "certify", "certify_classifier",
            "ibp_hooks", "IBP_DEFAULTS", "IBP_SCHEDULE", "ROBUST_ARCHS"]
@@ -136,8 +137,9 @@ def ibp_loss(module, input_ids: torch.Tensor, y: torch.Tensor, table: torch.Tens
 @torch.no_grad()
 def certify(module, tokenizer, table: torch.Tensor, texts: Sequence[str], labels: Sequence[int], *,
             batch_size: int = 256, device: str = "cpu") -> dict:
-    """Return ``{"accuracy", "certified_accuracy", "n"}``: certified = correct *and* provably
-    unchanged under every combination of substitutions (lower_y > max_{j≠y} upper_j)."""
+    """Return ``{"accuracy", "certified_accuracy", "n"}`` with Wilson 95% intervals (``*_ci95``):
+    certified = correct *and* provably unchanged under every combination of substitutions
+    (lower_y > max_{j≠y} upper_j)."""
     module.eval().to(device)
     y_all = torch.as_tensor(np.asarray(labels), dtype=torch.long)
     correct = certified = 0
@@ -152,7 +154,9 @@ def certify(module, tokenizer, table: torch.Tensor, texts: Sequence[str], labels
         correct += int((pred == y).sum())
         certified += int((ok & (pred == y)).sum())
     n = len(texts)
-    return {"accuracy": round(correct / n, 4), "certified_accuracy": round(certified / n, 4), "n": n}
+    return {"accuracy": round(correct / n, 4), "accuracy_ci95": list(wilson(correct, n) or ()),
+            "certified_accuracy": round(certified / n, 4), "certified_accuracy_ci95": list(wilson(certified, n) or ()),
+            "n": n}
 
 
 def certify_classifier(classifier: Classifier, texts: Sequence[str], labels: Sequence[int]) -> dict:

@@ -16,7 +16,7 @@ from textaudit.errors import TextAuditError
 from textaudit.models.batched import Classifier
 from textaudit.perturbations.wordorder import LEVELS, dnd, idc, perturb
 from textaudit.progress import progress as progress_bar
-from textaudit.stats import rank_correlation
+from textaudit.stats import rank_correlation, wilson
 
 __all__ = ["evaluate_reordering", "sweep", "DEFAULT_GRID"]
 
@@ -39,7 +39,7 @@ def _text_metrics(original: str, perturbed: str) -> tuple[float, float]:
 
 def evaluate_reordering(classifier: Classifier, texts: Sequence[str], labels: Sequence[int], perturbation: str, level: str,
                         rho: float = 0.5, seed: int = 0) -> dict:
-    """Return accuracy on the reordered texts and the mean DND, IDC, normalised Levenshtein
+    """Return accuracy on the reordered texts (with its Wilson 95% interval) and the mean DND, IDC, normalised Levenshtein
     distance and sentence BLEU-4 between each original and its reordering."""
     if len(texts) == 0:
         raise TextAuditError("no examples to evaluate (empty dataset)")
@@ -53,8 +53,10 @@ def evaluate_reordering(classifier: Classifier, texts: Sequence[str], labels: Se
         lev, bleu = _text_metrics(t, p_text)
         levs.append(lev)
         bleus.append(bleu)
-    acc = float((classifier.predict(out) == np.asarray(labels)).mean())
+    correct = int((classifier.predict(out) == np.asarray(labels)).sum())
+    acc = correct / len(texts)
     return {"perturbation": perturbation, "level": level, "rho": rho, "n": len(texts), "accuracy": round(acc, 4),
+            "accuracy_ci95": list(wilson(correct, len(texts)) or ()),
             "dnd": round(float(np.mean(ds)), 4), "idc": round(float(np.mean(ics)), 4),
             "levenshtein": round(float(np.mean(levs)), 4), "bleu4": round(float(np.mean(bleus)), 4),
             "example": out[0]}
