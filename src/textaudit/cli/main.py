@@ -10,7 +10,19 @@ from __future__ import annotations
 import sys
 from typing import Optional
 
-from textaudit.cli import attack, bias, doctor, learnability, merge, models, neighbors, perturbscore, wordorder  # noqa: F401
+from textaudit.cli import (  # noqa: F401
+    attack,
+    bias,
+    compare,
+    doctor,
+    learnability,
+    merge,
+    models,
+    neighbors,
+    perturbscore,
+    report,
+    wordorder,
+)
 from textaudit.cli.app import app
 
 __all__ = ["app", "main"]

@@ -1,0 +1,134 @@
+"""The comparison matrix (the paper's Table 2): several attack methods on several models, one
+results file per cell, summarized with Wilson 95% intervals and paired McNemar tests.
+
+Each cell (model m, method a) is an ordinary ``audit attack`` results file,
+``<dir>/<m>.<a>.jsonl``, so a cell is resumable and can be run, merged or reported on its own.
+Two cells are *paired* when they attacked the same examples: two models under one method, or two
+methods on one model. Their success/failure on the examples both attacked is compared with
+McNemar's exact test (:func:`textaudit.stats.mcnemar`): only the examples where exactly one of the
+two succeeded count.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from textaudit.attacks.run import summarize
+from textaudit.results import read_header, read_jsonl
+
+__all__ = ["cell_path", "compare_cells", "cells_from_files", "run_compare", "MATRIX_COLUMNS", "SUMMARY"]
+
+#: the summary file ``audit compare`` writes next to its cells (``audit report`` reads it)
+SUMMARY = "compare.json"
+
+#: what each cell of the matrix reports
+MATRIX_COLUMNS = ("model", "method", "k", "n", "attacked", "success_rate", "success_rate_ci95", "mean_l0",
+                  "sec_per_example", "queries_per_example")
+
+
+def cell_path(output_dir: str | Path, model: str, method: str) -> Path:
+    """The results file of one cell; characters a file name cannot hold become ``_``."""
+    safe = lambda s: re.sub(r"[^\w.+-]+", "_", s).strip("_") or "_"  # noqa: E731
+    return Path(output_dir) / f"{safe(model)}.{safe(method)}.jsonl"
+
+
+def _outcomes(records: Iterable[dict]) -> dict[str, bool]:
+    """id -> success, for the examples actually attacked (success or failed)."""
+    return {r["id"]: r["status"] == "success" for r in records if r.get("status") in ("success", "failed")}
+
+
+def compare_cells(cells: dict[tuple[str, str], Sequence[dict]]) -> dict:
+    """``{"cells": [...], "paired": [...]}`` for ``{(model, method): records}``.
+
+    ``cells``: one summary per cell (:data:`MATRIX_COLUMNS`). ``paired``: for every two cells with
+    the same method (two models) or the same model (two methods), McNemar's exact test on the
+    examples both attacked: ``{"a", "b", "n", "only_a", "only_b", "p", "rate_a", "rate_b"}``."""
+    from textaudit.stats import mcnemar
+
+    out_cells = []
+    for (model, method), records in cells.items():
+        s = summarize(records, method, next((r["k"] for r in records if r.get("k") is not None), None))
+        out_cells.append({"model": model, "method": method, **{c: s.get(c) for c in MATRIX_COLUMNS[2:]}})
+    outcomes = {key: _outcomes(recs) for key, recs in cells.items()}
+    paired = []
+    for a, b in itertools.combinations(cells, 2):
+        if a[0] != b[0] and a[1] != b[1]:
+            continue
+        both = sorted(set(outcomes[a]) & set(outcomes[b]))
+        if not both:
+            continue
+        xa, xb = [outcomes[a][i] for i in both], [outcomes[b][i] for i in both]
+        test = mcnemar(xa, xb)
+        paired.append({"a": f"{a[0]}/{a[1]}", "b": f"{b[0]}/{b[1]}",
+                       "by": "method" if a[0] == b[0] else "model", **test,
+                       "rate_a": round(sum(xa) / len(xa), 4), "rate_b": round(sum(xb) / len(xb), 4)})
+    return {"cells": out_cells, "paired": paired}
+
+
+def cells_from_files(paths: Iterable[str | Path]) -> dict[tuple[str, str], list[dict]]:
+    """``{(model, method): records}`` of attack results files (others are skipped)."""
+    cells: dict[tuple[str, str], list[dict]] = {}
+    for p in paths:
+        header = read_header(p) or {}
+        if header.get("command") != "attack":
+            continue
+        cfg = header.get("config", {})
+        cells.setdefault((str(cfg.get("model")), str(cfg.get("method"))), []).extend(read_jsonl(p))
+    return cells
+
+
+def run_compare(models: Sequence[str], methods: Sequence[str], output_dir: str | Path, *, data: str = "sst2:dev",
+                limit: int | None = None, k: int | None = None, mlm: str | None = None, ppl: bool = False,
+                seed: int = 0, progress: bool = True) -> dict:
+    """Run (or resume) every method on every model into ``output_dir`` (:func:`cell_path`), write
+    :data:`SUMMARY` there and return it: ``{"data", "mlm", "seed", "cells", "paired", "files"}``.
+
+    ``k`` goes to the methods that have one (None: each method's default). Every option and every
+    cell file is checked before any model loads."""
+    from textaudit.attacks.registry import check_options, make_attack, method_spec
+    from textaudit.attacks.run import run_attack
+    from textaudit.data import dataset_id, load_dataset
+    from textaudit.errors import TextAuditError
+    from textaudit.files import atomic_path
+    from textaudit.lm import LazyCausalLM
+    from textaudit.models import load_classifier
+    from textaudit.neighborhoods.mlm import load_mlm
+    from textaudit.results import check_output
+
+    output_dir = Path(output_dir)
+    if output_dir.exists() and not output_dir.is_dir():
+        raise TextAuditError(f"--output-dir {output_dir} is a file; give a directory")
+    specs = {method: method_spec(method) for method in methods}
+    given = {method: {"seed": seed, **({"k": k} if k is not None and "k" in spec.options else {})}
+             for method, spec in specs.items()}  # k goes to the methods that have a k
+    for method in methods:
+        check_options(method, given[method])
+    data_id = dataset_id(data, "dev")
+    for model in models:
+        for method in methods:
+            path = cell_path(output_dir, model, method)
+            check_output(path, path.exists(), {"method": method, "seed": seed, "data": data_id, "ppl": ppl})
+    ds = load_dataset(data, default_split="dev", limit=limit)
+    ids = [f"{data_id}:{i}" for i in range(len(ds))]
+    masked_lm = load_mlm(mlm) if any(s.needs_mlm for s in specs.values()) else None
+    lm = LazyCausalLM() if ppl else None
+    cells = {}
+    for model in models:
+        clf = load_classifier(model)
+        for method in methods:
+            path = cell_path(output_dir, model, method)
+            atk = make_attack(method, clf, **given[method], **({"mlm": masked_lm} if specs[method].needs_mlm else {}))
+            if hasattr(atk, "patch_words"):
+                atk.patch_words.fit()
+            _, records = run_attack(atk, ds["text"], ds["label"], ids=ids, output=path, resume=path.exists(), ppl=lm,
+                                    config={"data": data_id}, progress=progress)
+            cells[(model, method)] = records
+    result = {"data": data_id, "mlm": getattr(masked_lm, "name", None), "seed": seed, **compare_cells(cells),
+              "files": [cell_path(output_dir, m, a).name for m in models for a in methods]}
+    with atomic_path(output_dir / SUMMARY) as tmp:
+        tmp.write_text(json.dumps({"header": {"command": "compare"}, **result}, indent=1))
+    return result

@@ -1,0 +1,88 @@
+"""Read the inputs of ``audit report``: any mix of results files and ``audit compare`` directories.
+
+Every results file textaudit writes starts with a header record naming its command (see
+:mod:`textaudit.results`); that is how a file's kind is known. ``audit compare`` writes
+``compare.json`` next to its cells: a directory holding one (or the file itself) counts as a
+comparison, and its cells are read as attack files too.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from textaudit.errors import TextAuditError
+from textaudit.results import read_header, read_jsonl
+
+__all__ = ["Loaded", "load_inputs", "KINDS"]
+
+#: the commands whose results a report shows, in the order of its sections
+KINDS = ("compare", "attack", "bias", "wordorder", "certify", "learnability", "perturbscore build")
+
+
+@dataclass
+class Loaded:
+    """One input: its ``kind`` (a :data:`KINDS` entry), path, header and records."""
+
+    kind: str
+    path: Path
+    header: dict
+    records: list[dict] = field(default_factory=list)
+    summary: dict = field(default_factory=dict)  # compare.json's content
+
+    @property
+    def config(self) -> dict:
+        return self.header.get("config", {})
+
+
+def _load_compare(path: Path) -> list[Loaded]:
+    try:
+        content = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise TextAuditError(f"{path} is not a readable compare summary ({e}); rerun audit compare") from None
+    out = [Loaded("compare", path, content.get("header", {}), summary=content)]
+    for name in content.get("files", []):
+        cell = path.parent / name
+        if cell.is_file():
+            out.append(_load_file(cell))
+    return out
+
+
+def _load_file(path: Path) -> Loaded:
+    header = read_header(path)
+    if header is None or header.get("command") not in KINDS:
+        what = "has no header record" if header is None else f"was written by '{header.get('command')}'"
+        raise TextAuditError(f"{path} {what}; give results files written with --output by attack, bias, wordorder, "
+                             "certify, learnability or perturbscore build, or an audit compare --output-dir")
+    return Loaded(header["command"], path, header, read_jsonl(path))
+
+
+def load_inputs(paths: Iterable[str | Path]) -> list[Loaded]:
+    """Every input of ``paths`` (files or ``audit compare`` directories), each file once."""
+    out: list[Loaded] = []
+    seen: set[Path] = set()
+    paths = list(paths)
+    if not paths:
+        raise TextAuditError("give at least one results file or audit compare directory")
+    for p in map(Path, paths):
+        if not p.exists():
+            raise TextAuditError(f"{p} does not exist; give results files written with --output")
+        if p.is_dir():
+            if (p / "compare.json").is_file():
+                loaded = _load_compare(p / "compare.json")
+            else:
+                files = sorted(p.glob("*.jsonl"))
+                if not files:
+                    raise TextAuditError(f"{p} holds no results files (*.jsonl) and no compare.json")
+                loaded = [_load_file(f) for f in files]
+        elif p.name.endswith(".json"):
+            loaded = _load_compare(p)
+        else:
+            loaded = [_load_file(p)]
+        for item in loaded:
+            if item.path.resolve() not in seen:
+                seen.add(item.path.resolve())
+                out.append(item)
+    return out

@@ -1,0 +1,300 @@
+"""What a report shows for each kind of results: a headline, tables, figures and examples.
+
+A section is plain data (:class:`Section`): the HTML and Markdown templates render the same
+sections. Figures come from the plotting functions the commands use (``audit bias --plot`` …),
+drawn into a temporary directory and embedded as ``data:`` URIs, so the report is one file that
+needs no network.
+"""
+
+from __future__ import annotations
+
+import base64
+import difflib
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from textaudit.report.load import Loaded
+
+__all__ = ["Section", "Table", "Figure", "Example", "build_sections", "headline_rows", "marked"]
+
+#: vulnerable examples shown per attack file
+MAX_EXAMPLES = 12
+
+
+@dataclass
+class Table:
+    title: str
+    columns: list[str]
+    rows: list[list[Any]]
+
+
+@dataclass
+class Figure:
+    title: str
+    data_uri: str
+
+
+@dataclass
+class Example:
+    """x0 → x̃ (the words the attack changed marked), and x̃ ⊕ p (the swapped word marked), with the
+    model's predictions; a first-order attack has no x̃ ⊕ p."""
+
+    id: str
+    label: Any
+    original: list[tuple[str, bool]]
+    prediction: Any
+    vulnerable: list[tuple[str, bool]]
+    vulnerable_prediction: Any
+    patched: list[tuple[str, bool]] | None
+    patched_prediction: Any
+    pair: list[str] | None
+
+
+@dataclass
+class Section:
+    id: str
+    title: str
+    kind: str
+    settings: list[tuple[str, Any]] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
+    examples: list[Example] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def marked(before: str, after: str) -> list[tuple[str, bool]]:
+    """The words of ``after``, each with True where it differs from ``before`` (word by word when
+    both have as many words, else by a word-level diff)."""
+    a, b = before.split(), after.split()
+    if len(a) == len(b):
+        return [(w, w != v) for w, v in zip(b, a)]
+    out: list[tuple[str, bool]] = []
+    for op, _, _, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        out.extend((w, op != "equal") for w in b[j1:j2])
+    return out
+
+
+def _ci(ci: Sequence[float] | None, digits: int = 3) -> str:
+    return f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else "–"
+
+
+def _num(v: Any, digits: int = 3) -> Any:
+    return "–" if v is None else round(v, digits) if isinstance(v, float) else v
+
+
+def _figures(draw: Callable[[Path], Sequence[Path]], titles: Callable[[Path], str] = lambda p: p.stem) -> tuple[list[Figure], list[str]]:
+    """Run ``draw(tmpdir)`` (a textaudit plotting function) and embed the PNGs it writes."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return [], ["figures need matplotlib: pip install 'textaudit[plot]'"]
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = draw(Path(tmp))
+        figs = [Figure(titles(p), "data:image/png;base64," + base64.b64encode(Path(p).read_bytes()).decode("ascii"))
+                for p in paths]
+    return figs, []
+
+
+def _settings(item: Loaded, keys: Sequence[str]) -> list[tuple[str, Any]]:
+    cfg = item.config
+    return [("file", item.path.name)] + [(k, cfg[k]) for k in keys if cfg.get(k) is not None]
+
+
+# -- attack ----------------------------------------------------------------------------------------
+def _attack(item: Loaded, n: int) -> Section:
+    from textaudit.attacks.run import summarize
+
+    cfg = item.config
+    s = summarize(item.records, cfg.get("method"), cfg.get("k"))
+    sec = Section(f"attack-{n}", f"Attack: {cfg.get('method')} on {cfg.get('model')}", "attack",
+                  _settings(item, ("model", "method", "k", "beam", "kappa", "delta", "mlm", "data", "seed",
+                                   "max_queries", "time_budget")))
+    sec.tables.append(Table("Summary", ["metric", "value"], [
+        ["examples", s["n"]], ["attacked", s["attacked"]], ["successes", s["success"]],
+        ["success rate", _num(s["success_rate"])], ["95% CI (Wilson)", _ci(s["success_rate_ci95"])],
+        ["mean ℓ0 of successes", _num(s["mean_l0"])], ["already vulnerable (ℓ0 = 0)", s["already_vulnerable"]],
+        ["skipped", s["skipped"]], ["errors", s["errors"]], ["seconds / example", _num(s["sec_per_example"])],
+        ["queries / example", _num(s["queries_per_example"], 1)],
+        ["median perplexity, original → vulnerable",
+         f"{s['median_ppl_original']} → {s['median_ppl_perturbed']}" if s["median_ppl_original"] else "–"]]))
+    for r in [r for r in item.records if r.get("status") == "success" and r.get("vulnerable")][:MAX_EXAMPLES]:
+        patched = r.get("vulnerable_patched")
+        sec.examples.append(Example(
+            r["id"], r.get("label"), [(w, False) for w in r["text"].split()], r.get("prediction"),
+            marked(r["text"], r["vulnerable"]), r.get("vulnerable_prediction"),
+            marked(r["vulnerable"], patched) if patched else None, r.get("vulnerable_patched_prediction"),
+            r.get("pair")))
+    if not sec.examples:
+        sec.notes.append("no vulnerable example was found")
+    return sec
+
+
+def _compare(item: Loaded, n: int) -> Section:
+    c = item.summary
+    cells = c.get("cells", [])
+    methods = list(dict.fromkeys(x["method"] for x in cells))
+    models = list(dict.fromkeys(x["model"] for x in cells))
+    by = {(x["model"], x["method"]): x for x in cells}
+
+    def cell(x: dict | None) -> str:
+        return "–" if not x or x["success_rate"] is None else f"{x['success_rate']:.2f} {_ci(x['success_rate_ci95'], 2)}"
+
+    sec = Section(f"compare-{n}", "Comparison matrix", "compare",
+                  [("summary", str(item.path)), ("data", c.get("data")), ("mlm", c.get("mlm")), ("seed", c.get("seed"))])
+    sec.tables.append(Table("Success rate [95% CI], model × method", ["model", *methods],
+                            [[m, *(cell(by.get((m, a))) for a in methods)] for m in models]))
+    sec.tables.append(Table("Every cell", ["model", "method", "k", "attacked", "success rate", "95% CI", "mean ℓ0",
+                                           "s / example", "queries / example"],
+                            [[x["model"], x["method"], _num(x["k"]), x["attacked"], _num(x["success_rate"]),
+                              _ci(x["success_rate_ci95"]), _num(x["mean_l0"]), _num(x["sec_per_example"]),
+                              _num(x["queries_per_example"], 1)] for x in cells]))
+    if c.get("paired"):
+        sec.tables.append(Table("Paired comparisons (McNemar's exact test on the examples both attacked)",
+                                ["a", "b", "examples", "rate a", "rate b", "only a", "only b", "p"],
+                                [[p["a"], p["b"], p["n"], p["rate_a"], p["rate_b"], p["only_a"], p["only_b"], p["p"]]
+                                 for p in c["paired"]]))
+    return sec
+
+
+# -- bias ------------------------------------------------------------------------------------------
+def _bias(item: Loaded, n: int) -> Section:
+    from textaudit.fairness.bias import estimates_from_records
+    from textaudit.fairness.plots import plot_bias
+
+    cfg = item.config
+    results = estimates_from_records(item.records, cfg["k"], cfg["enumerate_k"])
+    sec = Section(f"bias-{n}", f"Counterfactual token bias B_(p,k) of {cfg.get('model')}", "bias",
+                  _settings(item, ("model", "compare", "k", "enumerate_k", "sample", "kappa", "delta", "mlm", "data",
+                                   "seed")))
+    sec.tables.append(Table("B_(p,k) with 95% intervals", ["model", "pair", "k", "B", "95% CI", "sentences", "sources",
+                                                          "CI excludes 0"],
+                            [[name, f"{p[0]}→{p[1]}", kk, f"{e.B:+.5f}", _ci(e.ci95, 5), int(e.n), e.sources,
+                              "yes" if e.significant else "no"]
+                             for name, per in results.items() for p, by_k in per.items() for kk, e in by_k.items()]))
+    sec.figures, sec.notes = _figures(lambda d: plot_bias(results, d), _bias_title)
+    return sec
+
+
+def _bias_title(p: Path) -> str:
+    if p.stem.startswith("hist_"):
+        return "F_soft histograms per k (" + p.stem[5:].replace("_", " → ") + ")"
+    return {"bias_vs_k": "B_(p,k) against k, with 95% intervals", "pairs_bar": "B_(p,k) per pair"}.get(p.stem, p.stem)
+
+
+# -- word order, certification, learnability, PerturbScore -----------------------------------------
+def _wordorder(item: Loaded, n: int) -> Section:
+    from textaudit.robustness.plots import plot_wordorder
+
+    rows = item.records
+    cfg = item.config
+    sec = Section(f"wordorder-{n}", f"Word order: {cfg.get('model')}", "wordorder",
+                  _settings(item, ("model", "data", "seed", "perturbation", "level", "rho")))
+    sec.tables.append(Table("Accuracy on reordered text", ["perturbation", "level", "ρ", "n", "accuracy", "95% CI", "DND",
+                                                           "IDC", "Levenshtein", "BLEU-4"],
+                            [[r["perturbation"], r["level"], r["rho"], r["n"], r["accuracy"], _ci(r.get("accuracy_ci95")),
+                              r["dnd"], r["idc"], _num(r.get("levenshtein")), _num(r.get("bleu4"))] for r in rows]))
+    corr = cfg.get("correlations")
+    if corr:
+        sec.tables.append(Table("Spearman correlation of accuracy with each metric", ["metric", "ρ", "p"],
+                                [[k.replace("accuracy_vs_", ""), v["rho"], v["p"]] for k, v in corr.items()
+                                 if isinstance(v, dict)]))
+        sec.figures, sec.notes = _figures(lambda d: [plot_wordorder(rows, corr, d, str(cfg.get("model")))],
+                                          lambda p: "Accuracy against DND and IDC")
+    return sec
+
+
+def _certify(item: Loaded, n: int) -> Section:
+    sec = Section(f"certify-{n}", f"IBP certification: {item.config.get('model')}", "certify",
+                  _settings(item, ("model", "data")))
+    sec.tables.append(Table("Clean and certified accuracy", ["model", "n", "accuracy", "95% CI", "certified accuracy",
+                                                            "95% CI"],
+                            [[r.get("model"), r["n"], r["accuracy"], _ci(r.get("accuracy_ci95")), r["certified_accuracy"],
+                              _ci(r.get("certified_accuracy_ci95"))] for r in item.records]))
+    return sec
+
+
+def _learnability(item: Loaded, n: int) -> Section:
+    from textaudit.merge import summarize_records
+    from textaudit.robustness.plots import plot_study
+
+    study = summarize_records(item.header, item.records)
+    sec = Section(f"learnability-{n}", "Learnability of perturbations", "learnability",
+                  _settings(item, ("train_size", "data")))
+    res = study["results"]
+    ps = sorted({p for r in res for p in r["learnability_at"]}, key=float)
+    sec.tables.append(Table("Learnability, robustness and augmentation gain (mean over seeds)",
+                            ["model", "perturbation", *(f"p={p}" for p in ps), "robustness", "post-aug Δ"],
+                            [[r["model"], r["perturbation"], *(_num(r["learnability_at"].get(p)) for p in ps),
+                              _num(r.get("robustness")), _num(r.get("post_aug_delta"))] for r in res]))
+    sec.notes.extend(study.get("warnings", []))
+    sec.figures, notes = _figures(lambda d: plot_study(study, d))
+    sec.notes.extend(notes)
+    return sec
+
+
+def _perturbscore(item: Loaded, n: int) -> Section:
+    from textaudit.merge import summarize_records
+
+    s = summarize_records(item.header, item.records)
+    sec = Section(f"perturbscore-{n}", f"PerturbScore tuples: {s.get('perturbation')} on {s.get('model')}",
+                  "perturbscore build", _settings(item, ("model", "perturbation", "seed", "space", "steps", "max_eps")))
+    sec.tables.append(Table("Tuples", ["metric", "value"], [[k, _num(v)] for k, v in s.items()
+                                                            if not isinstance(v, (list, dict))]))
+    return sec
+
+
+BUILDERS: dict[str, Callable[[Loaded, int], Section]] = {
+    "compare": _compare, "attack": _attack, "bias": _bias, "wordorder": _wordorder, "certify": _certify,
+    "learnability": _learnability, "perturbscore build": _perturbscore}
+
+
+def build_sections(items: Sequence[Loaded]) -> list[Section]:
+    """One section per input, grouped by kind in :data:`~textaudit.report.load.KINDS` order."""
+    from textaudit.report.load import KINDS
+
+    ordered = sorted(enumerate(items), key=lambda t: (KINDS.index(t[1].kind), t[0]))
+    return [BUILDERS[item.kind](item, i) for i, item in ordered]
+
+
+def headline_rows(items: Sequence[Loaded], sections: Sequence[Section]) -> list[list[Any]]:
+    """The summary table: one row per audit — what was audited, with what, and its headline number."""
+    from textaudit.attacks.run import summarize
+    from textaudit.fairness.bias import estimates_from_records
+
+    rows = []
+    for item in items:
+        cfg = item.config
+        if item.kind == "attack":
+            s = summarize(item.records, cfg.get("method"), cfg.get("k"))
+            what = f"success rate {_num(s['success_rate'])} {_ci(s['success_rate_ci95'])} of {s['attacked']} attacked"
+            rows.append(["attack", cfg.get("model"), cfg.get("method") + (f", k={cfg['k']}" if cfg.get("k") else ""),
+                         cfg.get("mlm") or "–", cfg.get("data"), cfg.get("seed"), what])
+        elif item.kind == "bias":
+            res = estimates_from_records(item.records, cfg["k"], cfg["enumerate_k"])
+            for name, per in res.items():
+                for p, by_k in per.items():
+                    if by_k:
+                        kk = max(by_k)
+                        e = by_k[kk]
+                        rows.append(["bias", name, f"{p[0]}→{p[1]}", cfg.get("mlm") or "–", cfg.get("data"), cfg.get("seed"),
+                                     f"B_(p,{kk}) = {e.B:+.5f} {_ci(e.ci95, 5)}"])
+        elif item.kind == "certify":
+            for r in item.records:
+                rows.append(["certify", r.get("model"), "IBP", "–", cfg.get("data"), "–",
+                             f"certified accuracy {r['certified_accuracy']} {_ci(r.get('certified_accuracy_ci95'))}"])
+        elif item.kind == "wordorder":
+            for r in item.records[:1] if not cfg.get("sweep") else []:
+                rows.append(["wordorder", cfg.get("model"), f"{r['perturbation']} ({r['level']})", "–", cfg.get("data"),
+                             cfg.get("seed"), f"accuracy {r['accuracy']} {_ci(r.get('accuracy_ci95'))}"])
+            if cfg.get("sweep"):
+                rows.append(["wordorder", cfg.get("model"), f"sweep of {len(item.records)}", "–", cfg.get("data"),
+                             cfg.get("seed"), f"clean accuracy {(cfg.get('correlations') or {}).get('clean_accuracy')}"])
+        elif item.kind == "learnability":
+            rows.append(["learnability", ", ".join(sorted({r["model"] for r in item.records})), "–", "–",
+                         cfg.get("data"), "–", f"{len(item.records)} training runs"])
+        elif item.kind == "perturbscore build":
+            rows.append(["perturbscore", cfg.get("model"), cfg.get("perturbation"), "–", "–", cfg.get("seed"),
+                         f"{len(item.records)} tuples"])
+    return rows

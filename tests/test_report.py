@@ -1,0 +1,210 @@
+"""``audit compare``, ``audit report`` and their numbers, on real results files of every kind built
+from tiny models; the HTML is parsed, and rendered in headless Chromium when it is installed."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from test_bias import TEXTS as BIAS_TEXTS
+from test_bias import planted as she_planted
+
+from textaudit.attacks.compare import SUMMARY, cell_path, run_compare
+from textaudit.fairness import CounterfactualBias, run_bias
+from textaudit.results import read_jsonl
+from textaudit.stats import mcnemar, wilson
+
+WEAK = '''
+def clf(texts):  # positive only while "film" is there: any synonym of "film" flips it
+    return [[0.1, 0.9] if "film" in t.split() else [0.8, 0.2] for t in texts]
+'''
+ROBUST = '''
+def clf(texts):  # always positive, whatever the words
+    return [[0.3, 0.7] for t in texts]
+'''
+ROWS = ["a deep and meaningful film .", "the film is long but good .", "one more film that is deep .",
+        "a warm and funny film here .", "this film works ."]
+
+
+@pytest.fixture(scope="module")
+def results(tiny_mlm, tmp_path_factory):
+    """Real results files: a compare directory (2 models × 2 methods), a bias run, a word-order run,
+    a certification, a learnability study and PerturbScore tuples."""
+    d = tmp_path_factory.mktemp("results")
+    tiny_mlm.model.save_pretrained(d / "mlm")
+    tiny_mlm.tokenizer.save_pretrained(d / "mlm")
+    (d / "weak.py").write_text(WEAK)
+    (d / "robust.py").write_text(ROBUST)
+    (d / "data.tsv").write_text("label\ttext\n" + "".join(f"1\t{r}\n" for r in ROWS))
+    models = [f"{d}/weak.py:clf", f"{d}/robust.py:clf"]
+    compare = run_compare(models, ["so-beam", "genetic"], d / "cmp", data=str(d / "data.tsv"), k=1, mlm=str(d / "mlm"),
+                          progress=False)
+    run_bias(CounterfactualBias(she_planted(1.0), tiny_mlm, kappa=5, delta=1e9), [("he", "she")], 1, BIAS_TEXTS,
+             output=d / "bias.jsonl", progress=False)
+    from typer.testing import CliRunner
+
+    from textaudit.cli.main import app
+    from textaudit.models.zoo import train_model
+
+    cli = CliRunner()
+    r = cli.invoke(app, ["wordorder", "--model", models[0], "--data", str(d / "data.tsv"), "--output", str(d / "wo.jsonl")])
+    assert r.exit_code == 0, r.output
+    train_model("bow-ibp", max_train=1500, epochs=1, progress=False)
+    r = cli.invoke(app, ["certify", "--model", "bow-ibp", "--limit", "30", "--output", str(d / "certify.jsonl")])
+    assert r.exit_code == 0, r.output
+    r = cli.invoke(app, ["learnability", "--model", "bow", "--perturbation", "leet_letters,shuffle_word", "--train-size",
+                         "400", "--probabilities", "0.1,1.0", "--output", str(d / "learn.jsonl")])
+    assert r.exit_code == 0, r.output
+    import torch
+    from test_perturbscore import WORDS
+
+    from textaudit.models.torch_backend import torch_classifier
+    from textaudit.models.zoo.architectures import build_module
+    from textaudit.models.zoo.vocab import Vocab, WordTokenizer
+    from textaudit.robustness.perturbscore import build_tuples
+
+    torch.manual_seed(0)
+    vocab = Vocab(WORDS)
+    tiny = torch_classifier(build_module("cnn", torch.randn(len(vocab), 50) * 0.5, 2).eval(), WordTokenizer(vocab),
+                            name="tiny-cnn", device="cpu", num_classes=2)
+    build_tuples(tiny, ["a good film and a great story", "the plot is dull and the acting awful"], n=3,
+                 output=d / "tuples.jsonl", progress=False, max_eps=2.0)
+    return {"dir": d, "models": models, "compare": compare}
+
+
+def test_compare_cells_are_attack_files_and_paired_tests_match_the_records(results):
+    d, (weak, robust), c = results["dir"], results["models"], results["compare"]
+    assert (d / "cmp" / SUMMARY).is_file()
+    by = {(x["model"], x["method"]): x for x in c["cells"]}
+    assert set(by) == {(m, a) for m in (weak, robust) for a in ("so-beam", "genetic")}
+    recs = {key: [r for r in read_jsonl(cell_path(d / "cmp", *key))] for key in by}
+    for key, x in by.items():
+        attacked = [r for r in recs[key] if r["status"] in ("success", "failed")]
+        wins = sum(r["status"] == "success" for r in attacked)
+        assert x["attacked"] == len(attacked) and x["success_rate_ci95"] == list(wilson(wins, len(attacked)))
+    assert by[(robust, "so-beam")]["success_rate"] == 0.0  # nothing flips a constant model
+    assert by[(weak, "so-beam")]["success_rate"] == 1.0  # every sentence has "film"
+    p = next(p for p in c["paired"] if p["a"] == f"{weak}/so-beam" and p["b"] == f"{robust}/so-beam")
+    ok = lambda key: {r["id"]: r["status"] == "success" for r in recs[key]}  # noqa: E731
+    a, b = ok((weak, "so-beam")), ok((robust, "so-beam"))
+    assert p == {**p, **mcnemar([a[i] for i in sorted(a)], [b[i] for i in sorted(a)])}
+    assert p["only_a"] == 5 and p["only_b"] == 0 and p["p"] == pytest.approx(2 / 32, rel=5e-3)
+    assert not any(x["by"] == "model" and x["a"].endswith("so-beam") and x["b"].endswith("genetic") for x in c["paired"])
+
+
+def test_compare_reuses_its_cells(results, capsys):
+    d, models = results["dir"], results["models"]
+    before = {p.name: p.read_text() for p in (d / "cmp").glob("*.jsonl")}
+    again = run_compare(models, ["so-beam", "genetic"], d / "cmp", data=str(d / "data.tsv"), k=1, mlm=str(d / "mlm"),
+                        progress=False)
+    assert {p.name: p.read_text() for p in (d / "cmp").glob("*.jsonl")} == before  # nothing recomputed
+    assert again["cells"] == results["compare"]["cells"]
+
+
+def test_cli_compare_prints_the_matrix_and_refuses_bad_input(results, cli, tmp_path):
+    d, models = results["dir"], results["models"]
+    r = cli("compare", "--models", ",".join(models), "--methods", "so-beam,genetic", "--output-dir", str(d / "cmp"),
+            "--data", str(d / "data.tsv"), "--k", "1", "--mlm", str(d / "mlm"), "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout.strip().splitlines()[-1])["cells"] == results["compare"]["cells"]
+    r = cli("compare", "--models", "cnn", "--methods", "so-beam,nope", "--output-dir", str(tmp_path / "x"))
+    assert r.exit_code == 2 and "unknown" in r.output and "nope" in r.output and not (tmp_path / "x").exists()
+    r = cli("compare", "--models", "cnn,cnn", "--output-dir", str(tmp_path / "x"))
+    assert r.exit_code == 2 and "names one twice" in r.output
+    (tmp_path / "f").write_text("")
+    r = cli("compare", "--models", "cnn", "--output-dir", str(tmp_path / "f"))
+    assert r.exit_code == 2 and "is a file" in r.output
+
+
+class _Page(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.ids, self.urls, self.tags = [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.tags.append(tag)
+        if "id" in a:
+            self.ids.append(a["id"])
+        for k in ("src", "href", "action", "data"):
+            if a.get(k):
+                self.urls.append(a[k])
+
+
+def _report_inputs(d: Path) -> list[str]:
+    return [str(d / "cmp"), str(d / "bias.jsonl"), str(d / "wo.jsonl"), str(d / "certify.jsonl"), str(d / "learn.jsonl"),
+            str(d / "tuples.jsonl")]
+
+
+def test_report_has_every_section_and_nothing_external(results, cli, tmp_path):
+    d = results["dir"]
+    out = tmp_path / "report.html"
+    r = cli("report", *_report_inputs(d), "--out", str(out))
+    assert r.exit_code == 0, r.output
+    html = out.read_text()
+    page = _Page()
+    page.feed(html)
+    kinds = {i.rsplit("-", 1)[0] for i in page.ids}
+    assert {"summary", "compare", "attack", "bias", "wordorder", "certify", "learnability", "perturbscore"} <= kinds
+    assert sum(i.startswith("attack-") and i.count("-") == 1 for i in page.ids) == 4  # the four cells
+    text = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", html)
+    assert not re.search(r"https?:|//[a-z]|url\(", text, re.I)  # no URL anywhere: no CDN, no font, no link out
+    assert all(u.startswith(("#", "data:image/png;base64,")) for u in page.urls), page.urls
+    assert sum(u.startswith("data:image/png") for u in page.urls) >= 3  # bias histograms, B vs k, learnability
+    assert "<mark>" in html and '<mark class="swap">' in html  # changed and swapped words highlighted
+    assert "script" in page.tags and "link" not in page.tags
+    # the headline numbers are the records' own
+    assert "B_(p,1) = +" in html and "certified accuracy" in html
+    md = tmp_path / "report.md"
+    r = cli("report", *_report_inputs(d), "--out", str(md))
+    assert r.exit_code == 0, r.output
+    text = md.read_text()
+    assert text.startswith("# textaudit report") and "| model | so-beam | genetic |" in text and "**" in text
+
+
+def test_report_bad_inputs_are_one_line_errors(results, cli, tmp_path):
+    (tmp_path / "plain.jsonl").write_text('{"id": 1}\n')
+    for args, msg in [([str(tmp_path / "nope.jsonl")], "does not exist"),
+                      ([str(tmp_path / "plain.jsonl")], "has no header record"),
+                      ([str(tmp_path)], "has no header record"),
+                      ([str(results["dir"] / "bias.jsonl"), "--format", "pdf"], "unknown --format 'pdf'"),
+                      ([str(results["dir"] / "bias.jsonl"), "--out", str(tmp_path)], "is a directory")]:
+        r = cli("report", *args)
+        assert r.exit_code == 2 and msg in r.output and "Traceback" not in r.output, (args, r.output)
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _chromium_console(page: Path) -> list[str]:
+    """The console messages (and uncaught errors) of ``page`` loaded in headless Chromium."""
+    r = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
+                        "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    return [line for line in r.stderr.splitlines() if ":CONSOLE" in line]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (Debian: apt install chromium)")
+def test_report_renders_in_chromium_without_console_errors_and_sorts(results, tmp_path):
+    from textaudit.report import write_report
+
+    html = write_report(_report_inputs(results["dir"]), tmp_path / "report.html").read_text()
+    (tmp_path / "report.html").write_text(html)
+    assert _chromium_console(tmp_path / "report.html") == []
+    # the control: the same check sees a broken page
+    (tmp_path / "broken.html").write_text(html.replace("</body>", "<script>null.f();</script></body>"))
+    assert any("Uncaught TypeError" in m for m in _chromium_console(tmp_path / "broken.html"))
+    # clicking a heading sorts the table, numbers as numbers
+    probe = ("<script>var t = document.querySelectorAll('section[id^=compare] table')[1];"
+             "var th = t.tHead.rows[0].cells[4]; th.click(); th.click();"
+             "console.log('SORTED ' + Array.prototype.map.call(t.tBodies[0].rows, function (r) {"
+             " return r.cells[4].textContent; }).join('|'));</script></body>")
+    (tmp_path / "probe.html").write_text(html.replace("</body>", probe))
+    logged = [m for m in _chromium_console(tmp_path / "probe.html") if "SORTED" in m]
+    assert logged, "the probe did not run"
+    values = [float(v) for v in re.search(r"SORTED ([^\"]*)", logged[0]).group(1).split("|")]
+    assert values == sorted(values, reverse=True) and len(values) == 4
