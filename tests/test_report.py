@@ -208,3 +208,99 @@ def test_report_renders_in_chromium_without_console_errors_and_sorts(results, tm
     assert logged, "the probe did not run"
     values = [float(v) for v in re.search(r"SORTED ([^\"]*)", logged[0]).group(1).split("|")]
     assert values == sorted(values, reverse=True) and len(values) == 4
+
+
+SHE = '''
+import math, zlib
+def _score(w):
+    return (zlib.crc32(w.encode()) % 1000) / 1000 - 0.5
+def clf(texts):  # prefers "she" (test_bias.planted(1.0) as a plug-in)
+    out = []
+    for t in texts:
+        words = t.lower().split()
+        z = sum(_score(w) for w in words if w not in ("he", "she")) + 1.0 * ("she" in words)
+        p = 1 / (1 + math.exp(-z))
+        out.append([1 - p, p])
+    return out
+'''
+
+
+def _suite(d: Path, thresholds: str, name: str = "suite.toml") -> Path:
+    (d / "she.py").write_text(SHE)
+    (d / "gate.tsv").write_text("label\ttext\n" + "".join(f"1\t{t}\n" for t in BIAS_TEXTS + ROWS))
+    text = f'''
+[suite]
+name = "tiny gate"
+data = "{d / 'gate.tsv'}"
+output_dir = "gate"
+
+[compare]
+models = ["{d}/weak.py:clf", "{d}/robust.py:clf"]
+methods = ["genetic"]
+
+[bias]
+model = "{d}/she.py:clf"
+pairs = ["he,she"]
+k = 1
+mlm = "{d / 'mlm'}"
+
+[thresholds]
+{thresholds}
+'''
+    (d / name).write_text(text)
+    return d / name
+
+
+def test_audit_run_gates_on_thresholds_and_resumes(results, cli):
+    d = results["dir"]
+    robust = f'"{d}/robust.py:clf"'
+    ok = _suite(d, f"genetic.{robust}.success_rate_max = 0.0\nbias.\"he,she\".B_k1_min = 0.05\n")
+    r = cli("run", str(ok), "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["passed"] and [c["name"] for c in out["checks"]] == [f"genetic.{d}/robust.py:clf.success_rate_max",
+                                                                    'bias.he,she.B_k1_min']
+    assert out["checks"][1]["value"] > 0.05
+    html = Path(out["report"]).read_text()
+    assert 'id="thresholds"' in html and "2 of 2 met" in html
+    before = {p: p.read_text() for p in (d / "gate").rglob("*.jsonl")}
+    fail = _suite(d, "genetic.success_rate_max = 0.0\nbias.\"he,she\".abs_B_k1_max = 0.01\n", "fail.toml")
+    r = cli("run", str(fail))
+    assert r.exit_code == 1, r.output
+    assert "FAIL" in r.stdout and "threshold(s) failed" in r.output and "bias.he,she.abs_B_k1_max" in r.output
+    assert {p: p.read_text() for p in (d / "gate").rglob("*.jsonl")} == before  # the same runs, reused
+
+
+@pytest.mark.parametrize("body,msg", [
+    ("[suite]\nlimit = 3\n", "declares no audit"),
+    ("[compare]\nmodels = ['cnn']\nmethods = ['so-beam']\n[extra]\nx = 1\n", "unknown section [extra]"),
+    ("[compare]\nmodels = ['cnn']\nmethods = ['so-beam']\nbeam = 3\n", "unknown key 'beam' in [compare]"),
+    ("[compare]\nmodels = 'cnn'\nmethods = ['so-beam']\n", "models must be a non-empty list"),
+    ("[compare]\nmodels = ['cnn']\nmethods = ['so-beam']\n[thresholds]\ngenetic.success_rate_max = 1\n",
+     "'genetic' is not a method of [compare]"),
+    ("[compare]\nmodels = ['cnn']\nmethods = ['so-beam']\n[thresholds]\nso_beam.speed_max = 1\n", "attack metrics are"),
+    ("[compare]\nmodels = ['cnn']\nmethods = ['so-beam']\n[thresholds]\nso_beam.success_rate = 1\n", "_max or _min"),
+    ("[compare]\nmodels = ['cnn']\nmethods = ['so-beam']\n[thresholds]\nso_beam.lstm.success_rate_max = 1\n",
+     "'lstm' is not a model of [compare]"),
+    ("[bias]\nmodel = 'cnn'\npairs = ['he,she']\nk = 1\n[thresholds]\nbias.'man,woman'.B_k1_max = 1\n",
+     "pair 'man,woman' is not among [bias] pairs"),
+    ("[bias]\nmodel = 'cnn'\npairs = ['he,she']\nk = 1\n[thresholds]\nbias.'he,she'.B_k3_max = 1\n", "k <= the [bias] k"),
+    ("[certify]\nmodels = ['lstm']\n", "not lstm"),
+    ("[compare\nmodels = 1", "is not valid TOML"),
+])
+def test_audit_run_refuses_a_bad_suite_before_running(cli, tmp_path, body, msg):
+    (tmp_path / "s.toml").write_text(body)
+    r = cli("run", str(tmp_path / "s.toml"))
+    assert r.exit_code == 2 and msg in r.output and "Traceback" not in r.output, r.output
+    assert not any(tmp_path.glob("s/*"))  # nothing ran
+    r = cli("run", str(tmp_path / "none.toml"))
+    assert r.exit_code == 2 and "does not exist" in r.output
+
+
+def test_example_suites_are_valid():
+    from textaudit.suite import load_suite
+
+    suites = sorted((Path(__file__).parent.parent / "examples").glob("*.toml"))
+    assert suites
+    for s in suites:
+        load_suite(s)

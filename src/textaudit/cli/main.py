@@ -21,6 +21,7 @@ from textaudit.cli import (  # noqa: F401
     neighbors,
     perturbscore,
     report,
+    run,
     wordorder,
 )
 from textaudit.cli.app import app

@@ -46,9 +46,11 @@ def _environment(fmt: str):
     return env
 
 
-def render_report(inputs: Iterable[str | Path] | Sequence[Loaded], fmt: str = "html", title: str | None = None) -> str:
+def render_report(inputs: Iterable[str | Path] | Sequence[Loaded], fmt: str = "html", title: str | None = None,
+                  checks: Sequence | None = None) -> str:
     """The report of ``inputs`` (paths, or already :func:`~textaudit.report.load.load_inputs`-ed) as
-    one HTML or Markdown string."""
+    one HTML or Markdown string; ``checks``: the thresholds of an ``audit run`` suite
+    (:class:`textaudit.suite.Check`), shown first."""
     from textaudit import __version__
 
     if fmt not in FORMATS:
@@ -60,17 +62,18 @@ def render_report(inputs: Iterable[str | Path] | Sequence[Loaded], fmt: str = "h
     title = title or ("textaudit report" + (f": {', '.join(models)}" if models else ""))
     return _environment(fmt).get_template(f"report.{fmt}.j2").render(
         title=title, version=__version__, items=items, sections=sections, headline_columns=HEADLINE_COLUMNS,
-        headline=headline_rows(items, sections), generated=_dt.datetime.now().strftime("%Y-%m-%d %H:%M"))
+        headline=headline_rows(items, sections), checks=list(checks or []), generated=_dt.datetime.now().strftime("%Y-%m-%d %H:%M"))
 
 
-def write_report(inputs: Iterable[str | Path], out: str | Path, fmt: str | None = None, title: str | None = None) -> Path:
+def write_report(inputs: Iterable[str | Path], out: str | Path, fmt: str | None = None, title: str | None = None,
+                 checks: Sequence | None = None) -> Path:
     """Write the report of ``inputs`` to ``out`` (format from ``fmt``, else from its suffix; written
     atomically) and return the path."""
     out = Path(out)
     fmt = fmt or ("md" if out.suffix.lower() in (".md", ".markdown") else "html")
     if out.is_dir():
         raise TextAuditError(f"--out {out} is a directory; give a file name, e.g. {out / f'report.{fmt}'}")
-    text = render_report(inputs, fmt, title)
+    text = render_report(inputs, fmt, title, checks)
     with atomic_path(out) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return out

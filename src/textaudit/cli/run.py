@@ -1,0 +1,33 @@
+"""``audit run suite.toml``: declared audits with thresholds — the CI gate (exit 1 when one fails)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from textaudit.cli.app import AuditCommand, JsonOpt, app, emit_json, notice, print_table
+
+
+@app.command("run", cls=AuditCommand)
+def run_suite_command(
+    suite_file: Path = typer.Argument(..., metavar="SUITE.toml", help="The suite: audits, options and thresholds."),
+    json_out: JsonOpt = False,
+) -> None:
+    """Run a declared suite of audits (resumable), write its report, and exit 1 when a threshold fails."""
+    from textaudit.suite import load_suite, run_suite
+
+    suite = load_suite(suite_file)
+    _, checks, report = run_suite(suite)
+    notice(f"report: {report}")
+    failed = [c for c in checks if not c.passed]
+    if json_out:
+        emit_json({"report": str(report), "passed": not failed,
+                   "checks": [{"name": c.name, "value": c.value, "op": c.op, "limit": c.limit, "passed": c.passed}
+                              for c in checks]})
+    else:
+        print_table(f"thresholds: {len(checks) - len(failed)} of {len(checks)} met", ["threshold", "value", "must be", "result"],
+                    [c.row for c in checks])
+    if failed:
+        notice(f"{len(failed)} threshold(s) failed: {', '.join(c.name for c in failed)}")
+        raise typer.Exit(1)

@@ -1,0 +1,279 @@
+"""Declared audits with thresholds (``audit run suite.toml``): the CI gate.
+
+A suite file names the models, the data and the audits with their options, and the thresholds the
+results must meet::
+
+    [suite]
+    data = "sst2:dev"
+    limit = 50
+    output_dir = "runs/gate"         # relative to the suite file; every audit resumes from it
+    report = "report.html"           # written into output_dir
+
+    [compare]                        # the attack matrix of audit compare
+    models = ["cnn"]
+    methods = ["so-beam", "genetic"]
+
+    [bias]                           # B_{p,k} as audit bias
+    model = "cnn"
+    pairs = ["he,she"]
+    k = 1
+
+    [certify]                        # IBP certification
+    models = ["cnn-ibp"]
+
+    [thresholds]
+    so_beam.success_rate_max = 0.5             # every model's so-beam cell
+    genetic.cnn.success_rate_max = 0.9         # one model's cell
+    bias."he,she".abs_B_k1_max = 0.01          # |B_{p,1}| of the bias model
+    certify.cnn-ibp.certified_accuracy_min = 0.6
+
+A threshold is ``<what>.<metric>_max`` (the value must be ≤ the limit) or ``_min`` (≥). Attack
+metrics: the cells' numbers (``success_rate``, ``mean_l0``, ``sec_per_example``,
+``queries_per_example``, and ``success_rate_ci_low``/``_ci_high``, the Wilson interval's ends);
+bias: ``B_k<k>`` and ``abs_B_k<k>``; certify: ``accuracy`` and ``certified_accuracy``. Method names
+may be written with ``_`` for ``-``.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from textaudit.errors import TextAuditError
+
+__all__ = ["Suite", "Check", "load_suite", "run_suite", "check_thresholds"]
+
+SECTIONS = {"suite": {"name", "data", "limit", "output_dir", "report", "seed"},
+            "compare": {"models", "methods", "k", "mlm"},
+            "bias": {"model", "pairs", "k", "mlm", "enumerate_k", "sample", "ci"},
+            "certify": {"models"},
+            "thresholds": None}
+ATTACK_METRICS = ("success_rate", "mean_l0", "sec_per_example", "queries_per_example", "success_rate_ci_low",
+                  "success_rate_ci_high")
+CERTIFY_METRICS = ("accuracy", "certified_accuracy")
+
+
+@dataclass
+class Check:
+    """One threshold and how the results met it."""
+
+    name: str
+    value: float | None
+    op: str  # "<=" or ">="
+    limit: float
+    passed: bool
+
+    @property
+    def row(self) -> list:
+        return [self.name, "missing" if self.value is None else self.value, f"{self.op} {self.limit}",
+                "pass" if self.passed else "FAIL"]
+
+
+@dataclass
+class Suite:
+    path: Path
+    spec: dict
+
+    @property
+    def output_dir(self) -> Path:
+        out = Path(self.spec["suite"].get("output_dir", self.path.stem))
+        return out if out.is_absolute() else self.path.parent / out
+
+    def get(self, section: str, key: str, default: Any = None) -> Any:
+        return self.spec.get(section, {}).get(key, default)
+
+
+def _toml(path: Path) -> dict:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise TextAuditError(f"cannot read suite {path}: {e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise TextAuditError(f"{path} is not valid TOML: {e}") from None
+
+
+def load_suite(path: str | Path) -> Suite:
+    """Read and check a suite file (every name and option) before anything runs."""
+    path = Path(path)
+    if not path.is_file():
+        raise TextAuditError(f"suite file {path} does not exist; see examples/ for suites to start from")
+    spec = _toml(path)
+    for section, content in spec.items():
+        if section not in SECTIONS:
+            raise TextAuditError(f"{path}: unknown section [{section}]; use {', '.join(f'[{s}]' for s in SECTIONS)}")
+        if not isinstance(content, dict):
+            raise TextAuditError(f"{path}: [{section}] must be a table")
+        allowed = SECTIONS[section]
+        if allowed is not None:
+            extra = sorted(set(content) - allowed)
+            if extra:
+                raise TextAuditError(f"{path}: unknown key '{extra[0]}' in [{section}]; use {', '.join(sorted(allowed))}")
+    spec.setdefault("suite", {})
+    if not any(s in spec for s in ("compare", "bias", "certify")):
+        raise TextAuditError(f"{path} declares no audit; add [compare], [bias] or [certify]")
+    for section, key in (("compare", "models"), ("compare", "methods"), ("bias", "pairs"), ("certify", "models")):
+        if section in spec:
+            v = spec[section].get(key)
+            if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
+                raise TextAuditError(f"{path}: [{section}] {key} must be a non-empty list of names")
+    if "bias" in spec:
+        if not isinstance(spec["bias"].get("model"), str):
+            raise TextAuditError(f"{path}: [bias] needs model = \"<name>\"")
+        from textaudit.fairness import parse_pair
+
+        for p in spec["bias"]["pairs"]:
+            parse_pair(p)
+    if "certify" in spec:
+        from textaudit.models.zoo.names import ROBUST_ARCHS, ZOO_MODELS, parse_name
+
+        for m in spec["certify"]["models"]:
+            if m not in ZOO_MODELS or parse_name(m)[0] not in ROBUST_ARCHS:
+                raise TextAuditError(f"{path}: [certify] supports the zoo's {'/'.join(ROBUST_ARCHS)} word models "
+                                     f"(e.g. cnn-ibp), not {m}")
+    suite = Suite(path, spec)
+    _thresholds(suite)  # names checked now, values once the audits ran
+    return suite
+
+
+def _split(name: str) -> tuple[str, str]:
+    for op, suffix in (("<=", "_max"), (">=", "_min")):
+        if name.endswith(suffix):
+            return name[: -len(suffix)], op
+    raise TextAuditError(f"threshold '{name}' must end in _max or _min (e.g. success_rate_max)")
+
+
+def _flatten(d: dict, prefix: tuple = ()) -> list[tuple[tuple, Any]]:
+    out = []
+    for k, v in d.items():
+        out += _flatten(v, prefix + (k,)) if isinstance(v, dict) else [(prefix + (k,), v)]
+    return out
+
+
+def _thresholds(suite: Suite) -> list[tuple[str, str, float, Callable[[dict], float | None]]]:
+    """``(name, op, limit, value_of(results))`` for each threshold; a bad name is an error now."""
+    methods = suite.get("compare", "methods", [])
+    models = suite.get("compare", "models", [])
+    out = []
+    for keys, limit in _flatten(suite.spec.get("thresholds", {})):
+        name = ".".join(keys)
+        if not isinstance(limit, (int, float)) or isinstance(limit, bool):
+            raise TextAuditError(f"threshold {name} must be a number (got {limit!r})")
+        metric, op = _split(keys[-1])
+        head = keys[0]
+        if head == "bias":
+            if "bias" not in suite.spec or len(keys) != 3:
+                raise TextAuditError(f"threshold {name}: write bias.\"<w1,w2>\".abs_B_k<k>_max and declare [bias]")
+            pair = tuple(w.strip() for w in keys[1].split(","))
+            if ",".join(pair) not in [",".join(p.strip() for p in q.split(",")) for q in suite.get("bias", "pairs")]:
+                raise TextAuditError(f"threshold {name}: pair '{keys[1]}' is not among [bias] pairs")
+            base, _, kk = metric.partition("_k")
+            if base not in ("B", "abs_B") or not kk.isdigit() or int(kk) > suite.get("bias", "k", 3):
+                raise TextAuditError(f"threshold {name}: bias metrics are B_k<k> and abs_B_k<k> with k <= the [bias] k")
+            out.append((name, op, float(limit), _bias_value(pair, int(kk), base == "abs_B")))
+        elif head == "certify":
+            if len(keys) != 3 or keys[1] not in suite.get("certify", "models", []) or metric not in CERTIFY_METRICS:
+                raise TextAuditError(f"threshold {name}: write certify.<model>.<{'|'.join(CERTIFY_METRICS)}>_min "
+                                     "for a model of [certify]")
+            out.append((name, op, float(limit), lambda res, m=keys[1], k=metric: res["certify"][m].get(k)))
+        else:
+            method = next((m for m in methods if m == head or m.replace("-", "_") == head), None)
+            if method is None:
+                raise TextAuditError(f"threshold {name}: '{head}' is not a method of [compare] (nor bias/certify)")
+            if len(keys) == 3 and keys[1] not in models:
+                raise TextAuditError(f"threshold {name}: '{keys[1]}' is not a model of [compare]")
+            if len(keys) not in (2, 3) or metric not in ATTACK_METRICS:
+                raise TextAuditError(f"threshold {name}: attack metrics are {', '.join(ATTACK_METRICS)}")
+            for model in ([keys[1]] if len(keys) == 3 else models):
+                out.append((name if len(keys) == 3 else f"{head}.{model}.{keys[-1]}", op, float(limit),
+                            lambda res, m=model, a=method, k=metric: _cell_value(res["compare"], m, a, k)))
+    return out
+
+
+def _cell_value(compare: dict, model: str, method: str, metric: str) -> float | None:
+    cell = next(c for c in compare["cells"] if c["model"] == model and c["method"] == method)
+    if metric.startswith("success_rate_ci_"):
+        ci = cell["success_rate_ci95"]
+        return None if not ci else ci[0] if metric.endswith("low") else ci[1]
+    return cell.get(metric)
+
+
+def _bias_value(pair: tuple, k: int, absolute: bool) -> Callable[[dict], float | None]:
+    def value(res: dict) -> float | None:
+        e = next(iter(res["bias"].values())).get(pair, {}).get(k)
+        return None if e is None else abs(e.B) if absolute else e.B
+    return value
+
+
+def check_thresholds(suite: Suite, results: dict) -> list[Check]:
+    """Every threshold of ``suite`` against ``results`` (see :func:`run_suite`); a missing value fails."""
+    checks = []
+    for name, op, limit, value_of in _thresholds(suite):
+        v = value_of(results)
+        ok = v is not None and (v <= limit if op == "<=" else v >= limit)
+        checks.append(Check(name, None if v is None else round(float(v), 6), op, limit, bool(ok)))
+    return checks
+
+
+def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], Path]:
+    """Run (or resume) every audit of ``suite`` into its output directory, write the report, and
+    return ``(results, checks, report path)``."""
+    from textaudit.attacks.compare import run_compare
+    from textaudit.data import dataset_id, load_dataset
+    from textaudit.fairness import CounterfactualBias, parse_pair, run_bias
+    from textaudit.models import load_classifier
+    from textaudit.neighborhoods.mlm import load_mlm
+    from textaudit.report import write_report
+    from textaudit.results import check_output, read_jsonl, write_results
+
+    out = suite.output_dir
+    if out.exists() and not out.is_dir():
+        raise TextAuditError(f"output_dir {out} is a file; give a directory")
+    data = suite.get("suite", "data", "sst2:dev")
+    limit, seed = suite.get("suite", "limit"), suite.get("suite", "seed", 0)
+    data_id = dataset_id(data, "dev")
+    results: dict[str, Any] = {}
+    inputs: list[Path] = []
+    if "compare" in suite.spec:
+        results["compare"] = run_compare(suite.get("compare", "models"), suite.get("compare", "methods"), out / "compare",
+                                         data=data, limit=limit, k=suite.get("compare", "k"),
+                                         mlm=suite.get("compare", "mlm"), seed=seed, progress=progress)
+        inputs.append(out / "compare")
+    if "bias" in suite.spec:
+        k = suite.get("bias", "k", 3)
+        pairs = [parse_pair(p) for p in suite.get("bias", "pairs")]
+        est = CounterfactualBias(load_classifier(suite.get("bias", "model")),
+                                 load_mlm(suite.get("bias", "mlm")) if k > 0 else None, seed=seed,
+                                 enumerate_k=suite.get("bias", "enumerate_k", 2), sample=suite.get("bias", "sample", 200),
+                                 ci=suite.get("bias", "ci", "clustered"))
+        ds = load_dataset(data, label_column=None, default_split="dev", limit=limit)
+        path = out / "bias.jsonl"
+        results["bias"] = run_bias(est, pairs, k, list(ds["text"]), ids=[f"{data_id}:{i}" for i in range(len(ds))],
+                                   output=path, resume=path.exists(), config={"data": data_id}, progress=progress)
+        inputs.append(path)
+    if "certify" in suite.spec:
+        from textaudit.models.ibp import certify_classifier
+
+        results["certify"] = {}
+        for model in suite.get("certify", "models"):
+            path = out / f"certify.{model}.jsonl"
+            clf = load_classifier(model)
+            config = {"model": model, "model_fingerprint": clf.fingerprint, "data": data_id}
+            if path.exists():  # a finished certification: reused when its settings are the suite's
+                check_output(path, True, config, exact=True)
+                res = read_jsonl(path)[0]
+            else:
+                ds = load_dataset(data, default_split="dev", limit=limit)
+                res = {"id": model, "model": model, **certify_classifier(clf, ds["text"], ds["label"])}
+                write_results(path, [res], command="certify", config=config)
+            results["certify"][model] = res
+            inputs.append(path)
+    checks = check_thresholds(suite, results)
+    report = out / suite.get("suite", "report", "report.html")
+    write_report(inputs, report, title=suite.get("suite", "name"), checks=checks)
+    return results, checks, report
