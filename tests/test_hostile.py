@@ -51,6 +51,7 @@ DATA = {
         "method": "so-beam", "k": 6, "beam": 20, "kappa": 20, "delta": 3.0, "seed": 0, "data": "d.tsv", "ppl": False}}})
     + "\n" + json.dumps({"id": "d.tsv:0", "status": "failed"}) + "\n",
     "existing.jsonl": json.dumps({"id": "x"}) + "\n",
+    "suite.toml": "[compare]\nmodels = ['cnn']\nmethods = ['so-beam']\n[thresholds]\nso_beam.speed_max = 1\n",
     "afile": "a plain file\n",
 }
 
@@ -236,6 +237,19 @@ CASES: list[tuple[str, list[str], dict[str, str], str]] = [
     ("bias output is a directory", ["bias", "--pair", "he,she", "--output", w("adir")], {}, "is a directory"),
     ("learnability output exists", ["learnability", "--output", w("existing.jsonl")], {}, "already exists"),
     ("perturbscore output exists", ["perturbscore", "build", "--output", w("existing.jsonl")], {}, "already exists"),
+    ("compare unknown method", ["compare", "--models", G, "--methods", "so-beam,nope", "--output-dir", w("cmp")], {},
+     "nope"),
+    ("compare a model twice", ["compare", "--models", f"cnn,{G},cnn", "--output-dir", w("cmp")], {}, "names one twice"),
+    ("compare into a file", ["compare", "--models", G, "--output-dir", w("existing.jsonl")], {}, "is a file"),
+    ("compare k for so-enum", ["compare", "--models", G, "--methods", "so-enum", "--k", "3", "--output-dir", w("cmp")],
+     {}, "k"),
+    ("report a missing file", ["report", w("nope.jsonl")], {}, "nope.jsonl does not exist"),
+    ("report a headerless file", ["report", w("headerless.jsonl"), "--out", w("adir/r.html")], {}, "has no header record"),
+    ("report an unknown format", ["report", w("existing.jsonl"), "--format", "pdf"], {}, "unknown --format 'pdf'"),
+    ("report into a directory", ["report", w("existing.jsonl"), "--out", w("adir")], {}, "is a directory"),
+    ("run a missing suite", ["run", w("nope.toml")], {}, "nope.toml does not exist"),
+    ("run a suite that is not TOML", ["run", w("good.py")], {}, "is not valid TOML"),
+    ("run an unknown threshold", ["run", w("suite.toml")], {}, "attack metrics are"),
 ]
 
 

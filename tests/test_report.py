@@ -36,6 +36,8 @@ def results(tiny_mlm, tmp_path_factory):
     """Real results files: a compare directory (2 models × 2 methods), a bias run, a word-order run,
     a certification, a learnability study and PerturbScore tuples."""
     d = tmp_path_factory.mktemp("results")
+    cache = pytest.MonkeyPatch()  # a module fixture starts before the per-test private cache: its own one here
+    cache.setenv("TEXTAUDIT_CACHE", str(d / "cache"))
     tiny_mlm.model.save_pretrained(d / "mlm")
     tiny_mlm.tokenizer.save_pretrained(d / "mlm")
     (d / "weak.py").write_text(WEAK)
@@ -74,6 +76,7 @@ def results(tiny_mlm, tmp_path_factory):
                             name="tiny-cnn", device="cpu", num_classes=2)
     build_tuples(tiny, ["a good film and a great story", "the plot is dull and the acting awful"], n=3,
                  output=d / "tuples.jsonl", progress=False, max_eps=2.0)
+    cache.undo()
     return {"dir": d, "models": models, "compare": compare}
 
 

@@ -47,11 +47,13 @@ def compare_cells(cells: dict[tuple[str, str], Sequence[dict]]) -> dict:
     ``cells``: one summary per cell (:data:`MATRIX_COLUMNS`). ``paired``: for every two cells with
     the same method (two models) or the same model (two methods), McNemar's exact test on the
     examples both attacked: ``{"a", "b", "n", "only_a", "only_b", "p", "rate_a", "rate_b"}``."""
+    from textaudit.attacks.registry import method_spec
     from textaudit.stats import mcnemar
 
     out_cells = []
     for (model, method), records in cells.items():
-        s = summarize(records, method, next((r["k"] for r in records if r.get("k") is not None), None))
+        k = next((r["k"] for r in records if r.get("k") is not None), None) if "k" in method_spec(method).options else None
+        s = summarize(records, method, k)  # k: None for a method without one (first-order)
         out_cells.append({"model": model, "method": method, **{c: s.get(c) for c in MATRIX_COLUMNS[2:]}})
     outcomes = {key: _outcomes(recs) for key, recs in cells.items()}
     paired = []
