@@ -307,3 +307,16 @@ def test_example_suites_are_valid():
     assert suites
     for s in suites:
         load_suite(s)
+
+
+def test_separate_attack_files_get_their_matrix_too(results, tmp_path):
+    from textaudit.report import render_report
+
+    cells = sorted(str(p) for p in (results["dir"] / "cmp").glob("*.jsonl"))
+    md = render_report(cells, "md")
+    assert "## Comparison matrix" in md and "4 attack files" in md
+    for c in results["compare"]["cells"]:  # the same numbers as audit compare printed (models by their names)
+        row = f"| {Path(c['model']).name} | {c['method']} | {c['k'] if c['k'] is not None else '–'} | {c['attacked']} | {c['success_rate']} |"
+        assert row in md, row
+    assert md.count("only a") == 1  # the paired tests too
+    assert "Comparison matrix" not in render_report(cells[:1], "md")  # one attack: no matrix

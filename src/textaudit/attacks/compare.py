@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from textaudit.attacks.run import summarize
-from textaudit.results import read_header, read_jsonl
 
 __all__ = ["cell_path", "compare_cells", "cells_from_files", "run_compare", "MATRIX_COLUMNS", "SUMMARY"]
 
@@ -71,15 +70,14 @@ def compare_cells(cells: dict[tuple[str, str], Sequence[dict]]) -> dict:
     return {"cells": out_cells, "paired": paired}
 
 
-def cells_from_files(paths: Iterable[str | Path]) -> dict[tuple[str, str], list[dict]]:
-    """``{(model, method): records}`` of attack results files (others are skipped)."""
+def cells_from_files(files: Iterable[tuple[dict, Sequence[dict]]]) -> dict[tuple[str, str], list[dict]]:
+    """``{(model, method): records}`` of attack results, given as ``(header, records)`` pairs (the
+    cells of a matrix that ``audit compare`` did not write: separate ``audit attack`` runs)."""
     cells: dict[tuple[str, str], list[dict]] = {}
-    for p in paths:
-        header = read_header(p) or {}
-        if header.get("command") != "attack":
-            continue
-        cfg = header.get("config", {})
-        cells.setdefault((str(cfg.get("model")), str(cfg.get("method"))), []).extend(read_jsonl(p))
+    for header, records in files:
+        if header.get("command") == "attack":
+            cfg = header.get("config", {})
+            cells.setdefault((str(cfg.get("model")), str(cfg.get("method"))), []).extend(records)
     return cells
 
 

@@ -251,11 +251,23 @@ BUILDERS: dict[str, Callable[[Loaded, int], Section]] = {
 
 
 def build_sections(items: Sequence[Loaded]) -> list[Section]:
-    """One section per input, grouped by kind in :data:`~textaudit.report.load.KINDS` order."""
+    """One section per input, grouped by kind in :data:`~textaudit.report.load.KINDS` order; attack
+    files given without an ``audit compare`` summary get their matrix too (when there are two or more)."""
+    from textaudit.attacks.compare import cells_from_files, compare_cells
     from textaudit.report.load import KINDS
 
     ordered = sorted(enumerate(items), key=lambda t: (KINDS.index(t[1].kind), t[0]))
-    return [BUILDERS[item.kind](item, i) for i, item in ordered]
+    sections = [BUILDERS[item.kind](item, i) for i, item in ordered]
+    attacks = [i for i in items if i.kind == "attack"]
+    if len(attacks) >= 2 and not any(i.kind == "compare" for i in items):
+        cells = cells_from_files((i.header, i.records) for i in attacks)
+        data = sorted({str(i.config.get("data")) for i in attacks})
+        mlm = sorted({str(i.config.get("mlm")) for i in attacks if i.config.get("mlm")})
+        seeds = sorted({str(i.config.get("seed")) for i in attacks})
+        summary = {"data": ", ".join(data), "mlm": ", ".join(mlm) or None, "seed": ", ".join(seeds),
+                   **compare_cells(cells)}
+        sections.insert(0, _compare(Loaded("compare", Path(f"{len(attacks)} attack files"), {}, summary=summary), len(items)))
+    return sections
 
 
 def headline_rows(items: Sequence[Loaded], sections: Sequence[Section]) -> list[list[Any]]:
