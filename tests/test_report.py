@@ -316,7 +316,8 @@ def test_separate_attack_files_get_their_matrix_too(results, tmp_path):
     md = render_report(cells, "md")
     assert "## Comparison matrix" in md and "4 attack files" in md
     for c in results["compare"]["cells"]:  # the same numbers as audit compare printed (models by their names)
-        row = f"| {Path(c['model']).name} | {c['method']} | {c['k'] if c['k'] is not None else '–'} | {c['attacked']} | {c['success_rate']} |"
+        k = c["k"] if c["k"] is not None else "–"
+        row = f"| {Path(c['model']).name} | {c['method']} | {k} | {c['attacked']} | {c['success_rate']} |"
         assert row in md, row
     assert md.count("only a") == 1  # the paired tests too
     assert "Comparison matrix" not in render_report(cells[:1], "md")  # one attack: no matrix

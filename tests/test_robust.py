@@ -110,6 +110,8 @@ def test_schedule_and_selection_never_prefer_a_constant_model():
     hooks["on_tokenizer"](tok)
     table = substitution_table(vocab)
     res = certify(constant, tok, table, texts, labels)
-    assert res == {"accuracy": 0.6, "certified_accuracy": 0.6, "n": 5}
+    # Wilson 95% for 3/5: centre 0.5566, half-width 0.3258
+    assert res == {"accuracy": 0.6, "certified_accuracy": 0.6, "n": 5, "accuracy_ci95": [0.2307, 0.8824],
+                   "certified_accuracy_ci95": [0.2307, 0.8824]}
     score = hooks["select"](constant, tok, texts, labels)
     assert score == pytest.approx(0.6 - 1.0)  # below the clean-accuracy guard: ranks under any admissible model

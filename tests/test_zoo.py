@@ -126,7 +126,8 @@ def test_cli_train_and_evaluate(cli, tmp_path):
     r = cli("evaluate", "--model", str(tmp_path / "ck"), "--data", str(data), "--json")
     assert r.exit_code == 0, r.output
     ev = json.loads(r.stdout.strip().splitlines()[-1])
-    assert ev == {"model": "bow", "data": str(data), "accuracy": 1.0, "n": 80}
+    # Wilson 95% for 80/80: [80 / (80 + 1.96²), 1]
+    assert ev == {"model": "bow", "data": str(data), "accuracy": 1.0, "accuracy_ci95": [0.9542, 1.0], "n": 80}
     r = cli("train", "--model", "gpt", "--json")
     assert r.exit_code == 2 and "trains zoo models" in r.output
     r = cli("train", "--model", "bow", "--augment", "pig-latin")
