@@ -27,7 +27,7 @@ from textaudit.resources import resolve
 if TYPE_CHECKING:  # pragma: no cover
     import datasets
 
-__all__ = ["load_dataset", "read_table", "dataset_id", "check_labels", "CORPORA"]
+__all__ = ["load_dataset", "read_table", "dataset_id", "example_ids", "check_labels", "CORPORA"]
 
 TEXT_COLUMNS = ("text", "sentence", "content")
 LABEL_COLUMNS = ("label",)
@@ -137,6 +137,13 @@ def dataset_id(spec: str, default_split: str = "train") -> str:
     if parsed is not None:
         return f"{parsed[0]}:{parsed[1]}"
     return Path(str(spec).strip()).expanduser().name
+
+
+def example_ids(data: str, n: int, default_split: str = "dev") -> list[str]:
+    """Ids of a dataset's examples: ``<canonical data>:<i>`` (``sst2`` is ``sst2:dev``; a local file by
+    its name, so a moved file resumes)."""
+    prefix = dataset_id(data, default_split)
+    return [f"{prefix}:{i}" for i in range(n)]
 
 
 def load_dataset(spec: str, *, text_column: str | None = None, label_column: str | None = None,

@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["rank_correlation", "round_p", "wilson", "mcnemar", "cluster_bootstrap", "CONFIDENCE"]
+__all__ = ["rank_correlation", "round_p", "wilson", "mcnemar", "cluster_bootstrap", "format_ci", "CONFIDENCE"]
 
 #: the confidence level of every interval textaudit reports
 CONFIDENCE = 0.95
@@ -56,6 +56,11 @@ def wilson(successes: int, n: int, confidence: float = CONFIDENCE) -> tuple[floa
         return None
     ci = binomtest(int(successes), int(n)).proportion_ci(confidence_level=confidence, method="wilson")
     return round(float(ci.low), 4), round(float(ci.high), 4)
+
+
+def format_ci(ci: Sequence[float] | None, digits: int = 4) -> str:
+    """A 95% interval as ``[lo, hi]`` for a table ("–" when there is none)."""
+    return f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else "–"
 
 
 def mcnemar(a: Sequence[bool], b: Sequence[bool]) -> dict:

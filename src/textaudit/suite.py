@@ -224,7 +224,7 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
     """Run (or resume) every audit of ``suite`` into its output directory, write the report, and
     return ``(results, checks, report path)``."""
     from textaudit.attacks.compare import run_compare
-    from textaudit.data import dataset_id, load_dataset
+    from textaudit.data import dataset_id, example_ids, load_dataset
     from textaudit.fairness import CounterfactualBias, parse_pair, run_bias
     from textaudit.models import load_classifier
     from textaudit.neighborhoods.mlm import load_mlm
@@ -253,7 +253,7 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
                                  ci=suite.get("bias", "ci", "clustered"))
         ds = load_dataset(data, label_column=None, default_split="dev", limit=limit)
         path = out / "bias.jsonl"
-        results["bias"] = run_bias(est, pairs, k, list(ds["text"]), ids=[f"{data_id}:{i}" for i in range(len(ds))],
+        results["bias"] = run_bias(est, pairs, k, list(ds["text"]), ids=example_ids(data, len(ds)),
                                    output=path, resume=path.exists(), config={"data": data_id}, progress=progress)
         inputs.append(path)
     if "certify" in suite.spec:

@@ -17,11 +17,12 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 from typer.exceptions import TyperException
 
-from textaudit.data import dataset_id
+from textaudit.data import example_ids  # noqa: F401 - the commands import it from here
 from textaudit.environment import check_environment
 from textaudit.errors import TextAuditError
 from textaudit.results import check_output as results_check_output
 from textaudit.shards import Shard, parse_shard, shard_name
+from textaudit.stats import format_ci  # noqa: F401 - the commands import it from here
 
 __all__ = ["AuditGroup", "fail", "AuditCommand", "app", "emit_json", "print_table", "notice", "check_output", "example_ids", "ModelOpt",
            "DataOpt", "TextColumnOpt", "LabelColumnOpt", "LimitOpt", "OutputOpt", "ResumeOpt", "SeedOpt", "ShardOpt", "JsonOpt",
@@ -186,17 +187,6 @@ def check_output(output: Path | None, resume: bool | None, shard: str | None = N
     results_check_output(output, resume, settings, shard_name(parsed))
     return parsed
 
-
-def example_ids(data: str, n: int, default_split: str = "dev") -> list[str]:
-    """Ids of a dataset's examples: ``<canonical data>:<i>`` (``sst2`` is ``sst2:dev``; a local file by
-    its name, so a moved file resumes)."""
-    prefix = dataset_id(data, default_split)
-    return [f"{prefix}:{i}" for i in range(n)]
-
-
-def format_ci(ci: Any, digits: int = 4) -> str:
-    """A 95% interval as ``[lo, hi]`` for a table ("-" when there is none)."""
-    return f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else "-"
 
 
 def emit_json(obj: Any) -> None:

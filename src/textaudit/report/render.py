@@ -62,7 +62,7 @@ def render_report(inputs: Iterable[str | Path] | Sequence[Loaded], fmt: str = "h
     title = title or ("textaudit report" + (f": {', '.join(models)}" if models else ""))
     return _environment(fmt).get_template(f"report.{fmt}.j2").render(
         title=title, version=__version__, items=items, sections=sections, headline_columns=HEADLINE_COLUMNS,
-        headline=headline_rows(items, sections), checks=list(checks or []), generated=_dt.datetime.now().strftime("%Y-%m-%d %H:%M"))
+        headline=headline_rows(items), checks=list(checks or []), generated=_dt.datetime.now().strftime("%Y-%m-%d %H:%M"))
 
 
 def write_report(inputs: Iterable[str | Path], out: str | Path, fmt: str | None = None, title: str | None = None,

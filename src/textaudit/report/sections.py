@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from textaudit.report.load import Loaded
+from textaudit.stats import format_ci
 
 __all__ = ["Section", "Table", "Figure", "Example", "build_sections", "headline_rows", "marked"]
 
@@ -76,10 +77,6 @@ def marked(before: str, after: str) -> list[tuple[str, bool]]:
     return out
 
 
-def _ci(ci: Sequence[float] | None, digits: int = 3) -> str:
-    return f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else "–"
-
-
 def _num(v: Any, digits: int = 3) -> Any:
     return "–" if v is None else round(v, digits) if isinstance(v, float) else v
 
@@ -113,7 +110,7 @@ def _attack(item: Loaded, n: int) -> Section:
                                    "max_queries", "time_budget")))
     sec.tables.append(Table("Summary", ["metric", "value"], [
         ["examples", s["n"]], ["attacked", s["attacked"]], ["successes", s["success"]],
-        ["success rate", _num(s["success_rate"])], ["95% CI (Wilson)", _ci(s["success_rate_ci95"])],
+        ["success rate", _num(s["success_rate"])], ["95% CI (Wilson)", format_ci(s["success_rate_ci95"], 3)],
         ["mean ℓ0 of successes", _num(s["mean_l0"])], ["already vulnerable (ℓ0 = 0)", s["already_vulnerable"]],
         ["skipped", s["skipped"]], ["errors", s["errors"]], ["seconds / example", _num(s["sec_per_example"])],
         ["queries / example", _num(s["queries_per_example"], 1)],
@@ -139,7 +136,7 @@ def _compare(item: Loaded, n: int) -> Section:
     by = {(x["model"], x["method"]): x for x in cells}
 
     def cell(x: dict | None) -> str:
-        return "–" if not x or x["success_rate"] is None else f"{x['success_rate']:.2f} {_ci(x['success_rate_ci95'], 2)}"
+        return "–" if not x or x["success_rate"] is None else f"{x['success_rate']:.2f} {format_ci(x['success_rate_ci95'], 2)}"
 
     sec = Section(f"compare-{n}", "Comparison matrix", "compare",
                   [("summary", str(item.path)), ("data", c.get("data")), ("mlm", c.get("mlm")), ("seed", c.get("seed"))])
@@ -148,7 +145,7 @@ def _compare(item: Loaded, n: int) -> Section:
     sec.tables.append(Table("Every cell", ["model", "method", "k", "attacked", "success rate", "95% CI", "mean ℓ0",
                                            "s / example", "queries / example"],
                             [[x["model"], x["method"], _num(x["k"]), x["attacked"], _num(x["success_rate"]),
-                              _ci(x["success_rate_ci95"]), _num(x["mean_l0"]), _num(x["sec_per_example"]),
+                              format_ci(x["success_rate_ci95"], 3), _num(x["mean_l0"]), _num(x["sec_per_example"]),
                               _num(x["queries_per_example"], 1)] for x in cells]))
     if c.get("paired"):
         sec.tables.append(Table("Paired comparisons (McNemar's exact test on the examples both attacked)",
@@ -170,7 +167,7 @@ def _bias(item: Loaded, n: int) -> Section:
                                    "seed")))
     sec.tables.append(Table("B_(p,k) with 95% intervals", ["model", "pair", "k", "B", "95% CI", "sentences", "sources",
                                                           "CI excludes 0"],
-                            [[name, f"{p[0]}→{p[1]}", kk, f"{e.B:+.5f}", _ci(e.ci95, 5), int(e.n), e.sources,
+                            [[name, f"{p[0]}→{p[1]}", kk, f"{e.B:+.5f}", format_ci(e.ci95, 5), int(e.n), e.sources,
                               "yes" if e.significant else "no"]
                              for name, per in results.items() for p, by_k in per.items() for kk, e in by_k.items()]))
     sec.figures, sec.notes = _figures(lambda d: plot_bias(results, d), _bias_title)
@@ -193,7 +190,7 @@ def _wordorder(item: Loaded, n: int) -> Section:
                   _settings(item, ("model", "data", "seed", "perturbation", "level", "rho")))
     sec.tables.append(Table("Accuracy on reordered text", ["perturbation", "level", "ρ", "n", "accuracy", "95% CI", "DND",
                                                            "IDC", "Levenshtein", "BLEU-4"],
-                            [[r["perturbation"], r["level"], r["rho"], r["n"], r["accuracy"], _ci(r.get("accuracy_ci95")),
+                            [[r["perturbation"], r["level"], r["rho"], r["n"], r["accuracy"], format_ci(r.get("accuracy_ci95"), 3),
                               r["dnd"], r["idc"], _num(r.get("levenshtein")), _num(r.get("bleu4"))] for r in rows]))
     corr = cfg.get("correlations")
     if corr:
@@ -210,8 +207,8 @@ def _certify(item: Loaded, n: int) -> Section:
                   _settings(item, ("model", "data")))
     sec.tables.append(Table("Clean and certified accuracy", ["model", "n", "accuracy", "95% CI", "certified accuracy",
                                                             "95% CI"],
-                            [[r.get("model"), r["n"], r["accuracy"], _ci(r.get("accuracy_ci95")), r["certified_accuracy"],
-                              _ci(r.get("certified_accuracy_ci95"))] for r in item.records]))
+                            [[r.get("model"), r["n"], r["accuracy"], format_ci(r.get("accuracy_ci95"), 3), r["certified_accuracy"],
+                              format_ci(r.get("certified_accuracy_ci95"), 3)] for r in item.records]))
     return sec
 
 
@@ -270,7 +267,7 @@ def build_sections(items: Sequence[Loaded]) -> list[Section]:
     return sections
 
 
-def headline_rows(items: Sequence[Loaded], sections: Sequence[Section]) -> list[list[Any]]:
+def headline_rows(items: Sequence[Loaded]) -> list[list[Any]]:
     """The summary table: one row per audit — what was audited, with what, and its headline number."""
     from textaudit.attacks.run import summarize
     from textaudit.fairness.bias import estimates_from_records
@@ -280,7 +277,7 @@ def headline_rows(items: Sequence[Loaded], sections: Sequence[Section]) -> list[
         cfg = item.config
         if item.kind == "attack":
             s = summarize(item.records, cfg.get("method"), cfg.get("k"))
-            what = f"success rate {_num(s['success_rate'])} {_ci(s['success_rate_ci95'])} of {s['attacked']} attacked"
+            what = f"success rate {_num(s['success_rate'])} {format_ci(s['success_rate_ci95'], 3)} of {s['attacked']} attacked"
             rows.append(["attack", cfg.get("model"), cfg.get("method") + (f", k={cfg['k']}" if cfg.get("k") else ""),
                          cfg.get("mlm") or "–", cfg.get("data"), cfg.get("seed"), what])
         elif item.kind == "bias":
@@ -291,15 +288,15 @@ def headline_rows(items: Sequence[Loaded], sections: Sequence[Section]) -> list[
                         kk = max(by_k)
                         e = by_k[kk]
                         rows.append(["bias", name, f"{p[0]}→{p[1]}", cfg.get("mlm") or "–", cfg.get("data"), cfg.get("seed"),
-                                     f"B_(p,{kk}) = {e.B:+.5f} {_ci(e.ci95, 5)}"])
+                                     f"B_(p,{kk}) = {e.B:+.5f} {format_ci(e.ci95, 5)}"])
         elif item.kind == "certify":
             for r in item.records:
                 rows.append(["certify", r.get("model"), "IBP", "–", cfg.get("data"), "–",
-                             f"certified accuracy {r['certified_accuracy']} {_ci(r.get('certified_accuracy_ci95'))}"])
+                             f"certified accuracy {r['certified_accuracy']} {format_ci(r.get('certified_accuracy_ci95'), 3)}"])
         elif item.kind == "wordorder":
             for r in item.records[:1] if not cfg.get("sweep") else []:
                 rows.append(["wordorder", cfg.get("model"), f"{r['perturbation']} ({r['level']})", "–", cfg.get("data"),
-                             cfg.get("seed"), f"accuracy {r['accuracy']} {_ci(r.get('accuracy_ci95'))}"])
+                             cfg.get("seed"), f"accuracy {r['accuracy']} {format_ci(r.get('accuracy_ci95'), 3)}"])
             if cfg.get("sweep"):
                 rows.append(["wordorder", cfg.get("model"), f"sweep of {len(item.records)}", "–", cfg.get("data"),
                              cfg.get("seed"), f"clean accuracy {(cfg.get('correlations') or {}).get('clean_accuracy')}"])
