@@ -1,4 +1,5 @@
-"""Datasets as ``datasets.Dataset`` objects with two columns: ``text`` (str) and ``label`` (int).
+"""Datasets as ``datasets.Dataset`` objects: ``id``, ``text`` (str), ``label`` (int) and, for sentence
+pairs, ``pair`` (the second text).
 
 Specs understood by :func:`load_dataset`:
 
@@ -6,20 +7,31 @@ Specs understood by :func:`load_dataset`:
   otherwise: commands that *report* numbers pass "dev");
 - ``sst2:train``, ``sst2:dev``, ``sst2:test`` — one split of GLUE SST-2 through the resource
   layer (``$TEXTAUDIT_DATA/sst2/*.tsv`` or ``glue/sst2`` online);
-- a local ``.csv``, ``.tsv``, ``.jsonl`` (or ``.json`` lines) file; its text and label columns are
-  found by name (``text``/``sentence``/``content`` and ``label``) or given explicitly.
+- ``hf:<id>[:<config>][:<split>]`` — a dataset through ``datasets.load_dataset`` (a hub id when
+  online, e.g. ``hf:glue:mnli:validation_matched``), or a local directory: one written by
+  ``save_to_disk`` (read with ``load_from_disk``) or a script-free folder of data files. A second
+  part that names a split (train, validation, dev, test, or any name with "train", "valid", "test"
+  in it) is the split, otherwise the config; dev means validation;
+- a local ``.csv``, ``.tsv``, ``.jsonl`` (or ``.json`` lines), ``.parquet`` or ``.arrow`` file.
 
-Labels must be integer class ids 0..C-1 (strings of digits are accepted). Every problem with a
-file — missing, empty, missing column, non-integer or negative labels — is a one-line
-:class:`~textaudit.errors.TextAuditError`.
+Columns: the text is found by name (``text``/``sentence``/``content``) or ``--text-column``; the
+label by ``label`` or ``--label-column``; a second text (NLI hypothesis, paraphrase, QA passage)
+by ``--pair-column``. Labels are integer class ids 0..C-1 (strings of digits are accepted) or
+class *names* (strings): names are mapped to ids in sorted order, or in the model's own class order
+(:func:`align_labels`), and the map travels with the dataset as a ``ClassLabel`` feature (results
+files record it). ``limit`` keeps the first N examples; ``sample`` N picks N at random
+(``seed``); each example's ``id`` (``<data>:<row>``) is its row in the full file either way, so
+results resume and merge whichever subset ran. Every problem with a file — missing, empty, a
+missing column, a bad label — is a one-line :class:`~textaudit.errors.TextAuditError`.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from textaudit.errors import TextAuditError
 from textaudit.resources import resolve
@@ -27,14 +39,31 @@ from textaudit.resources import resolve
 if TYPE_CHECKING:  # pragma: no cover
     import datasets
 
-__all__ = ["load_dataset", "read_table", "dataset_id", "example_ids", "check_labels", "CORPORA"]
+__all__ = ["load_dataset", "read_table", "dataset_id", "example_ids", "check_labels", "align_labels", "label_names",
+           "pairs_of", "as_pairs", "split_sides", "check_side", "data_config", "parse_hf_spec", "CORPORA", "SIDES", "FILE_SUFFIXES"]
 
 TEXT_COLUMNS = ("text", "sentence", "content")
 LABEL_COLUMNS = ("label",)
 CORPORA = {"sst2": ("train", "dev", "test")}
+FILE_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".parquet", ".arrow")
+#: which text of a sentence pair the neighbourhood and the patch word act on (the other stays verbatim)
+SIDES = ("first", "second")
+_SPLIT_WORDS = ("train", "valid", "dev", "test")
 
 
-def _rows_from_file(path: Path) -> tuple[list[str], list[dict]]:
+@dataclass
+class Table:
+    """Rows read from any source, before validation: ``columns``, ``rows`` (dicts), and the class
+    names a source declared for its label column (a ``datasets`` ``ClassLabel``)."""
+
+    name: str
+    columns: list[str]
+    rows: list[dict]
+    label_names: dict[str, list[str]]
+    first_row: int = 1  # how the file numbers its first data row in messages (2 below a csv header)
+
+
+def _rows_from_file(path: Path) -> Table:
     suffix = path.suffix.lower()
     try:
         if suffix in (".tsv", ".csv"):
@@ -43,7 +72,8 @@ def _rows_from_file(path: Path) -> tuple[list[str], list[dict]]:
                                         if suffix == ".tsv" else csv.QUOTE_MINIMAL)
                 rows = list(reader)
                 columns = list(reader.fieldnames or [])
-        elif suffix in (".jsonl", ".json"):
+            return Table(path.name, columns, rows, {}, 2)
+        if suffix in (".jsonl", ".json"):
             rows, columns = [], []
             with open(path, encoding="utf-8") as f:
                 for lineno, line in enumerate(f, 1):
@@ -57,63 +87,149 @@ def _rows_from_file(path: Path) -> tuple[list[str], list[dict]]:
                         raise TextAuditError(f"{path}:{lineno} is not a JSON object; expected {{\"text\":..., \"label\":...}}")
                     rows.append(obj)
                     columns.extend(k for k in obj if k not in columns)
-        else:
-            raise TextAuditError(f"unsupported data file '{path.name}'; use .csv, .tsv or .jsonl")
+            return Table(path.name, columns, rows, {})
+        if suffix in (".parquet", ".arrow"):
+            return _table_from_arrow(path)
     except UnicodeDecodeError:
         raise TextAuditError(f"{path} is not UTF-8 text; re-save it as UTF-8") from None
-    return columns, rows
+    raise TextAuditError(f"unsupported data file '{path.name}'; use {', '.join(FILE_SUFFIXES)} or hf:<dataset>")
 
 
-def _pick(columns: list[str], wanted: str | None, defaults: Iterable[str], role: str, path: Path) -> str:
+def _table_from_arrow(path: Path) -> Table:
+    """A parquet file, or an Arrow file (IPC file or stream, as ``datasets`` writes them)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        if path.suffix.lower() == ".parquet":
+            table = pq.read_table(path)
+        else:
+            try:
+                with pa.memory_map(str(path)) as src:
+                    table = pa.ipc.open_stream(src).read_all()
+            except pa.ArrowInvalid:
+                with pa.memory_map(str(path)) as src:
+                    table = pa.ipc.open_file(src).read_all()
+    except (pa.ArrowInvalid, OSError) as e:
+        kind = "parquet" if path.suffix.lower() == ".parquet" else "Arrow"
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:120]
+        raise TextAuditError(f"{path} is not a readable {kind} file ({first})") from None
+    names = _class_names_from_schema(table.schema)
+    return Table(path.name, list(table.column_names), table.to_pylist(), names)
+
+
+def _class_names_from_schema(schema) -> dict[str, list[str]]:
+    """Class names a ``datasets`` file keeps in its schema metadata (``ClassLabel`` features)."""
+    meta = (schema.metadata or {}).get(b"huggingface")
+    if not meta:
+        return {}
+    try:
+        feats = json.loads(meta).get("info", {}).get("features", {})
+    except (ValueError, AttributeError):
+        return {}
+    return {c: list(f["names"]) for c, f in feats.items()
+            if isinstance(f, dict) and f.get("_type") == "ClassLabel" and f.get("names")}
+
+
+def _table_from_hf(ds, name: str) -> Table:
+    from datasets import ClassLabel
+
+    names = {c: list(f.names) for c, f in ds.features.items() if isinstance(f, ClassLabel)}
+    return Table(name, list(ds.column_names), ds.to_list(), names)
+
+
+def _pick(columns: list[str], wanted: str | None, defaults: Iterable[str], role: str, where: str) -> str:
     if wanted is not None:
         if wanted not in columns:
-            raise TextAuditError(f"{path.name} has no {role} column '{wanted}' (columns: {', '.join(columns) or 'none'})")
+            raise TextAuditError(f"{where} has no {role} column '{wanted}' (columns: {', '.join(columns) or 'none'})")
         return wanted
     for c in defaults:
         if c in columns:
             return c
     flag = "--text-column" if role == "text" else "--label-column"
     raise TextAuditError(
-        f"{path.name} has no {role} column (looked for {', '.join(defaults)}; columns: {', '.join(columns) or 'none'}); "
+        f"{where} has no {role} column (looked for {', '.join(defaults)}; columns: {', '.join(columns) or 'none'}); "
         f"name it with {flag}"
     )
 
 
-def _as_label(value, path: Path, lineno: int) -> int:
+def _as_label(value, where: str, lineno: int) -> int | str:
+    """An integer class id, or a class name (a non-numeric string) to be mapped later."""
+    if isinstance(value, str) and value.strip() and not value.strip().lstrip("+-").isdigit():
+        try:
+            value = float(value)
+        except ValueError:
+            return value.strip()
     try:
         if isinstance(value, bool):
             raise ValueError
+        if isinstance(value, str):
+            value = int(value.strip())
         label = int(value) if not isinstance(value, float) or value.is_integer() else None
         if label is None:
             raise ValueError
     except (TypeError, ValueError):
         raise TextAuditError(
-            f"{path.name} row {lineno}: label {value!r} is not an integer class id; labels must be 0..C-1"
+            f"{where} row {lineno}: label {value!r} is neither a class id 0..C-1 nor a class name"
         ) from None
     if label < 0:
-        raise TextAuditError(f"{path.name} row {lineno}: label {label} is negative (unlabelled data?); labels must be 0..C-1")
+        raise TextAuditError(f"{where} row {lineno}: label {label} is negative (unlabelled data?); labels must be 0..C-1")
     return label
+
+
+def _validate(table: Table, text_column: str | None, label_column: str | None, pair_column: str | None,
+              require_labels: bool) -> tuple[list[str], list[str] | None, list[int], list[str] | None]:
+    """Return ``(texts, pairs, labels, class names)`` of a table, validated (labels -1 where none are needed
+    and the table has none)."""
+    if not table.rows:
+        raise TextAuditError(f"data file '{table.name}' has no rows")
+    tcol = _pick(table.columns, text_column, TEXT_COLUMNS, "text", table.name)
+    pcol = _pick(table.columns, pair_column, (), "pair", table.name) if pair_column is not None else None
+    if pcol is not None and pcol == tcol:
+        raise TextAuditError(f"--pair-column '{pcol}' is the text column too; give the second text's column")
+    lcol = None
+    if require_labels or label_column:
+        lcol = _pick(table.columns, label_column, LABEL_COLUMNS, "label", table.name)
+    elif any(c in table.columns for c in LABEL_COLUMNS):
+        lcol = next(c for c in LABEL_COLUMNS if c in table.columns)
+    texts: list[str] = []
+    pairs: list[str] | None = [] if pcol else None
+    raw: list[int | str] = []
+    for i, row in enumerate(table.rows, table.first_row):
+        t = row.get(tcol)
+        if t is None or not str(t).strip():
+            raise TextAuditError(f"{table.name} row {i}: empty text in column '{tcol}'")
+        texts.append(str(t).strip())
+        if pcol is not None:
+            q = row.get(pcol)
+            if q is None or not str(q).strip():
+                raise TextAuditError(f"{table.name} row {i}: empty second text in --pair-column '{pcol}'")
+            pairs.append(str(q).strip())  # type: ignore[union-attr]
+        if lcol is not None:
+            raw.append(_as_label(row.get(lcol), table.name, i))
+    if lcol is None:
+        return texts, pairs, [-1] * len(texts), None
+    names = table.label_names.get(lcol)
+    strings = sorted({y for y in raw if isinstance(y, str)})
+    if strings and len(strings) < len(raw) and any(isinstance(y, int) for y in raw):
+        first = next(i for i, y in enumerate(raw, table.first_row) if isinstance(y, int))
+        raise TextAuditError(f"{table.name}: column '{lcol}' mixes class names ({strings[0]!r}, …) and class ids "
+                             f"(row {first}); use one or the other")
+    if strings:
+        names = strings
+        index = {n: i for i, n in enumerate(names)}
+        return texts, pairs, [index[y] for y in raw], names  # type: ignore[index]
+    return texts, pairs, [int(y) for y in raw], names
 
 
 def read_table(path: str | Path, text_column: str | None = None, label_column: str | None = None,
                *, require_labels: bool = True) -> tuple[list[str], list[int]]:
-    """Return ``(texts, labels)`` read from a local csv/tsv/jsonl file, validated."""
+    """Return ``(texts, labels)`` read from a local data file, validated (class names mapped to
+    ids in sorted order)."""
     path = Path(path)
     if not path.is_file():
         raise TextAuditError(f"data file '{path}' does not exist")
-    columns, rows = _rows_from_file(path)
-    if not rows:
-        raise TextAuditError(f"data file '{path}' has no rows")
-    tcol = _pick(columns, text_column, TEXT_COLUMNS, "text", path)
-    lcol = _pick(columns, label_column, LABEL_COLUMNS, "label", path) if require_labels or label_column else None
-    texts, labels = [], []
-    for i, row in enumerate(rows, 2 if path.suffix.lower() in (".csv", ".tsv") else 1):
-        t = row.get(tcol)
-        if t is None or not str(t).strip():
-            raise TextAuditError(f"{path.name} row {i}: empty text in column '{tcol}'")
-        texts.append(str(t).strip())
-        if lcol is not None:
-            labels.append(_as_label(row.get(lcol), path, i))
+    texts, _, labels, _ = _validate(_rows_from_file(path), text_column, label_column, None, require_labels)
     return texts, labels
 
 
@@ -129,59 +245,228 @@ def _parse_spec(spec: str, default_split: str) -> tuple[str, str] | None:
     return name.lower(), split
 
 
+def _is_split(part: str) -> bool:
+    low = part.lower()
+    return "[" in low or any(w in low for w in _SPLIT_WORDS)
+
+
+def parse_hf_spec(spec: str, default_split: str) -> tuple[str, str | None, str]:
+    """``hf:<id>[:<config>][:<split>]`` → ``(id, config, split)`` (split in the dataset's own words:
+    dev is validation)."""
+    parts = spec[3:].split(":")
+    if not parts[0].strip():
+        raise TextAuditError("hf: needs a dataset, e.g. hf:glue:sst2:validation or hf:./my_saved_dataset")
+    if len(parts) > 3:
+        raise TextAuditError(f"'{spec}' has too many parts; use hf:<id>[:<config>][:<split>]")
+    ident, config, split = parts[0], None, None
+    if len(parts) == 3:
+        config, split = parts[1] or None, parts[2] or None
+    elif len(parts) == 2:
+        if _is_split(parts[1]):
+            split = parts[1]
+        else:
+            config = parts[1] or None
+    split = split or default_split
+    return ident, config, "validation" if split.lower() == "dev" else split
+
+
+def _hf_table(spec: str, default_split: str) -> tuple[Table, str]:
+    """Read ``hf:...`` (see the module docstring); return the table and the split read."""
+    import datasets
+
+    ident, config, split = parse_hf_spec(spec, default_split)
+    local = Path(ident).expanduser()
+    try:
+        if local.is_dir() and ((local / "dataset_dict.json").is_file() or (local / "state.json").is_file()):
+            loaded = datasets.load_from_disk(str(local))  # written by save_to_disk
+        else:
+            loaded = datasets.load_dataset(str(local) if local.is_dir() else ident, config)
+    except FileNotFoundError as e:
+        where = "directory" if local.is_dir() else "dataset (not found, or offline here: set HF_DATASETS_OFFLINE=0 online)"
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:140]
+        raise TextAuditError(f"cannot load {where} '{ident}': {first}") from None
+    except (ValueError, OSError, ConnectionError) as e:
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+        raise TextAuditError(f"cannot load dataset '{ident}'{f' (config {config})' if config else ''}: {first}") from None
+    except Exception as e:  # datasets raises its own types (DatasetNotFoundError, ConfigNamesError ...)
+        if type(e).__module__.split(".")[0] != "datasets":
+            raise
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+        raise TextAuditError(f"cannot load dataset '{ident}': {first}") from None
+    if isinstance(loaded, datasets.DatasetDict):
+        if split not in loaded:
+            alias = {"validation": ("dev", "valid", "val")}.get(split, ())
+            found = next((a for a in alias if a in loaded), None)
+            if found is None:
+                raise TextAuditError(f"dataset '{ident}' has no split '{split}' (splits: {', '.join(loaded)}); "
+                                     f"name one: hf:{ident}{':' + config if config else ''}:<split>")
+            split = found
+        loaded = loaded[split]
+    return _table_from_hf(loaded, Path(ident).name or ident), split
+
+
 def dataset_id(spec: str, default_split: str = "train") -> str:
     """The canonical name of a data spec, used in example ids and results headers: a corpus with
     its split spelled out (``sst2`` and ``SST2:validation`` are ``sst2:dev`` where dev is the
-    default), a local file by its name (so a moved file still resumes)."""
-    parsed = _parse_spec(str(spec).strip(), default_split)
+    default), an ``hf:`` dataset with its config and split (a local one by its folder's name), a
+    local file by its name (so a moved file still resumes)."""
+    spec = str(spec).strip()
+    if spec.startswith("hf:"):
+        ident, config, split = parse_hf_spec(spec, default_split)
+        local = Path(ident).expanduser()
+        name = local.name if local.is_dir() else ident
+        return ":".join(["hf", name] + ([config] if config else []) + [split])
+    parsed = _parse_spec(spec, default_split)
     if parsed is not None:
         return f"{parsed[0]}:{parsed[1]}"
-    return Path(str(spec).strip()).expanduser().name
+    return Path(spec).expanduser().name
 
 
 def example_ids(data: str, n: int, default_split: str = "dev") -> list[str]:
-    """Ids of a dataset's examples: ``<canonical data>:<i>`` (``sst2`` is ``sst2:dev``; a local file by
-    its name, so a moved file resumes)."""
+    """Ids of a dataset's first ``n`` rows: ``<canonical data>:<row>`` (``sst2`` is ``sst2:dev``; a
+    local file by its name, so a moved file resumes). :func:`load_dataset` puts them in ``ds["id"]``."""
     prefix = dataset_id(data, default_split)
     return [f"{prefix}:{i}" for i in range(n)]
 
 
 def load_dataset(spec: str, *, text_column: str | None = None, label_column: str | None = None,
-                 default_split: str = "train", limit: int | None = None) -> "datasets.Dataset":
-    """Return a ``datasets.Dataset`` with columns ``text`` and ``label`` for ``spec``.
+                 pair_column: str | None = None, default_split: str = "train", limit: int | None = None,
+                 sample: int | None = None, seed: int = 0, require_labels: bool = True) -> "datasets.Dataset":
+    """Return a ``datasets.Dataset`` with columns ``id``, ``text``, ``label`` (and ``pair`` with
+    ``pair_column``) for ``spec`` (see the module docstring).
 
     ``limit`` keeps the first ``limit`` rows (in file order, so "first 200 dev examples" is
-    reproducible).
+    reproducible); ``sample`` keeps that many rows drawn without replacement with ``seed``, in file
+    order. Class names, when the labels have them, are the ``label`` feature's names
+    (:func:`label_names`). With ``require_labels=False`` a source without a label column gets label −1.
     """
     import datasets
 
     if not spec or not str(spec).strip():
-        raise TextAuditError("empty data spec; use sst2:dev or a path to a .csv/.tsv/.jsonl file")
-    parsed = _parse_spec(str(spec), default_split)
-    if parsed is not None:
+        raise TextAuditError("empty data spec; use sst2:dev, hf:<dataset> or a path to a "
+                             f"{'/'.join(s.lstrip('.') for s in FILE_SUFFIXES)} file")
+    if limit is not None and limit < 1:
+        raise TextAuditError(f"--limit must be at least 1 (got {limit})")
+    if sample is not None and sample < 1:
+        raise TextAuditError(f"--sample must be at least 1 (got {sample})")
+    if limit is not None and sample is not None:
+        raise TextAuditError("give --limit N (the first N examples) or --sample N (N at random), not both")
+    spec = str(spec).strip()
+    parsed = _parse_spec(spec, default_split)
+    if spec.startswith("hf:"):
+        table, _ = _hf_table(spec, default_split)
+    elif parsed is not None:
         name, split = parsed
-        root = resolve(name)
-        path = root / f"{split}.tsv"
+        path = resolve(name) / f"{split}.tsv"
         if not path.is_file():
             raise TextAuditError(f"{name} split '{split}' is missing: no {path}")
-        texts, labels = read_table(path, text_column, label_column)
+        table = _rows_from_file(path)
     else:
         path = Path(spec).expanduser()
-        if not path.exists() and path.suffix.lower() not in (".csv", ".tsv", ".jsonl", ".json"):
-            raise TextAuditError(f"unknown dataset '{spec}'; use one of {', '.join(CORPORA)} (with :train/:dev/:test) "
-                                 "or a path to a .csv/.tsv/.jsonl file")
-        texts, labels = read_table(path, text_column, label_column)
+        if not path.exists() and path.suffix.lower() not in FILE_SUFFIXES:
+            raise TextAuditError(f"unknown dataset '{spec}'; use one of {', '.join(CORPORA)} (with :train/:dev/:test), "
+                                 f"hf:<dataset>, or a path to a {'/'.join(s.lstrip('.') for s in FILE_SUFFIXES)} file")
+        if path.is_dir():
+            raise TextAuditError(f"'{path}' is a directory; for a saved or local HuggingFace dataset use hf:{spec}")
+        if not path.is_file():
+            raise TextAuditError(f"data file '{path}' does not exist")
+        table = _rows_from_file(path)
+    texts, pairs, labels, names = _validate(table, text_column, label_column, pair_column, require_labels)
+    ids = example_ids(spec, len(texts), default_split)
+    keep = list(range(len(texts)))
     if limit is not None:
-        if limit < 1:
-            raise TextAuditError(f"--limit must be at least 1 (got {limit})")
-        texts, labels = texts[:limit], labels[:limit]
-    return datasets.Dataset.from_dict({"text": texts, "label": labels})
+        keep = keep[:limit]
+    elif sample is not None:
+        import numpy as np
+
+        if sample < len(keep):
+            keep = sorted(np.random.default_rng(seed).choice(len(keep), sample, replace=False).tolist())
+    cols: dict[str, list[Any]] = {"id": [ids[i] for i in keep], "text": [texts[i] for i in keep],
+                                  "label": [labels[i] for i in keep]}
+    feats = {"id": datasets.Value("string"), "text": datasets.Value("string")}
+    if pairs is not None:
+        cols["pair"] = [pairs[i] for i in keep]
+        feats["pair"] = datasets.Value("string")
+    feats["label"] = datasets.ClassLabel(names=names) if names and min(labels) >= 0 else datasets.Value("int64")
+    return datasets.Dataset.from_dict(cols, features=datasets.Features(feats))
+
+
+def label_names(ds: "datasets.Dataset") -> list[str] | None:
+    """The class names of a dataset's labels (None when the labels are bare ids)."""
+    from datasets import ClassLabel
+
+    feat = ds.features.get("label")
+    return list(feat.names) if isinstance(feat, ClassLabel) else None
+
+
+def pairs_of(ds: "datasets.Dataset") -> list[str] | None:
+    """The second texts of a sentence-pair dataset (None for single texts)."""
+    return list(ds["pair"]) if "pair" in ds.column_names else None
+
+
+def align_labels(ds: "datasets.Dataset", classifier) -> tuple["datasets.Dataset", list[str] | None]:
+    """Re-number a dataset's class *names* in the model's own class order (its ``labels``, e.g. a
+    HuggingFace ``id2label`` or a zoo checkpoint's classes) and return it with the label map
+    (id → name) a results file records. Bare ids are kept as they are; names the model does not
+    have are a one-line error. Without model class names the sorted order stands."""
+    names = label_names(ds)
+    model_names = [str(n) for n in (getattr(classifier, "labels", None) or [])]
+    if names is None:
+        return ds, model_names or None
+    if not model_names or model_names == [str(i) for i in range(len(model_names))]:
+        return ds, names
+    lower = {n.lower(): i for i, n in enumerate(model_names)}
+    missing = [n for n in names if n.lower() not in lower]
+    if missing:
+        raise TextAuditError(f"the data's class {missing[0]!r} is not a class of model "
+                             f"{getattr(classifier, 'name', '?')} ({', '.join(model_names)}); check --label-column")
+    remap = [lower[n.lower()] for n in names]
+    import datasets
+
+    cols = {c: ds[c] for c in ds.column_names}
+    cols["label"] = [remap[y] for y in cols["label"]]
+    feats = ds.features.copy()
+    feats["label"] = datasets.ClassLabel(names=model_names)
+    return datasets.Dataset.from_dict(cols, features=feats), model_names
 
 
 def check_labels(labels: Iterable[int], num_classes: int, model: str) -> None:
     """A label the model has no class for would count as a success (attack) or a miss (accuracy)
     without meaning anything: refuse it in one line."""
     for i, y in enumerate(labels):
+        if int(y) == -1:
+            raise TextAuditError(f"example {i} has no label; name the data's label column with --label-column")
         if not 0 <= int(y) < num_classes:
             raise TextAuditError(f"example {i} has label {int(y)}, but model {model} has {num_classes} classes "
                                  f"(0..{num_classes - 1}); check --label-column or the data's labels")
+
+
+def data_config(data_id: str, classes: Sequence[str] | None, *, sample: int | None = None) -> dict:
+    """What a results file's header records about the data: its canonical name, the label map
+    (class id → name; None when neither the data nor the model names its classes) and a ``--sample``."""
+    out: dict[str, Any] = {"data": data_id, "labels": list(classes) if classes else None}
+    if sample is not None:
+        out["sample"] = sample
+    return out
+
+
+def check_side(side: str) -> str:
+    """``--perturb-side``: first or second (one-line error otherwise)."""
+    if side not in SIDES:
+        raise TextAuditError(f"--perturb-side must be first or second (got {side!r})")
+    return side
+
+
+def split_sides(ds: "datasets.Dataset", side: str = "second") -> tuple[list[str], list[str] | None]:
+    """``(texts to perturb, texts kept verbatim)`` of a dataset: for single texts the texts and None;
+    for pairs the ``side`` text of each pair and the other one."""
+    check_side(side)
+    pairs = pairs_of(ds)
+    if pairs is None:
+        return list(ds["text"]), None
+    return (pairs, list(ds["text"])) if side == "second" else (list(ds["text"]), pairs)
+
+
+def as_pairs(texts: Sequence[str], pairs: Sequence[str] | None) -> list:
+    """The classifier inputs of a dataset: texts, or ``(text, pair)`` tuples."""
+    return list(texts) if pairs is None else list(zip(texts, pairs))

@@ -3,21 +3,78 @@
 ``Sentence.parse("Hello, world!")`` → tokens ``("Hello", ",", "world", "!")``; ``.text()`` gives the
 original string back, and ``.replace(i, w)`` changes one token keeping every space and every
 other character. SST-style tokenised text ("it 's a film .") parses into its own tokens.
-Splitting: on whitespace, then leading/trailing punctuation (not apostrophes or hyphens) is
-peeled off each chunk, so clitics such as ``'s`` or ``n't`` and words like ``well-made`` stay whole.
+Splitting (Unicode-aware, any script that separates words by spaces): on whitespace, then
+leading/trailing punctuation and symbols (Unicode categories P* and S*: « », ¿ ¡, „ “, …) are
+peeled off each chunk — but not apostrophes or hyphens, so clitics such as ``'s`` or ``n't`` and
+words like ``well-made`` or ``aujourd'hui`` stay whole. Accented letters, ß, Cyrillic or Greek are
+letters like any other (``str.isalpha``). ``language`` adds a language's own rule: French,
+Italian and Catalan split an elided article or pronoun from its word (``l'homme`` → ``l'`` +
+``homme``, ``dell'anno`` → ``dell'`` + ``anno``), so the word can be replaced and the elision never
+is. Languages written without spaces between words (Chinese, Japanese, Thai) are refused.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from textaudit.errors import TextAuditError
 
-__all__ = ["Sentence", "restore_case"]
+__all__ = ["Sentence", "restore_case", "LANGUAGES", "check_language", "guess_language"]
 
 _PUNCT = "\"()[]{}<>.,!?;:…“”«»/\\*|`~"
+_KEEP = "'’ʼ-‐‑"  # apostrophes and hyphens stay inside a chunk
 _CHUNK = re.compile(r"(\s*)(\S+)")
+#: languages with an elision rule; any other ISO 639-1 code splits like English
+_ELISION = {
+    "fr": re.compile(r"(?i)^((?:qu|jusqu|lorsqu|puisqu|quoiqu|[cdjlmnst])['’])(\w.*)$"),
+    "it": re.compile(r"(?i)^([^\W\d_]+['’])([^\W\d_].*)$"),
+    "ca": re.compile(r"(?i)^([dlmnst]['’])(\w.*)$"),
+}
+_NO_SPACES = {"zh", "ja", "th", "lo", "km", "my"}
+#: the languages with a rule of their own (every other code splits on spaces and punctuation as English does)
+LANGUAGES = ("en", *_ELISION)
+
+
+def check_language(language: str | None) -> str:
+    """``--language``: an ISO 639-1 code (en, fr, de, …); one-line errors for what cannot work."""
+    lang = (language or "en").strip().lower()
+    if not re.fullmatch(r"[a-z]{2,3}", lang):
+        raise TextAuditError(f"--language takes an ISO 639-1 code such as en, fr, de (got {language!r})")
+    if lang in _NO_SPACES:
+        raise TextAuditError(f"--language {lang}: its words are not separated by spaces, which the word-level "
+                             "neighbourhood needs; segment the text into words first")
+    return lang
+
+
+def guess_language(model_name: str | None) -> str:
+    """The language a masked LM's name implies (camembert, flaubert → fr; gbert, german → de;
+    umberto, italian → it), else English: ``--language auto``."""
+    name = (model_name or "").lower()
+    for keys, lang in ((("camembert", "flaubert", "french"), "fr"), (("gbert", "german", "-de-", "-de"), "de"),
+                       (("umberto", "italian", "alberto"), "it"), (("spanish", "beto"), "es")):
+        if any(name.endswith(k) if k == "-de" else k in name for k in keys):
+            return lang
+    return "en"
+
+
+def _peelable(c: str) -> bool:
+    return c not in _KEEP and (c in _PUNCT or unicodedata.category(c)[0] in "PS")
+
+
+def _lead(chunk: str) -> int:
+    n = 0
+    while n < len(chunk) and _peelable(chunk[n]):
+        n += 1
+    return n
+
+
+def _trail(chunk: str) -> int:
+    n = 0
+    while n < len(chunk) and _peelable(chunk[len(chunk) - 1 - n]):
+        n += 1
+    return n
 
 
 def restore_case(word: str, like: str) -> str:
@@ -40,23 +97,26 @@ class Sentence:
     seps: tuple[str, ...]
 
     @classmethod
-    def parse(cls, text: str) -> "Sentence":
-        """Return the tokens of ``text`` with its whitespace preserved."""
+    def parse(cls, text: str, language: str = "en") -> "Sentence":
+        """Return the tokens of ``text`` with its whitespace preserved (``language``: see the module docstring)."""
         if not isinstance(text, str):
             raise TextAuditError(f"expected a sentence string, got {type(text).__name__}")
+        elision = _ELISION.get(language)
         tokens: list[str] = []
         seps: list[str] = []
         end = 0
         for m in _CHUNK.finditer(text):
             space, chunk = m.group(1), m.group(2)
             end = m.end()
-            lead = len(chunk) - len(chunk.lstrip(_PUNCT))
-            trail = len(chunk) - len(chunk.rstrip(_PUNCT))
+            lead = _lead(chunk)
+            trail = _trail(chunk) if lead < len(chunk) else 0
             if lead == len(chunk):  # punctuation only: one token per character run
                 parts = [chunk]
             else:
                 core = chunk[lead: len(chunk) - trail if trail else None]
-                parts = list(chunk[:lead]) + [core] + list(chunk[len(chunk) - trail:] if trail else [])
+                split = elision.match(core) if elision is not None else None
+                middle = [split.group(1), split.group(2)] if split else [core]
+                parts = list(chunk[:lead]) + middle + list(chunk[len(chunk) - trail:] if trail else [])
             for j, p in enumerate(parts):
                 tokens.append(p)
                 seps.append(space if j == 0 else "")

@@ -224,7 +224,7 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
     """Run (or resume) every audit of ``suite`` into its output directory, write the report, and
     return ``(results, checks, report path)``."""
     from textaudit.attacks.compare import run_compare
-    from textaudit.data import dataset_id, example_ids, load_dataset
+    from textaudit.data import dataset_id, load_dataset
     from textaudit.fairness import CounterfactualBias, parse_pair, run_bias
     from textaudit.models import load_classifier
     from textaudit.neighborhoods.mlm import load_mlm
@@ -251,9 +251,9 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
                                  load_mlm(suite.get("bias", "mlm")) if k > 0 else None, seed=seed,
                                  enumerate_k=suite.get("bias", "enumerate_k", 2), sample=suite.get("bias", "sample", 200),
                                  ci=suite.get("bias", "ci", "clustered"))
-        ds = load_dataset(data, label_column=None, default_split="dev", limit=limit)
+        ds = load_dataset(data, default_split="dev", limit=limit, require_labels=False)
         path = out / "bias.jsonl"
-        results["bias"] = run_bias(est, pairs, k, list(ds["text"]), ids=example_ids(data, len(ds)),
+        results["bias"] = run_bias(est, pairs, k, list(ds["text"]), ids=ds["id"],
                                    output=path, resume=path.exists(), config={"data": data_id}, progress=progress)
         inputs.append(path)
     if "certify" in suite.spec:

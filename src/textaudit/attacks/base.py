@@ -10,6 +10,11 @@ for every method:
    classifier's cache answers it — and refuse a "success" whose predictions do not differ;
 4. fill the :class:`AttackResult` (time, classifier and masked-LM queries, status and reason).
 
+Sentence pairs: ``attack(text, label, context=premise, side="second")`` attacks ``text`` as the
+pair's second text (the first with ``side="first"``) and keeps ``context`` verbatim: the search
+runs on a copy of the attack whose classifier is a :class:`~textaudit.models.batched.PairView`
+(:meth:`Attack.on_pair`), so every method works on pairs unchanged; the record says which side.
+
 Per-call state lives in the call (the budget, the goal, a random generator made from the seed and
 the example's text), never on ``self``: an attack object can serve many examples in any order and
 gives the same record for an example whatever came before it.
@@ -17,6 +22,7 @@ gives the same record for an example whatever came before it.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import time
 from dataclasses import asdict, dataclass, field
@@ -26,7 +32,7 @@ import numpy as np
 
 from textaudit.attacks.patch import Patch, apply_patch
 from textaudit.errors import TextAuditError
-from textaudit.models.batched import Classifier, as_classifier
+from textaudit.models.batched import Classifier, PairView, as_classifier
 from textaudit.sentence import Sentence
 
 __all__ = ["Attack", "AttackResult", "Budget", "Found", "Goal", "Skip", "Status", "example_rng"]
@@ -200,10 +206,26 @@ class Attack:
         """The method's search: return x̃ or None (a budget that ran out says so in ``budget.reason``)."""
         raise NotImplementedError
 
+    # -- sentence pairs ----------------------------------------------------------------------------
+    def on_pair(self, context: str, side: str = "second") -> "Attack":
+        """A copy of this attack for one pair: its classifier sees ``(context, x)`` (``side="second"``)
+        or ``(x, context)``; everything else is shared. Methods with other classifier-bound parts
+        (patch-word ranking) extend it."""
+        bound = copy.copy(self)
+        bound.classifier = PairView(self.classifier, context, side)  # type: ignore[assignment]
+        return bound
+
     # -- the template -----------------------------------------------------------------------------
-    def attack(self, text: str, label: int | None = None) -> AttackResult:
+    def attack(self, text: str, label: int | None = None, *, context: str | None = None,
+               side: str = "second") -> AttackResult:
         """Attack one example and return its :class:`AttackResult`. Never raises for a bad
-        sentence: an input the method cannot handle comes back with status "error" and the reason."""
+        sentence: an input the method cannot handle comes back with status "error" and the reason.
+        ``context``: the other text of a sentence pair, kept verbatim (``side``: which text of the
+        pair ``text`` is); the record gains ``context`` and ``side``."""
+        if context is not None:
+            res = self.on_pair(context, side).attack(text, label)
+            res.extra.update(context=context, side=side)
+            return res
         budget = Budget(self.classifier, self.max_queries, self.time_budget)
         m0 = self._mlm_forwards()
         res = AttackResult(text=text, label=label, prediction=None, status="failed", method=self.method, k=self.k,

@@ -91,7 +91,7 @@ def run_compare(models: Sequence[str], methods: Sequence[str], output_dir: str |
     cell file is checked before any model loads."""
     from textaudit.attacks.registry import check_options, make_attack, method_spec
     from textaudit.attacks.run import run_attack
-    from textaudit.data import dataset_id, example_ids, load_dataset
+    from textaudit.data import dataset_id, load_dataset
     from textaudit.errors import TextAuditError
     from textaudit.files import atomic_path
     from textaudit.lm import LazyCausalLM
@@ -113,7 +113,7 @@ def run_compare(models: Sequence[str], methods: Sequence[str], output_dir: str |
             path = cell_path(output_dir, model, method)
             check_output(path, path.exists(), {"method": method, "seed": seed, "data": data_id, "ppl": ppl})
     ds = load_dataset(data, default_split="dev", limit=limit)
-    ids = example_ids(data, len(ds))
+    ids = ds["id"]
     masked_lm = load_mlm(mlm) if any(s.needs_mlm for s in specs.values()) else None
     lm = LazyCausalLM() if ppl else None
     cells = {}

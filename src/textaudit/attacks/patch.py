@@ -75,6 +75,10 @@ class PatchWords:
         self.disk_cache = disk_cache
         self._best_for: dict[str, list[tuple[float, str]]] | None = None
 
+    def with_classifier(self, classifier: Classifier) -> "PatchWords":
+        """The same candidate pairs, ranked for another classifier (e.g. one side of a pair model)."""
+        return PatchWords(classifier, self._pairs_in, disk_cache=self.disk_cache)
+
     # -- fitting -----------------------------------------------------------------------------------
     def _pairs(self) -> list[tuple[str, str]]:
         if self._pairs_in is not None:

@@ -27,8 +27,9 @@ __all__ = ["MethodSpec", "METHODS", "method_spec", "default_method", "check_opti
 
 #: options of every method (the budgets and the seed)
 _COMMON = frozenset({"max_queries", "time_budget", "seed"})
-#: options of the neighbourhood search: k words away, κ, δ, the masked LM, words never introduced
-_NEIGHBORHOOD = frozenset({"k", "kappa", "delta", "mlm", "patch_words", "blacklist"})
+#: options of the neighbourhood search: k words away, κ, δ, the masked LM, the patch words, words never
+#: introduced, how sentences split into words
+_NEIGHBORHOOD = frozenset({"k", "kappa", "delta", "mlm", "patch_words", "blacklist", "language"})
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ METHODS: dict[str, MethodSpec] = {
 }
 
 #: the CLI flag of an option whose flag is not ``--`` + its name with dashes
-_FLAGS = {"lm": "--lm-constraint", "mlm": "--mlm"}
+_FLAGS = {"lm": "--lm-constraint", "mlm": "--mlm", "patch_words": "--pairs-file"}
 
 
 def option_flag(option: str) -> str:

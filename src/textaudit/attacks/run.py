@@ -95,13 +95,13 @@ class AttackJob:
     """The work of one example, as a worker does it: the attack's record, plus the perplexities of a
     success when ``ppl`` is given (a worker loads SmolLM2 itself, on first use)."""
 
-    def __init__(self, attack: Attack, ppl: CausalLM | LazyCausalLM | None):
+    def __init__(self, attack: Attack, ppl: CausalLM | LazyCausalLM | None, side: str = "second"):
         place_on_device(attack)
-        self.attack, self.ppl = attack, ppl
+        self.attack, self.ppl, self.side = attack, ppl, side
 
-    def __call__(self, job: tuple[str, int | None]) -> dict:
-        text, label = job
-        res = self.attack.attack(text, label)
+    def __call__(self, job: tuple[str, int | None, str | None]) -> dict:
+        text, label, context = job
+        res = self.attack.attack(text, label, context=context, side=self.side)
         rec = res.to_dict()
         if self.ppl is not None and res.status == "success":
             t0 = time.perf_counter()
@@ -115,7 +115,8 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
                ids: Sequence[str] | None = None, output=None, resume: bool = False, progress: bool = True,
                ppl: CausalLM | LazyCausalLM | None = None, on_result: Callable[[dict], None] | None = None,
                config: dict | None = None, shard: Shard | None = None,
-               backend: Backend | None = None) -> tuple[dict, list[dict]]:
+               backend: Backend | None = None, contexts: Sequence[str] | None = None,
+               side: str = "second") -> tuple[dict, list[dict]]:
     """Attack every example (skipping ids already in ``output`` when ``resume``) and return
     ``(summary, records)``; each record is appended to ``output`` (JSONL) and flushed as it finishes.
 
@@ -125,6 +126,8 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
     all of them go into the header of ``output``, and a ``resume`` with other settings is refused.
     ``shard``: ``(i, N)``: attack only the examples of that shard (:mod:`textaudit.shards`).
     ``backend``: where the examples are attacked (:mod:`textaudit.backends`; default: here, in order).
+    ``contexts``: sentence pairs — the other text of each example, kept verbatim while ``texts`` are
+    attacked as the pair's ``side`` ("second": the model sees ``(context, text)``; "first": ``(text, context)``).
     """
     if len(texts) == 0:
         raise TextAuditError("no examples to attack (empty dataset)")
@@ -133,12 +136,17 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
     ids = list(ids) if ids is not None else [str(i) for i in range(len(texts))]
     summary = AttackSummary(attack.method, attack.k)
     title = attack.method + (f" k={attack.k}" if attack.k else "")
+    if contexts is not None and len(contexts) != len(texts):
+        raise TextAuditError(f"{len(contexts)} pair texts for {len(texts)} examples")
     settings = {**attack.config(), "ppl": ppl is not None, **(config or {})}
+    if contexts is not None:
+        settings["perturb_side"] = side
     with ResumableRun(output, resume=resume, progress=progress, command="attack", config=settings, shard=shard) as run:
         for r in run.previous:
             summary.add(r)
-        jobs = [(id_, (texts[i], None if labels is None else int(labels[i]))) for i, id_ in enumerate(ids)]
-        for id_, rec in run.results(jobs, lambda: AttackJob(attack, ppl), desc=title, unit="ex", backend=backend,
+        jobs = [(id_, (texts[i], None if labels is None else int(labels[i]), None if contexts is None else contexts[i]))
+                for i, id_ in enumerate(ids)]
+        for id_, rec in run.results(jobs, lambda: AttackJob(attack, ppl, side), desc=title, unit="ex", backend=backend,
                                    cost=lambda job: len(job[0].split())):  # neighbourhoods grow with length
             rec = {"id": id_, **rec}
             run.write(rec)

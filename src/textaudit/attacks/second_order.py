@@ -27,7 +27,7 @@ import numpy as np
 from textaudit.attacks.base import Attack, AttackResult, Budget, Found, Goal, Skip
 from textaudit.attacks.patch import Patch, PatchWords, apply_patch
 from textaudit.errors import TextAuditError
-from textaudit.models.batched import Classifier
+from textaudit.models.batched import Classifier, PairView
 from textaudit.neighborhoods.builder import NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
 from textaudit.sentence import Sentence
@@ -55,6 +55,7 @@ class SecondOrderAttack(Attack):
     patch_words: a :class:`PatchWords` (default: counter-fitted pairs ranked for ``classifier``).
     max_queries, time_budget, seed: see :class:`~textaudit.attacks.base.Attack`.
     blacklist: words the neighbourhood never introduces.
+    language: how sentences split into words (``fr`` splits elisions; see :mod:`textaudit.sentence`).
     """
 
     default_k: ClassVar[int] = 6
@@ -66,17 +67,32 @@ class SecondOrderAttack(Attack):
     def __init__(self, classifier: Classifier, k: int | None = None, *, mlm: MaskedLM | None = None,
                  kappa: int = 20, delta: float = 3.0, patch_words: PatchWords | None = None,
                  max_queries: int | None = None, time_budget: float | None = None, seed: int = 0,
-                 blacklist: Iterable[str] = ()):
+                 blacklist: Iterable[str] = (), language: str = "en"):
         k = self.default_k if k is None else k
         self.check_k(k)
         super().__init__(classifier, max_queries=max_queries, time_budget=time_budget, seed=seed)
         self.k = k
         self.mlm = load_mlm() if mlm is None else mlm
-        self.builder = NeighborhoodBuilder(self.mlm, kappa=kappa, delta=delta, blacklist=blacklist, seed=seed)
+        self.builder = NeighborhoodBuilder(self.mlm, kappa=kappa, delta=delta, blacklist=blacklist, seed=seed,
+                                           language=language)
         self.patch_words = patch_words or PatchWords(self.classifier)
 
     def settings(self) -> dict:
-        return {"kappa": self.builder.kappa, "delta": self.builder.delta}
+        out = {"kappa": self.builder.kappa, "delta": self.builder.delta}
+        if self.builder.language != "en":
+            out["language"] = self.builder.language
+        return out
+
+    def on_pair(self, context: str, side: str = "second") -> "SecondOrderAttack":
+        """Patch words of a pair classifier are ranked on single words as the perturbed side with an
+        empty other side (one ranking per side, shared by every pair), as the paper ranks them on
+        single words."""
+        bound = super().on_pair(context, side)
+        ranked = self.__dict__.setdefault("_pair_patch_words", {})
+        if side not in ranked:
+            ranked[side] = self.patch_words.with_classifier(PairView(self.classifier, "", side))
+        bound.patch_words = ranked[side]
+        return bound  # type: ignore[return-value]
 
     @classmethod
     def check_k(cls, k: int) -> None:
@@ -174,10 +190,11 @@ class SOBeam(SecondOrderAttack):
     def __init__(self, classifier: Classifier, k: int | None = None, *, beam: int = 20, mlm: MaskedLM | None = None,
                  kappa: int = 20, delta: float = 3.0, patch_words: PatchWords | None = None,
                  max_queries: int | None = None, time_budget: float | None = None, seed: int = 0,
-                 blacklist: Iterable[str] = ()):
+                 blacklist: Iterable[str] = (), language: str = "en"):
         check_beam(beam)
         super().__init__(classifier, k, mlm=mlm, kappa=kappa, delta=delta, patch_words=patch_words,
-                         max_queries=max_queries, time_budget=time_budget, seed=seed, blacklist=blacklist)
+                         max_queries=max_queries, time_budget=time_budget, seed=seed, blacklist=blacklist,
+                         language=language)
         self.beam = beam
 
     def settings(self) -> dict:

@@ -17,15 +17,15 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 from typer.exceptions import TyperException
 
-from textaudit.data import example_ids  # noqa: F401 - the commands import it from here
 from textaudit.environment import check_environment
 from textaudit.errors import TextAuditError
 from textaudit.results import check_output as results_check_output
 from textaudit.shards import Shard, parse_shard, shard_name
 from textaudit.stats import format_ci  # noqa: F401 - the commands import it from here
 
-__all__ = ["AuditGroup", "fail", "AuditCommand", "app", "emit_json", "print_table", "notice", "check_output", "example_ids", "ModelOpt",
-           "DataOpt", "TextColumnOpt", "LabelColumnOpt", "LimitOpt", "OutputOpt", "ResumeOpt", "SeedOpt", "ShardOpt", "JsonOpt",
+__all__ = ["AuditGroup", "fail", "AuditCommand", "app", "emit_json", "print_table", "notice", "check_output", "ModelOpt",
+           "DataOpt", "TextColumnOpt", "LabelColumnOpt", "LimitOpt", "SampleOpt", "PairColumnOpt",
+           "PerturbSideOpt", "OutputOpt", "ResumeOpt", "SeedOpt", "ShardOpt", "JsonOpt",
            "BackendOpt", "AddressOpt", "WorkersOpt", "GpusOpt", "CpusOpt", "format_ci",
            "MODEL_HELP"]
 
@@ -42,10 +42,18 @@ INTERRUPT_HINTS = {
 MODEL_HELP = ("Zoo name (bow, cnn, lstm, transformer, minilm[-gender-swap], bow-ibp, cnn-ibp), hf:<dir-or-id>, "
               "checkpoint dir or file.py:obj.")
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help=MODEL_HELP)]
-DataOpt = Annotated[str, typer.Option("--data", help="sst2[:train|dev|test] or a .csv/.tsv/.jsonl file.")]
+DataOpt = Annotated[str, typer.Option("--data", help=(
+    "sst2[:train|dev|test], hf:<dataset>[:config][:split] (a hub id or a saved/local dataset folder), or a "
+    ".csv/.tsv/.jsonl/.parquet/.arrow file."))]
 TextColumnOpt = Annotated[Optional[str], typer.Option("--text-column", help="Column of a data file holding the text.")]
 LabelColumnOpt = Annotated[Optional[str], typer.Option("--label-column", help="Column of a data file holding the label.")]
 LimitOpt = Annotated[Optional[int], typer.Option("--limit", min=1, help="Use only the first N examples.")]
+SampleOpt = Annotated[Optional[int], typer.Option("--sample", min=1, help=(
+    "Use N examples drawn at random with --seed (each keeps its row's id; not with --limit)."))]
+PairColumnOpt = Annotated[Optional[str], typer.Option("--pair-column", help=(
+    "Column of a sentence pair's second text (NLI hypothesis, paraphrase, QA passage); --text-column is the first."))]
+PerturbSideOpt = Annotated[str, typer.Option("--perturb-side", help=(
+    "Text of a pair the neighbourhood and the patch word change: second (default) or first; the other stays verbatim."))]
 OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="JSONL results file, written as it goes.")]
 ResumeOpt = Annotated[bool, typer.Option("--resume", help="Continue --output: skip the work already in it.")]
 SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Seed of every random choice.")]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional
 
 import typer
 
 from textaudit.attacks import run_attack
+from textaudit.attacks.patch import PatchWords
 from textaudit.attacks.registry import METHODS, check_options, default_method, make_attack
 from textaudit.backends import make_backend
 from textaudit.cli.app import (
@@ -21,7 +23,10 @@ from textaudit.cli.app import (
     LimitOpt,
     ModelOpt,
     OutputOpt,
+    PairColumnOpt,
+    PerturbSideOpt,
     ResumeOpt,
+    SampleOpt,
     SeedOpt,
     ShardOpt,
     TextColumnOpt,
@@ -29,14 +34,16 @@ from textaudit.cli.app import (
     app,
     check_output,
     emit_json,
-    example_ids,
     notice,
     print_table,
 )
-from textaudit.data import dataset_id, load_dataset
+from textaudit.data import align_labels, check_side, data_config, dataset_id, load_dataset, split_sides
+from textaudit.errors import TextAuditError
+from textaudit.fairness.pairs import load_pairs_file
 from textaudit.lm import LazyCausalLM
 from textaudit.models import load_classifier
 from textaudit.neighborhoods.mlm import load_mlm
+from textaudit.sentence import check_language, guess_language
 
 METHOD_HELP = (" | ".join(METHODS) + " | textattack:<recipe> (default: so-enum if k <= 2 else so-beam). "
                + "; ".join(f"{name}: {spec.summary}" for name, spec in METHODS.items()))
@@ -50,7 +57,10 @@ def attack(
     data: DataOpt = "sst2:dev",
     text_column: TextColumnOpt = None,
     label_column: LabelColumnOpt = None,
+    pair_column: PairColumnOpt = None,
+    perturb_side: PerturbSideOpt = "second",
     limit: LimitOpt = None,
+    sample: SampleOpt = None,
     output: OutputOpt = None,
     resume: ResumeOpt = False,
     shard: ShardOpt = None,
@@ -62,7 +72,15 @@ def attack(
     beam: Optional[int] = typer.Option(None, "--beam", help="SO-Beam width β (default 20)."),
     kappa: Optional[int] = typer.Option(None, "--kappa", help="κ: masked-LM candidates per position (default 20)."),
     delta: Optional[float] = typer.Option(None, "--delta", help="δ: keep candidates with logit > best − δ (default 3)."),
-    mlm: Optional[str] = typer.Option(None, "--mlm", help="Masked LM (default: distilbert if available, else minilm-mlm)."),
+    mlm: Optional[str] = typer.Option(None, "--mlm", help=(
+        "Masked LM: minilm-mlm, distilbert-base-uncased, or any HF fill-mask id or directory (xlm-roberta-base, "
+        "camembert-base, ...; default: distilbert if available, else minilm-mlm).")),
+    language: Optional[str] = typer.Option(None, "--language", help=(
+        "Language of the text (en, fr, de, ...): how words split (fr/it/ca split elisions such as l'homme). "
+        "Default: from --mlm's name (camembert: fr), else en. Not en: give --pairs-file.")),
+    pairs_file: Optional[Path] = typer.Option(None, "--pairs-file", help=(
+        "Synonym pairs 'w1,w2' (one per line) the patch word p comes from (default: the English counter-fitted "
+        "neighbours; needed for other languages).")),
     max_queries: Optional[int] = typer.Option(None, "--max-queries", help="Classifier query budget per example."),
     time_budget: Optional[float] = typer.Option(None, "--time-budget", help="Seconds per example."),
     ppl: bool = typer.Option(True, "--ppl/--no-ppl", help="Perplexity of originals and vulnerable examples (SmolLM2)."),
@@ -74,31 +92,46 @@ def attack(
     """Search each example's neighbourhood for a vulnerable example (Double Perturbation)."""
 
     method = method or default_method(k)
+    lang = check_language(language or guess_language(mlm))
+    synonyms = load_pairs_file(str(pairs_file)) if pairs_file is not None else None
     options = dict(k=k, beam=beam, kappa=kappa, delta=delta, max_queries=max_queries, time_budget=time_budget,
-                   seed=seed, lm=lm_constraint, threshold=threshold)
+                   seed=seed, lm=lm_constraint, threshold=threshold, patch_words=synonyms,
+                   language=language)
     spec = check_options(method, options)  # before any model is loaded (or trained)
+    if "language" in spec.options:
+        options["language"] = lang
+        if lang != "en" and synonyms is None:
+            raise TextAuditError(f"the counter-fitted synonyms the patch words come from are English; for --language "
+                                 f"{lang} give --pairs-file with synonym pairs in that language (w1,w2 per line)")
     runner = make_backend(backend, address=address, workers=workers, gpus_per_worker=gpus_per_worker,
                           cpus_per_worker=cpus_per_worker)
     data_id = dataset_id(data, "dev")
+    check_side(perturb_side)
+    side = perturb_side if pair_column else None
     part = check_output(output, resume, shard, method=method, k=k, beam=beam, kappa=kappa, delta=delta, max_queries=max_queries,
                  time_budget=time_budget, seed=seed, threshold=threshold, data=data_id, ppl=ppl,
-                 lm_constraint=lm_constraint if method == "genetic" else None)
-    ds = load_dataset(data, text_column=text_column, label_column=label_column, default_split="dev", limit=limit)
+                 lm_constraint=lm_constraint if method == "genetic" else None, perturb_side=side)
+    ds = load_dataset(data, text_column=text_column, label_column=label_column, pair_column=pair_column,
+                      default_split="dev", limit=limit, sample=sample, seed=seed)
     runner.start()  # workers import their libraries while the models load here
     clf = load_classifier(model)
     options["mlm"] = load_mlm(mlm) if spec.needs_mlm else None
     # SmolLM2 is loaded on first use: a run (or a --resume) without a success never loads it
     lm = LazyCausalLM() if ppl or lm_constraint else None
     options["lm"] = lm if lm_constraint else None
+    ds, classes = align_labels(ds, clf)
+    if synonyms is not None:
+        options["patch_words"] = PatchWords(clf, synonyms)
     atk = make_attack(method, clf, **options)
     if hasattr(atk, "patch_words"):
         notice(f"ranking patch words for {clf.name} ...")
-        atk.patch_words.fit()
+        (atk if side is None else atk.on_pair("", side)).patch_words.fit()
     if not ppl:
         lm = None
-    ids = example_ids(data, len(ds))
-    summary, records = run_attack(atk, ds["text"], ds["label"], ids=ids, output=output, resume=resume, ppl=lm,
-                                  config={"data": data_id}, shard=part, backend=runner)
+    texts, contexts = split_sides(ds, perturb_side)
+    summary, records = run_attack(atk, texts, ds["label"], ids=ds["id"], output=output, resume=resume, ppl=lm,
+                                  config=data_config(data_id, classes, sample=sample), shard=part, backend=runner,
+                                  contexts=contexts, side=perturb_side)
     summary["model"] = clf.name
     if lm is not None and lm.loaded:
         summary["ppl_load_seconds"] = round(lm.load_seconds, 1)  # part of ppl_sec_per_example

@@ -19,6 +19,8 @@ from textaudit.cli.app import (
     LimitOpt,
     ModelOpt,
     OutputOpt,
+    PairColumnOpt,
+    PerturbSideOpt,
     ResumeOpt,
     SeedOpt,
     ShardOpt,
@@ -27,17 +29,17 @@ from textaudit.cli.app import (
     app,
     check_output,
     emit_json,
-    example_ids,
     notice,
     print_table,
 )
-from textaudit.data import dataset_id, load_dataset
+from textaudit.data import check_side, data_config, dataset_id, load_dataset, split_sides
 from textaudit.errors import TextAuditError
 from textaudit.fairness import GROUPS, CounterfactualBias, load_pairs_file, parse_pair, report, run_bias
 from textaudit.fairness.estimates import CI_METHODS
 from textaudit.fairness.plots import plot_bias
 from textaudit.models import load_classifier
 from textaudit.neighborhoods.mlm import load_mlm
+from textaudit.sentence import check_language, guess_language
 
 
 @app.command(cls=AuditCommand)
@@ -54,11 +56,19 @@ def bias(
     epsilon: float = typer.Option(0.005, "--epsilon", min=0.0, help="ε of X_filter."),
     data: DataOpt = "sst2:dev",
     text_column: TextColumnOpt = None,
+    pair_column: PairColumnOpt = None,
+    perturb_side: PerturbSideOpt = "second",
     limit: LimitOpt = None,
+    sample_examples: Optional[int] = typer.Option(None, "--sample-examples", min=1, help=(
+        "Use N sentences of the data drawn at random with --seed (--sample of the other commands; here --sample "
+        "is the draws per source).")),
     max_sources: Optional[int] = typer.Option(None, "--max-sources", min=1, help="Use the first N sentences of X_p per pair."),
     kappa: int = typer.Option(20, "--kappa", min=1, help="κ: masked-LM candidates per position."),
     delta: float = typer.Option(3.0, "--delta", min=0.0, help="δ: keep candidates with logit > best − δ."),
-    mlm: Optional[str] = typer.Option(None, "--mlm", help="Masked LM (default: distilbert if available, else minilm-mlm)."),
+    mlm: Optional[str] = typer.Option(None, "--mlm", help=(
+        "Masked LM: minilm-mlm or any HF fill-mask id or directory (default: distilbert if available, else minilm-mlm).")),
+    language: Optional[str] = typer.Option(None, "--language", help=(
+        "Language of the text (en, fr, de, ...): how words split; default from --mlm's name, else en.")),
     output: OutputOpt = None,
     resume: ResumeOpt = False,
     shard: ShardOpt = None,
@@ -84,38 +94,54 @@ def bias(
     runner = make_backend(backend, address=address, workers=workers, gpus_per_worker=gpus_per_worker,
                           cpus_per_worker=cpus_per_worker)
     data_id = dataset_id(data, "dev")
+    check_side(perturb_side)
+    lang = check_language(language or guess_language(mlm))
     part = check_output(output, resume, shard, k=k, enumerate_k=enumerate_k, sample=sample, kappa=kappa, delta=delta, seed=seed,
-                 data=data_id)
-    ds = load_dataset(data, text_column=text_column, label_column=None, default_split="dev", limit=limit)
+                 data=data_id, perturb_side=perturb_side if pair_column else None)
+    ds = load_dataset(data, text_column=text_column, pair_column=pair_column, default_split="dev", limit=limit,
+                      sample=sample_examples, seed=seed, require_labels=False)
     runner.start()  # workers import their libraries while the models load here
     masked_lm = load_mlm(mlm) if k > 0 else None
-    opts = dict(kappa=kappa, delta=delta, enumerate_k=enumerate_k, sample=sample, seed=seed, ci=ci)
-    est = CounterfactualBias(load_classifier(model), masked_lm, **opts)
+    opts = dict(kappa=kappa, delta=delta, enumerate_k=enumerate_k, sample=sample, seed=seed, ci=ci, side=perturb_side,
+                language=lang)
+    clf = load_classifier(model)
+    est = CounterfactualBias(clf, masked_lm, **opts)
     other = CounterfactualBias(load_classifier(compare), masked_lm, **opts) if compare else None
-    ids = example_ids(data, len(ds))
-    results = run_bias(est, pairs, k, list(ds["text"]), ids=ids, compare=other, output=output, resume=resume,
-                       filtered=filtered, epsilon=epsilon, max_sources=max_sources, config={"data": data_id},
-                       shard=part, backend=runner)
+    texts, contexts = split_sides(ds, perturb_side)
+    classes = clf.labels if clf.num_classes > 2 else None
+    config = data_config(data_id, clf.labels, sample=sample_examples)
+    results = run_bias(est, pairs, k, texts, ids=ds["id"], compare=other, output=output, resume=resume,
+                       filtered=filtered, epsilon=epsilon, max_sources=max_sources, config=config,
+                       shard=part, backend=runner, contexts=contexts)
     if output:
         notice(f"scored sentence pairs: {output}")
     if plot:
         for path in plot_bias(results, plot):
             notice(f"plot: {path}")
     out = report(results)
+    if classes:
+        out["classes"] = list(classes)
     out["mlm"] = getattr(masked_lm, "name", None)
     out["filtered"] = filtered
     if json_out:
         emit_json(out)
         return
-    print_table(f"B_(p,k) on {data}{' (X_filter)' if filtered else ''}, mlm={out['mlm']}", BIAS_COLUMNS,
-                bias_rows(results))
+    columns = BIAS_COLUMNS + (["B per class"] if classes else [])
+    print_table(f"B_(p,k) on {data}{' (X_filter)' if filtered else ''}, mlm={out['mlm']}", columns,
+                bias_rows(results, classes))
 
 
 BIAS_COLUMNS = ["model", "pair", "k", "B", "95% CI", "sentences", "sources", "CI excludes 0"]
 
 
-def bias_rows(results: dict) -> list[list]:
-    """The table rows of ``{model: {pair: {k: BiasEstimate}}}``."""
+def bias_rows(results: dict, classes: list[str] | None = None) -> list[list]:
+    """The table rows of ``{model: {pair: {k: BiasEstimate}}}``; with ``classes`` (C > 2) a last column
+    of the per-class mean shifts (B is then their L1 norm)."""
+    def per_class(e) -> list:
+        if not classes or e.per_class is None:
+            return []
+        return [" ".join(f"{c}:{v:+.4f}" for c, v in zip(classes, e.per_class))]
+
     return [[name, f"{p[0]}→{p[1]}", kk, f"{e.B:+.5f}", f"[{e.ci95[0]:+.5f}, {e.ci95[1]:+.5f}]", int(e.n), e.sources,
-             "yes" if e.significant else "no"]
+             "yes" if e.significant else "no"] + per_class(e)
             for name, per_pair in results.items() for p, by_k in per_pair.items() for kk, e in by_k.items()]

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
 import typer
 
 from textaudit.cli.app import (
@@ -20,6 +21,8 @@ from textaudit.cli.app import (
     LimitOpt,
     ModelOpt,
     OutputOpt,
+    PairColumnOpt,
+    SampleOpt,
     SeedOpt,
     TextColumnOpt,
     app,
@@ -29,10 +32,10 @@ from textaudit.cli.app import (
     notice,
     print_table,
 )
-from textaudit.data import check_labels, dataset_id, load_dataset
+from textaudit.data import align_labels, as_pairs, check_labels, dataset_id, load_dataset, pairs_of
 from textaudit.errors import TextAuditError
 from textaudit.models import load_classifier
-from textaudit.models.zoo import ARCHS, accuracy, parse_name, train_model
+from textaudit.models.zoo import ARCHS, parse_name, train_model
 from textaudit.models.zoo.names import ROBUST_ARCHS, ZOO_MODELS
 from textaudit.neighborhoods.train_mlm import DEFAULT_OUT, TrainMLMConfig
 from textaudit.neighborhoods.train_mlm import train as train_minilm_mlm
@@ -43,20 +46,27 @@ from textaudit.stats import wilson
 @app.command(cls=AuditCommand)
 def train(
     model: str = typer.Option(..., "--model", "-m", help="Zoo architecture: bow, cnn, lstm, transformer, minilm."),
-    data: str = typer.Option("sst2", "--data", help="Corpus whose train split is used (dev is only reported)."),
+    data: str = typer.Option("sst2", "--data", help=(
+        "Training data: a corpus or hf: dataset (its train split) or a data file (see --data of evaluate).")),
+    text_column: TextColumnOpt = None,
+    label_column: LabelColumnOpt = None,
+    pair_column: PairColumnOpt = None,
     epochs: Optional[int] = typer.Option(None, "--epochs", min=1, help="Maximum epochs (early stopping on held-out train)."),
     seed: SeedOpt = 0,
     augment: Optional[str] = typer.Option(None, "--augment", help="Training-set augmentation: gender-swap."),
     robust: Optional[str] = typer.Option(None, "--robust", help="Certified training: ibp (bow, cnn); saves <model>-ibp."),
     out: Optional[Path] = typer.Option(None, "--out", help="Checkpoint directory (default: the user cache)."),
-    eval_data: Optional[str] = typer.Option(None, "--eval-data", help="Reported only (default: sst2:dev for sst2)."),
+    eval_data: Optional[str] = typer.Option(None, "--eval-data", help=(
+        "Reported only, same columns (default: sst2:dev for sst2).")),
     json_out: JsonOpt = False,
 ) -> None:
-    """Train a zoo model on SST-2 train, save its checkpoint and report dev accuracy."""
+    """Train a zoo model (on SST-2 train, or your data: any number of classes, class names, sentence pairs),
+    save its checkpoint and report dev accuracy."""
     if parse_name(model)[0] not in ARCHS:
         raise TextAuditError(f"audit train trains zoo models ({', '.join(ARCHS)}); got '{model}'")
     r = train_model(model, data=data, epochs=epochs, seed=seed, augment=augment, out=out, eval_data=eval_data,
-                    robust=robust, announce=True)
+                    robust=robust, announce=True, text_column=text_column, label_column=label_column,
+                    pair_column=pair_column)
     if json_out:
         emit_json({k: r[k] for k in ("model", "dev_accuracy", "path", "train_seconds")} | {
             "n_train": r["n_train"], "holdout_accuracy": r["holdout_accuracy"]})
@@ -72,25 +82,38 @@ def evaluate(
     data: DataOpt = "sst2:dev",
     text_column: TextColumnOpt = None,
     label_column: LabelColumnOpt = None,
+    pair_column: PairColumnOpt = None,
     limit: LimitOpt = None,
+    sample: SampleOpt = None,
+    seed: SeedOpt = 0,
     json_out: JsonOpt = False,
 ) -> None:
-    """Report a model's accuracy on a labelled dataset."""
+    """Report a model's accuracy on a labelled dataset (overall and per class, with Wilson intervals)."""
 
-    ds = load_dataset(data, text_column=text_column, label_column=label_column, default_split="dev", limit=limit)
+    ds = load_dataset(data, text_column=text_column, label_column=label_column, pair_column=pair_column,
+                      default_split="dev", limit=limit, sample=sample, seed=seed)
     clf = load_classifier(model)
+    ds, classes = align_labels(ds, clf)
     check_labels(ds["label"], clf.num_classes, clf.name)
-    if max(ds["label"]) >= clf.num_classes:
-        raise TextAuditError(f"{data} has label {max(ds['label'])} but model '{clf.name}' has only "
-                             f"{clf.num_classes} classes; check --label-column")
-    acc = accuracy(clf, ds["text"], ds["label"])
-    ci = wilson(round(acc * len(ds)), len(ds))
+    labels = np.asarray(ds["label"])
+    pred = clf.predict(as_pairs(ds["text"], pairs_of(ds)))
+    right = pred == labels
+    acc = float(right.mean())
+    ci = wilson(int(right.sum()), len(ds))
+    names = classes or [str(i) for i in range(clf.num_classes)]
+    per_class = [{"class": names[c], "n": int((labels == c).sum()), "accuracy": round(float(right[labels == c].mean()), 4),
+                  "accuracy_ci95": list(wilson(int(right[labels == c].sum()), int((labels == c).sum())) or ())}
+                 for c in range(clf.num_classes) if (labels == c).any()]
     if json_out:
         emit_json({"model": clf.name, "data": data, "accuracy": round(acc, 4), "accuracy_ci95": list(ci or ()),
-                   "n": len(ds)})
+                   "n": len(ds), "labels": classes, "per_class": per_class})
         return
     print_table(f"accuracy of {clf.name}", ["model", "data", "n", "accuracy", "95% CI"],
                 [[clf.name, data, len(ds), f"{acc:.4f}", format_ci(ci)]])
+    if len(per_class) > 2 or names != [str(i) for i in range(clf.num_classes)]:
+        print_table("per class (recall)", ["class", "n", "accuracy", "95% CI"],
+                    [[r["class"], r["n"], f"{r['accuracy']:.4f}", format_ci(tuple(r["accuracy_ci95"]) or None)]
+                     for r in per_class])
 
 
 @app.command(cls=AuditCommand)

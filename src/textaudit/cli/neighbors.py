@@ -9,6 +9,7 @@ import typer
 from textaudit.cli.app import AuditCommand, JsonOpt, LimitOpt, SeedOpt, app, emit_json, notice, print_table
 from textaudit.errors import TextAuditError
 from textaudit.neighborhoods import NeighborhoodBuilder, load_mlm
+from textaudit.sentence import check_language, guess_language
 
 
 @app.command(cls=AuditCommand)
@@ -21,7 +22,12 @@ def neighbors(
     protect: Optional[list[str]] = typer.Option(None, "--protect", help="A word whose position never changes (repeatable)."),
     blacklist: Optional[list[str]] = typer.Option(None, "--blacklist", help="A word never introduced (repeatable)."),
     sample: Optional[int] = typer.Option(None, "--sample", min=1, help="Draw N sentences uniformly from Neighbor_k instead."),
-    mlm: Optional[str] = typer.Option(None, "--mlm", help="Masked LM: minilm-mlm, distilbert-base-uncased or a directory."),
+    mlm: Optional[str] = typer.Option(None, "--mlm", help=(
+        "Masked LM: minilm-mlm, or any HF fill-mask id or directory (distilbert-base-uncased, xlm-roberta-base, "
+        "camembert-base, ...).")),
+    language: Optional[str] = typer.Option(None, "--language", help=(
+        "Language of the sentence (en, fr, de, ...): how words split (fr/it/ca split elisions such as l'homme); "
+        "default from --mlm's name, else en.")),
     seed: SeedOpt = 0,
     json_out: JsonOpt = False,
 ) -> None:
@@ -31,7 +37,9 @@ def neighbors(
         raise TextAuditError(f"--k must be at least 1 (got {k})")
     if limit is not None and limit < 1:
         raise TextAuditError(f"--limit must be at least 1 (got {limit})")
-    builder = NeighborhoodBuilder(load_mlm(mlm), kappa=kappa, delta=delta, blacklist=blacklist or (), seed=seed)
+    lang = check_language(language or guess_language(mlm))
+    builder = NeighborhoodBuilder(load_mlm(mlm), kappa=kappa, delta=delta, blacklist=blacklist or (), seed=seed,
+                                  language=lang)
     x = builder.parse(text)
     prot = []
     for w in protect or []:

@@ -24,7 +24,6 @@ from textaudit.cli.app import (
     app,
     check_output,
     emit_json,
-    example_ids,
     notice,
     print_table,
 )
@@ -78,13 +77,13 @@ def build(
                           cpus_per_worker=cpus_per_worker)
     part = check_output(output, resume, shard, perturbation=perturbation, seed=seed, space=space, steps=steps, max_eps=max_eps,
                  tolerance=tolerance)
-    ds = load_dataset(data, default_split="dev", label_column=None)
+    ds = load_dataset(data, default_split="dev", require_labels=False)
     runner.start()  # workers import their libraries while the models load here
     clf = load_classifier(model)
     t0 = time.perf_counter()
     recs = build_tuples(clf, list(ds["text"]), perturbation=perturbation, n=n, seed=seed, output=output,
                         resume=resume, space=space, steps=steps, max_eps=max_eps, tolerance=tolerance,
-                        ids=example_ids(data, len(ds)), shard=part, backend=runner)
+                        ids=ds["id"], shard=part, backend=runner)
     summary = {"model": clf.name, "perturbation": perturbation, **summarize_tuples(recs),
                "seconds": round(time.perf_counter() - t0, 1), "output": str(output)}
     notice(f"tuples: {output}")

@@ -21,6 +21,9 @@ For a protected pair p = (p(1), p(2)) (he/she, actor/actress, …):
   sentences (S_s: sum of F_soft over source s's neighbourhood, n_s its size), because the sentences
   of one neighbourhood are strongly correlated. With a single source sentence the interval falls
   back to the i.i.d. CLT over its sentences (``ci_method`` says which).
+* Sentence pairs (NLI, paraphrase): the pair word and the neighbourhood live in one text of each
+  pair (``side``, default the second); the other text is kept verbatim and the classifier scores
+  ``(kept, changed)`` (``(changed, kept)`` with ``side="first"``).
 * X_filter = {x ∈ X_p : |F_soft(x; p)| < ε} (ε = 0.005): the sentences where the naive k = 0 test
   shows no bias.
 """
@@ -33,7 +36,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from textaudit.backends import Backend, place_on_device
-from textaudit.data import load_dataset
+from textaudit.data import check_side, load_dataset
 from textaudit.errors import TextAuditError
 from textaudit.fairness.estimates import CI_METHODS, BiasEstimate, ScoredUnit, aggregate, l1_norm
 from textaudit.fairness.pairs import Source, find_sources, parse_pair
@@ -42,7 +45,7 @@ from textaudit.neighborhoods.builder import NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
 from textaudit.perturbations.gender import gender_words
 from textaudit.runner import ResumableRun
-from textaudit.sentence import Sentence, restore_case
+from textaudit.sentence import Sentence, check_language, restore_case
 from textaudit.shards import Shard
 
 __all__ = ["CounterfactualBias", "run_bias", "estimates_from_records", "report"]
@@ -62,11 +65,15 @@ class CounterfactualBias:
     seed: seed of the sampler.
     ci: how the 95% interval of B is computed: ``clustered`` (CLT) or ``bootstrap`` (see
         :mod:`~textaudit.fairness.estimates`); it changes no scored sentence.
+    side: for sentence-pair data, which text of the pair holds p and is perturbed (first/second).
+    language: how sentences split into words (``fr`` splits elisions; see :mod:`textaudit.sentence`).
     """
 
     def __init__(self, classifier: Classifier, mlm: MaskedLM | None = None, *, kappa: int = 20, delta: float = 3.0,
                  blacklist: Iterable[str] | None = None, enumerate_k: int = 2, sample: int = 200, seed: int = 0,
-                 ci: str = "clustered"):
+                 ci: str = "clustered", side: str = "second", language: str = "en"):
+        self.side = check_side(side)
+        self.language = check_language(language)
         if ci not in CI_METHODS:
             raise TextAuditError(f"unknown --ci '{ci}'; use one of {', '.join(CI_METHODS)}")
         self.ci = ci
@@ -96,13 +103,14 @@ class CounterfactualBias:
         return {"model": getattr(self.classifier, "name", None),
                 "model_fingerprint": getattr(self.classifier, "fingerprint", None),
                 "mlm": getattr(self._mlm, "name", None), "kappa": self.kappa, "delta": self.delta,
-                "enumerate_k": self.enumerate_k, "sample": self.sample_n, "seed": self.seed}
+                "enumerate_k": self.enumerate_k, "sample": self.sample_n, "seed": self.seed,
+                **({"language": self.language} if self.language != "en" else {})}
 
     # -- pieces ----------------------------------------------------------------------------------
     def builder(self, pair: tuple[str, str]) -> NeighborhoodBuilder:
         """The neighbourhood builder for ``pair``: the protected lexicon and the pair are blacklisted."""
         return NeighborhoodBuilder(self.mlm, kappa=self.kappa, delta=self.delta,
-                                   blacklist=self.blacklist | set(pair), seed=self.seed)
+                                   blacklist=self.blacklist | set(pair), seed=self.seed, language=self.language)
 
     def check_pair(self, pair: tuple[str, str]) -> None:
         """Reject a pair word the classifier or the masked LM cannot know (one-line error)."""
@@ -112,15 +120,20 @@ class CounterfactualBias:
                 raise TextAuditError(f"'{w}' is not in the vocabulary of model '{getattr(self.classifier, 'name', '?')}'"
                                      "; choose a pair of words the model knows")
 
-    def soft_output(self, texts: Sequence[str]) -> np.ndarray:
-        """f_soft(x): P(class 1) for two classes, else the probability vector."""
-        probs = np.asarray(self.classifier.predict_proba(list(texts)), dtype=float)
+    def soft_output(self, texts: Sequence[str], contexts: Sequence[str | None] | None = None) -> np.ndarray:
+        """f_soft(x): P(class 1) for two classes, else the probability vector (``contexts``: the kept
+        text of each sentence pair, or None)."""
+        inputs: list = list(texts)
+        if contexts is not None and any(c is not None for c in contexts):
+            inputs = [(c, t) if self.side == "second" else (t, c) for t, c in zip(texts, contexts)]
+        probs = np.asarray(self.classifier.predict_proba(inputs), dtype=float)
         return probs[:, 1] if probs.shape[1] == 2 else probs
 
-    def pair_shift(self, sentences: Sequence[Sentence], position: int | Sequence[int], pair: tuple[str, str]
-               ) -> np.ndarray:
+    def pair_shift(self, sentences: Sequence[Sentence], position: int | Sequence[int], pair: tuple[str, str],
+                   context: str | Sequence[str | None] | None = None) -> np.ndarray:
         """F_soft(y; p) = f_soft(y with p(2)) − f_soft(y with p(1)) at ``position`` (one per sentence,
-        or one for all) for every y — one batched classifier call."""
+        or one for all) for every y — one batched classifier call. ``context``: the kept text of a
+        sentence pair (one for all, or one per sentence)."""
         if not sentences:
             C = self.classifier.num_classes
             return np.zeros(0) if C == 2 else np.zeros((0, C))
@@ -128,7 +141,8 @@ class CounterfactualBias:
         pos = [position] * len(sentences) if isinstance(position, int) else list(position)
         t1 = [s.replace(i, restore_case(w1, s.tokens[i])).text() for s, i in zip(sentences, pos)]
         t2 = [s.replace(i, restore_case(w2, s.tokens[i])).text() for s, i in zip(sentences, pos)]
-        f = self.soft_output(t1 + t2)
+        ctx = [context] * len(sentences) if context is None or isinstance(context, str) else list(context)
+        f = self.soft_output(t1 + t2, ctx + ctx)
         return f[len(t1):] - f[: len(t1)]
 
     def neighborhood(self, src: Source, pair: tuple[str, str], k: int, sampled_k: int | None = None
@@ -156,7 +170,7 @@ class CounterfactualBias:
         """Build one unit's sentences once and score them with ``self`` and every extra scorer."""
         sents, dist, weight = self.neighborhood(src, pair, min(k, self.enumerate_k), sampled_k)
         texts = [s.text() for s in sents]
-        return [ScoredUnit(src, sampled_k, texts, dist, sc.pair_shift(sents, src.position, pair), weight)
+        return [ScoredUnit(src, sampled_k, texts, dist, sc.pair_shift(sents, src.position, pair, src.context), weight)
                 for sc in [self, *scorers]]
 
     # -- estimates -------------------------------------------------------------------------------
@@ -181,10 +195,11 @@ class CounterfactualBias:
         return by_k
 
     def sources(self, texts: Sequence[str], pair: tuple[str, str], *, ids: Sequence[str] | None = None,
-                filtered: bool = False, epsilon: float = 0.005) -> list[Source]:
-        """X_p (or X_filter with ``filtered``) of ``texts``; sentences under two words are dropped."""
+                filtered: bool = False, epsilon: float = 0.005, contexts: Sequence[str] | None = None) -> list[Source]:
+        """X_p (or X_filter with ``filtered``) of ``texts``; sentences under two words are dropped
+        (``contexts``: the kept texts of sentence pairs)."""
         self.check_pair(pair)
-        src = [s for s in find_sources(texts, pair, ids) if sum(t.isalpha() for t in s.sentence.tokens) >= 2]
+        src = [s for s in find_sources(texts, pair, ids, contexts, self.language) if sum(t.isalpha() for t in s.sentence.tokens) >= 2]
         if not src:
             raise TextAuditError(f"no sentence of the data contains exactly one '{pair[0]}' or one '{pair[1]}'; "
                                  "choose another pair or other data")
@@ -199,7 +214,8 @@ class CounterfactualBias:
         """X_filter: the sources with |F_soft(x; p)| < ε (L1 norm for C > 2)."""
         if not sources:
             return []
-        F0 = l1_norm(self.pair_shift([s.sentence for s in sources], [s.position for s in sources], pair))
+        F0 = l1_norm(self.pair_shift([s.sentence for s in sources], [s.position for s in sources], pair,
+                                     [s.context for s in sources]))
         return [s for s, f in zip(sources, F0) if abs(f) < epsilon]
 
 
@@ -281,8 +297,8 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
              ids: Sequence[str] | None = None, compare: CounterfactualBias | None = None, output=None,
              resume: bool = False, filtered: bool = False, epsilon: float = 0.005, max_sources: int | None = None,
              progress: bool = True, config: dict | None = None,
-             shard: Shard | None = None,
-             backend: Backend | None = None) -> dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]]:
+             shard: Shard | None = None, backend: Backend | None = None,
+             contexts: Sequence[str] | None = None) -> dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]]:
     """Return {model name: {pair: {k′: BiasEstimate}}} for k′ = 0..k over ``texts``.
 
     ``compare``: a second estimator (another classifier) scored on the *same* sentences.
@@ -293,7 +309,9 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
     ``config``: settings beyond the estimators' own (e.g. the data) for the header of ``output``;
     a ``resume`` with other settings is refused. ``shard``: ``(i, N)``: score only that shard's
     units (the estimates then cover them alone; ``audit merge`` joins the shards). ``backend``: where
-    the units are scored (:mod:`textaudit.backends`; default: here, in order).
+    the units are scored (:mod:`textaudit.backends`; default: here, in order). ``contexts``: for
+    sentence pairs, the kept text of each of ``texts`` (the estimators' ``side`` says which text of
+    the pair ``texts`` are).
     """
     if len(texts) == 0:
         raise TextAuditError("no sentences to measure bias on (empty dataset)")
@@ -308,7 +326,7 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
     for pair in pairs:
         for sc in scorers:
             sc.check_pair(pair)
-        sources = estimator.sources(texts, pair, ids=ids)
+        sources = estimator.sources(texts, pair, ids=ids, contexts=contexts)
         sources = sources[:max_sources] if max_sources is not None else sources
         if filtered:
             # X_filter is each model's own: the sentences where *its* naive k = 0 test shows no bias
@@ -325,6 +343,8 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
             for src, sampled_k in plan]
     # the scored sentences are not kept in memory (B_{p,3} reaches millions); finished units are read back once
     settings = {**estimator.config(), "k": k, **(config or {})}
+    if contexts is not None:
+        settings["perturb_side"] = estimator.side
     if compare is not None:
         settings.update(compare=compare.config()["model"], compare_fingerprint=compare.config()["model_fingerprint"])
     with ResumableRun(output, resume=resume, id_key="unit_done", keep=False, progress=progress, command="bias",
@@ -349,8 +369,11 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
                          "reversed": src.reversed, "distance": int(d), "text": t,
                          "F": np.round(f, 6).tolist() if np.ndim(f) else round(float(f), 6)}
                         for i, (t, d, f) in enumerate(zip(u.texts, u.distance, u.F))]
-                run.write(*rows, {"unit_done": uid, "model": n, "n": len(u.texts), "weight": u.weight,
-                                  "sampled_k": sampled_k, "pair": list(pair), "source": src.id})
+                marker = {"unit_done": uid, "model": n, "n": len(u.texts), "weight": u.weight,
+                          "sampled_k": sampled_k, "pair": list(pair), "source": src.id}
+                if src.context is not None:
+                    marker["context"] = src.context  # the kept text of the pair, verbatim
+                run.write(*rows, marker)
             run.show(pair="/".join(pair))
     return {n: {pair: aggregate([u for u in units[(pair, n)] if u.source.id in keep_ids[n]], pair, k,
                                 estimator.enumerate_k, estimator.ci)

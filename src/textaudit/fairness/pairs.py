@@ -54,31 +54,36 @@ def load_pairs_file(path: str) -> list[tuple[str, str]]:
 
 @dataclass(frozen=True)
 class Source:
-    """A sentence of X_p: the pair's word sits at ``position``; ``reversed``: it holds p(2)."""
+    """A sentence of X_p: the pair's word sits at ``position``; ``reversed``: it holds p(2).
+    ``context``: for sentence-pair data, the other text of the pair, kept verbatim."""
 
     id: str
     sentence: Sentence
     position: int
     reversed: bool
+    context: str | None = None
 
     @property
     def text(self) -> str:
         return self.sentence.text()
 
 
-def find_sources(texts: Sequence[str], pair: tuple[str, str], ids: Sequence[str] | None = None) -> list[Source]:
-    """Return X_p: sentences with exactly one p(1) and no p(2), and (reversed) exactly one p(2) and no p(1)."""
+def find_sources(texts: Sequence[str], pair: tuple[str, str], ids: Sequence[str] | None = None,
+                 contexts: Sequence[str] | None = None, language: str = "en") -> list[Source]:
+    """Return X_p: sentences with exactly one p(1) and no p(2), and (reversed) exactly one p(2) and no p(1)
+    (``contexts``: the other text of each sentence pair, carried along)."""
     w1, w2 = pair
     ids = list(ids) if ids is not None else [str(i) for i in range(len(texts))]
+    ctx = list(contexts) if contexts is not None else [None] * len(texts)
     out = []
-    for id_, t in zip(ids, texts):
-        s = Sentence.parse(t)
+    for id_, t, c in zip(ids, texts, ctx):
+        s = Sentence.parse(t, language)
         low = [w.lower() for w in s.tokens]
         c1, c2 = low.count(w1), low.count(w2)
         if c1 == 1 and c2 == 0:
-            out.append(Source(id_, s, low.index(w1), False))
+            out.append(Source(id_, s, low.index(w1), False, c))
         elif c2 == 1 and c1 == 0:
-            out.append(Source(id_, s, low.index(w2), True))
+            out.append(Source(id_, s, low.index(w2), True, c))
     return out
 
 

@@ -5,6 +5,13 @@ A *classifier* here is anything with
 - ``predict_proba(texts: Sequence[str]) -> np.ndarray`` of shape ``(n, C)``, rows summing to 1,
 - ``num_classes: int`` and ``name: str``.
 
+**Sentence pairs** (NLI, paraphrase, QA-style classifiers): an input may be a tuple
+``(first, second)`` of two strings instead of a string. The convention, for every model kind:
+``hf:`` models encode it as the tokenizer's pair (``[CLS] first [SEP] second [SEP]`` for BERT),
+zoo word models read ``first [SEP] second`` as one text, and a plug-in or callable receives the
+tuple as it is. :class:`PairView` fixes one side of a pair, so that every attack and estimator,
+which perturbs one text, runs on pair classifiers unchanged.
+
 :class:`BatchedClassifier` turns any *forward function* ``forward(list[str]) -> array (n, C)``
 (probabilities or logits) into such a classifier and adds, once for all callers:
 
@@ -23,13 +30,16 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from dataclasses import asdict, dataclass
-from typing import Callable, Protocol, Sequence, runtime_checkable
+from typing import Callable, Protocol, Sequence, Union, runtime_checkable
 
 import numpy as np
 
 from textaudit.errors import TextAuditError, user_code_error
 
-__all__ = ["Classifier", "BatchedClassifier", "QueryStats", "as_classifier", "softmax"]
+__all__ = ["Classifier", "BatchedClassifier", "PairView", "QueryStats", "as_classifier", "softmax", "Text", "text_length"]
+
+#: one classifier input: a text, or a sentence pair ``(first, second)``
+Text = Union[str, tuple[str, str]]
 
 
 @runtime_checkable
@@ -66,6 +76,20 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     z = logits - logits.max(axis=1, keepdims=True)
     e = np.exp(z)
     return e / e.sum(axis=1, keepdims=True)
+
+
+def _checked_input(t: object) -> Text:
+    """A string, or a pair of strings as a tuple (a list of two strings, e.g. from JSON, counts)."""
+    if isinstance(t, str):
+        return t
+    if isinstance(t, (tuple, list)) and len(t) == 2 and all(isinstance(x, str) for x in t):
+        return (t[0], t[1])
+    raise TextAuditError(f"predict_proba takes strings or (first, second) pairs of strings, got {type(t).__name__}")
+
+
+def text_length(t: Text) -> int:
+    """Characters of an input (both texts of a pair)."""
+    return len(t) if isinstance(t, str) else len(t[0]) + len(t[1])
 
 
 class BatchedClassifier:
@@ -143,9 +167,7 @@ class BatchedClassifier:
         self.stats.texts += len(texts)
         if not texts:
             return np.zeros((0, self._num_classes or 0), dtype=np.float32)
-        for t in texts:
-            if not isinstance(t, str):
-                raise TextAuditError(f"predict_proba takes strings, got {type(t).__name__}")
+        texts = [_checked_input(t) for t in texts]
         unique = list(dict.fromkeys(texts))
         found: dict[str, np.ndarray] = {}
         missing = []
@@ -158,7 +180,7 @@ class BatchedClassifier:
                 missing.append(t)
         self.stats.cache_hits += len(texts) - len(missing)
         if missing:
-            missing.sort(key=len)  # similar lengths share a batch: less padding
+            missing.sort(key=text_length)  # similar lengths share a batch: less padding
             for start in range(0, len(missing), self.batch_size):
                 chunk = missing[start:start + self.batch_size]
                 probs = self._forward_checked(chunk)
@@ -251,13 +273,65 @@ class BatchedClassifier:
         return arr.astype(np.float32)
 
 
+class PairView:
+    """A classifier of one side of a sentence pair, the other side (``context``) fixed.
+
+    ``side="second"`` (the default, e.g. the NLI hypothesis): ``predict_proba([t])`` asks the
+    underlying classifier for ``(context, t)``; ``side="first"``: for ``(t, context)``. Query
+    counters and the cache are the underlying classifier's, so budgets and statistics count every
+    pair. Used by the attacks and B_{p,k} on pair data: they perturb one text and never see the other.
+    """
+
+    def __init__(self, classifier: Classifier, context: str, side: str = "second"):
+        if side not in ("first", "second"):
+            raise TextAuditError(f"--perturb-side must be first or second (got {side!r})")
+        if not isinstance(context, str):
+            raise TextAuditError(f"the fixed side of a pair must be a string, got {type(context).__name__}")
+        self.classifier, self.context, self.side = classifier, context, side
+        self.name = getattr(classifier, "name", "model")
+
+    @property
+    def num_classes(self) -> int:
+        return self.classifier.num_classes
+
+    @property
+    def labels(self):
+        return getattr(self.classifier, "labels", None)
+
+    @property
+    def stats(self):
+        return getattr(self.classifier, "stats", None)
+
+    @property
+    def fingerprint(self):
+        return getattr(self.classifier, "fingerprint", None)
+
+    def pairs(self, texts: Sequence[str]) -> list[tuple[str, str]]:
+        """The underlying inputs of ``texts``."""
+        if isinstance(texts, str):
+            texts = [texts]
+        return [(self.context, t) if self.side == "second" else (t, self.context) for t in texts]
+
+    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
+        return self.classifier.predict_proba(self.pairs(texts))
+
+    def predict(self, texts: Sequence[str]) -> np.ndarray:
+        return self.predict_proba(texts).argmax(axis=1)
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        return self.predict_proba(texts)
+
+    def __repr__(self) -> str:
+        return f"PairView({self.name!r}, side={self.side!r})"
+
+
 def as_classifier(obj: object, *, output: str = "probs", name: str | None = None, batch_size: int | None = None,
                   cache_size: int = 100_000) -> BatchedClassifier:
     """Return a :class:`BatchedClassifier` for ``obj``: a BatchedClassifier (returned as is), any object
     with ``predict_proba`` (scikit-learn style, given lists of strings), or a plain callable
     ``f(list[str]) -> (n, C)`` probabilities (or logits with ``output="logits"``)."""
-    if isinstance(obj, BatchedClassifier):
-        return obj
+    if isinstance(obj, (BatchedClassifier, PairView)):
+        return obj  # type: ignore[return-value]
     nm = name or getattr(obj, "name", None) or getattr(obj, "__name__", None) or type(obj).__name__
     if hasattr(obj, "predict_proba") and callable(obj.predict_proba):
         nc = getattr(obj, "num_classes", None)

@@ -15,15 +15,23 @@ from typing import Callable, Mapping
 import numpy as np
 
 from textaudit.device import pick_device
+from textaudit.errors import TextAuditError
 from textaudit.models.batched import BatchedClassifier
 
 __all__ = ["TorchForward", "hf_tokenize", "torch_classifier"]
 
 
 def hf_tokenize(tokenizer, max_length: int = 512) -> Callable[[list[str]], Mapping]:
-    """Adapt a HuggingFace tokenizer: pad to the longest text in the batch, truncate at ``max_length``."""
+    """Adapt a HuggingFace tokenizer: pad to the longest text in the batch, truncate at ``max_length``.
+    Sentence pairs ``(first, second)`` get the tokenizer's own pair encoding (segment ids included)."""
 
-    def encode(texts: list[str]):
+    def encode(texts: list):
+        kinds = {isinstance(t, str) for t in texts}
+        if kinds == {False}:
+            return tokenizer([t[0] for t in texts], [t[1] for t in texts], padding="longest", truncation=True,
+                             max_length=max_length, return_tensors="pt")
+        if kinds == {False, True}:
+            raise TextAuditError("one batch mixes single texts and sentence pairs; give the model one kind")
         return tokenizer(texts, padding="longest", truncation=True, max_length=max_length, return_tensors="pt")
 
     return encode

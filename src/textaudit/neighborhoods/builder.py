@@ -26,7 +26,7 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 
 from textaudit.errors import TextAuditError
-from textaudit.sentence import Sentence, restore_case
+from textaudit.sentence import Sentence, check_language, restore_case
 
 __all__ = ["NeighborhoodBuilder", "Neighbor"]
 
@@ -57,11 +57,13 @@ class NeighborhoodBuilder:
     max_positions: at most this many replaceable positions per sentence (seeded subset).
     seed: seed for the position subset and for :meth:`sample`.
     frontier_chunk: sentences expanded per masked-LM call.
+    language: how sentences split into words (:meth:`Sentence.parse <textaudit.sentence.Sentence.parse>`;
+        e.g. ``fr`` splits elisions such as ``l'homme``).
     """
 
     def __init__(self, mlm, *, kappa: int = 20, delta: float = 3.0, blacklist: Iterable[str] = (),
                  alphabetic_only: bool = True, max_positions: int | None = None, seed: int = 0,
-                 frontier_chunk: int = 256):
+                 frontier_chunk: int = 256, language: str = "en"):
         if kappa < 1:
             raise TextAuditError(f"kappa (κ) must be at least 1 (got {kappa})")
         if delta < 0:
@@ -76,11 +78,12 @@ class NeighborhoodBuilder:
         self.max_positions = max_positions
         self.seed = seed
         self.frontier_chunk = frontier_chunk
+        self.language = check_language(language)
 
     # -- inputs ------------------------------------------------------------------------------------
     def parse(self, x: str | Sentence) -> Sentence:
         """Return ``x`` as a :class:`Sentence`, rejecting empty and one-word input."""
-        s = x if isinstance(x, Sentence) else Sentence.parse(x)
+        s = x if isinstance(x, Sentence) else Sentence.parse(x, self.language)
         if len(s) == 0:
             raise TextAuditError("empty sentence: give a sentence of at least two words")
         words = [t for t in s.tokens if any(c.isalnum() for c in t)]

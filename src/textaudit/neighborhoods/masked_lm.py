@@ -8,7 +8,10 @@ The interface every neighbourhood, attack and bias estimator uses::
 
 A position is masked by *one* ``[MASK]`` token even when its word splits into several word pieces
 (as the Double Perturbation reference implementation does). Candidates are whole-word vocabulary
-entries only: never ``##`` continuation pieces, never special or ``[unused]`` tokens. The decoder
+entries only, whatever the tokenizer (:func:`word_table`): WordPiece (BERT, DistilBERT: never
+``##`` continuation pieces), SentencePiece (XLM-R, CamemBERT: only pieces that start a word, ``▁``
+removed) and byte-level BPE (RoBERTa, GPT-2 style: only pieces that start with a space, ``Ġ``,
+decoded to Unicode); never special or ``[unused]`` tokens. The decoder
 runs only at the masked positions (not over every token), and results are cached per masked
 sentence in an LRU cache.
 
@@ -31,7 +34,47 @@ from textaudit.errors import TextAuditError
 from textaudit.models.torch_backend import forward_inputs, only_inputs
 from textaudit.resources import hub_local_only, remote_code_error, trust_remote_code
 
-__all__ = ["MaskedLM", "HFMaskedLM", "Query"]
+__all__ = ["MaskedLM", "HFMaskedLM", "Query", "word_table", "SCHEMES"]
+
+#: how a tokenizer marks a word's first piece: wordpiece (continuations start with ##),
+#: sentencepiece (word starts carry ▁), bytelevel (word starts carry Ġ, bytes mapped to symbols)
+SCHEMES = ("wordpiece", "sentencepiece", "bytelevel")
+
+
+def _scheme(tokenizer) -> str:
+    """How ``tokenizer`` marks a word's first piece: the first piece of " the" starts with ``▁``
+    (SentencePiece), with ``Ġ`` (byte-level BPE), or with neither (WordPiece)."""
+    try:
+        first = tokenizer.convert_ids_to_tokens(tokenizer(" the", add_special_tokens=False)["input_ids"])[:1]
+    except (TypeError, ValueError, KeyError):
+        first = []
+    piece = str(first[0]) if first else ""
+    return "sentencepiece" if piece.startswith("\u2581") else "bytelevel" if piece.startswith("\u0120") else "wordpiece"
+
+
+def word_table(tokenizer, size: int) -> tuple[list[str], np.ndarray, str]:
+    """Return ``(word of each vocabulary id, which ids are whole-word candidates, scheme)``.
+
+    The scheme is read off how the tokenizer writes a word after a space (:func:`_scheme`). A candidate is a piece that
+    starts a word and is more than its marker; its word is the piece without the marker (decoded
+    by the tokenizer for byte-level BPE, so "Ġcaf\u00c3\u00a9" is "café")."""
+    vocab = tokenizer.get_vocab()
+    scheme = _scheme(tokenizer)
+    words = [""] * max(size, max(vocab.values()) + 1)
+    allowed = np.zeros(size, dtype=bool)
+    special = set(tokenizer.all_special_ids)
+    for w, i in vocab.items():
+        if scheme == "sentencepiece":
+            ok, word = w.startswith("\u2581") and len(w) > 1, w[1:]
+        elif scheme == "bytelevel":
+            ok = w.startswith("\u0120") and len(w) > 1
+            word = tokenizer.convert_tokens_to_string([w]).strip() if ok else w
+        else:
+            ok, word = not w.startswith("##") and not re.fullmatch(r"\[.*\]", w), w
+        words[i] = word
+        if i < size:
+            allowed[i] = bool(ok and word.strip()) and i not in special
+    return words, allowed, scheme
 
 #: one masked-LM query: the sentence's words and the position to fill
 Query = tuple[Sequence[str], int]
@@ -65,15 +108,7 @@ class HFMaskedLM:
         self.forwards = 0  # masked sentences actually run through the model
         self.cache_hits = 0
         self.forward_seconds = 0.0
-        vocab = tokenizer.get_vocab()
-        self.id_to_word = [""] * (max(vocab.values()) + 1)
-        for w, i in vocab.items():
-            self.id_to_word[i] = w
-        special = set(tokenizer.all_special_ids)
-        allowed = np.zeros(model.get_output_embeddings().weight.shape[0], dtype=bool)
-        for i, w in enumerate(self.id_to_word[: len(allowed)]):
-            allowed[i] = bool(w) and i not in special and not w.startswith("##") and not re.fullmatch(r"\[.*\]", w)
-        self._allowed = allowed
+        self.id_to_word, self._allowed, self.scheme = word_table(tokenizer, model.get_output_embeddings().weight.shape[0])
         self._allowed_t = None  # the same mask as a tensor on the model's device, made on first use
         self._inputs = forward_inputs(getattr(model, "base_model", model))
 
@@ -142,8 +177,14 @@ class HFMaskedLM:
     def _encode(self, chunk: list[tuple]):
         mask = self.tokenizer.mask_token
         texts = [list(left) + [mask] + list(right) for left, right, _ in chunk]
-        enc = self.tokenizer(texts, is_split_into_words=True, padding="longest", truncation=True,
-                             max_length=256, return_tensors="pt")
+        if self.scheme != "wordpiece":
+            # one string per sentence, as a fill-mask pipeline gives them: pre-split words would need
+            # add_prefix_space (byte-level BPE) or put a lone ▁ before the mask (SentencePiece)
+            enc = self.tokenizer([" ".join(t) for t in texts], padding="longest", truncation=True, max_length=256,
+                                 return_tensors="pt")
+        else:
+            enc = self.tokenizer(texts, is_split_into_words=True, padding="longest", truncation=True,
+                                 max_length=256, return_tensors="pt")
         return only_inputs(enc, self._inputs)
 
     def _hidden_to_logits(self, hidden):

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from textaudit.data import CORPORA, load_dataset
+from textaudit.data import CORPORA, align_labels, as_pairs, label_names, load_dataset, pairs_of
 from textaudit.errors import TextAuditError
 from textaudit.files import lock_or_fail, wait_for_lock
 from textaudit.models.batched import BatchedClassifier
@@ -41,12 +41,17 @@ def _counterfitted_words() -> list[str]:
 def train_model(name: str, *, data: str = "sst2", epochs: int | None = None, seed: int = 0,
                 augment: str | None = None, out: str | Path | None = None, max_train: int | None = None,
                 progress: bool = True, device: str | None = None, eval_data: str | None = None,
-                robust: str | None = None, if_missing: bool = False, announce: bool = False) -> dict[str, Any]:
+                robust: str | None = None, if_missing: bool = False, announce: bool = False,
+                text_column: str | None = None, label_column: str | None = None,
+                pair_column: str | None = None) -> dict[str, Any]:
     """Train zoo model ``name`` on ``data``'s train split, save it, and return a summary dict:
     ``model, dev_accuracy, path, train_seconds, n_train, holdout_accuracy``.
 
     Early stopping uses a held-out 2% of the training data. ``eval_data`` (default: the corpus's
     dev split, e.g. ``sst2:dev``; none for a local file) is only *reported* as ``dev_accuracy``.
+    ``text_column``/``label_column``/``pair_column`` name the columns of a data file (both files);
+    class names become the checkpoint's classes (``labels``), so data labelled with names maps onto
+    them wherever the model is used (:func:`~textaudit.data.align_labels`).
 
     One process at a time trains into one checkpoint directory: with ``if_missing`` (a zoo model
     trained on first use) a second process waits for the first and then uses its checkpoint;
@@ -79,14 +84,19 @@ def train_model(name: str, *, data: str = "sst2", epochs: int | None = None, see
         if if_missing and (path / "textaudit.json").is_file():
             return {"model": full_name, "path": str(path), "trained_by_another_process": True}
         return _train(full_name, arch, path, data=data, epochs=epochs, seed=seed, augment=augment, max_train=max_train,
-                      progress=progress, device=device, eval_data=eval_data, robust=robust, announce=announce)
+                      progress=progress, device=device, eval_data=eval_data, robust=robust, announce=announce,
+                      columns={"text_column": text_column, "label_column": label_column, "pair_column": pair_column})
 
 
 def _train(full_name: str, arch: str, path: Path, *, data: str, epochs: int | None, seed: int, augment: str | None,
            max_train: int | None, progress: bool, device: str | None, eval_data: str | None,
-           robust: str | None, announce: bool) -> dict[str, Any]:
-    train = load_dataset(data, default_split="train")
-    texts, labels = list(train["text"]), list(train["label"])
+           robust: str | None, announce: bool, columns: dict[str, str | None] | None = None) -> dict[str, Any]:
+    columns = columns or {}
+    train = load_dataset(data, default_split="train", **columns)
+    names = label_names(train)
+    texts, labels = as_pairs(train["text"], pairs_of(train)), list(train["label"])
+    if columns.get("pair_column") and (augment or robust):
+        raise TextAuditError("--augment and --robust train on single texts; drop them for sentence-pair data")
     if max_train is not None:
         texts, labels = texts[:max_train], labels[:max_train]
     if len(set(labels)) < 2:
@@ -110,19 +120,20 @@ def _train(full_name: str, arch: str, path: Path, *, data: str, epochs: int | No
     extra = _counterfitted_words() if arch != "minilm" else []
     state = path.parent / f".{path.name}.train-state.pt"  # resumable: a killed run continues here
     res = fit(arch, texts, labels, config=cfg, extra_words=extra, progress=progress, device=device,
-              state_path=state, **hooks)
+              state_path=state, num_classes=len(names) if names else None, **hooks)
     encode = batch_encoder(arch, res.tokenizer, cfg.max_len)
-    clf = torch_classifier(res.module, encode, name=full_name, device=device)
+    clf = torch_classifier(res.module, encode, name=full_name, device=device, labels=names)
     corpus = data.split(":")[0].lower()
     if eval_data is None and corpus in CORPORA:
         eval_data = f"{corpus}:dev"
     dev_acc = None
     if eval_data is not None:
-        dev_ds = load_dataset(eval_data, default_split="dev")
-        dev_acc = round(accuracy(clf, dev_ds["text"], dev_ds["label"]), 4)
+        dev_ds, _ = align_labels(load_dataset(eval_data, default_split="dev", **columns), clf)
+        dev_acc = round(accuracy(clf, as_pairs(dev_ds["text"], pairs_of(dev_ds)), dev_ds["label"]), 4)
     save_result(res, path, {"name": full_name, "data": data, "augment": augment, "robust": robust, "n_train": len(texts),
                             "eval_data": eval_data, "dev_accuracy": dev_acc,
-                            "labels": [str(i) for i in range(clf.num_classes)],
+                            "labels": names or [str(i) for i in range(clf.num_classes)],
+                            "columns": {k: v for k, v in columns.items() if v},
                             "created": time.strftime("%Y-%m-%dT%H:%M:%S")})
     state.unlink(missing_ok=True)
     return {"model": full_name, "dev_accuracy": dev_acc, "eval_data": eval_data, "path": str(path),

@@ -22,7 +22,7 @@ from textaudit.models.batched import BatchedClassifier
 from textaudit.models.torch_backend import TorchForward, hf_tokenize, torch_classifier
 from textaudit.models.zoo.checkpoint import batch_encoder, save_checkpoint
 from textaudit.models.zoo.names import ARCHS
-from textaudit.models.zoo.vocab import WordTokenizer, build_vocab
+from textaudit.models.zoo.vocab import PAIR_SEP, WordTokenizer, build_vocab
 from textaudit.progress import progress as progress_bar
 from textaudit.resources import resolve
 from textaudit.train_state import load_train_state, save_train_state
@@ -128,6 +128,9 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
 
     if arch not in ARCHS:
         raise TextAuditError(f"unknown architecture '{arch}'; use one of {', '.join(ARCHS)}")
+    # a sentence pair trains as the model will read it: word models see ``first [SEP] second``; minilm
+    # gets its tokenizer's pair encoding from the tuple itself
+    flat = [t if isinstance(t, str) else f"{t[0]} {PAIR_SEP} {t[1]}" for t in texts]
     if len(texts) != len(labels) or len(texts) == 0:
         raise TextAuditError("training needs the same, non-zero number of texts and labels")
     cfg = config or TrainConfig(arch=arch, **DEFAULTS[arch])
@@ -149,14 +152,14 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
         # trained in fp32 even from half-precision weights (fp16 training overflows to NaN)
         module = AutoModelForSequenceClassification.from_pretrained(root, num_labels=C, trust_remote_code=False).float()
         encode = hf_tokenize(tokenizer, max_length=cfg.max_len)
-        lengths = np.array([len(t) for t in texts])
+        lengths = np.array([len(t) for t in flat])
     else:
         from textaudit.models.zoo.architectures import build_module
-        vocab, emb = build_vocab([texts[i] for i in tr], extra_words=extra_words, seed=cfg.seed)
+        vocab, emb = build_vocab([flat[i] for i in tr], extra_words=extra_words, seed=cfg.seed)
         tokenizer = WordTokenizer(vocab, max_len=cfg.max_len)
         encode = tokenizer
         module = build_module(arch, torch.from_numpy(emb), C, tune_embeddings=cfg.tune_embeddings)
-        lengths = np.array([len(t.split()) for t in texts])
+        lengths = np.array([len(t.split()) for t in flat])
     if on_tokenizer is not None:
         on_tokenizer(tokenizer)
     module.to(dev)
@@ -195,7 +198,7 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
     step = 0
     stop = False
     start_epoch = 0
-    fingerprint = _fingerprint(arch, texts, labels, cfg)
+    fingerprint = _fingerprint(arch, flat, labels, cfg)
     optims = [opt, sparse_opt, sched]
     saved = load_train_state(state_path, fingerprint, keys=("module", "optims", "rng", "torch_rng", "epoch", "step", "best",
                                                          "best_state", "bad", "history", "seconds"))

@@ -18,6 +18,8 @@ from textaudit.text import word_tokenize
 __all__ = ["Vocab", "load_glove", "build_vocab", "WordTokenizer"]
 
 PAD, UNK = "<pad>", "<unk>"
+#: how a zoo word model reads a sentence pair: ``first [SEP] second``, one text
+PAIR_SEP = "[SEP]"
 
 
 @lru_cache(maxsize=1)
@@ -111,7 +113,10 @@ class WordTokenizer:
         self.vocab = vocab
         self.max_len = max_len
 
-    def ids(self, text: str) -> list[int]:
+    def ids(self, text: str | tuple[str, str]) -> list[int]:
+        """Word ids of a text; a sentence pair is read as ``first [SEP] second`` (the zoo's pair convention)."""
+        if not isinstance(text, str):
+            text = f"{text[0]} {PAIR_SEP} {text[1]}"
         return self.vocab.encode(word_tokenize(text)[: self.max_len]) or [1]
 
     def __call__(self, texts: Sequence[str]):
