@@ -11,6 +11,7 @@ from textaudit.backends import Backend, place_on_device
 from textaudit.data import check_labels
 from textaudit.errors import TextAuditError
 from textaudit.lm import CausalLM, LazyCausalLM
+from textaudit.models.batched import PairView
 from textaudit.runner import ResumableRun
 from textaudit.shards import Shard
 from textaudit.stats import wilson
@@ -131,13 +132,14 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
     """
     if len(texts) == 0:
         raise TextAuditError("no examples to attack (empty dataset)")
+    if contexts is not None and len(contexts) != len(texts):
+        raise TextAuditError(f"{len(contexts)} pair texts for {len(texts)} examples")
     if labels is not None:
-        check_labels(labels, attack.classifier.num_classes, attack.classifier.name)
+        model = attack.classifier if contexts is None else PairView(attack.classifier, contexts[0], side)
+        check_labels(labels, model.num_classes, attack.classifier.name)
     ids = list(ids) if ids is not None else [str(i) for i in range(len(texts))]
     summary = AttackSummary(attack.method, attack.k)
     title = attack.method + (f" k={attack.k}" if attack.k else "")
-    if contexts is not None and len(contexts) != len(texts):
-        raise TextAuditError(f"{len(contexts)} pair texts for {len(texts)} examples")
     settings = {**attack.config(), "ppl": ppl is not None, **(config or {})}
     if contexts is not None:
         settings["perturb_side"] = side

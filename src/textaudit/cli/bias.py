@@ -38,6 +38,7 @@ from textaudit.fairness import GROUPS, CounterfactualBias, load_pairs_file, pars
 from textaudit.fairness.estimates import CI_METHODS
 from textaudit.fairness.plots import plot_bias
 from textaudit.models import load_classifier
+from textaudit.models.batched import PairView
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.sentence import check_language, guess_language
 
@@ -108,7 +109,8 @@ def bias(
     est = CounterfactualBias(clf, masked_lm, **opts)
     other = CounterfactualBias(load_classifier(compare), masked_lm, **opts) if compare else None
     texts, contexts = split_sides(ds, perturb_side)
-    classes = clf.labels if clf.num_classes > 2 else None
+    n_classes = (clf if contexts is None else PairView(clf, contexts[0], perturb_side)).num_classes
+    classes = (clf.labels or [str(c) for c in range(n_classes)]) if n_classes > 2 else None
     config = data_config(data_id, clf.labels, sample=sample_examples)
     results = run_bias(est, pairs, k, texts, ids=ds["id"], compare=other, output=output, resume=resume,
                        filtered=filtered, epsilon=epsilon, max_sources=max_sources, config=config,

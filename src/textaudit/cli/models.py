@@ -94,23 +94,24 @@ def evaluate(
                       default_split="dev", limit=limit, sample=sample, seed=seed)
     clf = load_classifier(model)
     ds, classes = align_labels(ds, clf)
-    check_labels(ds["label"], clf.num_classes, clf.name)
+    probs = clf.predict_proba(as_pairs(ds["text"], pairs_of(ds)))  # C from the model's own answer (pairs too)
+    check_labels(ds["label"], probs.shape[1], clf.name)
     labels = np.asarray(ds["label"])
-    pred = clf.predict(as_pairs(ds["text"], pairs_of(ds)))
+    pred = probs.argmax(axis=1)
     right = pred == labels
     acc = float(right.mean())
     ci = wilson(int(right.sum()), len(ds))
-    names = classes or [str(i) for i in range(clf.num_classes)]
+    names = classes or [str(i) for i in range(probs.shape[1])]
     per_class = [{"class": names[c], "n": int((labels == c).sum()), "accuracy": round(float(right[labels == c].mean()), 4),
                   "accuracy_ci95": list(wilson(int(right[labels == c].sum()), int((labels == c).sum())) or ())}
-                 for c in range(clf.num_classes) if (labels == c).any()]
+                 for c in range(probs.shape[1]) if (labels == c).any()]
     if json_out:
         emit_json({"model": clf.name, "data": data, "accuracy": round(acc, 4), "accuracy_ci95": list(ci or ()),
                    "n": len(ds), "labels": classes, "per_class": per_class})
         return
     print_table(f"accuracy of {clf.name}", ["model", "data", "n", "accuracy", "95% CI"],
                 [[clf.name, data, len(ds), f"{acc:.4f}", format_ci(ci)]])
-    if len(per_class) > 2 or names != [str(i) for i in range(clf.num_classes)]:
+    if len(per_class) > 2 or names != [str(i) for i in range(probs.shape[1])]:
         print_table("per class (recall)", ["class", "n", "accuracy", "95% CI"],
                     [[r["class"], r["n"], f"{r['accuracy']:.4f}", format_ci(tuple(r["accuracy_ci95"]) or None)]
                      for r in per_class])

@@ -292,6 +292,10 @@ class PairView:
 
     @property
     def num_classes(self) -> int:
+        """C; when the model has not said yet, one pair (the context with itself) asks it — never a
+        lone text, which a pair-only model may refuse."""
+        if getattr(self.classifier, "_num_classes", 0) is None:
+            self.predict_proba([self.context])
         return self.classifier.num_classes
 
     @property
