@@ -69,7 +69,7 @@ def summarize_records(header: dict, records: list[dict]) -> dict[str, Any]:
     if command == "attack":
         from textaudit.attacks.run import summarize
 
-        out = summarize(records, config.get("method"), config.get("k"))
+        out = summarize(records, config.get("method"), config.get("k"), config.get("labels"))
         out["model"] = config.get("model")
         return out
     if command == "bias":

@@ -22,13 +22,16 @@ __all__ = ["run_attack", "summarize", "AttackSummary"]
 class AttackSummary:
     """The summary of an attack run, updated one record at a time (:meth:`add` is O(1)).
 
-    success_rate = successes / attacked (skipped and errors excluded) with its Wilson 95% interval;
+    success_rate = successes / attacked (skipped and errors excluded) with its Wilson 95% interval
+    (and per gold class when there are more than two classes);
     mean ℓ0 of successes;
     median perplexities; seconds of search and of perplexity (SmolLM2, its loading included) and
     classifier queries per attacked example."""
 
-    def __init__(self, method: str, k: int):
+    def __init__(self, method: str, k: int, classes: Sequence[str] | None = None):
         self.method, self.k = method, k
+        self.classes = list(classes) if classes else None
+        self.by_class: dict[int, list[int]] = {}  # gold class -> [successes, attacked]
         self.counts = {"success": 0, "failed": 0, "skipped": 0, "error": 0}
         self.n = 0
         self.l0_sum = 0
@@ -52,6 +55,10 @@ class AttackSummary:
                 self.ppl_original.append(r["ppl_original"])
             if r.get("ppl_perturbed") is not None:
                 self.ppl_perturbed.append(r["ppl_perturbed"])
+        if status in ("success", "failed") and r.get("label") is not None:
+            cell = self.by_class.setdefault(int(r["label"]), [0, 0])
+            cell[0] += status == "success"
+            cell[1] += 1
         if status in ("success", "failed"):
             self.seconds += r["seconds"]
             self.queries += r["queries"]
@@ -81,12 +88,24 @@ class AttackSummary:
             "ppl_sec_per_example": round(self.ppl_seconds / ran, 3) if ran and self.ppl_seconds else None,
             "queries_per_example": round(self.queries / ran, 1) if ran else None,
             "mlm": self.mlm,
+            **({"per_class": self.per_class()} if len(self.by_class) > 2 or self.classes and len(self.classes) > 2 else {}),
         }
 
+    def per_class(self) -> dict[str, dict]:
+        """Success rate per gold class (with its Wilson interval), keyed by class name (else id)."""
+        names = self.classes or []
+        out = {}
+        for c in sorted(self.by_class):
+            succ, ran = self.by_class[c]
+            out[names[c] if c < len(names) else str(c)] = {
+                "attacked": ran, "success": succ, "success_rate": round(succ / ran, 4) if ran else None,
+                "success_rate_ci95": list(wilson(succ, ran) or ()) or None}
+        return out
 
-def summarize(records: Sequence[dict], method: str, k: int) -> dict:
+
+def summarize(records: Sequence[dict], method: str, k: int, classes: Sequence[str] | None = None) -> dict:
     """Return the summary of ``records`` (see :class:`AttackSummary`)."""
-    s = AttackSummary(method, k)
+    s = AttackSummary(method, k, classes)
     for r in records:
         s.add(r)
     return s.to_dict()
@@ -138,7 +157,7 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
         model = attack.classifier if contexts is None else PairView(attack.classifier, contexts[0], side)
         check_labels(labels, model.num_classes, attack.classifier.name)
     ids = list(ids) if ids is not None else [str(i) for i in range(len(texts))]
-    summary = AttackSummary(attack.method, attack.k)
+    summary = AttackSummary(attack.method, attack.k, (config or {}).get("labels"))
     title = attack.method + (f" k={attack.k}" if attack.k else "")
     settings = {**attack.config(), "ppl": ppl is not None, **(config or {})}
     if contexts is not None:

@@ -34,6 +34,7 @@ from textaudit.cli.app import (
     app,
     check_output,
     emit_json,
+    format_ci,
     notice,
     print_table,
 )
@@ -140,6 +141,11 @@ def attack(
     if json_out:
         emit_json(summary)
         return
+    per_class = summary.pop("per_class", None)
     rows = [[key, "-" if v is None else v] for key, v in summary.items()]
     title = f"{summary['method']} on {clf.name} ({f'k={atk.k}, ' if atk.k else ''}{data})"
     print_table(title, ["metric", "value"], rows)
+    if per_class:
+        print_table("per gold class", ["class", "attacked", "success", "success rate", "95% CI"],
+                    [[c, v["attacked"], v["success"], v["success_rate"], format_ci(tuple(v["success_rate_ci95"] or ()) or None)]
+                     for c, v in per_class.items()])

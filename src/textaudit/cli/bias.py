@@ -35,6 +35,7 @@ from textaudit.cli.app import (
 from textaudit.data import check_side, data_config, dataset_id, load_dataset, split_sides
 from textaudit.errors import TextAuditError
 from textaudit.fairness import GROUPS, CounterfactualBias, load_pairs_file, parse_pair, report, run_bias
+from textaudit.fairness.bias import BIAS_COLUMNS, bias_rows
 from textaudit.fairness.estimates import CI_METHODS
 from textaudit.fairness.plots import plot_bias
 from textaudit.models import load_classifier
@@ -131,19 +132,3 @@ def bias(
     columns = BIAS_COLUMNS + (["B per class"] if classes else [])
     print_table(f"B_(p,k) on {data}{' (X_filter)' if filtered else ''}, mlm={out['mlm']}", columns,
                 bias_rows(results, classes))
-
-
-BIAS_COLUMNS = ["model", "pair", "k", "B", "95% CI", "sentences", "sources", "CI excludes 0"]
-
-
-def bias_rows(results: dict, classes: list[str] | None = None) -> list[list]:
-    """The table rows of ``{model: {pair: {k: BiasEstimate}}}``; with ``classes`` (C > 2) a last column
-    of the per-class mean shifts (B is then their L1 norm)."""
-    def per_class(e) -> list:
-        if not classes or e.per_class is None:
-            return []
-        return [" ".join(f"{c}:{v:+.4f}" for c, v in zip(classes, e.per_class))]
-
-    return [[name, f"{p[0]}→{p[1]}", kk, f"{e.B:+.5f}", f"[{e.ci95[0]:+.5f}, {e.ci95[1]:+.5f}]", int(e.n), e.sources,
-             "yes" if e.significant else "no"] + per_class(e)
-            for name, per_pair in results.items() for p, by_k in per_pair.items() for kk, e in by_k.items()]

@@ -30,8 +30,7 @@ def merge(
         emit_json(summary)
         return
     if header["command"] == "bias":
-        from textaudit.cli.bias import BIAS_COLUMNS, bias_rows
-        from textaudit.fairness.bias import estimates_from_records
+        from textaudit.fairness.bias import BIAS_COLUMNS, bias_rows, estimates_from_records
 
         results = estimates_from_records(records, header["config"]["k"], header["config"]["enumerate_k"])
         print_table(f"B_(p,k) of the merged run ({output})", BIAS_COLUMNS, bias_rows(results))

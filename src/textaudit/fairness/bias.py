@@ -48,7 +48,7 @@ from textaudit.runner import ResumableRun
 from textaudit.sentence import Sentence, check_language, restore_case
 from textaudit.shards import Shard
 
-__all__ = ["CounterfactualBias", "run_bias", "estimates_from_records", "report"]
+__all__ = ["CounterfactualBias", "run_bias", "estimates_from_records", "report", "bias_rows", "BIAS_COLUMNS"]
 
 
 class CounterfactualBias:
@@ -393,3 +393,20 @@ def report(results: dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]]) -
     if len(names) > 1:
         out["compare"] = one(names[1])
     return out
+
+
+#: the columns of a B_{p,k} table (the CLI's, audit merge's and the report's)
+BIAS_COLUMNS = ["model", "pair", "k", "B", "95% CI", "sentences", "sources", "CI excludes 0"]
+
+
+def bias_rows(results: dict, classes: Sequence[str] | None = None) -> list[list]:
+    """The table rows of ``{model: {pair: {k: BiasEstimate}}}``; with ``classes`` (C > 2) a last column
+    of the per-class mean shifts (B is then their L1 norm)."""
+    def per_class(e) -> list:
+        if not classes or e.per_class is None:
+            return []
+        return [" ".join(f"{c}:{v:+.4f}" for c, v in zip(classes, e.per_class))]
+
+    return [[name, f"{p[0]}→{p[1]}", kk, f"{e.B:+.5f}", f"[{e.ci95[0]:+.5f}, {e.ci95[1]:+.5f}]", int(e.n), e.sources,
+             "yes" if e.significant else "no"] + per_class(e)
+            for name, per_pair in results.items() for p, by_k in per_pair.items() for kk, e in by_k.items()]

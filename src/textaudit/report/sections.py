@@ -104,7 +104,7 @@ def _attack(item: Loaded, n: int) -> Section:
     from textaudit.attacks.run import summarize
 
     cfg = item.config
-    s = summarize(item.records, cfg.get("method"), cfg.get("k"))
+    s = summarize(item.records, cfg.get("method"), cfg.get("k"), cfg.get("labels"))
     sec = Section(f"attack-{n}", f"Attack: {cfg.get('method')} on {cfg.get('model')}", "attack",
                   _settings(item, ("model", "method", "k", "beam", "kappa", "delta", "mlm", "data", "seed",
                                    "max_queries", "time_budget")))
@@ -157,7 +157,7 @@ def _compare(item: Loaded, n: int) -> Section:
 
 # -- bias ------------------------------------------------------------------------------------------
 def _bias(item: Loaded, n: int) -> Section:
-    from textaudit.fairness.bias import estimates_from_records
+    from textaudit.fairness.bias import BIAS_COLUMNS, bias_rows, estimates_from_records
     from textaudit.fairness.plots import plot_bias
 
     cfg = item.config
@@ -165,11 +165,10 @@ def _bias(item: Loaded, n: int) -> Section:
     sec = Section(f"bias-{n}", f"Counterfactual token bias B_(p,k) of {cfg.get('model')}", "bias",
                   _settings(item, ("model", "compare", "k", "enumerate_k", "sample", "kappa", "delta", "mlm", "data",
                                    "seed")))
-    sec.tables.append(Table("B_(p,k) with 95% intervals", ["model", "pair", "k", "B", "95% CI", "sentences", "sources",
-                                                          "CI excludes 0"],
-                            [[name, f"{p[0]}→{p[1]}", kk, f"{e.B:+.5f}", format_ci(e.ci95, 5), int(e.n), e.sources,
-                              "yes" if e.significant else "no"]
-                             for name, per in results.items() for p, by_k in per.items() for kk, e in by_k.items()]))
+    labels = cfg.get("labels") or []
+    classes = labels if len(labels) > 2 else None  # C > 2: B is the L1 norm of the per-class shifts, shown too
+    sec.tables.append(Table("B_(p,k) with 95% intervals", BIAS_COLUMNS + (["B per class"] if classes else []),
+                            bias_rows(results, classes)))
     sec.figures, sec.notes = _figures(lambda d: plot_bias(results, d), _bias_title)
     return sec
 
@@ -276,7 +275,7 @@ def headline_rows(items: Sequence[Loaded]) -> list[list[Any]]:
     for item in items:
         cfg = item.config
         if item.kind == "attack":
-            s = summarize(item.records, cfg.get("method"), cfg.get("k"))
+            s = summarize(item.records, cfg.get("method"), cfg.get("k"), cfg.get("labels"))
             what = f"success rate {_num(s['success_rate'])} {format_ci(s['success_rate_ci95'], 3)} of {s['attacked']} attacked"
             rows.append(["attack", cfg.get("model"), cfg.get("method") + (f", k={cfg['k']}" if cfg.get("k") else ""),
                          cfg.get("mlm") or "–", cfg.get("data"), cfg.get("seed"), what])

@@ -1,0 +1,112 @@
+"""Many classes end to end, through the CLI: a zoo model trained on a 4-class dataset with class
+*names* in a parquet file, then evaluated, attacked (SO-Beam, Genetic) and measured for B_{p,k},
+with per-class outputs.
+
+The dataset is real text with a documented rule: SST-2 *train* sentences (never dev/test), class =
+sentiment × whether the sentence names the medium — "film" if it holds film/films/movie/movies,
+else "other": negative-film, negative-other, positive-film, positive-other.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+CLASSES = ["negative-film", "negative-other", "positive-film", "positive-other"]
+MEDIUM = {"film", "films", "movie", "movies"}
+
+
+def relabel(text: str, label: int) -> str:
+    return f"{'positive' if label else 'negative'}-{'film' if MEDIUM & set(text.split()) else 'other'}"
+
+
+@pytest.fixture(scope="module")
+def four_classes(tmp_path_factory):
+    """train.parquet (3,000 sentences) and heldout.parquet (300 others), both from SST-2 train, and a
+    bow trained on the first with audit train (its checkpoint in a directory of the module's own)."""
+    import datasets
+
+    from textaudit.cli.main import app
+    from textaudit.data import load_dataset
+    from typer.testing import CliRunner
+
+    root = tmp_path_factory.mktemp("multiclass")
+    sst = load_dataset("sst2:train", limit=3300)
+    # balance the film classes a little: sentences naming the medium are a minority
+    rows = [{"sentence": t, "topic": relabel(t, y)} for t, y in zip(sst["text"], sst["label"]) if len(t.split()) >= 4]
+    datasets.Dataset.from_list(rows[:-300]).to_parquet(root / "train.parquet")
+    datasets.Dataset.from_list(rows[-300:]).to_parquet(root / "heldout.parquet")
+    out = root / "bow4"
+    r = CliRunner().invoke(app, ["train", "--model", "bow", "--data", str(root / "train.parquet"), "--label-column",
+                                 "topic", "--eval-data", str(root / "heldout.parquet"), "--epochs", "3", "--out", str(out),
+                                 "--json"])
+    assert r.exit_code == 0, r.output
+    return root, out, json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_train_and_evaluate_four_named_classes(four_classes, cli):
+    root, model, trained = four_classes
+    cfg = json.loads((model / "textaudit.json").read_text())
+    assert cfg["num_classes"] == 4 and cfg["labels"] == CLASSES  # class names, in sorted order
+    assert cfg["columns"] == {"label_column": "topic"}
+    r = cli("evaluate", "--model", str(model), "--data", str(root / "heldout.parquet"), "--label-column", "topic", "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["labels"] == CLASSES and out["accuracy"] == pytest.approx(trained["dev_accuracy"], abs=1e-4)
+    assert [c["class"] for c in out["per_class"]] == CLASSES
+    assert sum(c["n"] for c in out["per_class"]) == 300
+    majority = max(c["n"] for c in out["per_class"]) / 300
+    assert trained["dev_accuracy"] > majority + 0.1  # it learnt both halves of the rule, not the largest class
+    # a --sample picks the same examples for the same seed, and other ones for another
+    a = cli("evaluate", "--model", str(model), "--data", str(root / "heldout.parquet"), "--label-column", "topic",
+            "--sample", "50", "--seed", "1", "--json")
+    b = cli("evaluate", "--model", str(model), "--data", str(root / "heldout.parquet"), "--label-column", "topic",
+            "--sample", "50", "--seed", "1", "--json")
+    assert a.stdout == b.stdout and json.loads(a.stdout.strip().splitlines()[-1])["n"] == 50
+    r = cli("evaluate", "--model", str(model), "--data", str(root / "heldout.parquet"), "--label-column", "sentence")
+    assert r.exit_code == 2 and "is not a class of model" in r.output
+
+
+@pytest.mark.parametrize("method,extra", [("so-beam", ["--k", "2", "--beam", "5"]), ("genetic", ["--max-queries", "400"])])
+def test_attacks_report_per_class(four_classes, cli, tmp_path, method, extra):
+    root, model, _ = four_classes
+    out = tmp_path / f"{method}.jsonl"
+    r = cli("attack", "--model", str(model), "--data", str(root / "heldout.parquet"), "--label-column", "topic",
+            "--method", method, "--limit", "12", "--no-ppl", "--output", str(out), "--json", *extra)
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.stdout.strip().splitlines()[-1])
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert lines[0]["header"]["config"]["labels"] == CLASSES
+    recs = lines[1:]
+    assert len(recs) == 12 and all(0 <= r["label"] < 4 for r in recs)
+    attacked = [r for r in recs if r["status"] in ("success", "failed")]
+    per = summary["per_class"]
+    assert sum(v["attacked"] for v in per.values()) == len(attacked) == summary["attacked"]
+    for name, v in per.items():
+        mine = [r for r in attacked if CLASSES[r["label"]] == name]
+        assert v["attacked"] == len(mine) and v["success"] == sum(r["status"] == "success" for r in mine)
+    for r in recs:
+        if r["status"] == "success":  # the prediction moved away from the gold class (or flips under p)
+            if method == "genetic":
+                assert r["vulnerable_prediction"] != r["label"]
+            else:
+                assert r["vulnerable_prediction"] != r["vulnerable_patched_prediction"]
+
+
+def test_bias_reports_per_class_b(four_classes, cli, tmp_path):
+    import numpy as np
+
+    root, model, _ = four_classes
+    r = cli("bias", "--model", str(model), "--data", str(root / "train.parquet"), "--text-column", "sentence",
+            "--pair", "he,she", "--k", "0", "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["classes"] == CLASSES
+    est = out["pairs"][0]["by_k"]["0"]
+    assert len(est["per_class"]) == 4
+    assert abs(sum(est["per_class"])) < 1e-4  # shifts of probabilities: they sum to zero over the classes
+    assert est["B"] == pytest.approx(float(np.abs(est["per_class"]).sum()), abs=1e-4)  # B = the L1 norm
+    table = cli("bias", "--model", str(model), "--data", str(root / "train.parquet"), "--text-column", "sentence",
+                "--pair", "he,she", "--k", "0")
+    assert "B per class" in table.stdout and "negative-film:" in table.stdout
