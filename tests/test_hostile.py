@@ -19,6 +19,7 @@ import pytest
 GOOD = "def clf(texts):\n    return [[0.3, 0.7] if 'good' in t else [0.7, 0.3] for t in texts]\n"
 PLUGINS = {
     "good.py": GOOD,
+    "labelled.py": GOOD + "\nclf.labels = ['neg', 'pos']\n",
     "syntax.py": "def clf(texts)\n    return []\n",
     "at_import.py": "raise RuntimeError('no GPU quota left')\n",
     "missing_dep.py": "import a_module_nobody_installed\n",
@@ -41,6 +42,10 @@ DATA = {
     "nolabel.tsv": "text\na good film .\n",
     "neg.tsv": "label\ttext\n-1\ta good film .\n",
     "half.tsv": "label\ttext\n0.5\ta good film .\n",
+    "mixed.tsv": "label\ttext\npositive\ta good film .\n0\ta dull film .\n",
+    "named.tsv": "label\ttext\npositive\ta good film .\nnegative\ta dull film .\n",
+    "pairs.tsv": "label\tpremise\thypothesis\n1\ta good film .\tit is good .\n0\ta dull film .\t\n",
+    "bad.parquet": "not a parquet file",
     "blank_text.tsv": "label\ttext\n1\t   \n",
     "list.jsonl": "[1, \"a good film\"]\n",
     "broken.jsonl": "{\"text\": \"a good film\", \"label\": 1\n{\"text\": \"ok\", \"label\": 0}\n",
@@ -70,6 +75,10 @@ def world(tmp_path_factory):
     (ckpt / "textaudit.json").write_text("{not json")
     (root / "notmodel").mkdir()
     (root / "notmodel" / "weights.bin").write_bytes(b"\0" * 16)
+    import datasets
+
+    datasets.DatasetDict({"train": datasets.Dataset.from_dict({"text": ["a good film ."], "label": [1]})}).save_to_disk(
+        root / "hfdata")
     cache = tmp_path_factory.mktemp("cache")
     return root, cache
 
@@ -160,7 +169,7 @@ CASES: list[tuple[str, list[str], dict[str, str], str]] = [
     ("not utf-8 data", ["evaluate", "--model", G, "--data", w("notutf8.tsv")], {}, "is not UTF-8 text"),
     ("no label column", ["evaluate", "--model", G, "--data", w("nolabel.tsv")], {}, "has no label column"),
     ("negative label", ["evaluate", "--model", G, "--data", w("neg.tsv")], {}, "is negative"),
-    ("fractional label", ["evaluate", "--model", G, "--data", w("half.tsv")], {}, "is not an integer class id"),
+    ("fractional label", ["evaluate", "--model", G, "--data", w("half.tsv")], {}, "is neither a class id 0..C-1 nor a class name"),
     ("blank text", ["evaluate", "--model", G, "--data", w("blank_text.tsv")], {}, "empty text"),
     ("missing text column", ["evaluate", "--model", G, "--data", w("d.tsv"), "--text-column", "nope"], {},
      "has no text column 'nope'"),
@@ -169,6 +178,24 @@ CASES: list[tuple[str, list[str], dict[str, str], str]] = [
     ("unknown split", ["evaluate", "--model", G, "--data", "sst2:nope"], {}, "unknown split 'nope'"),
     ("unknown dataset", ["evaluate", "--model", G, "--data", "imdb"], {}, "unknown dataset 'imdb'"),
     ("unsupported file type", ["evaluate", "--model", G, "--data", w("d.xlsx")], {}, "unsupported data file"),
+    ("mixed labels", ["evaluate", "--model", G, "--data", w("mixed.tsv")], {}, "mixes class names"),
+    ("class names the model lacks", ["evaluate", "--model", w("labelled.py") + ":clf", "--data", w("named.tsv")], {},
+     "the data's class 'negative' is not a class of model"),
+    ("broken parquet", ["evaluate", "--model", G, "--data", w("bad.parquet")], {}, "is not a readable parquet file"),
+    ("hf dataset offline", ["evaluate", "--model", G, "--data", "hf:someone/nothing-here"], {}, "cannot load"),
+    ("hf dataset missing split", ["evaluate", "--model", G, "--data", "hf:" + w("hfdata") + ":test"], {},
+     "has no split 'test'"),
+    ("limit and sample", ["evaluate", "--model", G, "--data", w("d.tsv"), "--limit", "2", "--sample", "2"], {}, "not both"),
+    ("missing pair column", ["evaluate", "--model", G, "--data", w("pairs.tsv"), "--text-column", "premise",
+                             "--pair-column", "claim"], {}, "has no pair column 'claim'"),
+    ("empty pair text", ["evaluate", "--model", G, "--data", w("pairs.tsv"), "--text-column", "premise",
+                         "--pair-column", "hypothesis"], {}, "empty second text in --pair-column 'hypothesis'"),
+    ("perturb side", ["attack", "--model", G, "--data", w("d.tsv"), "--pair-column", "text", "--perturb-side", "left"],
+     {}, "--perturb-side must be first or second"),
+    ("unsegmented language", ["attack", "--model", G, "--data", w("d.tsv"), "--language", "zh"], {},
+     "not separated by spaces"),
+    ("other language without pairs", ["attack", "--model", G, "--data", w("d.tsv"), "--language", "de"], {},
+     "give --pairs-file"),
     # models and plug-ins
     ("missing plug-in file", ["predict", "--model", w("nope.py") + ":clf", "x"], {}, "does not exist"),
     ("plug-in syntax error", ["predict", "--model", w("syntax.py") + ":clf", "x"], {}, "has a syntax error at line 1"),

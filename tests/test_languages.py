@@ -202,3 +202,31 @@ def test_attack_in_another_language_needs_pairs_file(cli, camembert_dir, tmp_pat
     assert r.exit_code == 2 and "--pairs-file" in r.output and "English" in r.output
     r = cli("attack", "--model", "bow", "--data", str(data), "--language", "ja")
     assert r.exit_code == 2 and "not separated by spaces" in r.output
+
+
+def test_french_attack_with_a_pairs_file(cli, camembert_dir, tmp_path):
+    """A French audit end to end: CamemBERT-style neighbourhood, French elisions, French patch words."""
+    plugin = tmp_path / "fr_model.py"
+    plugin.write_text(
+        "import numpy as np\n"
+        "def classify(texts):\n"
+        "    # positive unless the sentence says 'petit' or 'petite'; 'belle' adds doubt\n"
+        "    return np.array([[0.8, 0.2] if ('petit' in t.split() or 'petite' in t.split()) else\n"
+        "                     ([0.45, 0.55] if 'belle' in t.split() else [0.1, 0.9]) for t in texts])\n")
+    data = tmp_path / "fr.csv"
+    data.write_text("text,label\nLa maison est grande et rouge aujourd'hui.,1\nL'homme élégant arrive à Paris.,1\n")
+    pairs = tmp_path / "synonymes.txt"
+    pairs.write_text("# synonymes\ngrande,belle\nélégant,beau\n")
+    out = tmp_path / "fr.jsonl"
+    r = cli("attack", "--model", f"{plugin}:classify", "--data", str(data), "--mlm", str(camembert_dir),
+            "--pairs-file", str(pairs), "--k", "2", "--no-ppl", "--output", str(out), "--json")
+    assert r.exit_code == 0, r.output
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert lines[0]["header"]["config"]["language"] == "fr"
+    recs = lines[1:]
+    assert [r["pair"] for r in recs] == [["grande", "belle"], ["élégant", "beau"]]
+    for r in recs:
+        assert r["status"] in ("success", "failed")
+        if r["status"] == "success":
+            assert r["vulnerable_prediction"] != r["vulnerable_patched_prediction"]
+            assert r["vulnerable"].startswith(("La ", "L'"))

@@ -26,10 +26,10 @@ def four_classes(tmp_path_factory):
     """train.parquet (3,000 sentences) and heldout.parquet (300 others), both from SST-2 train, and a
     bow trained on the first with audit train (its checkpoint in a directory of the module's own)."""
     import datasets
+    from typer.testing import CliRunner
 
     from textaudit.cli.main import app
     from textaudit.data import load_dataset
-    from typer.testing import CliRunner
 
     root = tmp_path_factory.mktemp("multiclass")
     sst = load_dataset("sst2:train", limit=3300)

@@ -127,7 +127,10 @@ def test_cli_train_and_evaluate(cli, tmp_path):
     assert r.exit_code == 0, r.output
     ev = json.loads(r.stdout.strip().splitlines()[-1])
     # Wilson 95% for 80/80: [80 / (80 + 1.96²), 1]
-    assert ev == {"model": "bow", "data": str(data), "accuracy": 1.0, "accuracy_ci95": [0.9542, 1.0], "n": 80}
+    # per class, 40/40 each: [40 / (40 + 1.96²), 1]
+    per_class = [{"class": c, "n": 40, "accuracy": 1.0, "accuracy_ci95": [0.9124, 1.0]} for c in ("0", "1")]
+    assert ev == {"model": "bow", "data": str(data), "accuracy": 1.0, "accuracy_ci95": [0.9542, 1.0], "n": 80,
+                  "labels": ["0", "1"], "per_class": per_class}
     r = cli("train", "--model", "gpt", "--json")
     assert r.exit_code == 2 and "trains zoo models" in r.output
     r = cli("train", "--model", "bow", "--augment", "pig-latin")

@@ -330,10 +330,13 @@ class PairView:
 
 
 def as_classifier(obj: object, *, output: str = "probs", name: str | None = None, batch_size: int | None = None,
-                  cache_size: int = 100_000) -> BatchedClassifier:
+                  cache_size: int = 100_000, labels: Sequence[str] | None = None) -> BatchedClassifier:
     """Return a :class:`BatchedClassifier` for ``obj``: a BatchedClassifier (returned as is), any object
     with ``predict_proba`` (scikit-learn style, given lists of strings), or a plain callable
-    ``f(list[str]) -> (n, C)`` probabilities (or logits with ``output="logits"``)."""
+    ``f(list[str]) -> (n, C)`` probabilities (or logits with ``output="logits"``). ``labels``: class
+    names in class order (default: the object's own ``labels`` attribute, if it has one)."""
+    if labels is None and isinstance(getattr(obj, "labels", None), (list, tuple)):
+        labels = [str(x) for x in obj.labels]  # type: ignore[attr-defined]
     if isinstance(obj, (BatchedClassifier, PairView)):
         return obj  # type: ignore[return-value]
     nm = name or getattr(obj, "name", None) or getattr(obj, "__name__", None) or type(obj).__name__
@@ -341,10 +344,10 @@ def as_classifier(obj: object, *, output: str = "probs", name: str | None = None
         nc = getattr(obj, "num_classes", None)
         return BatchedClassifier(lambda texts: obj.predict_proba(texts), output=output, name=str(nm),  # type: ignore[attr-defined]
                                  num_classes=nc if isinstance(nc, int) else None, batch_size=batch_size,
-                                 cache_size=cache_size, user_code=True)
+                                 cache_size=cache_size, user_code=True, labels=labels)
     if callable(obj):
         return BatchedClassifier(obj, output=output, name=str(nm), batch_size=batch_size,  # type: ignore[arg-type]
-                                 cache_size=cache_size, user_code=True)
+                                 cache_size=cache_size, user_code=True, labels=labels)
     raise TextAuditError(
         f"cannot use a {type(obj).__name__} as a classifier; give a callable f(list[str]) -> probabilities "
         "or an object with predict_proba")

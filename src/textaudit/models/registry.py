@@ -7,7 +7,9 @@ Accepted forms (the same on every CLI command that takes ``--model``):
 - ``hf:<dir-or-id>``: a HuggingFace sequence classifier (local directory, or hub id when online);
 - ``path/to/file.py:obj``: a plug-in. ``obj`` may be a function ``f(list[str]) -> (n, C)``
   probabilities, an object with ``predict_proba``, or a class instantiated with no arguments that
-  is one of those. Set ``obj.output = "logits"`` if it returns logits, and ``obj.name`` to name it.
+  is one of those. Set ``obj.output = "logits"`` if it returns logits, ``obj.name`` to name it, and
+  ``obj.labels = ["negative", "positive"]`` to name its classes (data labelled with names maps onto
+  them). A sentence pair arrives as a tuple ``(first, second)``.
 """
 
 from __future__ import annotations
