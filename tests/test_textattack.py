@@ -86,6 +86,9 @@ def test_textattack_genetic_finds_the_planted_synonym():
     assert r.status == "failed" and r.reason == "query budget exhausted"
     with pytest.raises(TextAuditError, match="use a query budget"):
         ti.TextAttackRecipe(flips_on("zebra"), "genetic", time_budget=5.0)
+    # its search holds a wrapper of single texts: a sentence pair is refused in one line
+    with pytest.raises(TextAuditError, match="attacks single texts; for sentence pairs use so-beam"):
+        ti.TextAttackRecipe(flips_on("zebra"), "genetic", neighbors=NEIGHBORS).attack(X, 1, context="a premise .")
 
 
 @needs_textattack

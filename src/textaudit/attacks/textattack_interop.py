@@ -251,6 +251,11 @@ class TextAttackRecipe(FirstOrderAttack):
         self._attack = build_recipe(recipe, self.classifier, mlm=mlm, encoder=encoder, threshold=threshold,
                                     neighbors=neighbors, max_queries=self.max_queries)
 
+    def on_pair(self, context: str, side: str = "second") -> "TextAttackRecipe":
+        """TextAttack's search holds its own model wrapper of single texts: sentence pairs are refused."""
+        raise TextAuditError(f"{self.method} attacks single texts; for sentence pairs use so-beam, so-enum, "
+                             "genetic or bae")
+
     def search(self, x0: Sentence, goal: Goal, budget: Budget, rng: np.random.Generator) -> Found | None:
         from textattack.attack_results import SuccessfulAttackResult
 

@@ -25,7 +25,7 @@ from textaudit.stats import format_ci  # noqa: F401 - the commands import it fro
 
 __all__ = ["AuditGroup", "fail", "AuditCommand", "app", "emit_json", "print_table", "notice", "check_output", "ModelOpt",
            "DataOpt", "TextColumnOpt", "LabelColumnOpt", "LimitOpt", "SampleOpt", "PairColumnOpt",
-           "PerturbSideOpt", "OutputOpt", "ResumeOpt", "SeedOpt", "ShardOpt", "JsonOpt",
+           "PerturbSideOpt", "MlmOpt", "LanguageOpt", "OutputOpt", "ResumeOpt", "SeedOpt", "ShardOpt", "JsonOpt",
            "BackendOpt", "AddressOpt", "WorkersOpt", "GpusOpt", "CpusOpt", "format_ci",
            "MODEL_HELP"]
 
@@ -66,6 +66,12 @@ AddressOpt = Annotated[Optional[str], typer.Option("--address", help=(
 WorkersOpt = Annotated[int, typer.Option("--workers", min=1, help="Ray workers (each loads the models once).")]
 GpusOpt = Annotated[float, typer.Option("--gpus-per-worker", min=0.0, help="GPUs per Ray worker (0.25: four share one).")]
 CpusOpt = Annotated[float, typer.Option("--cpus-per-worker", min=0.01, help="CPUs per Ray worker.")]
+MlmOpt = Annotated[Optional[str], typer.Option("--mlm", help=(
+    "Masked LM of the neighbourhood: minilm-mlm, or any HF fill-mask id or directory (distilbert-base-uncased, "
+    "xlm-roberta-base, camembert-base, ...; default: distilbert if available, else minilm-mlm)."))]
+LanguageOpt = Annotated[Optional[str], typer.Option("--language", help=(
+    "Language of the text (en, fr, de, ...): how words split (fr/it/ca split elisions such as l'homme); "
+    "default: from --mlm's name (camembert: fr), else en."))]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object as the last line of stdout.")]
 
 

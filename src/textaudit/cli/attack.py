@@ -20,7 +20,9 @@ from textaudit.cli.app import (
     GpusOpt,
     JsonOpt,
     LabelColumnOpt,
+    LanguageOpt,
     LimitOpt,
+    MlmOpt,
     ModelOpt,
     OutputOpt,
     PairColumnOpt,
@@ -73,12 +75,8 @@ def attack(
     beam: Optional[int] = typer.Option(None, "--beam", help="SO-Beam width β (default 20)."),
     kappa: Optional[int] = typer.Option(None, "--kappa", help="κ: masked-LM candidates per position (default 20)."),
     delta: Optional[float] = typer.Option(None, "--delta", help="δ: keep candidates with logit > best − δ (default 3)."),
-    mlm: Optional[str] = typer.Option(None, "--mlm", help=(
-        "Masked LM: minilm-mlm, distilbert-base-uncased, or any HF fill-mask id or directory (xlm-roberta-base, "
-        "camembert-base, ...; default: distilbert if available, else minilm-mlm).")),
-    language: Optional[str] = typer.Option(None, "--language", help=(
-        "Language of the text (en, fr, de, ...): how words split (fr/it/ca split elisions such as l'homme). "
-        "Default: from --mlm's name (camembert: fr), else en. Not en: give --pairs-file.")),
+    mlm: MlmOpt = None,
+    language: LanguageOpt = None,
     pairs_file: Optional[Path] = typer.Option(None, "--pairs-file", help=(
         "Synonym pairs 'w1,w2' (one per line) the patch word p comes from (default: the English counter-fitted "
         "neighbours; needed for other languages).")),
@@ -109,6 +107,8 @@ def attack(
     data_id = dataset_id(data, "dev")
     check_side(perturb_side)
     side = perturb_side if pair_column else None
+    if side is not None and method.startswith("textattack:"):
+        raise TextAuditError(f"{method} attacks single texts; for sentence pairs use so-beam, so-enum, genetic or bae")
     part = check_output(output, resume, shard, method=method, k=k, beam=beam, kappa=kappa, delta=delta, max_queries=max_queries,
                  time_budget=time_budget, seed=seed, threshold=threshold, data=data_id, ppl=ppl,
                  lm_constraint=lm_constraint if method == "genetic" else None, perturb_side=side)

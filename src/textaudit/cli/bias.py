@@ -16,7 +16,9 @@ from textaudit.cli.app import (
     DataOpt,
     GpusOpt,
     JsonOpt,
+    LanguageOpt,
     LimitOpt,
+    MlmOpt,
     ModelOpt,
     OutputOpt,
     PairColumnOpt,
@@ -67,10 +69,8 @@ def bias(
     max_sources: Optional[int] = typer.Option(None, "--max-sources", min=1, help="Use the first N sentences of X_p per pair."),
     kappa: int = typer.Option(20, "--kappa", min=1, help="κ: masked-LM candidates per position."),
     delta: float = typer.Option(3.0, "--delta", min=0.0, help="δ: keep candidates with logit > best − δ."),
-    mlm: Optional[str] = typer.Option(None, "--mlm", help=(
-        "Masked LM: minilm-mlm or any HF fill-mask id or directory (default: distilbert if available, else minilm-mlm).")),
-    language: Optional[str] = typer.Option(None, "--language", help=(
-        "Language of the text (en, fr, de, ...): how words split; default from --mlm's name, else en.")),
+    mlm: MlmOpt = None,
+    language: LanguageOpt = None,
     output: OutputOpt = None,
     resume: ResumeOpt = False,
     shard: ShardOpt = None,

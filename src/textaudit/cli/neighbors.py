@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from textaudit.cli.app import AuditCommand, JsonOpt, LimitOpt, SeedOpt, app, emit_json, notice, print_table
+from textaudit.cli.app import AuditCommand, JsonOpt, LanguageOpt, LimitOpt, MlmOpt, SeedOpt, app, emit_json, notice, print_table
 from textaudit.errors import TextAuditError
 from textaudit.neighborhoods import NeighborhoodBuilder, load_mlm
 from textaudit.sentence import check_language, guess_language
@@ -22,12 +22,8 @@ def neighbors(
     protect: Optional[list[str]] = typer.Option(None, "--protect", help="A word whose position never changes (repeatable)."),
     blacklist: Optional[list[str]] = typer.Option(None, "--blacklist", help="A word never introduced (repeatable)."),
     sample: Optional[int] = typer.Option(None, "--sample", min=1, help="Draw N sentences uniformly from Neighbor_k instead."),
-    mlm: Optional[str] = typer.Option(None, "--mlm", help=(
-        "Masked LM: minilm-mlm, or any HF fill-mask id or directory (distilbert-base-uncased, xlm-roberta-base, "
-        "camembert-base, ...).")),
-    language: Optional[str] = typer.Option(None, "--language", help=(
-        "Language of the sentence (en, fr, de, ...): how words split (fr/it/ca split elisions such as l'homme); "
-        "default from --mlm's name, else en.")),
+    mlm: MlmOpt = None,
+    language: LanguageOpt = None,
     seed: SeedOpt = 0,
     json_out: JsonOpt = False,
 ) -> None:
