@@ -177,3 +177,24 @@ def test_pair_column_errors(tmp_path):
         load_dataset(str(p), text_column="premise", pair_column="claim")
     with pytest.raises(TextAuditError, match="is the text column too"):
         load_dataset(str(p), text_column="premise", pair_column="premise")
+
+
+def test_label_maps_are_recorded_for_named_classes_only(cli, tmp_path):
+    """A header records the class map when the classes have names; bare ids record none, so results
+    files written before label maps existed (no "labels" in their header) still resume."""
+    from textaudit.data import data_config
+
+    assert data_config("d.tsv", ["0", "1"]) == {"data": "d.tsv"}
+    assert data_config("d.tsv", ["neg", "pos"], sample=5) == {"data": "d.tsv", "labels": ["neg", "pos"], "data_sample": 5}
+    plugin = tmp_path / "m.py"
+    plugin.write_text("def clf(texts):\n    return [[0.3, 0.7] if 'good' in t else [0.7, 0.3] for t in texts]\n")
+    data = tmp_path / "d.tsv"
+    data.write_text("label\ttext\n1\ta good film .\n0\ta dull film .\n1\tgood acting .\n")
+    out = tmp_path / "r.jsonl"
+    args = ["attack", "--model", f"{plugin}:clf", "--method", "genetic", "--data", str(data), "--no-ppl", "--output", str(out)]
+    r = cli(*args, "--limit", "2")
+    assert r.exit_code == 0, r.output
+    assert "labels" not in json.loads(out.read_text().splitlines()[0])["header"]["config"]
+    r = cli(*args, "--resume")
+    assert r.exit_code == 0, r.output
+    assert [json.loads(x)["id"] for x in out.read_text().splitlines()[1:]] == ["d.tsv:0", "d.tsv:1", "d.tsv:2"]

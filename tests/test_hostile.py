@@ -55,6 +55,10 @@ DATA = {
     "other.jsonl": json.dumps({"header": {"command": "attack", "textaudit": "0.1.0", "config": {
         "method": "so-beam", "k": 6, "beam": 20, "kappa": 20, "delta": 3.0, "seed": 0, "data": "d.tsv", "ppl": False}}})
     + "\n" + json.dumps({"id": "d.tsv:0", "status": "failed"}) + "\n",
+    "sampled.jsonl": json.dumps({"header": {"command": "attack", "textaudit": "0.1.0", "config": {
+        "method": "genetic", "seed": 0, "data": "d.tsv", "ppl": False, "data_sample": 2}}})
+    + "\n" + json.dumps({"id": "d.tsv:0", "status": "failed"}) + "\n",
+    "pairs.txt": "good,fine\n",
     "existing.jsonl": json.dumps({"id": "x"}) + "\n",
     "suite.toml": "[compare]\nmodels = ['cnn']\nmethods = ['so-beam']\n[thresholds]\nso_beam.speed_max = 1\n",
     "afile": "a plain file\n",
@@ -240,6 +244,12 @@ CASES: list[tuple[str, list[str], dict[str, str], str]] = [
                                "--k", "4", "--no-ppl"], {}, "was written with other settings (k: 6 → 4)"),
     ("resume with another seed", ["attack", "--model", G, "--data", w("d.tsv"), "--output", w("other.jsonl"),
                                   "--resume", "--seed", "1", "--no-ppl"], {}, "seed: 0 → 1"),
+    ("resume with another sample", ["attack", "--model", G, "--method", "genetic", "--data", w("d.tsv"), "--output",
+                                    w("sampled.jsonl"), "--resume", "--sample", "3", "--no-ppl"], {}, "data_sample: 2 → 3"),
+    ("attack missing pairs file", ["attack", "--model", G, "--data", w("d.tsv"), "--pairs-file", w("nope.txt")], {},
+     "pairs file"),
+    ("pairs file for genetic", ["attack", "--model", G, "--method", "genetic", "--data", w("d.tsv"), "--pairs-file",
+                                w("pairs.txt")], {}, "--pairs-file applies to --method so-beam"),
     ("resume other data", ["attack", "--model", G, "--output", w("other.jsonl"), "--resume", "--no-ppl"], {},
      "data: d.tsv → sst2:dev"),
     ("output under a file", ["attack", "--model", G, "--data", w("d.tsv"), "--output", w("afile/r.jsonl")], {},

@@ -443,10 +443,14 @@ def check_labels(labels: Iterable[int], num_classes: int, model: str) -> None:
 
 def data_config(data_id: str, classes: Sequence[str] | None, *, sample: int | None = None) -> dict:
     """What a results file's header records about the data: its canonical name, the label map
-    (class id → name; None when neither the data nor the model names its classes) and a ``--sample``."""
-    out: dict[str, Any] = {"data": data_id, "labels": list(classes) if classes else None}
+    (class id → name) when the classes have names, and a ``--sample`` of the data (``data_sample``:
+    bias has a ``sample`` of its own, the draws per source). Bare ids (``0``, ``1``, …) record no map,
+    so results files written before maps existed still resume."""
+    out: dict[str, Any] = {"data": data_id}
+    if classes and list(classes) != [str(i) for i in range(len(classes))]:
+        out["labels"] = list(classes)
     if sample is not None:
-        out["sample"] = sample
+        out["data_sample"] = sample
     return out
 
 

@@ -23,7 +23,6 @@ from textaudit.errors import TextAuditError
 
 __all__ = ["Sentence", "restore_case", "LANGUAGES", "check_language", "guess_language"]
 
-_PUNCT = "\"()[]{}<>.,!?;:…“”«»/\\*|`~"
 _KEEP = "'’ʼ-‐‑"  # apostrophes and hyphens stay inside a chunk
 _CHUNK = re.compile(r"(\s*)(\S+)")
 #: languages with an elision rule; any other ISO 639-1 code splits like English
@@ -60,7 +59,7 @@ def guess_language(model_name: str | None) -> str:
 
 
 def _peelable(c: str) -> bool:
-    return c not in _KEEP and (c in _PUNCT or unicodedata.category(c)[0] in "PS")
+    return c not in _KEEP and unicodedata.category(c)[0] in "PS"
 
 
 def _lead(chunk: str) -> int:

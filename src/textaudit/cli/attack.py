@@ -111,7 +111,7 @@ def attack(
         raise TextAuditError(f"{method} attacks single texts; for sentence pairs use so-beam, so-enum, genetic or bae")
     part = check_output(output, resume, shard, method=method, k=k, beam=beam, kappa=kappa, delta=delta, max_queries=max_queries,
                  time_budget=time_budget, seed=seed, threshold=threshold, data=data_id, ppl=ppl,
-                 lm_constraint=lm_constraint if method == "genetic" else None, perturb_side=side)
+                 lm_constraint=lm_constraint if method == "genetic" else None, perturb_side=side, data_sample=sample)
     ds = load_dataset(data, text_column=text_column, label_column=label_column, pair_column=pair_column,
                       default_split="dev", limit=limit, sample=sample, seed=seed)
     runner.start()  # workers import their libraries while the models load here

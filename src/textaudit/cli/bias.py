@@ -99,7 +99,7 @@ def bias(
     check_side(perturb_side)
     lang = check_language(language or guess_language(mlm))
     part = check_output(output, resume, shard, k=k, enumerate_k=enumerate_k, sample=sample, kappa=kappa, delta=delta, seed=seed,
-                 data=data_id, perturb_side=perturb_side if pair_column else None)
+                 data=data_id, perturb_side=perturb_side if pair_column else None, data_sample=sample_examples)
     ds = load_dataset(data, text_column=text_column, pair_column=pair_column, default_split="dev", limit=limit,
                       sample=sample_examples, seed=seed, require_labels=False)
     runner.start()  # workers import their libraries while the models load here

@@ -40,7 +40,7 @@ from textaudit.data import check_side, load_dataset
 from textaudit.errors import TextAuditError
 from textaudit.fairness.estimates import CI_METHODS, BiasEstimate, ScoredUnit, aggregate, l1_norm
 from textaudit.fairness.pairs import Source, find_sources, parse_pair
-from textaudit.models.batched import Classifier
+from textaudit.models.batched import Classifier, pair_inputs
 from textaudit.neighborhoods.builder import NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
 from textaudit.perturbations.gender import gender_words
@@ -125,7 +125,7 @@ class CounterfactualBias:
         text of each sentence pair, or None)."""
         inputs: list = list(texts)
         if contexts is not None and any(c is not None for c in contexts):
-            inputs = [(c, t) if self.side == "second" else (t, c) for t, c in zip(texts, contexts)]
+            inputs = pair_inputs(inputs, contexts, self.side)  # type: ignore[arg-type]
         probs = np.asarray(self.classifier.predict_proba(inputs), dtype=float)
         return probs[:, 1] if probs.shape[1] == 2 else probs
 

@@ -36,7 +36,7 @@ import numpy as np
 
 from textaudit.errors import TextAuditError, user_code_error
 
-__all__ = ["Classifier", "BatchedClassifier", "PairView", "QueryStats", "as_classifier", "softmax", "Text", "text_length"]
+__all__ = ["Classifier", "BatchedClassifier", "PairView", "pair_inputs", "QueryStats", "as_classifier", "softmax", "Text", "text_length"]
 
 #: one classifier input: a text, or a sentence pair ``(first, second)``
 Text = Union[str, tuple[str, str]]
@@ -273,6 +273,16 @@ class BatchedClassifier:
         return arr.astype(np.float32)
 
 
+def pair_inputs(texts: Sequence[str], contexts: str | Sequence[str], side: str = "second") -> list[tuple[str, str]]:
+    """The classifier inputs of ``texts`` as one side of sentence pairs whose other side is
+    ``contexts`` (one for all, or one per text): ``(context, text)`` for ``side="second"``,
+    ``(text, context)`` for ``side="first"``."""
+    if side not in ("first", "second"):
+        raise TextAuditError(f"--perturb-side must be first or second (got {side!r})")
+    ctx = [contexts] * len(texts) if isinstance(contexts, str) else list(contexts)
+    return [(c, t) if side == "second" else (t, c) for t, c in zip(texts, ctx)]
+
+
 class PairView:
     """A classifier of one side of a sentence pair, the other side (``context``) fixed.
 
@@ -283,8 +293,7 @@ class PairView:
     """
 
     def __init__(self, classifier: Classifier, context: str, side: str = "second"):
-        if side not in ("first", "second"):
-            raise TextAuditError(f"--perturb-side must be first or second (got {side!r})")
+        pair_inputs([], "", side)  # checks the side
         if not isinstance(context, str):
             raise TextAuditError(f"the fixed side of a pair must be a string, got {type(context).__name__}")
         self.classifier, self.context, self.side = classifier, context, side
@@ -312,9 +321,7 @@ class PairView:
 
     def pairs(self, texts: Sequence[str]) -> list[tuple[str, str]]:
         """The underlying inputs of ``texts``."""
-        if isinstance(texts, str):
-            texts = [texts]
-        return [(self.context, t) if self.side == "second" else (t, self.context) for t in texts]
+        return pair_inputs([texts] if isinstance(texts, str) else texts, self.context, self.side)
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
         return self.classifier.predict_proba(self.pairs(texts))
