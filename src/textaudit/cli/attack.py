@@ -39,6 +39,7 @@ from textaudit.cli.app import (
     format_ci,
     notice,
     print_table,
+    with_model_options,
 )
 from textaudit.data import align_labels, check_side, data_config, dataset_id, load_dataset, split_sides
 from textaudit.errors import TextAuditError
@@ -53,6 +54,7 @@ METHOD_HELP = (" | ".join(METHODS) + " | textattack:<recipe> (default: so-enum i
 
 
 @app.command(cls=AuditCommand)
+@with_model_options
 def attack(
     model: ModelOpt,
     k: Optional[int] = typer.Option(None, "--k", help="Words the neighbourhood may change (default 6; SO-Enum: k <= 2, default 2)."),

@@ -33,6 +33,7 @@ from textaudit.cli.app import (
     emit_json,
     notice,
     print_table,
+    with_model_options,
 )
 from textaudit.data import check_side, data_config, dataset_id, load_dataset, split_sides
 from textaudit.errors import TextAuditError
@@ -47,6 +48,7 @@ from textaudit.sentence import check_language, guess_language
 
 
 @app.command(cls=AuditCommand)
+@with_model_options
 def bias(
     pair: Optional[str] = typer.Option(None, "--pair", help="Protected pair p = (p(1), p(2)), e.g. he,she."),
     pairs_file: Optional[Path] = typer.Option(None, "--pairs-file", help="File of pairs, one 'w1,w2' per line."),

@@ -20,6 +20,7 @@ from textaudit.cli.app import (
     format_ci,
     notice,
     print_table,
+    with_model_options,
 )
 from textaudit.errors import TextAuditError
 
@@ -34,6 +35,7 @@ def _names(value: str, what: str) -> list[str]:
 
 
 @app.command(cls=AuditCommand)
+@with_model_options
 def compare(
     models: str = typer.Option(..., "--models", help="Models, comma-separated (e.g. cnn,lstm,cnn-ibp)."),
     methods: str = typer.Option("so-beam,so-enum,genetic,bae", "--methods", help="Attack methods, comma-separated."),

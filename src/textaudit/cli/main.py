@@ -22,6 +22,7 @@ from textaudit.cli import (  # noqa: F401
     perturbscore,
     report,
     run,
+    serve,
     wordorder,
 )
 from textaudit.cli.app import app

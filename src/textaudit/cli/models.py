@@ -31,6 +31,7 @@ from textaudit.cli.app import (
     format_ci,
     notice,
     print_table,
+    with_model_options,
 )
 from textaudit.data import align_labels, as_pairs, check_labels, dataset_id, load_dataset, pairs_of
 from textaudit.errors import TextAuditError
@@ -77,6 +78,7 @@ def train(
 
 
 @app.command(cls=AuditCommand)
+@with_model_options
 def evaluate(
     model: ModelOpt,
     data: DataOpt = "sst2:dev",
@@ -147,6 +149,7 @@ def certify(
 
 
 @app.command(cls=AuditCommand)
+@with_model_options
 def predict(
     model: ModelOpt,
     texts: list[str] = typer.Argument(..., help="One or more texts to classify."),

@@ -20,6 +20,7 @@ from textaudit.cli.app import (
     emit_json,
     notice,
     print_table,
+    with_model_options,
 )
 from textaudit.data import check_labels, dataset_id, load_dataset
 from textaudit.errors import TextAuditError
@@ -31,6 +32,7 @@ from textaudit.robustness.wordorder import evaluate_reordering, sweep
 
 
 @app.command(cls=AuditCommand)
+@with_model_options
 def wordorder(
     model: ModelOpt,
     data: DataOpt = "sst2:dev",

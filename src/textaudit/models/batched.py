@@ -58,7 +58,9 @@ class Classifier(Protocol):
 class QueryStats:
     """Counters of one classifier: ``texts`` asked for, ``unique_forwards`` actually run through the
     model, ``cache_hits`` (asked-for texts answered from the cache or by de-duplication),
-    ``batches`` and ``forward_seconds`` spent inside the model's forward."""
+    ``batches`` and ``forward_seconds`` spent inside the model's forward. Remote models
+    (:mod:`textaudit.models.http`) also count HTTP ``requests`` (retries included), ``retries`` and the
+    ``tokens`` the endpoint reported."""
 
     calls: int = 0
     texts: int = 0
@@ -66,6 +68,9 @@ class QueryStats:
     cache_hits: int = 0
     batches: int = 0
     forward_seconds: float = 0.0
+    requests: int = 0
+    retries: int = 0
+    tokens: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -5,6 +5,9 @@ Accepted forms (the same on every CLI command that takes ``--model``):
 - a zoo name: ``bow``, ``cnn``, ``lstm``, ``transformer``, ``minilm`` (trained on first use, then
   loaded from the cache) or the path of a textaudit checkpoint directory;
 - ``hf:<dir-or-id>``: a HuggingFace sequence classifier (local directory, or hub id when online);
+- ``llm:<name>``: a causal LM as a zero-/few-shot classifier under a prompt (``llm:smollm2`` offline,
+  or a HuggingFace causal LM id or directory; :mod:`textaudit.models.llm`);
+- ``http(s)://…``: a model behind an endpoint, plain JSON or OpenAI-compatible (:mod:`textaudit.models.http`);
 - ``path/to/file.py:obj``: a plug-in. ``obj`` may be a function ``f(list[str]) -> (n, C)``
   probabilities, an object with ``predict_proba``, or a class instantiated with no arguments that
   is one of those. Set ``obj.output = "logits"`` if it returns logits, ``obj.name`` to name it, and
@@ -24,6 +27,7 @@ from textaudit.errors import TextAuditError, user_code_error
 from textaudit.files import fingerprint_files
 from textaudit.models.batched import BatchedClassifier, as_classifier
 from textaudit.models.hf import load_hf_classifier
+from textaudit.models.options import ModelOptions, current_model_options
 from textaudit.models.zoo.build import load_zoo_model
 from textaudit.models.zoo.checkpoint import load_checkpoint
 from textaudit.models.zoo.names import ZOO_MODELS
@@ -93,12 +97,35 @@ def load_plugin(spec: str, *, batch_size: int | None = None, cache_size: int = 1
     return clf
 
 
-def load_classifier(spec: str, *, device: str | None = None, batch_size: int | None = None) -> BatchedClassifier:
-    """Return a :class:`BatchedClassifier` for a model spec (zoo name, ``hf:...``, ``file.py:obj``,
-    or a checkpoint directory); unknown specs raise a one-line :class:`TextAuditError`."""
+def load_classifier(spec: str, *, device: str | None = None, batch_size: int | None = None,
+                    options: ModelOptions | None = None) -> BatchedClassifier:
+    """Return a :class:`BatchedClassifier` for a model spec (zoo name, ``hf:...``, ``llm:...``,
+    ``http(s)://...``, ``file.py:obj``, or a checkpoint directory); unknown specs raise a one-line
+    :class:`TextAuditError`. ``options`` (default: those in effect, see :mod:`textaudit.models.options`)
+    are the prompt and HTTP settings of ``llm:`` and ``http(s)://`` models."""
     if not spec or not str(spec).strip():
-        raise TextAuditError("empty model name; use one of " + ", ".join(known_models() + ["hf:<dir-or-id>", "file.py:obj"]))
+        raise TextAuditError("empty model name; use one of " + ", ".join(
+            known_models() + ["hf:<dir-or-id>", "llm:<name>", "http(s)://...", "file.py:obj"]))
     spec = str(spec).strip()
+    opts = options or current_model_options()
+    remote = spec.startswith(("http://", "https://"))
+    if not remote and opts.http_only():
+        raise TextAuditError(f"{', '.join(opts.http_only())} apply to http(s):// models, not '{spec}'")
+    if opts.prompt_file is not None and not (remote or spec.startswith("llm:")):
+        raise TextAuditError(f"--prompt-file applies to llm: models and OpenAI-compatible endpoints, not '{spec}'")
+    if spec.startswith("llm:") or remote:
+        from textaudit.models.prompt import load_prompt
+
+        prompt = load_prompt(opts.prompt_file) if opts.prompt_file is not None else None
+        if remote:
+            from textaudit.models.http import load_http_classifier
+
+            return load_http_classifier(spec, options=opts, prompt=prompt, batch_size=batch_size)
+        from textaudit.models.llm import load_llm_classifier
+
+        if not spec[4:].strip():
+            raise TextAuditError("llm: needs a causal LM: llm:smollm2 (offline), or a HuggingFace id or directory")
+        return load_llm_classifier(spec[4:].strip(), prompt, device=device, batch_size=batch_size)
     if spec.startswith("hf:"):
         return load_hf_classifier(spec[3:], device=device, batch_size=batch_size)
     if ".py:" in spec:
@@ -115,4 +142,4 @@ def load_classifier(spec: str, *, device: str | None = None, batch_size: int | N
             return load_hf_classifier(str(path), device=device, batch_size=batch_size)
     raise TextAuditError(
         f"unknown model '{spec}'; use one of {', '.join(known_models()) or '(none registered)'}, "
-        "hf:<dir-or-id>, a checkpoint directory, or path/to/file.py:obj")
+        "hf:<dir-or-id>, llm:<name>, http(s)://..., a checkpoint directory, or path/to/file.py:obj")

@@ -1,0 +1,31 @@
+"""``audit serve``: put a model behind the plain JSON endpoint that ``--model http://…`` audits."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from textaudit.cli.app import AuditCommand, ModelOpt, app, notice, with_model_options
+
+
+@app.command(cls=AuditCommand)
+@with_model_options
+def serve(
+    model: ModelOpt,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on (0.0.0.0: every interface).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")] = 8000,
+) -> None:
+    """Serve a model (zoo, hf:, llm:, file.py:obj, …) on POST /predict {"texts": [...]} -> {"probs": [[...]]},
+    so that a team can audit it remotely with --model http://host:port/predict."""
+    from textaudit.models import load_classifier
+    from textaudit.serve import serve as run_server
+
+    try:  # FastAPI missing is an error before the model loads
+        import fastapi  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as e:
+        from textaudit.errors import TextAuditError
+
+        raise TextAuditError(f"audit serve needs FastAPI and uvicorn ({e}); pip install 'textaudit[serve]'") from None
+    run_server(load_classifier(model), host=host, port=port, announce=notice)

@@ -1,0 +1,74 @@
+"""Settings of ``llm:`` and ``http(s)://`` models that a model string cannot carry.
+
+The CLI puts one :class:`ModelOptions` in effect for a command (:func:`use_model_options`); every
+:func:`~textaudit.models.load_classifier` below it, including those of ``audit run`` suites and
+``audit compare``, reads it. Python callers pass ``options=`` or use the context manager.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from textaudit.errors import TextAuditError
+
+__all__ = ["ModelOptions", "current_model_options", "use_model_options"]
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """``prompt_file``: the prompt of an ``llm:`` or OpenAI-compatible model (default: the built-in
+    sentiment prompt). HTTP models only: ``api_key_env`` (the environment variable holding the API
+    key, sent as ``Authorization: Bearer``; never logged or written), ``concurrency`` (requests in
+    flight), ``timeout`` (seconds per request), ``retries`` (on 429, 5xx, timeouts and dropped
+    connections, with exponential backoff), ``query_budget`` (texts sent in this run),
+    ``cost_budget`` and ``cost_per_1k_tokens`` (stop when the tokens the endpoint reports cost more)."""
+
+    prompt_file: Path | None = None
+    api_key_env: str | None = None
+    concurrency: int = 4
+    timeout: float = 60.0
+    retries: int = 4
+    query_budget: int | None = None
+    cost_budget: float | None = None
+    cost_per_1k_tokens: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise TextAuditError(f"--concurrency must be at least 1 (got {self.concurrency})")
+        if not self.timeout > 0:
+            raise TextAuditError(f"--timeout must be positive (got {self.timeout})")
+        if self.retries < 0:
+            raise TextAuditError(f"--retries must be 0 or more (got {self.retries})")
+        if self.query_budget is not None and self.query_budget < 1:
+            raise TextAuditError(f"--query-budget must be at least 1 (got {self.query_budget})")
+        if (self.cost_budget is None) != (self.cost_per_1k_tokens is None):
+            raise TextAuditError("--cost-budget and --cost-per-1k-tokens go together (the budget, and what 1,000 tokens cost)")
+
+    def http_only(self) -> list[str]:
+        """The options given that only HTTP models use."""
+        d = ModelOptions()
+        names = {"api_key_env": "--api-key-env", "concurrency": "--concurrency", "timeout": "--timeout",
+                 "retries": "--retries", "query_budget": "--query-budget", "cost_budget": "--cost-budget"}
+        return [flag for attr, flag in names.items() if getattr(self, attr) != getattr(d, attr)]
+
+
+_CURRENT: contextvars.ContextVar[ModelOptions | None] = contextvars.ContextVar("textaudit_model_options", default=None)
+
+
+def current_model_options() -> ModelOptions:
+    """The options in effect (the defaults outside :func:`use_model_options`)."""
+    return _CURRENT.get() or ModelOptions()
+
+
+@contextlib.contextmanager
+def use_model_options(options: ModelOptions) -> Iterator[ModelOptions]:
+    """Put ``options`` in effect for the models loaded inside the block."""
+    token = _CURRENT.set(options)
+    try:
+        yield options
+    finally:
+        _CURRENT.reset(token)

@@ -1,0 +1,156 @@
+"""Prompts that make a language model a classifier: a template, verbalisers per class, few-shot examples.
+
+A prompt file (``--prompt-file``, TOML) looks like::
+
+    template = "Review: {text}\\nSentiment:"     # {text}; a sentence pair uses {first} and {second}
+    separator = "\\n\\n"                          # between few-shot examples (optional)
+
+    [labels]                  # class order is the order here (class 0 first)
+    negative = ["negative", "bad"]
+    positive = ["positive", "good"]
+
+    [[examples]]              # optional few-shot examples, shown before the text
+    text = "a gorgeous, witty film"
+    label = "positive"
+
+    [endpoint]                # optional: OpenAI-compatible endpoints only
+    model = "gpt-3.5-turbo-instruct"
+
+The class probabilities of a text are the language model's next-token probabilities of each class's
+verbalisers after the rendered prompt, summed per class and normalised over classes:
+P(c | x) = Σ_{v ∈ V_c} P(v | prompt(x)) / Σ_{c'} Σ_{v ∈ V_c'} P(v | prompt(x)).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from textaudit.errors import TextAuditError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = ["Prompt", "load_prompt", "default_prompt", "DEFAULT_PROMPT"]
+
+#: the prompt ``llm:`` and OpenAI-compatible models use without ``--prompt-file``: binary sentiment
+#: (class 0 negative, class 1 positive), chosen on SST-2 *train* (benchmarks/llm_prompt_choice.py)
+DEFAULT_PROMPT = Path(__file__).resolve().parents[1] / "assets" / "sentiment-prompt.toml"
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A classification prompt. ``labels``: class names in class order; ``verbalizers[c]``: the words
+    whose next-token probability counts for class ``c``; ``examples``: few-shot ``(text, class)``."""
+
+    template: str
+    labels: tuple[str, ...]
+    verbalizers: tuple[tuple[str, ...], ...]
+    examples: tuple[tuple[object, int], ...] = ()
+    separator: str = "\n\n"
+    endpoint: dict = field(default_factory=dict)
+    source: str = "built-in"
+
+    def __post_init__(self) -> None:
+        fields = [f for f in ("{text}", "{first}", "{second}") if f in self.template]
+        if not fields:
+            raise TextAuditError(f"prompt {self.source}: the template needs {{text}} (or {{first}} and {{second}} for pairs)")
+        if "{text}" in fields and len(fields) > 1:
+            raise TextAuditError(f"prompt {self.source}: use {{text}}, or {{first}} and {{second}}, not both")
+        if len(self.labels) < 2:
+            raise TextAuditError(f"prompt {self.source}: [labels] needs at least two classes")
+        seen: dict[str, str] = {}
+        for name, words in zip(self.labels, self.verbalizers):
+            if not words or not all(isinstance(w, str) and w.strip() for w in words):
+                raise TextAuditError(f"prompt {self.source}: class '{name}' needs one or more non-empty verbaliser words")
+            for w in words:
+                key = w.strip().lower()
+                if key in seen and seen[key] != name:
+                    raise TextAuditError(f"prompt {self.source}: verbaliser '{w}' is in both '{seen[key]}' and '{name}'")
+                seen[key] = name
+
+    @property
+    def pairs(self) -> bool:
+        """Whether the template is for sentence pairs ({first}, {second})."""
+        return "{text}" not in self.template
+
+    def fill(self, text: object) -> str:
+        """The template with ``text`` (a string, or a ``(first, second)`` pair) in it."""
+        if isinstance(text, str):
+            if self.pairs:
+                raise TextAuditError(f"prompt {self.source} is for sentence pairs ({{first}}, {{second}}); got a single text")
+            return self.template.replace("{text}", text)
+        if not self.pairs:
+            raise TextAuditError(f"prompt {self.source} has {{text}}; a sentence pair needs a template with {{first}} and {{second}}")
+        first, second = text  # type: ignore[misc]
+        return self.template.replace("{first}", first).replace("{second}", second)
+
+    def render(self, text: object) -> str:
+        """The whole prompt of ``text``: the few-shot examples (each answered with its class's first
+        verbaliser), then the template with the text, ending where the verbaliser would follow."""
+        shots = [self.fill(t) + self.lead + self.verbalizers[c][0] for t, c in self.examples]
+        return self.separator.join([*shots, self.fill(text)])
+
+    @property
+    def lead(self) -> str:
+        """What comes between the prompt and a verbaliser: a space, unless the template ends in whitespace."""
+        return "" if self.template[-1:].isspace() else " "
+
+    def fingerprint(self) -> str:
+        """12 hex digits identifying what the prompt asks (a results header records it via the model's fingerprint)."""
+        blob = json.dumps([self.template, self.labels, self.verbalizers, self.examples, self.separator,
+                           self.endpoint], sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def _parse(data: dict, source: str) -> Prompt:
+    unknown = set(data) - {"template", "labels", "examples", "separator", "endpoint"}
+    if unknown:
+        raise TextAuditError(f"prompt {source}: unknown key(s) {', '.join(sorted(unknown))}; "
+                             "use template, labels, examples, separator, endpoint")
+    template, labels = data.get("template"), data.get("labels")
+    if not isinstance(template, str) or not template.strip():
+        raise TextAuditError(f"prompt {source}: needs template = \"... {{text}} ...\"")
+    if not isinstance(labels, dict) or not labels:
+        raise TextAuditError(f"prompt {source}: needs a [labels] table: class name = [\"verbaliser\", ...]")
+    names = [str(k) for k in labels]
+    verbs = tuple(tuple([v] if isinstance(v, str) else list(v)) if isinstance(v, (str, list)) else ()
+                  for v in labels.values())
+    shots = []
+    for i, ex in enumerate(data.get("examples", [])):
+        if not isinstance(ex, dict) or "label" not in ex or not ({"text"} <= set(ex) or {"first", "second"} <= set(ex)):
+            raise TextAuditError(f"prompt {source}: example {i + 1} needs text (or first and second) and label")
+        if str(ex["label"]) not in names:
+            raise TextAuditError(f"prompt {source}: example {i + 1} has label '{ex['label']}', not one of {', '.join(names)}")
+        text = ex["text"] if "text" in ex else (str(ex["first"]), str(ex["second"]))
+        shots.append((text, names.index(str(ex["label"]))))
+    endpoint = data.get("endpoint", {})
+    if not isinstance(endpoint, dict):
+        raise TextAuditError(f"prompt {source}: [endpoint] must be a table (model = \"...\")")
+    return Prompt(template=template, labels=tuple(names), verbalizers=verbs, examples=tuple(shots),
+                  separator=str(data.get("separator", "\n\n")), endpoint=dict(endpoint), source=source)
+
+
+def load_prompt(path: str | Path) -> Prompt:
+    """Read a prompt file (TOML; see the module docstring); every mistake is a one-line error."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise TextAuditError(f"prompt file '{p}' does not exist")
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise TextAuditError(f"prompt file '{p}' is not valid TOML: {e}") from None
+    prompt = _parse(data, str(p))
+    for text, _ in prompt.examples:
+        prompt.fill(text)  # an example of the wrong kind (pair vs text) fails here, not mid-run
+    return prompt
+
+
+def default_prompt() -> Prompt:
+    """The built-in sentiment prompt (:data:`DEFAULT_PROMPT`)."""
+    return load_prompt(DEFAULT_PROMPT)
