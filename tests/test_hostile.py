@@ -62,6 +62,8 @@ DATA = {
     "existing.jsonl": json.dumps({"id": "x"}) + "\n",
     "suite.toml": "[compare]\nmodels = ['cnn']\nmethods = ['so-beam']\n[thresholds]\nso_beam.speed_max = 1\n",
     "afile": "a plain file\n",
+    "prompt.toml": "template = '{text} :'\n[labels]\nnegative = ['bad']\npositive = ['good']\n",
+    "notext.toml": "template = 'Review:'\n[labels]\nnegative = ['bad']\npositive = ['good']\n",
 }
 
 
@@ -287,6 +289,27 @@ CASES: list[tuple[str, list[str], dict[str, str], str]] = [
     ("run a missing suite", ["run", w("nope.toml")], {}, "nope.toml does not exist"),
     ("run a suite that is not TOML", ["run", w("good.py")], {}, "is not valid TOML"),
     ("run an unknown threshold", ["run", w("suite.toml")], {}, "attack metrics are"),
+    # llm: and http(s):// models (#24)
+    ("prompt file missing", ["evaluate", "--model", "llm:smollm2", "--prompt-file", w("nope.toml"), "--data", w("d.tsv")],
+     {}, "prompt file"),
+    ("prompt without {text}", ["evaluate", "--model", "llm:smollm2", "--prompt-file", w("notext.toml"),
+                               "--data", w("d.tsv")], {}, "the template needs {text}"),
+    ("prompt file on a plug-in", ["attack", "--model", G, "--prompt-file", w("prompt.toml")], {},
+     "--prompt-file applies to llm: models"),
+    ("http option on a local model", ["bias", "--model", G, "--pair", "he,she", "--concurrency", "8"], {},
+     "--concurrency apply to http(s):// models"),
+    ("api key variable unset", ["predict", "--model", "http://127.0.0.1:9/v1/completions", "--api-key-env",
+                                "TEXTAUDIT_NO_SUCH_KEY", "a film"], {}, "that environment variable is not set"),
+    ("endpoint unreachable", ["evaluate", "--model", "http://127.0.0.1:9/predict", "--retries", "0", "--data", w("d.tsv")],
+     {}, "connection failed"),
+    ("prompt for a plain JSON endpoint", ["evaluate", "--model", "http://127.0.0.1:9/predict", "--prompt-file",
+                                          w("prompt.toml"), "--data", w("d.tsv")], {}, "a plain JSON endpoint"),
+    ("llm without a model", ["wordorder", "--model", "llm:", "--data", w("d.tsv")], {}, "llm: needs a causal LM"),
+    ("cost budget without a price", ["evaluate", "--model", "http://127.0.0.1:9/predict", "--cost-budget", "1",
+                                     "--data", w("d.tsv")], {}, "go together"),
+    ("ftp model", ["predict", "--model", "ftp://127.0.0.1/m", "a film"], {}, "unknown model 'ftp://127.0.0.1/m'"),
+    ("serve a missing plug-in", ["serve", "--model", w("nope.py") + ":clf"], {}, "does not exist"),
+    ("serve on a bad port", ["serve", "--model", G, "--port", "70000"], {}, "Invalid value for '--port'"),
 ]
 
 

@@ -13,6 +13,13 @@ class TextAuditError(Exception):
         super().__init__(" ".join(str(message).split()))
 
 
+class StopRun(TextAuditError):
+    """A failure no later example can escape (a remote model's budget is spent, its endpoint is down
+    or refuses the key): loops over examples that record a per-example error for a
+    :class:`TextAuditError` (an attack's status "error") let this one through, so that the run stops
+    with its results so far kept, and ``--resume`` continues once it is fixed."""
+
+
 def user_code_error(who: str, e: BaseException) -> TextAuditError:
     """The one-line error for an exception raised by the user's code (a plug-in, a callable model):
     ``<who> raised <Type>: <first line of the message>`` (``sys.exit(n)`` included)."""

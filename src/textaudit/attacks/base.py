@@ -31,7 +31,7 @@ from typing import ClassVar, Literal
 import numpy as np
 
 from textaudit.attacks.patch import Patch, apply_patch
-from textaudit.errors import TextAuditError
+from textaudit.errors import StopRun, TextAuditError
 from textaudit.models.batched import Classifier, PairView, as_classifier
 from textaudit.sentence import Sentence
 
@@ -249,6 +249,8 @@ class Attack:
                     res.f_soft = None if found.f_soft is None else round(found.f_soft, 6)
         except Skip as s:
             res.status, res.reason = "skipped", str(s)
+        except StopRun:
+            raise  # the run stops (a remote model's budget or endpoint), not this example
         except TextAuditError as e:
             res.status, res.reason = "error", str(e)
         res.sentences_scored = budget.scored

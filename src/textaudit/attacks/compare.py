@@ -122,8 +122,8 @@ def run_compare(models: Sequence[str], methods: Sequence[str], output_dir: str |
         for method in methods:
             path = cell_path(output_dir, model, method)
             atk = make_attack(method, clf, **given[method], **({"mlm": masked_lm} if specs[method].needs_mlm else {}))
-            if hasattr(atk, "patch_words"):
-                atk.patch_words.fit()
+            if hasattr(atk, "rank_patch_words"):
+                atk.rank_patch_words(ds["text"])
             _, records = run_attack(atk, ds["text"], ds["label"], ids=ids, output=path, resume=path.exists(), ppl=lm,
                                     config={"data": data_id}, progress=progress)
             cells[(model, method)] = records

@@ -6,8 +6,9 @@ For a model f, every synonym pair (w1, w2) of the counter-fitted lists (resource
     gap(w1, w2) = ½·‖f_soft(w2) − f_soft(w1)‖₁    (= |P(pos | w2) − P(pos | w1)| for two classes),
 
 where f_soft(w) is the model's probability output on the single word w as the whole input. The
-single-word probabilities are computed in one batched pass and cached on disk per model
-(``$TEXTAUDIT_CACHE/patch-scores/``), keyed by the model's name and a fingerprint of its outputs.
+single-word probabilities are computed in batched passes (before an attack: the words of its data
+and their neighbours) and cached on disk per model (``$TEXTAUDIT_CACHE/patch-scores/``), keyed by
+the model's name and a fingerprint of its outputs.
 For an input x0, p is the best-ranked pair with w1 occurring exactly once in x0 and w2 not
 occurring; if there is none the example is *skipped*.
 """
@@ -73,7 +74,9 @@ class PatchWords:
         self.classifier = classifier
         self._pairs_in = None if pairs is None else [(a.lower(), b.lower()) for a, b in pairs]
         self.disk_cache = disk_cache
-        self._best_for: dict[str, list[tuple[float, str]]] | None = None
+        self._best_for: dict[str, list[tuple[float, str]]] = {}  # w1 -> [(gap, w2)], best first
+        self._w2_of: dict[str, list[str]] | None = None
+        self._probs: dict[str, np.ndarray] = {}  # single-word probabilities scored so far
 
     def with_classifier(self, classifier: Classifier) -> "PatchWords":
         """The same candidate pairs, ranked for another classifier (e.g. one side of a pair model)."""
@@ -86,49 +89,65 @@ class PatchWords:
         nbrs = counterfitted_neighbors()
         return [(w, n) for w, ns in nbrs.items() for n in ns if w != n]
 
+    def _candidates(self) -> dict[str, list[str]]:
+        """w1 -> its w2s, in the order of the pair list (no model query)."""
+        if self._w2_of is None:
+            w2_of: dict[str, list[str]] = {}
+            for w1, w2 in self._pairs():
+                w2_of.setdefault(w1, []).append(w2)
+            if not w2_of:
+                raise TextAuditError("no synonym pairs to choose patch words from")
+            self._w2_of = w2_of
+        return self._w2_of
+
+    def _cache_path(self):
+        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(getattr(self.classifier, "name", "model")))[-60:]
+        return cache_dir() / "patch-scores" / f"{safe}-{_fingerprint(self.classifier)}.npz"
+
     def _word_probs(self, words: list[str]) -> dict[str, np.ndarray]:
-        path = None
-        if self.disk_cache:
-            safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(getattr(self.classifier, "name", "model")))[-60:]
-            path = cache_dir() / "patch-scores" / f"{safe}-{_fingerprint(self.classifier)}.npz"
-            if path.is_file():
+        """Single-word probabilities of ``words``: from memory, then the disk cache, the rest in one
+        batched pass (then added to the disk cache)."""
+        missing = [w for w in words if w not in self._probs]
+        if missing and self.disk_cache:
+            path = self._cache_path()
+            if path.is_file() and not self._probs:
                 try:
                     z = np.load(path, allow_pickle=False)
-                    cached = dict(zip(z["words"].tolist(), z["probs"]))
-                    if all(w in cached for w in words):
-                        return cached
+                    self._probs.update(zip(z["words"].tolist(), z["probs"]))
                 except (OSError, ValueError, KeyError):
                     pass  # a damaged cache is recomputed
-        probs = self.classifier.predict_proba(words)
-        out = dict(zip(words, probs))
-        if path is not None:
-            with atomic_path(path, suffix=".npz") as tmp:
-                np.savez(tmp, words=np.array(words), probs=probs)
-        return out
+                missing = [w for w in words if w not in self._probs]
+            if missing:
+                self._probs.update(zip(missing, self.classifier.predict_proba(missing)))
+                known = sorted(self._probs)
+                with atomic_path(path, suffix=".npz") as tmp:
+                    np.savez(tmp, words=np.array(known), probs=np.stack([self._probs[w] for w in known]))
+        elif missing:
+            self._probs.update(zip(missing, self.classifier.predict_proba(missing)))
+        return self._probs
 
-    def fit(self) -> "PatchWords":
-        """Score every pair (one batched pass over all words, cached) and index them by w1."""
-        pairs = self._pairs()
-        if not pairs:
-            raise TextAuditError("no synonym pairs to choose patch words from")
-        words = sorted({w for p in pairs for w in p})
-        probs = self._word_probs(words)
-        best: dict[str, list[tuple[float, str]]] = {}
-        for w1, w2 in pairs:
-            gap = 0.5 * float(np.abs(probs[w2] - probs[w1]).sum())
-            best.setdefault(w1, []).append((gap, w2))
-        for v in best.values():
-            v.sort(key=lambda t: (-t[0], t[1]))
-        self._best_for = best
+    def fit(self, words: Iterable[str] | None = None) -> "PatchWords":
+        """Rank the pairs whose w1 is one of ``words`` (every pair when None): one batched pass over
+        the words they need that are not scored yet, cached. An attack ranks the words of its data
+        before it starts (:meth:`~textaudit.attacks.second_order.SecondOrderAttack.rank_patch_words`):
+        p is only ever chosen among them, and a remote or LLM model is asked a few thousand words,
+        not the lists' 50,000."""
+        w2_of = self._candidates()
+        w1s = list(w2_of) if words is None else [w for w in dict.fromkeys(x.lower() for x in words) if w in w2_of]
+        todo = [w for w in w1s if w not in self._best_for]
+        if not todo:
+            return self
+        probs = self._word_probs(sorted({w for w1 in todo for w in (w1, *w2_of[w1])}))
+        for w1 in todo:
+            gaps = [(0.5 * float(np.abs(probs[w2] - probs[w1]).sum()), w2) for w2 in w2_of[w1]]
+            self._best_for[w1] = sorted(gaps, key=lambda t: (-t[0], t[1]))
         return self
 
     # -- selection ---------------------------------------------------------------------------------
     def select(self, x0: Sentence, exclude_positions: Sequence[int] = ()) -> Patch | None:
         """Return the best-ranked applicable p for ``x0`` (w1 exactly once, w2 absent), or None."""
-        if self._best_for is None:
-            self.fit()
-        assert self._best_for is not None
         lower = [t.lower() for t in x0.tokens]
+        self.fit(lower)  # nothing to do when the attack ranked its data's words beforehand
         present = set(lower)
         best: Patch | None = None
         for i, w in enumerate(lower):
@@ -143,9 +162,7 @@ class PatchWords:
 
     def ranking(self, top: int = 20) -> list[tuple[str, str, float]]:
         """Return the ``top`` pairs with the largest gap (for reports)."""
-        if self._best_for is None:
-            self.fit()
-        assert self._best_for is not None
+        self.fit()
         flat = [(w1, w2, g) for w1, v in self._best_for.items() for g, w2 in v]
         flat.sort(key=lambda t: -t[2])
         return flat[:top]

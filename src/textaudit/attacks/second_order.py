@@ -94,6 +94,12 @@ class SecondOrderAttack(Attack):
         bound.patch_words = ranked[side]
         return bound  # type: ignore[return-value]
 
+    def rank_patch_words(self, texts: Iterable[str], side: str | None = None) -> None:
+        """Rank, in one batch before the attack, the patch-word pairs ``texts`` can use (w1 one of
+        their words): what :meth:`PatchWords.select` will consult (``side``: of sentence pairs)."""
+        atk = self if side is None else self.on_pair("", side)
+        atk.patch_words.fit({t.lower() for x in texts for t in self.parse(x).tokens})
+
     @classmethod
     def check_k(cls, k: int) -> None:
         """One-line error for a k this method cannot search (cheap: callers check before loading models)."""

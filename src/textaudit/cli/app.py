@@ -112,8 +112,15 @@ def with_model_options(command: Callable) -> Callable:
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> Any:
         from textaudit.models.options import ModelOptions, use_model_options
+        from textaudit.models.registry import check_model_options
 
         opts = ModelOptions(**{name: kwargs.pop(name) for name in MODEL_OPTIONS})
+        if isinstance(kwargs.get("model"), str):
+            check_model_options(kwargs["model"], opts)  # before any data or masked LM loads
+        if opts.prompt_file is not None:
+            from textaudit.models.prompt import load_prompt
+
+            load_prompt(opts.prompt_file)  # a broken prompt file, too
         with use_model_options(opts):
             return command(*args, **kwargs)
 

@@ -126,12 +126,12 @@ def attack(
     if synonyms is not None:
         options["patch_words"] = PatchWords(clf, synonyms)
     atk = make_attack(method, clf, **options)
-    if hasattr(atk, "patch_words"):
+    texts, contexts = split_sides(ds, perturb_side)
+    if hasattr(atk, "rank_patch_words"):
         notice(f"ranking patch words for {clf.name} ...")
-        (atk if side is None else atk.on_pair("", side)).patch_words.fit()
+        atk.rank_patch_words(texts, side)
     if not ppl:
         lm = None
-    texts, contexts = split_sides(ds, perturb_side)
     summary, records = run_attack(atk, texts, ds["label"], ids=ds["id"], output=output, resume=resume, ppl=lm,
                                   config=data_config(data_id, classes, sample=sample), shard=part, backend=runner,
                                   contexts=contexts, side=perturb_side)

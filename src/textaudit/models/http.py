@@ -35,7 +35,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
-from textaudit.errors import TextAuditError
+from textaudit.errors import StopRun, TextAuditError
 from textaudit.models.batched import BatchedClassifier
 from textaudit.models.options import ModelOptions
 from textaudit.models.prompt import Prompt, default_prompt
@@ -44,6 +44,8 @@ __all__ = ["HttpClassifier", "load_http_classifier", "protocol_of", "public_url"
 
 #: statuses worth another try
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+#: statuses that say this request (its input) is wrong, not the endpoint: one example's error
+PER_INPUT_STATUS = frozenset({400, 413, 422})
 #: texts per request: plain JSON, completions (a list of prompts), chat (one message)
 PER_REQUEST = {"json": 32, "completions": 16, "chat": 1}
 
@@ -83,8 +85,7 @@ class HttpClassifier(BatchedClassifier):
         self.protocol = protocol_of(url)
         self.options = options or ModelOptions()
         if self.protocol == "json" and prompt is not None:
-            raise TextAuditError("--prompt-file is for llm: models and OpenAI-compatible endpoints (…/completions); "
-                                 "a plain JSON endpoint returns probabilities itself")
+            raise TextAuditError("a plain JSON endpoint returns probabilities itself: it takes no prompt")
         self.prompt = prompt if self.protocol == "json" or prompt is not None else default_prompt()
         if self.prompt is not None:
             unknown = set(self.prompt.endpoint) - {"model", "top_logprobs"}
@@ -176,15 +177,18 @@ class HttpClassifier(BatchedClassifier):
                     except ValueError:
                         if quiet:
                             return None
-                        raise TextAuditError(f"endpoint {self.name} answered HTTP {r.status_code} with something "
-                                             "that is not JSON") from None
+                        raise StopRun(f"endpoint {self.name} answered HTTP {r.status_code} with something "
+                                      "that is not JSON") from None
                 body = self._redact(r.text)[:160]
                 last = f"answered HTTP {r.status_code}" + (f": {body}" if body else "")
                 if quiet:
                     return None
                 if r.status_code not in RETRY_STATUS:
                     hint = "; check the API key (--api-key-env)" if r.status_code in (401, 403) else ""
-                    raise TextAuditError(f"endpoint {self.name} {last}{hint}")
+                    # a request this input makes invalid (too long, ...) fails this example only;
+                    # the endpoint refusing every request (the key, the URL) stops the run
+                    err = TextAuditError if r.status_code in PER_INPUT_STATUS else StopRun
+                    raise err(f"endpoint {self.name} {last}{hint}")
                 after = r.headers.get("Retry-After")
                 if after is not None:
                     try:
@@ -198,7 +202,7 @@ class HttpClassifier(BatchedClassifier):
                 time.sleep(wait)
         tries = opts.retries + 1
         hint = "raise --timeout, lower --concurrency" if last.startswith("timed out") else "try again later, raise --retries"
-        raise TextAuditError(f"endpoint {self.name} {last} ({tries} attempt{'s' * (tries > 1)}); {hint}; "
+        raise StopRun(f"endpoint {self.name} {last} ({tries} attempt{'s' * (tries > 1)}); {hint}; "
                              "results written so far are kept (--resume continues)")
 
     def _identity(self) -> str | None:
@@ -223,10 +227,10 @@ class HttpClassifier(BatchedClassifier):
         opts = self.options
         with self._lock:
             if opts.query_budget is not None and self.sent + n > opts.query_budget:
-                raise TextAuditError(f"the query budget is spent ({self.sent} of --query-budget {opts.query_budget} texts "
+                raise StopRun(f"the query budget is spent ({self.sent} of --query-budget {opts.query_budget} texts "
                                      "sent); results written so far are kept: raise it and rerun with --resume")
             if opts.cost_budget is not None and self.tokens * opts.cost_per_1k_tokens / 1000 >= opts.cost_budget:
-                raise TextAuditError(f"the cost budget is spent ({self.tokens} tokens cost "
+                raise StopRun(f"the cost budget is spent ({self.tokens} tokens cost "
                                      f"{self.tokens * opts.cost_per_1k_tokens / 1000:.4g} of --cost-budget "
                                      f"{opts.cost_budget:g}); results written so far are kept: raise it and rerun with --resume")
             self.sent += n
@@ -247,7 +251,7 @@ class HttpClassifier(BatchedClassifier):
         answer = self._request("POST", {"texts": [t if isinstance(t, str) else list(t) for t in texts]})
         probs = answer.get("probs") if isinstance(answer, dict) else None
         if not isinstance(probs, list) or len(probs) != len(texts):
-            raise TextAuditError(f"endpoint {self.name} must answer {{\"probs\": [[...], ...]}} with one row per text "
+            raise StopRun(f"endpoint {self.name} must answer {{\"probs\": [[...], ...]}} with one row per text "
                                  f"(sent {len(texts)}, got {type(probs).__name__ if probs is None else len(probs)} rows)")
         return probs
 
@@ -273,10 +277,10 @@ class HttpClassifier(BatchedClassifier):
             choices = sorted(answer["choices"], key=lambda c: c.get("index", 0))
             tops = [c["logprobs"]["top_logprobs"][0] for c in choices]
         except (KeyError, IndexError, TypeError):
-            raise TextAuditError(f"endpoint {self.name} answered without choices[].logprobs.top_logprobs; "
+            raise StopRun(f"endpoint {self.name} answered without choices[].logprobs.top_logprobs; "
                                  "does it support logprobs?") from None
         if len(tops) != len(texts):
-            raise TextAuditError(f"endpoint {self.name} answered {len(tops)} choices for {len(texts)} prompts")
+            raise StopRun(f"endpoint {self.name} answered {len(tops)} choices for {len(texts)} prompts")
         return [self._scores(dict(t)) for t in tops]
 
     def _chat(self, texts: list) -> list:
@@ -290,14 +294,14 @@ class HttpClassifier(BatchedClassifier):
                 first = answer["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
                 rows.append(self._scores({d["token"]: d["logprob"] for d in first}))
             except (KeyError, IndexError, TypeError):
-                raise TextAuditError(f"endpoint {self.name} answered without choices[0].logprobs.content[0].top_logprobs; "
+                raise StopRun(f"endpoint {self.name} answered without choices[0].logprobs.content[0].top_logprobs; "
                                      "does it support logprobs?") from None
         return rows
 
     def _scores(self, top: dict) -> list[float]:
         """Class scores s_c from one position's top log-probabilities (see the module docstring)."""
         if not top:
-            raise TextAuditError(f"endpoint {self.name} returned no top log-probabilities")
+            raise StopRun(f"endpoint {self.name} returned no top log-probabilities")
         floor = min(float(v) for v in top.values())
         scores = []
         for words in self.prompt.verbalizers:

@@ -32,7 +32,7 @@ from textaudit.models.zoo.build import load_zoo_model
 from textaudit.models.zoo.checkpoint import load_checkpoint
 from textaudit.models.zoo.names import ZOO_MODELS
 
-__all__ = ["load_classifier", "load_plugin", "MODEL_FACTORIES", "register_model", "known_models"]
+__all__ = ["load_classifier", "check_model_options", "load_plugin", "MODEL_FACTORIES", "register_model", "known_models"]
 
 #: name -> factory(device=..., batch_size=...) returning a BatchedClassifier: models a user registers. The zoo's names
 #: are a static table (:data:`~textaudit.models.zoo.names.ZOO_MODELS`) resolved without registration.
@@ -97,6 +97,15 @@ def load_plugin(spec: str, *, batch_size: int | None = None, cache_size: int = 1
     return clf
 
 
+def check_model_options(spec: str, options: ModelOptions) -> None:
+    """One-line error for options ``spec``'s kind of model does not take (cheap: before anything loads)."""
+    remote = str(spec).strip().startswith(("http://", "https://"))
+    if not remote and options.http_only():
+        raise TextAuditError(f"{', '.join(options.http_only())} apply to http(s):// models, not '{spec}'")
+    if options.prompt_file is not None and not (remote or str(spec).strip().startswith("llm:")):
+        raise TextAuditError(f"--prompt-file applies to llm: models and OpenAI-compatible endpoints, not '{spec}'")
+
+
 def load_classifier(spec: str, *, device: str | None = None, batch_size: int | None = None,
                     options: ModelOptions | None = None) -> BatchedClassifier:
     """Return a :class:`BatchedClassifier` for a model spec (zoo name, ``hf:...``, ``llm:...``,
@@ -108,17 +117,19 @@ def load_classifier(spec: str, *, device: str | None = None, batch_size: int | N
             known_models() + ["hf:<dir-or-id>", "llm:<name>", "http(s)://...", "file.py:obj"]))
     spec = str(spec).strip()
     opts = options or current_model_options()
+    check_model_options(spec, opts)
     remote = spec.startswith(("http://", "https://"))
-    if not remote and opts.http_only():
-        raise TextAuditError(f"{', '.join(opts.http_only())} apply to http(s):// models, not '{spec}'")
-    if opts.prompt_file is not None and not (remote or spec.startswith("llm:")):
-        raise TextAuditError(f"--prompt-file applies to llm: models and OpenAI-compatible endpoints, not '{spec}'")
     if spec.startswith("llm:") or remote:
         from textaudit.models.prompt import load_prompt
 
+        if remote:
+            from textaudit.models.http import load_http_classifier, protocol_of
+
+            if protocol_of(spec) == "json" and opts.prompt_file is not None:
+                raise TextAuditError("--prompt-file is for llm: models and OpenAI-compatible endpoints (…/completions); "
+                                     "a plain JSON endpoint returns probabilities itself")
         prompt = load_prompt(opts.prompt_file) if opts.prompt_file is not None else None
         if remote:
-            from textaudit.models.http import load_http_classifier
 
             return load_http_classifier(spec, options=opts, prompt=prompt, batch_size=batch_size)
         from textaudit.models.llm import load_llm_classifier

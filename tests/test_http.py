@@ -1,0 +1,315 @@
+"""http(s):// models against real servers on 127.0.0.1.
+
+- ``audit serve`` in a subprocess, audited over HTTP: the same probabilities, accuracy and attack
+  records as the local model.
+- A small OpenAI-compatible server (stdlib ``http.server``, started here) serving a zoo model's
+  probabilities as next-token logprobs: completions and chat, a forced 429 retried, a timeout as a
+  one-line error, budgets that stop a run whose results a ``--resume`` continues, and an API key
+  that reaches the server but no output.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from textaudit.errors import TextAuditError
+from textaudit.models import load_classifier
+from textaudit.models.options import ModelOptions
+
+KEY = "sk-test-SECRET-4242-do-not-leak"
+PROMPT = 'template = "Review: {text}\\nSentiment:"\n[labels]\nnegative = ["negative"]\npositive = ["positive"]\n' \
+         '[endpoint]\nmodel = "test-model"\n'
+
+
+@pytest.fixture(scope="module")
+def zoo(tmp_path_factory):
+    """A real zoo checkpoint (bow, 1 epoch on 300 SST-2 train sentences) and its local classifier."""
+    from textaudit.models.zoo.build import train_model
+
+    root = tmp_path_factory.mktemp("zoo")
+    os.environ["TEXTAUDIT_CACHE"] = str(root / "cache")
+    r = train_model("bow", max_train=300, epochs=1, progress=False, out=root / "bow")
+    return Path(r["path"]), load_classifier(r["path"])
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    from textaudit.resources import resolve
+
+    rows = [r for r in (resolve("sst2") / "train.tsv").read_text().splitlines()[1:]  # SST-2 train, never dev/test
+            if r.split("\t", 1)[1].split().count("he") == 1][:8]  # B_{he,she} has sources
+    path = tmp_path_factory.mktemp("data") / "d.tsv"
+    path.write_text("label\ttext\n" + "\n".join(rows) + "\n")
+    return path
+
+
+class OpenAIHandler(BaseHTTPRequestHandler):
+    """``/v1/completions`` and ``/v1/chat/completions`` answering one token with logprobs: the verbaliser
+    tokens carry 0.6 × the zoo model's class probabilities, two distractors the rest."""
+
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+    def _send(self, status: int, obj: dict, headers: dict | None = None) -> None:
+        blob = json.dumps(obj).encode()
+        self.send_response(status)
+        for k, v in {"Content-Type": "application/json", **(headers or {})}.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(blob)))
+        self.end_headers()
+        self.wfile.write(blob)
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        srv = self.server
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with srv.lock:
+            srv.log.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+            fail = srv.failures.pop(0) if srv.failures else None
+        if fail == "echo401":
+            return self._send(401, {"error": f"invalid key: {self.headers.get('Authorization')}"})
+        if fail is not None:
+            return self._send(fail, {"error": "slow down"}, {"Retry-After": "0"})
+        if srv.sleep:
+            time.sleep(srv.sleep)
+        chat = self.path.endswith("/chat/completions")
+        prompts = [body["messages"][0]["content"]] if chat else body["prompt"]
+        texts = [re.fullmatch(r"Review: (.*)\nSentiment:", p, re.S).group(1) for p in prompts]
+        with srv.lock:
+            probs = srv.model.predict_proba(texts)
+        tops = [{" negative": math.log(0.6 * p[0]), " positive": math.log(0.6 * p[1]), " the": math.log(0.3),
+                 "\n": math.log(0.1)} for p in probs]
+        usage = {"prompt_tokens": 9 * len(texts), "completion_tokens": len(texts), "total_tokens": 10 * len(texts)}
+        if chat:
+            content = [{"token": " positive", "logprob": tops[0][" positive"],
+                        "top_logprobs": [{"token": t, "logprob": lp} for t, lp in tops[0].items()]}]
+            return self._send(200, {"choices": [{"index": 0, "message": {"role": "assistant", "content": " positive"},
+                                                 "logprobs": {"content": content}}], "usage": usage})
+        choices = [{"index": i, "text": " the", "logprobs": {"tokens": [" the"], "top_logprobs": [t]}}
+                   for i, t in enumerate(tops)]
+        return self._send(200, {"choices": choices[::-1], "usage": usage})  # any order: the client sorts by index
+
+
+@pytest.fixture
+def openai_server(zoo):
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), OpenAIHandler)
+    srv.model, srv.lock, srv.log, srv.failures, srv.sleep = zoo[1], threading.Lock(), [], [], 0.0
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def url(srv, path: str = "/v1/completions") -> str:
+    return f"http://127.0.0.1:{srv.server_address[1]}{path}"
+
+
+@pytest.fixture
+def prompt_file(tmp_path):
+    p = tmp_path / "prompt.toml"
+    p.write_text(PROMPT)
+    return p
+
+
+@pytest.mark.parametrize("path", ["/v1/completions", "/v1/chat/completions"])
+def test_openai_endpoints_give_the_zoo_models_probabilities(openai_server, zoo, data, prompt_file, path, monkeypatch):
+    monkeypatch.setenv("TA_TEST_KEY", KEY)
+    clf = load_classifier(url(openai_server, path), options=ModelOptions(prompt_file=prompt_file, api_key_env="TA_TEST_KEY"))
+    assert clf.labels == ["negative", "positive"] and KEY not in repr(clf) and KEY not in str(clf.fingerprint)
+    texts = [r.split("\t", 1)[1] for r in data.read_text().splitlines()[1:]]
+    np.testing.assert_allclose(clf.predict_proba(texts), zoo[1].predict_proba(texts), atol=1e-5)
+    log = openai_server.log
+    assert {e["auth"] for e in log} == {f"Bearer {KEY}"}  # the key reached the server
+    assert all(e["body"]["model"] == "test-model" and e["body"]["max_tokens"] == 1 for e in log)
+    assert clf.stats.requests == len(log) == (1 if path == "/v1/completions" else len(texts))
+    assert clf.stats.tokens == 10 * len(texts)
+
+
+def test_429_and_5xx_are_retried_and_every_request_counts(openai_server, zoo, prompt_file):
+    openai_server.failures = [429, 503]
+    clf = load_classifier(url(openai_server), options=ModelOptions(prompt_file=prompt_file, retries=2))
+    p = clf.predict_proba(["a gorgeous film", "a dull mess"])
+    np.testing.assert_allclose(p, zoo[1].predict_proba(["a gorgeous film", "a dull mess"]), atol=1e-5)
+    assert clf.stats.requests == 3 and clf.stats.retries == 2 and len(openai_server.log) == 3
+    openai_server.failures = [429, 429, 429]
+    clf2 = load_classifier(url(openai_server), options=ModelOptions(prompt_file=prompt_file, retries=2))
+    with pytest.raises(TextAuditError, match=r"answered HTTP 429: .*\(3 attempts\); try again later, raise --retries"):
+        clf2.predict_proba(["a film"])
+    openai_server.failures = [400]  # not worth a retry
+    with pytest.raises(TextAuditError, match=r"answered HTTP 400"):
+        load_classifier(url(openai_server), options=ModelOptions(prompt_file=prompt_file)).predict_proba(["x"])
+
+
+def test_a_timeout_is_a_one_line_error(cli, openai_server, data, prompt_file):
+    openai_server.sleep = 2.0
+    t0 = time.perf_counter()
+    r = cli("evaluate", "--model", url(openai_server), "--prompt-file", str(prompt_file), "--data", str(data),
+            "--timeout", "0.3", "--retries", "1")
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.splitlines() == [f"error: endpoint {url(openai_server)} timed out after 0.3 s (2 attempts); raise "
+                                     "--timeout, lower --concurrency; results written so far are kept (--resume continues)"]
+    assert time.perf_counter() - t0 < 10
+
+
+def test_the_api_key_never_appears_in_any_output(cli, openai_server, data, prompt_file, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)  # the default variable of OpenAI-compatible endpoints
+    model = ["--model", url(openai_server), "--prompt-file", str(prompt_file)]
+    outputs = []
+    for args in (["attack", "--method", "so-enum", "--k", "1", "--mlm", "minilm-mlm", "--no-ppl", "--limit", "3",
+                  "--output", str(tmp_path / "attack.jsonl")],
+                 ["bias", "--pair", "he,she", "--k", "0", "--output", str(tmp_path / "bias.jsonl")],
+                 ["evaluate", "--json"]):
+        r = cli(args[0], *model, "--data", str(data), *args[1:])
+        assert r.exit_code == 0, r.output
+        outputs.append(r.stdout + r.stderr)
+    r = cli("report", str(tmp_path / "attack.jsonl"), str(tmp_path / "bias.jsonl"), "--out", str(tmp_path / "report"))
+    assert r.exit_code == 0, r.output
+    openai_server.failures = ["echo401"]  # a server that echoes the key in its error
+    r = cli("evaluate", *model, "--data", str(data))
+    assert r.exit_code == 2 and "answered HTTP 401: {\"error\": \"invalid key: Bearer ***\"}; check the API key" in r.stderr
+    outputs.append(r.stdout + r.stderr)
+    assert all(e["auth"] == f"Bearer {KEY}" for e in openai_server.log)  # it was sent every time ...
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert len(files) >= 4
+    for text in outputs + [p.read_bytes().decode("utf-8", "replace") for p in files]:
+        assert KEY not in text  # ... and written nowhere
+
+
+def test_budgets_stop_a_run_and_resume_continues(cli, openai_server, data, prompt_file, tmp_path):
+    model = ["--model", url(openai_server), "--prompt-file", str(prompt_file), "--data", str(data)]
+
+    def attack(out: Path, *more: str):
+        return cli("attack", *model, "--method", "so-enum", "--k", "1", "--mlm", "minilm-mlm", "--no-ppl",
+                   "--output", str(out), *more)
+
+    def records(out: Path) -> list[dict]:
+        return [json.loads(x) for x in out.read_text().splitlines()][1:]
+
+    r = attack(tmp_path / "full.jsonl")  # also ranks the data's patch words, which the cache keeps
+    assert r.exit_code == 0, r.output
+    full = records(tmp_path / "full.jsonl")
+    spent = sum(x["queries"] for x in full)
+    out = tmp_path / "a.jsonl"
+    r = attack(out, "--query-budget", str(8 + spent // 2))  # 8: the probes that key the patch-word cache
+    assert r.exit_code == 2 and "the query budget is spent" in r.stderr and "rerun with --resume" in r.stderr, r.output
+    kept = records(out)
+    assert 0 < len(kept) < len(full)  # stopped half way, and what it finished is kept
+    r = attack(out, "--resume")
+    assert r.exit_code == 0, r.output
+    keep = ("id", "status", "vulnerable", "queries")
+    assert [{k: x.get(k) for k in keep} for x in records(out)] == [{k: x.get(k) for k in keep} for x in full]
+    r = attack(tmp_path / "c.jsonl", "--cost-budget", "0.05", "--cost-per-1k-tokens", "1.0")  # 10 tokens a text
+    assert r.exit_code == 2 and "the cost budget is spent" in r.stderr, r.output
+    r = cli("evaluate", *model, "--cost-budget", "0.05")
+    assert r.exit_code == 2 and "--cost-budget and --cost-per-1k-tokens go together" in r.stderr
+
+
+class PlainHandler(BaseHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802
+        n = len(json.loads(self.rfile.read(int(self.headers["Content-Length"])))["texts"])
+        blob = json.dumps({"probs": [[0.5, 0.5]] * (n + self.server.extra)}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(blob)))
+        self.end_headers()
+        self.wfile.write(blob)
+
+
+def test_plain_json_endpoint_errors_are_one_line():
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), PlainHandler)
+    srv.extra = 1
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        clf = load_classifier(url(srv, "/score"))  # GET is not answered (501): no labels, still usable
+        assert clf.labels is None
+        with pytest.raises(TextAuditError, match=r"one row per text \(sent 2, got 3 rows\)"):
+            clf.predict_proba(["a", "b"])
+        srv.extra = 0
+        assert clf.predict_proba(["a", ("b", "c")]).tolist() == [[0.5, 0.5], [0.5, 0.5]]
+        with pytest.raises(TextAuditError, match="--prompt-file is for llm: models and OpenAI-compatible"):
+            load_classifier(url(srv, "/score"), options=ModelOptions(prompt_file=Path("p.toml")))
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    with pytest.raises(TextAuditError, match=r"connection failed .*\(1 attempt\)"):
+        load_classifier(url(srv, "/score"), options=ModelOptions(retries=0)).predict_proba(["a"])
+    with pytest.raises(TextAuditError, match="--api-key-env NOPE_UNSET: that environment variable is not set"):
+        load_classifier("https://example.invalid/v1/completions", options=ModelOptions(api_key_env="NOPE_UNSET"))
+    clf = load_classifier("https://user:pw@example.invalid/predict?key=abc", options=ModelOptions(retries=0, timeout=1))
+    assert clf.name == "https://example.invalid/predict"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_audit_serve_is_audited_remotely_with_the_local_models_numbers(cli, zoo, data, tmp_path):
+    import httpx
+
+    port = _free_port()
+    env = {**os.environ, "TEXTAUDIT_CACHE": str(tmp_path / "serve-cache")}
+    proc = subprocess.Popen([sys.executable, "-m", "textaudit", "serve", "--model", str(zoo[0]), "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        remote = f"http://127.0.0.1:{port}/predict"
+        for _ in range(300):
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        else:
+            pytest.fail("audit serve did not start: " + proc.stderr.read() if proc.poll() is not None else "timeout")
+        assert httpx.post(remote, json={"texts": [3]}).status_code == 422  # a bad request is refused, not a crash
+        results = {}
+        for name, model in (("local", str(zoo[0])), ("remote", remote)):
+            r = cli("predict", "--model", model, "a gorgeous film", "a dull mess", "--json")
+            assert r.exit_code == 0, r.output
+            pred = json.loads(r.stdout.strip().splitlines()[-1])
+            r = cli("evaluate", "--model", model, "--data", str(data), "--json")
+            assert r.exit_code == 0, r.output
+            ev = json.loads(r.stdout.strip().splitlines()[-1])
+            out = tmp_path / f"{name}.jsonl"
+            r = cli("attack", "--model", model, "--data", str(data), "--method", "so-enum", "--k", "1", "--mlm",
+                    "minilm-mlm", "--no-ppl", "--limit", "4", "--output", str(out))
+            assert r.exit_code == 0, r.output
+            lines = [json.loads(x) for x in out.read_text().splitlines()]
+            results[name] = (pred, ev, lines)
+        (lp, le, la), (rp, re_, ra) = results["local"], results["remote"]
+        np.testing.assert_allclose([p["probs"] for p in rp["predictions"]], [p["probs"] for p in lp["predictions"]], atol=1e-6)
+        assert (re_["accuracy"], re_["n"]) == (le["accuracy"], le["n"])
+        keep = ("id", "status", "vulnerable", "perturbed", "label")
+        assert [{k: x.get(k) for k in keep} for x in ra[1:]] == [{k: x.get(k) for k in keep} for x in la[1:]]
+        # the remote model carries the served model's fingerprint
+        assert ra[0]["header"]["config"]["model_fingerprint"].endswith("#" + la[0]["header"]["config"]["model_fingerprint"])
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_serve_refuses_a_port_in_use(zoo, tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        r = subprocess.run([sys.executable, "-m", "textaudit", "serve", "--model", str(zoo[0]), "--port", str(port)],
+                           capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "TEXTAUDIT_CACHE": str(tmp_path)})
+    assert r.returncode == 2 and r.stderr.strip().splitlines()[-1].startswith(f"error: cannot listen on 127.0.0.1:{port}")
