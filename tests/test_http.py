@@ -82,8 +82,14 @@ class OpenAIHandler(BaseHTTPRequestHandler):
             return self._send(401, {"error": f"invalid key: {self.headers.get('Authorization')}"})
         if fail is not None:
             return self._send(fail, {"error": "slow down"}, {"Retry-After": "0"})
-        if srv.sleep:
+        with srv.lock:
+            srv.inflight += 1
+            srv.most = max(srv.most, srv.inflight)
+        try:
             time.sleep(srv.sleep)
+        finally:
+            with srv.lock:
+                srv.inflight -= 1
         chat = self.path.endswith("/chat/completions")
         prompts = [body["messages"][0]["content"]] if chat else body["prompt"]
         texts = [re.fullmatch(r"Review: (.*)\nSentiment:", p, re.S).group(1) for p in prompts]
@@ -102,10 +108,16 @@ class OpenAIHandler(BaseHTTPRequestHandler):
         return self._send(200, {"choices": choices[::-1], "usage": usage})  # any order: the client sorts by index
 
 
+class QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:  # a client that timed out closed its socket
+        pass
+
+
 @pytest.fixture
 def openai_server(zoo):
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), OpenAIHandler)
+    srv = QuietServer(("127.0.0.1", 0), OpenAIHandler)
     srv.model, srv.lock, srv.log, srv.failures, srv.sleep = zoo[1], threading.Lock(), [], [], 0.0
+    srv.inflight = srv.most = 0
     t = threading.Thread(target=srv.serve_forever, daemon=True)
     t.start()
     yield srv
@@ -151,6 +163,15 @@ def test_429_and_5xx_are_retried_and_every_request_counts(openai_server, zoo, pr
     openai_server.failures = [400]  # not worth a retry
     with pytest.raises(TextAuditError, match=r"answered HTTP 400"):
         load_classifier(url(openai_server), options=ModelOptions(prompt_file=prompt_file)).predict_proba(["x"])
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_requests_go_in_parallel_up_to_the_concurrency(openai_server, zoo, prompt_file, concurrency):
+    openai_server.sleep = 0.3
+    clf = load_classifier(url(openai_server), options=ModelOptions(prompt_file=prompt_file, concurrency=concurrency))
+    texts = [f"film number {i}" for i in range(64)]  # 4 requests of 16 prompts
+    np.testing.assert_allclose(clf.predict_proba(texts), zoo[1].predict_proba(texts), atol=1e-5)
+    assert openai_server.most == concurrency and clf.stats.requests == 4  # requests in flight at once
 
 
 def test_a_timeout_is_a_one_line_error(cli, openai_server, data, prompt_file):
@@ -207,8 +228,10 @@ def test_budgets_stop_a_run_and_resume_continues(cli, openai_server, data, promp
     assert r.exit_code == 2 and "the query budget is spent" in r.stderr and "rerun with --resume" in r.stderr, r.output
     kept = records(out)
     assert 0 < len(kept) < len(full)  # stopped half way, and what it finished is kept
-    r = attack(out, "--resume")
+    r = attack(out, "--resume", "--json")
     assert r.exit_code == 0, r.output
+    summary = json.loads(r.stdout.strip().splitlines()[-1])
+    assert summary["http_requests"] >= 1 and summary["http_retries"] == 0 and summary["http_tokens"] > 0
     keep = ("id", "status", "vulnerable", "queries")
     assert [{k: x.get(k) for k in keep} for x in records(out)] == [{k: x.get(k) for k in keep} for x in full]
     r = attack(tmp_path / "c.jsonl", "--cost-budget", "0.05", "--cost-per-1k-tokens", "1.0")  # 10 tokens a text

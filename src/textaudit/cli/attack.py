@@ -136,6 +136,9 @@ def attack(
                                   config=data_config(data_id, classes, sample=sample), shard=part, backend=runner,
                                   contexts=contexts, side=perturb_side)
     summary["model"] = clf.name
+    if getattr(clf.stats, "requests", 0):  # a remote model: what this run cost the endpoint
+        summary.update(http_requests=clf.stats.requests, http_retries=clf.stats.retries,
+                       **({"http_tokens": clf.stats.tokens} if clf.stats.tokens else {}))
     if lm is not None and lm.loaded:
         summary["ppl_load_seconds"] = round(lm.load_seconds, 1)  # part of ppl_sec_per_example
     if output:
