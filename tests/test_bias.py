@@ -149,7 +149,7 @@ def test_cli_bias_bad_inputs(cli, tmp_path):
     assert r.exit_code == 2 and "exactly one of --pair" in r.output
     r = cli("bias", "--pair", "he", "--k", "0")
     assert r.exit_code == 2 and "not a word pair" in r.output
-    r = cli("bias", "--group", "race", "--k", "0")
+    r = cli("bias", "--group", "astrology", "--k", "0")
     assert r.exit_code == 2 and "unknown group" in r.output
 
 

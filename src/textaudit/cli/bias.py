@@ -37,9 +37,10 @@ from textaudit.cli.app import (
 )
 from textaudit.data import check_side, data_config, dataset_id, load_dataset, split_sides
 from textaudit.errors import TextAuditError
-from textaudit.fairness import GROUPS, CounterfactualBias, load_pairs_file, parse_pair, report, run_bias
+from textaudit.fairness import CounterfactualBias, load_pairs_file, parse_pair, report, run_bias
 from textaudit.fairness.bias import BIAS_COLUMNS, bias_rows
 from textaudit.fairness.estimates import CI_METHODS
+from textaudit.fairness.groups import group_pairs
 from textaudit.fairness.plots import plot_bias
 from textaudit.models import load_classifier
 from textaudit.models.batched import PairView
@@ -52,7 +53,12 @@ from textaudit.sentence import check_language, guess_language
 def bias(
     pair: Optional[str] = typer.Option(None, "--pair", help="Protected pair p = (p(1), p(2)), e.g. he,she."),
     pairs_file: Optional[Path] = typer.Option(None, "--pairs-file", help="File of pairs, one 'w1,w2' per line."),
-    group: Optional[str] = typer.Option(None, "--group", help="A named set of pairs: gender (the paper's six)."),
+    group: Optional[str] = typer.Option(None, "--group", help=(
+        "A protected group's pairs: gender (the paper's six), nationality, religion, sexuality, ethnicity, names, "
+        "or all; each pair's neighbourhood never adds a word of its group.")),
+    group_pairs_mode: str = typer.Option("reference", "--group-pairs", help=(
+        "Pairs of a --group: reference (each member vs the group's reference: american, christian, straight; "
+        "names: male vs female by rank) or all (every two members).")),
     model: ModelOpt = "lstm",
     compare: Optional[str] = typer.Option(None, "--compare", help="A second model scored on the same sentences."),
     k: int = typer.Option(3, "--k", min=0, help="Largest neighbourhood distance k (B is reported for 0..k)."),
@@ -90,9 +96,11 @@ def bias(
 
     if sum(x is not None for x in (pair, pairs_file, group)) != 1:
         raise TextAuditError("give exactly one of --pair w1,w2, --pairs-file FILE or --group gender")
-    if group is not None and group not in GROUPS:
-        raise TextAuditError(f"unknown group '{group}'; use one of {', '.join(GROUPS)}")
-    pairs = ([parse_pair(pair)] if pair else load_pairs_file(str(pairs_file)) if pairs_file else GROUPS[group])
+    blacklists = None
+    if group is not None:
+        pairs, blacklists = group_pairs(group, group_pairs_mode)
+    else:
+        pairs = [parse_pair(pair)] if pair else load_pairs_file(str(pairs_file))
     if ci not in CI_METHODS:
         raise TextAuditError(f"unknown --ci '{ci}'; use one of {', '.join(CI_METHODS)}")
     runner = make_backend(backend, address=address, workers=workers, gpus_per_worker=gpus_per_worker,
@@ -101,7 +109,8 @@ def bias(
     check_side(perturb_side)
     lang = check_language(language or guess_language(mlm))
     part = check_output(output, resume, shard, k=k, enumerate_k=enumerate_k, sample=sample, kappa=kappa, delta=delta, seed=seed,
-                 data=data_id, perturb_side=perturb_side if pair_column else None, data_sample=sample_examples)
+                 data=data_id, perturb_side=perturb_side if pair_column else None, data_sample=sample_examples,
+                 group=group, group_pairs=group_pairs_mode if group else None)
     ds = load_dataset(data, text_column=text_column, pair_column=pair_column, default_split="dev", limit=limit,
                       sample=sample_examples, seed=seed, require_labels=False)
     runner.start()  # workers import their libraries while the models load here
@@ -109,12 +118,14 @@ def bias(
     opts = dict(kappa=kappa, delta=delta, enumerate_k=enumerate_k, sample=sample, seed=seed, ci=ci, side=perturb_side,
                 language=lang)
     clf = load_classifier(model)
-    est = CounterfactualBias(clf, masked_lm, **opts)
-    other = CounterfactualBias(load_classifier(compare), masked_lm, **opts) if compare else None
+    est = CounterfactualBias(clf, masked_lm, blacklists=blacklists, **opts)
+    other = CounterfactualBias(load_classifier(compare), masked_lm, blacklists=blacklists, **opts) if compare else None
     texts, contexts = split_sides(ds, perturb_side)
     n_classes = (clf if contexts is None else PairView(clf, contexts[0], perturb_side)).num_classes
     classes = (clf.labels or [str(c) for c in range(n_classes)]) if n_classes > 2 else None
     config = data_config(data_id, clf.labels, sample=sample_examples)
+    if group is not None:  # each pair's blacklist is its group's
+        config.update(group=group, group_pairs=group_pairs_mode)
     results = run_bias(est, pairs, k, texts, ids=ds["id"], compare=other, output=output, resume=resume,
                        filtered=filtered, epsilon=epsilon, max_sources=max_sources, config=config,
                        shard=part, backend=runner, contexts=contexts)
@@ -124,6 +135,11 @@ def bias(
         for path in plot_bias(results, plot):
             notice(f"plot: {path}")
     out = report(results)
+    if est.skipped_pairs:
+        out["skipped_pairs"] = [list(p) for p, _ in est.skipped_pairs]
+        shown = ", ".join("/".join(p) for p, _ in est.skipped_pairs[:8]) + (" …" if len(est.skipped_pairs) > 8 else "")
+        notice(f"notice: {len(est.skipped_pairs)} of {len(pairs)} pairs left out (no sentence of the data holds "
+               f"exactly one of their words, or a model does not know one): {shown}")
     if classes:
         out["classes"] = list(classes)
     out["mlm"] = getattr(masked_lm, "name", None)

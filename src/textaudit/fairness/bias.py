@@ -31,7 +31,7 @@ For a protected pair p = (p(1), p(2)) (he/she, actor/actress, …):
 from __future__ import annotations
 
 import hashlib
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -60,6 +60,8 @@ class CounterfactualBias:
     mlm: the masked LM of the neighbourhood (None: :func:`~textaudit.neighborhoods.load_mlm`).
     kappa, delta: κ and δ of the neighbourhood builder.
     blacklist: words the neighbourhood never introduces (default: every gendered word).
+    blacklists: per pair, the words its neighbourhood never introduces instead of ``blacklist``
+        (``audit bias --group``: the pair's group, :mod:`textaudit.fairness.groups`).
     enumerate_k: levels up to this k are enumerated, larger k are sampled.
     sample: sentences drawn per source sentence at each sampled k.
     seed: seed of the sampler.
@@ -71,7 +73,8 @@ class CounterfactualBias:
 
     def __init__(self, classifier: Classifier, mlm: MaskedLM | None = None, *, kappa: int = 20, delta: float = 3.0,
                  blacklist: Iterable[str] | None = None, enumerate_k: int = 2, sample: int = 200, seed: int = 0,
-                 ci: str = "clustered", side: str = "second", language: str = "en"):
+                 ci: str = "clustered", side: str = "second", language: str = "en",
+                 blacklists: Mapping[tuple[str, str], Iterable[str]] | None = None):
         self.side = check_side(side)
         self.language = check_language(language)
         if ci not in CI_METHODS:
@@ -87,6 +90,9 @@ class CounterfactualBias:
         self._mlm = mlm
         self.kappa, self.delta = kappa, delta
         self.blacklist = frozenset(w.lower() for w in blacklist)
+        self.blacklists = {tuple(p): frozenset(w.lower() for w in ws) for p, ws in (blacklists or {}).items()}
+        #: after :func:`run_bias` on several pairs: ``(pair, why)`` of those it left out
+        self.skipped_pairs: list[tuple[tuple[str, str], str]] = []
         self.enumerate_k = enumerate_k
         self.sample_n = sample
         self.seed = seed
@@ -109,8 +115,9 @@ class CounterfactualBias:
     # -- pieces ----------------------------------------------------------------------------------
     def builder(self, pair: tuple[str, str]) -> NeighborhoodBuilder:
         """The neighbourhood builder for ``pair``: the protected lexicon and the pair are blacklisted."""
+        protected = self.blacklists.get(tuple(pair), self.blacklist)
         return NeighborhoodBuilder(self.mlm, kappa=self.kappa, delta=self.delta,
-                                   blacklist=self.blacklist | set(pair), seed=self.seed, language=self.language)
+                                   blacklist=protected | set(pair), seed=self.seed, language=self.language)
 
     def check_pair(self, pair: tuple[str, str]) -> None:
         """Reject a pair word the classifier or the masked LM cannot know (one-line error)."""
@@ -323,10 +330,17 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
     if len(set(names)) < len(names):
         names = [f"{n}#{i}" for i, n in enumerate(names)]
     plans = []
+    estimator.skipped_pairs = []  # several pairs (a group, a pairs file): those the data or a model cannot measure
     for pair in pairs:
-        for sc in scorers:
-            sc.check_pair(pair)
-        sources = estimator.sources(texts, pair, ids=ids, contexts=contexts)
+        try:
+            for sc in scorers:
+                sc.check_pair(pair)
+            sources = estimator.sources(texts, pair, ids=ids, contexts=contexts)
+        except TextAuditError as e:
+            if len(pairs) == 1:
+                raise
+            estimator.skipped_pairs.append((pair, str(e)))
+            continue
         sources = sources[:max_sources] if max_sources is not None else sources
         if filtered:
             # X_filter is each model's own: the sentences where *its* naive k = 0 test shows no bias
@@ -336,6 +350,9 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
         else:
             keep = {n: sources for n in names}
         plans.append((pair, estimator.plan(sources, k), {n: {s.id for s in ks} for n, ks in keep.items()}))
+    if not plans:
+        raise TextAuditError(f"none of the {len(pairs)} pairs can be measured on this data and model "
+                             f"(the first: {estimator.skipped_pairs[0][1]})")
     if filtered and not any(ids_ for *_, kp in plans for ids_ in kp.values()):
         raise TextAuditError(f"no sentence has |F_soft| < ε = {epsilon} for any pair and model (raise --epsilon)")
     units: dict[tuple[tuple[str, str], str], list[ScoredUnit]] = {(pair, n): [] for pair, *_ in plans for n in names}
