@@ -31,7 +31,7 @@ def _random_combinations(ids: torch.Tensor, table: torch.Tensor, n: int, rng) ->
     return subs.gather(1, pick.t()).t()
 
 
-@pytest.mark.parametrize("arch", ["bow", "cnn"])
+@pytest.mark.parametrize("arch", ["bow", "cnn", "lstm"])
 def test_bounds_contain_every_substitution_combination(arch):
     torch.manual_seed(0)
     vocab = Vocab(WORDS)
@@ -72,13 +72,13 @@ def test_trained_ibp_model_is_sound_and_certifies(tmp_path):
 
 
 def test_cli_certify_and_train_errors(cli, tmp_path):
-    r = cli("train", "--model", "lstm", "--robust", "ibp")
-    assert r.exit_code == 2 and "supports bow, cnn, not lstm" in r.output
+    r = cli("train", "--model", "transformer", "--robust", "ibp")
+    assert r.exit_code == 2 and "supports bow, cnn, lstm, not transformer" in r.output
     r = cli("train", "--model", "cnn", "--robust", "crown")
     assert r.exit_code == 2 and "unknown robust training 'crown'" in r.output
     (tmp_path / "p.py").write_text("def clf(texts):\n    return [[0.5, 0.5]] * len(texts)\n")
     r = cli("certify", "--model", f"{tmp_path}/p.py:clf", "--limit", "3")
-    assert r.exit_code == 2 and "certify supports bow/cnn" in r.output
+    assert r.exit_code == 2 and "certify supports bow/cnn/lstm" in r.output
 
 
 def test_cli_certify_json(cli):

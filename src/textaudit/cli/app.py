@@ -42,7 +42,7 @@ INTERRUPT_HINTS = {
     "train-mlm": "the best checkpoint so far is kept at --out; run the same command again to resume",
 }
 
-MODEL_HELP = ("Zoo name (bow, cnn, lstm, transformer, minilm[-gender-swap], bow-ibp, cnn-ibp), hf:<dir-or-id>, "
+MODEL_HELP = ("Zoo name (bow, cnn, lstm, transformer, minilm[-gender-swap], bow-ibp, cnn-ibp, lstm-ibp), hf:<dir-or-id>, "
               "llm:smollm2 (or llm:<causal-LM id or dir>), http(s)://endpoint, checkpoint dir or file.py:obj.")
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help=MODEL_HELP)]
 DataOpt = Annotated[str, typer.Option("--data", help=(

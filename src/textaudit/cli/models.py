@@ -55,7 +55,7 @@ def train(
     epochs: Optional[int] = typer.Option(None, "--epochs", min=1, help="Maximum epochs (early stopping on held-out train)."),
     seed: SeedOpt = 0,
     augment: Optional[str] = typer.Option(None, "--augment", help="Training-set augmentation: gender-swap."),
-    robust: Optional[str] = typer.Option(None, "--robust", help="Certified training: ibp (bow, cnn); saves <model>-ibp."),
+    robust: Optional[str] = typer.Option(None, "--robust", help="Certified training: ibp (bow, cnn, lstm); saves <model>-ibp."),
     out: Optional[Path] = typer.Option(None, "--out", help="Checkpoint directory (default: the user cache)."),
     eval_data: Optional[str] = typer.Option(None, "--eval-data", help=(
         "Reported only, same columns (default: sst2:dev for sst2).")),
@@ -121,7 +121,7 @@ def evaluate(
 
 @app.command(cls=AuditCommand)
 def certify(
-    model: str = typer.Option(..., "--model", "-m", help="A certified-robust zoo model: bow-ibp or cnn-ibp."),
+    model: str = typer.Option(..., "--model", "-m", help="A certified-robust zoo model: bow-ibp, cnn-ibp or lstm-ibp."),
     data: DataOpt = "sst2:dev",
     limit: LimitOpt = None,
     output: OutputOpt = None,

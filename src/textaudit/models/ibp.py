@@ -1,7 +1,6 @@
 """Certified robustness to synonym substitution by Interval Bound Propagation (IBP; Jia et al.,
-EMNLP 2019) for the zoo's ``bow`` and ``cnn`` (``lstm`` is not supported: its bounds need the
-LSTM-specific propagation of the paper, not implemented here). All of IBP is here: the bounds, the
-loss and its schedule, the training defaults and hooks the zoo's ``fit`` takes, and certification.
+EMNLP 2019) for the zoo's ``bow``, ``cnn`` and ``lstm``. All of IBP is here: the bounds, the loss
+and its schedule, the training defaults and hooks the zoo's ``fit`` takes, and certification.
 
 Threat model: every word w may independently become any of S(w) = {w} ∪ its counter-fitted
 neighbours (resource ``counterfitted-neighbors``) that are in the model's vocabulary. As in Jia et
@@ -11,6 +10,10 @@ center/radius form (c, r), through the rest of the network:
 
 * linear / convolution  W·x + b:  c′ = W·c + b,  r′ = |W|·r
 * monotone ReLU / max-pooling / masked mean: applied to the lower and upper ends
+* LSTM cell (gates i, f, g, o): the pre-activations W_ih·x + W_hh·h + b as a linear map of the x
+  and h boxes; σ and tanh are monotone, so each gate's interval is the activation of its ends; the
+  products f ⊙ c_{t−1}, i ⊙ g and o ⊙ tanh(c_t) take, per coordinate, the least and greatest of the
+  four products of the factors' ends (:func:`interval_mul`); the states' masked mean as above
 * logits → worst-case logits z: z_y = lower_y, z_j = upper_j (j ≠ y); the robust loss is the
   cross-entropy of z, and an example is *certified* when lower_y > max_{j≠y} upper_j.
 
@@ -33,11 +36,11 @@ from torch import nn
 from textaudit.errors import TextAuditError
 from textaudit.lexicons import counterfitted_neighbors
 from textaudit.models.batched import Classifier
-from textaudit.models.zoo.architectures import CNN, BoW
+from textaudit.models.zoo.architectures import CNN, LSTM, BoW
 from textaudit.models.zoo.names import ROBUST_ARCHS
 from textaudit.stats import wilson
 
-__all__ = ["substitution_table", "word_box", "logit_bounds", "ibp_schedule", "ibp_loss", "certify", "certify_classifier",
+__all__ = ["substitution_table", "word_box", "logit_bounds", "interval_mul", "lstm_state_bounds", "ibp_schedule", "ibp_loss", "certify", "certify_classifier",
            "ibp_hooks", "IBP_DEFAULTS", "IBP_SCHEDULE", "ROBUST_ARCHS"]
 
 
@@ -78,10 +81,43 @@ def _relu(c, r):
     return (hi + lo) / 2, (hi - lo) / 2
 
 
+def interval_mul(a_lo, a_hi, b_lo, b_hi) -> tuple[torch.Tensor, torch.Tensor]:
+    """[a]·[b] per coordinate: the least and greatest of the four products of the ends."""
+    p = torch.stack([a_lo * b_lo, a_lo * b_hi, a_hi * b_lo, a_hi * b_hi])
+    return p.min(0).values, p.max(0).values
+
+
+def lstm_state_bounds(lstm: nn.LSTM, c: torch.Tensor, r: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Bounds (B, T, H) of a one-layer unidirectional LSTM's hidden states h_t when its input at
+    each step lies in the box (c_t ± r_t); h_0 = c_0 = 0 (exact, radius 0). Padding sits at the end of
+    a row, so a real position's state never depends on it (the caller masks the padded ones)."""
+    w_ih, w_hh = lstm.weight_ih_l0, lstm.weight_hh_l0
+    bias = (lstm.bias_ih_l0 + lstm.bias_hh_l0) if lstm.bias else 0.0
+    xc, xr = c @ w_ih.t() + bias, r @ w_ih.abs().t()  # every step's input part at once: (B, T, 4H)
+    hidden = w_hh.shape[1]
+    h_lo = h_hi = cell_lo = cell_hi = c.new_zeros(c.shape[0], hidden)
+    out_lo, out_hi = [], []
+    for t in range(c.shape[1]):
+        hc, hr = (h_hi + h_lo) / 2, (h_hi - h_lo) / 2
+        pc, pr = xc[:, t] + hc @ w_hh.t(), xr[:, t] + hr @ w_hh.abs().t()
+        lo, hi = (pc - pr).chunk(4, 1), (pc + pr).chunk(4, 1)  # gates i, f, g, o (PyTorch's order)
+        i_lo, i_hi = torch.sigmoid(lo[0]), torch.sigmoid(hi[0])
+        f_lo, f_hi = torch.sigmoid(lo[1]), torch.sigmoid(hi[1])
+        g_lo, g_hi = torch.tanh(lo[2]), torch.tanh(hi[2])
+        o_lo, o_hi = torch.sigmoid(lo[3]), torch.sigmoid(hi[3])
+        fc = interval_mul(f_lo, f_hi, cell_lo, cell_hi)
+        ig = interval_mul(i_lo, i_hi, g_lo, g_hi)
+        cell_lo, cell_hi = fc[0] + ig[0], fc[1] + ig[1]
+        h_lo, h_hi = interval_mul(o_lo, o_hi, torch.tanh(cell_lo), torch.tanh(cell_hi))
+        out_lo.append(h_lo)
+        out_hi.append(h_hi)
+    return torch.stack(out_lo, 1), torch.stack(out_hi, 1)
+
+
 def logit_bounds(module, input_ids: torch.Tensor, table: torch.Tensor, scale: float = 1.0
                  ) -> tuple[torch.Tensor, torch.Tensor]:
     """Lower and upper bounds of every logit over all substitution combinations (dropout off)."""
-    if not isinstance(module, (BoW, CNN)):
+    if not isinstance(module, (BoW, CNN, LSTM)):
         raise TextAuditError(f"IBP supports {', '.join(ROBUST_ARCHS)} only (got {type(module).__name__})")
     input_ids = input_ids.to(next(module.parameters()).device)  # ids from a CPU tokenizer, model on CUDA
     mask = (input_ids != 0).unsqueeze(-1).to(torch.float32)
@@ -90,6 +126,11 @@ def logit_bounds(module, input_ids: torch.Tensor, table: torch.Tensor, scale: fl
         n = mask.sum(1).clamp(min=1.0)
         c, r = (c * mask).sum(1) / n, (r * mask).sum(1) / n
         c, r = _relu(*_linear(c, r, module.hidden))
+    elif isinstance(module, LSTM):
+        lo, hi = lstm_state_bounds(module.lstm, c, r)
+        n = mask.sum(1).clamp(min=1.0)
+        lo, hi = (lo * mask).sum(1) / n, (hi * mask).sum(1) / n  # the masked mean is monotone
+        c, r = (hi + lo) / 2, (hi - lo) / 2
     else:
         c, r = c * mask, r * mask
         conv = module.conv
@@ -164,9 +205,9 @@ def certify_classifier(classifier: Classifier, texts: Sequence[str], labels: Seq
     one-line error for any other classifier."""
     fwd = getattr(classifier, "forward", None)
     tok = getattr(fwd, "tokenizer", None)
-    if tok is None or not hasattr(tok, "vocab") or not isinstance(getattr(fwd, "module", None), (BoW, CNN)):
-        raise TextAuditError(f"'{getattr(classifier, 'name', classifier)}' is not a zoo bow/cnn word model; "
-                             "certify supports bow/cnn (e.g. cnn-ibp)")
+    if tok is None or not hasattr(tok, "vocab") or not isinstance(getattr(fwd, "module", None), (BoW, CNN, LSTM)):
+        raise TextAuditError(f"'{getattr(classifier, 'name', classifier)}' is not a zoo bow/cnn/lstm word model; "
+                             "certify supports bow/cnn/lstm (e.g. cnn-ibp)")
     return certify(fwd.module, tok, substitution_table(tok.vocab), list(texts), list(labels), device=str(fwd.device))
 
 
@@ -178,6 +219,7 @@ def certify_classifier(classifier: Classifier, texts: Sequence[str], labels: Seq
 IBP_DEFAULTS: dict[str, dict[str, Any]] = {
     "bow": dict(epochs=10, lr=1e-3, patience=10, tune_embeddings=True),
     "cnn": dict(epochs=10, lr=1e-3, patience=10, tune_embeddings=True),
+    "lstm": dict(epochs=10, lr=1e-3, patience=10, tune_embeddings=True),
 }
 IBP_SCHEDULE: dict[str, Any] = dict(robust_weight=0.5, warmup=0.1, ramp=0.5, min_clean=0.75)
 

@@ -18,7 +18,7 @@ ARCHS = ("bow", "cnn", "lstm", "transformer", "minilm")
 AUGMENTATIONS = ("gender-swap",)
 ROBUST = ("ibp",)
 #: architectures IBP can certify (:mod:`textaudit.models.ibp`)
-ROBUST_ARCHS = ("bow", "cnn")
+ROBUST_ARCHS = ("bow", "cnn", "lstm")
 ZOO_MODELS: tuple[str, ...] = tuple(
     [n for a in ARCHS for n in (a, *(f"{a}-{aug}" for aug in AUGMENTATIONS))] + [f"{a}-ibp" for a in ROBUST_ARCHS])
 
