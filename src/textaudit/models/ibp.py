@@ -40,7 +40,8 @@ from textaudit.models.zoo.architectures import CNN, LSTM, BoW
 from textaudit.models.zoo.names import ROBUST_ARCHS
 from textaudit.stats import wilson
 
-__all__ = ["substitution_table", "word_box", "logit_bounds", "interval_mul", "lstm_state_bounds", "ibp_schedule", "ibp_loss", "certify", "certify_classifier",
+__all__ = ["substitution_table", "word_box", "logit_bounds", "interval_mul", "lstm_state_bounds", "ibp_schedule",
+           "ibp_loss", "certify", "certify_classifier",
            "ibp_hooks", "IBP_DEFAULTS", "IBP_SCHEDULE", "ROBUST_ARCHS"]
 
 
