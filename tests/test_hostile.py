@@ -142,7 +142,7 @@ CASES: list[tuple[str, list[str], dict[str, str], str]] = [
     ("missing scorer", ["perturbscore", "score", "a good film", "a fine film", "--scorer", w("nope")], {}, "nope"),
     # certify, learnability, train, train-mlm
     ("certify limit 0", ["certify", "--model", "cnn-ibp", "--limit", "0"], {}, "Invalid value for '--limit'"),
-    ("certify an lstm", ["certify", "--model", "lstm"], {}, "certify supports the zoo's bow/cnn word models"),
+    ("certify a transformer", ["certify", "--model", "transformer"], {}, "certify supports the zoo's bow/cnn/lstm word models"),
     ("train-size 0", ["learnability", "--train-size", "0"], {}, "Invalid value for '--train-size'"),
     ("seeds 0", ["learnability", "--seeds", "0"], {}, "Invalid value for '--seeds'"),
     ("learnability unknown model", ["learnability", "--model", "gpt", "--perturbation", "leet_letters"], {}, "gpt"),
