@@ -4,7 +4,8 @@ job running (one busy process per core taken), side by side in one run.
 Workloads, each in a fresh process with TEXTAUDIT_THREADS=n (timed after loading):
 - ppl: SmolLM2 perplexity of 40 (original, vulnerable) pairs, 2 sentences a call (what an attack does);
 - mlm: minilm-mlm candidates for 400 masked positions of SST-2 dev sentences, one batched call;
-- attack: SO-Beam k=6 on cnn (trained on first use), first 10 SST-2 dev sentences, --no-ppl.
+- attack: SO-Beam k=6 on cnn (trained on first use), first 10 SST-2 dev sentences, --no-ppl;
+- llm: llm:smollm2 (built-in prompt) classifying 96 SST-2 dev sentences in batches of 16.
 Prints seconds per workload and the ratio 2 threads / 1 thread (> 1: one thread is faster).
 
     TEXTAUDIT_DATA=../shared/data python benchmarks/threads.py [--hogs 0,1]
@@ -43,6 +44,12 @@ elif work == "mlm":
     mlm._cache.clear() if hasattr(mlm, "_cache") else None
     t = time.perf_counter()
     mlm.candidates(qs, top=20)
+elif work == "llm":
+    from textaudit.models import load_classifier
+    clf = load_classifier("llm:smollm2")
+    clf.predict_proba(["warm up ."])
+    t = time.perf_counter()
+    clf.predict_proba(texts[:96])
 else:
     from textaudit.attacks import SOBeam, run_attack
     from textaudit.models import load_classifier
@@ -70,7 +77,7 @@ def run(work: str, threads: int, hogs: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hogs", default="0,1", help="busy processes running beside the workload (comma list)")
-    ap.add_argument("--work", default="ppl,mlm,attack")
+    ap.add_argument("--work", default="ppl,mlm,attack,llm")
     args = ap.parse_args()
     print(f"{os.cpu_count()} CPUs; seconds per workload (lower is better)")
     print(f"{'workload':8} {'other jobs':>10} {'1 thread':>9} {'2 threads':>10} {'2/1':>6}")
