@@ -152,7 +152,7 @@ CASES: list[tuple[str, list[str], dict[str, str], str]] = [
      "audit train trains zoo models (bow, cnn, lstm, transformer, minilm); got 'nope'"),
     ("train epochs 0", ["train", "--model", "bow", "--epochs", "0"], {}, "Invalid value for '--epochs'"),
     ("train unknown augmentation", ["train", "--model", "bow", "--augment", "nope"], {}, "unknown augmentation 'nope'"),
-    ("ibp lstm", ["train", "--model", "lstm", "--robust", "ibp"], {}, "certified (IBP) training supports bow, cnn"),
+    ("ibp transformer", ["train", "--model", "transformer", "--robust", "ibp"], {}, "certified (IBP) training supports bow, cnn, lstm, not transformer"),
     ("single class", ["train", "--model", "bow", "--data", w("single.tsv"), "--out", w("adir/m")], {},
      "has a single class"),
     ("train out is a file", ["train", "--model", "bow", "--out", w("afile")], {}, "is a file; give a directory"),
