@@ -1,0 +1,353 @@
+"""Regenerate the Double Perturbation paper's tables and figures from this project alone.
+
+    TEXTAUDIT_DATA=../shared/data python benchmarks/reproduce_paper.py            # the paper's scale
+    TEXTAUDIT_DATA=../shared/data python benchmarks/reproduce_paper.py --quick    # a CPU subset, minutes
+
+Writes into ``--out`` (default ``paper/``):
+
+- ``table2.md``: attack success rates (successes / attacked, Wilson 95% interval) of Genetic, BAE,
+  SO-Enum (k = 2) and SO-Beam (k = 6) on every model, with the models' dev accuracy and, for the
+  certified (``-ibp``) models, their certified accuracy; the paper's numbers beside ours.
+- ``table3.md``: mean ℓ0 of the successes and the median perplexity (SmolLM2) of the original and
+  the vulnerable/adversarial sentences, per model and method.
+- ``table5.md``: per gender pair, |X_p|, |X_filter| (|F_soft| < ε at k = 0) under the base and the
+  gender-swap model, and |Neighbor_k(X_filter)| for k = 1..3.
+- ``figures/``: Figure 5 (B_{p,k} on X_filter, k = 0 vs k = 3, base vs gender-swap:
+  ``pairs_bar.png``), Figure 6 (F_soft histograms per k, e.g. ``hist_actor_actress.png``, and
+  ``bias_vs_k.png``).
+- ``results.json``: every number above, the settings and the seconds of each stage.
+- ``runs/``: the results files (attack cells, certifications, the bias run). Every stage resumes
+  from them: a killed run continues where it stopped, and a finished one only re-renders.
+
+Scales. The paper's (default): every SST-2 dev example (872), Genetic on the first 100 as in the
+paper, bow/cnn/lstm/transformer/minilm and the certified bow/cnn/lstm, bias k ≤ 3 with 200 sampled
+sentences per source at k = 3. ``--quick`` (this 2-core CPU, minutes once the zoo models are
+trained; a first run trains them, ~10 min more): bow, cnn, lstm and their certified versions on the
+first 50 dev examples, every method on those 50, and 50 sampled sentences per source at k = 3.
+Every setting can be overridden (``--models``, ``--limit``, ...), e.g. to run it on your own models.
+The paper's numbers are those in ``benchmarks/data/double_perturbation_paper.toml`` (see there
+which cells are known offline).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PAPER_NUMBERS = HERE / "data" / "double_perturbation_paper.toml"
+METHODS = ("genetic", "bae", "so-enum", "so-beam")
+GENDER_PAIRS = "he,she;his,her;him,her;men,women;man,woman;actor,actress"
+
+
+@dataclass
+class Scale:
+    """What one run covers (the paper's scale, or ``--quick``)."""
+
+    models: list[str]
+    limit: int | None  # first N examples of --data for BAE, SO-Enum and SO-Beam (None: all)
+    genetic_limit: int | None  # Genetic is slow (paper: 31.9 s per example on a GPU): the paper ran it on 100
+    sample: int  # sentences drawn per source sentence at each sampled k of the bias run
+    methods: list[str] = field(default_factory=lambda: list(METHODS))
+
+
+PAPER = Scale(models=["bow", "cnn", "lstm", "transformer", "minilm", "bow-ibp", "cnn-ibp", "lstm-ibp"],
+              limit=None, genetic_limit=100, sample=200)
+QUICK = Scale(models=["bow", "cnn", "lstm", "bow-ibp", "cnn-ibp", "lstm-ibp"], limit=50, genetic_limit=50, sample=50)
+
+
+def _paper_numbers() -> dict:
+    import tomllib
+
+    return tomllib.loads(PAPER_NUMBERS.read_text(encoding="utf-8"))
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}"
+
+
+def _paper_cell(paper: dict, model: str, method: str) -> str:
+    row = paper.get("table2", {}).get(model, {})
+    if method not in row:
+        return "–"
+    return ("≈" if method in row.get("approx", []) else "") + f"{row[method]:.1f}"
+
+
+def _markdown(header: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def run_attacks(scale: Scale, args, runs: Path) -> dict:
+    """Table 2/3 cells: ``{(model, method): summary}``; Genetic has its own (smaller) example set."""
+    from textaudit.attacks.compare import run_compare
+
+    cells: dict[tuple[str, str], dict] = {}
+    groups = [([m for m in scale.methods if m != "genetic"], scale.limit, runs / "attacks"),
+              (["genetic"] if "genetic" in scale.methods else [], scale.genetic_limit, runs / "genetic")]
+    for methods, limit, out in groups:
+        if not methods:
+            continue
+        res = run_compare(scale.models, methods, out, data=args.data, limit=limit, k=args.attack_k, mlm=args.mlm,
+                          ppl=not args.no_ppl, seed=args.seed, progress=not args.no_progress)
+        for c in res["cells"]:
+            cells[(c["model"], c["method"])] = c
+        # the perplexities are in the cells' records, not in compare's matrix
+        from textaudit.attacks.compare import cell_path
+        from textaudit.attacks.run import summarize
+        from textaudit.results import read_jsonl
+
+        for model in scale.models:
+            for method in methods:
+                recs = read_jsonl(cell_path(out, model, method))
+                s = summarize(recs, method, cells[(model, method)]["k"])
+                cells[(model, method)].update(median_ppl_original=s["median_ppl_original"],
+                                              median_ppl_perturbed=s["median_ppl_perturbed"],
+                                              success=s["success"])
+    return cells
+
+
+def model_accuracy(scale: Scale, args, runs: Path) -> dict:
+    """Dev accuracy of every model, and clean/certified accuracy of the certified ones (IBP bounds),
+    on the examples the attacks use."""
+    from textaudit.data import dataset_id, load_dataset
+    from textaudit.models import load_classifier
+    from textaudit.models.zoo.names import ROBUST_ARCHS, ZOO_MODELS, parse_name
+    from textaudit.models.zoo.train import accuracy
+    from textaudit.results import check_output, read_jsonl, write_results
+
+    ds = load_dataset(args.data, default_split="dev", limit=scale.limit)
+    out = {}
+    for model in scale.models:
+        path = runs / f"accuracy.{model.replace('/', '_').replace(':', '_')}.jsonl"
+        clf = load_classifier(model)
+        config = {"model": model, "model_fingerprint": clf.fingerprint, "data": dataset_id(args.data, "dev"),
+                  "limit": scale.limit}
+        if path.exists():
+            check_output(path, True, config, exact=True)
+            out[model] = read_jsonl(path)[0]
+            continue
+        row = {"id": model, "accuracy": round(accuracy(clf, ds["text"], ds["label"]), 4), "n": len(ds)}
+        certifiable = model in ZOO_MODELS and parse_name(model)[0] in ROBUST_ARCHS and model.endswith("-ibp")
+        if certifiable:
+            from textaudit.models.ibp import certify_classifier
+
+            c = certify_classifier(clf, ds["text"], ds["label"])
+            row.update(certified_accuracy=c["certified_accuracy"], certified_accuracy_ci95=c["certified_accuracy_ci95"])
+        write_results(path, [row], command="accuracy", config=config)
+        out[model] = row
+    return out
+
+
+def run_gender_bias(scale: Scale, args, runs: Path) -> tuple[dict, dict]:
+    """Table 5 and Figures 5–6: B_{p,k} on X_filter for the base and the gender-swap model."""
+    from textaudit.data import dataset_id, load_dataset
+    from textaudit.errors import TextAuditError
+    from textaudit.fairness import CounterfactualBias, parse_pair, run_bias
+    from textaudit.models import load_classifier
+    from textaudit.neighborhoods.mlm import load_mlm
+
+    pairs = [parse_pair(p) for p in args.pairs.split(";")]
+    ds = load_dataset(args.data, default_split="dev", require_labels=False)  # every dev sentence: X_p is small
+    mlm = load_mlm(args.mlm)
+    base = CounterfactualBias(load_classifier(args.bias_model), mlm, sample=scale.sample, seed=args.seed)
+    swap = CounterfactualBias(load_classifier(args.bias_compare), mlm, sample=scale.sample, seed=args.seed)
+    path = runs / "bias.jsonl"
+    results = run_bias(base, pairs, args.k, list(ds["text"]), ids=ds["id"], compare=swap, output=path,
+                       resume=path.exists(), filtered=True, epsilon=args.epsilon, progress=not args.no_progress,
+                       config={"data": dataset_id(args.data, "dev")})
+    sizes = {}
+    for pair in pairs:
+        try:
+            sizes[pair] = len(base.sources(list(ds["text"]), pair, ids=ds["id"]))
+        except TextAuditError:
+            sizes[pair] = 0
+    return results, sizes
+
+
+def table2(scale: Scale, cells: dict, acc: dict, paper: dict) -> str:
+    header = ["model", "dev acc. (paper)", "certified acc."] + [f"{m} (paper)" for m in scale.methods]
+    rows = []
+    for model in scale.models:
+        a = acc.get(model, {})
+        paper_acc = paper.get("accuracy", {}).get(model)
+        row = [model, f"{_pct(a.get('accuracy'))} ({paper_acc if paper_acc is not None else '–'})",
+               _pct(a.get("certified_accuracy")) if "certified_accuracy" in a else ""]
+        for method in scale.methods:
+            c = cells.get((model, method))
+            if c is None or not c.get("attacked"):
+                row.append("–")
+                continue
+            lo, hi = c["success_rate_ci95"] or (None, None)
+            row.append(f"**{_pct(c['success_rate'])}** [{_pct(lo)}, {_pct(hi)}] {c['success']}/{c['attacked']} "
+                       f"({_paper_cell(paper, model, method)})")
+        rows.append(row)
+    rng = paper.get("table2", {}).get("range", {}).get("so-beam")
+    foot = ("\nSuccess rate (%) = successes / attacked examples (examples the model already misclassifies are "
+            "skipped), Wilson 95% interval, successes/attacked; the paper's number in parentheses (– : not "
+            "known offline, see `benchmarks/data/double_perturbation_paper.toml`).")
+    if rng:
+        foot += f" The paper's abstract: SO-Beam {rng[0]}–{rng[1]}% on base and robust CNNs and Transformers."
+    return _markdown(header, rows) + foot + "\n"
+
+
+def table3(scale: Scale, cells: dict) -> str:
+    header = ["model", "method", "success", "mean ℓ0", "median ppl original", "median ppl perturbed", "ratio",
+              "s / example"]
+    rows = []
+    for model in scale.models:
+        for method in scale.methods:
+            c = cells.get((model, method))
+            if c is None:
+                continue
+            po, pp = c.get("median_ppl_original"), c.get("median_ppl_perturbed")
+            dash = lambda v: "–" if v is None else v  # noqa: E731
+            rows.append([model, method, f"{c['success']}/{c['attacked']}", dash(c.get("mean_l0")), dash(po), dash(pp),
+                         f"{pp / po:.2f}" if po and pp else "–", dash(c.get("sec_per_example"))])
+    return _markdown(header, rows) + ("\nℓ0: words changed from the original (second-order: x̃0's distance to x0 plus "
+                                      "the swap). Perplexity: SmolLM2-135M; ratio = perturbed / original (lower "
+                                      "is more natural).\n")
+
+
+def table5(results: dict, sizes: dict, k: int) -> str:
+    names = list(results)
+    # (no "|" in a Markdown table cell: sizes are written "size of ...")
+    header = ["pair", "size of X_p"] + [f"size of X_filter, {n}" for n in names] + [
+        f"size of Neighbor_{kk}(X_filter), {names[0]}" for kk in range(1, k + 1)]
+    rows = []
+    for pair, n_p in sizes.items():
+        row = [f"{pair[0]}/{pair[1]}", n_p]
+        for n in names:
+            e0 = results[n].get(pair, {}).get(0)
+            row.append(e0.sources if e0 is not None else 0)
+        by_k = results[names[0]].get(pair, {})
+        row += [f"{int(round(by_k[kk].size)):,}" + (" (est.)" if by_k[kk].sampled else "") if kk in by_k else "–"
+                for kk in range(1, k + 1)]
+        rows.append(row)
+    return _markdown(header, rows) + ("\nX_p: dev sentences with one p(1) and no p(2) (or the reverse, swapped "
+                                      "back); X_filter: those with |F_soft| < ε at k = 0 under each model. "
+                                      "Sampled levels give an estimated size.\n")
+
+
+def bias_table(results: dict) -> str:
+    from textaudit.fairness.bias import BIAS_COLUMNS, bias_rows
+
+    return _markdown(BIAS_COLUMNS, bias_rows(results))
+
+
+def _device() -> str:
+    import platform
+
+    import torch
+
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name(0)
+    return f"CPU ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
+
+
+def _readme(report: dict, out: Path) -> str:
+    s = report["settings"]
+    files = [f for f in ("table2.md", "table3.md", "table5.md") if (out / f).exists()]
+    lines = ["# The Double Perturbation paper, regenerated", "",
+             f"`{report['command']}` on {report['device']}, {report['date']}; scale: **{report['scale']}** "
+             f"(models {', '.join(s['models'])}; {s['limit'] or 'all'} examples of {s['data']}, Genetic on "
+             f"{s['genetic_limit'] or 'all'}; bias {s['bias_model']} vs {s['bias_compare']}, k <= {s['k']}, "
+             f"{s['sample']} sampled sentences per source at sampled k).", "",
+             "Seconds per stage in this invocation (a resumed run counts only what it computed): "
+             + (", ".join(f"{k} {v:.0f}" for k, v in report["seconds"].items()) or "none") + ".", ""]
+    lines += [f"- [{f}]({f})" for f in files]
+    lines += [f"- [{f}]({f})" for f in report.get("figures", [])]
+    lines += ["- [results.json](results.json): every number, the settings and the timings", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="the documented CPU subset (see the docstring)")
+    ap.add_argument("--out", type=Path, default=Path("paper"), help="output directory (default: paper/)")
+    ap.add_argument("--models", help="comma-separated models of Tables 2-3 (default: the scale's)")
+    ap.add_argument("--methods", help=f"comma-separated methods (default: {','.join(METHODS)})")
+    ap.add_argument("--limit", type=int, help="first N examples for BAE/SO-Enum/SO-Beam")
+    ap.add_argument("--genetic-limit", type=int, help="first N examples for Genetic")
+    ap.add_argument("--attack-k", type=int, help="k of SO-Enum and SO-Beam (default: theirs, 2 and 6)")
+    ap.add_argument("--data", default="sst2:dev")
+    ap.add_argument("--mlm", default=None, help="masked LM of the neighbourhoods (default: the offline one)")
+    ap.add_argument("--bias-model", default="lstm")
+    ap.add_argument("--bias-compare", default="lstm-gender-swap")
+    ap.add_argument("--pairs", default=GENDER_PAIRS, help="';'-separated pairs (default: the paper's six)")
+    ap.add_argument("--k", type=int, default=3, help="bias levels 0..k")
+    ap.add_argument("--sample", type=int, help="sentences per source at each sampled k")
+    ap.add_argument("--epsilon", type=float, default=0.005, help="ε of X_filter")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-ppl", action="store_true", help="skip the perplexities of Table 3")
+    ap.add_argument("--skip", default="", help="comma-separated stages to leave out: attacks, accuracy, bias")
+    ap.add_argument("--no-progress", action="store_true")
+    args = ap.parse_args(argv)
+
+    from textaudit.errors import TextAuditError
+
+    base = QUICK if args.quick else PAPER
+    scale = Scale(models=args.models.split(",") if args.models else list(base.models),
+                  limit=args.limit if args.limit is not None else base.limit,
+                  genetic_limit=args.genetic_limit if args.genetic_limit is not None else base.genetic_limit,
+                  sample=args.sample or base.sample,
+                  methods=args.methods.split(",") if args.methods else list(base.methods))
+    skip = {s for s in args.skip.split(",") if s}
+    out, runs = args.out, args.out / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    paper = _paper_numbers()
+    seconds: dict[str, float] = {}
+    report: dict = {"scale": "quick" if args.quick else "paper", "settings": {**asdict(scale), "data": args.data,
+                    "mlm": args.mlm, "bias_model": args.bias_model, "bias_compare": args.bias_compare,
+                    "pairs": args.pairs, "k": args.k, "epsilon": args.epsilon, "seed": args.seed},
+                    "command": "python benchmarks/reproduce_paper.py " + " ".join(sys.argv[1:] if argv is None else argv)}
+    try:
+        cells, acc = {}, {}
+        if "attacks" not in skip:
+            t0 = time.perf_counter()
+            print(f"[1/3] attacks: {', '.join(scale.methods)} on {', '.join(scale.models)}", file=sys.stderr)
+            cells = run_attacks(scale, args, runs)
+            seconds["attacks"] = round(time.perf_counter() - t0, 1)
+        if "accuracy" not in skip:
+            t0 = time.perf_counter()
+            print("[2/3] dev accuracy and certified accuracy", file=sys.stderr)
+            acc = model_accuracy(scale, args, runs)
+            seconds["accuracy"] = round(time.perf_counter() - t0, 1)
+        if cells or acc:
+            (out / "table2.md").write_text("# Table 2: attack success rates\n\n" + table2(scale, cells, acc, paper))
+            (out / "table3.md").write_text("# Table 3: ℓ0 and perplexity\n\n" + table3(scale, cells))
+        report["table2"] = [{"model": m, "method": a, **c} for (m, a), c in cells.items()]
+        report["accuracy"] = acc
+        if "bias" not in skip:
+            from textaudit.fairness import report as bias_report
+            from textaudit.fairness.plots import plot_bias
+
+            t0 = time.perf_counter()
+            print(f"[3/3] bias: {args.bias_model} vs {args.bias_compare}, k <= {args.k}, X_filter", file=sys.stderr)
+            results, sizes = run_gender_bias(scale, args, runs)
+            seconds["bias"] = round(time.perf_counter() - t0, 1)
+            (out / "table5.md").write_text("# Table 5: X_filter and neighbourhood sizes\n\n" + table5(results, sizes, args.k)
+                                           + "\n## B_{p,k} on X_filter\n\n" + bias_table(results))
+            figures = plot_bias(results, out / "figures")
+            report["bias"] = bias_report(results)
+            report["table5"] = [{"pair": list(p), "X_p": n} for p, n in sizes.items()]
+            report["figures"] = [str(f.relative_to(out)) for f in figures]
+    except TextAuditError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    report["seconds"] = seconds
+    report["device"] = _device()
+    report["date"] = time.strftime("%Y-%m-%d")
+    (out / "results.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
+    (out / "README.md").write_text(_readme(report, out))
+    print(f"wrote {out}/ ({', '.join(f'{k} {v:.0f} s' for k, v in seconds.items())})", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
