@@ -345,6 +345,9 @@ def main(argv: list[str] | None = None) -> int:
     report["date"] = time.strftime("%Y-%m-%d")
     (out / "results.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
     (out / "README.md").write_text(_readme(report, out))
+    for table in ("table2.md", "table5.md"):
+        if (out / table).exists():
+            print((out / table).read_text())
     print(f"wrote {out}/ ({', '.join(f'{k} {v:.0f} s' for k, v in seconds.items())})", file=sys.stderr)
     return 0
 
