@@ -21,9 +21,11 @@ Writes into ``--out`` (default ``paper/``):
 
 Scales. The paper's (default): every SST-2 dev example (872), Genetic on the first 100 as in the
 paper, bow/cnn/lstm/transformer/minilm and the certified bow/cnn/lstm, bias k ≤ 3 with 200 sampled
-sentences per source at k = 3. ``--quick`` (this 2-core CPU, minutes once the zoo models are
-trained; a first run trains them, ~10 min more): bow, cnn, lstm and their certified versions on the
-first 50 dev examples, every method on those 50, and 50 sampled sentences per source at k = 3.
+sentences per source at k = 3. ``--quick`` (this 2-core CPU; a first run also trains the zoo models
+it lacks): bow, cnn, lstm, cnn-ibp and lstm-ibp on the first 30 dev examples, SO-Enum (the slow
+method on a CPU: it scores every sentence within k = 2) on the first 10, and 50 sampled sentences per
+source at k = 3. Each cell counts only its own first N examples, so a quick run after a full one
+(or the reverse) reuses the results files.
 Every setting can be overridden (``--models``, ``--limit``, ...), e.g. to run it on your own models.
 The paper's numbers are those in ``benchmarks/data/double_perturbation_paper.toml`` (see there
 which cells are known offline).
@@ -49,15 +51,18 @@ class Scale:
     """What one run covers (the paper's scale, or ``--quick``)."""
 
     models: list[str]
-    limit: int | None  # first N examples of --data for BAE, SO-Enum and SO-Beam (None: all)
-    genetic_limit: int | None  # Genetic is slow (paper: 31.9 s per example on a GPU): the paper ran it on 100
+    limit: int | None  # first N examples of --data for the methods (None: all)
+    few_methods: list[str]  # the slow methods, run on fewer examples
+    few_limit: int | None  # ... the first N (the paper ran Genetic on 100: 31.9 s per example on a GPU)
     sample: int  # sentences drawn per source sentence at each sampled k of the bias run
     methods: list[str] = field(default_factory=lambda: list(METHODS))
 
 
 PAPER = Scale(models=["bow", "cnn", "lstm", "transformer", "minilm", "bow-ibp", "cnn-ibp", "lstm-ibp"],
-              limit=None, genetic_limit=100, sample=200)
-QUICK = Scale(models=["bow", "cnn", "lstm", "bow-ibp", "cnn-ibp", "lstm-ibp"], limit=50, genetic_limit=50, sample=50)
+              limit=None, few_methods=["genetic"], few_limit=100, sample=200)
+# on a 2-core CPU SO-Enum (every sentence within k = 2) is the slow one, Genetic is fast
+QUICK = Scale(models=["bow", "cnn", "lstm", "cnn-ibp", "lstm-ibp"], limit=30, few_methods=["so-enum"], few_limit=10,
+              sample=50)
 
 
 def _paper_numbers() -> dict:
@@ -84,31 +89,28 @@ def _markdown(header: list[str], rows: list[list]) -> str:
 
 
 def run_attacks(scale: Scale, args, runs: Path) -> dict:
-    """Table 2/3 cells: ``{(model, method): summary}``; Genetic has its own (smaller) example set."""
-    from textaudit.attacks.compare import run_compare
+    """Table 2/3 cells: ``{(model, method): summary}``, each over its own first N examples (the
+    slow methods over fewer); a cell file may hold more (a larger run before): only those N count."""
+    from textaudit.attacks.compare import cell_path, compare_cells, run_compare
+    from textaudit.attacks.run import summarize
+    from textaudit.data import load_dataset
+    from textaudit.results import read_jsonl
 
     cells: dict[tuple[str, str], dict] = {}
-    groups = [([m for m in scale.methods if m != "genetic"], scale.limit, runs / "attacks"),
-              (["genetic"] if "genetic" in scale.methods else [], scale.genetic_limit, runs / "genetic")]
+    groups = [([m for m in scale.methods if m not in scale.few_methods], scale.limit, runs / "attacks"),
+              ([m for m in scale.methods if m in scale.few_methods], scale.few_limit, runs / "few")]
     for methods, limit, out in groups:
         if not methods:
             continue
-        res = run_compare(scale.models, methods, out, data=args.data, limit=limit, k=args.attack_k, mlm=args.mlm,
-                          ppl=not args.no_ppl, seed=args.seed, progress=not args.no_progress)
-        for c in res["cells"]:
-            cells[(c["model"], c["method"])] = c
-        # the perplexities are in the cells' records, not in compare's matrix
-        from textaudit.attacks.compare import cell_path
-        from textaudit.attacks.run import summarize
-        from textaudit.results import read_jsonl
-
-        for model in scale.models:
-            for method in methods:
-                recs = read_jsonl(cell_path(out, model, method))
-                s = summarize(recs, method, cells[(model, method)]["k"])
-                cells[(model, method)].update(median_ppl_original=s["median_ppl_original"],
-                                              median_ppl_perturbed=s["median_ppl_perturbed"],
-                                              success=s["success"])
+        run_compare(scale.models, methods, out, data=args.data, limit=limit, k=args.attack_k, mlm=args.mlm,
+                    ppl=not args.no_ppl, seed=args.seed, progress=not args.no_progress)
+        ids = set(load_dataset(args.data, default_split="dev", limit=limit)["id"])
+        records = {(model, method): [r for r in read_jsonl(cell_path(out, model, method)) if r.get("id") in ids]
+                   for model in scale.models for method in methods}
+        for c in compare_cells(records)["cells"]:
+            s = summarize(records[(c["model"], c["method"])], c["method"], c["k"])  # the perplexities and counts too
+            cells[(c["model"], c["method"])] = {**c, "success": s["success"], "median_ppl_original": s["median_ppl_original"],
+                                                "median_ppl_perturbed": s["median_ppl_perturbed"]}
     return cells
 
 
@@ -255,8 +257,9 @@ def _readme(report: dict, out: Path) -> str:
     files = [f for f in ("table2.md", "table3.md", "table5.md") if (out / f).exists()]
     lines = ["# The Double Perturbation paper, regenerated", "",
              f"`{report['command']}` on {report['device']}, {report['date']}; scale: **{report['scale']}** "
-             f"(models {', '.join(s['models'])}; {s['limit'] or 'all'} examples of {s['data']}, Genetic on "
-             f"{s['genetic_limit'] or 'all'}; bias {s['bias_model']} vs {s['bias_compare']}, k <= {s['k']}, "
+             f"(models {', '.join(s['models'])}; the first {s['limit'] or 'all'} examples of {s['data']}, "
+             f"{'/'.join(s['few_methods']) or 'no method'} on the first {s['few_limit'] or 'all'}; "
+             f"bias {s['bias_model']} vs {s['bias_compare']}, k <= {s['k']}, "
              f"{s['sample']} sampled sentences per source at sampled k).", "",
              "Seconds per stage in this invocation (a resumed run counts only what it computed): "
              + (", ".join(f"{k} {v:.0f}" for k, v in report["seconds"].items()) or "none") + ".", ""]
@@ -273,7 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--models", help="comma-separated models of Tables 2-3 (default: the scale's)")
     ap.add_argument("--methods", help=f"comma-separated methods (default: {','.join(METHODS)})")
     ap.add_argument("--limit", type=int, help="first N examples for BAE/SO-Enum/SO-Beam")
-    ap.add_argument("--genetic-limit", type=int, help="first N examples for Genetic")
+    ap.add_argument("--few-methods", help="comma-separated slow methods run on fewer examples (default: the scale's)")
+    ap.add_argument("--few-limit", type=int, help="first N examples for the slow methods")
     ap.add_argument("--attack-k", type=int, help="k of SO-Enum and SO-Beam (default: theirs, 2 and 6)")
     ap.add_argument("--data", default="sst2:dev")
     ap.add_argument("--mlm", default=None, help="masked LM of the neighbourhoods (default: the offline one)")
@@ -294,7 +298,8 @@ def main(argv: list[str] | None = None) -> int:
     base = QUICK if args.quick else PAPER
     scale = Scale(models=args.models.split(",") if args.models else list(base.models),
                   limit=args.limit if args.limit is not None else base.limit,
-                  genetic_limit=args.genetic_limit if args.genetic_limit is not None else base.genetic_limit,
+                  few_methods=args.few_methods.split(",") if args.few_methods is not None else list(base.few_methods),
+                  few_limit=args.few_limit if args.few_limit is not None else base.few_limit,
                   sample=args.sample or base.sample,
                   methods=args.methods.split(",") if args.methods else list(base.methods))
     skip = {s for s in args.skip.split(",") if s}

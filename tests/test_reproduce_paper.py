@@ -48,7 +48,7 @@ def _run(d: Path, *extra: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "TEXTAUDIT_CACHE": str(d / "cache")}
     args = [sys.executable, str(SCRIPT), "--out", str(d / "paper"), "--data", str(d / "data.tsv"), "--mlm", str(d / "mlm"),
             "--models", f"{d}/weak.py:clf,{d}/robust.py:clf", "--methods", "genetic,so-beam", "--attack-k", "1",
-            "--genetic-limit", "5", "--bias-model", f"{d}/she.py:clf", "--bias-compare", f"{d}/robust.py:clf",
+            "--few-methods", "genetic", "--few-limit", "5", "--bias-model", f"{d}/she.py:clf", "--bias-compare", f"{d}/robust.py:clf",
             "--pairs", "he,she", "--k", "1", "--epsilon", "10", "--no-ppl", "--no-progress", *extra]
     return subprocess.run(args, capture_output=True, text=True, env=env, cwd=d, timeout=600)
 
@@ -71,7 +71,7 @@ def test_tables_agree_with_the_results_files(paper):
     out = d / "paper"
     weak = f"{d}/weak.py:clf"
     beam = read_jsonl(cell_path(out / "runs" / "attacks", weak, "so-beam"))
-    genetic = read_jsonl(cell_path(out / "runs" / "genetic", weak, "genetic"))
+    genetic = read_jsonl(cell_path(out / "runs" / "few", weak, "genetic"))
     assert len(beam) == len(ROWS) and len(genetic) == 5  # Genetic has its own, smaller example set
     ok = sum(r["status"] == "success" for r in beam)
     ran = sum(r["status"] in ("success", "failed") for r in beam)
