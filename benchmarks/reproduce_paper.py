@@ -294,6 +294,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from textaudit.errors import TextAuditError
+    from textaudit.progress import quiet_third_party_bars
+
+    quiet_third_party_bars()  # as the audit command does: only textaudit's own progress lines
 
     base = QUICK if args.quick else PAPER
     scale = Scale(models=args.models.split(",") if args.models else list(base.models),
