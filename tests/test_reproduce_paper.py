@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_report import WEAK  # positive only while "film" is there
 
 from textaudit.attacks.compare import cell_path
 from textaudit.results import read_jsonl
@@ -20,10 +21,6 @@ from textaudit.stats import wilson
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "benchmarks" / "reproduce_paper.py"
 
-WEAK = '''
-def clf(texts):  # positive only while "film" is there: any synonym of "film" flips it
-    return [[0.1, 0.9] if "film" in t.split() else [0.8, 0.2] for t in texts]
-'''
 ROBUST = '''
 def clf(texts):  # always negative, whatever the words
     return [[0.7, 0.3] for t in texts]
