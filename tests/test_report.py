@@ -288,7 +288,7 @@ def test_audit_run_gates_on_thresholds_and_resumes(results, cli):
     ("[bias]\nmodel = 'cnn'\npairs = ['he,she']\nk = 1\n[thresholds]\nbias.'man,woman'.B_k1_max = 1\n",
      "pair 'man,woman' is not among [bias] pairs"),
     ("[bias]\nmodel = 'cnn'\npairs = ['he,she']\nk = 1\n[thresholds]\nbias.'he,she'.B_k3_max = 1\n", "k <= the [bias] k"),
-    ("[certify]\nmodels = ['lstm']\n", "not lstm"),
+    ("[certify]\nmodels = ['transformer']\n", "not transformer"),
     ("[compare\nmodels = 1", "is not valid TOML"),
 ])
 def test_audit_run_refuses_a_bad_suite_before_running(cli, tmp_path, body, msg):
