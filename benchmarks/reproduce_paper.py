@@ -66,7 +66,10 @@ QUICK = Scale(models=["bow", "cnn", "lstm", "cnn-ibp", "lstm-ibp"], limit=30, fe
 
 
 def _paper_numbers() -> dict:
-    import tomllib
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # Python 3.10: the tomli backport (a dependency there)
+        import tomli as tomllib
 
     return tomllib.loads(PAPER_NUMBERS.read_text(encoding="utf-8"))
 
@@ -117,16 +120,17 @@ def run_attacks(scale: Scale, args, runs: Path) -> dict:
 def model_accuracy(scale: Scale, args, runs: Path) -> dict:
     """Accuracy of every model, and certified accuracy of the certified ones (IBP bounds), on all of
     ``--data`` (cheap next to the attacks; the paper reports them on the whole dev set)."""
+    from textaudit.attacks.compare import cell_path
     from textaudit.data import dataset_id, load_dataset
     from textaudit.models import load_classifier
-    from textaudit.models.zoo.names import ROBUST_ARCHS, ZOO_MODELS, parse_name
+    from textaudit.models.zoo.names import ZOO_MODELS
     from textaudit.models.zoo.train import accuracy
     from textaudit.results import check_output, read_jsonl, write_results
 
     ds = load_dataset(args.data, default_split="dev")
     out = {}
     for model in scale.models:
-        path = runs / f"accuracy.{model.replace('/', '_').replace(':', '_')}.jsonl"
+        path = cell_path(runs, model, "accuracy")  # <model>.accuracy.jsonl, the name made file-safe
         clf = load_classifier(model)
         config = {"model": model, "model_fingerprint": clf.fingerprint, "data": dataset_id(args.data, "dev")}
         if path.exists():
@@ -134,8 +138,7 @@ def model_accuracy(scale: Scale, args, runs: Path) -> dict:
             out[model] = read_jsonl(path)[0]
             continue
         row = {"id": model, "accuracy": round(accuracy(clf, ds["text"], ds["label"]), 4), "n": len(ds)}
-        certifiable = model in ZOO_MODELS and parse_name(model)[0] in ROBUST_ARCHS and model.endswith("-ibp")
-        if certifiable:
+        if model in ZOO_MODELS and model.endswith("-ibp"):  # the certified zoo models (bow/cnn/lstm-ibp)
             from textaudit.models.ibp import certify_classifier
 
             c = certify_classifier(clf, ds["text"], ds["label"])

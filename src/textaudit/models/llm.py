@@ -66,7 +66,7 @@ class LLMForward:
             mask[i, width - len(r):] = 1
         pos = (mask.cumsum(1) - 1).clamp(min=0)
         kw = {self._keep: 1} if (last_only and self._keep) else {}
-        with torch.inference_mode():  # every thread: a batch of prompts is not small (2 threads: 1.86x here)
+        with torch.inference_mode():  # every thread: a batch of prompts is not small (benchmarks/threads.py --work llm)
             out = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
                              position_ids=pos.to(self.device), use_cache=False, **kw)
         return out.logits.float()
