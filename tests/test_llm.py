@@ -24,13 +24,15 @@ WORDS = ("review sentiment negative positive bad good terrible great a the film 
 TEXTS = ["a good film .", "the plot was dull and not fun , very dull .", "great", "she said the movie is bad ."]
 
 
-def tiny_llama(root: Path) -> Path:
-    """Save a tiny random Llama and a word-level tokenizer (with <|endoftext|>) under ``root``."""
+def tiny_llama(root: Path, words=WORDS, spread: float = 20.0, stops: bool = True) -> Path:
+    """Save a tiny random Llama and a word-level tokenizer (with <|endoftext|>) of ``words`` under
+    ``root``; its output logits are ``spread`` × the init's; ``stops=False``: generation never stops
+    at <|endoftext|>."""
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-    vocab = {w: i for i, w in enumerate(["<pad>", "<|endoftext|>", "<unk>", *WORDS])}
+    vocab = {w: i for i, w in enumerate(["<pad>", "<|endoftext|>", "<unk>", *words])}
     tk = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     tk.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Whitespace()])
     tok = PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>", eos_token="<|endoftext|>", unk_token="<unk>")
@@ -40,7 +42,9 @@ def tiny_llama(root: Path) -> Path:
                       tie_word_embeddings=True)
     model = LlamaForCausalLM(cfg).eval()
     with torch.no_grad():  # a larger spread of logits than the init's, so classes differ clearly
-        model.lm_head.weight.mul_(20)
+        model.lm_head.weight.mul_(spread)
+    if not stops:
+        model.generation_config.eos_token_id = None
     d = root / "tiny-llama"
     model.save_pretrained(d)
     tok.save_pretrained(d)

@@ -12,6 +12,7 @@ import math
 import shutil
 import tempfile
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Sequence
 
@@ -30,9 +31,12 @@ def document_prefix(tokenizer) -> str:
 
 
 class CausalLM:
-    """``perplexity(texts) -> list[float]``: exp of the mean token negative log-likelihood."""
+    """A causal LM that scores whole texts, each read as the start of a document:
+    ``perplexity(texts)`` (exp of the mean token negative log-likelihood) and
+    ``log_likelihood(texts)`` (log P(text), the sum over its tokens, in nats)."""
 
-    def __init__(self, model, tokenizer, name: str, device: str | None = None, batch_size: int = 32):
+    def __init__(self, model, tokenizer, name: str, device: str | None = None, batch_size: int = 32,
+                 cache_size: int = 200_000):
         self.device = pick_device(device)
         self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer
@@ -40,13 +44,22 @@ class CausalLM:
             tokenizer.pad_token = tokenizer.eos_token
         self.name = name
         self.batch_size = batch_size
+        self.cache_size = cache_size
         self.prefix = document_prefix(tokenizer)  # each text is scored as the start of a document
-        self._cache: dict[str, float] = {}
+        self._cache: OrderedDict[str, tuple[float, int]] = OrderedDict()  # text -> (log P, tokens)
+        self.forwards = 0  # texts actually run through the model
 
     def perplexity(self, texts: Sequence[str]) -> list[float]:
+        return [math.exp(-lp / max(n, 1)) for lp, n in self._scores(texts)]
+
+    def log_likelihood(self, texts: Sequence[str]) -> list[float]:
+        return [lp for lp, _ in self._scores(texts)]
+
+    def _scores(self, texts: Sequence[str]) -> list[tuple[float, int]]:
         import torch
 
-        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        found = {t: self._cache[t] for t in dict.fromkeys(texts) if t in self._cache}
+        todo = sorted((t for t in dict.fromkeys(texts) if t not in found), key=len)  # less padding
         for s in range(0, len(todo), self.batch_size):
             chunk = todo[s:s + self.batch_size]
             enc = self.tokenizer([self.prefix + t for t in chunk], return_tensors="pt", padding=True,
@@ -56,10 +69,14 @@ class CausalLM:
             ids, mask = enc["input_ids"], enc["attention_mask"]
             logp = torch.log_softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:, None])[..., 0]
             m = mask[:, 1:].float()
-            nll = -(logp * m).sum(1) / m.sum(1).clamp(min=1)
-            for t, v in zip(chunk, nll.tolist()):
-                self._cache[t] = float(math.exp(v))
-        return [self._cache[t] for t in texts]
+            for t, lp, n in zip(chunk, (logp * m).sum(1).tolist(), m.sum(1).tolist()):
+                found[t] = (float(lp), int(n))
+                if self.cache_size:
+                    self._cache[t] = found[t]
+            self.forwards += len(chunk)
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return [found[t] for t in texts]
 
 
 class LazyCausalLM:

@@ -40,6 +40,7 @@ RESUMABLE = ("attack", "bias", "learnability", "perturbscore")
 INTERRUPT_HINTS = {
     "train": "the last finished epoch is kept; run the same command again to resume",
     "train-mlm": "the best checkpoint so far is kept at --out; run the same command again to resume",
+    "mlm-corpus": "the batches generated so far are kept; run the same command again to resume",
 }
 
 MODEL_HELP = ("Zoo name (bow, cnn, lstm, transformer, minilm[-gender-swap], bow-ibp, cnn-ibp, lstm-ibp), hf:<dir-or-id>, "
@@ -71,7 +72,8 @@ GpusOpt = Annotated[float, typer.Option("--gpus-per-worker", min=0.0, help="GPUs
 CpusOpt = Annotated[float, typer.Option("--cpus-per-worker", min=0.01, help="CPUs per Ray worker.")]
 MlmOpt = Annotated[Optional[str], typer.Option("--mlm", help=(
     "Masked LM of the neighbourhood: minilm-mlm, or any HF fill-mask id or directory (distilbert-base-uncased, "
-    "xlm-roberta-base, camembert-base, ...; default: distilbert if available, else minilm-mlm)."))]
+    "xlm-roberta-base, camembert-base, ...; default: distilbert if available, else minilm-mlm); "
+    "minilm-mlm+smollm2 re-ranks the candidates by SmolLM2's sentence likelihood (quality mode, slower)."))]
 LanguageOpt = Annotated[Optional[str], typer.Option("--language", help=(
     "Language of the text (en, fr, de, ...): how words split (fr/it/ca split elisions such as l'homme); "
     "default: from --mlm's name (camembert: fr), else en."))]

