@@ -101,6 +101,9 @@ def sorting_ratio(mlm, queries) -> dict:
 
 
 def main() -> None:
+    from textaudit.progress import quiet_third_party_bars
+
+    quiet_third_party_bars()  # textaudit's own progress lines only, as under the audit command
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mlm", action="append", help="MLM name(s); default: every available one")
     ap.add_argument("--max-sst", type=int, default=None, help="use at most N SST-2 dev positions")

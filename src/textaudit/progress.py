@@ -31,9 +31,14 @@ def quiet_third_party_bars() -> None:
     """Turn off other libraries' progress bars for this process (a variable already set is kept).
     Effective for libraries imported afterwards (tqdm and huggingface_hub read these variables at
     import); the ``audit`` command calls it first thing. textaudit's own reporter passes
-    ``disable=False`` explicitly, so tqdm's switch does not reach it."""
+    ``disable=False`` explicitly, so tqdm's switch does not reach it. transformers 5's notice that a
+    model "was not sharded" (tensor parallelism, which textaudit never uses), printed at every
+    load of a BERT-family model, is silenced too."""
+    import logging
+
     for key, value in _THIRD_PARTY_BARS_OFF.items():
         os.environ.setdefault(key, value)
+    logging.getLogger("transformers.distributed.tensor_parallel").setLevel(logging.ERROR)
 
 
 def log_interval() -> float:

@@ -241,7 +241,7 @@ def mlm_corpus(
     counts = {}
     if debian:
         for pkg, sents in debian_prose().items():
-            name = f"debian-{pkg}.txt"
+            name = f"{pkg}.txt"
             (out / name).write_text("".join(s + "\n" for s in sents), encoding="utf-8")
             index[name] = {"source": f"Debian package {pkg} (English HTML documentation)",
                            "licence": DEBIAN_SOURCES[pkg][2], "sentences": len(sents)}
