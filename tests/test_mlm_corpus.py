@@ -165,3 +165,22 @@ def test_quality_mode_by_name(babbler, capsys):
     assert len(mlm.candidates([("a deep and moving film .".split(), 3)], top=7)[0]) == 7
     with pytest.raises(TextAuditError, match="the quality mode is MLM\\+LM"):
         load_mlm("minilm-mlm+")
+
+
+def test_the_real_world_held_out_set_masks_one_whole_word_per_sentence_in_four_domains():
+    from transformers import AutoTokenizer
+
+    from textaudit.resources import resolve
+
+    rows = [json.loads(line) for line in
+            (Path(__file__).parents[1] / "benchmarks/data/realworld_heldout.jsonl").read_text().splitlines()]
+    domains = {}
+    for r in rows:
+        domains[r["domain"]] = domains.get(r["domain"], 0) + 1
+    assert domains == {"product-reviews": 300, "news": 300, "social": 300, "instructions": 300}
+    vocab = AutoTokenizer.from_pretrained(resolve("minilm")).get_vocab()
+    for r in rows:
+        words = r["text"].split()
+        assert words[r["position"]] == r["target"] and r["target"].isalpha() and len(r["target"]) >= 3
+        assert r["target"] in vocab and 8 <= len(words) <= 40
+    assert len({r["text"] for r in rows}) == len(rows)
