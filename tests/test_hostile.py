@@ -159,6 +159,11 @@ CASES: list[tuple[str, list[str], dict[str, str], str]] = [
     ("train out is a file", ["train", "--model", "bow", "--out", w("afile")], {}, "is a file; give a directory"),
     ("train-mlm steps 0", ["train-mlm", "--steps", "0"], {}, "--steps must be at least 1"),
     ("train-mlm share", ["train-mlm", "--sst-share", "1.5"], {}, "--sst-share must lie strictly between 0 and 1"),
+    ("train-mlm corpus alone", ["train-mlm", "--corpus", "."], {}, "--corpus and --corpus-share go together"),
+    ("mlm-corpus nothing", ["mlm-corpus", "--out", "corpus-x", "--no-debian"], {},
+     "nothing to write: keep --debian or give --synthetic-batches N"),
+    ("mlm-corpus batches", ["mlm-corpus", "--out", "corpus-x", "--synthetic-batches", "-1"], {},
+     "Invalid value for '--synthetic-batches'"),
     # wordorder
     ("unknown reordering", ["wordorder", "--model", G, "--perturbation", "nope"], {}, "unknown --perturbation 'nope'"),
     ("unknown level", ["wordorder", "--model", G, "--level", "phoneme"], {}, "unknown --level 'phoneme'"),
