@@ -130,6 +130,10 @@ def test_mlm_corpus_command_writes_sources_and_train_mlm_mixes_it_in(babbler, co
     assert info["corpus"]["corpus_train"] > 0 and info["args"]["corpus_share"] == "0.25"
     assert any("Apache-2.0" in s for s in info["sources"])
     assert "corpus-dev" in info["history"][-1]
+    from textaudit.neighborhoods.mlm import load_mlm  # the retrained artifact serves as --mlm FILE
+
+    mine = load_mlm(str(out), device="cpu", quiet=True)
+    assert mine.name == str(out) and len(mine.candidates([("the new [MASK] works well".split(), 2)], top=5)[0]) == 5
     for extra, message in ((["--corpus", str(folder)], "--corpus and --corpus-share go together"),
                            (["--corpus", str(folder), "--corpus-share", "0.5"], "must stay below 1"),
                            (["--corpus", str(tmp_path / "none"), "--corpus-share", "0.2"], "does not exist")):

@@ -23,7 +23,8 @@ def load_mlm(name: str | None = None, *, device: str | None = None, quiet: bool 
 
     ``name=None`` resolves the default: ``distilbert-base-uncased`` when it is available (local
     HuggingFace cache, or online), else textaudit's offline ``minilm-mlm``. Other names: a local
-    directory or hub id of any ``AutoModelForMaskedLM``. ``MLM+LM`` (``minilm-mlm+smollm2``) is the
+    directory or hub id of any ``AutoModelForMaskedLM``, or a ``.safetensors`` artifact written by
+    ``audit train-mlm --out`` (a retrained minilm-mlm). ``MLM+LM`` (``minilm-mlm+smollm2``) is the
     quality mode: MLM's candidates re-ranked by the causal LM ``LM``'s sentence likelihood
     (:mod:`textaudit.neighborhoods.rerank`).
     """
@@ -48,6 +49,9 @@ def load_mlm(name: str | None = None, *, device: str | None = None, quiet: bool 
         label = name
     if chosen == "minilm-mlm":
         mlm = load_minilm_mlm(device=device, batch_size=batch_size, cache_size=cache_size)
+    elif chosen.endswith(".safetensors"):  # a minilm-mlm artifact of one's own (audit train-mlm --out)
+        mlm = load_minilm_mlm(chosen, device=device, batch_size=batch_size, cache_size=cache_size)
+        mlm.name = chosen
     else:
         mlm = HFMaskedLM.from_pretrained(chosen, device=device, name="distilbert-base-uncased" if name is None else chosen,
                                          batch_size=batch_size, cache_size=cache_size)
