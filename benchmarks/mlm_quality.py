@@ -47,12 +47,12 @@ def choose_rerank(base_name: str, lm_name: str, n: int = 250) -> dict:
     from textaudit.neighborhoods.mlm import load_mlm
     from textaudit.neighborhoods.mlm_eval import mask_queries
     from textaudit.neighborhoods.rerank import _filled
-    from textaudit.neighborhoods.train_mlm import sst_corpus, wordnet_corpus
+    from textaudit.neighborhoods.train_mlm import TrainMLMConfig, sst_corpus, wordnet_corpus
 
     mlm, lm = load_mlm(base_name, quiet=True), load_causal_lm(lm_name)
     vocab = mlm.tokenizer.get_vocab()
     rng = np.random.default_rng(1234)
-    sets = {"wordnet-dev": mask_queries(wordnet_corpus("/usr/share/wordnet")["dev"], vocab),
+    sets = {"wordnet-dev": mask_queries(wordnet_corpus(TrainMLMConfig().wordnet_dir)["dev"], vocab),
             "sst2-train-dev": mask_queries(sst_corpus()["dev"], vocab)}
     sets = {k: [qs[i] for i in sorted(rng.permutation(len(qs))[:n])] for k, qs in sets.items()}
     pools, weights = (10, 20, 30, 50), (0.0, 0.25, 0.5, 1.0, 2.0)

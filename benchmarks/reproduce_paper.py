@@ -273,9 +273,6 @@ def _readme(report: dict, out: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from textaudit.progress import quiet_third_party_bars
-
-    quiet_third_party_bars()  # textaudit's own progress lines only, as under the audit command
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="the documented CPU subset (see the docstring)")
     ap.add_argument("--out", type=Path, default=Path("paper"), help="output directory (default: paper/)")

@@ -49,6 +49,10 @@ class CausalLM:
         self._cache: OrderedDict[str, tuple[float, int]] = OrderedDict()  # text -> (log P, tokens)
         self.forwards = 0  # texts actually run through the model
 
+    def clear_cache(self) -> None:
+        """Forget every cached score."""
+        self._cache.clear()
+
     def perplexity(self, texts: Sequence[str]) -> list[float]:
         return [math.exp(-lp / max(n, 1)) for lp, n in self._scores(texts)]
 
@@ -59,6 +63,8 @@ class CausalLM:
         import torch
 
         found = {t: self._cache[t] for t in dict.fromkeys(texts) if t in self._cache}
+        for t in found:
+            self._cache.move_to_end(t)  # least recently used leaves first
         todo = sorted((t for t in dict.fromkeys(texts) if t not in found), key=len)  # less padding
         for s in range(0, len(todo), self.batch_size):
             chunk = todo[s:s + self.batch_size]

