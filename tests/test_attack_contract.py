@@ -142,3 +142,41 @@ def test_the_method_table_rejects_options_before_any_model_loads(cli, args, mess
     r = cli("attack", "--model", "no-such-model", *args)
     assert r.exit_code == 2, r.output
     assert message in r.output and "unknown model" not in r.output and "Traceback" not in r.output
+
+
+@pytest.fixture(scope="module")
+def tiny_cnn():
+    """A real zoo cnn (id encoder and all) trained for one epoch on 300 SST-2 train sentences."""
+    from textaudit.data import load_dataset
+    from textaudit.models.zoo import TrainConfig, fit_classifier
+
+    texts = [t for t in load_dataset("sst2:train", limit=2000)["text"] if len(t.split()) >= 4][:300]
+    labels = [int(any(w in t.split() for w in ("good", "best", "fun", "great"))) for t in texts]
+    return fit_classifier("cnn", texts, labels, config=TrainConfig(arch="cnn", epochs=1, batch_size=32, holdout=0.0),
+                          progress=False, device="cpu")
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_token_ids_and_texts_give_the_same_records(build, method, tiny_cnn, tiny_mlm):
+    """The engine's id path (sentences spliced as token ids, batches packed to a token budget) and
+    the old text path answer every method with the same records."""
+    from textaudit.data import load_dataset
+
+    texts = [X1, X2] + [t for t in load_dataset("sst2:dev", limit=60)["text"] if " film " in t][:4]
+    records = {}
+    try:
+        for use_ids in (True, False):
+            tiny_cnn.use_ids = tiny_mlm.use_ids = use_ids
+            tiny_cnn.clear_cache()
+            tiny_mlm.clear_cache()
+            atk = build(method, tiny_cnn)
+            records[use_ids] = [atk.attack(t, label=None).to_dict() for t in texts]
+            if use_ids:
+                assert tiny_cnn.stats.device_seconds > 0
+    finally:
+        tiny_cnn.use_ids = tiny_mlm.use_ids = True
+    for a, b in zip(records[True], records[False]):
+        fa, fb = a.pop("f_soft"), b.pop("f_soft")
+        assert (fa is None) == (fb is None) and (fa is None or abs(fa - fb) <= 1e-5)
+        assert {k: v for k, v in a.items() if k not in MEASURES} == {k: v for k, v in b.items() if k not in MEASURES}
+    assert {r["status"] for r in records[True]} - {"error"}, records[True]

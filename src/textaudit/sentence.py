@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from itertools import accumulate, chain
 
 from textaudit.errors import TextAuditError
 
@@ -88,12 +88,40 @@ def restore_case(word: str, like: str) -> str:
     return word
 
 
-@dataclass(frozen=True)
 class Sentence:
-    """Word tokens and the separators before each of them (``seps[-1]`` is the trailing space)."""
+    """Word tokens and the separators before each of them (``seps[-1]`` is the trailing space).
 
-    tokens: tuple[str, ...]
-    seps: tuple[str, ...]
+    Immutable. The text is joined once and remembered; a sentence made by :meth:`replace` remembers
+    its parent and the position that changed, so an encoder of :mod:`textaudit.token_ids` splices
+    the child's ids from the parent's (one word looked up) instead of re-tokenising it."""
+
+    __slots__ = ("tokens", "seps", "_text", "_origin", "_ids", "_starts")
+
+    def __init__(self, tokens: tuple[str, ...], seps: tuple[str, ...]):
+        self.tokens = tokens
+        self.seps = seps
+        self._text: str | None = None
+        self._origin: tuple[Sentence, int] | None = None  # (parent, the position replaced)
+        self._ids: dict | None = None  # encoder -> its ids of this sentence (see token_ids)
+        self._starts: list[int] | tuple | None = None  # where each token starts in the text (() : not yet)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sentence):
+            return NotImplemented
+        return self.tokens == other.tokens and self.seps == other.seps
+
+    def __hash__(self) -> int:
+        return hash((self.tokens, self.seps))
+
+    def __repr__(self) -> str:
+        return f"Sentence(tokens={self.tokens!r}, seps={self.seps!r})"
+
+    def __getstate__(self) -> tuple:
+        """Pickled (for another process) as its words and spaces alone: no parent, no ids."""
+        return self.tokens, self.seps
+
+    def __setstate__(self, state: tuple) -> None:
+        self.__init__(*state)
 
     @classmethod
     def parse(cls, text: str, language: str = "en") -> "Sentence":
@@ -124,11 +152,35 @@ class Sentence:
 
     def text(self) -> str:
         """Return the sentence as a string (identical to the parsed text where nothing changed)."""
-        return "".join(s + t for s, t in zip(self.seps, self.tokens)) + self.seps[-1]
+        t = self._text
+        if t is None:
+            origin = self._origin
+            parent = origin[0] if origin is not None else None
+            if parent is not None and parent._text is not None and parent._starts is not None:
+                # the parent's text with one word spliced (from its second child on: the offsets
+                # of its words cost more than one join)
+                i = origin[1]  # type: ignore[index]
+                starts = parent._starts or parent._token_starts()
+                a = starts[i]
+                t = parent._text[:a] + self.tokens[i] + parent._text[a + len(parent.tokens[i]):]
+            else:
+                if parent is not None:
+                    parent._starts = ()  # one child so far
+                t = "".join(chain.from_iterable(zip(self.seps, self.tokens))) + self.seps[-1]
+            self._text = t
+        return t
+
+    def _token_starts(self) -> list[int]:
+        """Where each token starts in the text."""
+        ends = list(accumulate(chain.from_iterable(zip(map(len, self.seps), map(len, self.tokens)))))
+        self._starts = ends[0::2]
+        return self._starts
 
     def replace(self, i: int, word: str) -> "Sentence":
-        """Return a copy with token ``i`` replaced by ``word``."""
-        return Sentence(self.tokens[:i] + (word,) + self.tokens[i + 1:], self.seps)
+        """Return a copy with token ``i`` replaced by ``word`` (it remembers this sentence as its parent)."""
+        child = Sentence(self.tokens[:i] + (word,) + self.tokens[i + 1:], self.seps)
+        child._origin = (self, i)
+        return child
 
     def words(self) -> list[str]:
         return list(self.tokens)

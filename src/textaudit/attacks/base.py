@@ -232,7 +232,7 @@ class Attack:
                            mlm=getattr(self.mlm, "name", None))
         try:
             x0 = self.parse(text)
-            res.prediction = int(self.classifier.predict_proba([x0.text()])[0].argmax())
+            res.prediction = int(self.classifier.predict_proba([x0])[0].argmax())
             goal = self.goal(x0, res.prediction, label)
             if goal.patch is not None:
                 res.pair, res.patch_position = [goal.patch.w1, goal.patch.w2], goal.patch.position
@@ -264,10 +264,10 @@ class Attack:
 
     def _verified(self, found: Found, goal: Goal) -> None:
         """Re-score x̃ (and x̃ ⊕ p) once and refuse a success the classifier does not confirm."""
-        texts = [found.sentence.text()]
+        sents = [found.sentence]
         if goal.patch is not None:
-            texts.append(apply_patch(found.sentence, goal.patch).text())
-        pred = self.classifier.predict_proba(texts).argmax(1)
+            sents.append(apply_patch(found.sentence, goal.patch))
+        pred = self.classifier.predict_proba(sents).argmax(1)
         if goal.patch is not None:
             ok = pred[0] != pred[1] and (pred[0], pred[1]) == (found.prediction, found.patched_prediction)
         else:

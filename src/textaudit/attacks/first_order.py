@@ -48,7 +48,7 @@ class FirstOrderAttack(Attack):
         """Return (P(c | s), argmax) for every sentence (one batched call)."""
         if not sentences:
             return np.zeros(0), np.zeros(0, dtype=int)
-        probs = self.classifier.predict_proba([s.text() for s in sentences])
+        probs = self.classifier.predict_proba(list(sentences))
         return probs[:, c], probs.argmax(1)
 
 

@@ -6,9 +6,12 @@ import statistics
 import time
 from typing import Callable, Sequence
 
+import numpy as np
+
 from textaudit.attacks.base import Attack
-from textaudit.backends import Backend, place_on_device
+from textaudit.backends import Backend, SerialBackend, place_on_device
 from textaudit.data import check_labels
+from textaudit.engine import frozen_heap
 from textaudit.errors import TextAuditError
 from textaudit.lm import CausalLM, LazyCausalLM
 from textaudit.models.batched import PairView
@@ -131,6 +134,31 @@ class AttackJob:
         return rec
 
 
+def engine_counters(attack: Attack) -> np.ndarray:
+    """The engine's counters so far: seconds inside the bare forwards of the classifier and of the
+    masked LM (torch models; 0 for others), texts forwarded, classifier forwards, masked sentences
+    forwarded, masked-LM forwards."""
+    stats = getattr(attack.classifier, "stats", None)
+    mlm = attack.mlm
+    clock = getattr(mlm, "clock", None)
+    return np.array([float(getattr(stats, "device_seconds", 0.0) or 0.0) + float(getattr(clock, "seconds", 0.0) or 0.0),
+                     getattr(stats, "unique_forwards", 0), getattr(stats, "batches", 0),
+                     getattr(mlm, "forwards", 0) or 0, getattr(clock, "calls", 0) or 0], dtype=float)
+
+
+def engine_summary(attack: Attack, since: np.ndarray, wall: float) -> dict:
+    """Where a run's time went since the counters ``since`` (:func:`engine_counters`):
+    ``device_seconds`` inside the model forwards, ``host_seconds`` around them (tokenising, padding,
+    the search's bookkeeping), and the mean ``texts_per_forward`` and ``masked_per_forward``."""
+    device, texts, forwards, masked, mlm_forwards = engine_counters(attack) - since
+    out = {"device_seconds": round(device, 3), "host_seconds": round(max(wall - device, 0.0), 3)}
+    if forwards:
+        out["texts_per_forward"] = round(texts / forwards, 1)
+    if mlm_forwards:
+        out["masked_per_forward"] = round(masked / mlm_forwards, 1)
+    return out
+
+
 def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | None, *,
                ids: Sequence[str] | None = None, output=None, resume: bool = False, progress: bool = True,
                ppl: CausalLM | LazyCausalLM | None = None, on_result: Callable[[dict], None] | None = None,
@@ -162,7 +190,10 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
     settings = {**attack.config(), "ppl": ppl is not None, **(config or {})}
     if contexts is not None:
         settings["perturb_side"] = side
-    with ResumableRun(output, resume=resume, progress=progress, command="attack", config=settings, shard=shard) as run:
+    local = backend is None or isinstance(backend, SerialBackend)
+    wall0, counters0 = time.perf_counter(), engine_counters(attack)
+    with ResumableRun(output, resume=resume, progress=progress, command="attack", config=settings,
+                      shard=shard) as run, frozen_heap():
         for r in run.previous:
             summary.add(r)
         jobs = [(id_, (texts[i], None if labels is None else int(labels[i]), None if contexts is None else contexts[i]))
@@ -175,4 +206,7 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
             if on_result:
                 on_result(rec)
             run.show(success=f"{summary.counts['success']}/{summary.attacked}", rate=summary.success_rate)
-        return summary.to_dict(), run.records
+        out = summary.to_dict()
+        if local:  # where this run's time went: inside the model forwards, or on the host around them
+            out.update(engine_summary(attack, counters0, time.perf_counter() - wall0))
+        return out, run.records

@@ -135,8 +135,7 @@ class SecondOrderAttack(Attack):
     # -- helpers for the searches ------------------------------------------------------------------
     def _score(self, xs: list[Sentence], patch: Patch, c: int, budget: Budget):
         """Return predictions of ``xs`` and ``xs ⊕ p``, F_soft and the losses (one batched call)."""
-        texts = [x.text() for x in xs] + [apply_patch(x, patch).text() for x in xs]
-        probs = self.classifier.predict_proba(texts)
+        probs = self.classifier.predict_proba(xs + [apply_patch(x, patch) for x in xs])
         px, pxp = probs[: len(xs)], probs[len(xs):]
         budget.scored += len(xs)
         return px.argmax(1), pxp.argmax(1), pxp[:, c] - px[:, c], pair_loss(px, pxp, c)

@@ -81,6 +81,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object as 
 
 
 _PANEL = "LLM and HTTP models"
+_ENGINE = "Engine"
 #: the options :func:`with_model_options` adds: name -> (annotation, default)
 MODEL_OPTIONS: dict[str, tuple[Any, Any]] = {
     "prompt_file": (Annotated[Optional[Path], typer.Option("--prompt-file", rich_help_panel=_PANEL, help=(
@@ -101,6 +102,11 @@ MODEL_OPTIONS: dict[str, tuple[Any, Any]] = {
         "Stop once the tokens the endpoint reports cost this much (with --cost-per-1k-tokens)."))], None),
     "cost_per_1k_tokens": (Annotated[Optional[float], typer.Option("--cost-per-1k-tokens", min=0.0, rich_help_panel=_PANEL,
                                                                      help="Price of 1,000 tokens, for --cost-budget.")], None),
+    "precision": (Annotated[Optional[str], typer.Option("--precision", rich_help_panel=_ENGINE, help=(
+        "fp32 or bf16 (autocast) for torch classifiers and the masked LM (default: bf16 on CUDA, fp32 on a CPU)."))], None),
+    "batch_tokens": (Annotated[Optional[int], typer.Option("--batch-tokens", min=1, rich_help_panel=_ENGINE, help=(
+        "Padded tokens per forward of a torch classifier or the masked LM (default: 4096 on a CPU, 65536 on a GPU)."))],
+                     None),
 }
 
 

@@ -127,7 +127,7 @@ class CounterfactualBias:
                 raise TextAuditError(f"'{w}' is not in the vocabulary of model '{getattr(self.classifier, 'name', '?')}'"
                                      "; choose a pair of words the model knows")
 
-    def soft_output(self, texts: Sequence[str], contexts: Sequence[str | None] | None = None) -> np.ndarray:
+    def soft_output(self, texts: Sequence[str | Sentence], contexts: Sequence[str | None] | None = None) -> np.ndarray:
         """f_soft(x): P(class 1) for two classes, else the probability vector (``contexts``: the kept
         text of each sentence pair, or None)."""
         inputs: list = list(texts)
@@ -146,8 +146,8 @@ class CounterfactualBias:
             return np.zeros(0) if C == 2 else np.zeros((0, C))
         w1, w2 = pair
         pos = [position] * len(sentences) if isinstance(position, int) else list(position)
-        t1 = [s.replace(i, restore_case(w1, s.tokens[i])).text() for s, i in zip(sentences, pos)]
-        t2 = [s.replace(i, restore_case(w2, s.tokens[i])).text() for s, i in zip(sentences, pos)]
+        t1 = [s.replace(i, restore_case(w1, s.tokens[i])) for s, i in zip(sentences, pos)]  # sentences: scored as ids
+        t2 = [s.replace(i, restore_case(w2, s.tokens[i])) for s, i in zip(sentences, pos)]
         ctx = [context] * len(sentences) if context is None or isinstance(context, str) else list(context)
         f = self.soft_output(t1 + t2, ctx + ctx)
         return f[len(t1):] - f[: len(t1)]

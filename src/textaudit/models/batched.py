@@ -19,7 +19,15 @@ which perturbs one text, runs on pair classifiers unchanged.
 - de-duplication of repeated texts within a call,
 - an LRU cache text → probabilities (``cache_size`` entries),
 - validation of what the forward returns (shape, NaN, row sums) with one-line errors,
-- a query counter (:class:`QueryStats`): unique forwards vs cache hits, and time spent in forwards.
+- a query counter (:class:`QueryStats`): unique forwards vs cache hits, time spent in forwards and,
+  for torch models, inside the bare module calls (``device_seconds``).
+
+**Sentences as ids.** ``predict_proba`` also takes :class:`~textaudit.sentence.Sentence` objects
+(what the attacks and estimators pass). For a model whose forward has an id encoder (the zoo's
+word models and WordPiece / SentencePiece / byte-level BPE transformers, :mod:`textaudit.token_ids`),
+their ids are spliced from per-word caches — never re-tokenised from text — and packed into
+length-bucketed batches of at most ``batch_tokens`` padded tokens. The cache is keyed by the
+text either way, so the string path and the id path give the same answers and the same counts.
 
 Device placement and ``torch.inference_mode`` live in the torch forward functions
 (:mod:`textaudit.models.torch_backend`), so this module needs only numpy.
@@ -35,6 +43,8 @@ from typing import Callable, Protocol, Sequence, Union, runtime_checkable
 import numpy as np
 
 from textaudit.errors import TextAuditError, user_code_error
+from textaudit.sentence import Sentence
+from textaudit.token_ids import pack, splice_all
 
 __all__ = ["Classifier", "BatchedClassifier", "PairView", "pair_inputs", "QueryStats", "as_classifier", "softmax", "Text", "text_length"]
 
@@ -58,7 +68,8 @@ class Classifier(Protocol):
 class QueryStats:
     """Counters of one classifier: ``texts`` asked for, ``unique_forwards`` actually run through the
     model, ``cache_hits`` (asked-for texts answered from the cache or by de-duplication),
-    ``batches`` and ``forward_seconds`` spent inside the model's forward. Remote models
+    ``batches`` and ``forward_seconds`` spent inside the model's forward (tokenising included),
+    ``device_seconds`` inside the bare module calls of a torch model. Remote models
     (:mod:`textaudit.models.http`) also count HTTP ``requests`` (retries included), ``retries`` and the
     ``tokens`` the endpoint reported."""
 
@@ -71,6 +82,7 @@ class QueryStats:
     requests: int = 0
     retries: int = 0
     tokens: int = 0
+    device_seconds: float = 0.0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -104,7 +116,8 @@ class BatchedClassifier:
     ----------
     forward:
         ``forward(texts: list[str]) -> array-like`` of shape ``(n, C)`` (or ``(n,)`` for a binary
-        model returning P(class 1)).
+        model returning P(class 1)). A forward with an ``ids`` encoder and ``forward_ids(batches)``
+        (:class:`~textaudit.models.torch_backend.TorchForward`) also takes sentences as ids.
     output:
         ``"probs"`` (rows must be in [0, 1] and sum to 1 within 1e-3) or ``"logits"`` (softmaxed).
     num_classes:
@@ -115,6 +128,8 @@ class BatchedClassifier:
         Entries kept in the LRU cache text → probabilities (0 disables it).
     name:
         Shown in results files and tables.
+    batch_tokens:
+        The id path's token budget: rows × longest row of one padded batch (default 4,096).
     user_code:
         ``forward`` is the user's code (a plug-in or callable): anything it raises becomes the one-line
         :class:`TextAuditError` ``your model <name> raised <Type>: <message>`` (chained, so Python
@@ -123,13 +138,16 @@ class BatchedClassifier:
 
     def __init__(self, forward: Callable[[list[str]], object], *, output: str = "probs",
                  num_classes: int | None = None, batch_size: int | None = None, cache_size: int = 100_000,
-                 name: str = "model", labels: Sequence[str] | None = None, user_code: bool = False):
+                 name: str = "model", labels: Sequence[str] | None = None, user_code: bool = False,
+                 batch_tokens: int | None = None):
         if output not in ("probs", "logits"):
             raise TextAuditError(f"output must be 'probs' or 'logits' (got {output!r})")
         if batch_size is not None and batch_size < 1:
             raise TextAuditError(f"batch_size must be a positive integer (got {batch_size})")
         if cache_size < 0:
             raise TextAuditError(f"cache_size must be >= 0 (got {cache_size})")
+        if batch_tokens is not None and batch_tokens < 1:
+            raise TextAuditError(f"--batch-tokens must be a positive integer (got {batch_tokens})")
         self.forward = forward
         self.output = output
         self._num_classes = num_classes
@@ -138,6 +156,9 @@ class BatchedClassifier:
         self.name = name
         self.labels = list(labels) if labels is not None else None
         self.user_code = user_code
+        self.batch_tokens = batch_tokens or 4096
+        #: sentences reach a forward with an id encoder as spliced ids (False: as texts, the old path)
+        self.use_ids = True
         self._fingerprint: str | Callable[[], str | None] | None = None
         self.stats = QueryStats()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -163,40 +184,65 @@ class BatchedClassifier:
             self.predict_proba(["the"])
         return int(self._num_classes)  # type: ignore[arg-type]
 
-    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
-        """Return class probabilities, shape ``(len(texts), C)``, rows summing to 1."""
-        if isinstance(texts, str):
+    def predict_proba(self, texts: Sequence[Text | Sentence]) -> np.ndarray:
+        """Return class probabilities, shape ``(len(texts), C)``, rows summing to 1. Items are
+        texts, sentence pairs, or :class:`~textaudit.sentence.Sentence` objects (ids where the
+        model has an id encoder; see the module docstring)."""
+        if isinstance(texts, (str, Sentence)):
             texts = [texts]
         texts = list(texts)
         self.stats.calls += 1
         self.stats.texts += len(texts)
         if not texts:
             return np.zeros((0, self._num_classes or 0), dtype=np.float32)
-        texts = [_checked_input(t) for t in texts]
-        unique = list(dict.fromkeys(texts))
-        found: dict[str, np.ndarray] = {}
-        missing = []
-        for t in unique:
-            row = self._cache.get(t)
-            if row is not None:
-                self._cache.move_to_end(t)
-                found[t] = row
-            else:
-                missing.append(t)
-        self.stats.cache_hits += len(texts) - len(missing)
-        if missing:
-            missing.sort(key=text_length)  # similar lengths share a batch: less padding
-            for start in range(0, len(missing), self.batch_size):
-                chunk = missing[start:start + self.batch_size]
-                probs = self._forward_checked(chunk)
-                for t, row in zip(chunk, probs):
-                    found[t] = row
-                    if self.cache_size:
-                        self._cache[t] = row
-            self.stats.unique_forwards += len(missing)
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
-        return np.stack([found[t] for t in texts])
+        keys = [(t._text or t.text()) if type(t) is Sentence else _checked_input(t) for t in texts]
+        by_key = dict(zip(keys, texts))  # de-duplicated, in order
+        cache = self._cache
+        missing = [k for k in by_key if k not in cache]
+        if len(missing) < len(by_key):  # hits: refresh them in the LRU order
+            for k in by_key:
+                if k in cache:
+                    cache.move_to_end(k)
+        self.stats.cache_hits += len(keys) - len(missing)
+        if not missing:
+            return np.stack([cache[k] for k in keys])
+        probs = self._forward_missing([by_key[k] if type(by_key[k]) is Sentence else k for k in missing])
+        self.stats.unique_forwards += len(missing)
+        if len(missing) == len(keys):  # every text new and distinct: the rows as they came
+            out = probs.copy()
+        else:
+            rows = {**{k: cache[k] for k in by_key if k in cache}, **dict(zip(missing, probs))}
+            out = np.stack([rows[k] for k in keys])
+        if self.cache_size:
+            cache.update(zip(missing, probs))
+            while len(cache) > self.cache_size:
+                cache.popitem(last=False)
+        return out
+
+    def _forward_missing(self, items: list) -> np.ndarray:
+        """Probabilities of ``items``, one row each in their order: spliced ids in token-packed
+        batches where the forward takes ids and every item is a sentence, else texts sorted by length."""
+        encoder = getattr(self.forward, "ids", None)
+        rows = None
+        if self.use_ids and encoder is not None and all(type(t) is Sentence for t in items):
+            rows = splice_all(encoder, items)  # None where one of them must stay a text
+        out: np.ndarray | None = None
+        if rows is not None:
+            batches = pack([len(r) for r in rows], self.batch_tokens)
+            for batch, probs in zip(batches, self._forward_ids_checked([[rows[i] for i in b] for b in batches])):
+                if out is None:
+                    out = np.empty((len(items), probs.shape[1]), dtype=np.float32)
+                out[batch] = probs
+            return out  # type: ignore[return-value]
+        texts = [t.text() if type(t) is Sentence else t for t in items]
+        order = sorted(range(len(texts)), key=lambda i: text_length(texts[i]))  # similar lengths: less padding
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start:start + self.batch_size]
+            probs = self._forward_checked([texts[i] for i in chunk])
+            if out is None:
+                out = np.empty((len(items), probs.shape[1]), dtype=np.float32)
+            out[chunk] = probs
+        return out  # type: ignore[return-value]
 
     def predict(self, texts: Sequence[str]) -> np.ndarray:
         """Return the predicted class ids, shape ``(n,)``."""
@@ -227,9 +273,19 @@ class BatchedClassifier:
 
     # -- internals ------------------------------------------------------------------------------
     def _forward_checked(self, chunk: list[str]) -> np.ndarray:
+        return self._validate(self._timed(self.forward, chunk, 1), len(chunk))
+
+    def _forward_ids_checked(self, batches: list[list[list[int]]]) -> list[np.ndarray]:
+        raws = self._timed(self.forward.forward_ids, batches, len(batches))  # type: ignore[attr-defined]
+        return [self._validate(raw, len(rows)) for raw, rows in zip(raws, batches)]
+
+    def _timed(self, fn, arg, batches: int):
+        """``fn(arg)`` with the counters of ``batches`` forwards (user code's errors as one line)."""
+        clock = getattr(self.forward, "clock", None)
+        d0 = clock.seconds if clock is not None else 0.0
         t0 = time.perf_counter()
         try:
-            raw = self.forward(chunk)
+            return fn(arg)
         except TextAuditError:
             raise
         except (Exception, SystemExit) as e:
@@ -238,8 +294,9 @@ class BatchedClassifier:
             raise user_code_error(f"your model {self.name}", e) from e
         finally:
             self.stats.forward_seconds += time.perf_counter() - t0
-            self.stats.batches += 1
-        return self._validate(raw, len(chunk))
+            self.stats.batches += batches
+            if clock is not None:
+                self.stats.device_seconds += clock.seconds - d0
 
     def _validate(self, raw: object, n: int) -> np.ndarray:
         if hasattr(raw, "detach"):  # a torch tensor
@@ -285,6 +342,7 @@ def pair_inputs(texts: Sequence[str], contexts: str | Sequence[str], side: str =
     if side not in ("first", "second"):
         raise TextAuditError(f"--perturb-side must be first or second (got {side!r})")
     ctx = [contexts] * len(texts) if isinstance(contexts, str) else list(contexts)
+    texts = [t.text() if isinstance(t, Sentence) else t for t in texts]
     return [(c, t) if side == "second" else (t, c) for t, c in zip(texts, ctx)]
 
 
@@ -326,7 +384,7 @@ class PairView:
 
     def pairs(self, texts: Sequence[str]) -> list[tuple[str, str]]:
         """The underlying inputs of ``texts``."""
-        return pair_inputs([texts] if isinstance(texts, str) else texts, self.context, self.side)
+        return pair_inputs([texts] if isinstance(texts, (str, Sentence)) else texts, self.context, self.side)
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
         return self.classifier.predict_proba(self.pairs(texts))

@@ -9,6 +9,7 @@ from textaudit.files import fingerprint_dir
 from textaudit.models.batched import BatchedClassifier
 from textaudit.models.torch_backend import hf_tokenize, torch_classifier
 from textaudit.resources import hub_local_only, remote_code_error, trust_remote_code
+from textaudit.token_ids import piece_ids
 
 __all__ = ["load_hf_classifier"]
 
@@ -46,7 +47,8 @@ def load_hf_classifier(name_or_path: str, *, device: str | None = None, batch_si
     id2label = getattr(model.config, "id2label", None) or {}
     labels = [str(id2label.get(i, i)) for i in range(model.config.num_labels)]
     clf = torch_classifier(model, hf_tokenize(tok, max_length), name=f"hf:{name_or_path}", device=device,
-                           batch_size=batch_size, num_classes=model.config.num_labels, labels=labels)
+                           batch_size=batch_size, num_classes=model.config.num_labels, labels=labels,
+                           ids=piece_ids(tok, max_length))
     # a local directory by its files; a hub model by the commit its files came from
     clf.fingerprint = (lambda: fingerprint_dir(local)) if local.exists() else getattr(model.config, "_commit_hash", None)
     return clf

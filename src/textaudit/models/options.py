@@ -25,7 +25,10 @@ class ModelOptions:
     key, sent as ``Authorization: Bearer``; never logged or written), ``concurrency`` (requests in
     flight), ``timeout`` (seconds per request), ``retries`` (on 429, 5xx, timeouts and dropped
     connections, with exponential backoff), ``query_budget`` (texts sent in this run),
-    ``cost_budget`` and ``cost_per_1k_tokens`` (stop when the tokens the endpoint reports cost more)."""
+    ``cost_budget`` and ``cost_per_1k_tokens`` (stop when the tokens the endpoint reports cost more).
+    Torch models and masked LMs: ``precision`` (``fp32`` or ``bf16`` autocast; default bf16 on CUDA,
+    fp32 on a CPU) and ``batch_tokens`` (padded tokens per forward; default 4,096 on a CPU, 65,536
+    on a GPU)."""
 
     prompt_file: Path | None = None
     api_key_env: str | None = None
@@ -35,8 +38,14 @@ class ModelOptions:
     query_budget: int | None = None
     cost_budget: float | None = None
     cost_per_1k_tokens: float | None = None
+    precision: str | None = None
+    batch_tokens: int | None = None
 
     def __post_init__(self) -> None:
+        if self.precision is not None and self.precision not in ("fp32", "bf16", "auto"):
+            raise TextAuditError(f"--precision must be fp32 or bf16 (got {self.precision!r})")
+        if self.batch_tokens is not None and self.batch_tokens < 1:
+            raise TextAuditError(f"--batch-tokens must be at least 1 (got {self.batch_tokens})")
         if self.concurrency < 1:
             raise TextAuditError(f"--concurrency must be at least 1 (got {self.concurrency})")
         if not self.timeout > 0:

@@ -97,7 +97,11 @@ class HFMaskedLM:
     """
 
     def __init__(self, model, tokenizer, *, name: str, device: str | None = None, batch_size: int = 128,
-                 cache_size: int = 200_000):
+                 cache_size: int = 200_000, precision: str | None = None, batch_tokens: int | None = None):
+        from textaudit.models.options import current_model_options
+        from textaudit.models.torch_backend import DeviceClock, check_precision
+        from textaudit.token_ids import PieceIds, default_batch_tokens
+
         self.device = pick_device(device)
         self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer
@@ -111,6 +115,20 @@ class HFMaskedLM:
         self.id_to_word, self._allowed, self.scheme = word_table(tokenizer, model.get_output_embeddings().weight.shape[0])
         self._allowed_t = None  # the same mask as a tensor on the model's device, made on first use
         self._inputs = forward_inputs(getattr(model, "base_model", model))
+        opts = current_model_options()
+        self.precision = check_precision(precision or opts.precision, self.device)
+        self.batch_tokens = batch_tokens or opts.batch_tokens or default_batch_tokens(self.device)
+        self.clock = DeviceClock(self.device)  # seconds inside the bare forward (encoder, head, top-k)
+        #: a list to keep every padded batch in (benchmarks replay them as bare forwards), or None
+        self.recorder: list | None = None
+        #: masked copies are built from per-word cached pieces (False: from texts, the old path)
+        self.use_ids = True
+        try:
+            self.pieces: PieceIds | None = PieceIds(tokenizer, max_length=256) if getattr(tokenizer, "is_fast", False) else None
+        except (ValueError, TypeError, KeyError):
+            self.pieces = None
+        if self.pieces is not None and not self.pieces.masked_ok:
+            self.pieces = None
 
     @classmethod
     def from_pretrained(cls, name_or_path: str, *, name: str | None = None, device: str | None = None,
@@ -143,35 +161,69 @@ class HFMaskedLM:
         :meth:`BatchedClassifier.__getstate__ <textaudit.models.batched.BatchedClassifier.__getstate__>`)."""
         state = dict(self.__dict__)
         state["_cache"] = OrderedDict()
+        state["recorder"] = None
         return state
 
     # -- the interface ---------------------------------------------------------------------------
     def candidates(self, batch: list[Query], top: int = 20) -> list[list[tuple[str, float]]]:
         """Return, per ``(words, position)``, the ``top`` whole-word candidates ``(word, logit)``,
-        best first (the original word is *not* removed here; the neighbourhood builder does that)."""
-        keys = []
+        best first (the original word is *not* removed here; the neighbourhood builder does that).
+
+        Masked copies are spliced from per-word cached pieces (:mod:`textaudit.token_ids`) and
+        cached by their ids: a masked context shared by several sentences is computed once."""
         for words, pos in batch:
             if not 0 <= pos < len(words):
                 raise TextAuditError(f"position {pos} is outside a sentence of {len(words)} words")
-            keys.append((tuple(words[:pos]), tuple(words[pos + 1:]), top))
+        by_ids = self.use_ids and self.pieces is not None
+        if by_ids:
+            masked = self.pieces.masked  # type: ignore[union-attr]
+            keys = [(*masked(words, pos), -top) for words, pos in batch]  # -top: never an id
+        else:
+            keys = [(tuple(words[:pos]), tuple(words[pos + 1:]), top) for words, pos in batch]
+        cache = self._cache
         found: dict[tuple, list[tuple[str, float]]] = {}
+        todo: dict[tuple, None] = {}
         for k in keys:
-            if k in self._cache:
-                self._cache.move_to_end(k)
-                found[k] = self._cache[k]
-        todo = list(dict.fromkeys(k for k in keys if k not in found))
+            if k in found or k in todo:
+                continue
+            res = cache.get(k)
+            if res is not None:
+                cache.move_to_end(k)
+                found[k] = res
+            else:
+                todo[k] = None
         self.cache_hits += len(keys) - len(todo)
+        if todo:
+            results = self._predict_ids(list(todo), top) if by_ids else self._predict_texts(list(todo), top)
+            for k, res in results:
+                found[k] = res
+                if self.cache_size:
+                    cache[k] = res
+            while len(cache) > self.cache_size:
+                cache.popitem(last=False)
+        return [found[k] for k in keys]
+
+    def _predict_texts(self, todo: list[tuple], top: int):
+        """The old path: masked copies tokenised from their words, ``batch_size`` per forward."""
         # similar lengths share a forward: less padding (same results, in any order)
         todo.sort(key=lambda k: sum(len(w) + 1 for w in k[0]) + sum(len(w) + 1 for w in k[1]))
         for s in range(0, len(todo), self.batch_size):
             chunk = todo[s:s + self.batch_size]
-            for k, res in zip(chunk, self._predict(chunk, top)):
-                found[k] = res
-                if self.cache_size:
-                    self._cache[k] = res
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
-        return [found[k] for k in keys]
+            yield from zip(chunk, self._predict(chunk, top))
+
+    def _predict_ids(self, todo: list[tuple], top: int):
+        """Masked copies as ids (the key less its last item), packed to :attr:`batch_tokens`."""
+        from textaudit.token_ids import pack, pad
+
+        pieces = self.pieces
+        assert pieces is not None
+        for b in pack([len(k) - 1 for k in todo], self.batch_tokens):
+            chunk = [todo[i] for i in b]
+            ids, mask = pad([k[:-1] for k in chunk], pieces.pad_id)
+            enc = {"input_ids": ids, "attention_mask": mask}
+            if getattr(self.model.config, "type_vocab_size", 0):
+                enc["token_type_ids"] = np.zeros_like(ids)
+            yield from zip(chunk, self._run(enc, ids == pieces.mask_id, top))
 
     # -- internals -------------------------------------------------------------------------------
     def _encode(self, chunk: list[tuple]):
@@ -200,28 +252,51 @@ class HFMaskedLM:
         return None
 
     def _predict(self, chunk: list[tuple], top: int) -> list[list[tuple[str, float]]]:
+        enc = self._encode(chunk)
+        is_mask = (enc["input_ids"] == self.tokenizer.mask_token_id).numpy()
+        return self._run({k: v.numpy() for k, v in enc.items()}, is_mask, top)
+
+    def bare_forward(self, enc: dict, where, top: int):
+        """``(logits, ids)`` of the ``top`` whole-word candidates at the ``where`` positions of
+        padded inputs already on the device: the encoder, the MLM head, the whole-word mask, top-k."""
+        import torch
+
+        from textaudit.models.torch_backend import autocast
+
+        with torch.inference_mode(), autocast(self.device, self.precision):
+            base = self.model.base_model(**enc)
+            hidden = base.last_hidden_state[where]
+            logits = self._hidden_to_logits(hidden)
+            if logits is None:  # unknown head layout: full forward, then select
+                logits = self.model(**enc).logits[where]
+            if self._allowed_t is None or self._allowed_t.device != logits.device:
+                self._allowed_t = torch.from_numpy(self._allowed).to(logits.device)
+            logits = logits.float().masked_fill(~self._allowed_t, float("-inf"))
+            return logits.topk(top, dim=-1)
+
+    def _run(self, enc: dict, is_mask: np.ndarray, top: int) -> list[list[tuple[str, float]]]:
+        """The bare forward (encoder, MLM head at the masked positions, whole-word mask, top-k) on
+        padded inputs, timed by :attr:`clock`; rows of ``(word, logit)`` best first."""
+        import math
         import time
 
         import torch
 
+        from textaudit.models.torch_backend import to_device
+
         t0 = time.perf_counter()
-        enc = self._encode(chunk)
-        ids = enc["input_ids"]
-        is_mask = ids == self.tokenizer.mask_token_id
         if not bool((is_mask.sum(1) == 1).all()):
             raise TextAuditError("a sentence is too long for the masked LM (more than 256 word pieces)")
-        enc = {k: v.to(self.device) for k, v in enc.items()}
-        with torch.inference_mode():
-            base = self.model.base_model(**enc)
-            hidden = base.last_hidden_state[is_mask.to(self.device)]
-            logits = self._hidden_to_logits(hidden)
-            if logits is None:  # unknown head layout: full forward, then select
-                logits = self.model(**enc).logits[is_mask.to(self.device)]
-            if self._allowed_t is None or self._allowed_t.device != logits.device:
-                self._allowed_t = torch.from_numpy(self._allowed).to(logits.device)
-            logits = logits.float().masked_fill(~self._allowed_t, float("-inf"))
-            vals, idx = logits.topk(top, dim=-1)
-        vals, idx = vals.cpu().numpy(), idx.cpu().numpy()
-        self.forwards += len(chunk)
+        enc = only_inputs(to_device(enc, self.device), self._inputs)
+        where = torch.from_numpy(is_mask).to(self.device)
+        if self.recorder is not None:
+            self.recorder.append((enc, where, top))
+        mark = self.clock.start()
+        vals, idx = self.bare_forward(enc, where, top)
+        self.clock.stop(mark)
+        vals, idx = vals.cpu().tolist(), idx.cpu().tolist()
+        self.clock.settle()
+        self.forwards += len(vals)
         self.forward_seconds += time.perf_counter() - t0
-        return [[(self.id_to_word[j], float(v)) for v, j in zip(vr, ir) if np.isfinite(v)] for vr, ir in zip(vals, idx)]
+        words, finite = self.id_to_word, math.isfinite
+        return [[(words[j], v) for v, j in zip(vr, ir) if finite(v)] for vr, ir in zip(vals, idx)]

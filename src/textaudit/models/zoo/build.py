@@ -13,7 +13,7 @@ from textaudit.errors import TextAuditError
 from textaudit.files import lock_or_fail, wait_for_lock
 from textaudit.models.batched import BatchedClassifier
 from textaudit.models.torch_backend import torch_classifier
-from textaudit.models.zoo.checkpoint import load_checkpoint
+from textaudit.models.zoo.checkpoint import id_encoder, load_checkpoint
 from textaudit.models.zoo.names import (
     ARCHS,
     AUGMENTATIONS,
@@ -122,7 +122,8 @@ def _train(full_name: str, arch: str, path: Path, *, data: str, epochs: int | No
     res = fit(arch, texts, labels, config=cfg, extra_words=extra, progress=progress, device=device,
               state_path=state, num_classes=len(names) if names else None, **hooks)
     encode = batch_encoder(arch, res.tokenizer, cfg.max_len)
-    clf = torch_classifier(res.module, encode, name=full_name, device=device, labels=names)
+    clf = torch_classifier(res.module, encode, name=full_name, device=device, labels=names,
+                           ids=id_encoder(arch, res.tokenizer, cfg.max_len))
     corpus = data.split(":")[0].lower()
     if eval_data is None and corpus in CORPORA:
         eval_data = f"{corpus}:dev"

@@ -17,7 +17,7 @@ from textaudit.models.batched import BatchedClassifier
 from textaudit.models.torch_backend import hf_tokenize, torch_classifier
 from textaudit.models.zoo.vocab import Vocab, WordTokenizer
 
-__all__ = ["save_checkpoint", "load_checkpoint", "load_module", "read_config", "FORMAT"]
+__all__ = ["save_checkpoint", "load_checkpoint", "load_module", "read_config", "id_encoder", "FORMAT"]
 
 FORMAT = 1
 CONFIG = "textaudit.json"
@@ -27,6 +27,14 @@ def batch_encoder(arch: str, tokenizer, max_len: int):
     """Return the batch tokenizer a zoo model's forward takes: HF tokenizers are padded to the
     longest text (``hf_tokenize``); the word models' ``WordTokenizer`` already is one."""
     return hf_tokenize(tokenizer, max_length=max_len) if arch == "minilm" else tokenizer
+
+
+def id_encoder(arch: str, tokenizer, max_len: int):
+    """The id encoder (:mod:`textaudit.token_ids`) of a zoo model: per-word vocabulary ids for the
+    word models, per-word pieces for minilm's WordPiece tokenizer."""
+    from textaudit.token_ids import WordIds, piece_ids
+
+    return piece_ids(tokenizer, max_length=max_len) if arch == "minilm" else WordIds(tokenizer.vocab, tokenizer.max_len)
 
 
 def save_checkpoint(path: Path, module, tokenizer, config: dict[str, Any]) -> Path:
@@ -122,7 +130,8 @@ def load_checkpoint(path: Path, *, device: str | None = None, batch_size: int | 
     module, tok, cfg = load_module(Path(path))
     encode = batch_encoder(cfg["arch"], tok, int(cfg.get("max_len", 128)))
     clf = torch_classifier(module, encode, name=name or cfg.get("name", cfg["arch"]), device=device,
-                           batch_size=batch_size, num_classes=int(cfg["num_classes"]), labels=cfg.get("labels"))
+                           batch_size=batch_size, num_classes=int(cfg["num_classes"]), labels=cfg.get("labels"),
+                           ids=id_encoder(cfg["arch"], tok, int(cfg.get("max_len", 128))))
     clf.fingerprint = lambda: fingerprint_dir(path)
     clf.checkpoint = Path(path)  # type: ignore[attr-defined]
     clf.config = cfg  # type: ignore[attr-defined]

@@ -281,7 +281,10 @@ def fit_classifier(arch: str, texts: Sequence[str], labels: Sequence[int], **kwa
     res = fit(arch, texts, labels, **kwargs)
     encode = batch_encoder(arch, res.tokenizer, res.config.max_len)
     C = int(getattr(res.module, "num_classes", None) or res.module.config.num_labels)
-    return torch_classifier(res.module, encode, name=arch, device=kwargs.get("device"), num_classes=C)
+    from textaudit.models.zoo.checkpoint import id_encoder
+
+    return torch_classifier(res.module, encode, name=arch, device=kwargs.get("device"), num_classes=C,
+                            ids=id_encoder(arch, res.tokenizer, res.config.max_len))
 
 
 def save_result(res: TrainResult, path: Path, extra: dict[str, Any]) -> Path:

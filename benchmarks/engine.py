@@ -1,0 +1,181 @@
+"""The engine's host cost: SO-Beam through the old string path and through token ids, side by side.
+
+    TEXTAUDIT_DATA=../shared/data python benchmarks/engine.py [--model cnn --model lstm] [--limit 50]
+        [--k 6] [--device cpu|cuda] [--json]
+
+For each model, SO-Beam (β = 20, κ = 20, δ = 3, k = 6) attacks the first ``--limit`` SST-2 dev
+examples on two paths in one process, each with its own classifier and masked LM (fresh caches),
+example by example side by side (alternating which path goes first):
+
+- ``strings``: the old path — every classifier text and every masked copy is tokenised from its
+  text (the zoo's regex tokeniser + ``Vocab.encode``, the HuggingFace tokenizer), batches of a fixed
+  number of texts, the garbage collector as Python sets it;
+- ``ids``: sentences as token ids — per-word cached ids spliced, batches packed to a token budget,
+  the models' objects frozen out of the garbage collector's walks (:mod:`textaudit.engine.heap`).
+
+What both paths share (the new ``Sentence``, the classifier's cache) is faster than today's main
+too, so the ratio printed here understates the gain over main; ``benchmarks/engine.md`` also
+quotes main measured side by side.
+
+Printed per path: examples/s, classifier texts/s, masked sentences/s, device seconds (inside the
+bare ``nn.Module`` calls; CUDA events on a GPU), host µs per classifier text and per masked sentence
+((wall − device seconds) / count), texts and masked sentences per forward, and ``floor_ratio``:
+wall / floor, the floor being each example's padded batches of the ids path replayed at once
+through bare forwards (the same texts and masked sentences on pre-built tensors: what the device
+alone would need). The
+records of the two paths are compared (status, pair, vulnerable text, predictions, ℓ0; F_soft to
+1e-5). This prints; it asserts nothing (speed is not a test). With ``--json`` the last line is
+``{"model", "limit", "device", "records_identical", "paths": {"strings": {...}, "ids": {...}}}``
+(one object per model; a line per model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import time
+
+from textaudit.engine import frozen_heap
+
+
+def _records_identical(a: list[dict], b: list[dict]) -> bool:
+    keys = ("status", "pair", "patch_position", "vulnerable", "vulnerable_patched", "vulnerable_prediction",
+            "vulnerable_patched_prediction", "prediction", "l0", "reason")
+    for x, y in zip(a, b):
+        if any(x.get(k) != y.get(k) for k in keys):
+            return False
+        fx, fy = x.get("f_soft"), y.get("f_soft")
+        if (fx is None) != (fy is None) or (fx is not None and abs(fx - fy) > 1e-5):
+            return False
+    return len(a) == len(b)
+
+
+def _floor_seconds(clf, mlm, clf_batches: list, mlm_batches: list) -> float:
+    """Seconds of the recorded padded batches through bare forwards (no tokenising, no bookkeeping)."""
+    import torch
+
+    fwd = clf.forward
+    t0 = time.perf_counter()
+    for enc in clf_batches:
+        with torch.inference_mode():
+            fwd.module(**enc)
+    for enc, where, top in mlm_batches:
+        mlm.bare_forward(enc, where, top)
+    if str(fwd.device).startswith("cuda"):
+        torch.cuda.synchronize()
+    return time.perf_counter() - t0
+
+
+class Path:
+    """One path's own classifier and masked LM (fresh caches), its SO-Beam and its counters."""
+
+    def __init__(self, name: str, model: str, device: str | None, k: int, texts):
+        from textaudit.attacks import SOBeam
+        from textaudit.models import load_classifier
+        from textaudit.neighborhoods import load_mlm
+
+        self.name = name
+        self.clf = load_classifier(model, device=device)
+        self.mlm = load_mlm("minilm-mlm", device=device, quiet=True)
+        self.clf.use_ids = self.mlm.use_ids = name == "ids"
+        self.atk = SOBeam(self.clf, k, mlm=self.mlm)
+        self.atk.rank_patch_words(texts)  # ranked before the clock starts (as the CLI does)
+        self.clf.clear_cache()
+        self.clf.reset_stats()
+        self.wall = self.floor = 0.0
+        self.records: list[dict] = []
+
+    def attack(self, text: str, label: int) -> None:
+        """Attack one example (timed); on the ids path, replay its padded batches as the floor."""
+        rec_clf: list = []
+        rec_mlm: list = []
+        if self.name == "ids":
+            self.clf.forward.recorder, self.mlm.recorder = rec_clf, rec_mlm
+        # the old path ran with the garbage collector as Python sets it; the engine keeps it off the
+        # models' objects (textaudit.engine.heap, as run_attack does for a whole run)
+        heap = frozen_heap(collect=False) if self.name == "ids" else contextlib.nullcontext()
+        t0 = time.perf_counter()
+        with heap:
+            self.records.append(self.atk.attack(text, label).to_dict())
+        self.wall += time.perf_counter() - t0
+        self.clf.forward.recorder = self.mlm.recorder = None
+        if self.name == "ids":
+            self.floor += _floor_seconds(self.clf, self.mlm, rec_clf, rec_mlm)
+
+    def figures(self, n: int) -> dict:
+        st, mlm, wall = self.clf.stats, self.mlm, self.wall
+        device = st.device_seconds + mlm.clock.seconds
+        host = max(wall - device, 0.0)
+        n_texts, n_masked = st.unique_forwards, mlm.forwards
+        out = {
+            "wall_s": round(wall, 2),
+            "examples_per_s": round(n / wall, 3),
+            "texts_per_s": round(n_texts / wall, 1),
+            "masked_per_s": round(n_masked / wall, 1),
+            "texts": n_texts, "masked": n_masked,
+            "device_s": round(device, 2),
+            "host_s": round(host, 2),
+            "host_ms_per_example": round(1e3 * host / n, 1),
+            "host_us_per_text": round(1e6 * host / max(n_texts, 1), 2),
+            "host_us_per_masked": round(1e6 * host / max(n_masked, 1), 1),
+            "texts_per_forward": round(n_texts / max(st.batches, 1), 1),
+            "masked_per_forward": round(n_masked / max(mlm.clock.calls, 1), 1),
+            "success": sum(r["status"] == "success" for r in self.records),
+        }
+        if self.floor:
+            out["floor_s"] = round(self.floor, 2)
+            out["floor_ratio"] = round(wall / self.floor, 3)
+        return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", action="append", help="zoo model (repeat; default: cnn and lstm)")
+    ap.add_argument("--limit", type=int, default=50)
+    ap.add_argument("--k", type=int, default=6)
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+
+    from textaudit.data import load_dataset
+    from textaudit.progress import quiet_third_party_bars
+
+    quiet_third_party_bars()
+    ds = load_dataset("sst2:dev", limit=args.limit)
+    texts, labels = list(ds["text"]), [int(y) for y in ds["label"]]
+    for name in args.model or ["cnn", "lstm"]:
+        strings, ids = (Path(p, name, args.device, args.k, texts) for p in ("strings", "ids"))
+        device = ids.mlm.device
+        for j, (text, label) in enumerate(zip(texts, labels)):
+            # side by side: each example on both paths, alternating which goes first, so that a
+            # busy stretch of the machine falls on both
+            for path in ((strings, ids) if j % 2 == 0 else (ids, strings)):
+                path.attack(text, label)
+            print(f"\r{name}: {j + 1}/{len(texts)} examples", end="", file=sys.stderr, flush=True)
+        print(file=sys.stderr)
+        same = _records_identical(strings.records, ids.records)
+        paths = {"strings": strings.figures(len(texts)), "ids": ids.figures(len(texts))}
+        s, i = paths["strings"], paths["ids"]
+        print(f"\n{name}: SO-Beam k={args.k} on the first {args.limit} SST-2 dev examples, device {device}; "
+              f"records identical: {same}")
+        rows = [("examples/s", "examples_per_s"), ("classifier texts/s", "texts_per_s"),
+                ("masked sentences/s", "masked_per_s"), ("wall s", "wall_s"), ("device s", "device_s"),
+                ("host s", "host_s"), ("host ms / example", "host_ms_per_example"),
+                ("host µs / classifier text", "host_us_per_text"), ("host µs / masked sentence", "host_us_per_masked"),
+                ("texts / forward", "texts_per_forward"), ("masked / forward", "masked_per_forward"),
+                ("wall / floor", "floor_ratio"), ("successes", "success")]
+        print(f"| {'':28} | {'strings':>10} | {'ids':>10} | {'strings / ids':>13} |")
+        print(f"| {'-' * 28} | {'-' * 10}:| {'-' * 10}:| {'-' * 13}:|")
+        for label, key in rows:
+            a, b = s.get(key), i.get(key)
+            ratio = f"{a / b:.2f}" if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else ""
+            print(f"| {label:28} | {'' if a is None else a:>10} | {'' if b is None else b:>10} | {ratio:>13} |")
+        if args.json:
+            print(json.dumps({"model": name, "limit": args.limit, "device": device, "records_identical": same,
+                              "paths": paths}))
+
+
+if __name__ == "__main__":
+    main()

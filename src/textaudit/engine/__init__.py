@@ -1,0 +1,10 @@
+"""The engine below every audit: what keeps a query's host cost near nothing.
+
+- :mod:`textaudit.token_ids`: sentences as token ids, spliced per word; padded batches packed to a
+  token budget (``--batch-tokens``);
+- :mod:`textaudit.engine.heap`: the garbage collector kept off the models' objects during a run.
+"""
+
+from textaudit.engine.heap import frozen_heap
+
+__all__ = ["frozen_heap"]
