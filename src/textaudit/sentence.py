@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from itertools import accumulate, chain
+from itertools import chain
 
 from textaudit.errors import TextAuditError
 
@@ -93,17 +93,18 @@ class Sentence:
 
     Immutable. The text is joined once and remembered; a sentence made by :meth:`replace` remembers
     its parent and the position that changed, so an encoder of :mod:`textaudit.token_ids` splices
-    the child's ids from the parent's (one word looked up) instead of re-tokenising it."""
+    the child's ids from the parent's (one word looked up) instead of re-tokenising it, and shares
+    its separators (so whether they are all single spaces is looked at once)."""
 
-    __slots__ = ("tokens", "seps", "_text", "_origin", "_ids", "_starts")
+    __slots__ = ("tokens", "seps", "_text", "_origin", "_ids", "_spaced")
 
     def __init__(self, tokens: tuple[str, ...], seps: tuple[str, ...]):
         self.tokens = tokens
         self.seps = seps
         self._text: str | None = None
         self._origin: tuple[Sentence, int] | None = None  # (parent, the position replaced)
-        self._ids: dict | None = None  # encoder -> its ids of this sentence (see token_ids)
-        self._starts: list[int] | tuple | None = None  # where each token starts in the text (() : not yet)
+        self._ids: tuple | None = None  # (encoder, its ids of this sentence): see token_ids
+        self._spaced: bool | None = None  # its separators are single spaces (None: not looked at yet)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Sentence):
@@ -154,32 +155,22 @@ class Sentence:
         """Return the sentence as a string (identical to the parsed text where nothing changed)."""
         t = self._text
         if t is None:
-            origin = self._origin
-            parent = origin[0] if origin is not None else None
-            if parent is not None and parent._text is not None and parent._starts is not None:
-                # the parent's text with one word spliced (from its second child on: the offsets
-                # of its words cost more than one join)
-                i = origin[1]  # type: ignore[index]
-                starts = parent._starts or parent._token_starts()
-                a = starts[i]
-                t = parent._text[:a] + self.tokens[i] + parent._text[a + len(parent.tokens[i]):]
+            spaced = self._spaced
+            if spaced is None:  # one space between tokens, none around them (SST-2's form): a fast join
+                seps = self.seps
+                spaced = self._spaced = not seps[0] and not seps[-1] and all(s == " " for s in seps[1:-1])
+            if spaced:
+                t = " ".join(self.tokens)
             else:
-                if parent is not None:
-                    parent._starts = ()  # one child so far
                 t = "".join(chain.from_iterable(zip(self.seps, self.tokens))) + self.seps[-1]
             self._text = t
         return t
-
-    def _token_starts(self) -> list[int]:
-        """Where each token starts in the text."""
-        ends = list(accumulate(chain.from_iterable(zip(map(len, self.seps), map(len, self.tokens)))))
-        self._starts = ends[0::2]
-        return self._starts
 
     def replace(self, i: int, word: str) -> "Sentence":
         """Return a copy with token ``i`` replaced by ``word`` (it remembers this sentence as its parent)."""
         child = Sentence(self.tokens[:i] + (word,) + self.tokens[i + 1:], self.seps)
         child._origin = (self, i)
+        child._spaced = self._spaced  # the same separators
         return child
 
     def words(self) -> list[str]:

@@ -49,17 +49,19 @@ def pack(lengths: Sequence[int], batch_tokens: int, max_rows: int | None = None)
     """Return batches of row indices, shortest rows first, each padding to at most ``batch_tokens``
     tokens (rows × its longest row; a single longer row is a batch of its own) and at most
     ``max_rows`` rows. Sorting by length first is the bucketing: similar lengths share a batch."""
-    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    n = len(lengths)
+    order = np.argsort(np.asarray(lengths, dtype=np.int64), kind="stable")
+    widths = np.asarray(lengths, dtype=np.int64)[order]  # ascending: a batch's last row is its longest
+    cap = n if max_rows is None else max_rows
     out: list[list[int]] = []
-    cur: list[int] = []
-    for i in order:
-        width = lengths[i]  # rows arrive shortest first: the newest row is the batch's longest
-        if cur and ((len(cur) + 1) * width > batch_tokens or (max_rows is not None and len(cur) >= max_rows)):
-            out.append(cur)
-            cur = []
-        cur.append(i)
-    if cur:
-        out.append(cur)
+    start = 0
+    while start < n:
+        # the longest run from ``start`` whose rows × last width fits: (e − start)·widths[e−1] grows with e
+        sizes = np.arange(1, min(cap, n - start) + 1)
+        fits = sizes * widths[start:start + len(sizes)] <= batch_tokens
+        take = max(1, int(np.argmin(fits)) if not fits.all() else len(sizes))
+        out.append(order[start:start + take].tolist())
+        start += take
     return out
 
 
@@ -68,6 +70,9 @@ def pad(rows: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[np.ndarray, np.
     ``(n, width)`` (``mask`` is 1 on real tokens). One flat copy, no per-row tensor."""
     lengths = np.array(list(map(len, rows)), dtype=np.int64)
     width = int(lengths.max()) if len(rows) else 0
+    if len(rows) and lengths.min() == width:  # one length (a search round's sentences): no padding
+        ids = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=width * len(rows)).reshape(len(rows), width)
+        return ids, np.ones_like(ids)
     mask = np.arange(width)[None, :] < lengths[:, None]
     ids = np.full((len(rows), width), pad_id, dtype=np.int64)
     ids[mask] = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=int(lengths.sum()))
@@ -86,16 +91,14 @@ class _Splicer:
         """``(ids, offsets)`` of a sentence's words (no special tokens, no truncation), spliced from
         its parent's when the parent's are known."""
         memo = s._ids
-        if memo is not None:
-            got = memo.get(self)
-            if got is not None:
-                return got
+        if memo is not None and memo[0] is self:
+            return memo[1]
         origin = s._origin
         got = None
         if origin is not None:
             parent, i = origin
             pm = parent._ids
-            pg = pm.get(self) if pm is not None else None
+            pg = pm[1] if pm is not None and pm[0] is self else None
             if pg is not None:
                 pids, offs = pg
                 new = self._word_at(s, i)
@@ -107,10 +110,7 @@ class _Splicer:
         if got is None:
             per = [self._word_at(s, j) for j in range(len(s.tokens))]
             got = (list(chain.from_iterable(per)), [0, *accumulate(map(len, per))])
-        if memo is None:
-            s._ids = {self: got}
-        else:
-            memo[self] = got
+        s._ids = (self, got)  # one encoder's ids kept (a sentence meets one classifier)
         return got
 
 
