@@ -212,18 +212,26 @@ class HFMaskedLM:
             yield from zip(chunk, self._predict(chunk, top))
 
     def _predict_ids(self, todo: list[tuple], top: int):
-        """Masked copies as ids (the key less its last item), packed to :attr:`batch_tokens`."""
+        """Masked copies as ids (the key less its last item), packed to :attr:`batch_tokens`. Batch
+        i + 1 is padded and launched before batch i's results are read back (on CUDA the device
+        runs one while the host builds the next)."""
         from textaudit.token_ids import pack, pad
 
         pieces = self.pieces
         assert pieces is not None
+        pending = None
         for b in pack([len(k) - 1 for k in todo], self.batch_tokens):
             chunk = [todo[i] for i in b]
             ids, mask = pad([k[:-1] for k in chunk], pieces.pad_id)
             enc = {"input_ids": ids, "attention_mask": mask}
             if getattr(self.model.config, "type_vocab_size", 0):
                 enc["token_type_ids"] = np.zeros_like(ids)
-            yield from zip(chunk, self._run(enc, ids == pieces.mask_id, top))
+            launched = (chunk, self._launch(enc, ids == pieces.mask_id, top))
+            if pending is not None:
+                yield from zip(pending[0], self._collect(pending[1]))
+            pending = launched
+        if pending is not None:
+            yield from zip(pending[0], self._collect(pending[1]))
 
     # -- internals -------------------------------------------------------------------------------
     def _encode(self, chunk: list[tuple]):
@@ -277,7 +285,10 @@ class HFMaskedLM:
     def _run(self, enc: dict, is_mask: np.ndarray, top: int) -> list[list[tuple[str, float]]]:
         """The bare forward (encoder, MLM head at the masked positions, whole-word mask, top-k) on
         padded inputs, timed by :attr:`clock`; rows of ``(word, logit)`` best first."""
-        import math
+        return self._collect(self._launch(enc, is_mask, top))
+
+    def _launch(self, enc: dict, is_mask: np.ndarray, top: int) -> tuple:
+        """Start the bare forward of one padded batch (asynchronous on CUDA); :meth:`_collect` reads it."""
         import time
 
         import torch
@@ -294,6 +305,16 @@ class HFMaskedLM:
         mark = self.clock.start()
         vals, idx = self.bare_forward(enc, where, top)
         self.clock.stop(mark)
+        self.forward_seconds += time.perf_counter() - t0
+        return vals, idx
+
+    def _collect(self, launched: tuple) -> list[list[tuple[str, float]]]:
+        """Rows of ``(word, logit)``, best first, of a launched batch (waits for the device)."""
+        import math
+        import time
+
+        t0 = time.perf_counter()
+        vals, idx = launched
         vals, idx = vals.cpu().tolist(), idx.cpu().tolist()
         self.clock.settle()
         self.forwards += len(vals)
