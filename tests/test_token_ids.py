@@ -6,6 +6,8 @@ classifier and the masked LM give the same answers on the id path as on the text
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -233,3 +235,40 @@ def test_masked_lm_answers_the_same_on_ids(tiny_mlm, sentences):
     for a, b in zip(by_ids, by_text):
         assert [w for w, _ in a] == [w for w, _ in b]
         np.testing.assert_allclose([v for _, v in a], [v for _, v in b], atol=1e-4)
+
+
+# -- where an audit's time goes --------------------------------------------------------------------
+def test_attack_summary_says_where_the_time_went_and_batch_tokens_packs(tiny_mlm):
+    """run_attack's summary splits the wall into device_seconds (inside the bare forwards of the
+    classifier and the masked LM) and host_seconds, with the mean texts per classifier forward and
+    masked sentences per masked-LM forward; a smaller --batch-tokens makes smaller forwards and the
+    same records."""
+    from textaudit.attacks import PatchWords, SOBeam, run_attack
+    from textaudit.models.options import ModelOptions, use_model_options
+    from textaudit.models.zoo import TrainConfig, fit
+
+    texts = [t for t in load_dataset("sst2:train", limit=600)["text"] if len(t.split()) >= 5][:200]
+    labels = [int("good" in t or "best" in t) for t in texts]
+    res = fit("cnn", texts, labels, config=TrainConfig(arch="cnn", epochs=1, batch_size=32, holdout=0.0),
+              progress=False, device="cpu")
+    from textaudit.models.torch_backend import torch_classifier
+    from textaudit.models.zoo.checkpoint import id_encoder
+
+    summaries, records = [], []
+    for budget in (4096, 256):
+        with use_model_options(ModelOptions(batch_tokens=budget)):
+            clf = torch_classifier(res.module, res.tokenizer, device="cpu", ids=id_encoder("cnn", res.tokenizer, 64))
+        assert clf.batch_tokens == budget
+        atk = SOBeam(clf, 2, beam=3, mlm=tiny_mlm, kappa=5, patch_words=PatchWords(clf, [("film", "movie")]))
+        tiny_mlm.clear_cache()
+        t0 = time.perf_counter()
+        summary, recs = run_attack(atk, ["a deep and meaningful film .", "the film is a moving story ."], None,
+                                   progress=False)
+        wall = time.perf_counter() - t0
+        summaries.append(summary)
+        records.append([{k: v for k, v in r.items() if k not in ("seconds", "queries", "mlm_queries")} for r in recs])
+        assert summary["device_seconds"] > 0 and summary["host_seconds"] >= 0
+        assert summary["device_seconds"] + summary["host_seconds"] <= wall + 0.01
+        assert summary["texts_per_forward"] >= 1 and summary["masked_per_forward"] >= 1
+    assert records[0] == records[1]
+    assert summaries[1]["texts_per_forward"] < summaries[0]["texts_per_forward"]  # 256 tokens: smaller forwards
