@@ -183,6 +183,7 @@ def test_run_attack_writes_jsonl_and_resumes(tiny_mlm, tmp_path):
                           "seconds", "mlm"} for r in lines)
 
 
+
 PLUGIN = '''
 import time
 def clf(texts):
@@ -227,6 +228,34 @@ def test_cli_attack_kill_and_resume(tiny_mlm, tmp_path):
     assert summary["n"] == 10 and summary["skipped"] == 2 and summary["success"] >= 2
     assert set(summary) >= {"method", "k", "n", "attacked", "success", "skipped", "success_rate", "mean_l0",
                             "median_ppl_original", "median_ppl_perturbed", "sec_per_example", "queries_per_example"}
+
+
+def _open_files() -> list[str]:
+    out = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            out.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            pass
+    return out
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads the open files from /proc")
+def test_finished_cli_runs_keep_no_lock_handle(cli, tiny_mlm, tmp_path):
+    """The command checks --output (taking the lock) and the run writes it (taking it again): once
+    it returns, no handle on the lock stays open in the process (a notebook or a server runs many)."""
+    tiny_mlm.model.save_pretrained(tmp_path / "mlm")
+    tiny_mlm.tokenizer.save_pretrained(tmp_path / "mlm")
+    (tmp_path / "p.py").write_text(PLUGIN.replace("TRIGGER", "xyzzy").replace("time.sleep(0.4)", "pass"))
+    (tmp_path / "d.tsv").write_text("label\ttext\n" + f"1\t{X}\n1\tthe film is deep and meaningful .\n")
+    locks = []
+    for i in range(3):
+        out = tmp_path / f"out{i}.jsonl"
+        r = cli("attack", "--model", f"{tmp_path}/p.py:clf", "--mlm", str(tmp_path / "mlm"), "--data",
+                str(tmp_path / "d.tsv"), "--k", "1", "--kappa", "3", "--output", str(out), "--no-ppl")
+        assert r.exit_code == 0, r.output
+        locks.append(str((tmp_path / f".out{i}.jsonl.lock").resolve()))
+    assert not set(locks) & set(_open_files())
 
 
 def test_cli_attack_bad_inputs(cli, tmp_path):

@@ -301,6 +301,8 @@ def test_audit_serve_is_audited_remotely_with_the_local_models_numbers(cli, zoo,
         else:
             pytest.fail("audit serve did not start: " + proc.stderr.read() if proc.poll() is not None else "timeout")
         assert httpx.post(remote, json={"texts": [3]}).status_code == 422  # a bad request is refused, not a crash
+        wrong = httpx.post(f"http://127.0.0.1:{port}/", json={"texts": ["a"]})  # the base URL: a hint, not a bare 405
+        assert wrong.status_code == 405 and "/predict" in wrong.json()["detail"]
         results = {}
         for name, model in (("local", str(zoo[0])), ("remote", remote)):
             r = cli("predict", "--model", model, "a gorgeous film", "a dull mess", "--json")

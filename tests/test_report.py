@@ -4,6 +4,7 @@ from tiny models; the HTML is parsed, and rendered in headless Chromium when it 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -147,8 +148,13 @@ def _report_inputs(d: Path) -> list[str]:
 def test_report_has_every_section_and_nothing_external(results, cli, tmp_path):
     d = results["dir"]
     out = tmp_path / "report.html"
-    r = cli("report", *_report_inputs(d), "--out", str(out))
+    old_mask = os.umask(0o022)
+    try:
+        r = cli("report", *_report_inputs(d), "--out", str(out))
+    finally:
+        os.umask(old_mask)
     assert r.exit_code == 0, r.output
+    assert out.stat().st_mode & 0o777 == 0o644  # the umask's mode, as any file written here (not mkstemp's 0600)
     html = out.read_text()
     page = _Page()
     page.feed(html)

@@ -25,6 +25,21 @@ __all__ = ["atomic_path", "atomic_dir", "file_lock", "lock_or_fail", "wait_for_l
            "fingerprint_dir"]
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it where the system says it (Linux), else by
+    setting and restoring it."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_path(target: str | Path, *, suffix: str = "") -> Iterator[Path]:
     """Yield a unique temporary file path next to ``target``; when the block ends without an
@@ -37,6 +52,7 @@ def atomic_path(target: str | Path, *, suffix: str = "") -> Iterator[Path]:
     tmp = Path(name)
     try:
         yield tmp
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600: the file gets the mode any file written here gets
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -126,9 +126,11 @@ def _hold_lock(path: Path) -> None:
 
 
 def _release_lock(path: Path) -> None:
-    lock = _LOCKS.get(path.resolve())
+    """Let go of this process's lock on ``path`` entirely (the check and the writer each took it),
+    closing its file handle: a notebook or ``audit serve`` running many audits keeps none open."""
+    lock = _LOCKS.pop(path.resolve(), None)
     if lock is not None and lock.is_locked:
-        lock.release()
+        lock.release(force=True)
 
 
 def _iter(path: Path) -> Iterator[dict]:

@@ -52,6 +52,11 @@ def make_app(classifier):
     def health() -> dict:
         return {"ok": True}
 
+    @app.post("/")
+    def wrong_path() -> JSONResponse:
+        return JSONResponse({"detail": 'POST {"texts": [...]} to /predict (this is its base URL; GET / describes '
+                                       "the model)"}, status_code=405, headers={"Allow": "GET"})
+
     @app.post("/predict")
     def predict(body: Texts):
         texts = [t if isinstance(t, str) else (t[0], t[1]) for t in body.texts]
