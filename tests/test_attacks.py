@@ -258,6 +258,27 @@ def test_finished_cli_runs_keep_no_lock_handle(cli, tiny_mlm, tmp_path):
     assert not set(locks) & set(_open_files())
 
 
+def test_cli_attack_says_its_method_and_cost_before_it_runs(cli, tiny_mlm, tmp_path):
+    from textaudit.attacks.registry import estimate_queries
+
+    tiny_mlm.model.save_pretrained(tmp_path / "mlm")
+    tiny_mlm.tokenizer.save_pretrained(tmp_path / "mlm")
+    (tmp_path / "p.py").write_text(PLUGIN.replace("TRIGGER", "xyzzy").replace("time.sleep(0.4)", "pass"))
+    (tmp_path / "d.tsv").write_text("label\ttext\n" + f"1\t{X}\n")
+    base = ["attack", "--model", f"{tmp_path}/p.py:clf", "--mlm", str(tmp_path / "mlm"), "--data", str(tmp_path / "d.tsv"),
+            "--kappa", "3", "--no-ppl"]
+    r = cli(*base, "--k", "1")
+    assert r.exit_code == 0, r.output
+    assert "method: so-enum (the default for k <= 2; choose with --method)" in r.stderr
+    # "a deep and meaningful film ." has 5 words (the median of one sentence), κ = 3: 2·(1 + 5·3) = 32
+    assert "cost: up to 32 classifier queries per example" in r.stderr and "--max-queries" in r.stderr
+    r = cli(*base, "--k", "3", "--method", "so-beam", "--beam", "2")
+    assert r.exit_code == 0 and "method:" not in r.stderr  # chosen, so not announced
+    n, _ = estimate_queries("so-beam", 3, 5, beam=2, kappa=3)
+    assert n == 2 * (1 + 15 + 2 * 15 + 2 * 15) and f"cost: up to {n:,} classifier queries" in r.stderr
+    assert estimate_queries("genetic", 1, 5) is None
+
+
 def test_cli_attack_bad_inputs(cli, tmp_path):
     r = cli("attack", "--model", "nope", "--no-ppl")
     assert r.exit_code == 2 and "unknown model 'nope'" in r.output

@@ -165,7 +165,13 @@ def test_cli_bias_json_plots_and_unknown_word(cli, tmp_path):
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["model"] == "bow" and out["pairs"][0]["pair"] == ["he", "she"]
     assert out["pairs"][0]["by_k"]["0"]["n"] == 3
+    # three sources: a warning on stderr and in the JSON, pointing at more data or --ci bootstrap
+    assert out["warnings"] == [w for w in r.stderr.splitlines() if w.startswith("warning:")]
+    assert "rests on 3 source sentences (fewer than 30)" in out["warnings"][0] and "--ci bootstrap" in out["warnings"][0]
     assert {p.name for p in (tmp_path / "plots").iterdir()} == {"hist_he_she.png", "bias_vs_k.png", "pairs_bar.png"}
+    r = cli("bias", "--model", "bow", "--pair", "he,she", "--k", "0", "--data", str(data), "--ci", "bootstrap")
+    assert r.exit_code == 0 and "k = 0: the source sentences themselves" in r.stdout  # the table's k = 0 row, explained
+    assert "warning: B for he→she" in r.stderr and "--ci bootstrap" not in r.stderr  # already bootstrap: more data
     r = cli("bias", "--model", "bow", "--pair", "he,zzqxv", "--k", "0", "--data", str(data))
     assert r.exit_code == 2 and "'zzqxv' is not in the vocabulary of model 'bow'" in r.output
 

@@ -23,7 +23,8 @@ from textaudit.attacks.textattack_interop import TextAttackRecipe, require_texta
 from textaudit.errors import TextAuditError
 from textaudit.models.batched import Classifier
 
-__all__ = ["MethodSpec", "METHODS", "method_spec", "default_method", "check_options", "make_attack", "option_flag"]
+__all__ = ["MethodSpec", "METHODS", "method_spec", "default_method", "check_options", "make_attack", "option_flag",
+           "estimate_queries"]
 
 #: options of every method (the budgets and the seed)
 _COMMON = frozenset({"max_queries", "time_budget", "seed"})
@@ -75,6 +76,24 @@ def option_flag(option: str) -> str:
 def default_method(k: int | None) -> str:
     """The method ``audit attack`` runs without ``--method``: SO-Enum for k ≤ 2, else SO-Beam."""
     return "so-enum" if k is not None and k <= 2 else "so-beam"
+
+
+def estimate_queries(method: str, k: int, words: int, *, beam: int = 20, kappa: int = 20) -> tuple[int, str] | None:
+    """An upper bound on one example's classifier queries for ``method`` on a sentence of ``words``
+    replaceable words, and how it is counted (None for methods without one). A search usually stops
+    far earlier, at its first vulnerable example; the bound says what a robust example costs."""
+    nb = max(words, 1) * kappa  # |Neighbor_1| at most: every position, κ candidates
+    if method == "so-beam":
+        width, total = 1, 1
+        for _ in range(k):
+            total += width * nb
+            width = min(beam, width * nb)
+        return 2 * total, f"k={k} rounds of β={beam} sentences × {words} words × κ={kappa} candidates, each with x ⊕ p"
+    if method == "so-enum":
+        return 2 * (1 + nb + (nb * nb // 2 if k >= 2 else 0)), f"Neighbor_{k} of {words} words × κ={kappa}, each with x ⊕ p"
+    if method == "random":
+        return 2 * (1 + k), f"{k} random steps, each with x ⊕ p"
+    return None
 
 
 def method_spec(method: str) -> MethodSpec:

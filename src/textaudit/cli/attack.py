@@ -9,7 +9,7 @@ import typer
 
 from textaudit.attacks import run_attack
 from textaudit.attacks.patch import PatchWords
-from textaudit.attacks.registry import METHODS, check_options, default_method, make_attack
+from textaudit.attacks.registry import METHODS, check_options, default_method, estimate_queries, make_attack
 from textaudit.backends import make_backend
 from textaudit.cli.app import (
     AddressOpt,
@@ -53,6 +53,20 @@ METHOD_HELP = (" | ".join(METHODS) + " | textattack:<recipe> (default: so-enum i
                + "; ".join(f"{name}: {spec.summary}" for name, spec in METHODS.items()))
 
 
+def say_cost(method: str, k: int | None, beam: int | None, kappa: int | None, texts) -> None:
+    """Before a run: at most how many classifier queries one example may cost, for the data's
+    median sentence, and how to make a first try quick."""
+    import statistics
+
+    spec_k = k if k is not None else (2 if method == "so-enum" else 6)
+    words = int(statistics.median(sum(w.isalpha() for w in t.split()) for t in texts)) if len(texts) else 0
+    est = estimate_queries(method, spec_k, words, beam=beam or 20, kappa=kappa or 20)
+    if est is not None:
+        n, how = est
+        notice(f"cost: up to {n:,} classifier queries per example ({how}); a search stops at its first vulnerable "
+               "example, usually far sooner. A quick first try: --k 2 --limit 5, or cap it with --max-queries")
+
+
 @app.command(cls=AuditCommand)
 @with_model_options
 def attack(
@@ -92,6 +106,7 @@ def attack(
 ) -> None:
     """Search each example's neighbourhood for a vulnerable example (Double Perturbation)."""
 
+    chosen = method
     method = method or default_method(k)
     lang = check_language(language or guess_language(mlm))
     synonyms = load_pairs_file(str(pairs_file)) if pairs_file is not None else None
@@ -116,6 +131,9 @@ def attack(
                  lm_constraint=lm_constraint if method == "genetic" else None, perturb_side=side, data_sample=sample)
     ds = load_dataset(data, text_column=text_column, label_column=label_column, pair_column=pair_column,
                       default_split="dev", limit=limit, sample=sample, seed=seed)
+    if chosen is None:
+        notice(f"method: {method} (the default for {'k <= 2' if method == 'so-enum' else 'k > 2'}; choose with --method)")
+    say_cost(method, k, beam, kappa, ds["text"])
     runner.start()  # workers import their libraries while the models load here
     clf = load_classifier(model)
     options["mlm"] = load_mlm(mlm) if spec.needs_mlm else None

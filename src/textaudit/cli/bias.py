@@ -38,7 +38,7 @@ from textaudit.cli.app import (
 from textaudit.data import check_side, data_config, dataset_id, load_dataset, split_sides
 from textaudit.errors import TextAuditError
 from textaudit.fairness import CounterfactualBias, load_pairs_file, parse_pair, report, run_bias
-from textaudit.fairness.bias import BIAS_COLUMNS, bias_rows
+from textaudit.fairness.bias import BIAS_COLUMNS, K0_NOTE, bias_rows, small_samples
 from textaudit.fairness.estimates import CI_METHODS
 from textaudit.fairness.groups import group_pairs
 from textaudit.fairness.plots import plot_bias
@@ -144,9 +144,16 @@ def bias(
         out["classes"] = list(classes)
     out["mlm"] = getattr(masked_lm, "name", None)
     out["filtered"] = filtered
+    warnings = small_samples(results, ci)
+    for w in warnings:
+        notice(w)
+    if warnings:
+        out["warnings"] = warnings
     if json_out:
         emit_json(out)
         return
     columns = BIAS_COLUMNS + (["B per class"] if classes else [])
     print_table(f"B_(p,k) on {data}{' (X_filter)' if filtered else ''}, mlm={out['mlm']}", columns,
                 bias_rows(results, classes))
+    if any(kk == 0 for per_pair in results.values() for by_k in per_pair.values() for kk in by_k):
+        typer.echo(K0_NOTE)

@@ -412,6 +412,28 @@ def report(results: dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]]) -
     return out
 
 
+#: fewer sources X_p than this and an interval of B rests on too few independent sentences to trust
+MIN_SOURCES = 30
+
+
+def small_samples(results: dict, ci: str = "clustered") -> list[str]:
+    """One warning per (model, pair) whose estimates rest on fewer than :data:`MIN_SOURCES` sources:
+    their clustered (CLT) interval is rough, and "CI excludes 0" says little there."""
+    out = []
+    for name, per_pair in results.items():
+        for p, by_k in per_pair.items():
+            n = min((e.sources for e in by_k.values()), default=0)
+            if n < MIN_SOURCES:
+                fix = "more data (--data, --max-sources)" + ("" if ci == "bootstrap" else " or --ci bootstrap")
+                out.append(f"warning: B for {p[0]}→{p[1]} on {name} rests on {n} source sentence{'s' if n != 1 else ''} "
+                           f"(fewer than {MIN_SOURCES}): its interval is rough; give {fix}")
+    return out
+
+
+#: what the k = 0 row of a B_{p,k} table is, said under the table
+K0_NOTE = ("k = 0: the source sentences themselves, with only the pair's word swapped; each k ≥ 1 adds the "
+           "neighbours up to k words away (Neighbor_k)")
+
 #: the columns of a B_{p,k} table (the CLI's, audit merge's and the report's)
 BIAS_COLUMNS = ["model", "pair", "k", "B", "95% CI", "sentences", "sources", "CI excludes 0"]
 
