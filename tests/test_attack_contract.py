@@ -157,6 +157,7 @@ def tiny_cnn():
 
 
 @pytest.mark.parametrize("method", sorted(METHODS))
+@pytest.mark.slow
 def test_token_ids_and_texts_give_the_same_records(build, method, tiny_cnn, tiny_mlm):
     """The engine's id path (sentences spliced as token ids, batches packed to a token budget) and
     the old text path answer every method with the same records."""

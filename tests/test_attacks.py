@@ -200,6 +200,7 @@ def clf(texts):
 '''
 
 
+@pytest.mark.slow
 def test_cli_attack_kill_and_resume(tiny_mlm, tmp_path):
     tiny_mlm.model.save_pretrained(tmp_path / "mlm")
     tiny_mlm.tokenizer.save_pretrained(tmp_path / "mlm")

@@ -93,6 +93,7 @@ def test_make_attack_and_cli_run_first_order(cli, tmp_path, tiny_mlm):
 
 
 
+@pytest.mark.slow
 def test_genetic_lm_constraint_keeps_the_likeliest_synonyms():
     from textaudit.lm import load_causal_lm
     from textaudit.sentence import Sentence

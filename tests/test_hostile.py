@@ -379,6 +379,7 @@ def test_a_plugin_calling_sys_exit_is_an_error_line_not_a_silent_exit(world):
 SLOW = "import time\ndef clf(texts):\n    time.sleep(0.3)\n    return [[0.3, 0.7] if 'good' in t else [0.7, 0.3] for t in texts]\n"
 
 
+@pytest.mark.slow
 def test_two_runs_on_one_output_the_second_is_refused_and_nothing_is_duplicated(world, tmp_path):
     """A real second process while the first is writing: one-line error, exit 2; the first finishes
     with one record per example, and a later --resume adds nothing."""

@@ -209,6 +209,7 @@ def test_the_api_key_never_appears_in_any_output(cli, openai_server, data, promp
         assert KEY not in text  # ... and written nowhere
 
 
+@pytest.mark.slow
 def test_budgets_stop_a_run_and_resume_continues(cli, openai_server, data, prompt_file, tmp_path):
     model = ["--model", url(openai_server), "--prompt-file", str(prompt_file), "--data", str(data)]
 

@@ -172,6 +172,7 @@ def smollm2_cache(tmp_path_factory):
     return cache
 
 
+@pytest.mark.slow
 def test_smollm2_with_the_built_in_prompt_classifies_sst2_train_well_above_chance(cli, smollm2_cache, monkeypatch, tmp_path):
     monkeypatch.setenv("TEXTAUDIT_CACHE", str(smollm2_cache))
     from textaudit.resources import resolve

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from test_attacks import PAIRS, X, _words_proposed, planted
 
 from textaudit.attacks import PatchWords, SOBeam, run_attack
@@ -9,6 +10,7 @@ from textaudit.lm import LazyCausalLM, _dequantized_copy
 from textaudit.resources import resolve
 
 
+@pytest.mark.slow
 def test_smollm2_loads_on_first_use_only_and_its_dequantized_copy_gives_the_same_perplexities(tiny_mlm, tmp_path):
     t = _words_proposed(tiny_mlm, X, 1)[0]
     clf = planted([t])

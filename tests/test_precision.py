@@ -24,6 +24,7 @@ def data():
 
 @pytest.mark.parametrize("arch, epochs, lr", [("bow", 2, 5e-3), ("cnn", 2, 5e-3), ("lstm", 2, 5e-3),
                                               ("transformer", 2, 2e-3), ("minilm", 1, 1e-4)])
+@pytest.mark.slow
 def test_bf16_agrees_with_fp32_away_from_the_boundary(arch, epochs, lr, data):
     texts, labels, held = data
     cfg = TrainConfig(arch=arch, epochs=epochs, lr=lr, batch_size=16, holdout=0.0, max_len=64)

@@ -49,6 +49,7 @@ def _texts(tiny_mlm):
             "one more film that is deep .", "the film is deep and meaningful ."], t
 
 
+@pytest.mark.slow
 def test_so_beam_and_genetic_on_two_workers_give_the_serial_records(tiny_mlm, tmp_path):
     texts, trigger = _texts(tiny_mlm)
     clf = planted([trigger])
@@ -73,6 +74,7 @@ def test_bias_on_two_workers_gives_the_serial_estimates(tiny_mlm, tmp_path):
         assert parallel["she1.0"][("he", "she")][kk].B == pytest.approx(e.B, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_a_killed_worker_loses_nothing(tiny_mlm, tmp_path):
     texts, trigger = _texts(tiny_mlm)
     clf = planted([trigger])
@@ -94,6 +96,7 @@ SLOW = ("import time\ndef clf(texts):\n    time.sleep(0.2)\n"
         "    return [[0.9, 0.1] if 'movie' in t.split() else [0.1, 0.9] for t in texts]\n")
 
 
+@pytest.mark.slow
 def test_a_killed_driver_resumes_without_duplicates(tmp_path):
     (tmp_path / "p.py").write_text(SLOW)
     rows = [f"a deep and meaningful film number {i} ." for i in range(12)]

@@ -38,6 +38,7 @@ def test_the_readme_has_what_the_tests_read():
 
 @pytest.mark.parametrize("i", [pytest.param(i, marks=pytest.mark.textattack) if "textattack" in code else i
                                for i, code in enumerate(PYTHON_BLOCKS)])
+@pytest.mark.slow
 def test_python_block_runs_as_written(i, env, tmp_path):
     code = PYTHON_BLOCKS[i]
     if "textattack" in code and importlib.util.find_spec("textattack") is None:
@@ -51,6 +52,7 @@ def test_python_block_runs_as_written(i, env, tmp_path):
         assert r.stderr.count("masked LM in use") == 1  # loaded once, shared by the attack and the bias
 
 
+@pytest.mark.slow
 def test_quick_cli_lines_run_as_written(env, tmp_path):
     lines = [ln.split("#")[0].strip() for ln in QUICK_BLOCK.group(1).splitlines() if ln.strip()]
     assert len(lines) >= 5

@@ -27,6 +27,7 @@ def planted():
 
 @pytest.mark.parametrize("arch, epochs, lr", [("bow", 4, 5e-3), ("cnn", 4, 5e-3), ("lstm", 4, 5e-3),
                                               ("transformer", 8, 2e-3), ("minilm", 2, 1e-4)])
+@pytest.mark.slow
 def test_each_architecture_learns_a_planted_cue_and_round_trips(arch, epochs, lr, planted, tmp_path):
     texts, labels = planted
     cfg = TrainConfig(arch=arch, epochs=epochs, lr=lr, batch_size=16, holdout=0.0, max_len=64)
@@ -137,6 +138,7 @@ def test_cli_train_and_evaluate(cli, tmp_path):
     assert r.exit_code == 2 and "unknown augmentation 'pig-latin'" in r.output
 
 
+@pytest.mark.slow
 def test_missing_checkpoint_is_trained_first_with_a_notice(cli):
     """--model bow with an empty cache trains the real model on SST-2 train (about 15 s), saying so."""
     r = cli("evaluate", "--model", "bow", "--limit", "200", "--json")
