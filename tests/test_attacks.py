@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -259,24 +260,30 @@ def test_finished_cli_runs_keep_no_lock_handle(cli, tiny_mlm, tmp_path):
     assert not set(locks) & set(_open_files())
 
 
-def test_cli_attack_says_its_method_and_cost_before_it_runs(cli, tiny_mlm, tmp_path):
+def test_cli_attack_says_its_method_and_cost_before_it_runs_and_shows_what_it_found(cli, tiny_mlm, tmp_path):
     from textaudit.attacks.registry import estimate_queries
 
     tiny_mlm.model.save_pretrained(tmp_path / "mlm")
     tiny_mlm.tokenizer.save_pretrained(tmp_path / "mlm")
-    (tmp_path / "p.py").write_text(PLUGIN.replace("TRIGGER", "xyzzy").replace("time.sleep(0.4)", "pass"))
+    t = _words_proposed(tiny_mlm, X, 1)[0]
+    (tmp_path / "p.py").write_text(PLUGIN.replace("TRIGGER", t).replace("time.sleep(0.4)", "pass"))
     (tmp_path / "d.tsv").write_text("label\ttext\n" + f"1\t{X}\n")
     base = ["attack", "--model", f"{tmp_path}/p.py:clf", "--mlm", str(tmp_path / "mlm"), "--data", str(tmp_path / "d.tsv"),
-            "--kappa", "3", "--no-ppl"]
+            "--kappa", "5", "--delta", "1e9", "--no-ppl"]
     r = cli(*base, "--k", "1")
     assert r.exit_code == 0, r.output
     assert "method: so-enum (the default for k <= 2; choose with --method)" in r.stderr
-    # "a deep and meaningful film ." has 5 words (the median of one sentence), κ = 3: 2·(1 + 5·3) = 32
-    assert "cost: up to 32 classifier queries per example" in r.stderr and "--max-queries" in r.stderr
+    # "a deep and meaningful film ." has 5 words (the median of one sentence), κ = 5: 2·(1 + 5·5) = 52
+    assert "cost: up to 52 classifier queries per example" in r.stderr and "--max-queries" in r.stderr
+    # what it found, readable under the table: x̃ with its prediction, x̃ ⊕ p with the flipped one
+    lines = r.stdout.splitlines()
+    at = lines.index(next(ln for ln in lines if ln.startswith("vulnerable examples")))
+    assert lines[at + 1].split() == ["x̃", "→", "1", *X.replace("deep", t).split()]
+    assert lines[at + 2].startswith("  x̃ ⊕ p → 0  ") and re.search(r"\(p = film→[a-z]+\)$", lines[at + 2])
     r = cli(*base, "--k", "3", "--method", "so-beam", "--beam", "2")
     assert r.exit_code == 0 and "method:" not in r.stderr  # chosen, so not announced
-    n, _ = estimate_queries("so-beam", 3, 5, beam=2, kappa=3)
-    assert n == 2 * (1 + 15 + 2 * 15 + 2 * 15) and f"cost: up to {n:,} classifier queries" in r.stderr
+    n, _ = estimate_queries("so-beam", 3, 5, beam=2, kappa=5)
+    assert n == 2 * (1 + 25 + 2 * 25 + 2 * 25) and f"cost: up to {n:,} classifier queries" in r.stderr
     assert estimate_queries("genetic", 1, 5) is None
 
 

@@ -365,7 +365,7 @@ def test_bad_input_is_one_line_and_changes_nothing(world, name, args, env, expec
 
 def _audit(*args, cwd, env=None):
     return subprocess.run([sys.executable, "-m", "textaudit", *args], capture_output=True, text=True, cwd=cwd,
-                          env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL, timeout=300)
+                          env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL, timeout=1200)
 
 
 def test_a_plugin_calling_sys_exit_is_an_error_line_not_a_silent_exit(world):
@@ -404,7 +404,7 @@ def test_two_runs_on_one_output_the_second_is_refused_and_nothing_is_duplicated(
     assert second.returncode == 2 and second.stdout == ""
     assert second.stderr.splitlines() == [f"error: {out} is being written by another process (lock "
                                           f"{tmp_path}/.r.jsonl.lock); wait for it to finish or choose another --output"]
-    assert first.wait(timeout=300) == 0, first.stderr[-1500:]
+    assert first.wait(timeout=1200) == 0, first.stderr[-1500:]
     ids = [r["id"] for r in read_jsonl(out)]
     assert sorted(ids) == sorted(set(ids)) and len(ids) == len(rows)
     again = _audit(*args, "--resume", "--json", cwd=tmp_path, env={"TEXTAUDIT_CACHE": str(cache)})

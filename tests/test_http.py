@@ -336,6 +336,6 @@ def test_serve_refuses_a_port_in_use(zoo, tmp_path):
         s.listen()
         port = s.getsockname()[1]
         r = subprocess.run([sys.executable, "-m", "textaudit", "serve", "--model", str(zoo[0]), "--port", str(port)],
-                           capture_output=True, text=True, timeout=120,
+                           capture_output=True, text=True, timeout=600,
                            env={**os.environ, "TEXTAUDIT_CACHE": str(tmp_path)})
     assert r.returncode == 2 and r.stderr.strip().splitlines()[-1].startswith(f"error: cannot listen on 127.0.0.1:{port}")

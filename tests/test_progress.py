@@ -35,7 +35,7 @@ def test_a_piped_attack_prints_progress_lines_and_no_library_bars(tmp_path):
     env = {**os.environ, "TEXTAUDIT_PROGRESS_SECONDS": "0"}
     r = subprocess.run([sys.executable, "-m", "textaudit", "attack", "--model", f"{tmp_path / 'p.py'}:classify",
                         "--method", "bae", "--data", str(data), "--no-ppl", "--output", str(tmp_path / "r.jsonl")],
-                       capture_output=True, text=True, env=env, timeout=600)
+                       capture_output=True, text=True, env=env, timeout=1800)
     assert r.returncode == 0, r.stderr
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("bae: ")]
     assert len(lines) >= 3, r.stderr  # one per example (interval 0)

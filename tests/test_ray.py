@@ -113,7 +113,7 @@ def test_a_killed_driver_resumes_without_duplicates(tmp_path):
     proc.wait()
     before = read_jsonl(out)
     assert 2 <= len(before) < len(rows)
-    r = subprocess.run([*cmd[:-6], "--resume", "--json"], capture_output=True, text=True, timeout=300)  # serial
+    r = subprocess.run([*cmd[:-6], "--resume", "--json"], capture_output=True, text=True, timeout=1200)  # serial
     assert r.returncode == 0, r.stderr[-2000:]
     ids = [x["id"] for x in read_jsonl(out)]
     assert sorted(ids) == sorted(set(ids)) and len(ids) == len(rows)

@@ -21,13 +21,25 @@ QUICK_BLOCK = re.search(r"Quick checks.*?```bash\n(.*?)```", README, re.S)
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
-    """One cache for the module: the first block trains cnn, the others reuse it."""
+    """One cache for the module, with cnn trained in it once, here, before any block runs: no block
+    trains a model inside a subprocess whose time limit a busy machine could break."""
+    from textaudit.models.zoo import train_model
+
     cache = tmp_path_factory.mktemp("readme-cache")
+    old = os.environ.get("TEXTAUDIT_CACHE")
+    os.environ["TEXTAUDIT_CACHE"] = str(cache)
+    try:
+        train_model("cnn", if_missing=True, progress=False)
+    finally:
+        os.environ["TEXTAUDIT_CACHE"] = old if old is not None else ""
+        if old is None:
+            del os.environ["TEXTAUDIT_CACHE"]
     return {**os.environ, "TEXTAUDIT_CACHE": str(cache), "TEXTAUDIT_PROGRESS_SECONDS": "3600"}
 
 
 def _run(argv: list[str], env: dict, cwd: Path) -> subprocess.CompletedProcess:
-    r = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=900)
+    # a wide limit: the blocks load a trained cnn and run seconds of work; 30 minutes is for a stuck one
+    r = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=1800)
     assert r.returncode == 0 and "Traceback" not in r.stderr, f"{argv}\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
     return r
 

@@ -50,7 +50,7 @@ def planted_dir(tmp_path_factory):
 
 def _audit(*args, env):
     return subprocess.run([sys.executable, "-m", "textaudit", *args], capture_output=True, text=True, env=env,
-                          stdin=subprocess.DEVNULL, timeout=300)
+                          stdin=subprocess.DEVNULL, timeout=1200)
 
 
 def test_remote_code_is_refused_unless_asked(planted_dir, tmp_path):

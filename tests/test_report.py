@@ -193,7 +193,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 def _chromium_console(page: Path) -> list[str]:
     """The console messages (and uncaught errors) of ``page`` loaded in headless Chromium."""
     r = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
-                        "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+                        "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=600)
     return [line for line in r.stderr.splitlines() if ":CONSOLE" in line]
 
 

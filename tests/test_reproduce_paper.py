@@ -47,7 +47,7 @@ def _run(d: Path, *extra: str) -> subprocess.CompletedProcess:
             "--models", f"{d}/weak.py:clf,{d}/robust.py:clf", "--methods", "genetic,so-beam", "--attack-k", "1",
             "--few-methods", "genetic", "--few-limit", "5", "--bias-model", f"{d}/she.py:clf", "--bias-compare", f"{d}/robust.py:clf",
             "--pairs", "he,she", "--k", "1", "--epsilon", "10", "--no-ppl", "--no-progress", *extra]
-    return subprocess.run(args, capture_output=True, text=True, env=env, cwd=d, timeout=600)
+    return subprocess.run(args, capture_output=True, text=True, env=env, cwd=d, timeout=1800)
 
 
 @pytest.fixture(scope="module")

@@ -141,7 +141,7 @@ def test_importing_textattack_leaves_our_caches_alone(tmp_path):
             "print(json.dumps([[before[0].get(k) for k in keys], [after[0].get(k) for k in keys], before[1], after[1]]))")
     env = {k: v for k, v in os.environ.items() if k not in ("TEXTAUDIT_CACHE", "XDG_CACHE_HOME", "HF_HOME")}
     env["HOME"] = str(tmp_path)
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=1200)
     assert out.returncode == 0, out.stderr[-2000:]
     before_env, after_env, before_cache, after_cache = json.loads(out.stdout.strip().splitlines()[-1])
     assert after_env == before_env == [None, None, None]

@@ -172,3 +172,28 @@ def attack(
         print_table("per gold class", ["class", "attacked", "success", "success rate", "95% CI"],
                     [[c, v["attacked"], v["success"], v["success_rate"], format_ci(tuple(v["success_rate_ci95"] or ()) or None)]
                      for c, v in per_class.items()])
+    show_examples(records, clf.labels)
+
+
+def show_examples(records: list[dict], labels, n: int = 3) -> None:
+    """The first ``n`` successes as a reader wants to see them: the vulnerable sentence and its
+    prediction, and (second order) the same sentence under the swap p with the prediction it flips to."""
+    found = [r for r in records if r.get("status") == "success" and r.get("vulnerable")][:n]
+    if not found:
+        return
+
+    def name(c) -> str:
+        return str(labels[c]) if labels and c is not None and 0 <= c < len(labels) else str(c)
+
+    second = found[0].get("pair") is not None
+    w = max(len(name(r.get(key))) for r in found for key in ("vulnerable_prediction", "vulnerable_patched_prediction",
+                                                                 "prediction"))
+    typer.echo("vulnerable examples (x̃ natural, near the input; x̃ ⊕ p: the same with one synonym swapped):" if second
+               else "adversarial examples (x′ near the input, predicted differently):")
+    for r in found:
+        if second:
+            w1, w2 = r["pair"]
+            typer.echo(f"  x̃     → {name(r['vulnerable_prediction']):>{w}}  {r['vulnerable']}")
+            typer.echo(f"  x̃ ⊕ p → {name(r['vulnerable_patched_prediction']):>{w}}  {r['vulnerable_patched']}   (p = {w1}→{w2})")
+        else:
+            typer.echo(f"  x′ → {name(r['vulnerable_prediction']):>{w}} (was {name(r['prediction'])})  {r['vulnerable']}")
