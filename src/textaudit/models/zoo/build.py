@@ -151,7 +151,8 @@ def load_zoo_model(name: str, *, train_if_missing: bool = True, device: str | No
             raise TextAuditError(f"no checkpoint for '{name}' in {path.parent}; run: audit train --model {name}")
         arch, _ = parse_name(name)
         print(f"notice: no checkpoint for '{name}' in {path.parent}; training it now on SST-2 train "
-              f"({'about 20 minutes' if arch == 'minilm' else 'a few minutes'} on a 2-core CPU)", file=sys.stderr)
+              f"({'about 20 minutes' if arch == 'minilm' else 'about a minute'} on an idle 2-core CPU, longer on a busy one)",
+              file=sys.stderr)
         train_model(name, if_missing=True)
     return load_checkpoint(path, device=device, batch_size=batch_size, name=name)
 
