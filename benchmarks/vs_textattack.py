@@ -26,6 +26,13 @@ import time
 from pathlib import Path
 
 
+def ratio_line(ours: str, a: dict, b: dict) -> str:
+    """How much faster textaudit's ``ours`` is than TextAttack's recipe, and both success rates."""
+    speed = b["sec_per_attacked"] / a["sec_per_attacked"] if a["sec_per_attacked"] else float("nan")
+    return (f"{ours}: textaudit is {speed:.1f}x faster than TextAttack; success {a['success_rate']} vs "
+            f"{b['success_rate']} (difference {round((a['success_rate'] or 0) - (b['success_rate'] or 0), 4):+})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="cnn")
@@ -47,7 +54,9 @@ def main() -> None:
     mlm, encoder = load_mlm(quiet=True), SentenceEncoder()
     encoder.encode(["warm up the encoder ."])
     rows = {}
-    for method in args.methods.split(","):
+    methods = args.methods.split(",")
+    started = time.perf_counter()
+    for done, method in enumerate(methods, 1):
         clf = load_classifier(args.model)
         shared = {"mlm": mlm, "encoder": encoder}  # each method takes the components its table entry names
         atk = make_attack(method, clf, seed=0, **{k: v for k, v in shared.items() if k in method_spec(method).options})
@@ -64,6 +73,13 @@ def main() -> None:
                         "queries_per_attacked": round(sum(r.get("queries") or 0 for r in attacked) / max(1, len(attacked)), 1),
                         "wall_seconds": round(time.perf_counter() - t0, 1)}
         print(method, json.dumps(rows[method]), flush=True)
+        pair = (method, f"textattack:{method}") if not method.startswith("textattack:") else (method.split(":", 1)[1], method)
+        if all(m in rows for m in pair):  # a ratio as soon as both sides are measured
+            print(ratio_line(pair[0], rows[pair[0]], rows[pair[1]]), flush=True)
+        elapsed = time.perf_counter() - started
+        if done < len(methods):
+            print(f"elapsed {elapsed:.0f} s; about {elapsed / done * (len(methods) - done):.0f} s left "
+                  f"({len(methods) - done} method{'s' if len(methods) - done > 1 else ''} to go)", flush=True)
     print(f"\nmodel={args.model} n={args.n} (first SST-2 dev examples)")
     print(f"{'method':22} {'success':>8} {'mean l0':>8} {'s/example':>10} {'queries':>9}")
     for m, r in rows.items():
@@ -71,10 +87,7 @@ def main() -> None:
     for ours in ("genetic", "bae"):
         theirs = f"textattack:{ours}"
         if ours in rows and theirs in rows:
-            a, b = rows[ours], rows[theirs]
-            speed = b["sec_per_attacked"] / a["sec_per_attacked"] if a["sec_per_attacked"] else float("nan")
-            print(f"{ours}: textaudit is {speed:.1f}x faster than TextAttack; success {a['success_rate']} vs "
-                  f"{b['success_rate']} (difference {round((a['success_rate'] or 0) - (b['success_rate'] or 0), 4):+})")
+            print(ratio_line(ours, rows[ours], rows[theirs]))
     print(json.dumps({"model": args.model, "n": args.n, "results": rows}))
 
 

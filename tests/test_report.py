@@ -156,6 +156,8 @@ def test_report_has_every_section_and_nothing_external(results, cli, tmp_path):
     assert r.exit_code == 0, r.output
     assert out.stat().st_mode & 0o777 == 0o644  # the umask's mode, as any file written here (not mkstemp's 0600)
     html = out.read_text()
+    summary = (d / "cmp" / SUMMARY).resolve()
+    assert os.path.relpath(summary, tmp_path.resolve()) in html and str(summary) not in html  # named from the report
     page = _Page()
     page.feed(html)
     kinds = {i.rsplit("-", 1)[0] for i in page.ids}

@@ -47,17 +47,18 @@ def _environment(fmt: str):
 
 
 def render_report(inputs: Iterable[str | Path] | Sequence[Loaded], fmt: str = "html", title: str | None = None,
-                  checks: Sequence | None = None) -> str:
+                  checks: Sequence | None = None, where: str | Path | None = None) -> str:
     """The report of ``inputs`` (paths, or already :func:`~textaudit.report.load.load_inputs`-ed) as
     one HTML or Markdown string; ``checks``: the thresholds of an ``audit run`` suite
-    (:class:`textaudit.suite.Check`), shown first."""
+    (:class:`textaudit.suite.Check`), shown first; ``where``: the folder the report is written to
+    (the files it names are shown relative to it)."""
     from textaudit import __version__
 
     if fmt not in FORMATS:
         raise TextAuditError(f"unknown --format '{fmt}'; use one of {', '.join(FORMATS)}")
     inputs = list(inputs)
     items = inputs if inputs and all(isinstance(i, Loaded) for i in inputs) else load_inputs(inputs)  # type: ignore[arg-type]
-    sections = build_sections(items)
+    sections = build_sections(items, where)
     models = list(dict.fromkeys(str(i.config.get("model")) for i in items if i.config.get("model")))
     title = title or ("textaudit report" + (f": {', '.join(models)}" if models else ""))
     return _environment(fmt).get_template(f"report.{fmt}.j2").render(
@@ -73,7 +74,7 @@ def write_report(inputs: Iterable[str | Path], out: str | Path, fmt: str | None 
     fmt = fmt or ("md" if out.suffix.lower() in (".md", ".markdown") else "html")
     if out.is_dir():
         raise TextAuditError(f"--out {out} is a directory; give a file name, e.g. {out / f'report.{fmt}'}")
-    text = render_report(inputs, fmt, title, checks)
+    text = render_report(inputs, fmt, title, checks, where=out.resolve().parent)
     with atomic_path(out) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import difflib
+import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,7 +129,18 @@ def _attack(item: Loaded, n: int) -> Section:
     return sec
 
 
-def _compare(item: Loaded, n: int) -> Section:
+def shown_path(path: Path, where: str | Path | None) -> str:
+    """``path`` as the report names it: relative to the report's folder ``where`` when given (a
+    report moved with its results still reads right), else as given."""
+    if where is None:
+        return str(path)
+    try:
+        return os.path.relpath(Path(path).resolve(), Path(where).resolve())
+    except ValueError:  # another drive (Windows)
+        return str(path)
+
+
+def _compare(item: Loaded, n: int, where: str | Path | None = None) -> Section:
     c = item.summary
     cells = c.get("cells", [])
     methods = list(dict.fromkeys(x["method"] for x in cells))
@@ -139,7 +151,7 @@ def _compare(item: Loaded, n: int) -> Section:
         return "–" if not x or x["success_rate"] is None else f"{x['success_rate']:.2f} {format_ci(x['success_rate_ci95'], 2)}"
 
     sec = Section(f"compare-{n}", "Comparison matrix", "compare",
-                  [("summary", str(item.path)), ("data", c.get("data")), ("mlm", c.get("mlm")), ("seed", c.get("seed"))])
+                  [("summary", shown_path(item.path, where)), ("data", c.get("data")), ("mlm", c.get("mlm")), ("seed", c.get("seed"))])
     sec.tables.append(Table("Success rate [95% CI], model × method", ["model", *methods],
                             [[m, *(cell(by.get((m, a))) for a in methods)] for m in models]))
     sec.tables.append(Table("Every cell", ["model", "method", "k", "attacked", "success rate", "95% CI", "mean ℓ0",
@@ -246,14 +258,15 @@ BUILDERS: dict[str, Callable[[Loaded, int], Section]] = {
     "learnability": _learnability, "perturbscore build": _perturbscore}
 
 
-def build_sections(items: Sequence[Loaded]) -> list[Section]:
+def build_sections(items: Sequence[Loaded], where: str | Path | None = None) -> list[Section]:
     """One section per input, grouped by kind in :data:`~textaudit.report.load.KINDS` order; attack
-    files given without an ``audit compare`` summary get their matrix too (when there are two or more)."""
+    files given without an ``audit compare`` summary get their matrix too (when there are two or more).
+    ``where``: the report's folder (a compare summary is named relative to it)."""
     from textaudit.attacks.compare import cells_from_files, compare_cells
     from textaudit.report.load import KINDS
 
     ordered = sorted(enumerate(items), key=lambda t: (KINDS.index(t[1].kind), t[0]))
-    sections = [BUILDERS[item.kind](item, i) for i, item in ordered]
+    sections = [_compare(item, i, where) if item.kind == "compare" else BUILDERS[item.kind](item, i) for i, item in ordered]
     attacks = [i for i in items if i.kind == "attack"]
     if len(attacks) >= 2 and not any(i.kind == "compare" for i in items):
         cells = cells_from_files((i.header, i.records) for i in attacks)
