@@ -71,17 +71,22 @@ def _floor_seconds(clf, mlm, clf_batches: list, mlm_batches: list) -> float:
 class Path:
     """One path's own classifier and masked LM (fresh caches), its SO-Beam and its counters."""
 
-    def __init__(self, name: str, model: str, device: str | None, k: int, texts):
-        from textaudit.attacks import SOBeam
+    def __init__(self, name: str, model: str, device: str | None, k: int, texts, method: str = "so-beam"):
+        from textaudit.attacks import make_attack
+        from textaudit.attacks.registry import method_spec
         from textaudit.models import load_classifier
+        from textaudit.models.encoders import SentenceEncoder
         from textaudit.neighborhoods import load_mlm
 
         self.name = name
         self.clf = load_classifier(model, device=device)
         self.mlm = load_mlm("minilm-mlm", device=device, quiet=True)
         self.clf.use_ids = self.mlm.use_ids = name == "ids"
-        self.atk = SOBeam(self.clf, k, mlm=self.mlm)
-        self.atk.rank_patch_words(texts)  # ranked before the clock starts (as the CLI does)
+        options = {"k": k, "mlm": self.mlm, "encoder": SentenceEncoder(device=device) if method == "bae" else None}
+        self.atk = make_attack(method, self.clf, **{o: v for o, v in options.items()
+                                                    if o in method_spec(method).options and v is not None})
+        if hasattr(self.atk, "rank_patch_words"):
+            self.atk.rank_patch_words(texts)  # ranked before the clock starts (as the CLI does)
         self.clf.clear_cache()
         self.clf.reset_stats()
         self.wall = self.floor = 0.0
@@ -135,6 +140,7 @@ def main() -> None:
     ap.add_argument("--model", action="append", help="zoo model (repeat; default: cnn and lstm)")
     ap.add_argument("--limit", type=int, default=50)
     ap.add_argument("--k", type=int, default=6)
+    ap.add_argument("--method", default="so-beam", help="any method of the registry (records compared the same way)")
     ap.add_argument("--device", default=None)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
@@ -146,7 +152,7 @@ def main() -> None:
     ds = load_dataset("sst2:dev", limit=args.limit)
     texts, labels = list(ds["text"]), [int(y) for y in ds["label"]]
     for name in args.model or ["cnn", "lstm"]:
-        strings, ids = (Path(p, name, args.device, args.k, texts) for p in ("strings", "ids"))
+        strings, ids = (Path(p, name, args.device, args.k, texts, args.method) for p in ("strings", "ids"))
         device = ids.mlm.device
         for j, (text, label) in enumerate(zip(texts, labels)):
             # side by side: each example on both paths, alternating which goes first, so that a
@@ -158,7 +164,7 @@ def main() -> None:
         same = _records_identical(strings.records, ids.records)
         paths = {"strings": strings.figures(len(texts)), "ids": ids.figures(len(texts))}
         s, i = paths["strings"], paths["ids"]
-        print(f"\n{name}: SO-Beam k={args.k} on the first {args.limit} SST-2 dev examples, device {device}; "
+        print(f"\n{name}: {args.method} k={args.k} on the first {args.limit} SST-2 dev examples, device {device}; "
               f"records identical: {same}")
         rows = [("examples/s", "examples_per_s"), ("classifier texts/s", "texts_per_s"),
                 ("masked sentences/s", "masked_per_s"), ("wall s", "wall_s"), ("device s", "device_s"),
