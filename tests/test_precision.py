@@ -62,3 +62,5 @@ def test_precision_values_are_checked(cli):
         ModelOptions(batch_tokens=0)
     r = cli("predict", "--model", "cnn", "--precision", "fp16", "a fine film")
     assert r.exit_code == 2 and "error: --precision must be fp32 or bf16" in r.output and "Traceback" not in r.output
+    r = cli("predict", "--model", "cnn", "--batch-tokens", "0", "a fine film")
+    assert r.exit_code == 2 and "error: Invalid value for '--batch-tokens'" in r.output and "Traceback" not in r.output

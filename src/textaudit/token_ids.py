@@ -147,6 +147,9 @@ class WordIds(_Splicer):
             return out[: self.max_len]
         return out or [1]
 
+    #: every sentence's ids splice exactly (the zoo's tokeniser splits inside and at the edges of tokens)
+    always_safe = True
+
     def splice_safe(self, s: Sentence) -> bool:
         return True
 
@@ -158,6 +161,9 @@ class PieceIds(_Splicer):
     ``masked(words, i)`` equals the ids of ``" ".join(words)`` with word i replaced by the mask
     token (what the masked LM reads). ``max_length`` truncates as the tokenizer does (the last
     special token kept)."""
+
+    #: a sentence's splice is checked first (:meth:`splice_safe`)
+    always_safe = False
 
     def __init__(self, tokenizer, max_length: int = 512):
         from textaudit.neighborhoods.masked_lm import _scheme
@@ -285,7 +291,7 @@ def piece_ids(tokenizer, max_length: int = 512) -> PieceIds | None:
 
 def splice_all(encoder, sentences: Iterable[Sentence]) -> list[list[int]] | None:
     """The ids of every sentence, or None when one of them is not :meth:`splice_safe`."""
-    if isinstance(encoder, WordIds):  # every sentence splices
+    if encoder.always_safe:  # every sentence splices (no check per sentence)
         return [encoder.ids(s) for s in sentences]
     out = []
     for s in sentences:

@@ -44,7 +44,7 @@ import numpy as np
 
 from textaudit.errors import TextAuditError, user_code_error
 from textaudit.sentence import Sentence
-from textaudit.token_ids import pack, splice_all
+from textaudit.token_ids import default_batch_tokens, pack, splice_all
 
 __all__ = ["Classifier", "BatchedClassifier", "PairView", "pair_inputs", "QueryStats", "as_classifier", "softmax", "Text", "text_length"]
 
@@ -156,7 +156,7 @@ class BatchedClassifier:
         self.name = name
         self.labels = list(labels) if labels is not None else None
         self.user_code = user_code
-        self.batch_tokens = batch_tokens or 4096
+        self.batch_tokens = batch_tokens or default_batch_tokens("cpu")
         #: sentences reach a forward with an id encoder as spliced ids (False: as texts, the old path)
         self.use_ids = True
         self._fingerprint: str | Callable[[], str | None] | None = None
