@@ -91,7 +91,8 @@ class OpenAIHandler(BaseHTTPRequestHandler):
             with srv.lock:
                 srv.inflight -= 1
         chat = self.path.endswith("/chat/completions")
-        prompts = [body["messages"][0]["content"]] if chat else body["prompt"]
+        prompt = body["messages"][0]["content"] if chat else body["prompt"]
+        prompts = [prompt] if isinstance(prompt, str) else prompt  # the OpenAI spec: a string or a list
         texts = [re.fullmatch(r"Review: (.*)\nSentiment:", p, re.S).group(1) for p in prompts]
         with srv.lock:
             probs = srv.model.predict_proba(texts)
@@ -146,29 +147,33 @@ def test_openai_endpoints_give_the_zoo_models_probabilities(openai_server, zoo, 
     log = openai_server.log
     assert {e["auth"] for e in log} == {f"Bearer {KEY}"}  # the key reached the server
     assert all(e["body"]["model"] == "test-model" and e["body"]["max_tokens"] == 1 for e in log)
-    assert clf.stats.requests == len(log) == (1 if path == "/v1/completions" else len(texts))
-    assert clf.stats.tokens == 10 * len(texts)
+    # the probe at load (--scores auto: two prompts in one request, or one chat message) found logprobs
+    assert clf.scores == "logprobs" and clf.unknown_class is None
+    assert clf.stats.requests == len(log) == 1 + (1 if path == "/v1/completions" else len(texts))
+    assert clf.stats.tokens == 10 * (len(texts) + (2 if path == "/v1/completions" else 1))
 
 
 def test_429_and_5xx_are_retried_and_every_request_counts(openai_server, zoo, prompt_file):
     openai_server.failures = [429, 503]
-    clf = load_classifier(url(openai_server), options=ModelOptions(prompt_file=prompt_file, retries=2))
+    opts = ModelOptions(prompt_file=prompt_file, retries=2, scores="logprobs")  # no probe: every request is a query
+    clf = load_classifier(url(openai_server), options=opts)
     p = clf.predict_proba(["a gorgeous film", "a dull mess"])
     np.testing.assert_allclose(p, zoo[1].predict_proba(["a gorgeous film", "a dull mess"]), atol=1e-5)
     assert clf.stats.requests == 3 and clf.stats.retries == 2 and len(openai_server.log) == 3
     openai_server.failures = [429, 429, 429]
-    clf2 = load_classifier(url(openai_server), options=ModelOptions(prompt_file=prompt_file, retries=2))
+    clf2 = load_classifier(url(openai_server), options=opts)
     with pytest.raises(TextAuditError, match=r"answered HTTP 429: .*\(3 attempts\); try again later, raise --retries"):
         clf2.predict_proba(["a film"])
     openai_server.failures = [400]  # not worth a retry
     with pytest.raises(TextAuditError, match=r"answered HTTP 400"):
-        load_classifier(url(openai_server), options=ModelOptions(prompt_file=prompt_file)).predict_proba(["x"])
+        load_classifier(url(openai_server), options=opts).predict_proba(["x"])
 
 
 @pytest.mark.parametrize("concurrency", [1, 4])
 def test_requests_go_in_parallel_up_to_the_concurrency(openai_server, zoo, prompt_file, concurrency):
     openai_server.sleep = 0.3
-    clf = load_classifier(url(openai_server), options=ModelOptions(prompt_file=prompt_file, concurrency=concurrency))
+    clf = load_classifier(url(openai_server), options=ModelOptions(prompt_file=prompt_file, concurrency=concurrency,
+                                                                    scores="logprobs"))
     texts = [f"film number {i}" for i in range(64)]  # 4 requests of 16 prompts
     np.testing.assert_allclose(clf.predict_proba(texts), zoo[1].predict_proba(texts), atol=1e-5)
     assert openai_server.most == concurrency and clf.stats.requests == 4  # requests in flight at once

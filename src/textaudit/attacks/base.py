@@ -33,6 +33,7 @@ import numpy as np
 from textaudit.attacks.patch import Patch, apply_patch
 from textaudit.errors import StopRun, TextAuditError
 from textaudit.models.batched import Classifier, PairView, as_classifier
+from textaudit.models.http import model_scores, unknown_class
 from textaudit.sentence import Sentence
 
 __all__ = ["Attack", "AttackResult", "Budget", "Found", "Goal", "Skip", "Status", "example_rng"]
@@ -181,7 +182,8 @@ class Attack:
         return {"method": self.method, "k": self.k, "seed": self.seed, "max_queries": self.max_queries,
                 "time_budget": self.time_budget, "mlm": getattr(self.mlm, "name", None),
                 "model": getattr(self.classifier, "name", None),
-                "model_fingerprint": getattr(self.classifier, "fingerprint", None), **self.settings()}
+                "model_fingerprint": getattr(self.classifier, "fingerprint", None), **model_scores(self.classifier),
+                **self.settings()}
 
     def settings(self) -> dict:
         """The method's own settings (κ, δ, β, thresholds …) for :meth:`config`."""
@@ -233,6 +235,8 @@ class Attack:
         try:
             x0 = self.parse(text)
             res.prediction = int(self.classifier.predict_proba([x0])[0].argmax())
+            if res.prediction == unknown_class(self.classifier):
+                raise Skip("the model's completion for this input matches no verbaliser (unknown)")
             goal = self.goal(x0, res.prediction, label)
             if goal.patch is not None:
                 res.pair, res.patch_position = [goal.patch.w1, goal.patch.w2], goal.patch.position
@@ -263,11 +267,17 @@ class Attack:
         return int(getattr(self.mlm, "forwards", 0) or 0)
 
     def _verified(self, found: Found, goal: Goal) -> None:
-        """Re-score x̃ (and x̃ ⊕ p) once and refuse a success the classifier does not confirm."""
+        """Re-score x̃ (and x̃ ⊕ p) once and refuse a success the classifier does not confirm; a
+        remote model is asked again at the edge (its cache bypassed), since the endpoint, not our
+        copy of its answers, is what is audited."""
         sents = [found.sentence]
         if goal.patch is not None:
             sents.append(apply_patch(found.sentence, goal.patch))
-        pred = self.classifier.predict_proba(sents).argmax(1)
+        fresh = getattr(self.classifier, "predict_proba_fresh", None)
+        if fresh is not None and getattr(getattr(self.classifier, "classifier", self.classifier), "remote", False):
+            pred = fresh(sents).argmax(1)
+        else:
+            pred = self.classifier.predict_proba(sents).argmax(1)
         if goal.patch is not None:
             ok = pred[0] != pred[1] and (pred[0], pred[1]) == (found.prediction, found.patched_prediction)
         else:

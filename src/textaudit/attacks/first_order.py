@@ -21,6 +21,7 @@ from textaudit.lexicons import counterfitted_neighbors
 from textaudit.lm import CausalLM
 from textaudit.models.batched import Classifier
 from textaudit.models.encoders import SentenceEncoder
+from textaudit.models.http import scores_of, unknown_class
 from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
 from textaudit.sentence import Sentence, restore_case
 from textaudit.text import STOPWORDS
@@ -42,14 +43,23 @@ class FirstOrderAttack(Attack):
     def __init__(self, classifier: Classifier, *, max_queries: int | None = None, time_budget: float | None = None,
                  seed: int = 0, stopwords: Iterable[str] = STOPWORDS):
         super().__init__(classifier, max_queries=max_queries, time_budget=time_budget, seed=seed)
+        if scores_of(self.classifier) == "labels":
+            raise TextAuditError(f"{self.method} ranks words by class scores, and {self.classifier.name} gives labels "
+                                 "only (no log-probabilities); use --method so-enum or so-beam, or --samples N "
+                                 "(the frequencies of N sampled completions)")
         self.stopwords = frozenset(w.lower() for w in stopwords)
 
     def _target_prob(self, sentences: Sequence[Sentence], c: int) -> tuple[np.ndarray, np.ndarray]:
-        """Return (P(c | s), argmax) for every sentence (one batched call)."""
+        """Return (P(c | s), argmax) for every sentence (one batched call); a label-only model's
+        ``unknown`` prediction counts as c (no adversarial example)."""
         if not sentences:
             return np.zeros(0), np.zeros(0, dtype=int)
         probs = self.classifier.predict_proba(list(sentences))
-        return probs[:, c], probs.argmax(1)
+        pred = probs.argmax(1)
+        unknown = unknown_class(self.classifier)
+        if unknown is not None:
+            pred = np.where(pred == unknown, c, pred)
+        return probs[:, c], pred
 
 
 class GeneticAttack(FirstOrderAttack):

@@ -209,4 +209,7 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
         out = summary.to_dict()
         if local:  # where this run's time went: inside the model forwards, or on the host around them
             out.update(engine_summary(attack, counters0, time.perf_counter() - wall0))
+        labels = getattr(getattr(attack.classifier, "classifier", attack.classifier), "label_summary", None)
+        if labels is not None:  # an OpenAI-compatible endpoint: how it was scored, and unknown completions
+            out.update(labels())
         return out, run.records

@@ -12,7 +12,12 @@ patch p = (w1, w2) is applied: F(x; p) = f(x ⊕ p) − f(x) ≠ 0 on predicted 
   (ties: largest |F_soft|).
 - SO-Beam (Alg. 2): beam of β sentences (β = 20), at most k rounds of Neighbor_1 expansion of the
   whole beam; stop at the first round with a vulnerable example (returning the best as above),
-  else keep the β lowest-loss new sentences.
+  else keep the β lowest-loss new sentences. On a label-only model (one-hot probabilities: every
+  non-vulnerable candidate has the same loss) the β kept are a uniformly random choice under the
+  example's seed (the candidates shuffled, then sorted stably by loss); on sampled label
+  frequencies the loss ranks them as usual.
+- A label-only model's ``unknown`` prediction (a completion that matched no verbaliser) is never
+  half of a vulnerable pair.
 - Random baseline (App. A.1): k rounds, each moving to a uniformly random neighbour.
 x0 itself is checked first: if it is already vulnerable, the attack succeeds with ℓ0 = 0 (as in
 the reference implementation). The patch word's position is protected throughout.
@@ -28,6 +33,7 @@ from textaudit.attacks.base import Attack, AttackResult, Budget, Found, Goal, Sk
 from textaudit.attacks.patch import Patch, PatchWords, apply_patch
 from textaudit.errors import TextAuditError
 from textaudit.models.batched import Classifier, PairView
+from textaudit.models.http import scores_of, unknown_class
 from textaudit.neighborhoods.builder import NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
 from textaudit.sentence import Sentence
@@ -138,7 +144,11 @@ class SecondOrderAttack(Attack):
         probs = self.classifier.predict_proba(xs + [apply_patch(x, patch) for x in xs])
         px, pxp = probs[: len(xs)], probs[len(xs):]
         budget.scored += len(xs)
-        return px.argmax(1), pxp.argmax(1), pxp[:, c] - px[:, c], pair_loss(px, pxp, c)
+        fx, fxp = px.argmax(1), pxp.argmax(1)
+        unknown = unknown_class(self.classifier)
+        if unknown is not None:  # an unknown completion is no flip: x and x ⊕ p read as agreeing
+            fxp = np.where((fx == unknown) | (fxp == unknown), fx, fxp)
+        return fx, fxp, pxp[:, c] - px[:, c], pair_loss(px, pxp, c)
 
     def _score_within_budget(self, xs: list[Sentence], patch: Patch, c: int, budget: Budget):
         """:meth:`_score` in chunks of :attr:`chunk`, checking the budget between chunks (a big
@@ -224,7 +234,11 @@ class SOBeam(SecondOrderAttack):
             found = self._best_vulnerable(x0, cands, fx, fxp, fs)
             if found is not None or budget.exhausted():
                 return found
-            order = np.argsort(loss, kind="stable")[: self.beam]
+            if scores_of(self.classifier) == "labels":  # flat losses: a random β under the example's seed
+                perm = rng.permutation(len(cands))
+                order = perm[np.argsort(loss[perm], kind="stable")][: self.beam]
+            else:
+                order = np.argsort(loss, kind="stable")[: self.beam]
             beam = [cands[i] for i in order]
         return None
 

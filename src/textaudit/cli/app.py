@@ -102,6 +102,17 @@ MODEL_OPTIONS: dict[str, tuple[Any, Any]] = {
         "Stop once the tokens the endpoint reports cost this much (with --cost-per-1k-tokens)."))], None),
     "cost_per_1k_tokens": (Annotated[Optional[float], typer.Option("--cost-per-1k-tokens", min=0.0, rich_help_panel=_PANEL,
                                                                      help="Price of 1,000 tokens, for --cost-budget.")], None),
+    "scores": (Annotated[str, typer.Option("--scores", rich_help_panel=_PANEL, help=(
+        "OpenAI-compatible endpoints: logprobs (class scores from next-token log-probabilities), labels (the class "
+        "read from the generated text: SO-Enum, SO-Beam and bias run on labels; Genetic, BAE and TextAttack recipes "
+        "need --samples) or auto (one probe request at load decides)."))], "auto"),
+    "samples": (Annotated[int, typer.Option("--samples", min=1, rich_help_panel=_PANEL, help=(
+        "Label-only endpoints: probabilities are the frequencies of N completions sampled at --temperature."))], 1),
+    "temperature": (Annotated[Optional[float], typer.Option("--temperature", min=0.0, max=2.0, rich_help_panel=_PANEL, help=(
+        "Label-only completions' temperature (default: 0, or 1.0 with --samples)."))], None),
+    "prompts_per_request": (Annotated[Optional[int], typer.Option("--prompts-per-request", min=1, rich_help_panel=_PANEL, help=(
+        "Prompts in one /completions request (1 for servers that refuse a list; default: 16, and 1 after the "
+        "first refusal)."))], None),
     "precision": (Annotated[Optional[str], typer.Option("--precision", rich_help_panel=_ENGINE, help=(
         "fp32 or bf16 (autocast) for torch classifiers and the masked LM (default: bf16 on CUDA, fp32 on a CPU)."))], None),
     "batch_tokens": (Annotated[Optional[int], typer.Option("--batch-tokens", min=1, rich_help_panel=_ENGINE, help=(

@@ -77,6 +77,20 @@ def train(
                   f"{r['holdout_accuracy']:.4f}", r["train_seconds"], r["path"]]])
 
 
+def label_only_report(clf, pred: np.ndarray | None = None) -> dict:
+    """For an OpenAI-compatible endpoint: how it was scored and, label-only, how many predictions
+    were ``unknown`` (a completion matching no verbaliser); ``{}`` for other models."""
+    text = getattr(clf, "scores_description", None)
+    if not text:
+        return {}
+    out: dict = {"scores": text}
+    unknown = getattr(clf, "unknown_class", None)
+    if unknown is not None and pred is not None:
+        n_unknown = int((pred == unknown).sum())
+        out.update(unknown=n_unknown, unknown_share=round(n_unknown / len(pred), 4) if len(pred) else None)
+    return out
+
+
 @app.command(cls=AuditCommand)
 @with_model_options
 def evaluate(
@@ -107,12 +121,17 @@ def evaluate(
     per_class = [{"class": names[c], "n": int((labels == c).sum()), "accuracy": round(float(right[labels == c].mean()), 4),
                   "accuracy_ci95": list(wilson(int(right[labels == c].sum()), int((labels == c).sum())) or ())}
                  for c in range(probs.shape[1]) if (labels == c).any()]
+    extra = label_only_report(clf, pred)
     if json_out:
         emit_json({"model": clf.name, "data": data, "accuracy": round(acc, 4), "accuracy_ci95": list(ci or ()),
-                   "n": len(ds), "labels": classes, "per_class": per_class})
+                   "n": len(ds), "labels": classes, "per_class": per_class, **extra})
         return
     print_table(f"accuracy of {clf.name}", ["model", "data", "n", "accuracy", "95% CI"],
                 [[clf.name, data, len(ds), f"{acc:.4f}", format_ci(ci)]])
+    if extra:
+        typer.echo(f"scores: {extra['scores']}" + (
+            f"; unknown completions (matching no verbaliser, counted as wrong): {extra['unknown']} of {len(ds)} "
+            f"({extra['unknown_share']:.1%})" if "unknown" in extra else ""))
     if len(per_class) > 2 or names != [str(i) for i in range(probs.shape[1])]:
         print_table("per class (recall)", ["class", "n", "accuracy", "95% CI"],
                     [[r["class"], r["n"], f"{r['accuracy']:.4f}", format_ci(tuple(r["accuracy_ci95"]) or None)]
@@ -162,13 +181,21 @@ def predict(
     clf = load_classifier(model)
     probs = clf.predict_proba(texts)
     labels = clf.labels or [str(i) for i in range(clf.num_classes)]
+    samples = getattr(clf, "samples", 1) if getattr(clf, "scores", None) == "labels" else 1
+    # sampled label frequencies: each class's Wilson interval over the N completions
+    cis = [[wilson(int(round(x * samples)), samples) for x in p] for p in probs] if samples > 1 else None
     if json_out:
-        emit_json({"model": clf.name, "labels": labels,
-                   "predictions": [{"text": t, "probs": [round(float(x), 6) for x in p], "label": int(p.argmax())}
-                                   for t, p in zip(texts, probs)]})
+        emit_json({"model": clf.name, "labels": labels, **label_only_report(clf),
+                   "predictions": [{"text": t, "probs": [round(float(x), 6) for x in p], "label": int(p.argmax()),
+                                    **({"probs_ci95": [list(c) for c in cis[i]]} if cis else {})}
+                                   for i, (t, p) in enumerate(zip(texts, probs))]})
         return
+    cell = (lambda i, j, x: f"{x:.4f} {format_ci(cis[i][j])}") if cis else (lambda i, j, x: f"{x:.4f}")
     print_table(f"predictions of {clf.name}", ["text", "label"] + labels,
-                [[t, labels[int(p.argmax())]] + [f"{x:.4f}" for x in p] for t, p in zip(texts, probs)])
+                [[t, labels[int(p.argmax())]] + [cell(i, j, x) for j, x in enumerate(p)]
+                 for i, (t, p) in enumerate(zip(texts, probs))])
+    if getattr(clf, "scores_description", None):
+        typer.echo(f"scores: {clf.scores_description}")
 
 
 @app.command("train-mlm", cls=AuditCommand)

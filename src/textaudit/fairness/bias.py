@@ -24,6 +24,10 @@ For a protected pair p = (p(1), p(2)) (he/she, actor/actress, …):
 * Sentence pairs (NLI, paraphrase): the pair word and the neighbourhood live in one text of each
   pair (``side``, default the second); the other text is kept verbatim and the classifier scores
   ``(kept, changed)`` (``(changed, kept)`` with ``side="first"``).
+* A label-only model (an endpoint without log-probabilities, ``--scores labels``): f_soft is 1 where
+  the model predicts class 1 and 0 elsewhere (``unknown`` included), so B_{p,k} is the difference of
+  the rates of predicting class 1 with and without the swap, with the same interval; with
+  ``--samples N`` f_soft is the sampled frequency.
 * X_filter = {x ∈ X_p : |F_soft(x; p)| < ε} (ε = 0.005): the sentences where the naive k = 0 test
   shows no bias.
 """
@@ -41,6 +45,7 @@ from textaudit.errors import TextAuditError
 from textaudit.fairness.estimates import CI_METHODS, BiasEstimate, ScoredUnit, aggregate, l1_norm
 from textaudit.fairness.pairs import Source, find_sources, parse_pair
 from textaudit.models.batched import Classifier, pair_inputs
+from textaudit.models.http import model_scores, unknown_class
 from textaudit.neighborhoods.builder import NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
 from textaudit.perturbations.gender import gender_words
@@ -107,7 +112,7 @@ class CounterfactualBias:
     def config(self) -> dict:
         """The settings a scored sentence depends on (the results file's header; see :mod:`textaudit.results`)."""
         return {"model": getattr(self.classifier, "name", None),
-                "model_fingerprint": getattr(self.classifier, "fingerprint", None),
+                "model_fingerprint": getattr(self.classifier, "fingerprint", None), **model_scores(self.classifier),
                 "mlm": getattr(self._mlm, "name", None), "kappa": self.kappa, "delta": self.delta,
                 "enumerate_k": self.enumerate_k, "sample": self.sample_n, "seed": self.seed,
                 **({"language": self.language} if self.language != "en" else {})}
@@ -134,6 +139,8 @@ class CounterfactualBias:
         if contexts is not None and any(c is not None for c in contexts):
             inputs = pair_inputs(inputs, contexts, self.side)  # type: ignore[arg-type]
         probs = np.asarray(self.classifier.predict_proba(inputs), dtype=float)
+        if unknown_class(self.classifier) is not None:  # label-only: the known classes' prediction rates
+            probs = probs[:, :-1]
         return probs[:, 1] if probs.shape[1] == 2 else probs
 
     def pair_shift(self, sentences: Sequence[Sentence], position: int | Sequence[int], pair: tuple[str, str],
@@ -142,7 +149,7 @@ class CounterfactualBias:
         or one for all) for every y — one batched classifier call. ``context``: the kept text of a
         sentence pair (one for all, or one per sentence)."""
         if not sentences:
-            C = self.classifier.num_classes
+            C = self.classifier.num_classes - (unknown_class(self.classifier) is not None)
             return np.zeros(0) if C == 2 else np.zeros((0, C))
         w1, w2 = pair
         pos = [position] * len(sentences) if isinstance(position, int) else list(position)

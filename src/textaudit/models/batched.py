@@ -248,6 +248,14 @@ class BatchedClassifier:
         """Return the predicted class ids, shape ``(n,)``."""
         return self.predict_proba(texts).argmax(axis=1)
 
+    def predict_proba_fresh(self, texts: Sequence[Text | Sentence]) -> np.ndarray:
+        """:meth:`predict_proba` asking the model again, whatever the cache holds (the cache then
+        keeps the new answers): a remote model's post-condition is checked at the endpoint."""
+        texts = list(texts)
+        for t in texts:
+            self._cache.pop((t._text or t.text()) if type(t) is Sentence else _checked_input(t), None)
+        return self.predict_proba(texts)
+
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
         return self.predict_proba(texts)
 
@@ -391,6 +399,10 @@ class PairView:
 
     def predict(self, texts: Sequence[str]) -> np.ndarray:
         return self.predict_proba(texts).argmax(axis=1)
+
+    def predict_proba_fresh(self, texts: Sequence[str]) -> np.ndarray:
+        fresh = getattr(self.classifier, "predict_proba_fresh", self.classifier.predict_proba)
+        return fresh(self.pairs(texts))
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
         return self.predict_proba(texts)

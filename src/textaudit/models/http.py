@@ -13,6 +13,19 @@ Two protocols, chosen by the URL's path:
   smallest top log-probability (an upper bound); class scores s_c = logsumexp_{v ∈ V_c} and
   P(c|x) = softmax_c(s_c). The remote model's name is the prompt file's ``[endpoint] model``.
 
+  Many servers (``transformers serve``, several hosted APIs) return no log-probabilities: with
+  ``--scores labels`` — chosen automatically when the probe request made at load (``--scores auto``,
+  the default) comes back without them, with a notice — the class is *read from the generated text*
+  (:func:`read_label`: the completion's first word(s) equal to one verbaliser, case and punctuation
+  around it aside). A completion matching no verbaliser is the extra class ``unknown`` (the last
+  one): counted, reported, never mapped to a class, and never half of a vulnerable pair. The
+  probabilities are one-hot, or with ``--samples N`` (temperature > 0, default 1.0, ``seed`` i for
+  the i-th sample) the frequencies of the N completions. Audits that need scores (Genetic, BAE,
+  TextAttack recipes) refuse one-hot labels; SO-Enum, SO-Beam and B_{p,k} (a difference of
+  prediction rates) run on them.
+- A completions server that refuses a list of prompts (HTTP 400) is sent one prompt per request from
+  then on (``--prompts-per-request 1`` says so up front), ``concurrency`` at a time.
+
 Every request goes through one retry loop: 429, 5xx, timeouts and dropped connections are retried
 ``retries`` times with exponential backoff (0.5 s, 1 s, 2 s, … with jitter, or the server's
 ``Retry-After``); any other failure, or the last retry's, is a one-line error. ``concurrency``
@@ -28,6 +41,7 @@ from __future__ import annotations
 import math
 import os
 import random
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -40,7 +54,7 @@ from textaudit.models.batched import BatchedClassifier
 from textaudit.models.options import ModelOptions
 from textaudit.models.prompt import Prompt, default_prompt
 
-__all__ = ["HttpClassifier", "load_http_classifier", "protocol_of", "public_url", "RETRY_STATUS"]
+__all__ = ["HttpClassifier", "load_http_classifier", "protocol_of", "public_url", "read_label", "RETRY_STATUS"]
 
 #: statuses worth another try
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
@@ -48,6 +62,59 @@ RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 PER_INPUT_STATUS = frozenset({400, 413, 422})
 #: texts per request: plain JSON, completions (a list of prompts), chat (one message)
 PER_REQUEST = {"json": 32, "completions": 16, "chat": 1}
+#: what the probe at load (``--scores auto``) asks about: two texts, so that a server refusing a
+#: list of prompts is found out at the same time
+PROBE_TEXTS = ("a gripping , beautifully acted film .", "a dull and lifeless film .")
+#: tokens a label-only completion may take (``[endpoint] max_tokens`` overrides)
+LABEL_TOKENS = 5
+#: the logit of a class no sampled completion chose (exp(-1e4) is exactly 0)
+NEVER = -1e4
+
+
+class EndpointRefused(TextAuditError):
+    """The endpoint refused one request (HTTP 400, 413, 422): this input, not the endpoint."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+
+
+def read_label(completion: str, verbalizers) -> int | None:
+    """The class whose verbaliser the generated ``completion`` starts with (case, whitespace and
+    quotes or markup around it aside; the longest matching verbaliser wins), or None: ``unknown``.
+    " Positive." and "**positive**" read as positive; "not positive" and "pos" read as nothing."""
+    text = str(completion).strip().lower().lstrip("\"'*`_:([-> ")
+    best: tuple[int, int] | None = None
+    for c, words in enumerate(verbalizers):
+        for w in words:
+            w = w.strip().lower()
+            end = len(w)
+            if w and text.startswith(w) and (len(text) == end or not (text[end].isalnum() or text[end] in "-'")):
+                if best is None or end > best[1]:
+                    best = (c, end)
+    return None if best is None else best[0]
+
+
+def scores_of(classifier) -> str | None:
+    """How ``classifier`` (or the one a :class:`PairView` wraps) scores: ``logprobs``, ``labels``
+    (one-hot), ``sampled`` (label frequencies), or None for a model whose scores are its own."""
+    clf = getattr(classifier, "classifier", classifier)
+    mode = getattr(clf, "scores", None)
+    if mode == "labels" and getattr(clf, "samples", 1) > 1:
+        return "sampled"
+    return mode
+
+
+def model_scores(classifier) -> dict:
+    """``{"model_scores": ...}`` for a results header where ``classifier`` is an OpenAI-compatible
+    endpoint (how it was scored: log-probabilities, one-hot labels or sampled frequencies), else ``{}``."""
+    text = getattr(getattr(classifier, "classifier", classifier), "scores_description", None)
+    return {"model_scores": text} if text else {}
+
+
+def unknown_class(classifier) -> int | None:
+    """The class index of ``unknown`` (a completion that matched no verbaliser), or None."""
+    return getattr(getattr(classifier, "classifier", classifier), "unknown_class", None)
 
 
 def protocol_of(url: str) -> str:
@@ -76,6 +143,9 @@ class HttpClassifier(BatchedClassifier):
     ``stats.requests`` counts every HTTP request (retries and the ``GET`` of the class names
     included), ``stats.retries`` the retried ones, ``stats.tokens`` the tokens endpoints reported."""
 
+    #: audits re-check what they found at the endpoint itself (:meth:`predict_proba_fresh`)
+    remote = True
+
     def __init__(self, url: str, *, options: ModelOptions | None = None, prompt: Prompt | None = None,
                  batch_size: int | None = None, cache_size: int = 100_000):
         parts = urlsplit(url)
@@ -88,12 +158,22 @@ class HttpClassifier(BatchedClassifier):
             raise TextAuditError("a plain JSON endpoint returns probabilities itself: it takes no prompt")
         self.prompt = prompt if self.protocol == "json" or prompt is not None else default_prompt()
         if self.prompt is not None:
-            unknown = set(self.prompt.endpoint) - {"model", "top_logprobs"}
+            unknown = set(self.prompt.endpoint) - {"model", "top_logprobs", "max_tokens"}
             if unknown:
                 raise TextAuditError(f"prompt {self.prompt.source}: unknown [endpoint] key(s) {', '.join(sorted(unknown))}; "
-                                     "use model, top_logprobs")
+                                     "use model, top_logprobs, max_tokens")
+        if self.protocol == "json" and self.options.openai_only():
+            raise TextAuditError(f"{', '.join(self.options.openai_only())} apply to OpenAI-compatible endpoints "
+                                 "(…/completions, …/chat/completions); a plain JSON endpoint returns probabilities itself")
+        if self.prompt is not None:
+            mt = self.prompt.endpoint.get("max_tokens", LABEL_TOKENS)
+            if not isinstance(mt, int) or isinstance(mt, bool) or mt < 1:
+                raise TextAuditError(f"prompt {self.prompt.source}: [endpoint] max_tokens must be a whole number "
+                                     f"of at least 1 (got {mt!r})")
         self._key = self._read_key()
         self.per_request = PER_REQUEST[self.protocol]
+        if self.protocol == "completions" and self.options.prompts_per_request:
+            self.per_request = self.options.prompts_per_request
         super().__init__(self._remote, output="probs" if self.protocol == "json" else "logits",
                          num_classes=len(self.prompt.labels) if self.prompt else None,
                          batch_size=batch_size or self.per_request * self.options.concurrency,
@@ -105,6 +185,16 @@ class HttpClassifier(BatchedClassifier):
         self._client = None
         self._pool: ThreadPoolExecutor | None = None
         self.fingerprint = self._identity()
+        #: ``logprobs`` or ``labels`` (OpenAI-compatible endpoints), None (plain JSON: its own probabilities)
+        self.scores: str | None = None
+        self.samples = self.options.samples
+        self.temperature = self.options.sample_temperature
+        self.unknown_class: int | None = None
+        self.completions = 0  # label-only: completions read in this run ...
+        self.unknown = 0  # ... and those that matched no verbaliser
+        self._switched = False
+        if self.protocol != "json":
+            self._use_scores(self._probe() if self.options.scores == "auto" else self.options.scores)
 
     # -- secrets ----------------------------------------------------------------------------------
     def _read_key(self) -> str | None:
@@ -187,8 +277,9 @@ class HttpClassifier(BatchedClassifier):
                     hint = "; check the API key (--api-key-env)" if r.status_code in (401, 403) else ""
                     # a request this input makes invalid (too long, ...) fails this example only;
                     # the endpoint refusing every request (the key, the URL) stops the run
-                    err = TextAuditError if r.status_code in PER_INPUT_STATUS else StopRun
-                    raise err(f"endpoint {self.name} {last}{hint}")
+                    if r.status_code in PER_INPUT_STATUS:
+                        raise EndpointRefused(f"endpoint {self.name} {last}", r.status_code)
+                    raise StopRun(f"endpoint {self.name} {last}{hint}")
                 after = r.headers.get("Retry-After")
                 if after is not None:
                     try:
@@ -235,17 +326,105 @@ class HttpClassifier(BatchedClassifier):
                                      f"{opts.cost_budget:g}); results written so far are kept: raise it and rerun with --resume")
             self.sent += n
 
+    # -- how the endpoint scores ---------------------------------------------------------------------
+    def _probe(self) -> str:
+        """``--scores auto``: one request at load (the prompts of :data:`PROBE_TEXTS`, asking for
+        log-probabilities) tells whether the endpoint returns them (``logprobs``) or not (``labels``,
+        with a notice); a completions server that refuses the list of two is sent one prompt, and is
+        sent one per request from then on. Its tokens count towards ``--cost-budget``; its texts are
+        not queries of the audit."""
+        prompts = [self.prompt.render(t) for t in PROBE_TEXTS]
+        payload = self._logprob_payload()
+        answer = None
+        if self.protocol == "completions" and self.per_request > 1:
+            try:
+                answer = self._request("POST", {**payload, "prompt": prompts})
+            except EndpointRefused as e:
+                if e.status != 400:
+                    raise
+                self._one_per_request(e)
+        if answer is None:
+            body = {"prompt": prompts[0]} if self.protocol == "completions" else self._messages(prompts[0])
+            answer = self._request("POST", {**payload, **body})
+        self._used(answer)
+        try:
+            (self._top_completions if self.protocol == "completions" else self._top_chat)(answer)
+            return "logprobs"
+        except StopRun:
+            print(f"notice: endpoint {self.name} returns no log-probabilities: the class is read from the generated text "
+                  f"(label-only scores, as --scores labels; {self._describe('labels')})", file=sys.stderr)
+            return "labels"
+
+    def _use_scores(self, mode: str) -> None:
+        self.scores = mode
+        if mode == "labels":
+            names = list(self.prompt.labels)
+            self.unknown_class = len(names)
+            self.labels = [*names, "unknown" if "unknown" not in names else "(unknown)"]
+            self._num_classes = len(self.labels)
+            # a results file resumed with another way of scoring is refused (the header's fingerprint)
+            self.fingerprint = f"{self.fingerprint}+labels" + (f":{self.samples}@{self.temperature:g}"
+                                                                if self.samples > 1 else "")
+        elif self.samples > 1:
+            raise TextAuditError(f"--samples applies to label-only scores; endpoint {self.name} returns log-probabilities "
+                                 "(give --scores labels to sample completions anyway)")
+
+    def _describe(self, mode: str | None = None) -> str:
+        mode = mode or self.scores
+        if mode == "logprobs":
+            return "class scores from the next token's top log-probabilities"
+        if self.samples > 1:
+            return (f"probabilities are the frequencies of {self.samples} completions sampled at temperature "
+                    f"{self.temperature:g}")
+        return "probabilities are one-hot, from one greedy completion per text"
+
+    @property
+    def scores_description(self) -> str | None:
+        """What the results header and summary say about how this endpoint was scored."""
+        if self.scores is None:
+            return None
+        return f"{self.scores}: {self._describe()}"
+
+    def label_summary(self) -> dict:
+        """For summaries: how the endpoint was scored, and (label-only) the completions read and
+        the share that matched no verbaliser."""
+        out: dict = {"scores": self.scores_description}
+        if self.scores == "labels":
+            out.update(completions=self.completions, unknown_completions=self.unknown,
+                       unknown_share=round(self.unknown / self.completions, 4) if self.completions else None)
+        return out
+
+    def _one_per_request(self, e: EndpointRefused) -> None:
+        with self._lock:
+            first = not self._switched
+            self.per_request, self._switched = 1, True
+        if first:
+            print(f"notice: endpoint {self.name} refused a list of prompts ({e}); sending one prompt per request "
+                  f"from now on, {self.options.concurrency} at a time (--prompts-per-request 1 says so up front)",
+                  file=sys.stderr)
+
     # -- protocols --------------------------------------------------------------------------------
     def _remote(self, texts: list) -> np.ndarray:
-        self._spend(len(texts))
-        chunks = [texts[s:s + self.per_request] for s in range(0, len(texts), self.per_request)]
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="textaudit-http")
-        one = {"json": self._json, "completions": self._completions, "chat": self._chat}[self.protocol]
-        rows: list = []
-        for part in (self._pool.map(one, chunks) if len(chunks) > 1 else map(one, chunks)):
-            rows.extend(part)
-        return np.asarray(rows, dtype=np.float64)
+        if self.protocol == "json":
+            self._spend(len(texts))
+            chunks = [texts[s:s + self.per_request] for s in range(0, len(texts), self.per_request)]
+            return np.asarray([row for part in self._map(self._json, chunks) for row in part], dtype=np.float64)
+        self._spend(len(texts) * self.samples)
+        per = self.per_request
+        units = [(s, i) for s in range(self.samples) for i in range(0, len(texts), per)]
+        answers = self._map(lambda u: self._ask(texts[u[1]:u[1] + per], u[0]), units)
+        if self.scores == "logprobs":
+            return np.asarray([row for part in answers for row in part], dtype=np.float64)
+        counts = np.zeros((len(texts), len(self.labels)))
+        for (_, i), classes in zip(units, answers):
+            for j, c in enumerate(classes):
+                counts[i + j, self.unknown_class if c is None else c] += 1
+        return np.where(counts > 0, np.log(np.maximum(counts, 1) / self.samples), NEVER)
+
+    def _map(self, fn, items: list) -> list:
+        return list(self._pool.map(fn, items) if len(items) > 1 else map(fn, items))  # type: ignore[union-attr]
 
     def _json(self, texts: list) -> list:
         answer = self._request("POST", {"texts": [t if isinstance(t, str) else list(t) for t in texts]})
@@ -262,41 +441,97 @@ class HttpClassifier(BatchedClassifier):
             with self._lock:
                 self.tokens += int(usage["total_tokens"])  # ... and the run's cost budget (never reset)
 
-    def _openai_payload(self) -> dict:
-        payload: dict = {"max_tokens": 1, "temperature": 0}
+    def _payload(self) -> dict:
+        payload: dict = {}
         if self.prompt.endpoint.get("model"):
             payload["model"] = str(self.prompt.endpoint["model"])
         return payload
 
-    def _completions(self, texts: list) -> list:
+    def _logprob_payload(self) -> dict:
         top = int(self.prompt.endpoint.get("top_logprobs", 5))
-        answer = self._request("POST", {**self._openai_payload(), "prompt": [self.prompt.render(t) for t in texts],
-                                        "logprobs": top})
+        extra = {"logprobs": top} if self.protocol == "completions" else {"logprobs": True, "top_logprobs": top}
+        return {**self._payload(), "max_tokens": 1, "temperature": 0, **extra}
+
+    def _label_payload(self, sample: int) -> dict:
+        out = {**self._payload(), "max_tokens": int(self.prompt.endpoint.get("max_tokens", LABEL_TOKENS)),
+               "temperature": self.temperature}
+        if self.temperature > 0:
+            out["seed"] = sample  # the i-th sample of every text: the same on a rerun, where the server honours seeds
+        return out
+
+    def _messages(self, prompt: str) -> dict:
+        return {"messages": [{"role": "user", "content": prompt}]}
+
+    def _ask(self, texts: list, sample: int) -> list:
+        """One unit of work: the rows (log-probability scores) or the classes read (labels; None
+        for unknown) of ``texts``, in one request or, where the server takes one prompt at a
+        time, one request each."""
+        if self.protocol == "completions" and len(texts) > 1 and self.per_request > 1:
+            try:
+                return self._completions(texts, sample)
+            except EndpointRefused as e:
+                if e.status != 400 or self.options.prompts_per_request:
+                    raise
+                self._one_per_request(e)  # one at a time; a 400 on one prompt is that input's error
+        one = self._completions if self.protocol == "completions" else self._chat
+        return [row for t in texts for row in one([t], sample)]
+
+    def _completions(self, texts: list, sample: int) -> list:
+        prompts = [self.prompt.render(t) for t in texts]
+        body = self._logprob_payload() if self.scores == "logprobs" else self._label_payload(sample)
+        answer = self._request("POST", {**body, "prompt": prompts if len(prompts) > 1 else prompts[0]})
         self._used(answer)
-        try:
-            choices = sorted(answer["choices"], key=lambda c: c.get("index", 0))
-            tops = [c["logprobs"]["top_logprobs"][0] for c in choices]
-        except (KeyError, IndexError, TypeError):
-            raise StopRun(f"endpoint {self.name} answered without choices[].logprobs.top_logprobs; "
-                                 "does it support logprobs?") from None
+        if self.scores == "logprobs":
+            tops = self._top_completions(answer)
+        else:
+            try:
+                choices = sorted(answer["choices"], key=lambda c: c.get("index", 0))
+                tops = [str(c["text"]) for c in choices]
+            except (KeyError, TypeError, AttributeError):
+                raise StopRun(f"endpoint {self.name} answered without choices[].text") from None
         if len(tops) != len(texts):
             raise StopRun(f"endpoint {self.name} answered {len(tops)} choices for {len(texts)} prompts")
-        return [self._scores(dict(t)) for t in tops]
+        return [self._scores(t) for t in tops] if self.scores == "logprobs" else [self._read(t) for t in tops]
 
-    def _chat(self, texts: list) -> list:
-        top = int(self.prompt.endpoint.get("top_logprobs", 5))
+    def _top_completions(self, answer) -> list[dict]:
+        try:
+            choices = sorted(answer["choices"], key=lambda c: c.get("index", 0))
+            tops = [dict(c["logprobs"]["top_logprobs"][0]) for c in choices]
+        except (KeyError, IndexError, TypeError, AttributeError, ValueError):
+            raise StopRun(f"endpoint {self.name} answered without choices[].logprobs.top_logprobs; "
+                          "does it support logprobs? (--scores labels reads the class from the generated text)") from None
+        return tops
+
+    def _top_chat(self, answer) -> dict:
+        try:
+            first = answer["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+            return {d["token"]: d["logprob"] for d in first}
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise StopRun(f"endpoint {self.name} answered without choices[0].logprobs.content[0].top_logprobs; "
+                          "does it support logprobs? (--scores labels reads the class from the generated text)") from None
+
+    def _chat(self, texts: list, sample: int) -> list:
         rows = []
         for t in texts:
-            answer = self._request("POST", {**self._openai_payload(), "logprobs": True, "top_logprobs": top,
-                                            "messages": [{"role": "user", "content": self.prompt.render(t)}]})
+            body = self._logprob_payload() if self.scores == "logprobs" else self._label_payload(sample)
+            answer = self._request("POST", {**body, **self._messages(self.prompt.render(t))})
             self._used(answer)
+            if self.scores == "logprobs":
+                rows.append(self._scores(self._top_chat(answer)))
+                continue
             try:
-                first = answer["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
-                rows.append(self._scores({d["token"]: d["logprob"] for d in first}))
+                rows.append(self._read(str(answer["choices"][0]["message"]["content"] or "")))
             except (KeyError, IndexError, TypeError):
-                raise StopRun(f"endpoint {self.name} answered without choices[0].logprobs.content[0].top_logprobs; "
-                                     "does it support logprobs?") from None
+                raise StopRun(f"endpoint {self.name} answered without choices[0].message.content") from None
         return rows
+
+    def _read(self, completion: str) -> int | None:
+        """The class of one label-only completion (None: unknown), counted."""
+        c = read_label(completion, self.prompt.verbalizers)
+        with self._lock:
+            self.completions += 1
+            self.unknown += c is None
+        return c
 
     def _scores(self, top: dict) -> list[float]:
         """Class scores s_c from one position's top log-probabilities (see the module docstring)."""

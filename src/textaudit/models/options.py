@@ -40,6 +40,10 @@ class ModelOptions:
     cost_per_1k_tokens: float | None = None
     precision: str | None = None
     batch_tokens: int | None = None
+    scores: str = "auto"
+    samples: int = 1
+    temperature: float | None = None
+    prompts_per_request: int | None = None
 
     def __post_init__(self) -> None:
         if self.precision is not None and self.precision not in ("fp32", "bf16", "auto"):
@@ -54,6 +58,19 @@ class ModelOptions:
             raise TextAuditError(f"--retries must be 0 or more (got {self.retries})")
         if self.query_budget is not None and self.query_budget < 1:
             raise TextAuditError(f"--query-budget must be at least 1 (got {self.query_budget})")
+        if self.scores not in ("auto", "logprobs", "labels"):
+            raise TextAuditError(f"--scores must be auto, logprobs or labels (got {self.scores!r})")
+        if self.samples < 1:
+            raise TextAuditError(f"--samples must be at least 1 (got {self.samples})")
+        if self.samples > 1 and self.scores == "logprobs":
+            raise TextAuditError("--samples applies to label-only scores (--scores labels or auto), not --scores logprobs")
+        if self.temperature is not None and not 0 <= self.temperature <= 2:
+            raise TextAuditError(f"--temperature must be between 0 and 2 (got {self.temperature})")
+        if self.samples > 1 and self.temperature == 0:
+            raise TextAuditError(f"--samples {self.samples} at --temperature 0 would be the same completion {self.samples} "
+                                 "times; give a temperature above 0 (default with --samples: 1.0)")
+        if self.prompts_per_request is not None and self.prompts_per_request < 1:
+            raise TextAuditError(f"--prompts-per-request must be at least 1 (got {self.prompts_per_request})")
         if (self.cost_budget is None) != (self.cost_per_1k_tokens is None):
             raise TextAuditError("--cost-budget and --cost-per-1k-tokens go together (the budget, and what 1,000 tokens cost)")
 
@@ -61,8 +78,25 @@ class ModelOptions:
         """The options given that only HTTP models use."""
         d = ModelOptions()
         names = {"api_key_env": "--api-key-env", "concurrency": "--concurrency", "timeout": "--timeout",
-                 "retries": "--retries", "query_budget": "--query-budget", "cost_budget": "--cost-budget"}
+                 "retries": "--retries", "query_budget": "--query-budget", "cost_budget": "--cost-budget",
+                 "scores": "--scores", "samples": "--samples", "temperature": "--temperature",
+                 "prompts_per_request": "--prompts-per-request"}
         return [flag for attr, flag in names.items() if getattr(self, attr) != getattr(d, attr)]
+
+    def openai_only(self) -> list[str]:
+        """The options given that only OpenAI-compatible endpoints use (not plain JSON ones)."""
+        d = ModelOptions()
+        names = {"scores": "--scores", "samples": "--samples", "temperature": "--temperature",
+                 "prompts_per_request": "--prompts-per-request"}
+        return [flag for attr, flag in names.items() if getattr(self, attr) != getattr(d, attr)]
+
+    @property
+    def sample_temperature(self) -> float:
+        """The temperature of label-only completions: as given, else 0 (greedy) for one sample and
+        1.0 for several."""
+        if self.temperature is not None:
+            return self.temperature
+        return 1.0 if self.samples > 1 else 0.0
 
 
 _CURRENT: contextvars.ContextVar[ModelOptions | None] = contextvars.ContextVar("textaudit_model_options", default=None)

@@ -102,6 +102,12 @@ def check_model_options(spec: str, options: ModelOptions) -> None:
     remote = str(spec).strip().startswith(("http://", "https://"))
     if not remote and options.http_only():
         raise TextAuditError(f"{', '.join(options.http_only())} apply to http(s):// models, not '{spec}'")
+    if remote and options.openai_only():
+        from textaudit.models.http import protocol_of
+
+        if protocol_of(str(spec).strip()) == "json":
+            raise TextAuditError(f"{', '.join(options.openai_only())} apply to OpenAI-compatible endpoints "
+                                 f"(…/completions, …/chat/completions), not the plain JSON endpoint '{spec}'")
     if options.prompt_file is not None and not (remote or str(spec).strip().startswith("llm:")):
         raise TextAuditError(f"--prompt-file applies to llm: models and OpenAI-compatible endpoints, not '{spec}'")
 
