@@ -92,10 +92,19 @@ class OpenAIHandler(BaseHTTPRequestHandler):
                 srv.inflight -= 1
         chat = self.path.endswith("/chat/completions")
         prompt = body["messages"][0]["content"] if chat else body["prompt"]
+        if srv.mode == "one-prompt" and not isinstance(prompt, str):  # as transformers serve answers a list
+            return self._send(400, {"detail": "prompt must be a string."})
         prompts = [prompt] if isinstance(prompt, str) else prompt  # the OpenAI spec: a string or a list
         texts = [re.fullmatch(r"Review: (.*)\nSentiment:", p, re.S).group(1) for p in prompts]
         with srv.lock:
             probs = srv.model.predict_proba(texts)
+        if srv.mode in ("no-logprobs", "gibberish", "fewer"):  # text only: the argmax class's verbaliser
+            words = [("Maybe." if srv.mode == "gibberish" else " Positive." if p[1] > p[0] else " negative\n")
+                     for p in probs]
+            if chat:
+                return self._send(200, {"choices": [{"index": 0, "message": {"role": "assistant", "content": words[0]}}]})
+            choices = [{"index": i, "text": w} for i, w in enumerate(words)]
+            return self._send(200, {"choices": choices[:-1] if srv.mode == "fewer" else choices})
         tops = [{" negative": math.log(0.6 * p[0]), " positive": math.log(0.6 * p[1]), " the": math.log(0.3),
                  "\n": math.log(0.1)} for p in probs]
         usage = {"prompt_tokens": 9 * len(texts), "completion_tokens": len(texts), "total_tokens": 10 * len(texts)}
@@ -118,6 +127,7 @@ class QuietServer(ThreadingHTTPServer):
 def openai_server(zoo):
     srv = QuietServer(("127.0.0.1", 0), OpenAIHandler)
     srv.model, srv.lock, srv.log, srv.failures, srv.sleep = zoo[1], threading.Lock(), [], [], 0.0
+    srv.mode = None  # or: one-prompt (a list is HTTP 400), no-logprobs, gibberish (no verbaliser), fewer (choices)
     srv.inflight = srv.most = 0
     t = threading.Thread(target=srv.serve_forever, daemon=True)
     t.start()
@@ -244,6 +254,105 @@ def test_budgets_stop_a_run_and_resume_continues(cli, openai_server, data, promp
     assert r.exit_code == 2 and "the cost budget is spent" in r.stderr, r.output
     r = cli("evaluate", *model, "--cost-budget", "0.05")
     assert r.exit_code == 2 and "--cost-budget and --cost-per-1k-tokens go together" in r.stderr
+
+
+def test_a_server_that_refuses_a_list_gets_one_prompt_per_request(openai_server, zoo, prompt_file, capfd):
+    openai_server.mode = "one-prompt"
+    clf = load_classifier(url(openai_server), options=ModelOptions(prompt_file=prompt_file, concurrency=3))
+    assert "refused a list of prompts (HTTP 400: {\"detail\": \"prompt must be a string.\"})" in capfd.readouterr().err
+    assert clf.scores == "logprobs" and clf.per_request == 1  # the probe found out both
+    texts = [f"film number {i}" for i in range(20)]
+    np.testing.assert_allclose(clf.predict_proba(texts), zoo[1].predict_proba(texts), atol=1e-5)
+    bodies = [e["body"]["prompt"] for e in openai_server.log]
+    assert isinstance(bodies[0], list) and all(isinstance(b, str) for b in bodies[1:])  # one refusal, then strings
+    assert clf.stats.requests == len(bodies) == 2 + len(texts)
+    openai_server.log.clear()  # said up front: never a list, never a refusal, no probe
+    clf = load_classifier(url(openai_server), options=ModelOptions(prompt_file=prompt_file, prompts_per_request=1,
+                                                                   scores="logprobs"))
+    np.testing.assert_allclose(clf.predict_proba(texts[:5]), zoo[1].predict_proba(texts[:5]), atol=1e-5)
+    assert [isinstance(e["body"]["prompt"], str) for e in openai_server.log] == [True] * 5
+    openai_server.mode = "one-prompt"  # a list refused when the user said lists were fine is an error
+    clf = load_classifier(url(openai_server), options=ModelOptions(prompt_file=prompt_file, prompts_per_request=16,
+                                                                   scores="logprobs"))
+    with pytest.raises(TextAuditError, match=r"answered HTTP 400: .*prompt must be a string"):
+        clf.predict_proba(texts[:3])
+
+
+@pytest.mark.parametrize("path", ["/v1/completions", "/v1/chat/completions"])
+def test_no_logprobs_means_labels_read_from_the_generated_text(openai_server, zoo, prompt_file, path, capfd):
+    from textaudit.attacks import make_attack
+
+    openai_server.mode = "no-logprobs"
+    clf = load_classifier(url(openai_server, path), options=ModelOptions(prompt_file=prompt_file))
+    assert "returns no log-probabilities: the class is read from the generated text" in capfd.readouterr().err
+    assert clf.scores == "labels" and clf.labels == ["negative", "positive", "unknown"] and clf.unknown_class == 2
+    texts = [f"a {w} film" for w in ("gorgeous", "dull", "witty", "lifeless", "moving", "tedious")]
+    probs = clf.predict_proba(texts)
+    assert probs.tolist() == np.eye(3)[zoo[1].predict(texts)].tolist()  # one-hot on the class the text names
+    assert clf.completions == len(texts) and clf.unknown == 0
+    assert clf.fingerprint.endswith("+labels")  # a results file scored otherwise is not resumed with it
+    assert all("logprobs" not in e["body"] and e["body"]["max_tokens"] == 5 for e in openai_server.log[1:])
+    for method in ("genetic", "bae"):  # they rank words by scores: refused, with what to do instead
+        with pytest.raises(TextAuditError, match=rf"{method} ranks words by class scores.*labels only.*--samples N"):
+            make_attack(method, clf)
+    sampled = load_classifier(url(openai_server, path), options=ModelOptions(prompt_file=prompt_file, samples=3))
+    assert sampled.temperature == 1.0 and sampled.fingerprint.endswith("+labels:3@1")
+    n = len(openai_server.log)
+    assert sampled.predict_proba(texts[:2]).tolist() == np.eye(3)[zoo[1].predict(texts[:2])].tolist()
+    sent = openai_server.log[n:]
+    assert sorted(e["body"]["seed"] for e in sent) == sorted([0, 1, 2] * (2 if path.endswith("chat/completions") else 1))
+    assert {e["body"]["temperature"] for e in sent} == {1.0}
+    make_attack("genetic", sampled)  # sampled frequencies are scores: allowed
+
+
+def test_a_completion_matching_no_verbaliser_is_unknown_never_a_class(cli, openai_server, data, prompt_file, tmp_path):
+    from textaudit.models.http import read_label
+
+    verbs = (("negative", "bad"), ("positive", "good"))
+    assert [read_label(t, verbs) for t in (" Positive.", "**bad**", "good-natured", "not good", "goodness", "pos", "")] \
+        == [1, 0, None, None, None, None, None]
+    openai_server.mode = "gibberish"
+    r = cli("evaluate", "--model", url(openai_server), "--prompt-file", str(prompt_file), "--data", str(data), "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout.splitlines()[-1])
+    assert out["accuracy"] == 0.0 and out["unknown"] == out["n"] == 8 and out["unknown_share"] == 1.0
+    assert out["scores"].startswith("labels") and out["labels"] == ["negative", "positive", "unknown"]
+    r = cli("attack", "--model", url(openai_server), "--prompt-file", str(prompt_file), "--data", str(data),
+            "--method", "so-enum", "--k", "1", "--mlm", "minilm-mlm", "--no-ppl", "--limit", "2", "--json",
+            "--output", str(tmp_path / "a.jsonl"))
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.stdout.splitlines()[-1])
+    assert summary["skipped"] == 2 and summary["unknown_completions"] == summary["completions"] > 0
+    recs = [json.loads(x) for x in (tmp_path / "a.jsonl").read_text().splitlines()[1:]]
+    assert {x["reason"] for x in recs} == {"the model's completion for this input matches no verbaliser (unknown)"}
+
+
+@pytest.mark.parametrize("scores", ["labels", "logprobs"])
+def test_a_different_number_of_choices_than_prompts_stops_the_run(openai_server, prompt_file, scores):
+    from textaudit.errors import StopRun
+
+    openai_server.mode = "fewer" if scores == "labels" else None
+    clf = load_classifier(url(openai_server), options=ModelOptions(prompt_file=prompt_file, scores=scores))
+    if scores == "logprobs":  # a server that drops one logprobs choice
+        clf._top_completions = lambda answer: [dict(c["logprobs"]["top_logprobs"][0]) for c in answer["choices"][1:]]
+    with pytest.raises(StopRun, match=r"answered 2 choices for 3 prompts"):
+        clf.predict_proba(["a film", "a movie", "a story"])
+
+
+def test_a_found_flip_is_confirmed_at_the_endpoint_not_from_the_cache(openai_server, prompt_file, tiny_mlm):
+    from test_attacks import X, _words_proposed, planted
+
+    from textaudit.attacks import PatchWords, SOEnum
+
+    t = _words_proposed(tiny_mlm, X, 1)[0]
+    openai_server.model, openai_server.mode = planted([t]), "no-logprobs"
+    clf = load_classifier(url(openai_server), options=ModelOptions(prompt_file=prompt_file))
+    r = SOEnum(clf, k=1, mlm=tiny_mlm, kappa=5, delta=1e9, patch_words=PatchWords(clf, [("film", "movie")])).attack(X, 1)
+    assert r.status == "success" and r.vulnerable.split()[1] == t
+    asked = [e["body"]["prompt"] for e in openai_server.log[1:]]
+    asked = [q for b in asked for q in ([b] if isinstance(b, str) else b)]
+    for text in (r.vulnerable, r.vulnerable_patched):  # in the search, and again by the post-condition
+        assert asked.count(f"Review: {text}\nSentiment:") == 2
 
 
 class PlainHandler(BaseHTTPRequestHandler):

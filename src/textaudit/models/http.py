@@ -399,7 +399,8 @@ class HttpClassifier(BatchedClassifier):
             first = not self._switched
             self.per_request, self._switched = 1, True
         if first:
-            print(f"notice: endpoint {self.name} refused a list of prompts ({e}); sending one prompt per request "
+            why = str(e).split(" answered ", 1)[-1]
+            print(f"notice: endpoint {self.name} refused a list of prompts ({why}); sending one prompt per request "
                   f"from now on, {self.options.concurrency} at a time (--prompts-per-request 1 says so up front)",
                   file=sys.stderr)
 
