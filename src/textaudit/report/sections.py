@@ -107,8 +107,8 @@ def _attack(item: Loaded, n: int) -> Section:
     cfg = item.config
     s = summarize(item.records, cfg.get("method"), cfg.get("k"), cfg.get("labels"))
     sec = Section(f"attack-{n}", f"Attack: {cfg.get('method')} on {cfg.get('model')}", "attack",
-                  _settings(item, ("model", "method", "k", "beam", "kappa", "delta", "mlm", "data", "seed",
-                                   "max_queries", "time_budget")))
+                  _settings(item, ("model", "model_scores", "method", "k", "beam", "kappa", "delta", "mlm", "data",
+                                   "seed", "max_queries", "time_budget")))
     sec.tables.append(Table("Summary", ["metric", "value"], [
         ["examples", s["n"]], ["attacked", s["attacked"]], ["successes", s["success"]],
         ["success rate", _num(s["success_rate"])], ["95% CI (Wilson)", format_ci(s["success_rate_ci95"], 3)],
@@ -175,8 +175,8 @@ def _bias(item: Loaded, n: int) -> Section:
     cfg = item.config
     results = estimates_from_records(item.records, cfg["k"], cfg["enumerate_k"])
     sec = Section(f"bias-{n}", f"Counterfactual token bias B_(p,k) of {cfg.get('model')}", "bias",
-                  _settings(item, ("model", "compare", "k", "enumerate_k", "sample", "kappa", "delta", "mlm", "data",
-                                   "seed")))
+                  _settings(item, ("model", "model_scores", "compare", "k", "enumerate_k", "sample", "kappa", "delta",
+                                   "mlm", "data", "seed")))
     labels = cfg.get("labels") or []
     classes = labels if len(labels) > 2 else None  # C > 2: B is the L1 norm of the per-class shifts, shown too
     sec.tables.append(Table("B_(p,k) with 95% intervals", BIAS_COLUMNS + (["B per class"] if classes else []),

@@ -1,0 +1,142 @@
+"""The shipped SmolLM2 behind a server no one here wrote, audited label-only, against ``llm:smollm2``.
+
+    TEXTAUDIT_DATA=../shared/data python benchmarks/llm_endpoint.py [--limit 100] [--attack-limit 10]
+        [--path /v1/completions] [--max-tokens 3] [--json]
+
+Starts ``transformers serve`` (``pip install 'transformers[serving]'``) on 127.0.0.1 with the
+shipped SmolLM2-135M GGUF (``<dir>:<file>.gguf``, the config and tokenizer from the file), which takes
+one prompt per request and returns no log-probabilities. Then, with the built-in sentiment prompt:
+
+1. ``audit evaluate`` of the endpoint on the first ``--limit`` SST-2 dev sentences (label-only, found
+   out by the probe; the share of unknown completions) and of ``llm:smollm2`` (the same weights and
+   prompt, scored by verbaliser log-probabilities in-process);
+2. the agreement of the two on the examples whose completion is a verbaliser (the endpoint's class
+   was read, not unknown);
+3. ``audit attack --method so-enum --k 1`` on the first ``--attack-limit`` dev sentences through the
+   endpoint: the vulnerable examples found, each re-checked at the endpoint (the post-condition).
+
+Prints the figures (and with ``--json`` one object as the last line); asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+
+from textaudit.data import load_dataset
+from textaudit.models import load_classifier
+from textaudit.models.options import ModelOptions
+from textaudit.models.prompt import DEFAULT_PROMPT
+from textaudit.resources import resolve
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(model: str, log: Path) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    exe = Path(sys.executable).with_name("transformers")
+    proc = subprocess.Popen([str(exe), "serve", model, "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"],
+                            stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    while True:
+        try:
+            urllib.request.urlopen(base + "/v1/models", timeout=5).read()
+            return proc, base
+        except OSError:
+            if proc.poll() is not None:
+                sys.exit(f"transformers serve did not start: {log.read_text()[-2000:]}")
+            time.sleep(0.5)
+
+
+def audit(*args: str) -> tuple[dict, str]:
+    r = subprocess.run([sys.executable, "-m", "textaudit", *args, "--json"], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"audit {args[0]} failed: {r.stderr[-2000:]}")
+    return json.loads(r.stdout.splitlines()[-1]), r.stderr
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--limit", type=int, default=100)
+    ap.add_argument("--attack-limit", type=int, default=10)
+    ap.add_argument("--path", default="/v1/completions")
+    ap.add_argument("--max-tokens", type=int, default=3, help="[endpoint] max_tokens of the label-only completions")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+
+    gguf = Path(resolve("smollm2"))
+    work = Path(tempfile.mkdtemp(prefix="llm-endpoint-"))
+    prompt = work / "sentiment.toml"  # the built-in prompt, with the completion length
+    prompt.write_text(DEFAULT_PROMPT.read_text() + f"\n[endpoint]\nmax_tokens = {args.max_tokens}\n")
+    t0 = time.perf_counter()
+    proc, base = start_server(f"{gguf.parent}:{gguf.name}", work / "serve.log")
+    print(f"transformers serve {gguf.name} on {base} (up in {time.perf_counter() - t0:.0f} s)", flush=True)
+    url = base + args.path
+    out: dict = {"url_path": args.path, "limit": args.limit}
+    try:
+        common = ["--prompt-file", str(prompt), "--data", "sst2:dev", "--limit", str(args.limit)]
+        t0 = time.perf_counter()
+        ev, err = audit("evaluate", "--model", url, *common)
+        out["endpoint"] = {k: ev.get(k) for k in ("accuracy", "accuracy_ci95", "scores", "unknown", "unknown_share")}
+        out["endpoint"]["seconds"] = round(time.perf_counter() - t0, 1)
+        print(f"endpoint   {ev['accuracy']:.4f} {ev['accuracy_ci95']}  unknown {ev['unknown']}/{ev['n']}  "
+              f"({ev['scores']})", flush=True)
+        print("  stderr: " + " | ".join(line for line in err.splitlines() if line.startswith("notice")), flush=True)
+        ev_llm, _ = audit("evaluate", "--model", "llm:smollm2", *common)
+        out["llm"] = {k: ev_llm.get(k) for k in ("accuracy", "accuracy_ci95")}
+        print(f"llm:smollm2 {ev_llm['accuracy']:.4f} {ev_llm['accuracy_ci95']}", flush=True)
+
+        # agreement, example by example, on the completions that named a class
+        ds = load_dataset("sst2:dev", default_split="dev", limit=args.limit)
+        opts = ModelOptions(prompt_file=prompt)
+        remote = load_classifier(url, options=opts)
+        local = load_classifier("llm:smollm2", options=opts)
+        pr, pl = remote.predict_proba(ds["text"]).argmax(1), local.predict_proba(ds["text"]).argmax(1)
+        read = pr != remote.unknown_class
+        agree = float((pr[read] == pl[read]).mean()) if read.any() else float("nan")
+        out["agreement_on_read"] = round(agree, 4)
+        out["read"] = int(read.sum())
+        print(f"agreement on the {int(read.sum())} examples whose completion is a verbaliser: {agree:.4f}", flush=True)
+
+        t0 = time.perf_counter()
+        res, _ = audit("attack", "--model", url, "--prompt-file", str(prompt), "--data", "sst2:dev", "--limit",
+                       str(args.attack_limit), "--method", "so-enum", "--k", "1", "--no-ppl", "--output",
+                       str(work / "attack.jsonl"))
+        recs = [json.loads(x) for x in (work / "attack.jsonl").read_text().splitlines()[1:]]
+        out["attack"] = {k: res.get(k) for k in ("attacked", "success", "success_rate", "skipped", "completions",
+                                                 "unknown_completions", "scores")}
+        out["attack"]["errors"] = sum(r["status"] == "error" for r in recs)
+        out["attack"]["seconds"] = round(time.perf_counter() - t0, 1)
+        print(f"so-enum k=1 on {args.attack_limit}: {res.get('success')} vulnerable of {res.get('attacked')} attacked, "
+              f"{out['attack']['errors']} errors (a failed post-condition is one), "
+              f"{res.get('unknown_completions')} unknown of {res.get('completions')} completions, "
+              f"{out['attack']['seconds']:.0f} s", flush=True)
+        for r in recs:
+            if r["status"] == "success":
+                print(f"  {r['vulnerable']!r} -> {r['vulnerable_prediction']} | {r['vulnerable_patched']!r} -> "
+                      f"{r['vulnerable_patched_prediction']}")
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    if args.json:
+        print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TEXTAUDIT_THREADS", "1")
+    np.set_printoptions(precision=4)
+    main()
