@@ -180,10 +180,10 @@ def test_so_enum_finds_the_planted_flip_and_the_endpoint_confirms_it(server, pat
     assert rec["status"] == "success" and rec["pair"] == ["film", "movie"] and rec["l0"] == 1
     assert (rec["vulnerable_prediction"], rec["vulnerable_patched_prediction"]) == (1, 0)
     assert trigger in rec["vulnerable"].split() and "movie" in rec["vulnerable_patched"].split()
-    r = subprocess.run([sys.executable, "-m", "textaudit", "report", str(out), "--out", str(root / f"report-{path.count('/')}")],
-                       capture_output=True, text=True)
+    page = root / f"report-{path.count('/')}.html"
+    r = subprocess.run([sys.executable, "-m", "textaudit", "report", str(out), "--out", str(page)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
-    page = next((root / f"report-{path.count('/')}").glob("*.html")).read_text()
+    page = page.read_text()
     assert "model_scores" in page and "probabilities are one-hot, from one greedy completion" in page  # the report says so
     # the post-condition asked the endpoint itself again (not the cache): it answers the same
     r = _audit(root, "predict", "--model", base + path, rec["vulnerable"], rec["vulnerable_patched"], "--json")
