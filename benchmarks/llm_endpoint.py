@@ -4,8 +4,8 @@
         [--path /v1/completions] [--max-tokens 3] [--json]
 
 Starts ``transformers serve`` (``pip install 'transformers[serving]'``) on 127.0.0.1 with the
-shipped SmolLM2-135M GGUF (``<dir>:<file>.gguf``, the config and tokenizer from the file), which takes
-one prompt per request and returns no log-probabilities. Then, with the built-in sentiment prompt:
+shipped SmolLM2-135M (the GGUF's weights saved as a HuggingFace folder, as ``llm:smollm2`` loads
+them), which takes one prompt per request and returns no log-probabilities. Then, with the built-in sentiment prompt:
 
 1. ``audit evaluate`` of the endpoint on the first ``--limit`` SST-2 dev sentences (label-only, found
    out by the probe; the share of unknown completions) and of ``llm:smollm2`` (the same weights and
@@ -82,9 +82,21 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="llm-endpoint-"))
     prompt = work / "sentiment.toml"  # the built-in prompt, with the completion length
     prompt.write_text(DEFAULT_PROMPT.read_text() + f"\n[endpoint]\nmax_tokens = {args.max_tokens}\n")
+    # transformers serve's own GGUF loading (<dir>:<file>.gguf) fails on this file (the GGUF's config
+    # names no architecture: "config.architectures[0]" is None); the same weights saved as a
+    # HuggingFace folder (what llm:smollm2 loads) serve fine
+    from textaudit.lm import load_lm
+
+    model, tok, _ = load_lm("smollm2")
+    model.config.architectures = [type(model).__name__]
+    plain = type(model)(model.config)  # a GGUF-loaded model refuses save_pretrained: copy its weights out
+    plain.load_state_dict(model.state_dict())
+    plain.save_pretrained(work / "smollm2")
+    tok.save_pretrained(work / "smollm2")
+    del model, plain
     t0 = time.perf_counter()
-    proc, base = start_server(f"{gguf.parent}:{gguf.name}", work / "serve.log")
-    print(f"transformers serve {gguf.name} on {base} (up in {time.perf_counter() - t0:.0f} s)", flush=True)
+    proc, base = start_server(str(work / "smollm2"), work / "serve.log")
+    print(f"transformers serve {gguf.name} (as a folder) on {base} (up in {time.perf_counter() - t0:.0f} s)", flush=True)
     url = base + args.path
     out: dict = {"url_path": args.path, "limit": args.limit}
     try:

@@ -101,6 +101,37 @@ def test_compare_cells_are_attack_files_and_paired_tests_match_the_records(resul
     assert not any(x["by"] == "model" and x["a"].endswith("so-beam") and x["b"].endswith("genetic") for x in c["paired"])
 
 
+def test_results_load_back_into_pandas_with_the_commands_own_summary(results, tmp_path):
+    from textaudit.attacks.run import summarize
+    from textaudit.errors import TextAuditError
+    from textaudit.fairness.bias import estimates_from_records, report
+    from textaudit.results import load, read_header
+
+    d, (weak, robust), c = results["dir"], results["models"], results["compare"]
+    cell = cell_path(d / "cmp", weak, "so-beam")
+    r = load(cell)
+    df = r.to_pandas()
+    assert len(df) == len(read_jsonl(cell)) == len(r) == len(ROWS)  # one row per record
+    assert list(df["id"]) == [x["id"] for x in read_jsonl(cell)] and set(df["status"]) == {"success"}
+    assert df.attrs["command"] == "attack" and df.attrs["config"] == read_header(cell)["config"]
+    assert r.summary() == summarize(read_jsonl(cell), "so-beam", 1) and r.summary()["success_rate"] == 1.0
+    folder = load(d / "cmp")  # a compare folder: every cell, and the matrix with its paired tests
+    assert folder.summary()["paired"] == c["paired"] and len(folder.cells) == 4
+    assert len(folder.to_pandas()) == sum(len(read_jsonl(cell_path(d / "cmp", m, a)))
+                                          for m in (weak, robust) for a in ("so-beam", "genetic"))
+    bias = load(d / "bias.jsonl")
+    cfg = read_header(d / "bias.jsonl")["config"]
+    assert bias.summary() == report(estimates_from_records(read_jsonl(d / "bias.jsonl"), cfg["k"], cfg["enumerate_k"]))
+    assert load(d / "wo.jsonl").summary() == {"records": len(read_jsonl(d / "wo.jsonl"))}
+    page = r._repr_html_()  # what Jupyter shows: the settings and the summary, escaped
+    assert "<table>" in page and "success_rate" in page and "<script" not in page
+    (tmp_path / "x.jsonl").write_text('{"id": 1}\n')
+    for bad, msg in ((tmp_path / "x.jsonl", "no textaudit header line"), (tmp_path / "none.jsonl", "does not exist"),
+                     (tmp_path, "without compare.json")):
+        with pytest.raises(TextAuditError, match=msg):
+            load(bad)
+
+
 def test_compare_reuses_its_cells(results, capsys):
     d, models = results["dir"], results["models"]
     before = {p.name: p.read_text() for p in (d / "cmp").glob("*.jsonl")}

@@ -21,7 +21,7 @@ from typing import Any, Iterator
 
 from textaudit.errors import TextAuditError
 
-__all__ = ["read_jsonl", "read_header", "JsonlWriter", "HEADER", "config_conflicts", "check_output", "write_results"]
+__all__ = ["read_jsonl", "read_header", "JsonlWriter", "HEADER", "config_conflicts", "check_output", "write_results", "load"]
 
 #: the key of the header record (the first line of a results file)
 HEADER = "header"
@@ -245,3 +245,11 @@ def _default(o: Any):
     if hasattr(o, "to_dict"):
         return o.to_dict()
     return str(o)
+
+
+def load(path: str | Path):
+    """Read a results file or an ``audit compare`` folder back for analysis:
+    :class:`textaudit.loaded.Results` (``.to_pandas()``, ``.summary()``, shown inline in Jupyter)."""
+    from textaudit.loaded import load as _load
+
+    return _load(path)
