@@ -355,6 +355,26 @@ def test_a_found_flip_is_confirmed_at_the_endpoint_not_from_the_cache(openai_ser
         assert asked.count(f"Review: {text}\nSentiment:") == 2
 
 
+def test_so_beam_on_labels_keeps_a_seeded_random_beam(openai_server, prompt_file, tiny_mlm):
+    from test_attacks import X, _words_proposed, planted
+
+    from textaudit.attacks import PatchWords, SOBeam
+
+    t1, t3 = _words_proposed(tiny_mlm, X, 1)[0], _words_proposed(tiny_mlm, X, 3)[0]
+    openai_server.model, openai_server.mode = planted([t1, t3]), "no-logprobs"  # a flip two words away
+
+    def run(seed: int):
+        clf = load_classifier(url(openai_server), options=ModelOptions(prompt_file=prompt_file))
+        atk = SOBeam(clf, k=2, beam=20, mlm=tiny_mlm, kappa=5, delta=1e9, seed=seed,
+                     patch_words=PatchWords(clf, [("film", "movie")]))
+        r = atk.attack(X, 1).to_dict()
+        return {k: v for k, v in r.items() if k not in ("seconds", "queries", "mlm_queries")}  # caches differ
+
+    first = run(0)
+    assert first["status"] == "success" and first["l0"] == 2  # one-hot losses are flat: the beam is a random 20
+    assert run(0) == first  # ... drawn under the example's seed: the same records every time
+
+
 class PlainHandler(BaseHTTPRequestHandler):
     def log_message(self, *args) -> None:
         pass
