@@ -1,7 +1,8 @@
 """The shipped SmolLM2 behind a server no one here wrote, audited label-only, against ``llm:smollm2``.
 
     TEXTAUDIT_DATA=../shared/data python benchmarks/llm_endpoint.py [--limit 100] [--attack-limit 10]
-        [--path /v1/completions] [--max-tokens 3] [--json]
+        [--path /v1/completions] [--max-tokens 3] [--verbalisers builtin|single] [--same-context]
+        [--kappa 20] [--skip-evaluate] [--json]
 
 Starts ``transformers serve`` (``pip install 'transformers[serving]'``) on 127.0.0.1 with the
 shipped SmolLM2-135M (the GGUF's weights saved as a HuggingFace folder, as ``llm:smollm2`` loads
@@ -14,6 +15,14 @@ them), which takes one prompt per request and returns no log-probabilities. Then
    was read, not unknown);
 3. ``audit attack --method so-enum --k 1`` on the first ``--attack-limit`` dev sentences through the
    endpoint: the vulnerable examples found, each re-checked at the endpoint (the post-condition).
+
+Two things separate the endpoint's reading from ``llm:smollm2``'s besides our parsing: the rule
+(the greedy first token of the whole vocabulary vs. the class whose verbalisers sum to the most
+probability: the built-in prompt has three per class) and the context (``llm:`` models read a
+prompt as the start of a document, after SmolLM2's ``<|endoftext|>``; a server tokenises the raw
+prompt). ``--verbalisers single`` (negative/positive only) and ``--same-context`` (the endpoint's
+template starts with ``<|endoftext|>``, which the server's tokenizer reads as that token) take
+them away, so that what remains is the reading of completions itself.
 
 Prints the figures (and with ``--json`` one object as the last line); asserts nothing.
 """
@@ -73,15 +82,28 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit", type=int, default=100)
     ap.add_argument("--attack-limit", type=int, default=10)
+    ap.add_argument("--kappa", type=int, default=20, help="κ of the attack's neighbourhood (5: about a quarter of the requests)")
+    ap.add_argument("--skip-evaluate", action="store_true", help="only the attack")
     ap.add_argument("--path", default="/v1/completions")
     ap.add_argument("--max-tokens", type=int, default=3, help="[endpoint] max_tokens of the label-only completions")
+    ap.add_argument("--verbalisers", choices=["builtin", "single"], default="builtin")
+    ap.add_argument("--same-context", action="store_true", help="the endpoint's prompt starts with <|endoftext|>")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
     gguf = Path(resolve("smollm2"))
     work = Path(tempfile.mkdtemp(prefix="llm-endpoint-"))
-    prompt = work / "sentiment.toml"  # the built-in prompt, with the completion length
-    prompt.write_text(DEFAULT_PROMPT.read_text() + f"\n[endpoint]\nmax_tokens = {args.max_tokens}\n")
+    builtin = DEFAULT_PROMPT.read_text()
+    if args.verbalisers == "single":
+        builtin = builtin.split("[labels]")[0] + '[labels]\nnegative = ["negative"]\npositive = ["positive"]\n'
+    local_prompt = work / "local.toml"  # what llm:smollm2 reads
+    local_prompt.write_text(builtin)
+    prompt = work / "sentiment.toml"  # the endpoint's: the same, with the completion length
+    template = 'template = "Review: {text}\\nSentiment:"'
+    assert template in builtin, "the built-in prompt's template changed: update this benchmark"
+    endpoint_prompt = builtin.replace(template, 'template = "<|endoftext|>Review: {text}\\nSentiment:"') \
+        if args.same_context else builtin
+    prompt.write_text(endpoint_prompt + f"\n[endpoint]\nmax_tokens = {args.max_tokens}\n")
     # transformers serve's own GGUF loading (<dir>:<file>.gguf) fails on this file (the GGUF's config
     # names no architecture: "config.architectures[0]" is None); the same weights saved as a
     # HuggingFace folder (what llm:smollm2 loads) serve fine
@@ -98,35 +120,38 @@ def main() -> None:
     proc, base = start_server(str(work / "smollm2"), work / "serve.log")
     print(f"transformers serve {gguf.name} (as a folder) on {base} (up in {time.perf_counter() - t0:.0f} s)", flush=True)
     url = base + args.path
-    out: dict = {"url_path": args.path, "limit": args.limit}
+    out: dict = {"url_path": args.path, "limit": args.limit, "verbalisers": args.verbalisers,
+                 "same_context": args.same_context}
     try:
-        common = ["--prompt-file", str(prompt), "--data", "sst2:dev", "--limit", str(args.limit)]
-        t0 = time.perf_counter()
-        ev, err = audit("evaluate", "--model", url, *common)
-        out["endpoint"] = {k: ev.get(k) for k in ("accuracy", "accuracy_ci95", "scores", "unknown", "unknown_share")}
-        out["endpoint"]["seconds"] = round(time.perf_counter() - t0, 1)
-        print(f"endpoint   {ev['accuracy']:.4f} {ev['accuracy_ci95']}  unknown {ev['unknown']}/{ev['n']}  "
-              f"({ev['scores']})", flush=True)
-        print("  stderr: " + " | ".join(line for line in err.splitlines() if line.startswith("notice")), flush=True)
-        ev_llm, _ = audit("evaluate", "--model", "llm:smollm2", *common)
-        out["llm"] = {k: ev_llm.get(k) for k in ("accuracy", "accuracy_ci95")}
-        print(f"llm:smollm2 {ev_llm['accuracy']:.4f} {ev_llm['accuracy_ci95']}", flush=True)
+        if not args.skip_evaluate:
+            common = ["--prompt-file", str(prompt), "--data", "sst2:dev", "--limit", str(args.limit)]
+            t0 = time.perf_counter()
+            ev, err = audit("evaluate", "--model", url, *common)
+            out["endpoint"] = {k: ev.get(k) for k in ("accuracy", "accuracy_ci95", "scores", "unknown", "unknown_share")}
+            out["endpoint"]["seconds"] = round(time.perf_counter() - t0, 1)
+            print(f"endpoint   {ev['accuracy']:.4f} {ev['accuracy_ci95']}  unknown {ev['unknown']}/{ev['n']}  "
+                  f"({ev['scores']})", flush=True)
+            print("  stderr: " + " | ".join(line for line in err.splitlines() if line.startswith("notice")), flush=True)
+            ev_llm, _ = audit("evaluate", "--model", "llm:smollm2", *[str(local_prompt) if a == str(prompt) else a
+                                                                     for a in common])
+            out["llm"] = {k: ev_llm.get(k) for k in ("accuracy", "accuracy_ci95")}
+            print(f"llm:smollm2 {ev_llm['accuracy']:.4f} {ev_llm['accuracy_ci95']}", flush=True)
 
-        # agreement, example by example, on the completions that named a class
-        ds = load_dataset("sst2:dev", default_split="dev", limit=args.limit)
-        opts = ModelOptions(prompt_file=prompt)
-        remote = load_classifier(url, options=opts)
-        local = load_classifier("llm:smollm2", options=opts)
-        pr, pl = remote.predict_proba(ds["text"]).argmax(1), local.predict_proba(ds["text"]).argmax(1)
-        read = pr != remote.unknown_class
-        agree = float((pr[read] == pl[read]).mean()) if read.any() else float("nan")
-        out["agreement_on_read"] = round(agree, 4)
-        out["read"] = int(read.sum())
-        print(f"agreement on the {int(read.sum())} examples whose completion is a verbaliser: {agree:.4f}", flush=True)
+            # agreement, example by example, on the completions that named a class
+            ds = load_dataset("sst2:dev", default_split="dev", limit=args.limit)
+            remote = load_classifier(url, options=ModelOptions(prompt_file=prompt))
+            local = load_classifier("llm:smollm2", options=ModelOptions(prompt_file=local_prompt))
+            pr, pl = remote.predict_proba(ds["text"]).argmax(1), local.predict_proba(ds["text"]).argmax(1)
+            read = pr != remote.unknown_class
+            agree = float((pr[read] == pl[read]).mean()) if read.any() else float("nan")
+            out["agreement_on_read"] = round(agree, 4)
+            out["read"] = int(read.sum())
+            print(f"agreement on the {int(read.sum())} examples whose completion is a verbaliser: {agree:.4f}", flush=True)
 
         t0 = time.perf_counter()
         res, _ = audit("attack", "--model", url, "--prompt-file", str(prompt), "--data", "sst2:dev", "--limit",
-                       str(args.attack_limit), "--method", "so-enum", "--k", "1", "--no-ppl", "--output",
+                       str(args.attack_limit), "--method", "so-enum", "--k", "1", "--kappa", str(args.kappa), "--no-ppl",
+                       "--output",
                        str(work / "attack.jsonl"))
         recs = [json.loads(x) for x in (work / "attack.jsonl").read_text().splitlines()[1:]]
         out["attack"] = {k: res.get(k) for k in ("attacked", "success", "success_rate", "skipped", "completions",
