@@ -13,6 +13,7 @@ from typing import Optional
 from textaudit.cli import (  # noqa: F401
     attack,
     bias,
+    cite,
     compare,
     doctor,
     learnability,
