@@ -123,6 +123,23 @@ def test_results_load_back_into_pandas_with_the_commands_own_summary(results, tm
     cfg = read_header(d / "bias.jsonl")["config"]
     assert bias.summary() == report(estimates_from_records(read_jsonl(d / "bias.jsonl"), cfg["k"], cfg["enumerate_k"]))
     assert load(d / "wo.jsonl").summary() == {"records": len(read_jsonl(d / "wo.jsonl"))}
+    from textaudit.robustness.learnability import aggregate
+
+    learn = read_jsonl(d / "learn.jsonl")
+    assert load(d / "learn.jsonl").summary() == aggregate(learn, ["bow"], ["leet_letters", "shuffle_word"], [0.1, 1.0])
+    assert len(load(d / "learn.jsonl").summary()["results"]) == 2
+    cert = load(d / "certify.jsonl").summary()["bow-ibp"]
+    assert cert["n"] == 30 and 0 <= cert["certified_accuracy"] <= cert["accuracy"] <= 1
+    # every kind of results file a command writes, into pandas: one row per record, the header in attrs
+    kinds = {}
+    for path in sorted(d.glob("*.jsonl")) + [cell_path(d / "cmp", weak, "genetic")]:
+        df = load(path).to_pandas()
+        header = read_header(path)
+        recs = read_jsonl(path)
+        assert len(df) == len(recs) > 0 and set(df.columns) == {key for x in recs for key in x}
+        assert df.attrs["command"] == header["command"] and df.attrs["config"] == header["config"]
+        kinds[header["command"]] = path.name
+    assert set(kinds) == {"attack", "bias", "wordorder", "certify", "learnability", "perturbscore build"}
     page = r._repr_html_()  # what Jupyter shows: the settings and the summary, escaped
     assert "<table>" in page and "success_rate" in page and "<script" not in page
     (tmp_path / "x.jsonl").write_text('{"id": 1}\n')

@@ -8,7 +8,9 @@ or an ``audit compare`` folder and returns a :class:`Results`: its ``command``, 
   ``method`` columns); the header's settings are in ``df.attrs["config"]`` (and ``"command"``);
 - ``.summary()``: what the command's own summary says, recomputed from the records (an attack's
   success rate with its Wilson interval, ``mean_l0``, …; B_{p,k} with its interval per model, pair
-  and k for bias; the matrix and paired tests of a compare folder); other commands: the count;
+  and k for bias; the matrix and paired tests of a compare folder; learnability's per-(model,
+  perturbation) table and Spearman correlations; certify's accuracies per model); other commands
+  (word order, PerturbScore tuples): the count;
 - in Jupyter, the object shows itself as a small table (``_repr_html_``, every value escaped).
 """
 
@@ -67,6 +69,15 @@ class Results:
             if "k" not in cfg or "enumerate_k" not in cfg:
                 raise TextAuditError(f"{self.path}: its header has no k or enumerate_k; is it a bias results file?")
             return report(estimates_from_records(self.records, cfg["k"], cfg["enumerate_k"]))
+        if self.command == "learnability":
+            from textaudit.robustness.learnability import aggregate
+
+            recs = self.records
+            probabilities = sorted({float(r["p"]) for r in recs if r["p"] != "robustness"})
+            return aggregate(recs, list(dict.fromkeys(r["model"] for r in recs)),
+                             list(dict.fromkeys(r["perturbation"] for r in recs)), probabilities)
+        if self.command == "certify":
+            return {r["id"]: {k: v for k, v in r.items() if k != "id"} for r in self.records}
         return {"records": len(self.records)}
 
     def _repr_html_(self) -> str:
