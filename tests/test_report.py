@@ -114,7 +114,8 @@ def test_results_load_back_into_pandas_with_the_commands_own_summary(results, tm
     assert len(df) == len(read_jsonl(cell)) == len(r) == len(ROWS)  # one row per record
     assert list(df["id"]) == [x["id"] for x in read_jsonl(cell)] and set(df["status"]) == {"success"}
     assert df.attrs["command"] == "attack" and df.attrs["config"] == read_header(cell)["config"]
-    assert r.summary() == summarize(read_jsonl(cell), "so-beam", 1) and r.summary()["success_rate"] == 1.0
+    assert r.summary() == {**summarize(read_jsonl(cell), "so-beam", 1), "model": read_header(cell)["config"]["model"]}
+    assert r.summary()["success_rate"] == 1.0
     folder = load(d / "cmp")  # a compare folder: every cell, and the matrix with its paired tests
     assert folder.summary()["paired"] == c["paired"] and len(folder.cells) == 4
     assert len(folder.to_pandas()) == sum(len(read_jsonl(cell_path(d / "cmp", m, a)))
@@ -128,6 +129,7 @@ def test_results_load_back_into_pandas_with_the_commands_own_summary(results, tm
     learn = read_jsonl(d / "learn.jsonl")
     assert load(d / "learn.jsonl").summary() == aggregate(learn, ["bow"], ["leet_letters", "shuffle_word"], [0.1, 1.0])
     assert len(load(d / "learn.jsonl").summary()["results"]) == 2
+    assert load(d / "tuples.jsonl").summary()["model"] == "tiny-cnn"
     cert = load(d / "certify.jsonl").summary()["bow-ibp"]
     assert cert["n"] == 30 and 0 <= cert["certified_accuracy"] <= cert["accuracy"] <= 1
     # every kind of results file a command writes, into pandas: one row per record, the header in attrs
@@ -377,3 +379,40 @@ def test_separate_attack_files_get_their_matrix_too(results, tmp_path):
         assert row in md, row
     assert md.count("only a") == 1  # the paired tests too
     assert "Comparison matrix" not in render_report(cells[:1], "md")  # one attack: no matrix
+
+
+def test_a_report_replaces_an_earlier_report_and_nothing_else(results, tmp_path):
+    from textaudit.errors import TextAuditError
+    from textaudit.report import write_report
+    from textaudit.report.render import is_report
+
+    inputs = [results["dir"] / "bias.jsonl"]
+    for name in ("r.html", "r.md"):
+        out = write_report(inputs, tmp_path / name, title="first")
+        assert is_report(out) and "first" in out.read_text()
+        write_report(inputs, out, title="second")  # an earlier report: replaced
+        assert "second" in out.read_text() and "first" not in out.read_text()
+    mine = tmp_path / "mine.md"
+    mine.write_text("# my notes\n")
+    with pytest.raises(TextAuditError, match="exists and is not a textaudit report"):
+        write_report(inputs, mine)
+    assert mine.read_text() == "# my notes\n"
+    before = (results["dir"] / "bias.jsonl").read_bytes()
+    with pytest.raises(TextAuditError, match="is not a textaudit report"):
+        write_report(inputs, results["dir"] / "bias.jsonl")
+    assert (results["dir"] / "bias.jsonl").read_bytes() == before
+
+
+def test_markdown_reports_keep_what_they_copy_as_text(results, tmp_path):
+    from textaudit.report import write_report
+    from textaudit.report.render import md_code, md_text
+
+    hostile = "<script>alert(1)</script> [click](javascript:alert(1)) <!-- the rest is hidden\n# a heading | a cell"
+    text = md_text(hostile)
+    assert "\n" not in text and "<" not in text and "\\[click\\]" in text and "\\|" in text and "<!--" not in text
+    assert md_code("a `b` c") == "``a `b` c``" and md_code("x\ny") == "`x y`"
+    out = write_report([results["dir"] / "bias.jsonl"], tmp_path / "r.md", title=hostile)
+    page = out.read_text()
+    first = page.splitlines()[0]
+    assert first.startswith("# &lt;script&gt;") and "\n# a heading" not in page and "<!--" not in page
+    assert "\\[click\\](javascript:alert(1))" in page  # escaped brackets: text, not a link

@@ -53,6 +53,17 @@ SECTIONS = {"suite": {"name", "data", "limit", "output_dir", "report", "seed"},
 ATTACK_METRICS = ("success_rate", "mean_l0", "sec_per_example", "queries_per_example", "success_rate_ci_low",
                   "success_rate_ci_high")
 CERTIFY_METRICS = ("accuracy", "certified_accuracy")
+_NAME = lambda v: isinstance(v, str) and v.strip() != ""  # noqa: E731
+#: [suite]'s keys: what each must be, and the check (the other sections' values are checked where they are read)
+SUITE_KEYS: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "name": ("a string", _NAME),
+    "data": ("a data spec string (sst2:dev, a file, hf:...)", _NAME),
+    "limit": ("a whole number >= 1", lambda v: isinstance(v, int) and v >= 1),
+    "output_dir": ("a folder name", _NAME),
+    "report": ("a file name ending in .html or .md", lambda v: _NAME(v) and Path(v).suffix.lower() in (".html", ".md")
+               and Path(v).name == v),
+    "seed": ("a whole number >= 0", lambda v: isinstance(v, int) and v >= 0),
+}
 
 
 @dataclass
@@ -80,6 +91,10 @@ class Suite:
     def output_dir(self) -> Path:
         out = Path(self.spec["suite"].get("output_dir", self.path.stem))
         return out if out.is_absolute() else self.path.parent / out
+
+    @property
+    def report_path(self) -> Path:
+        return self.output_dir / self.get("suite", "report", "report.html")
 
     def get(self, section: str, key: str, default: Any = None) -> Any:
         return self.spec.get(section, {}).get(key, default)
@@ -115,6 +130,10 @@ def load_suite(path: str | Path) -> Suite:
             if extra:
                 raise TextAuditError(f"{path}: unknown key '{extra[0]}' in [{section}]; use {', '.join(sorted(allowed))}")
     spec.setdefault("suite", {})
+    for key, value in spec["suite"].items():
+        want, ok = SUITE_KEYS[key]
+        if isinstance(value, bool) or not ok(value):
+            raise TextAuditError(f"{path}: [suite] {key} must be {want} (got {value!r})")
     if not any(s in spec for s in ("compare", "bias", "certify")):
         raise TextAuditError(f"{path} declares no audit; add [compare], [bias] or [certify]")
     for section, key in (("compare", "models"), ("compare", "methods"), ("bias", "pairs"), ("certify", "models")):
@@ -138,6 +157,12 @@ def load_suite(path: str | Path) -> Suite:
                                      f"(e.g. cnn-ibp), not {m}")
     suite = Suite(path, spec)
     _thresholds(suite)  # names checked now, values once the audits ran
+    from textaudit.report.render import is_report
+
+    report = suite.report_path
+    if report.is_dir() or (report.exists() and not is_report(report)):
+        raise TextAuditError(f"{path}: [suite] report = {str(spec['suite'].get('report', 'report.html'))!r} would replace "
+                             f"{report}, which is not a textaudit report; name another file")
     return suite
 
 
@@ -274,6 +299,6 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
             results["certify"][model] = res
             inputs.append(path)
     checks = check_thresholds(suite, results)
-    report = out / suite.get("suite", "report", "report.html")
+    report = suite.report_path
     write_report(inputs, report, title=suite.get("suite", "name"), checks=checks)
     return results, checks, report

@@ -5,6 +5,7 @@ URIs, a few lines of plain JavaScript to sort tables; nothing is fetched from th
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -19,29 +20,53 @@ FORMATS = ("html", "md")
 HEADLINE_COLUMNS = ["audit", "model", "what", "masked LM", "data", "seed", "headline (95% CI)"]
 
 
+class _Markdown(str):
+    """Text that is Markdown already (a table, marked words): the Markdown report's finalize leaves it as is."""
+
+
+def md_text(value: object) -> _Markdown:
+    """``value`` as Markdown text that stays text, whatever it holds (the report copies sentences, settings
+    and ``--title`` from files and users): one line (a newline could start a heading or end a list), HTML
+    as entities (``<script>``, a ``<!--`` that would hide the rest of the page), and the characters that
+    make emphasis, links, images, code and table cells backslash-escaped."""
+    import html
+
+    text = html.escape(" ".join(str(value).split()), quote=False)
+    return _Markdown(re.sub(r"([\\`*_\[\]|!])", r"\\\1", text))
+
+
+def md_code(value: object) -> _Markdown:
+    """``value`` as one inline code span (a backtick inside gets a longer fence, as CommonMark allows)."""
+    text = " ".join(str(value).split())
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return _Markdown(f"{fence}{pad}{text}{pad}{fence}")
+
+
 def _environment(fmt: str):
     import jinja2
     from markupsafe import Markup, escape
 
+    # HTML: autoescape; Markdown: every value goes through md_text unless it is Markdown already
+    finalize = None if fmt == "html" else (lambda v: v if isinstance(v, _Markdown) else md_text(v))
     env = jinja2.Environment(loader=jinja2.PackageLoader("textaudit.report", "templates"),
                              autoescape=fmt == "html", trim_blocks=False, lstrip_blocks=False,
-                             undefined=jinja2.StrictUndefined)
+                             undefined=jinja2.StrictUndefined, finalize=finalize)
 
     def words(tokens: Sequence[tuple[str, bool]], cls: str = "") -> Markup:
         attr = f' class="{cls}"' if cls else ""
         return Markup(" ".join(f"<mark{attr}>{escape(w)}</mark>" if changed else str(escape(w))
                                for w, changed in tokens))
 
-    def words_md(tokens: Sequence[tuple[str, bool]]) -> str:
-        return " ".join(f"**{w}**" if changed else w for w, changed in tokens)
+    def words_md(tokens: Sequence[tuple[str, bool]]) -> _Markdown:
+        return _Markdown(" ".join(f"**{md_text(w)}**" if changed else md_text(w) for w, changed in tokens))
 
-    def table(columns: Sequence[str], rows: Sequence[Sequence]) -> str:
-        cell = lambda v: str(v).replace("|", "\\|").replace("\n", " ")  # noqa: E731
-        lines = ["| " + " | ".join(map(cell, columns)) + " |", "|" + "---|" * len(columns)]
-        lines += ["| " + " | ".join(map(cell, r)) + " |" for r in rows]
-        return "\n".join(lines)
+    def table(columns: Sequence[str], rows: Sequence[Sequence]) -> _Markdown:
+        lines = ["| " + " | ".join(map(md_text, columns)) + " |", "|" + "---|" * len(columns)]
+        lines += ["| " + " | ".join(map(md_text, r)) + " |" for r in rows]
+        return _Markdown("\n".join(lines))
 
-    env.filters.update(words=words, words_md=words_md)
+    env.filters.update(words=words, words_md=words_md, code=md_code)
     env.globals.update(table=table)
     return env
 
@@ -66,6 +91,23 @@ def render_report(inputs: Iterable[str | Path] | Sequence[Loaded], fmt: str = "h
         headline=headline_rows(items), checks=list(checks or []), generated=_dt.datetime.now().strftime("%Y-%m-%d %H:%M"))
 
 
+#: what every report carries near its top, so that --out replaces an earlier report and nothing else (a
+#: results file, a compare summary, the user's own page): HTML, its generator tag; Markdown, the line
+#: under its title ("textaudit 0.1.0 · 3 result file(s) · generated 2026-11-24 23:30")
+REPORT_MARKERS = (re.compile(r'<meta name="generator" content="textaudit report '),
+                  re.compile(r"\A# [^\n]*\n\ntextaudit \S+ · \d+ result file\(s\) · generated "))
+
+
+def is_report(path: Path) -> bool:
+    """Whether ``path`` is a report this module wrote (a marker in its first 4 KB)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096).decode("utf-8", "replace")
+    except OSError:
+        return False
+    return any(m.search(head) for m in REPORT_MARKERS)
+
+
 def write_report(inputs: Iterable[str | Path], out: str | Path, fmt: str | None = None, title: str | None = None,
                  checks: Sequence | None = None) -> Path:
     """Write the report of ``inputs`` to ``out`` (format from ``fmt``, else from its suffix; written
@@ -74,6 +116,9 @@ def write_report(inputs: Iterable[str | Path], out: str | Path, fmt: str | None 
     fmt = fmt or ("md" if out.suffix.lower() in (".md", ".markdown") else "html")
     if out.is_dir():
         raise TextAuditError(f"--out {out} is a directory; give a file name, e.g. {out / f'report.{fmt}'}")
+    if out.exists() and not is_report(out):
+        raise TextAuditError(f"--out {out} exists and is not a textaudit report (a report only replaces an earlier "
+                             "report); give another --out")
     text = render_report(inputs, fmt, title, checks, where=out.resolve().parent)
     with atomic_path(out) as tmp:
         tmp.write_text(text, encoding="utf-8")
