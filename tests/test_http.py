@@ -196,7 +196,7 @@ def test_a_timeout_is_a_one_line_error(cli, openai_server, data, prompt_file):
             "--timeout", "0.3", "--retries", "1")
     assert r.exit_code == 2 and r.stdout == ""
     assert r.stderr.splitlines() == [f"error: endpoint {url(openai_server)} timed out after 0.3 s (2 attempts); raise "
-                                     "--timeout, lower --concurrency; results written so far are kept (--resume continues)"]
+                                     "--timeout, lower --concurrency"]  # evaluate writes no results: it promises none
     assert time.perf_counter() - t0 < 10
 
 
@@ -241,7 +241,8 @@ def test_budgets_stop_a_run_and_resume_continues(cli, openai_server, data, promp
     spent = sum(x["queries"] for x in full)
     out = tmp_path / "a.jsonl"
     r = attack(out, "--query-budget", str(8 + spent // 2))  # 8: the probes that key the patch-word cache
-    assert r.exit_code == 2 and "the query budget is spent" in r.stderr and "rerun with --resume" in r.stderr, r.output
+    assert r.exit_code == 2 and "the query budget is spent" in r.stderr, r.output
+    assert f"; the results so far are kept in {out}: rerun with --resume to continue" in r.stderr
     kept = records(out)
     assert 0 < len(kept) < len(full)  # stopped half way, and what it finished is kept
     r = attack(out, "--resume", "--json")
@@ -252,6 +253,8 @@ def test_budgets_stop_a_run_and_resume_continues(cli, openai_server, data, promp
     assert [{k: x.get(k) for k in keep} for x in records(out)] == [{k: x.get(k) for k in keep} for x in full]
     r = attack(tmp_path / "c.jsonl", "--cost-budget", "0.05", "--cost-per-1k-tokens", "1.0")  # 10 tokens a text
     assert r.exit_code == 2 and "the cost budget is spent" in r.stderr, r.output
+    r = cli("attack", *model, "--method", "so-enum", "--k", "1", "--mlm", "minilm-mlm", "--no-ppl", "--query-budget", "9")
+    assert r.exit_code == 2 and r.stderr.strip().endswith("nothing was kept: give --output to keep what a run finishes")
     r = cli("evaluate", *model, "--cost-budget", "0.05")
     assert r.exit_code == 2 and "--cost-budget and --cost-per-1k-tokens go together" in r.stderr
 
@@ -412,6 +415,107 @@ def test_plain_json_endpoint_errors_are_one_line():
     assert clf.name == "https://example.invalid/predict"
 
 
+class DrippingHandler(BaseHTTPRequestHandler):
+    """Answers a valid reply one byte every 0.2 s (about 30 s in all): each read is quick, the whole is not."""
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802
+        n = len(json.loads(self.rfile.read(int(self.headers["Content-Length"])))["texts"])
+        blob = json.dumps({"probs": [[0.25, 0.75]] * n}).encode() + b" " * 120
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(blob)))
+        self.end_headers()
+        try:
+            for i in range(len(blob)):
+                self.wfile.write(blob[i:i + 1])
+                self.wfile.flush()
+                time.sleep(self.server.drip)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+def test_the_timeout_bounds_a_whole_request_not_each_read(cli):
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), DrippingHandler)
+    srv.drip = 0.2
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        clf = load_classifier(url(srv, "/score"), options=ModelOptions(retries=0, timeout=2))
+        t0 = time.monotonic()
+        with pytest.raises(TextAuditError, match=r"timed out after 2 s \(1 attempt\); raise --timeout"):
+            clf.predict_proba(["a fine film"])
+        assert time.monotonic() - t0 < 15  # about 2 s (within one read of the deadline); the whole answer takes ~30 s
+        srv.drip = 0.0  # the same reply at once: read whole, one row per text
+        assert clf.predict_proba(["a", "b"]).tolist() == [[0.25, 0.75], [0.25, 0.75]]
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    for bad in ("inf", "nan", "0"):
+        r = cli("predict", "--model", "http://127.0.0.1:9/score", "--timeout", bad, "x")
+        assert r.exit_code == 2 and "Traceback" not in r.output and "--timeout" in r.output, (bad, r.output)
+
+
+class RedirectHandler(BaseHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(307)
+        self.send_header("Location", "http://127.0.0.1:9/elsewhere")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+
+def test_a_redirect_is_named_not_called_not_json(cli):
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), RedirectHandler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        r = cli("predict", "--model", url(srv, "/score"), "--retries", "0", "a fine film")
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert r.exit_code == 2 and r.stderr.splitlines() == [
+        f"error: endpoint {url(srv, '/score')} answered HTTP 307, a redirect to http://127.0.0.1:9/elsewhere; textaudit "
+        "follows no redirects: give the final URL as --model"]
+
+
+class EchoHandler(BaseHTTPRequestHandler):
+    """A plain JSON endpoint whose GET echoes the request's Authorization header as its fingerprint."""
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802
+        blob = json.dumps({"labels": ["neg", "pos"], "fingerprint": self.server.fingerprint
+                           or f"model v1, asked with {self.headers.get('Authorization')}"}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(blob)))
+        self.end_headers()
+        self.wfile.write(blob)
+
+
+def test_an_endpoint_fingerprint_never_carries_the_key_into_results(monkeypatch):
+    monkeypatch.setenv("TA_TEST_KEY", KEY)
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), EchoHandler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        prints = {}
+        for fp in (None, {"weights": "abc"}, "v3.1+sha:9f2c"):
+            srv.fingerprint = fp
+            clf = load_classifier(url(srv, "/score"), options=ModelOptions(api_key_env="TA_TEST_KEY"))
+            prints[str(fp)] = clf.fingerprint
+            assert KEY not in str(clf.fingerprint) and "Bearer" not in str(clf.fingerprint)
+            assert clf.labels == ["neg", "pos"]
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert re.fullmatch(r".*#sha256:[0-9a-f]{16}", prints["None"])  # echoed headers: only a hash
+    assert re.fullmatch(r".*#sha256:[0-9a-f]{16}", prints[str({"weights": "abc"})]) and len(set(prints.values())) == 3
+    assert prints["v3.1+sha:9f2c"].endswith("#v3.1+sha:9f2c")  # a plain token stays readable
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -462,6 +566,62 @@ def test_audit_serve_is_audited_remotely_with_the_local_models_numbers(cli, zoo,
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+SLOW_PLUGIN = """
+import time
+def clf(texts):
+    if any("boom" in t for t in texts):
+        raise ValueError("cannot read /srv/secret/weights.bin")
+    time.sleep(0.02 * len(texts))
+    return [[0.25, 0.75]] * len(texts)
+"""
+
+
+def test_serve_bounds_what_a_client_may_send_and_answers_a_small_request_beside_a_large_one(tmp_path):
+    import httpx
+
+    (tmp_path / "slow.py").write_text(SLOW_PLUGIN)
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "textaudit", "serve", "--model", f"{tmp_path}/slow.py:clf", "--port",
+                             str(port), "--max-batch", "1000", "--max-body-bytes", "40000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "TEXTAUDIT_CACHE": str(tmp_path / "cache")})
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):
+            try:
+                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        else:
+            pytest.fail("audit serve did not start")
+        # 413 before the model runs: too many texts, a declared body too large, a chunked body too large
+        r = httpx.post(f"{base}/predict", json={"texts": ["a"] * 1001})
+        assert r.status_code == 413 and "1001 texts, over this server's 1000" in r.json()["detail"]
+        r = httpx.post(f"{base}/predict", json={"texts": ["a" * 50_000]})
+        assert r.status_code == 413 and "over this server's 40000" in r.json()["detail"]
+        r = httpx.post(f"{base}/predict", content=iter([b'{"texts": ["', b"a" * 30_000, b"a" * 30_000, b'"]}']))
+        assert r.status_code == 413
+        # the model's own exception text stays on the server
+        r = httpx.post(f"{base}/predict", json={"texts": ["boom"]})
+        assert r.status_code == 500 and "secret" not in r.text and "server's log" in r.json()["detail"]
+        # a large request (600 texts, about 12 s of model time) and, while it runs, a small one
+        large: dict = {}
+        worker = threading.Thread(target=lambda: large.update(r=httpx.post(
+            f"{base}/predict", json={"texts": [f"text {i}" for i in range(600)]}, timeout=600)))
+        worker.start()
+        time.sleep(1.0)
+        small = httpx.post(f"{base}/predict", json={"texts": ["one small text"]}, timeout=600)
+        assert small.status_code == 200 and small.json()["probs"] == [[0.25, 0.75]]
+        assert worker.is_alive()  # answered between the large request's chunks, not after all of them
+        worker.join()
+        assert large["r"].status_code == 200 and len(large["r"].json()["probs"]) == 600
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert "cannot read /srv/secret/weights.bin" in err  # ... logged where the operator reads it
 
 
 def test_serve_refuses_a_port_in_use(zoo, tmp_path):

@@ -58,6 +58,21 @@ def test_lru_eviction():
     assert clf.stats.cache_hits == 1
 
 
+def test_the_cache_can_be_bounded_in_characters_too():
+    rec = Recorder()
+    clf = BatchedClassifier(rec)
+    clf.cache_chars = 25  # what audit serve sets (in millions of characters)
+    long = "good " * 4  # 20 characters
+    clf.predict_proba([long, "bad"])  # 23 characters: both kept
+    clf.predict_proba(["meh meh"])  # 30 > 25: the oldest (the long one) goes
+    assert list(clf._cache) == ["bad", "meh meh"] and clf._cache_chars == 10
+    clf.predict_proba([long])
+    assert clf.stats.unique_forwards == 4  # forwarded again
+    clf.predict_proba_fresh(["bad"])
+    clf.clear_cache()
+    assert clf._cache_chars == 0 and not clf._cache
+
+
 def test_logits_and_binary_outputs():
     clf = BatchedClassifier(lambda t: np.array([[0.0, np.log(3.0)]] * len(t)), output="logits")
     np.testing.assert_allclose(clf.predict_proba(["x"]), [[0.25, 0.75]], rtol=1e-6)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from textaudit.backends import Backend, SerialBackend
+from textaudit.errors import StopRun
 from textaudit.progress import progress as progress_bar
 from textaudit.results import JsonlWriter
 from textaudit.shards import Shard, in_shard, shard_name
@@ -87,7 +88,14 @@ class ResumableRun:
     def __enter__(self) -> "ResumableRun":
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         if self._bar is not None:
             self._bar.close()
         self.writer.close()
+        if isinstance(exc, StopRun) and not getattr(exc, "where_kept", False):
+            # said here, where the output is known (a command without --output keeps nothing)
+            where = (f"the results so far are kept in {self.writer.path}: rerun with --resume to continue"
+                     if self.writer.path is not None else "nothing was kept: give --output to keep what a run finishes")
+            stop = StopRun(f"{exc}; {where}")
+            stop.where_kept = True  # type: ignore[attr-defined]
+            raise stop from None

@@ -5,34 +5,78 @@
 answers ``{"model", "labels", "num_classes", "fingerprint"}``, which is how an
 ``http(s)://…/predict`` model learns the class names and the weights' fingerprint before its first
 query; ``GET /health`` answers ``{"ok": true}``. Needs ``pip install 'textaudit[serve]'`` (FastAPI and
-uvicorn). Requests are answered one at a time (the classifier batches and caches; a lock keeps its
-cache consistent), and a bad request is a 422 with a message, never a crash.
+uvicorn).
+
+What anyone who can reach the port may send is bounded: a body over ``max_body_bytes`` or a batch of
+more than ``max_batch`` texts is a 413 (read no further), the classifier's cache is bounded in
+characters as well as entries, and a request's texts go through the model in chunks of
+``CHUNK`` under a first-come-first-served lock, so a small request is answered while a large one is
+still running (the classifier batches and caches; the lock keeps its cache consistent). A bad request
+is a 422 with a message, never a crash; an error inside the model is logged here and answered with a
+500 that says only that (its text may hold paths or data the client should not see).
 """
 
+import collections
+import logging
 import threading
 from typing import Union
 
 from textaudit.errors import TextAuditError
 
-__all__ = ["make_app", "serve"]
+__all__ = ["make_app", "serve", "FairLock", "MAX_BODY_BYTES", "MAX_BATCH", "CACHE_CHARS"]
+
+MAX_BODY_BYTES = 1 << 20  #: the largest request body read (1 MiB; --max-body-bytes)
+MAX_BATCH = 512  #: the most texts one request may send (--max-batch)
+CACHE_CHARS = 32 << 20  #: the characters of cached texts a server keeps (32 Mi characters)
+CHUNK = 32  #: texts scored per turn of the lock
+log = logging.getLogger("textaudit.serve")
+
+
+class FairLock:
+    """A lock handed to waiting threads in the order they asked (``threading.Lock`` lets the thread that
+    releases it take it straight back, so a large request's next chunk would starve a small request)."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._waiting: collections.deque = collections.deque()
+        self._held = False
+
+    def __enter__(self) -> "FairLock":
+        with self._guard:
+            if not self._held:
+                self._held = True
+                return self
+            turn = threading.Event()
+            self._waiting.append(turn)
+        turn.wait()  # the releasing thread hands the lock over: _held stays True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._guard:
+            if self._waiting:
+                self._waiting.popleft().set()
+            else:
+                self._held = False
 
 
 # no "from __future__ import annotations": FastAPI reads the request body's type from the annotation
 
 
-def make_app(classifier):
+def make_app(classifier, *, max_body_bytes: int = MAX_BODY_BYTES, max_batch: int = MAX_BATCH):
     """A FastAPI application serving ``classifier`` (any :class:`~textaudit.models.Classifier`)."""
     try:
-        from fastapi import FastAPI
+        from fastapi import FastAPI, Request
         from fastapi.responses import JSONResponse
-        from pydantic import BaseModel
+        from pydantic import BaseModel, ValidationError
     except ImportError as e:
         raise TextAuditError(f"audit serve needs FastAPI and uvicorn ({e}); pip install 'textaudit[serve]'") from None
 
     class Texts(BaseModel):
         texts: list[Union[str, tuple[str, str]]]
 
-    lock = threading.Lock()
+    if getattr(classifier, "cache_chars", False) is None:
+        classifier.cache_chars = CACHE_CHARS
+    lock = FairLock()
     app = FastAPI(title=f"textaudit: {classifier.name}", docs_url=None, redoc_url=None)
 
     def info() -> dict:
@@ -57,25 +101,57 @@ def make_app(classifier):
         return JSONResponse({"detail": 'POST {"texts": [...]} to /predict (this is its base URL; GET / describes '
                                        "the model)"}, status_code=405, headers={"Allow": "GET"})
 
+    def too_large(what: str) -> JSONResponse:
+        return JSONResponse({"detail": f"{what}; send fewer or shorter texts per request"}, status_code=413)
+
     @app.post("/predict")
-    def predict(body: Texts):
-        texts = [t if isinstance(t, str) else (t[0], t[1]) for t in body.texts]
+    async def predict(request: Request):
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isascii() and declared.isdigit() and int(declared) > max_body_bytes:
+            return too_large(f"the body is {int(declared)} bytes, over this server's {max_body_bytes}")
+        body = bytearray()
+        async for chunk in request.stream():  # a chunked body has no length to check up front
+            body += chunk
+            if len(body) > max_body_bytes:
+                return too_large(f"the body is over this server's {max_body_bytes} bytes")
         try:
-            with lock:
-                probs = classifier.predict_proba(texts) if texts else []
+            texts = Texts.model_validate_json(bytes(body)).texts
+        except ValidationError as e:
+            return JSONResponse({"detail": e.errors(include_url=False, include_context=False, include_input=False)},
+                                status_code=422)
+        if len(texts) > max_batch:
+            return too_large(f"{len(texts)} texts, over this server's {max_batch} per request")
+        texts = [t if isinstance(t, str) else (t[0], t[1]) for t in texts]
+        from starlette.concurrency import run_in_threadpool
+
+        try:
+            probs = await run_in_threadpool(score, texts)
         except TextAuditError as e:
+            if getattr(classifier, "user_code", False):  # the model's own exception text stays here
+                log.warning("the model failed on a request: %s", e)
+                return JSONResponse({"detail": "the model failed on this request (the server's log says why)"},
+                                    status_code=500)
             return JSONResponse({"detail": str(e)}, status_code=422)
         return {"probs": [[float(x) for x in row] for row in probs], "labels": described["labels"],
                 "model": classifier.name}
 
+    def score(texts: list) -> list:
+        """The rows of ``texts``, CHUNK at a time under the fair lock: other requests get turns between chunks."""
+        rows: list = []
+        for start in range(0, len(texts), CHUNK):
+            with lock:
+                rows.extend(classifier.predict_proba(texts[start:start + CHUNK]))
+        return rows
+
     return app
 
 
-def serve(classifier, host: str = "127.0.0.1", port: int = 8000, announce=print) -> None:
+def serve(classifier, host: str = "127.0.0.1", port: int = 8000, announce=print, *,
+          max_body_bytes: int = MAX_BODY_BYTES, max_batch: int = MAX_BATCH) -> None:
     """Serve ``classifier`` with uvicorn until interrupted (a port in use is a one-line error)."""
     import socket
 
-    app = make_app(classifier)
+    app = make_app(classifier, max_body_bytes=max_body_bytes, max_batch=max_batch)
     import uvicorn
 
     try:

@@ -92,8 +92,8 @@ MODEL_OPTIONS: dict[str, tuple[Any, Any]] = {
         "when set); never logged or written."))], None),
     "concurrency": (Annotated[int, typer.Option("--concurrency", min=1, rich_help_panel=_PANEL, help=(
         "HTTP requests in flight at once."))], 4),
-    "timeout": (Annotated[float, typer.Option("--timeout", min=0.001, rich_help_panel=_PANEL, help=(
-        "Seconds one HTTP request may take."))], 60.0),
+    "timeout": (Annotated[float, typer.Option("--timeout", min=0.001, max=86400.0, rich_help_panel=_PANEL, help=(
+        "Seconds one HTTP request may take, all of it: connecting, sending and the whole answer."))], 60.0),
     "retries": (Annotated[int, typer.Option("--retries", min=0, rich_help_panel=_PANEL, help=(
         "Retries of a request that got 429, 5xx, a timeout or a dropped connection (exponential backoff)."))], 4),
     "query_budget": (Annotated[Optional[int], typer.Option("--query-budget", min=1, rich_help_panel=_PANEL, help=(

@@ -15,6 +15,10 @@ def serve(
     model: ModelOpt,
     host: Annotated[str, typer.Option("--host", help="Address to listen on (0.0.0.0: every interface).")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")] = 8000,
+    max_body_bytes: Annotated[int, typer.Option("--max-body-bytes", min=1, help=(
+        "Largest request body read; a larger one is answered 413."))] = 1 << 20,
+    max_batch: Annotated[int, typer.Option("--max-batch", min=1, help=(
+        "Most texts in one request; more is answered 413."))] = 512,
 ) -> None:
     """Serve a model (zoo, hf:, llm:, file.py:obj, …) on POST /predict {"texts": [...]} -> {"probs": [[...]]},
     so that a team can audit it remotely with --model http://host:port/predict."""
@@ -28,4 +32,5 @@ def serve(
         from textaudit.errors import TextAuditError
 
         raise TextAuditError(f"audit serve needs FastAPI and uvicorn ({e}); pip install 'textaudit[serve]'") from None
-    run_server(load_classifier(model), host=host, port=port, announce=notice)
+    run_server(load_classifier(model), host=host, port=port, announce=notice, max_body_bytes=max_body_bytes,
+               max_batch=max_batch)

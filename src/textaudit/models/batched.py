@@ -109,6 +109,11 @@ def text_length(t: Text) -> int:
     return len(t) if isinstance(t, str) else len(t[0]) + len(t[1])
 
 
+def _chars(key) -> int:
+    """The characters of a cache key (a text, or the two texts of a pair)."""
+    return len(key) if isinstance(key, str) else sum(len(str(x)) for x in key)
+
+
 class BatchedClassifier:
     """A :class:`Classifier` over a forward function, with batching, dedup, LRU cache and counters.
 
@@ -162,6 +167,10 @@ class BatchedClassifier:
         self._fingerprint: str | Callable[[], str | None] | None = None
         self.stats = QueryStats()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        #: a bound on the characters of the cached texts as well as on their number (None: none): a server
+        #: answering texts of any length from anyone (``audit serve``) must not keep gigabytes of them
+        self.cache_chars: int | None = None
+        self._cache_chars = 0
 
     @property
     def fingerprint(self) -> str | None:
@@ -215,8 +224,9 @@ class BatchedClassifier:
             out = np.stack([rows[k] for k in keys])
         if self.cache_size:
             cache.update(zip(missing, probs))
-            while len(cache) > self.cache_size:
-                cache.popitem(last=False)
+            self._cache_chars += sum(map(_chars, missing))
+            while len(cache) > self.cache_size or (self.cache_chars is not None and self._cache_chars > self.cache_chars):
+                self._cache_chars -= _chars(cache.popitem(last=False)[0])
         return out
 
     def _forward_missing(self, items: list) -> np.ndarray:
@@ -253,7 +263,9 @@ class BatchedClassifier:
         keeps the new answers): a remote model's post-condition is checked at the endpoint."""
         texts = list(texts)
         for t in texts:
-            self._cache.pop((t._text or t.text()) if type(t) is Sentence else _checked_input(t), None)
+            key = (t._text or t.text()) if type(t) is Sentence else _checked_input(t)
+            if self._cache.pop(key, None) is not None:
+                self._cache_chars -= _chars(key)
         return self.predict_proba(texts)
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
@@ -268,12 +280,14 @@ class BatchedClassifier:
     def clear_cache(self) -> None:
         """Forget every cached prediction."""
         self._cache.clear()
+        self._cache_chars = 0
 
     def __getstate__(self) -> dict:
         """A copy sent to another process (a Ray worker) starts with an empty cache: the cache only
         speeds up this process, and shipping up to ``cache_size`` rows would slow the start."""
         state = dict(self.__dict__)
         state["_cache"] = OrderedDict()
+        state["_cache_chars"] = 0
         return state
 
     def __repr__(self) -> str:

@@ -38,9 +38,12 @@ is kept, and ``--resume`` continues.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import os
 import random
+import re
 import sys
 import threading
 import time
@@ -244,6 +247,25 @@ class HttpClassifier(BatchedClassifier):
             for k, v in kw.items():
                 setattr(self.stats, k, getattr(self.stats, k) + v)
 
+    def _send(self, client, method: str, payload: dict | None):
+        """One request, its answer read whole, bounded as a whole by ``--timeout``: httpx's timeout
+        bounds each read, so an endpoint dripping a byte every half second would hold a request for as
+        long as it likes; here the deadline is checked after every chunk (a request ends within one
+        read of it) and a late answer is a timeout like any other."""
+        import httpx
+
+        deadline = time.monotonic() + self.options.timeout
+        with client.stream(method, self.url, json=payload) as r:
+            chunks = []
+            for chunk in r.iter_bytes():
+                chunks.append(chunk)
+                if time.monotonic() > deadline:
+                    raise httpx.ReadTimeout(f"the answer took longer than {self.options.timeout:g} s", request=r.request)
+            # the chunks are decoded already (gzip and the like): the headers that describe the raw stream go
+            headers = [(k, v) for k, v in r.headers.multi_items()
+                       if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+            return httpx.Response(r.status_code, headers=headers, content=b"".join(chunks), request=r.request)
+
     def _request(self, method: str, payload: dict | None = None, *, quiet: bool = False):
         """The decoded JSON answer of one request, retried as the module docstring says; ``quiet``:
         None instead of an error (the optional GET of the class names)."""
@@ -255,12 +277,18 @@ class HttpClassifier(BatchedClassifier):
             self._count(requests=1)
             wait = min(30.0, 0.5 * 2 ** attempt) * (1 + 0.25 * random.random())
             try:
-                r = client.request(method, self.url, json=payload)
+                r = self._send(client, method, payload)
             except httpx.TimeoutException:
                 last = f"timed out after {opts.timeout:g} s"
             except httpx.TransportError as e:
                 last = f"connection failed ({type(e).__name__}: {self._redact(e)})"
             else:
+                if 300 <= r.status_code < 400:  # no redirect is followed (a key must not travel to another host)
+                    if quiet:
+                        return None
+                    to = self._redact(r.headers.get("Location", "")) or "nowhere"
+                    raise StopRun(f"endpoint {self.name} answered HTTP {r.status_code}, a redirect to {to}; textaudit "
+                                  "follows no redirects: give the final URL as --model")
                 if r.status_code < 400:
                     try:
                         return r.json()
@@ -293,8 +321,7 @@ class HttpClassifier(BatchedClassifier):
                 time.sleep(wait)
         tries = opts.retries + 1
         hint = "raise --timeout, lower --concurrency" if last.startswith("timed out") else "try again later, raise --retries"
-        raise StopRun(f"endpoint {self.name} {last} ({tries} attempt{'s' * (tries > 1)}); {hint}; "
-                             "results written so far are kept (--resume continues)")
+        raise StopRun(f"endpoint {self.name} {last} ({tries} attempt{'s' * (tries > 1)}); {hint}")
 
     def _identity(self) -> str | None:
         """What the results header records as the model's fingerprint: the endpoint's own (plain
@@ -308,10 +335,19 @@ class HttpClassifier(BatchedClassifier):
                 elif isinstance(info.get("num_classes"), int) and info["num_classes"] >= 2:
                     self._num_classes = info["num_classes"]
                 if info.get("fingerprint"):
-                    return f"{self.name}#{info['fingerprint']}"
+                    return f"{self.name}#{self._safe_fingerprint(info['fingerprint'])}"
             return self.name
         model = self.prompt.endpoint.get("model", "") if self.prompt else ""
         return f"{self.name}#{model}+prompt:{self.prompt.fingerprint()}" if self.prompt else self.name
+
+    def _safe_fingerprint(self, value: object) -> str:
+        """The endpoint's fingerprint as results headers may carry it: a short plain token as it is;
+        anything else (an object, a long text, one holding the key or the URL's secrets: an endpoint
+        that echoes the request's headers) only as a hash, which still tells two models apart."""
+        if isinstance(value, str) and re.fullmatch(r"[\w.:@+/-]{1,80}", value) and self._redact(value) == value:
+            return value
+        blob = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+        return "sha256:" + hashlib.sha256(blob.encode("utf-8", "replace")).hexdigest()[:16]
 
     # -- budgets ----------------------------------------------------------------------------------
     def _spend(self, n: int) -> None:
@@ -319,11 +355,11 @@ class HttpClassifier(BatchedClassifier):
         with self._lock:
             if opts.query_budget is not None and self.sent + n > opts.query_budget:
                 raise StopRun(f"the query budget is spent ({self.sent} of --query-budget {opts.query_budget} texts "
-                                     "sent); results written so far are kept: raise it and rerun with --resume")
+                                     "sent); raise it")
             if opts.cost_budget is not None and self.tokens * opts.cost_per_1k_tokens / 1000 >= opts.cost_budget:
                 raise StopRun(f"the cost budget is spent ({self.tokens} tokens cost "
                                      f"{self.tokens * opts.cost_per_1k_tokens / 1000:.4g} of --cost-budget "
-                                     f"{opts.cost_budget:g}); results written so far are kept: raise it and rerun with --resume")
+                                     f"{opts.cost_budget:g}); raise it")
             self.sent += n
 
     # -- how the endpoint scores ---------------------------------------------------------------------

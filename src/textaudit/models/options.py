@@ -52,8 +52,8 @@ class ModelOptions:
             raise TextAuditError(f"--batch-tokens must be at least 1 (got {self.batch_tokens})")
         if self.concurrency < 1:
             raise TextAuditError(f"--concurrency must be at least 1 (got {self.concurrency})")
-        if not self.timeout > 0:
-            raise TextAuditError(f"--timeout must be positive (got {self.timeout})")
+        if not 0 < self.timeout <= 86400:  # NaN and inf too
+            raise TextAuditError(f"--timeout must be a number of seconds between 0 and 86400 (got {self.timeout})")
         if self.retries < 0:
             raise TextAuditError(f"--retries must be 0 or more (got {self.retries})")
         if self.query_budget is not None and self.query_budget < 1:
