@@ -189,6 +189,8 @@ def test_filtered_set_reuses_full_run_units(tiny_mlm, tmp_path):
     res = run_bias(est, [("he", "she")], 1, texts, output=out, resume=True, filtered=True, progress=False,
                    max_sources=4)
     assert res["she0.0"][("he", "she")][0].sources == 4
+    with pytest.raises(TextAuditError, match=r"max_sources: 4 → 5"):  # other sources: not the same run
+        run_bias(est, [("he", "she")], 1, texts, output=out, resume=True, progress=False, max_sources=5)
     with pytest.raises(TextAuditError, match="for any pair and model"):
         run_bias(CounterfactualBias(biased, tiny_mlm, kappa=3, delta=1e9), [("he", "she")], 0, texts,
                  filtered=True, progress=False)

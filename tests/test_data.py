@@ -43,6 +43,20 @@ def test_local_files(tmp_path, suffix):
     assert ds["text"] == [t for t, _ in rows] and ds["label"] == [1, 0, 2]
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".jsonl"])
+def test_a_byte_order_mark_is_not_part_of_the_first_column(tmp_path, suffix):
+    # Excel and Notepad save UTF-8 with a BOM: the first column is still 'text', not '\ufefftext'
+    p = tmp_path / f"bom{suffix}"
+    if suffix == ".jsonl":
+        body = json.dumps({"text": "a fine film", "label": 1}) + "\n"
+    else:
+        sep = "\t" if suffix == ".tsv" else ","
+        body = f"text{sep}label\na fine film{sep}1\n"
+    p.write_bytes("\ufeff".encode() + body.encode())
+    ds = load_dataset(str(p))
+    assert ds["text"] == ["a fine film"] and ds["label"] == [1]
+
+
 def test_default_column_names(tmp_path):
     p = tmp_path / "d.tsv"
     p.write_text("label\tsentence\n1\tgreat\n0\tbad\n")

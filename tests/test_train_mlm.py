@@ -147,3 +147,18 @@ def test_a_killed_run_resumes_and_ends_where_an_uninterrupted_run_ends(corpus, t
     assert state.is_file()
     r = cli("train-mlm", *_args(corpus, out, "--steps", "4", "--lr", "1e-4"))
     assert "belongs to another run" in r.stderr
+
+
+def test_without_out_the_artifact_goes_to_the_cache_and_is_used_from_there(tmp_path, monkeypatch):
+    import shutil
+
+    from textaudit.neighborhoods.train_mlm import SHIPPED, TrainMLMConfig, default_out
+    from textaudit.resources import locate
+
+    monkeypatch.setenv("TEXTAUDIT_CACHE", str(tmp_path / "cache"))
+    assert TrainMLMConfig().out == default_out() == tmp_path / "cache" / "minilm-mlm" / "minilm-mlm.safetensors"
+    assert locate("minilm-mlm").source == "package"  # nothing trained yet: the shipped one
+    default_out().parent.mkdir(parents=True)
+    shutil.copy(SHIPPED, default_out())  # what a train-mlm run without --out leaves
+    res = locate("minilm-mlm")
+    assert res.source == "cache" and res.path == default_out()

@@ -67,7 +67,7 @@ def _rows_from_file(path: Path) -> Table:
     suffix = path.suffix.lower()
     try:
         if suffix in (".tsv", ".csv"):
-            with open(path, newline="", encoding="utf-8") as f:
+            with open(path, newline="", encoding="utf-8-sig") as f:
                 reader = csv.DictReader(f, delimiter="\t" if suffix == ".tsv" else ",", quoting=csv.QUOTE_NONE
                                         if suffix == ".tsv" else csv.QUOTE_MINIMAL)
                 rows = list(reader)
@@ -75,7 +75,7 @@ def _rows_from_file(path: Path) -> Table:
             return Table(path.name, columns, rows, {}, 2)
         if suffix in (".jsonl", ".json"):
             rows, columns = [], []
-            with open(path, encoding="utf-8") as f:
+            with open(path, encoding="utf-8-sig") as f:
                 for lineno, line in enumerate(f, 1):
                     if not line.strip():
                         continue
@@ -93,6 +93,16 @@ def _rows_from_file(path: Path) -> Table:
     except UnicodeDecodeError:
         raise TextAuditError(f"{path} is not UTF-8 text; re-save it as UTF-8") from None
     raise TextAuditError(f"unsupported data file '{path.name}'; use {', '.join(FILE_SUFFIXES)} or hf:<dataset>")
+
+
+def _check_text(value: object, name: str, row: int, where: str) -> None:
+    """A text must be a string: a list, bytes or a number would be written out as "['a', 'fine']",
+    "b'...'" or "42" and audited as if it were the sentence."""
+    if value is None:
+        raise TextAuditError(f"{name} row {row}: empty text in {where}")
+    if not isinstance(value, str):
+        raise TextAuditError(f"{name} row {row}: the text in {where} is {type(value).__name__} {str(value)[:40]!r}, "
+                             "not a string; give a column of texts (--text-column)")
 
 
 def _table_from_arrow(path: Path) -> Table:
@@ -197,14 +207,16 @@ def _validate(table: Table, text_column: str | None, label_column: str | None, p
     raw: list[int | str] = []
     for i, row in enumerate(table.rows, table.first_row):
         t = row.get(tcol)
-        if t is None or not str(t).strip():
+        _check_text(t, table.name, i, f"column '{tcol}'")
+        if not t.strip():
             raise TextAuditError(f"{table.name} row {i}: empty text in column '{tcol}'")
-        texts.append(str(t).strip())
+        texts.append(t.strip())
         if pcol is not None:
             q = row.get(pcol)
-            if q is None or not str(q).strip():
+            _check_text(q, table.name, i, f"--pair-column '{pcol}'")
+            if not q.strip():
                 raise TextAuditError(f"{table.name} row {i}: empty second text in --pair-column '{pcol}'")
-            pairs.append(str(q).strip())  # type: ignore[union-attr]
+            pairs.append(q.strip())  # type: ignore[union-attr]
         if lcol is not None:
             raw.append(_as_label(row.get(lcol), table.name, i))
     if lcol is None:
@@ -276,6 +288,8 @@ def _hf_table(spec: str, default_split: str) -> tuple[Table, str]:
 
     ident, config, split = parse_hf_spec(spec, default_split)
     local = Path(ident).expanduser()
+    if ident.startswith((".", "/", "~")) and not local.exists():  # a path, not a hub id: say so, not "offline"
+        raise TextAuditError(f"hf:{ident}: no such directory (give a folder written by save_to_disk, or of data files)")
     try:
         if local.is_dir() and ((local / "dataset_dict.json").is_file() or (local / "state.json").is_file()):
             loaded = datasets.load_from_disk(str(local))  # written by save_to_disk

@@ -10,7 +10,7 @@ or an ``audit compare`` folder and returns a :class:`Results`: its ``command``, 
   success rate with its Wilson interval, ``mean_l0``, …; B_{p,k} with its interval per model, pair
   and k for bias; the matrix and paired tests of a compare folder; learnability's per-(model,
   perturbation) table and Spearman correlations; certify's accuracies per model); other commands
-  (word order, PerturbScore tuples): the count;
+  (word order): the count. The same as ``audit merge`` prints (:func:`textaudit.merge.summarize_records`);
 - in Jupyter, the object shows itself as a small table (``_repr_html_``, every value escaped).
 """
 
@@ -59,23 +59,12 @@ class Results:
 
             return compare_cells({key: c.records for key, c in self.cells.items()})
         cfg = self.config
-        if self.command == "attack":
-            from textaudit.attacks.run import summarize
+        if self.command == "bias" and ("k" not in cfg or "enumerate_k" not in cfg):
+            raise TextAuditError(f"{self.path}: its header has no k or enumerate_k; is it a bias results file?")
+        if self.command in ("attack", "bias", "learnability", "perturbscore build"):
+            from textaudit.merge import summarize_records
 
-            return summarize(self.records, cfg.get("method"), cfg.get("k"), cfg.get("labels"))
-        if self.command == "bias":
-            from textaudit.fairness.bias import estimates_from_records, report
-
-            if "k" not in cfg or "enumerate_k" not in cfg:
-                raise TextAuditError(f"{self.path}: its header has no k or enumerate_k; is it a bias results file?")
-            return report(estimates_from_records(self.records, cfg["k"], cfg["enumerate_k"]))
-        if self.command == "learnability":
-            from textaudit.robustness.learnability import aggregate
-
-            recs = self.records
-            probabilities = sorted({float(r["p"]) for r in recs if r["p"] != "robustness"})
-            return aggregate(recs, list(dict.fromkeys(r["model"] for r in recs)),
-                             list(dict.fromkeys(r["perturbation"] for r in recs)), probabilities)
+            return summarize_records({"command": self.command, "config": cfg}, self.records)
         if self.command == "certify":
             return {r["id"]: {k: v for k, v in r.items() if k != "id"} for r in self.records}
         return {"records": len(self.records)}

@@ -29,6 +29,8 @@ def merge_results(output: str | Path, inputs: Sequence[str | Path]) -> tuple[dic
     a one-line error for a missing input, one without a header, or one from another run."""
     if not inputs:
         raise TextAuditError("give the shards' results files to merge, e.g. audit merge all.jsonl part-*.jsonl")
+    if Path(output).exists():  # audit merge has no --resume: it writes a new file or nothing
+        raise TextAuditError(f"{output} already exists; audit merge writes a new file: give another name or remove it")
     headers = []
     for p in inputs:
         if not Path(p).is_file():
@@ -46,6 +48,10 @@ def merge_results(output: str | Path, inputs: Sequence[str | Path]) -> tuple[dic
         if bad:
             raise TextAuditError(f"{p} was written with other settings than {inputs[0]} ({'; '.join(bad)}); "
                                  "merge the shards of one run only")
+    splits = sorted({str(h["shard"]) for h in headers if h.get("shard")})
+    if len({s.split("/")[1] for s in splits}) > 1:
+        raise TextAuditError(f"the files are shards of different splits ({', '.join(splits)}): merge the shards of "
+                             "one --shard i/N run only")
     key = record_key(str(first.get("command")))
     seen: set = set()
     records: list[dict] = []

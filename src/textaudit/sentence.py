@@ -39,8 +39,11 @@ LANGUAGES = ("en", *_ELISION)
 def check_language(language: str | None) -> str:
     """``--language``: an ISO 639-1 code (en, fr, de, …); one-line errors for what cannot work."""
     lang = (language or "en").strip().lower()
-    if not re.fullmatch(r"[a-z]{2,3}", lang):
-        raise TextAuditError(f"--language takes an ISO 639-1 code such as en, fr, de (got {language!r})")
+    import langcodes  # the IANA language subtag registry (what BCP 47 tags are made of)
+
+    if not re.fullmatch(r"[a-z]{2,3}", lang) or not langcodes.tag_is_valid(lang):
+        raise TextAuditError(f"--language takes an ISO 639-1 code such as en, fr, de (got {language!r}, which is not "
+                             "a language: it would be split into words as English is)")
     if lang in _NO_SPACES:
         raise TextAuditError(f"--language {lang}: its words are not separated by spaces, which the word-level "
                              "neighbourhood needs; segment the text into words first")

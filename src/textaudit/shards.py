@@ -9,6 +9,7 @@ split depends neither on the order of the jobs nor on the machine. Any scheduler
 from __future__ import annotations
 
 import hashlib
+import re
 
 from textaudit.errors import TextAuditError
 
@@ -22,8 +23,9 @@ def parse_shard(spec: str | None) -> Shard | None:
     """``"i/N"`` as ``(i, N)`` (None stays None); anything else is a one-line error."""
     if spec is None:
         return None
-    i, slash, n = str(spec).strip().partition("/")
-    if not (slash and i.isdigit() and n.isdigit() and int(n) >= 1 and int(i) < int(n)):
+    m = re.fullmatch(r"([0-9]+)/([0-9]+)", str(spec).strip())  # ASCII digits: str.isdigit also takes ² and ٣
+    i, n = (m.group(1), m.group(2)) if m else ("", "")
+    if not (m and int(n) >= 1 and int(i) < int(n)):
         raise TextAuditError(f"--shard must be i/N with 0 <= i < N, e.g. 0/4 (got '{spec}')")
     return int(i), int(n)
 

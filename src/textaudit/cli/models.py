@@ -38,7 +38,7 @@ from textaudit.errors import TextAuditError
 from textaudit.models import load_classifier
 from textaudit.models.zoo import ARCHS, parse_name, train_model
 from textaudit.models.zoo.names import ROBUST_ARCHS, ZOO_MODELS
-from textaudit.neighborhoods.train_mlm import DEFAULT_OUT, TrainMLMConfig
+from textaudit.neighborhoods.train_mlm import TrainMLMConfig, default_out
 from textaudit.neighborhoods.train_mlm import train as train_minilm_mlm
 from textaudit.results import write_results
 from textaudit.stats import wilson
@@ -223,7 +223,9 @@ def train_mlm(
         "Stop after this many minutes (evaluates, keeps the best checkpoint; rerun to resume).")),
     save_minutes: float = typer.Option(2.0, "--save-minutes", help=(
         "Write the resumable training state at least this often (and at every evaluation).")),
-    out: Optional[Path] = typer.Option(None, "--out", help="The artifact (default: the one shipped in the package)."),
+    out: Optional[Path] = typer.Option(None, "--out", help=(
+        "The artifact (default: minilm-mlm/minilm-mlm.safetensors in the user cache, used from then on "
+        "instead of the one shipped in the package, which is never written).")),
     seed: SeedOpt = 0,
 ) -> None:
     """Train textaudit's offline masked LM (minilm-mlm) on WordNet and SST-2 train; a rerun resumes."""
@@ -233,7 +235,7 @@ def train_mlm(
                          rank=rank, alpha=alpha, eval_every=eval_every, eval_words=eval_words, seed=seed,
                          threads=threads, sst_share=sst_share, corpus=tuple(corpus or ()), corpus_share=corpus_share,
                          init=init, device=device, max_minutes=max_minutes,
-                         save_minutes=save_minutes, out=out or DEFAULT_OUT)
+                         save_minutes=save_minutes, out=out or default_out())
     train_minilm_mlm(cfg, command=shlex.join(["audit", *sys.argv[1:]]))  # train() validates cfg first
 
 

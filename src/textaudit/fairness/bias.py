@@ -367,6 +367,10 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
             for src, sampled_k in plan]
     # the scored sentences are not kept in memory (B_{p,3} reaches millions); finished units are read back once
     settings = {**estimator.config(), "k": k, **(config or {})}
+    # which sources are scored: a resume or a shard with another --max-sources is refused (--filtered is not
+    # here: X_filter is a subset of the sources, chosen again from the records, so a filtered run may read an
+    # unfiltered file)
+    settings["max_sources"] = max_sources
     if contexts is not None:
         settings["perturb_side"] = estimator.side
     if compare is not None:

@@ -25,6 +25,8 @@ def load_hf_classifier(name_or_path: str, *, device: str | None = None, batch_si
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     local = Path(name_or_path).expanduser()
+    if str(name_or_path).startswith((".", "/", "~")) and not local.exists():  # a path, not a hub id
+        raise TextAuditError(f"hf:{name_or_path}: no such directory (give a folder with config.json and the weights)")
     if local.exists() and not (local / "config.json").is_file():
         raise TextAuditError(f"'{local}' is not a HuggingFace model directory (no config.json)")
     src = str(local) if local.exists() else name_or_path

@@ -43,7 +43,7 @@ import json
 import re
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -62,7 +62,16 @@ from textaudit.train_state import load_train_state, save_train_state
 
 __all__ = ["wordnet_corpus", "sst_corpus", "general_corpus", "load_into_lora_model", "save_artifact", "TrainMLMConfig", "train"]
 
-DEFAULT_OUT = Path(__file__).resolve().parents[1] / "assets" / "minilm-mlm.safetensors"
+#: the artifact shipped in the package (``--out`` this path to retrain it, from a source checkout)
+SHIPPED = Path(__file__).resolve().parents[1] / "assets" / "minilm-mlm.safetensors"
+
+
+def default_out() -> Path:
+    """Where ``audit train-mlm`` writes without ``--out``: the user cache, which the resource layer reads
+    before the package (so the new artifact is used), never the installed package itself."""
+    from textaudit.resources import cache_dir
+
+    return cache_dir() / "minilm-mlm" / "minilm-mlm.safetensors"
 TARGETS = ("query", "key", "value", "output.dense", "intermediate.dense")
 
 
@@ -293,7 +302,7 @@ class TrainMLMConfig:
     device: str | None = None
     max_minutes: float | None = None
     save_minutes: float = 2.0
-    out: Path = DEFAULT_OUT
+    out: Path = field(default_factory=default_out)
 
     def check(self) -> None:
         """One-line errors for values training cannot use (before any corpus or model loads)."""
