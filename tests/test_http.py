@@ -522,6 +522,21 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _wait_until_served(proc: subprocess.Popen, port: int, tries: int = 600) -> None:
+    """Wait for ``audit serve`` (``proc``) to answer /health on ``port`` (a slow start on a busy machine)."""
+    import httpx
+
+    for _ in range(tries):
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            if proc.poll() is not None:
+                pytest.fail("audit serve did not start: " + proc.stderr.read())
+            time.sleep(0.2)
+    pytest.fail("audit serve did not answer /health")
+
+
 def test_audit_serve_is_audited_remotely_with_the_local_models_numbers(cli, zoo, data, tmp_path):
     import httpx
 
@@ -531,14 +546,7 @@ def test_audit_serve_is_audited_remotely_with_the_local_models_numbers(cli, zoo,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         remote = f"http://127.0.0.1:{port}/predict"
-        for _ in range(300):
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.2)
-        else:
-            pytest.fail("audit serve did not start: " + proc.stderr.read() if proc.poll() is not None else "timeout")
+        _wait_until_served(proc, port)
         assert httpx.post(remote, json={"texts": [3]}).status_code == 422  # a bad request is refused, not a crash
         wrong = httpx.post(f"http://127.0.0.1:{port}/", json={"texts": ["a"]})  # the base URL: a hint, not a bare 405
         assert wrong.status_code == 405 and "/predict" in wrong.json()["detail"]
@@ -589,14 +597,7 @@ def test_serve_bounds_what_a_client_may_send_and_answers_a_small_request_beside_
                             env={**os.environ, "TEXTAUDIT_CACHE": str(tmp_path / "cache")})
     base = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(600):
-            try:
-                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.2)
-        else:
-            pytest.fail("audit serve did not start")
+        _wait_until_served(proc, port)
         # 413 before the model runs: too many texts, a declared body too large, a chunked body too large
         r = httpx.post(f"{base}/predict", json={"texts": ["a"] * 1001})
         assert r.status_code == 413 and "1001 texts, over this server's 1000" in r.json()["detail"]
