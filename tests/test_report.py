@@ -416,3 +416,15 @@ def test_markdown_reports_keep_what_they_copy_as_text(results, tmp_path):
     first = page.splitlines()[0]
     assert first.startswith("# &lt;script&gt;") and "\n# a heading" not in page and "<!--" not in page
     assert "\\[click\\](javascript:alert(1))" in page  # escaped brackets: text, not a link
+
+
+def test_the_word_diff_stays_linear_on_long_repetitive_texts():
+    from textaudit.report.sections import marked
+
+    assert marked("a b c d", "a x c d e") == [("a", False), ("x", True), ("c", False), ("d", False), ("e", True)]
+    assert marked("the film", "the long film") == [("the", False), ("long", True), ("film", False)]
+    long = "la " * 200_000
+    out = marked(long + "end", "la " + long + "fin")  # 400,000 words: the head and tail, then a whole middle
+    assert len(out) == 200_002 and out[-1] == ("fin", True) and not out[0][1]
+    out = marked("a " + "x y " * 1500 + "z", "a " + "y x " * 1500 + "q z")  # a long middle: marked whole
+    assert out[0] == ("a", False) and out[-1] == ("z", False) and all(changed for _, changed in out[1:-1])
