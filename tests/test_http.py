@@ -384,7 +384,8 @@ class PlainHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802
         n = len(json.loads(self.rfile.read(int(self.headers["Content-Length"])))["texts"])
-        blob = json.dumps({"probs": [[0.5, 0.5]] * (n + self.server.extra)}).encode()
+        rows = getattr(self.server, "rows", None)
+        blob = json.dumps({"probs": rows if rows is not None else [[0.5, 0.5]] * (n + self.server.extra)}).encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(blob)))
         self.end_headers()
@@ -402,6 +403,13 @@ def test_plain_json_endpoint_errors_are_one_line():
             clf.predict_proba(["a", "b"])
         srv.extra = 0
         assert clf.predict_proba(["a", ("b", "c")]).tolist() == [[0.5, 0.5], [0.5, 0.5]]
+        for rows, message in (([[0.5, 0.5], [0.2, 0.3, 0.5]], r"rows of different lengths \(2 numbers in row 0, 3 in row 1\)"),
+                              ([["0.5", "0.5"], [0.5, 0.5]], r"row 0 = \['0.5', '0.5'\]; each row .* list of at least two numbers"),
+                              ([[0.5, 0.5], 0.5], r"row 1 = 0.5"), ([[True, False], [0.5, 0.5]], r"row 0 = \[True, False\]")):
+            srv.rows = rows
+            with pytest.raises(TextAuditError, match=message):
+                clf.predict_proba(["d", "e"])
+        srv.rows = None
         with pytest.raises(TextAuditError, match="--prompt-file is for llm: models and OpenAI-compatible"):
             load_classifier(url(srv, "/score"), options=ModelOptions(prompt_file=Path("p.toml")))
     finally:

@@ -469,6 +469,14 @@ class HttpClassifier(BatchedClassifier):
         if not isinstance(probs, list) or len(probs) != len(texts):
             raise StopRun(f"endpoint {self.name} must answer {{\"probs\": [[...], ...]}} with one row per text "
                                  f"(sent {len(texts)}, got {type(probs).__name__ if probs is None else len(probs)} rows)")
+        for i, row in enumerate(probs):  # numbers only: numpy would read "0.5" as 0.5 and choke on ragged rows
+            if not isinstance(row, list) or len(row) < 2 or not all(
+                    isinstance(x, (int, float)) and not isinstance(x, bool) for x in row):
+                raise StopRun(f"endpoint {self.name} answered row {i} = {str(row)[:60]}; each row of \"probs\" must be "
+                              "a list of at least two numbers")
+            if len(row) != len(probs[0]):
+                raise StopRun(f"endpoint {self.name} answered rows of different lengths ({len(probs[0])} numbers in "
+                              f"row 0, {len(row)} in row {i}); every row needs one number per class")
         return probs
 
     def _used(self, answer: dict) -> None:
