@@ -140,11 +140,19 @@ def test_pair_prompts_and_the_prompt_is_part_of_the_fingerprint(llama_dir, tmp_p
     ("template = '{text}\n", "not valid TOML"),
     ("template = '{first} {second}'\n[labels]\na = ['a']\nb = ['b']\n[[examples]]\ntext = 'x'\nlabel = 'a'\n",
      "is for sentence pairs"),
+    ("template = 'premise: {first} :'\n[labels]\na = ['a']\nb = ['b']\n", "needs both {first} and {second} (it has only {first})"),
 ])
 def test_prompt_file_mistakes_are_one_line_errors(tmp_path, body, message):
     with pytest.raises(TextAuditError, match=None) as e:
         load_prompt(write_prompt(tmp_path / "bad.toml", body))
     assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_pair_is_filled_in_once_whatever_its_texts_hold():
+    from textaudit.models.prompt import Prompt
+
+    p = Prompt(template="P: {first} H: {second} :", labels=("a", "b"), verbalizers=(("a",), ("b",)))
+    assert p.fill(("a {second} b", "it {first} is")) == "P: a {second} b H: it {first} is :"
 
 
 def test_the_built_in_prompt_is_binary_sentiment_in_sst2_order():

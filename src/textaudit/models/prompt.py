@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +63,9 @@ class Prompt:
             raise TextAuditError(f"prompt {self.source}: the template needs {{text}} (or {{first}} and {{second}} for pairs)")
         if "{text}" in fields and len(fields) > 1:
             raise TextAuditError(f"prompt {self.source}: use {{text}}, or {{first}} and {{second}}, not both")
+        if "{text}" not in fields and len(fields) == 1:  # the model would never see the other text
+            raise TextAuditError(f"prompt {self.source}: a sentence-pair template needs both {{first}} and {{second}} "
+                                 f"(it has only {fields[0]})")
         if len(self.labels) < 2:
             raise TextAuditError(f"prompt {self.source}: [labels] needs at least two classes")
         seen: dict[str, str] = {}
@@ -87,8 +91,9 @@ class Prompt:
             return self.template.replace("{text}", text)
         if not self.pairs:
             raise TextAuditError(f"prompt {self.source} has {{text}}; a sentence pair needs a template with {{first}} and {{second}}")
-        first, second = text  # type: ignore[misc]
-        return self.template.replace("{first}", first).replace("{second}", second)
+        parts = dict(zip(("first", "second"), text))  # type: ignore[arg-type]
+        # one pass: a premise that contains "{second}" stays as it is, not filled with the hypothesis
+        return re.sub(r"\{(first|second)\}", lambda m: parts[m.group(1)], self.template)
 
     def render(self, text: object) -> str:
         """The whole prompt of ``text``: the few-shot examples (each answered with its class's first
