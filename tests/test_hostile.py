@@ -59,11 +59,18 @@ DATA = {
         "method": "genetic", "seed": 0, "data": "d.tsv", "ppl": False, "data_sample": 2}}})
     + "\n" + json.dumps({"id": "d.tsv:0", "status": "failed"}) + "\n",
     "pairs.txt": "good,fine\n",
+    "noconfig.jsonl": json.dumps({"header": {"command": "attack", "textaudit": "0.1.0"}}) + "\n"
+    + json.dumps({"id": "d.tsv:0", "status": "failed", "seconds": 1.0, "queries": 3}) + "\n",
+    "nol0.jsonl": json.dumps({"header": {"command": "attack", "textaudit": "0.1.0", "config": {"method": "so-enum", "k": 1}}})
+    + "\n" + json.dumps({"id": "d.tsv:0", "status": "success", "seconds": 1.0, "queries": 3}) + "\n",
+    "badstatus.jsonl": json.dumps({"header": {"command": "attack", "textaudit": "0.1.0", "config": {"method": "so-enum"}}})
+    + "\n" + json.dumps({"id": "d.tsv:0", "status": "won"}) + "\n",
     "listtext.jsonl": json.dumps({"text": ["a", "fine", "film"], "label": 1}) + "\n",
     "numtext.jsonl": json.dumps({"text": "a good film", "label": 1}) + "\n" + json.dumps({"text": 42, "label": 0}) + "\n",
     **{f"shard{i}{n}.jsonl": json.dumps({"header": {"command": "attack", "textaudit": "0.1.0", "shard": f"{i}/{n}", "config": {
-        "method": "genetic", "seed": 0, "data": "d.tsv", "ppl": False}}}) + "\n" + json.dumps({"id": f"d.tsv:{i}", "status": "failed"})
-       + "\n" for i, n in ((0, 2), (1, 3))},
+        "method": "genetic", "seed": 0, "data": "d.tsv", "ppl": False}}}) + "\n"
+       + json.dumps({"id": f"d.tsv:{i}", "status": "failed", "seconds": 1.0, "queries": 3}) + "\n"
+       for i, n in ((0, 2), (1, 3))},
     "existing.jsonl": json.dumps({"id": "x"}) + "\n",
     "suite.toml": "[compare]\nmodels = ['cnn']\nmethods = ['so-beam']\n[thresholds]\nso_beam.speed_max = 1\n",
     "afile": "a plain file\n",
@@ -329,6 +336,12 @@ CASES: list[tuple[str, list[str], dict[str, str], str]] = [
     ("http timeout inf", ["predict", "--model", "http://127.0.0.1:9/p", "--timeout", "inf", "a film"], {},
      "Invalid value for '--timeout'"),
     ("run a missing suite", ["run", w("nope.toml")], {}, "nope.toml does not exist"),
+    ("report a header without config", ["report", w("noconfig.jsonl"), "--out", w("adir/r.html")], {},
+     "noconfig.jsonl:1: the header has no config"),
+    ("report a success without l0", ["report", w("nol0.jsonl"), "--out", w("adir/r.html")], {},
+     "nol0.jsonl:2: field 'l0' must be int, got nothing"),
+    ("merge a record with an unknown status", ["merge", w("adir/m.jsonl"), w("badstatus.jsonl")], {},
+     "badstatus.jsonl:2: status 'won' is not one of success, failed, skipped, error"),
     ("cite an unknown command", ["cite", "atack"], {}, "audit cite knows no command 'atack'"),
     ("run a suite that is not TOML", ["run", w("good.py")], {}, "is not valid TOML"),
     ("run an unknown threshold", ["run", w("suite.toml")], {}, "attack metrics are"),

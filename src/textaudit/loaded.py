@@ -91,7 +91,7 @@ class Results:
 def load(path: str | Path) -> Results:
     """Read a results file or an ``audit compare`` folder (see the module docstring); a path that is
     neither is a one-line error."""
-    from textaudit.results import read_header, read_jsonl
+    from textaudit.results import check_results, read_header, read_jsonl
 
     p = Path(path).expanduser()
     if p.is_dir():
@@ -114,4 +114,6 @@ def load(path: str | Path) -> Results:
     header = read_header(p)
     if header is None:
         raise TextAuditError(f"{p} has no textaudit header line: is it a results file written by audit?")
-    return Results(p, header.get("command"), dict(header.get("config") or {}), read_jsonl(p))
+    records = read_jsonl(p)
+    check_results(p, header, records)
+    return Results(p, header.get("command"), dict(header["config"]), records)

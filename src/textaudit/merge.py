@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Hashable, Sequence
 
 from textaudit.errors import TextAuditError
-from textaudit.results import JsonlWriter, config_conflicts, read_header, read_jsonl
+from textaudit.results import JsonlWriter, check_results, config_conflicts, read_header, read_jsonl
 
 __all__ = ["merge_results", "summarize_records", "record_key"]
 
@@ -38,6 +38,7 @@ def merge_results(output: str | Path, inputs: Sequence[str | Path]) -> tuple[dic
         h = read_header(p)
         if h is None:
             raise TextAuditError(f"{p} has no header record, so it cannot be checked against the other shards")
+        check_results(p, h, read_jsonl(p))
         headers.append(h)
     first = headers[0]
     for p, h in zip(inputs[1:], headers[1:]):

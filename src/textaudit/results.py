@@ -21,7 +21,8 @@ from typing import Any, Iterator
 
 from textaudit.errors import TextAuditError
 
-__all__ = ["read_jsonl", "read_header", "JsonlWriter", "HEADER", "config_conflicts", "check_output", "write_results", "load"]
+__all__ = ["read_jsonl", "read_header", "JsonlWriter", "HEADER", "config_conflicts", "check_output", "write_results", "load",
+           "check_results"]
 
 #: the key of the header record (the first line of a results file)
 HEADER = "header"
@@ -39,6 +40,47 @@ def read_header(path: str | Path) -> dict | None:
     for r in _iter(Path(path)):
         return r[HEADER] if HEADER in r and isinstance(r[HEADER], dict) else None
     return None
+
+
+_NUMBER = (int, float)
+#: what the code reading a results file back takes from each record, by command: fields every record has,
+#: and fields a record of a given status has (an attack's success has l0, ...)
+RECORD_FIELDS: dict[str, dict[str, dict[str, tuple]]] = {
+    "attack": {"*": {"id": (str, int), "status": (str,)},
+               "success": {"l0": (int,), "seconds": _NUMBER, "queries": _NUMBER},
+               "failed": {"seconds": _NUMBER, "queries": _NUMBER}},
+    "learnability": {"*": {"id": (str,), "model": (str,), "perturbation": (str,), "p": (str, int, float)}},
+    "perturbscore build": {"*": {"id": (str, int)}},
+    "certify": {"*": {"id": (str,)}},
+    "wordorder": {"*": {"id": (str, int)}},
+    "bias": {"*": {"model": (str,)}},
+}
+ATTACK_STATUSES = ("success", "failed", "skipped", "error")
+
+
+def check_results(path: str | Path, header: dict | None, records: list[dict]) -> None:
+    """One line naming the file, the line and the field for a results file whose header or records lack
+    what reading it back needs (edited by hand, cut by another tool, written by something else), instead
+    of a KeyError deep in a summary. Lines count as written: the header is line 1."""
+    if not isinstance(header, dict):
+        raise TextAuditError(f"{path}:1: no header record; give a results file written by audit with --output")
+    if not isinstance(header.get("command"), str) or not isinstance(header.get("config"), dict):
+        missing = "command" if not isinstance(header.get("command"), str) else "config"
+        raise TextAuditError(f"{path}:1: the header has no {missing} (a table of the run's settings); "
+                             "was the file edited or written by another tool?")
+    spec = RECORD_FIELDS.get(header["command"], {})
+    for line, r in enumerate(records, 2):
+        status = r.get("status")
+        if header["command"] == "attack" and status not in ATTACK_STATUSES:
+            raise TextAuditError(f"{path}:{line}: status {status!r} is not one of {', '.join(ATTACK_STATUSES)}")
+        if header["command"] == "bias" and not ("unit_done" in r or ("unit" in r and "i" in r)):
+            raise TextAuditError(f"{path}:{line}: a bias record needs unit and i (or unit_done); was the file edited?")
+        for key, types in {**spec.get("*", {}), **spec.get(str(status), {})}.items():
+            v = r.get(key)
+            if v is None or isinstance(v, bool) or not isinstance(v, types):
+                got = "nothing" if v is None else f"{type(v).__name__} {str(v)[:30]!r}"
+                raise TextAuditError(f"{path}:{line}: field '{key}' must be {' or '.join(t.__name__ for t in types)}, "
+                                     f"got {got}; was the file edited or written by another tool?")
 
 
 def config_conflicts(saved: dict, wanted: dict, *, exact: bool = False) -> list[str]:
@@ -181,6 +223,8 @@ class JsonlWriter:
         if resume:
             self.records = read_jsonl(self.path)
             self.header = read_header(self.path)
+            if self.header is not None:
+                check_results(self.path, self.header, self.records)
             self._repair()
         if self.header is None:
             from textaudit import __version__

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Iterable
 
 from textaudit.errors import TextAuditError
-from textaudit.results import read_header, read_jsonl
+from textaudit.results import check_results, read_header, read_jsonl
 
 __all__ = ["Loaded", "load_inputs", "KINDS"]
 
@@ -56,7 +56,9 @@ def _load_file(path: Path) -> Loaded:
         what = "has no header record" if header is None else f"was written by '{header.get('command')}'"
         raise TextAuditError(f"{path} {what}; give results files written with --output by attack, bias, wordorder, "
                              "certify, learnability or perturbscore build, or an audit compare --output-dir")
-    return Loaded(header["command"], path, header, read_jsonl(path))
+    records = read_jsonl(path)
+    check_results(path, header, records)
+    return Loaded(header["command"], path, header, records)
 
 
 def load_inputs(paths: Iterable[str | Path]) -> list[Loaded]:
