@@ -31,14 +31,15 @@ def merge_results(output: str | Path, inputs: Sequence[str | Path]) -> tuple[dic
         raise TextAuditError("give the shards' results files to merge, e.g. audit merge all.jsonl part-*.jsonl")
     if Path(output).exists():  # audit merge has no --resume: it writes a new file or nothing
         raise TextAuditError(f"{output} already exists; audit merge writes a new file: give another name or remove it")
-    headers = []
+    headers, contents = [], []
     for p in inputs:
         if not Path(p).is_file():
             raise TextAuditError(f"{p} does not exist")
         h = read_header(p)
         if h is None:
             raise TextAuditError(f"{p} has no header record, so it cannot be checked against the other shards")
-        check_results(p, h, read_jsonl(p))
+        contents.append(read_jsonl(p))  # read once: checked here, merged below
+        check_results(p, h, contents[-1])
         headers.append(h)
     first = headers[0]
     for p, h in zip(inputs[1:], headers[1:]):
@@ -56,8 +57,8 @@ def merge_results(output: str | Path, inputs: Sequence[str | Path]) -> tuple[dic
     key = record_key(str(first.get("command")))
     seen: set = set()
     records: list[dict] = []
-    for p in inputs:
-        for r in read_jsonl(p):
+    for part in contents:
+        for r in part:
             k = key(r)
             if k not in seen:
                 seen.add(k)

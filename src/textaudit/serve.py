@@ -9,8 +9,8 @@ uvicorn).
 
 What anyone who can reach the port may send is bounded: a body over ``max_body_bytes`` or a batch of
 more than ``max_batch`` texts is a 413 (read no further), the classifier's cache is bounded in
-characters as well as entries, and a request's texts go through the model in chunks of
-``CHUNK`` under a first-come-first-served lock, so a small request is answered while a large one is
+characters as well as entries, and a request's texts go through the model one classifier batch at a
+time under a first-come-first-served lock, so a small request is answered while a large one is
 still running (the classifier batches and caches; the lock keeps its cache consistent). A bad request
 is a 422 with a message, never a crash; an error inside the model is logged here and answered with a
 500 that says only that (its text may hold paths or data the client should not see).
@@ -28,7 +28,7 @@ __all__ = ["make_app", "serve", "FairLock", "MAX_BODY_BYTES", "MAX_BATCH", "CACH
 MAX_BODY_BYTES = 1 << 20  #: the largest request body read (1 MiB; --max-body-bytes)
 MAX_BATCH = 512  #: the most texts one request may send (--max-batch)
 CACHE_CHARS = 32 << 20  #: the characters of cached texts a server keeps (32 Mi characters)
-CHUNK = 32  #: texts scored per turn of the lock
+CHUNK = 32  #: texts scored per turn of the lock, for a classifier without a batch size
 log = logging.getLogger("textaudit.serve")
 
 
@@ -136,11 +136,13 @@ def make_app(classifier, *, max_body_bytes: int = MAX_BODY_BYTES, max_batch: int
                 "model": classifier.name}
 
     def score(texts: list) -> list:
-        """The rows of ``texts``, CHUNK at a time under the fair lock: other requests get turns between chunks."""
+        """The rows of ``texts``, one classifier batch at a time under the fair lock: other requests get turns
+        between batches."""
         rows: list = []
-        for start in range(0, len(texts), CHUNK):
+        chunk = getattr(classifier, "batch_size", None) or CHUNK  # one forward batch per turn: no extra forwards
+        for start in range(0, len(texts), chunk):
             with lock:
-                rows.extend(classifier.predict_proba(texts[start:start + CHUNK]))
+                rows.extend(classifier.predict_proba(texts[start:start + chunk]))
         return rows
 
     return app
