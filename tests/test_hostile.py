@@ -366,6 +366,8 @@ CASES: list[tuple[str, list[str], dict[str, str], str]] = [
     ("ftp model", ["predict", "--model", "ftp://127.0.0.1/m", "a film"], {}, "unknown model 'ftp://127.0.0.1/m'"),
     ("serve a missing plug-in", ["serve", "--model", w("nope.py") + ":clf"], {}, "does not exist"),
     ("serve on a bad port", ["serve", "--model", G, "--port", "70000"], {}, "Invalid value for '--port'"),
+    ("serve with no batch", ["serve", "--model", G, "--max-batch", "0"], {}, "Invalid value for '--max-batch'"),
+    ("serve with no body", ["serve", "--model", G, "--max-body-bytes", "0"], {}, "Invalid value for '--max-body-bytes'"),
     ("unknown --group-pairs", ["bias", "--model", G, "--group", "religion", "--group-pairs", "some"], {},
      "unknown --group-pairs 'some'; use one of reference, all"),
 ]
