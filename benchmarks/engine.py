@@ -69,11 +69,13 @@ def _floor_seconds(clf, mlm, clf_batches: list, mlm_batches: list) -> float:
 
 
 class Path:
-    """One path's own classifier and masked LM (fresh caches), its SO-Beam and its counters."""
+    """One path's own classifier and masked LM, its attack and its counters (over every round)."""
 
-    def __init__(self, name: str, model: str, device: str | None, k: int, texts, method: str = "so-beam"):
+    def __init__(self, name: str, model: str, device: str | None, k: int, texts, method: str = "so-beam",
+                 in_flight: int | None = None, floor: bool = False):
         from textaudit.attacks import make_attack
         from textaudit.attacks.registry import method_spec
+        from textaudit.engine.scheduler import default_in_flight
         from textaudit.models import load_classifier
         from textaudit.models.encoders import SentenceEncoder
         from textaudit.neighborhoods import load_mlm
@@ -81,40 +83,61 @@ class Path:
         self.name = name
         self.clf = load_classifier(model, device=device)
         self.mlm = load_mlm("minilm-mlm", device=device, quiet=True)
-        self.clf.use_ids = self.mlm.use_ids = name == "ids"
+        self.clf.use_ids = self.mlm.use_ids = name != "strings"
+        self.in_flight = (in_flight or default_in_flight(self.mlm.device)) if name == "in_flight" else 1
         options = {"k": k, "mlm": self.mlm, "encoder": SentenceEncoder(device=device) if method == "bae" else None}
         self.atk = make_attack(method, self.clf, **{o: v for o, v in options.items()
                                                     if o in method_spec(method).options and v is not None})
         if hasattr(self.atk, "rank_patch_words"):
             self.atk.rank_patch_words(texts)  # ranked before the clock starts (as the CLI does)
-        self.clf.clear_cache()
+        self.floor_on = floor and name != "strings"
+        self.fresh()
         self.clf.reset_stats()
         self.wall = self.floor = 0.0
+        self.attacked = 0
         self.records: list[dict] = []
 
-    def attack(self, text: str, label: int) -> None:
-        """Attack one example (timed); on the ids path, replay its padded batches as the floor."""
+    def fresh(self) -> None:
+        """Empty caches: every round does the whole work."""
+        self.clf.clear_cache()
+        self.mlm.clear_cache()
+
+    def run(self, texts: list[str], labels: list[int]) -> list[dict]:
+        """Attack every example (timed; fresh caches), one at a time or ``in_flight`` at once; with
+        ``floor``, replay the padded batches through the bare forwards afterwards."""
+        from textaudit.engine.scheduler import fed
+
+        self.fresh()
         rec_clf: list = []
         rec_mlm: list = []
-        if self.name == "ids":
+        if self.floor_on:
             self.clf.forward.recorder, self.mlm.recorder = rec_clf, rec_mlm
         # the old path ran with the garbage collector as Python sets it; the engine keeps it off the
         # models' objects (textaudit.engine.heap, as run_attack does for a whole run)
-        heap = frozen_heap(collect=False) if self.name == "ids" else contextlib.nullcontext()
+        heap = frozen_heap(collect=False) if self.name != "strings" else contextlib.nullcontext()
+        out: list[dict | None] = [None] * len(texts)
         t0 = time.perf_counter()
-        with heap:
-            self.records.append(self.atk.attack(text, label).to_dict())
+        with heap, fed(self.in_flight, self.clf, self.mlm):
+            jobs = [(i, (t, y, None)) for i, (t, y) in enumerate(zip(texts, labels))]
+            for i, res in self.atk.attack_many(jobs, in_flight=self.in_flight):
+                out[i] = res.to_dict()
+                print(f"\r{self.name}: {sum(r is not None for r in out)}/{len(texts)}", end="", file=sys.stderr,
+                      flush=True)
         self.wall += time.perf_counter() - t0
+        self.attacked += len(texts)
         self.clf.forward.recorder = self.mlm.recorder = None
-        if self.name == "ids":
+        if self.floor_on:
             self.floor += _floor_seconds(self.clf, self.mlm, rec_clf, rec_mlm)
+        print(file=sys.stderr)
+        return out  # type: ignore[return-value]
 
-    def figures(self, n: int) -> dict:
-        st, mlm, wall = self.clf.stats, self.mlm, self.wall
+    def figures(self) -> dict:
+        st, mlm, wall, n = self.clf.stats, self.mlm, self.wall, self.attacked
         device = st.device_seconds + mlm.clock.seconds
         host = max(wall - device, 0.0)
         n_texts, n_masked = st.unique_forwards, mlm.forwards
         out = {
+            "in_flight": self.in_flight,
             "wall_s": round(wall, 2),
             "examples_per_s": round(n / wall, 3),
             "texts_per_s": round(n_texts / wall, 1),
@@ -122,6 +145,7 @@ class Path:
             "texts": n_texts, "masked": n_masked,
             "device_s": round(device, 2),
             "host_s": round(host, 2),
+            "busy_share": round(device / wall, 3),
             "host_ms_per_example": round(1e3 * host / n, 1),
             "host_us_per_text": round(1e6 * host / max(n_texts, 1), 2),
             "host_us_per_masked": round(1e6 * host / max(n_masked, 1), 1),
@@ -135,6 +159,26 @@ class Path:
         return out
 
 
+def _exactly_identical(a: list[dict], b: list[dict]) -> bool:
+    """Every field but ``seconds`` equal (queries included), F_soft to 1e-6: a float32 probability
+    can differ in its last bit between batch compositions (4e-10 measured on cnn between a batch
+    of one and of eight), which moves a 6-decimal F_soft by one unit now and then."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        fx, fy = x.get("f_soft"), y.get("f_soft")
+        if (fx is None) != (fy is None) or (fx is not None and abs(fx - fy) > 1.5e-6):
+            return False
+        if any(x.get(k) != y.get(k) for k in set(x) | set(y) if k not in ("seconds", "f_soft")):
+            return False
+    return True
+
+
+def _f_soft_last_digit(a: list[dict], b: list[dict]) -> int:
+    """How many records' F_soft differ in the sixth decimal (everything else equal)."""
+    return sum(x.get("f_soft") != y.get("f_soft") for x, y in zip(a, b))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", action="append", help="zoo model (repeat; default: cnn and lstm)")
@@ -142,6 +186,11 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=6)
     ap.add_argument("--method", default="so-beam", help="any method of the registry (records compared the same way)")
     ap.add_argument("--device", default=None)
+    ap.add_argument("--paths", default="ids,in_flight", help="comma-separated: strings, ids, in_flight")
+    ap.add_argument("--in-flight", type=int, default=None, help="the in_flight path's examples in flight "
+                    "(default: the engine's, 32 on a CPU)")
+    ap.add_argument("--rounds", type=int, default=2, help="whole passes per path, in palindromic order (ABBA)")
+    ap.add_argument("--floor", action="store_true", help="replay the padded batches through bare forwards")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
@@ -151,36 +200,49 @@ def main() -> None:
     quiet_third_party_bars()
     ds = load_dataset("sst2:dev", limit=args.limit)
     texts, labels = list(ds["text"]), [int(y) for y in ds["label"]]
+    names = [p.strip() for p in args.paths.split(",") if p.strip()]
     for name in args.model or ["cnn", "lstm"]:
-        strings, ids = (Path(p, name, args.device, args.k, texts, args.method) for p in ("strings", "ids"))
-        device = ids.mlm.device
-        for j, (text, label) in enumerate(zip(texts, labels)):
-            # side by side: each example on both paths, alternating which goes first, so that a
-            # busy stretch of the machine falls on both
-            for path in ((strings, ids) if j % 2 == 0 else (ids, strings)):
-                path.attack(text, label)
-            print(f"\r{name}: {j + 1}/{len(texts)} examples", end="", file=sys.stderr, flush=True)
-        print(file=sys.stderr)
-        same = _records_identical(strings.records, ids.records)
-        paths = {"strings": strings.figures(len(texts)), "ids": ids.figures(len(texts))}
-        s, i = paths["strings"], paths["ids"]
-        print(f"\n{name}: {args.method} k={args.k} on the first {args.limit} SST-2 dev examples, device {device}; "
-              f"records identical: {same}")
-        rows = [("examples/s", "examples_per_s"), ("classifier texts/s", "texts_per_s"),
+        paths = {p: Path(p, name, args.device, args.k, texts, args.method, args.in_flight, args.floor) for p in names}
+        device = next(iter(paths.values())).mlm.device
+        # side by side: whole passes in palindromic order (A B B A), so that a busy stretch of the
+        # machine falls on every path alike
+        order = [p for r in range(args.rounds) for p in (names if r % 2 == 0 else names[::-1])]
+        for p in order:
+            recs = paths[p].run(texts, labels)
+            if not paths[p].records:
+                paths[p].records = recs
+            elif not _exactly_identical(paths[p].records, recs):
+                print(f"warning: {p}'s records differ between rounds", file=sys.stderr)
+        figs = {p: paths[p].figures() for p in names}
+        base = names[0]
+        same = {p: (_exactly_identical(paths[base].records, paths[p].records) if "strings" not in (p, base)
+                    else _records_identical(paths[base].records, paths[p].records)) for p in names[1:]}
+        last = {p: _f_soft_last_digit(paths[base].records, paths[p].records) for p in names[1:]}
+        print(f"\n{name}: {args.method} k={args.k} on the first {args.limit} SST-2 dev examples, device {device}, "
+              f"{args.rounds} rounds per path; records identical to {base}'s (F_soft to 1e-6): {same}; "
+              f"F_soft differing in the 6th decimal: {last}")
+        rows = [("in flight", "in_flight"), ("examples/s", "examples_per_s"), ("classifier texts/s", "texts_per_s"),
                 ("masked sentences/s", "masked_per_s"), ("wall s", "wall_s"), ("device s", "device_s"),
-                ("host s", "host_s"), ("host ms / example", "host_ms_per_example"),
+                ("device-busy share", "busy_share"), ("host s", "host_s"), ("host ms / example", "host_ms_per_example"),
                 ("host µs / classifier text", "host_us_per_text"), ("host µs / masked sentence", "host_us_per_masked"),
                 ("texts / forward", "texts_per_forward"), ("masked / forward", "masked_per_forward"),
                 ("wall / floor", "floor_ratio"), ("successes", "success")]
-        print(f"| {'':28} | {'strings':>10} | {'ids':>10} | {'strings / ids':>13} |")
-        print(f"| {'-' * 28} | {'-' * 10}:| {'-' * 10}:| {'-' * 13}:|")
+        others = names[1:]
+        head = "".join(f" {p:>10} |" for p in names) + "".join(f" {p + ' / ' + base:>20} |" for p in others)
+        print(f"| {'':28} |{head}")
+        print(f"| {'-' * 28} |" + "".join(f" {'-' * 10}:|" for _ in names) + "".join(f" {'-' * 20}:|" for _ in others))
         for label, key in rows:
-            a, b = s.get(key), i.get(key)
-            ratio = f"{a / b:.2f}" if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else ""
-            print(f"| {label:28} | {'' if a is None else a:>10} | {'' if b is None else b:>10} | {ratio:>13} |")
+            vals = [figs[p].get(key) for p in names]
+            cells = "".join(f" {'' if v is None else v:>10} |" for v in vals)
+            b = figs[base].get(key)
+            for p in others:
+                a = figs[p].get(key)
+                ratio = f"{a / b:.2f}" if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else ""
+                cells += f" {ratio:>20} |"
+            print(f"| {label:28} |{cells}")
         if args.json:
-            print(json.dumps({"model": name, "limit": args.limit, "device": device, "records_identical": same,
-                              "paths": paths}))
+            print(json.dumps({"model": name, "limit": args.limit, "device": device, "rounds": args.rounds,
+                              "records_identical": same, "f_soft_last_digit": last, "paths": figs}))
 
 
 if __name__ == "__main__":

@@ -106,7 +106,7 @@ def run_attacks(scale: Scale, args, runs: Path) -> dict:
         if not methods:
             continue
         run_compare(scale.models, methods, out, data=args.data, limit=limit, k=args.attack_k, mlm=args.mlm,
-                    ppl=not args.no_ppl, seed=args.seed, progress=not args.no_progress)
+                    ppl=not args.no_ppl, seed=args.seed, progress=not args.no_progress, in_flight=args.in_flight)
         ids = set(load_dataset(args.data, default_split="dev", limit=limit)["id"])
         records = {(model, method): [r for r in read_jsonl(cell_path(out, model, method)) if r.get("id") in ids]
                    for model in scale.models for method in methods}
@@ -164,7 +164,7 @@ def run_gender_bias(scale: Scale, args, runs: Path) -> tuple[dict, dict]:
     path = runs / "bias.jsonl"
     results = run_bias(base, pairs, args.k, list(ds["text"]), ids=ds["id"], compare=swap, output=path,
                        resume=path.exists(), filtered=True, epsilon=args.epsilon, progress=not args.no_progress,
-                       config={"data": dataset_id(args.data, "dev")})
+                       config={"data": dataset_id(args.data, "dev")}, in_flight=args.in_flight)
     sizes = {}
     for pair in pairs:
         try:
@@ -294,6 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-ppl", action="store_true", help="skip the perplexities of Table 3")
     ap.add_argument("--skip", default="", help="comma-separated stages to leave out: attacks, accuracy, bias")
     ap.add_argument("--no-progress", action="store_true")
+    ap.add_argument("--in-flight", type=int, default=None,
+                    help="examples (bias: units) searched at once by the engine (default: 32 on a CPU, 256 on a GPU)")
     args = ap.parse_args(argv)
 
     from textaudit.errors import TextAuditError

@@ -23,8 +23,9 @@ STATUSES = set(Status.__args__)
 KEYS = {"text", "label", "prediction", "status", "method", "k", "pair", "patch_position", "vulnerable",
         "vulnerable_patched", "vulnerable_prediction", "vulnerable_patched_prediction", "f_soft", "l0", "queries",
         "mlm_queries", "sentences_scored", "seconds", "mlm", "reason"}
-#: fields that measure the run, not the answer (the cache makes queries depend on what ran before)
-MEASURES = ("seconds", "queries", "mlm_queries")
+#: fields that measure the machine, not the answer (queries count the distinct texts an example asked
+#: for, whatever the cache held: they are part of the answer)
+MEASURES = ("seconds",)
 
 
 def hashed(name: str = "hashed"):
@@ -181,3 +182,51 @@ def test_token_ids_and_texts_give_the_same_records(build, method, tiny_cnn, tiny
         assert (fa is None) == (fb is None) and (fa is None or abs(fa - fb) <= 1e-5)
         assert {k: v for k, v in a.items() if k not in MEASURES} == {k: v for k, v in b.items() if k not in MEASURES}
     assert {r["status"] for r in records[True]} - {"error"}, records[True]
+
+
+def _by_id(records: list[dict]) -> dict[str, dict]:
+    """Records keyed by id, without the one field that measures the machine (seconds)."""
+    return {r["id"]: {k: v for k, v in r.items() if k != "seconds"} for r in records}
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_records_do_not_depend_on_how_many_examples_are_in_flight(build, method, tiny_cnn, tmp_path):
+    """The engine (many examples in flight, their asks merged into one forward per step) gives every
+    example the record it gets alone — queries included — with 1, 4 and 64 in flight, and after a run
+    stopped part-way is resumed with another number in flight."""
+    from textaudit.attacks.run import run_attack
+    from textaudit.data import load_dataset
+
+    ds = load_dataset("sst2:dev", limit=12)
+    texts, labels = [X1, X2, *ds["text"]], [None, None, *ds["label"]]
+    labels = None if method in ("so-enum", "so-beam", "random") else [1, 1, *ds["label"]]
+    runs, forwards = {}, {}
+    for n in (1, 4, 64):
+        tiny_cnn.clear_cache()  # what the cache holds must not matter either
+        before = (tiny_cnn.stats.unique_forwards, tiny_cnn.stats.batches)
+        _, records = run_attack(build(method, tiny_cnn, seed=3), texts, labels, progress=False, in_flight=n,
+                                output=tmp_path / f"{n}.jsonl")
+        forwards[n] = (tiny_cnn.stats.unique_forwards - before[0], tiny_cnn.stats.batches - before[1])
+        runs[n] = _by_id(records)
+        assert len(runs[n]) == len(texts)
+    assert runs[1] == runs[4] == runs[64]
+    # the model's forwards are fuller with many in flight (the same texts, give or take the two or three
+    # a first run asks once per process: the model's class count, the patch-word cache's fingerprint)
+    per_forward = {n: texts_ / max(batches, 1) for n, (texts_, batches) in forwards.items()}
+    assert per_forward[64] > per_forward[1] and forwards[64][1] < forwards[1][1], forwards
+    assert {r["status"] for r in runs[1].values()} - {"error", "skipped"}, runs[1]
+    # stopped after 5 examples (as a kill would leave it), then resumed with 64 in flight
+    out = tmp_path / "resumed.jsonl"
+
+    def stop_after_five(rec: dict, seen: list = []) -> None:  # noqa: B006 - a counter across calls
+        seen.append(rec)
+        if len(seen) == 5:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_attack(build(method, tiny_cnn, seed=3), texts, labels, progress=False, in_flight=4, output=out,
+                   on_result=stop_after_five)
+    assert len(out.read_text().splitlines()) == 1 + 5  # the header and five records
+    _, resumed = run_attack(build(method, tiny_cnn, seed=3), texts, labels, progress=False, in_flight=64,
+                            output=out, resume=True)
+    assert _by_id(resumed) == runs[1]

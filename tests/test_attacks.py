@@ -58,8 +58,8 @@ def test_pair_loss_matches_eq4():
 def test_so_enum_and_beam_find_a_planted_distance_one_example(tiny_mlm):
     t = _words_proposed(tiny_mlm, X, 1)[0]
     clf = planted([t])
-    for n, atk in enumerate((SOEnum(clf, k=1, mlm=tiny_mlm, kappa=5, delta=1e9, patch_words=PatchWords(clf, PAIRS)),
-                             SOBeam(clf, k=2, mlm=tiny_mlm, kappa=5, delta=1e9, patch_words=PatchWords(clf, PAIRS)))):
+    for atk in (SOEnum(clf, k=1, mlm=tiny_mlm, kappa=5, delta=1e9, patch_words=PatchWords(clf, PAIRS)),
+                SOBeam(clf, k=2, mlm=tiny_mlm, kappa=5, delta=1e9, patch_words=PatchWords(clf, PAIRS))):
         r = atk.attack(X, label=1)
         assert r.status == "success", r
         assert r.pair == ["film", "movie"] and r.l0 == 1
@@ -67,7 +67,11 @@ def test_so_enum_and_beam_find_a_planted_distance_one_example(tiny_mlm):
         assert (r.vulnerable_prediction, r.vulnerable_patched_prediction) == (1, 0)
         assert r.f_soft == pytest.approx(-0.6)
         assert r.sentences_scored >= 1 and r.mlm == "tiny-distilbert"
-        assert r.queries > 0 if n == 0 else r.queries == 0  # the second attack is answered from the cache
+        # queries: the distinct texts this example asked for (x0, each scored x and x ⊕ p), whatever the
+        # cache held: attacking it again, every answer cached, reports the same count
+        assert r.queries >= 2 * r.sentences_scored
+        forwards = clf.stats.unique_forwards
+        assert atk.attack(X, label=1).queries == r.queries and clf.stats.unique_forwards == forwards
 
 
 def test_beam_follows_the_loss_to_a_distance_two_example(tiny_mlm):

@@ -124,13 +124,13 @@ def test_run_bias_resumes_from_output_without_recomputing(tiny_mlm, tmp_path):
     # cut the file inside the last unit, as a kill would
     out.write_text("\n".join(lines[:-5]) + "\n" + lines[-5][:10])
     calls = {"n": 0}
-    real = est.neighborhood
+    real = est.ask_neighborhood
 
     def counting(*a, **kw):
         calls["n"] += 1
         return real(*a, **kw)
 
-    est.neighborhood = counting
+    est.ask_neighborhood = counting
     again = run_bias(est, [("he", "she")], 2, TEXTS, compare=other, output=out, resume=True, progress=False)
     assert calls["n"] == 1  # only the cut unit was recomputed
     for name in first:
@@ -198,3 +198,45 @@ def test_filtered_set_reuses_full_run_units(tiny_mlm, tmp_path):
     both = run_bias(CounterfactualBias(biased, tiny_mlm, kappa=3, delta=1e9), [("he", "she")], 0, texts,
                     compare=CounterfactualBias(blind, tiny_mlm, kappa=3, delta=1e9), filtered=True, progress=False)
     assert both["she1.0"][("he", "she")] == {} and both["she0.0"][("he", "she")][0].sources == 5
+
+
+def test_scored_sentences_do_not_depend_on_how_many_units_are_in_flight(tiny_mlm, tmp_path):
+    """Units (enumerated blocks and sampled levels) built and scored many at once by the engine give the
+    rows and B they give one at a time — and after a run stopped part-way is resumed with another number."""
+    from textaudit.results import read_jsonl
+
+    def rows(path):
+        return sorted((r["unit"], r["model"], r["i"], r["text"], r["distance"], json.dumps(r["F"]))
+                      for r in read_jsonl(path) if "unit" in r)
+
+    def estimator():
+        return CounterfactualBias(planted(1.0), tiny_mlm, kappa=4, delta=1e9, enumerate_k=1, sample=20, seed=5)
+
+    runs = {}
+    for n in (1, None, 64):
+        out = tmp_path / f"{n}.jsonl"
+        res = run_bias(estimator(), [("he", "she")], 2, TEXTS, output=out, progress=False, in_flight=n)
+        runs[n] = (rows(out), {kk: e.B for kk, e in res["she1.0"][("he", "she")].items()})
+    assert runs[1] == runs[None] == runs[64]
+    assert {r[0].rsplit("|", 1)[1] for r in runs[1][0]} == {"enum", "k=2"}  # enumerated and sampled units
+    out = tmp_path / "resumed.jsonl"
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_two(*a, **kw):
+        seen.append(a)
+        if len(seen) == 3:
+            raise Stop
+        return real(*a, **kw)
+
+    est = estimator()
+    real = est.ask_score_unit
+    est.ask_score_unit = stop_after_two  # the third unit never starts: two (at most) are written
+    with pytest.raises(Stop):
+        run_bias(est, [("he", "she")], 2, TEXTS, output=out, progress=False, in_flight=1)
+    res = run_bias(estimator(), [("he", "she")], 2, TEXTS, output=out, resume=True, progress=False, in_flight=64)
+    assert rows(out) == runs[1][0]
+    # units read back from the file carry F rounded to 6 decimals: B agrees to 1e-6
+    assert {kk: e.B for kk, e in res["she1.0"][("he", "she")].items()} == pytest.approx(runs[1][1], abs=1e-6)

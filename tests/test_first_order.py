@@ -95,6 +95,7 @@ def test_make_attack_and_cli_run_first_order(cli, tmp_path, tiny_mlm):
 
 @pytest.mark.slow
 def test_genetic_lm_constraint_keeps_the_likeliest_synonyms():
+    from textaudit.engine.scheduler import run_now
     from textaudit.lm import load_causal_lm
     from textaudit.sentence import Sentence
 
@@ -108,7 +109,7 @@ def test_genetic_lm_constraint_keeps_the_likeliest_synonyms():
     # with the constraint, a model fooled only by the least likely synonym is never fooled
     atk = GeneticAttack(flips_on(worst), neighbors=many, population=4, generations=3, lm=lm, lm_top=2, lm_window=2)
     assert atk.attack(X, label=1).status == "failed"
-    kept = atk._perturb([x0] * 4, x0, {4: many["film"]}, 1, 1, np.random.default_rng(0))
+    kept = run_now(atk._perturb([x0] * 4, x0, {4: many["film"]}, 1, 1, np.random.default_rng(0)))
     assert all(m.tokens[4] in top2 for m in kept)
     assert GeneticAttack(flips_on(top2[0]), neighbors=many, population=4, generations=3, lm=lm,
                          lm_top=2, lm_window=2).attack(X, label=1).status == "success"

@@ -38,10 +38,11 @@ class Backend(Protocol):
         ...
 
     def map(self, make_worker: Callable[[], Worker], jobs: Sequence[tuple[str, Any]],
-            cost: Callable[[Any], float] | None = None) -> Iterator[tuple[str, Any]]:
+            cost: Callable[[Any], float] | None = None, group: int | None = None) -> Iterator[tuple[str, Any]]:
         """Yield ``(job id, work(job))`` for every job, in any order, as they finish. ``cost(job)``:
         how long a job is expected to take, relative to the others (a backend with several workers
-        starts the costliest first)."""
+        starts the costliest first). A worker with ``many(jobs)`` (an engine keeping several jobs in
+        flight) is handed its jobs together, ``group`` at a time or more."""
         ...
 
 
@@ -52,8 +53,12 @@ class SerialBackend:
         return self
 
     def map(self, make_worker: Callable[[], Worker], jobs: Sequence[tuple[str, Any]],
-            cost: Callable[[Any], float] | None = None) -> Iterator[tuple[str, Any]]:
+            cost: Callable[[Any], float] | None = None, group: int | None = None) -> Iterator[tuple[str, Any]]:
         work = make_worker()
+        many = getattr(work, "many", None)
+        if many is not None:  # a worker that keeps many jobs in flight (an engine): finished ones come first
+            yield from many(jobs)
+            return
         for job_id, job in jobs:
             yield job_id, work(job)
 
@@ -92,6 +97,9 @@ class _RayWorker:
     def run(self, chunk: list[tuple[str, Any]], factory: list) -> list[tuple[str, Any]]:
         self.setup(factory)
         assert self.work is not None
+        many = getattr(self.work, "many", None)
+        if many is not None:  # the worker's engine keeps its chunk in flight: one batched forward per step
+            return list(many(chunk))
         return [(job_id, self.work(job)) for job_id, job in chunk]
 
 
@@ -156,7 +164,7 @@ class RayBackend:
         return self
 
     def map(self, make_worker: Callable[[], Worker], jobs: Sequence[tuple[str, Any]],
-            cost: Callable[[Any], float] | None = None) -> Iterator[tuple[str, Any]]:
+            cost: Callable[[Any], float] | None = None, group: int | None = None) -> Iterator[tuple[str, Any]]:
         import sys
 
         import ray
@@ -176,8 +184,11 @@ class RayBackend:
         factory = [ray.put(make_worker)]
         ray.get([a.setup.remote(factory) for a in self.actors])
         self.startup_seconds = time.perf_counter() - t0
-        # small chunks: a worker idles at most one chunk at the end (a task costs Ray about a millisecond)
+        # small chunks: a worker idles at most one chunk at the end (a task costs Ray about a millisecond); a
+        # worker that keeps ``group`` jobs in flight gets chunks of up to that many (its engine fills its forwards)
         size = self.chunk or max(1, min(16, len(jobs) // (16 * len(self.actors))))
+        if group and not self.chunk:
+            size = max(size, min(group, -(-len(jobs) // (2 * len(self.actors)))))
         chunks = [jobs[i:i + size] for i in range(0, len(jobs), size)]
         pending: dict[Any, int] = {}  # task -> actor index
         todo = list(reversed(chunks))

@@ -63,15 +63,17 @@ class ResumableRun:
 
     def results(self, jobs: Sequence[tuple[str, T]], make_worker: Callable[[], Callable[[T], Any]], *, desc: str,
                 unit: str, skip: Callable[[str], bool] | None = None,
-                backend: Backend | None = None, cost: Callable[[T], float] | None = None) -> Iterator[tuple[str, Any]]:
+                backend: Backend | None = None, cost: Callable[[T], float] | None = None,
+                group: int | None = None) -> Iterator[tuple[str, Any]]:
         """Run the jobs still to do (default: id not in :attr:`done`) in this run's shard on ``backend``
         (default: here, in order) with the workers ``make_worker`` builds; yield ``(id, work(job))`` as
         jobs finish, advancing the progress bar. ``cost(job)``: its expected work, relative to the
-        others (several workers start the costliest first)."""
+        others (several workers start the costliest first); ``group``: jobs a worker keeps in flight
+        (:meth:`Backend.map <textaudit.backends.Backend.map>`)."""
         skip = skip or (lambda job_id: job_id in self.done)
         todo = [(job_id, job) for job_id, job in jobs if in_shard(job_id, self.shard) and not skip(job_id)]
         self._bar = progress_bar(total=len(todo), desc=desc, unit=unit, enabled=self.progress)
-        for job_id, result in (backend or SerialBackend()).map(make_worker, todo, cost):
+        for job_id, result in (backend or SerialBackend()).map(make_worker, todo, cost, group):
             yield job_id, result
             self._bar.update(1)
         self._bar.close()

@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import time
 from dataclasses import asdict, dataclass, field
-from typing import ClassVar, Literal
+from types import GeneratorType
+from typing import Any, ClassVar, Iterable, Iterator, Literal
 
 import numpy as np
 
 from textaudit.attacks.patch import Patch, apply_patch
+from textaudit.engine.scheduler import Engine, Meter, Search, classify
 from textaudit.errors import StopRun, TextAuditError
 from textaudit.models.batched import Classifier, PairView, as_classifier
 from textaudit.models.http import model_scores, unknown_class
@@ -102,32 +103,31 @@ class Skip(Exception):
 
 
 class Budget:
-    """The budget of one :meth:`Attack.attack` call: its clock, its classifier queries (unique
-    forwards since the call began), the sentences it scored, and why it stopped.
+    """The budget of one example's search: its clock and classifier queries (its :class:`Meter
+    <textaudit.engine.scheduler.Meter>`: the host time of its steps plus its share of every merged
+    forward, the distinct texts it asked the classifier for), the sentences it scored, and why it
+    stopped — the same whatever else is in flight.
 
     ``exhausted()`` is the flag a search loop checks between steps (TextAttack's ``search_over``);
     once it returns True, :attr:`reason` says which budget ran out.
     """
 
-    def __init__(self, classifier: Classifier, max_queries: int | None = None, time_budget: float | None = None):
-        self._stats = getattr(classifier, "stats", None)
+    def __init__(self, meter: Meter, max_queries: int | None = None, time_budget: float | None = None):
+        self.meter = meter
         self.max_queries, self.time_budget = max_queries, time_budget
-        self.t0 = time.perf_counter()
-        self.q0 = self._forwards()
         self.scored = 0
+        #: classifier queries made outside the engine (a TextAttack recipe calls the model itself)
+        self.outside_queries = 0
         self.reason: str | None = None
-
-    def _forwards(self) -> int:
-        return int(self._stats.unique_forwards) if self._stats is not None else 0
 
     @property
     def queries(self) -> int:
-        """Classifier texts run through the model since the call began (cache hits excluded)."""
-        return self._forwards() - self.q0
+        """Distinct classifier texts this example asked for (whatever the cache held)."""
+        return self.meter.queries + self.outside_queries
 
     @property
     def seconds(self) -> float:
-        return time.perf_counter() - self.t0
+        return self.meter.seconds
 
     def stop(self, reason: str) -> None:
         """Record that the search stopped for ``reason`` (e.g. a budget enforced elsewhere)."""
@@ -204,8 +204,10 @@ class Attack:
             raise Skip("already misclassified")
         return Goal(prediction if label is None else int(label))
 
-    def search(self, x0: Sentence, goal: Goal, budget: Budget, rng: np.random.Generator) -> Found | None:
-        """The method's search: return x̃ or None (a budget that ran out says so in ``budget.reason``)."""
+    def search(self, x0: Sentence, goal: Goal, budget: Budget, rng: np.random.Generator) -> Search | Found | None:
+        """The method's search: the paper's loop as a search that asks for what it needs
+        (:mod:`textaudit.engine.scheduler`) and returns x̃ or None (a budget that ran out says so
+        in ``budget.reason``). A search that calls its model itself may return x̃ or None directly."""
         raise NotImplementedError
 
     # -- sentence pairs ----------------------------------------------------------------------------
@@ -220,31 +222,52 @@ class Attack:
     # -- the template -----------------------------------------------------------------------------
     def attack(self, text: str, label: int | None = None, *, context: str | None = None,
                side: str = "second") -> AttackResult:
-        """Attack one example and return its :class:`AttackResult`. Never raises for a bad
-        sentence: an input the method cannot handle comes back with status "error" and the reason.
-        ``context``: the other text of a sentence pair, kept verbatim (``side``: which text of the
-        pair ``text`` is); the record gains ``context`` and ``side``."""
+        """Attack one example and return its :class:`AttackResult` (the engine with this one example
+        in flight). Never raises for a bad sentence: an input the method cannot handle comes back
+        with status "error" and the reason. ``context``: the other text of a sentence pair, kept
+        verbatim (``side``: which text of the pair ``text`` is); the record gains ``context`` and ``side``."""
+        for _, res in self.attack_many([(None, (text, label, context))], in_flight=1, side=side):
+            return res
+        raise AssertionError("unreachable: the engine answers every example")
+
+    def attack_many(self, jobs: Iterable[tuple[Any, tuple[str, int | None, str | None]]], *, in_flight: int = 1,
+                    side: str = "second", engine: Engine | None = None) -> Iterator[tuple[Any, AttackResult]]:
+        """Attack ``(key, (text, label, context))`` jobs with up to ``in_flight`` of them searched at
+        once, their model asks merged into one call per step (:mod:`textaudit.engine.scheduler`);
+        yield ``(key, AttackResult)`` as each finishes (completion order). A record does not depend
+        on ``in_flight``, nor on what else is in flight."""
+        engine = engine or Engine(in_flight)
+
+        def start(job: tuple[str, int | None, str | None]):
+            return lambda meter: self.ask_attack(job[0], job[1], meter, context=job[2], side=side)
+
+        return engine.run((key, start(job)) for key, job in jobs)
+
+    def ask_attack(self, text: str, label: int | None, meter: Meter, *, context: str | None = None,
+                   side: str = "second") -> Search:
+        """The template as a search (see the module docstring); returns the :class:`AttackResult`."""
         if context is not None:
-            res = self.on_pair(context, side).attack(text, label)
+            res = yield from self.on_pair(context, side).ask_attack(text, label, meter)
             res.extra.update(context=context, side=side)
             return res
-        budget = Budget(self.classifier, self.max_queries, self.time_budget)
-        m0 = self._mlm_forwards()
+        budget = Budget(meter, self.max_queries, self.time_budget)
         res = AttackResult(text=text, label=label, prediction=None, status="failed", method=self.method, k=self.k,
                            mlm=getattr(self.mlm, "name", None))
         try:
             x0 = self.parse(text)
-            res.prediction = int(self.classifier.predict_proba([x0])[0].argmax())
+            res.prediction = int((yield classify(self.classifier, [x0]))[0].argmax())
             if res.prediction == unknown_class(self.classifier):
                 raise Skip("the model's completion for this input matches no verbaliser (unknown)")
             goal = self.goal(x0, res.prediction, label)
             if goal.patch is not None:
                 res.pair, res.patch_position = [goal.patch.w1, goal.patch.w2], goal.patch.position
             found = self.search(x0, goal, budget, example_rng(self.seed, text))
+            if isinstance(found, GeneratorType):  # a search that asks (every native one)
+                found = yield from found
             if found is None:
                 res.reason = budget.reason or self.no_result
             else:
-                self._verified(found, goal)
+                yield from self._verified(found, goal)
                 res.status, res.vulnerable, res.vulnerable_prediction = "success", found.sentence.text(), found.prediction
                 res.l0 = len(x0.diff(found.sentence))
                 if goal.patch is not None:
@@ -259,25 +282,19 @@ class Attack:
             res.status, res.reason = "error", str(e)
         res.sentences_scored = budget.scored
         res.queries = budget.queries
-        res.mlm_queries = self._mlm_forwards() - m0
+        res.mlm_queries = meter.mlm_queries
         res.seconds = round(budget.seconds, 3)
         return res
 
-    def _mlm_forwards(self) -> int:
-        return int(getattr(self.mlm, "forwards", 0) or 0)
-
-    def _verified(self, found: Found, goal: Goal) -> None:
+    def _verified(self, found: Found, goal: Goal) -> Search:
         """Re-score x̃ (and x̃ ⊕ p) once and refuse a success the classifier does not confirm; a
         remote model is asked again at the edge (its cache bypassed), since the endpoint, not our
         copy of its answers, is what is audited."""
         sents = [found.sentence]
         if goal.patch is not None:
             sents.append(apply_patch(found.sentence, goal.patch))
-        fresh = getattr(self.classifier, "predict_proba_fresh", None)
-        if fresh is not None and getattr(getattr(self.classifier, "classifier", self.classifier), "remote", False):
-            pred = fresh(sents).argmax(1)
-        else:
-            pred = self.classifier.predict_proba(sents).argmax(1)
+        remote = getattr(getattr(self.classifier, "classifier", self.classifier), "remote", False)
+        pred = (yield classify(self.classifier, sents, fresh=bool(remote))).argmax(1)
         if goal.patch is not None:
             ok = pred[0] != pred[1] and (pred[0], pred[1]) == (found.prediction, found.patched_prediction)
         else:

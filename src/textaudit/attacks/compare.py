@@ -83,9 +83,10 @@ def cells_from_files(files: Iterable[tuple[dict, Sequence[dict]]]) -> dict[tuple
 
 def run_compare(models: Sequence[str], methods: Sequence[str], output_dir: str | Path, *, data: str = "sst2:dev",
                 limit: int | None = None, k: int | None = None, mlm: str | None = None, ppl: bool = False,
-                seed: int = 0, progress: bool = True) -> dict:
+                seed: int = 0, progress: bool = True, in_flight: int | None = None) -> dict:
     """Run (or resume) every method on every model into ``output_dir`` (:func:`cell_path`), write
     :data:`SUMMARY` there and return it: ``{"data", "mlm", "seed", "cells", "paired", "files"}``.
+    ``in_flight``: examples each attack searches at once (:func:`~textaudit.attacks.run.run_attack`).
 
     ``k`` goes to the methods that have one (None: each method's default). Every option and every
     cell file is checked before any model loads."""
@@ -125,7 +126,7 @@ def run_compare(models: Sequence[str], methods: Sequence[str], output_dir: str |
             if hasattr(atk, "rank_patch_words"):
                 atk.rank_patch_words(ds["text"])
             _, records = run_attack(atk, ds["text"], ds["label"], ids=ids, output=path, resume=path.exists(), ppl=lm,
-                                    config={"data": data_id}, progress=progress)
+                                    config={"data": data_id}, progress=progress, in_flight=in_flight)
             cells[(model, method)] = records
     result = {"data": data_id, "mlm": getattr(masked_lm, "name", None), "seed": seed, **compare_cells(cells),
               "files": [cell_path(output_dir, m, a).name for m in models for a in methods]}

@@ -16,6 +16,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from textaudit.attacks.base import Attack, Budget, Found, Goal, Skip
+from textaudit.engine.scheduler import Ask, Search, classify
 from textaudit.errors import TextAuditError
 from textaudit.lexicons import counterfitted_neighbors
 from textaudit.lm import CausalLM
@@ -54,7 +55,15 @@ class FirstOrderAttack(Attack):
         ``unknown`` prediction counts as c (no adversarial example)."""
         if not sentences:
             return np.zeros(0), np.zeros(0, dtype=int)
-        probs = self.classifier.predict_proba(list(sentences))
+        return self._read_target(self.classifier.predict_proba(list(sentences)), c)
+
+    def _ask_target_prob(self, sentences: Sequence[Sentence], c: int) -> Search:
+        """:meth:`_target_prob` as a search step (one classifier ask)."""
+        if not sentences:
+            return np.zeros(0), np.zeros(0, dtype=int)
+        return self._read_target((yield classify(self.classifier, list(sentences))), c)
+
+    def _read_target(self, probs: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
         pred = probs.argmax(1)
         unknown = unknown_class(self.classifier)
         if unknown is not None:
@@ -106,9 +115,9 @@ class GeneticAttack(FirstOrderAttack):
         return out
 
     def _perturb(self, members: list[Sentence], x0: Sentence, cands: dict[int, list[str]], limit: int,
-                 c: int, rng: np.random.Generator) -> list[Sentence]:
-        """Change one word of every member to its best synonym (one batched classifier call, and one
-        batched LM call when the LM constraint is on)."""
+                 c: int, rng: np.random.Generator) -> Search:
+        """Change one word of every member to its best synonym (one classifier ask, and one LM ask
+        when the LM constraint is on); returns the perturbed members."""
         options: list[list[Sentence]] = []
         windows: list[tuple[int, int]] = []  # (start, end) of the words around each substitution the LM scores
         for m in members:
@@ -120,7 +129,7 @@ class GeneticAttack(FirstOrderAttack):
         if self.lm is not None:
             todo = [j for j, opts in enumerate(options) if len(opts) > self.lm_top]
             texts = [" ".join(o.tokens[windows[j][0]:windows[j][1]]) for j in todo for o in options[j]]
-            ppl = self.lm.perplexity(texts) if texts else []  # one batched LM call per generation
+            ppl = (yield Ask(self.lm.perplexity, texts)) if texts else []  # one batched LM ask per generation
             s = 0
             for j in todo:
                 n = len(options[j])
@@ -128,7 +137,7 @@ class GeneticAttack(FirstOrderAttack):
                 options[j] = [options[j][t] for t in keep]
                 s += n
         flat = [o for opts in options for o in opts]
-        p, _ = self._target_prob(flat, c)
+        p, _ = yield from self._ask_target_prob(flat, c)
         out, s = [], 0
         for opts in options:
             j = int(np.argmin(p[s:s + len(opts)]))
@@ -136,16 +145,16 @@ class GeneticAttack(FirstOrderAttack):
             s += len(opts)
         return out
 
-    def search(self, x0: Sentence, goal: Goal, budget: Budget, rng: np.random.Generator) -> Found | None:
+    def search(self, x0: Sentence, goal: Goal, budget: Budget, rng: np.random.Generator) -> Search:
         c = goal.c
         cands = self._candidates(x0)
         if not cands:
             raise Skip("no substitutable word")
         n_words = sum(t.isalpha() for t in x0.tokens)
         limit = max(1, int(math.floor(self.max_perturb_ratio * n_words)))
-        pop = self._perturb([x0] * self.population, x0, cands, limit, c, rng)
+        pop = yield from self._perturb([x0] * self.population, x0, cands, limit, c, rng)
         for _ in range(self.generations):
-            p, pred = self._target_prob(pop, c)
+            p, pred = yield from self._ask_target_prob(pop, c)
             hits = [j for j in range(len(pop)) if pred[j] != c]
             if hits:
                 j = min(hits, key=lambda h: (len(x0.diff(pop[h])), p[h]))
@@ -163,8 +172,8 @@ class GeneticAttack(FirstOrderAttack):
                 pick = rng.random(len(x0.tokens)) < 0.5
                 toks = [pop[i].tokens[t] if pick[t] else pop[j].tokens[t] for t in range(len(x0.tokens))]
                 children.append(Sentence(tuple(toks), x0.seps))
-            pop = [elite] + self._perturb(children, x0, cands, limit, c, rng)
-        p, pred = self._target_prob(pop, c)
+            pop = [elite] + (yield from self._perturb(children, x0, cands, limit, c, rng))
+        p, pred = yield from self._ask_target_prob(pop, c)
         hits = [j for j in range(len(pop)) if pred[j] != c]
         if hits:
             j = min(hits, key=lambda h: (len(x0.diff(pop[h])), p[h]))
@@ -198,14 +207,14 @@ class BAEAttack(FirstOrderAttack):
     def settings(self) -> dict:
         return {"top": self.top, "threshold": self.threshold}
 
-    def search(self, x0: Sentence, goal: Goal, budget: Budget, rng: np.random.Generator) -> Found | None:
+    def search(self, x0: Sentence, goal: Goal, budget: Budget, rng: np.random.Generator) -> Search:
         c = goal.c
         positions = [i for i, t in enumerate(x0.tokens) if t.isalpha() and t.lower() not in self.stopwords]
         if not positions:
             raise Skip("no substitutable word")
-        p0, _ = self._target_prob([x0], c)
+        p0, _ = yield from self._ask_target_prob([x0], c)
         deleted = [Sentence(x0.tokens[:i] + x0.tokens[i + 1:], x0.seps[:i] + x0.seps[i + 1:]) for i in positions]
-        pd, _ = self._target_prob(deleted, c)
+        pd, _ = yield from self._ask_target_prob(deleted, c)
         order = [positions[j] for j in np.argsort(-(p0[0] - pd), kind="stable")]
         x, px = x0, float(p0[0])
         for i in order:
@@ -213,16 +222,17 @@ class BAEAttack(FirstOrderAttack):
                 return None
             # the MLM's best ``top`` *usable* words (alphabetic, not the current word), as BAE/TextAttack
             # count them: ask for more, filter, then cut
-            cands = self.mlm.candidates([(list(x.tokens), i)], top=3 * self.top)[0]
+            cands = (yield Ask(self.mlm.candidates, [(list(x.tokens), i)], "mask", top=3 * self.top))[0]
             words = [w for w, _ in cands if w.isalpha() and w.lower() != x.tokens[i].lower()][: self.top]
             opts = [x.replace(i, restore_case(w, x0.tokens[i])) for w in words]
             if not opts:
                 continue
-            sim = self.encoder.similarity(x0.text(), [o.text() for o in opts])
+            vectors = yield Ask(self.encoder.encode, [x0.text(), *(o.text() for o in opts)])
+            sim = vectors[1:] @ vectors[0]  # cosines: the encoder's vectors are unit length
             keep = [j for j in range(len(opts)) if sim[j] >= self.threshold]
             if not keep:
                 continue
-            p, pred = self._target_prob([opts[j] for j in keep], c)
+            p, pred = yield from self._ask_target_prob([opts[j] for j in keep], c)
             flips = [n for n, j in enumerate(keep) if pred[n] != c]
             if flips:
                 n = max(flips, key=lambda f: sim[keep[f]])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -12,6 +12,7 @@ from textaudit.attacks.base import Attack
 from textaudit.backends import Backend, SerialBackend, place_on_device
 from textaudit.data import check_labels
 from textaudit.engine import frozen_heap
+from textaudit.engine.scheduler import check_in_flight, default_in_flight, fed
 from textaudit.errors import TextAuditError
 from textaudit.lm import CausalLM, LazyCausalLM
 from textaudit.models.batched import PairView
@@ -118,13 +119,25 @@ class AttackJob:
     """The work of one example, as a worker does it: the attack's record, plus the perplexities of a
     success when ``ppl`` is given (a worker loads SmolLM2 itself, on first use)."""
 
-    def __init__(self, attack: Attack, ppl: CausalLM | LazyCausalLM | None, side: str = "second"):
+    def __init__(self, attack: Attack, ppl: CausalLM | LazyCausalLM | None, side: str = "second",
+                 in_flight: int | None = None):
         place_on_device(attack)
         self.attack, self.ppl, self.side = attack, ppl, side
+        self.in_flight = in_flight
 
     def __call__(self, job: tuple[str, int | None, str | None]) -> dict:
         text, label, context = job
-        res = self.attack.attack(text, label, context=context, side=self.side)
+        return self._record(self.attack.attack(text, label, context=context, side=self.side))
+
+    def many(self, jobs: Sequence[tuple[str, tuple[str, int | None, str | None]]]) -> Iterator[tuple[str, dict]]:
+        """``(job id, record)`` of every job as it finishes, ``in_flight`` of them searched at once by
+        one engine (its default: :func:`~textaudit.engine.scheduler.default_in_flight` for the device)."""
+        n = self.in_flight or default_in_flight()
+        with fed(n, self.attack.classifier, self.attack.mlm):
+            for job_id, res in self.attack.attack_many(jobs, in_flight=n, side=self.side):
+                yield job_id, self._record(res)
+
+    def _record(self, res) -> dict:
         rec = res.to_dict()
         if self.ppl is not None and res.status == "success":
             t0 = time.perf_counter()
@@ -164,7 +177,7 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
                ppl: CausalLM | LazyCausalLM | None = None, on_result: Callable[[dict], None] | None = None,
                config: dict | None = None, shard: Shard | None = None,
                backend: Backend | None = None, contexts: Sequence[str] | None = None,
-               side: str = "second") -> tuple[dict, list[dict]]:
+               side: str = "second", in_flight: int | None = None) -> tuple[dict, list[dict]]:
     """Attack every example (skipping ids already in ``output`` when ``resume``) and return
     ``(summary, records)``; each record is appended to ``output`` (JSONL) and flushed as it finishes.
 
@@ -176,7 +189,12 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
     ``backend``: where the examples are attacked (:mod:`textaudit.backends`; default: here, in order).
     ``contexts``: sentence pairs — the other text of each example, kept verbatim while ``texts`` are
     attacked as the pair's ``side`` ("second": the model sees ``(context, text)``; "first": ``(text, context)``).
+    ``in_flight``: examples searched at once, their asks merged into one forward per step
+    (:mod:`textaudit.engine.scheduler`; default: from the device). Records do not depend on it;
+    they are written as examples finish (in completion order, with their ids).
     """
+    if in_flight is not None:
+        check_in_flight(in_flight)
     if len(texts) == 0:
         raise TextAuditError("no examples to attack (empty dataset)")
     if contexts is not None and len(contexts) != len(texts):
@@ -198,8 +216,9 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
             summary.add(r)
         jobs = [(id_, (texts[i], None if labels is None else int(labels[i]), None if contexts is None else contexts[i]))
                 for i, id_ in enumerate(ids)]
-        for id_, rec in run.results(jobs, lambda: AttackJob(attack, ppl, side), desc=title, unit="ex", backend=backend,
-                                   cost=lambda job: len(job[0].split())):  # neighbourhoods grow with length
+        for id_, rec in run.results(jobs, lambda: AttackJob(attack, ppl, side, in_flight), desc=title, unit="ex",
+                                   backend=backend, cost=lambda job: len(job[0].split()),  # neighbourhoods grow with length
+                                   group=in_flight or default_in_flight()):
             rec = {"id": id_, **rec}
             run.write(rec)
             summary.add(rec)

@@ -31,6 +31,7 @@ import numpy as np
 
 from textaudit.attacks.base import Attack, AttackResult, Budget, Found, Goal, Skip
 from textaudit.attacks.patch import Patch, PatchWords, apply_patch
+from textaudit.engine.scheduler import Search, classify
 from textaudit.errors import TextAuditError
 from textaudit.models.batched import Classifier, PairView
 from textaudit.models.http import scores_of, unknown_class
@@ -126,22 +127,23 @@ class SecondOrderAttack(Attack):
             raise Skip("no patch word: no counter-fitted word occurs exactly once")
         return Goal(prediction, patch)
 
-    def search(self, x0: Sentence, goal: Goal, budget: Budget, rng: np.random.Generator) -> Found | None:
+    def search(self, x0: Sentence, goal: Goal, budget: Budget, rng: np.random.Generator) -> Search:
         """x0 itself first (ℓ0 = 0 when it is already vulnerable), then the method's neighbourhood search."""
         assert goal.patch is not None
-        fx, fxp, fs, _ = self._score([x0], goal.patch, goal.c, budget)
+        fx, fxp, fs, _ = yield from self._score([x0], goal.patch, goal.c, budget)
         if fx[0] != fxp[0]:
             return Found(x0, int(fx[0]), int(fxp[0]), float(fs[0]))
-        return self.search_neighborhood(x0, goal.patch, goal.c, budget, rng)
+        return (yield from self.search_neighborhood(x0, goal.patch, goal.c, budget, rng))
 
     def search_neighborhood(self, x0: Sentence, patch: Patch, c: int, budget: Budget,
-                            rng: np.random.Generator) -> Found | None:
+                            rng: np.random.Generator) -> Search:
+        """The method's loop over the neighbourhood of x0 (a search: returns a :class:`Found` or None)."""
         raise NotImplementedError
 
     # -- helpers for the searches ------------------------------------------------------------------
-    def _score(self, xs: list[Sentence], patch: Patch, c: int, budget: Budget):
-        """Return predictions of ``xs`` and ``xs ⊕ p``, F_soft and the losses (one batched call)."""
-        probs = self.classifier.predict_proba(xs + [apply_patch(x, patch) for x in xs])
+    def _score(self, xs: list[Sentence], patch: Patch, c: int, budget: Budget) -> Search:
+        """Return predictions of ``xs`` and ``xs ⊕ p``, F_soft and the losses (one classifier ask)."""
+        probs = yield classify(self.classifier, xs + [apply_patch(x, patch) for x in xs])
         px, pxp = probs[: len(xs)], probs[len(xs):]
         budget.scored += len(xs)
         fx, fxp = px.argmax(1), pxp.argmax(1)
@@ -150,14 +152,14 @@ class SecondOrderAttack(Attack):
             fxp = np.where((fx == unknown) | (fxp == unknown), fx, fxp)
         return fx, fxp, pxp[:, c] - px[:, c], pair_loss(px, pxp, c)
 
-    def _score_within_budget(self, xs: list[Sentence], patch: Patch, c: int, budget: Budget):
+    def _score_within_budget(self, xs: list[Sentence], patch: Patch, c: int, budget: Budget) -> Search:
         """:meth:`_score` in chunks of :attr:`chunk`, checking the budget between chunks (a big
         classifier scoring one SO-Beam round can take minutes); None once it runs out."""
         parts = []
         for s in range(0, len(xs), self.chunk):
             if s and budget.exhausted():
                 return None
-            parts.append(self._score(xs[s:s + self.chunk], patch, c, budget))
+            parts.append((yield from self._score(xs[s:s + self.chunk], patch, c, budget)))
         return tuple(np.concatenate([part[i] for part in parts]) for i in range(4))
 
     @staticmethod
@@ -178,19 +180,25 @@ class SOEnum(SecondOrderAttack):
     max_k = 2
 
     def search_neighborhood(self, x0, patch, c, budget, rng):
-        level: list[Sentence] = []
-        current = 1
-        for nb in self.builder.iter_neighbors(x0, self.k, protected=[patch.position]):
-            if nb.distance != current:
-                found = self._check(x0, level, patch, c, budget)
-                if found is not None or budget.exhausted():
-                    return found
-                level, current = [], nb.distance
-            level.append(nb.sentence)
-        return self._check(x0, level, patch, c, budget)
+        builder, prot = self.builder, [patch.position]
+        seen = {x0.tokens}
+        frontier = [x0]
+        for _ in range(self.k):  # level d = Neighbor_d(x0) \ Neighbor_{d-1}(x0), nearest first
+            level: list[Sentence] = []
+            for s in range(0, len(frontier), builder.frontier_chunk):
+                for nbrs in (yield from builder.ask_neighbors1(frontier[s:s + builder.frontier_chunk], prot)):
+                    for y in nbrs:
+                        if y.tokens not in seen:
+                            seen.add(y.tokens)
+                            level.append(y)
+            found = yield from self._check(x0, level, patch, c, budget)
+            if found is not None or budget.exhausted() or not level:
+                return found
+            frontier = level
+        return None
 
-    def _check(self, x0, level, patch, c, budget):
-        scored = self._score_within_budget(level, patch, c, budget) if level else None
+    def _check(self, x0, level, patch, c, budget) -> Search:
+        scored = (yield from self._score_within_budget(level, patch, c, budget)) if level else None
         if scored is None:
             return None
         fx, fxp, fs, _ = scored
@@ -220,14 +228,14 @@ class SOBeam(SecondOrderAttack):
         seen = {x0.tokens}
         for _ in range(self.k):
             cands = []
-            for nbrs in self.builder.neighbors1(beam, protected=[patch.position]):
+            for nbrs in (yield from self.builder.ask_neighbors1(beam, protected=[patch.position])):
                 for y in nbrs:
                     if y.tokens not in seen:
                         seen.add(y.tokens)
                         cands.append(y)
             if not cands:
                 return None
-            scored = self._score_within_budget(cands, patch, c, budget)
+            scored = yield from self._score_within_budget(cands, patch, c, budget)
             if scored is None:
                 return None
             fx, fxp, fs, loss = scored
@@ -257,11 +265,11 @@ class RandomBaseline(SecondOrderAttack):
     def search_neighborhood(self, x0, patch, c, budget, rng):
         x = x0
         for _ in range(self.k):
-            nbrs = self.builder.neighbors1([x], protected=[patch.position])[0]
+            nbrs = (yield from self.builder.ask_neighbors1([x], protected=[patch.position]))[0]
             if not nbrs:
                 return None
             x = nbrs[int(rng.integers(len(nbrs)))]
-            fx, fxp, fs, _ = self._score([x], patch, c, budget)
+            fx, fxp, fs, _ = yield from self._score([x], patch, c, budget)
             found = self._best_vulnerable(x0, [x], fx, fxp, fs)
             if found is not None or budget.exhausted():
                 return found

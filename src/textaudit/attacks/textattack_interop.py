@@ -260,8 +260,9 @@ class TextAttackRecipe(FirstOrderAttack):
         from textattack.attack_results import SuccessfulAttackResult
 
         result = self._attack.attack(x0.text(), goal.c)
+        ta_goal = self._attack.goal_function
+        budget.outside_queries += int(ta_goal.num_queries)  # TextAttack calls the model itself, past the engine
         if not isinstance(result, SuccessfulAttackResult):
-            ta_goal = self._attack.goal_function
             if ta_goal.num_queries >= ta_goal.query_budget:
                 budget.stop("query budget exhausted")
             return None

@@ -29,7 +29,7 @@ from textaudit.stats import format_ci  # noqa: F401 - the commands import it fro
 __all__ = ["AuditGroup", "fail", "AuditCommand", "app", "emit_json", "print_table", "notice", "check_output", "ModelOpt",
            "DataOpt", "TextColumnOpt", "LabelColumnOpt", "LimitOpt", "SampleOpt", "PairColumnOpt",
            "PerturbSideOpt", "MlmOpt", "LanguageOpt", "OutputOpt", "ResumeOpt", "SeedOpt", "ShardOpt", "JsonOpt",
-           "BackendOpt", "AddressOpt", "WorkersOpt", "GpusOpt", "CpusOpt", "format_ci",
+           "BackendOpt", "AddressOpt", "WorkersOpt", "InFlightOpt", "GpusOpt", "CpusOpt", "format_ci",
            "MODEL_HELP", "with_model_options"]
 
 #: what an interrupted command keeps, and how to continue: commands with a results file (--output)
@@ -68,6 +68,9 @@ BackendOpt = Annotated[str, typer.Option("--backend", help="serial (here, one ex
 AddressOpt = Annotated[Optional[str], typer.Option("--address", help=(
     "Ray cluster to use (auto, ray://host:10001); default: start a local Ray."))]
 WorkersOpt = Annotated[int, typer.Option("--workers", min=1, help="Ray workers (each loads the models once).")]
+InFlightOpt = Annotated[Optional[int], typer.Option("--in-flight", min=1, help=(
+    "Examples searched at once (per Ray worker), their model calls merged into one batched forward per step "
+    "(default: 32 on a CPU, 256 on a GPU). Records are the same whatever it is."))]
 GpusOpt = Annotated[float, typer.Option("--gpus-per-worker", min=0.0, help="GPUs per Ray worker (0.25: four share one).")]
 CpusOpt = Annotated[float, typer.Option("--cpus-per-worker", min=0.01, help="CPUs per Ray worker.")]
 MlmOpt = Annotated[Optional[str], typer.Option("--mlm", help=(
@@ -116,7 +119,8 @@ MODEL_OPTIONS: dict[str, tuple[Any, Any]] = {
     "precision": (Annotated[Optional[str], typer.Option("--precision", rich_help_panel=_ENGINE, help=(
         "fp32 or bf16 (autocast) for torch classifiers and the masked LM (default: bf16 on CUDA, fp32 on a CPU)."))], None),
     "batch_tokens": (Annotated[Optional[int], typer.Option("--batch-tokens", min=1, rich_help_panel=_ENGINE, help=(
-        "Padded tokens per forward of a torch classifier or the masked LM (default: 4096 on a CPU, 65536 on a GPU)."))],
+        "Padded tokens per forward of a torch classifier or the masked LM (default: 4096 on a CPU, 65536 on a GPU or "
+        "with several examples in flight)."))],
                      None),
 }
 

@@ -18,6 +18,7 @@ from textaudit.cli.app import (
     CpusOpt,
     DataOpt,
     GpusOpt,
+    InFlightOpt,
     JsonOpt,
     LabelColumnOpt,
     LanguageOpt,
@@ -88,6 +89,7 @@ def attack(
     workers: WorkersOpt = 2,
     gpus_per_worker: GpusOpt = 0.0,
     cpus_per_worker: CpusOpt = 1.0,
+    in_flight: InFlightOpt = None,
     beam: Optional[int] = typer.Option(None, "--beam", help="SO-Beam width β (default 20)."),
     kappa: Optional[int] = typer.Option(None, "--kappa", help="κ: masked-LM candidates per position (default 20)."),
     delta: Optional[float] = typer.Option(None, "--delta", help="δ: keep candidates with logit > best − δ (default 3)."),
@@ -152,7 +154,7 @@ def attack(
         lm = None
     summary, records = run_attack(atk, texts, ds["label"], ids=ds["id"], output=output, resume=resume, ppl=lm,
                                   config=data_config(data_id, classes, sample=sample), shard=part, backend=runner,
-                                  contexts=contexts, side=perturb_side)
+                                  contexts=contexts, side=perturb_side, in_flight=in_flight)
     summary["model"] = clf.name
     if getattr(clf.stats, "requests", 0):  # a remote model: what this run cost the endpoint
         summary.update(http_requests=clf.stats.requests, http_retries=clf.stats.retries,

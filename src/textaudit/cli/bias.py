@@ -15,6 +15,7 @@ from textaudit.cli.app import (
     CpusOpt,
     DataOpt,
     GpusOpt,
+    InFlightOpt,
     JsonOpt,
     LanguageOpt,
     LimitOpt,
@@ -87,6 +88,7 @@ def bias(
     workers: WorkersOpt = 2,
     gpus_per_worker: GpusOpt = 0.0,
     cpus_per_worker: CpusOpt = 1.0,
+    in_flight: InFlightOpt = None,
     ci: str = typer.Option("clustered", "--ci", help="95% interval of B: clustered (CLT) or bootstrap (cluster bootstrap, for small X_p)."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Directory for histograms, B vs k and the pair bar chart."),
     seed: SeedOpt = 0,
@@ -128,7 +130,7 @@ def bias(
         config.update(group=group, group_pairs=group_pairs_mode)
     results = run_bias(est, pairs, k, texts, ids=ds["id"], compare=other, output=output, resume=resume,
                        filtered=filtered, epsilon=epsilon, max_sources=max_sources, config=config,
-                       shard=part, backend=runner, contexts=contexts)
+                       shard=part, backend=runner, contexts=contexts, in_flight=in_flight)
     if output:
         notice(f"scored sentence pairs: {output}")
     if plot:

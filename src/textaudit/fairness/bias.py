@@ -35,12 +35,13 @@ For a protected pair p = (p(1), p(2)) (he/she, actor/actress, …):
 from __future__ import annotations
 
 import hashlib
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from textaudit.backends import Backend, place_on_device
 from textaudit.data import check_side, load_dataset
+from textaudit.engine.scheduler import Engine, Search, check_in_flight, classify, default_in_flight, fed, run_now
 from textaudit.errors import TextAuditError
 from textaudit.fairness.estimates import CI_METHODS, BiasEstimate, ScoredUnit, aggregate, l1_norm
 from textaudit.fairness.pairs import Source, find_sources, parse_pair
@@ -132,22 +133,29 @@ class CounterfactualBias:
                 raise TextAuditError(f"'{w}' is not in the vocabulary of model '{getattr(self.classifier, 'name', '?')}'"
                                      "; choose a pair of words the model knows")
 
-    def soft_output(self, texts: Sequence[str | Sentence], contexts: Sequence[str | None] | None = None) -> np.ndarray:
-        """f_soft(x): P(class 1) for two classes, else the probability vector (``contexts``: the kept
-        text of each sentence pair, or None)."""
+    def _inputs(self, texts: Sequence[str | Sentence], contexts: Sequence[str | None] | None = None) -> list:
+        """The classifier inputs of ``texts`` (``contexts``: the kept text of each sentence pair, or None)."""
         inputs: list = list(texts)
         if contexts is not None and any(c is not None for c in contexts):
             inputs = pair_inputs(inputs, contexts, self.side)  # type: ignore[arg-type]
-        probs = np.asarray(self.classifier.predict_proba(inputs), dtype=float)
+        return inputs
+
+    def _soft(self, probs: np.ndarray) -> np.ndarray:
+        """f_soft of class probabilities: P(class 1) for two classes, else the probability vector; a
+        label-only model's known classes only."""
+        probs = np.asarray(probs, dtype=float)
         if unknown_class(self.classifier) is not None:  # label-only: the known classes' prediction rates
             probs = probs[:, :-1]
         return probs[:, 1] if probs.shape[1] == 2 else probs
 
-    def pair_shift(self, sentences: Sequence[Sentence], position: int | Sequence[int], pair: tuple[str, str],
-                   context: str | Sequence[str | None] | None = None) -> np.ndarray:
-        """F_soft(y; p) = f_soft(y with p(2)) − f_soft(y with p(1)) at ``position`` (one per sentence,
-        or one for all) for every y — one batched classifier call. ``context``: the kept text of a
-        sentence pair (one for all, or one per sentence)."""
+    def soft_output(self, texts: Sequence[str | Sentence], contexts: Sequence[str | None] | None = None) -> np.ndarray:
+        """f_soft(x): P(class 1) for two classes, else the probability vector (``contexts``: the kept
+        text of each sentence pair, or None)."""
+        return self._soft(self.classifier.predict_proba(self._inputs(texts, contexts)))
+
+    def ask_pair_shift(self, sentences: Sequence[Sentence], position: int | Sequence[int], pair: tuple[str, str],
+                       context: str | Sequence[str | None] | None = None) -> Search:
+        """:meth:`pair_shift` as a search step: one classifier ask for y with p(1) and with p(2)."""
         if not sentences:
             C = self.classifier.num_classes - (unknown_class(self.classifier) is not None)
             return np.zeros(0) if C == 2 else np.zeros((0, C))
@@ -156,36 +164,56 @@ class CounterfactualBias:
         t1 = [s.replace(i, restore_case(w1, s.tokens[i])) for s, i in zip(sentences, pos)]  # sentences: scored as ids
         t2 = [s.replace(i, restore_case(w2, s.tokens[i])) for s, i in zip(sentences, pos)]
         ctx = [context] * len(sentences) if context is None or isinstance(context, str) else list(context)
-        f = self.soft_output(t1 + t2, ctx + ctx)
+        f = self._soft((yield classify(self.classifier, self._inputs(t1 + t2, ctx + ctx))))
         return f[len(t1):] - f[: len(t1)]
+
+    def pair_shift(self, sentences: Sequence[Sentence], position: int | Sequence[int], pair: tuple[str, str],
+                   context: str | Sequence[str | None] | None = None) -> np.ndarray:
+        """F_soft(y; p) = f_soft(y with p(2)) − f_soft(y with p(1)) at ``position`` (one per sentence,
+        or one for all) for every y — one batched classifier call. ``context``: the kept text of a
+        sentence pair (one for all, or one per sentence)."""
+        return run_now(self.ask_pair_shift(sentences, position, pair, context))
+
+    def ask_neighborhood(self, src: Source, pair: tuple[str, str], k: int, sampled_k: int | None = None) -> Search:
+        """:meth:`neighborhood` as a search (the masked LM asked level by level, or proposal by proposal)."""
+        b = self.builder(pair)
+        if sampled_k is None:
+            nbrs = (yield from b.ask_neighbors(src.sentence, k, protected=[src.position])) if k > 0 else []
+            return ([src.sentence] + [nb.sentence for nb in nbrs],
+                    np.array([0] + [nb.distance for nb in nbrs]), None)
+        seed = int(hashlib.md5(f"{self.seed}|{src.text}|{sampled_k}".encode()).hexdigest()[:8], 16)
+        draws, stats = yield from b.ask_sample(src.sentence, sampled_k, self.sample_n, protected=[src.position],
+                                               seed=seed)
+        return [d.sentence for d in draws], np.array([d.distance for d in draws]), float(stats["size_estimate"])
 
     def neighborhood(self, src: Source, pair: tuple[str, str], k: int, sampled_k: int | None = None
                       ) -> tuple[list[Sentence], np.ndarray, float | None]:
         """Return ``(sentences, distances, weight)``: with ``sampled_k`` None, {x} ∪ Neighbor_k(x)
         enumerated (weight None); else ``sample`` uniform draws from Neighbor_{sampled_k}(x) and the
         estimated |Neighbor_{sampled_k}(x)| as weight."""
-        b = self.builder(pair)
-        if sampled_k is None:
-            nbrs = list(b.iter_neighbors(src.sentence, k, protected=[src.position])) if k > 0 else []
-            return ([src.sentence] + [nb.sentence for nb in nbrs],
-                    np.array([0] + [nb.distance for nb in nbrs]), None)
-        seed = int(hashlib.md5(f"{self.seed}|{src.text}|{sampled_k}".encode()).hexdigest()[:8], 16)
-        draws = b.sample(src.sentence, sampled_k, self.sample_n, protected=[src.position], seed=seed)
-        return ([d.sentence for d in draws], np.array([d.distance for d in draws]),
-                float(b.last_sample_stats["size_estimate"]))
+        return run_now(self.ask_neighborhood(src, pair, k, sampled_k))
 
     def plan(self, sources: Sequence[Source], k: int) -> list[tuple[Source, int | None]]:
         """The units B_{p,0..k} needs: ``(source, None)`` = the enumerated block up to
         min(k, enumerate_k); ``(source, k′)`` = one uniform sample at a sampled level k′."""
         return [(s, None) for s in sources] + [(s, kk) for kk in range(self.enumerate_k + 1, k + 1) for s in sources]
 
+    def ask_score_unit(self, src: Source, pair: tuple[str, str], k: int, sampled_k: int | None,
+                       scorers: Sequence["CounterfactualBias"] = ()) -> Search:
+        """:meth:`score_unit` as a search: the unit's sentences built once (masked-LM asks), then one
+        classifier ask per scorer."""
+        sents, dist, weight = yield from self.ask_neighborhood(src, pair, min(k, self.enumerate_k), sampled_k)
+        texts = [s.text() for s in sents]
+        out = []
+        for sc in [self, *scorers]:
+            F = yield from sc.ask_pair_shift(sents, src.position, pair, src.context)
+            out.append(ScoredUnit(src, sampled_k, texts, dist, F, weight))
+        return out
+
     def score_unit(self, src: Source, pair: tuple[str, str], k: int, sampled_k: int | None,
                    scorers: Sequence["CounterfactualBias"] = ()) -> list[ScoredUnit]:
         """Build one unit's sentences once and score them with ``self`` and every extra scorer."""
-        sents, dist, weight = self.neighborhood(src, pair, min(k, self.enumerate_k), sampled_k)
-        texts = [s.text() for s in sents]
-        return [ScoredUnit(src, sampled_k, texts, dist, sc.pair_shift(sents, src.position, pair, src.context), weight)
-                for sc in [self, *scorers]]
+        return run_now(self.ask_score_unit(src, pair, k, sampled_k, scorers))
 
     # -- estimates -------------------------------------------------------------------------------
     def estimate(self, pair: tuple[str, str] | str, k: int, texts: Sequence[str] | None = None, *,
@@ -286,13 +314,29 @@ class UnitJob:
     """The work of one unit (a source at one k, or its enumerated block), as a worker does it: the
     scored sentences under the estimator's classifier and each ``other`` estimator's."""
 
-    def __init__(self, estimator: CounterfactualBias, k: int, others: Sequence[CounterfactualBias]):
+    def __init__(self, estimator: CounterfactualBias, k: int, others: Sequence[CounterfactualBias],
+                 in_flight: int | None = None):
         place_on_device(estimator, *others)
         self.estimator, self.k, self.others = estimator, k, list(others)
+        self.in_flight = in_flight
 
     def __call__(self, job: tuple[tuple[str, str], Source, int | None]) -> list[ScoredUnit]:
         pair, src, sampled_k = job
         return self.estimator.score_unit(src, pair, self.k, sampled_k, self.others)
+
+    def many(self, jobs: Sequence[tuple[str, tuple[tuple[str, str], Source, int | None]]]
+             ) -> Iterator[tuple[str, list[ScoredUnit]]]:
+        """``(unit id, scored units)`` as units finish, ``in_flight`` of them built and scored at once by
+        one engine: their masked-LM asks merged into one forward per step, their classifier asks too."""
+        n = self.in_flight or default_in_flight()
+        est = self.estimator
+        mlm = est.mlm if self.k > 0 else None
+
+        def start(job: tuple[tuple[str, str], Source, int | None]):
+            return lambda _meter: est.ask_score_unit(job[1], job[0], self.k, job[2], self.others)
+
+        with fed(n, est.classifier, mlm, *(o.classifier for o in self.others)):
+            yield from Engine(n).run((uid, start(job)) for uid, job in jobs)
 
 
 def estimates_from_records(records: Sequence[dict], k: int, enumerate_k: int,
@@ -312,7 +356,8 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
              resume: bool = False, filtered: bool = False, epsilon: float = 0.005, max_sources: int | None = None,
              progress: bool = True, config: dict | None = None,
              shard: Shard | None = None, backend: Backend | None = None,
-             contexts: Sequence[str] | None = None) -> dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]]:
+             contexts: Sequence[str] | None = None, in_flight: int | None = None
+             ) -> dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]]:
     """Return {model name: {pair: {k′: BiasEstimate}}} for k′ = 0..k over ``texts``.
 
     ``compare``: a second estimator (another classifier) scored on the *same* sentences.
@@ -325,10 +370,14 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
     units (the estimates then cover them alone; ``audit merge`` joins the shards). ``backend``: where
     the units are scored (:mod:`textaudit.backends`; default: here, in order). ``contexts``: for
     sentence pairs, the kept text of each of ``texts`` (the estimators' ``side`` says which text of
-    the pair ``texts`` are).
+    the pair ``texts`` are). ``in_flight``: units built and scored at once, their asks merged into one
+    forward per step (:mod:`textaudit.engine.scheduler`; default: from the device); the scored
+    sentences do not depend on it.
     """
     if len(texts) == 0:
         raise TextAuditError("no sentences to measure bias on (empty dataset)")
+    if in_flight is not None:
+        check_in_flight(in_flight)
     if k < 0:
         raise TextAuditError(f"--k must be >= 0 (got {k})")
     ids = list(ids) if ids is not None else [str(i) for i in range(len(texts))]
@@ -387,9 +436,10 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
             for n in names:
                 units[(pair, n)].append(_read_unit(src, *previous[(uid, n)]))
         job_of = dict(todo)
-        make_worker = lambda: UnitJob(estimator, k, scorers[1:])  # noqa: E731
+        make_worker = lambda: UnitJob(estimator, k, scorers[1:], in_flight)  # noqa: E731
         for uid, scored in run.results(todo, make_worker, desc=f"bias k<={k}", unit="unit", skip=lambda _: False,
-                                       backend=backend, cost=lambda job: len(job[1].text.split())):
+                                       backend=backend, cost=lambda job: len(job[1].text.split()),
+                                       group=in_flight or default_in_flight()):
             pair, src, sampled_k = job_of[uid]
             for n, u in zip(names, scored):
                 units[(pair, n)].append(u)

@@ -25,6 +25,7 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
+from textaudit.engine.scheduler import Ask, Search, run_now
 from textaudit.errors import TextAuditError
 from textaudit.sentence import Sentence, check_language, restore_case
 
@@ -121,27 +122,60 @@ class NeighborhoodBuilder:
             out.append(restore_case(w, original))
         return out
 
-    def candidates_at(self, sentences: Sequence[Sentence], protected: Iterable[int] = ()
-                      ) -> list[list[tuple[int, list[str]]]]:
-        """Return, per sentence, ``[(position, kept candidate words), ...]`` — one masked-LM call."""
+    def ask_candidates_at(self, sentences: Sequence[Sentence], protected: Iterable[int] = ()) -> Search:
+        """The search step behind :meth:`candidates_at`: it asks the masked LM once (see
+        :mod:`textaudit.engine.scheduler`) and returns, per sentence, ``[(position, kept words), ...]``."""
         prot = tuple(protected)
         queries, owners = [], []
         for j, s in enumerate(sentences):
             for i in self.positions(s, prot):
                 queries.append((list(s.tokens), i))
                 owners.append((j, i))
-        cands = self.mlm.candidates(queries, top=self.kappa) if queries else []
+        cands = (yield Ask(self.mlm.candidates, queries, "mask", top=self.kappa)) if queries else []
         out: list[list[tuple[int, list[str]]]] = [[] for _ in sentences]
         for (j, i), c in zip(owners, cands):
             out[j].append((i, self._keep(c, sentences[j].tokens[i])))
         return out
 
+    def candidates_at(self, sentences: Sequence[Sentence], protected: Iterable[int] = ()
+                      ) -> list[list[tuple[int, list[str]]]]:
+        """Return, per sentence, ``[(position, kept candidate words), ...]`` — one masked-LM call."""
+        return run_now(self.ask_candidates_at(sentences, protected))
+
+    def ask_neighbors1(self, sentences: Sequence[Sentence], protected: Iterable[int] = ()) -> Search:
+        """The search step behind :meth:`neighbors1` (one masked-LM ask for the whole list)."""
+        per_sentence = yield from self.ask_candidates_at(sentences, protected)
+        return [[s.replace(i, w) for i, ws in per for w in ws] for s, per in zip(sentences, per_sentence)]
+
     def neighbors1(self, sentences: Sequence[Sentence], protected: Iterable[int] = ()) -> list[list[Sentence]]:
         """Return Neighbor_1 of each sentence (one masked-LM call for the whole list)."""
-        return [[s.replace(i, w) for i, ws in per for w in ws]
-                for s, per in zip(sentences, self.candidates_at(sentences, protected))]
+        return run_now(self.ask_neighbors1(sentences, protected))
 
     # -- Neighbor_k ----------------------------------------------------------------------------------
+    def ask_neighbors(self, x: str | Sentence, k: int, protected: Iterable[int] = ()) -> Search:
+        """Neighbor_k(x) as a search (returns the list :meth:`iter_neighbors` yields, in its order):
+        one masked-LM ask per ``frontier_chunk`` sentences of each level."""
+        if k < 0:
+            raise TextAuditError(f"k must be >= 0 (got {k})")
+        x0 = self.parse(x)
+        prot = tuple(protected)
+        seen = {x0.tokens}
+        frontier = [x0]
+        out: list[Neighbor] = []
+        for d in range(1, k + 1):
+            nxt: list[Sentence] = []
+            for s in range(0, len(frontier), self.frontier_chunk):
+                for nbrs in (yield from self.ask_neighbors1(frontier[s:s + self.frontier_chunk], prot)):
+                    for y in nbrs:
+                        if y.tokens not in seen:
+                            seen.add(y.tokens)
+                            nxt.append(y)
+                            out.append(Neighbor(y, d, len(x0.diff(y))))
+            frontier = nxt
+            if not frontier:
+                break
+        return out
+
     def iter_neighbors(self, x: str | Sentence, k: int, protected: Iterable[int] = ()) -> Iterator[Neighbor]:
         """Yield Neighbor_k(x) lazily, distance 1 first, then 2, …; each sentence once."""
         if k < 0:
@@ -183,7 +217,16 @@ class NeighborhoodBuilder:
     # -- sampling ------------------------------------------------------------------------------------
     def sample(self, x: str | Sentence, k: int, n: int, protected: Iterable[int] = (),
                seed: int | None = None, max_proposals: int | None = None) -> list[Neighbor]:
-        """Return ``n`` sentences drawn independently and *uniformly* from Neighbor_k(x) (with replacement).
+        """Return ``n`` sentences drawn independently and *uniformly* from Neighbor_k(x) (with
+        replacement; :meth:`ask_sample` says how); :attr:`last_sample_stats` says how many proposals
+        it took and estimates |Neighbor_k(x)|."""
+        out, self.last_sample_stats = run_now(self.ask_sample(x, k, n, protected, seed, max_proposals))
+        return out
+
+    def ask_sample(self, x: str | Sentence, k: int, n: int, protected: Iterable[int] = (),
+                   seed: int | None = None, max_proposals: int | None = None) -> Search:
+        """:meth:`sample` as a search: returns ``(draws, stats)``, the draws being ``n`` sentences drawn
+        independently and *uniformly* from Neighbor_k(x) (with replacement).
 
         Sampler (exact rejection sampling): P = {x} ∪ Neighbor_{k−1}(x) is enumerated; Neighbor_k(x)
         = (P ∪ Neighbor_1(P)) \\ {x}. A proposal is, with probability ½ each, (a) a uniform member of
@@ -209,7 +252,7 @@ class NeighborhoodBuilder:
         x0 = self.parse(x)
         prot = tuple(protected)
         rng = np.random.default_rng(self.seed if seed is None else seed)
-        enumerated = list(self.iter_neighbors(x0, k - 1, prot))
+        enumerated = yield from self.ask_neighbors(x0, k - 1, prot)
         level = {nb.sentence.tokens: nb.distance for nb in enumerated}
         P = [x0] + [nb.sentence for nb in enumerated]
         p_set = {s.tokens for s in P}
@@ -221,11 +264,11 @@ class NeighborhoodBuilder:
         L = max(1, len(positions))
         full: dict[tuple, list[str]] = {}
 
-        def F(s: Sentence, i: int) -> list[str]:
+        def F(s: Sentence, i: int) -> Search:
             """Kept candidates at i *including* the word that is there (top-κ, δ, filters)."""
             key = (i, s.tokens[:i], s.tokens[i + 1:])
             if key not in full:
-                c = self.mlm.candidates([(list(s.tokens), i)], top=self.kappa)[0]
+                c = (yield Ask(self.mlm.candidates, [(list(s.tokens), i)], "mask", top=self.kappa))[0]
                 full[key] = self._keep(c, "\x00")  # nothing equals the sentinel: the current word is kept
             return full[key]
 
@@ -234,17 +277,17 @@ class NeighborhoodBuilder:
             return [i for i in positions
                     if any(yi != z.tokens[i] for yi in index.get((i, z.tokens[:i], z.tokens[i + 1:]), ()))]
 
-        def exact_q(z: Sentence) -> float:
+        def exact_q(z: Sentence) -> Search:
             """q(z): the probability that one proposal is z (one masked-LM call for its parents' contexts)."""
             q = 0.5 / len(others) if (others and z.tokens in p_set) else 0.0
             todo = parent_positions(z)
             missing = [i for i in todo if (i, z.tokens[:i], z.tokens[i + 1:]) not in full]
             if missing:
-                cands = self.mlm.candidates([(list(z.tokens), i) for i in missing], top=self.kappa)
+                cands = yield Ask(self.mlm.candidates, [(list(z.tokens), i) for i in missing], "mask", top=self.kappa)
                 for i, c in zip(missing, cands):
                     full[(i, z.tokens[:i], z.tokens[i + 1:])] = self._keep(c, "\x00")
             for i in todo:
-                cands = [w.lower() for w in F(z, i)]
+                cands = [w.lower() for w in (yield from F(z, i))]
                 if z.tokens[i].lower() not in cands:
                     continue
                 for yi in index.get((i, z.tokens[:i], z.tokens[i + 1:]), []):
@@ -275,7 +318,7 @@ class NeighborhoodBuilder:
                     continue
                 y = P[rng.integers(len(P))]
                 i = positions[rng.integers(len(positions))]
-                ws = [w for w in F(y, i) if w.lower() != y.tokens[i].lower()]
+                ws = [w for w in (yield from F(y, i)) if w.lower() != y.tokens[i].lower()]
                 if not ws:
                     continue
                 z = y.replace(i, restore_case(ws[rng.integers(len(ws))], y.tokens[i]))
@@ -285,10 +328,9 @@ class NeighborhoodBuilder:
             # accept with probability 1/(q(z)·M); q(z) >= q_low, so u >= 1/(q_low·M) rejects at once
             if u >= 1.0 / (q_low * M):
                 continue
-            if u < 1.0 / (exact_q(z) * M):
+            if u < 1.0 / ((yield from exact_q(z)) * M):
                 out.append(Neighbor(z, level.get(z.tokens, k), len(x0.diff(z))))
         # each proposal is accepted with probability |Neighbor_k(x)| / M, and sampling stops at the n-th
         # acceptance (negative binomial), so (n − 1)/(proposals − 1)·M estimates |Neighbor_k(x)| unbiasedly
         size = M * (n - 1) / (proposals - 1) if n > 1 and proposals > 1 else float("nan")
-        self.last_sample_stats = {"proposals": proposals, "accepted": len(out), "P": len(P), "size_estimate": size}
-        return out
+        return out, {"proposals": proposals, "accepted": len(out), "P": len(P), "size_estimate": size}

@@ -1,0 +1,287 @@
+"""Many searches in flight, one batched forward per step: the continuous batching of LLM servers
+(vLLM's scheduler) applied to search requests.
+
+A search is written as the paper's loop that *asks* instead of calling a model: it is a Python
+generator that yields an :class:`Ask` (score these sentences; give the masked-LM candidates at
+these positions; embed these texts) and receives the answer::
+
+    probs = yield classify(classifier, sentences)          # an (n, C) array
+    cands = yield Ask(mlm.candidates, queries, top=20)     # one list per query
+
+and returns its result. :class:`Engine` keeps up to ``in_flight`` such searches going. At each
+step every search in flight is waiting on one ask; the asks of the same function (the same model,
+the same keyword arguments) are merged into one call — the model then packs the merged items into
+padded batches of at most ``--batch-tokens`` and runs one forward per batch — and each search gets
+its own slice of the answer back. A search that finishes hands its result out (in completion
+order, with its key) and the next one starts in its place. :func:`run_now` answers one search's
+asks directly: one search in flight.
+
+Each search is measured on its own (:class:`Meter`), so that its record does not depend on what
+ran beside it: its seconds are the host time spent stepping it plus its share (by items) of every
+merged call it was part of; its classifier queries are the distinct texts it asked the classifier
+for, its masked-LM queries the distinct masked contexts it asked for — whatever the caches already
+held, so a budget (``--max-queries``) stops a search at the same point with 1 or 64 in flight.
+
+A merged call that raises is retried ask by ask, and the error goes to the search that caused it
+(an attack records it as that example's ``error``); :class:`~textaudit.errors.StopRun` (a remote
+model's budget, an endpoint gone) stops the whole run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any, Callable, Generator, Iterable, Iterator, Sequence
+
+from textaudit.errors import StopRun
+from textaudit.sentence import Sentence
+
+__all__ = ["Ask", "Meter", "Engine", "Search", "classify", "run_now", "default_in_flight", "check_in_flight", "fed",
+           "engine_batch_tokens", "ENGINE_BATCH_TOKENS", "CPU_MLM_BATCH_TOKENS"]
+
+#: padded tokens per forward while many examples are in flight, where ``--batch-tokens`` is not given
+ENGINE_BATCH_TOKENS = 65_536
+#: a masked LM on a CPU keeps its own budget (4,096) with many in flight. Measured on this project's
+#: 2-core CPU (benchmarks/engine.md): minilm-mlm's time per sentence is flat from 64 to 512 rows per
+#: forward and +12 % at 768, +68 % at 1,490 rows; merged asks of many examples also mix lengths (18.6 %
+#: of the padded tokens were padding at 20,480 tokens, 1.5 % one example at a time), so SO-Beam ran
+#: at 0.80x the examples/s of one in flight with 20,480-token masked-LM forwards. The classifiers'
+#: forwards (a few % of an attack's time) take the full budget.
+CPU_MLM_BATCH_TOKENS = 4_096
+
+#: a search: yields asks, receives their answers, returns its result
+Search = Generator["Ask", Any, Any]
+
+
+class Ask:
+    """One request of a search: ``fn(items, **kw)`` answers it with one entry per item. Asks with
+    the same ``fn`` and keyword arguments are merged into one call. ``kind``: what the items are,
+    for the per-search counters (``classify``: classifier inputs; ``mask``: ``(words, position)``
+    masked-LM queries; anything else is not counted)."""
+
+    __slots__ = ("fn", "items", "kw", "kind", "key")
+
+    def __init__(self, fn: Callable[..., Any], items: Sequence[Any], kind: str = "", **kw: Any):
+        self.fn, self.items, self.kind, self.kw = fn, items, kind, kw
+        self.key = (fn, tuple(sorted(kw.items())))
+
+    def answer(self) -> Any:
+        """The answer of this ask alone (a direct call)."""
+        return self.fn(self.items, **self.kw)
+
+
+def classify(classifier: Any, inputs: Sequence[Any], *, fresh: bool = False) -> Ask:
+    """The ask "class probabilities of ``inputs``" (rows of an ``(n, C)`` array). A view on one side
+    of sentence pairs asks its underlying classifier for the pairs, so the asks of many pairs merge.
+    ``fresh``: the model is asked again whatever its cache holds (a remote model's post-condition)."""
+    pairs = getattr(classifier, "pairs", None)
+    if pairs is not None and hasattr(classifier, "context"):
+        inputs, classifier = pairs(inputs), classifier.classifier
+    fn = getattr(classifier, "predict_proba_fresh", None) if fresh else None
+    return Ask(fn or classifier.predict_proba, list(inputs), "classify")
+
+
+class Meter:
+    """What one search has cost (see the module docstring): ``seconds``, ``queries`` (distinct
+    classifier inputs asked) and ``mlm_queries`` (distinct masked contexts asked)."""
+
+    __slots__ = ("seconds", "_texts", "_masked")
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._texts: set = set()
+        self._masked: set = set()
+
+    @property
+    def queries(self) -> int:
+        return len(self._texts)
+
+    @property
+    def mlm_queries(self) -> int:
+        return len(self._masked)
+
+    def count(self, ask: Ask) -> None:
+        if ask.kind == "classify":
+            add = self._texts.add
+            for t in ask.items:
+                add((t._text or t.text()) if type(t) is Sentence else t)
+        elif ask.kind == "mask":
+            add = self._masked.add
+            for words, pos in ask.items:
+                add((tuple(words[:pos]), tuple(words[pos + 1:])))
+
+
+def run_now(search: Search) -> Any:
+    """Drive one search to its result, answering each of its asks directly (one search in flight)."""
+    for _, result in Engine(1).run([(None, lambda _meter: search)]):
+        return result
+    raise AssertionError("unreachable: a search always finishes")
+
+
+class _Task:
+    __slots__ = ("key", "search", "meter", "ask")
+
+    def __init__(self, key: Any, search: Search, meter: Meter):
+        self.key, self.search, self.meter = key, search, meter
+        self.ask: Ask | None = None
+
+
+class Engine:
+    """Keeps up to ``in_flight`` searches going and merges their asks (see the module docstring).
+
+    Counters over every merged call: ``calls`` (merged calls made), ``items`` (items answered),
+    ``steps`` (rounds of the scheduler)."""
+
+    def __init__(self, in_flight: int = 1):
+        check_in_flight(in_flight)
+        self.in_flight = in_flight
+        self.calls = self.items = self.steps = 0
+
+    def run(self, starts: Iterable[tuple[Any, Callable[[Meter], Search]]]) -> Iterator[tuple[Any, Any]]:
+        """Yield ``(key, result)`` for every ``(key, start)``, in completion order; ``start(meter)``
+        makes the search (called when a place in flight is free, in the order given)."""
+        pending = iter(starts)
+        active: list[_Task] = []
+        exhausted = False
+        while True:
+            while not exhausted and len(active) < self.in_flight:
+                nxt = next(pending, None)
+                if nxt is None:
+                    exhausted = True
+                    break
+                meter = Meter()
+                task = _Task(nxt[0], nxt[1](meter), meter)
+                done = self._step(task, None, None)
+                if done is not None:
+                    yield task.key, done[0]
+                else:
+                    active.append(task)
+            if not active:
+                return
+            self.steps += 1
+            groups: dict[tuple, list[_Task]] = {}
+            for task in active:
+                groups.setdefault(task.ask.key, []).append(task)  # type: ignore[union-attr]
+            finished: list[_Task] = []
+            for tasks in groups.values():
+                for task, answer, error in self._answer(tasks):
+                    done = self._step(task, answer, error)
+                    if done is not None:
+                        finished.append(task)
+                        yield task.key, done[0]
+            if finished:
+                gone = {id(t) for t in finished}
+                active = [t for t in active if id(t) not in gone]
+
+    def _answer(self, tasks: list[_Task]) -> list[tuple[_Task, Any, BaseException | None]]:
+        """One merged call for the asks of ``tasks`` (same function and arguments); each task's slice,
+        or, when the merged call raised, each ask answered alone (its own error, if any)."""
+        asks = [t.ask for t in tasks]
+        for t in tasks:
+            t.meter.count(t.ask)  # type: ignore[arg-type]
+        t0 = time.perf_counter()
+        if len(asks) == 1:
+            items = asks[0].items  # type: ignore[union-attr]
+        else:
+            items = [x for a in asks for x in a.items]  # type: ignore[union-attr]
+        first = asks[0]
+        assert first is not None
+        try:
+            answer = first.fn(items, **first.kw)
+        except StopRun:
+            raise
+        except Exception as e:  # noqa: BLE001
+            if len(tasks) == 1:
+                tasks[0].meter.seconds += time.perf_counter() - t0
+                return [(tasks[0], None, e)]
+            return [(t, *self._alone(t)) for t in tasks]
+        dt = time.perf_counter() - t0
+        self.calls += 1
+        self.items += len(items)
+        n = max(len(items), 1)
+        out = []
+        s = 0
+        for t, a in zip(tasks, asks):
+            m = len(a.items)  # type: ignore[union-attr]
+            t.meter.seconds += dt * m / n
+            out.append((t, answer if len(asks) == 1 else answer[s:s + m], None))
+            s += m
+        return out
+
+    def _alone(self, task: _Task) -> tuple[Any, BaseException | None]:
+        t0 = time.perf_counter()
+        try:
+            return task.ask.answer(), None  # type: ignore[union-attr]
+        except StopRun:
+            raise
+        except Exception as e:  # noqa: BLE001
+            return None, e
+        finally:
+            task.meter.seconds += time.perf_counter() - t0
+
+    @staticmethod
+    def _step(task: _Task, answer: Any, error: BaseException | None) -> tuple[Any] | None:
+        """Send ``answer`` (or throw ``error``) into the task's search: None while it asks again
+        (its new ask kept), else ``(result,)``."""
+        t0 = time.perf_counter()
+        try:
+            task.ask = task.search.throw(error) if error is not None else task.search.send(answer)
+            return None
+        except StopIteration as done:
+            task.ask = None
+            return (done.value,)
+        finally:
+            task.meter.seconds += time.perf_counter() - t0
+
+
+def default_in_flight(device: str | None = None) -> int:
+    """How many examples an engine keeps in flight when ``--in-flight`` is not given: 32 on a CPU
+    (their asks fill padded batches of 65,536 tokens, about 2,500 SST-2 sentences per forward), 256
+    on a GPU (a device wants tens of thousands of sentences per forward)."""
+    from textaudit.device import pick_device
+
+    return 256 if str(device or pick_device()).startswith("cuda") else 32
+
+
+def check_in_flight(in_flight: int) -> None:
+    """One-line error for an ``--in-flight`` below 1."""
+    from textaudit.errors import TextAuditError
+
+    if not isinstance(in_flight, int) or isinstance(in_flight, bool) or in_flight < 1:
+        raise TextAuditError(f"--in-flight must be a positive whole number of examples (got {in_flight!r})")
+
+
+def engine_batch_tokens(model: Any) -> int:
+    """The padded tokens per forward of ``model`` while many examples are in flight (where the user
+    chose none): :data:`ENGINE_BATCH_TOKENS` for a classifier; for a masked LM the same on a GPU and
+    :data:`CPU_MLM_BATCH_TOKENS` on a CPU, where a bigger forward costs more per sentence."""
+    device = str(getattr(model, "device", "cpu"))
+    if hasattr(model, "candidates") and not device.startswith("cuda"):
+        return CPU_MLM_BATCH_TOKENS
+    return ENGINE_BATCH_TOKENS
+
+
+@contextlib.contextmanager
+def fed(in_flight: int, *models: Any) -> Iterator[None]:
+    """While ``in_flight`` > 1 examples share each forward, the torch classifiers and masked LMs among
+    ``models`` (and those they wrap) whose token budget the user did not choose pack
+    :func:`engine_batch_tokens` padded tokens per forward; their own default (4,096 on a CPU) is
+    restored after. With one example in flight nothing changes: its asks rarely fill more."""
+    changed: list[tuple[Any, int]] = []
+    if in_flight > 1:
+        seen: set[int] = set()
+        todo = list(models)
+        while todo:
+            m = todo.pop()
+            if m is None or id(m) in seen:
+                continue
+            seen.add(id(m))
+            if isinstance(getattr(m, "batch_tokens", None), int) and getattr(m, "batch_tokens_given", True) is False:
+                changed.append((m, m.batch_tokens))
+                m.batch_tokens = max(m.batch_tokens, engine_batch_tokens(m))
+            todo.extend(getattr(m, a, None) for a in ("classifier", "mlm", "_mlm"))
+    try:
+        yield
+    finally:
+        for m, bt in changed:
+            m.batch_tokens = bt
