@@ -72,7 +72,7 @@ class Path:
     """One path's own classifier and masked LM, its attack and its counters (over every round)."""
 
     def __init__(self, name: str, model: str, device: str | None, k: int, texts, method: str = "so-beam",
-                 in_flight: int | None = None, floor: bool = False):
+                 in_flight: int | None = None, floor: bool = False, batch_tokens: int | None = None):
         from textaudit.attacks import make_attack
         from textaudit.attacks.registry import method_spec
         from textaudit.engine.scheduler import default_in_flight
@@ -84,6 +84,8 @@ class Path:
         self.clf = load_classifier(model, device=device)
         self.mlm = load_mlm("minilm-mlm", device=device, quiet=True)
         self.clf.use_ids = self.mlm.use_ids = name != "strings"
+        if batch_tokens and name == "in_flight":  # the in_flight path's forwards this big (default: the device's)
+            self.clf.batch_tokens = self.mlm.batch_tokens = batch_tokens
         self.in_flight = (in_flight or default_in_flight(self.mlm.device)) if name == "in_flight" else 1
         options = {"k": k, "mlm": self.mlm, "encoder": SentenceEncoder(device=device) if method == "bae" else None}
         self.atk = make_attack(method, self.clf, **{o: v for o, v in options.items()
@@ -105,8 +107,6 @@ class Path:
     def run(self, texts: list[str], labels: list[int]) -> list[dict]:
         """Attack every example (timed; fresh caches), one at a time or ``in_flight`` at once; with
         ``floor``, replay the padded batches through the bare forwards afterwards."""
-        from textaudit.engine.scheduler import fed
-
         self.fresh()
         rec_clf: list = []
         rec_mlm: list = []
@@ -117,7 +117,7 @@ class Path:
         heap = frozen_heap(collect=False) if self.name != "strings" else contextlib.nullcontext()
         out: list[dict | None] = [None] * len(texts)
         t0 = time.perf_counter()
-        with heap, fed(self.in_flight, self.clf, self.mlm):
+        with heap:
             jobs = [(i, (t, y, None)) for i, (t, y) in enumerate(zip(texts, labels))]
             for i, res in self.atk.attack_many(jobs, in_flight=self.in_flight):
                 out[i] = res.to_dict()
@@ -189,6 +189,8 @@ def main() -> None:
     ap.add_argument("--paths", default="ids,in_flight", help="comma-separated: strings, ids, in_flight")
     ap.add_argument("--in-flight", type=int, default=None, help="the in_flight path's examples in flight "
                     "(default: the engine's, 32 on a CPU)")
+    ap.add_argument("--batch-tokens", type=int, default=None, help="the in_flight path's padded tokens per "
+                    "forward, classifier and masked LM (default: the device's, 4,096 on a CPU)")
     ap.add_argument("--rounds", type=int, default=2, help="whole passes per path, in palindromic order (ABBA)")
     ap.add_argument("--floor", action="store_true", help="replay the padded batches through bare forwards")
     ap.add_argument("--json", action="store_true")
@@ -202,7 +204,8 @@ def main() -> None:
     texts, labels = list(ds["text"]), [int(y) for y in ds["label"]]
     names = [p.strip() for p in args.paths.split(",") if p.strip()]
     for name in args.model or ["cnn", "lstm"]:
-        paths = {p: Path(p, name, args.device, args.k, texts, args.method, args.in_flight, args.floor) for p in names}
+        paths = {p: Path(p, name, args.device, args.k, texts, args.method, args.in_flight, args.floor, args.batch_tokens)
+                 for p in names}
         device = next(iter(paths.values())).mlm.device
         # side by side: whole passes in palindromic order (A B B A), so that a busy stretch of the
         # machine falls on every path alike
@@ -242,6 +245,7 @@ def main() -> None:
             print(f"| {label:28} |{cells}")
         if args.json:
             print(json.dumps({"model": name, "limit": args.limit, "device": device, "rounds": args.rounds,
+                              "in_flight_batch_tokens": args.batch_tokens,
                               "records_identical": same, "f_soft_last_digit": last, "paths": figs}))
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from textaudit.engine.scheduler import ENGINE_BATCH_TOKENS, Ask, Engine, Meter, check_in_flight, classify, fed, run_now
+from textaudit.engine.scheduler import Ask, Engine, Meter, check_in_flight, classify, run_now
 from textaudit.errors import StopRun, TextAuditError
 from textaudit.models import as_classifier
 
@@ -98,21 +98,6 @@ def test_a_search_is_measured_on_its_own_whatever_the_cache_holds():
     assert [m.queries for m in meters] == [2, 2, 2]  # the cache answered "a b" and "c d" the second time
     assert clf.stats.unique_forwards == forwards + 1
     assert all(m.seconds >= 0 for m in meters)
-
-
-def test_many_in_flight_fill_forwards_to_the_engine_budget_unless_the_user_chose_one():
-    class Model:
-        def __init__(self, given):
-            self.batch_tokens, self.batch_tokens_given = 4096, given
-
-    auto, pinned = Model(False), Model(True)
-    wrapper = type("Wrapper", (), {})()
-    wrapper.classifier = auto  # reached through the objects that wrap it
-    with fed(1, wrapper, pinned):
-        assert auto.batch_tokens == 4096
-    with fed(32, wrapper, pinned, None):
-        assert auto.batch_tokens == ENGINE_BATCH_TOKENS and pinned.batch_tokens == 4096
-    assert auto.batch_tokens == 4096
 
 
 @pytest.mark.parametrize("bad", [0, -3, 1.5, True])

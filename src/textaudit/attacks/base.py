@@ -1,7 +1,10 @@
 """What every attack shares: the per-example template, the budget, and the result record.
 
-An attack is the paper's search loop and nothing else. :meth:`Attack.attack` does the rest, once
-for every method:
+An attack is the paper's search loop and nothing else, written to *ask* for the model answers it
+needs (a generator that yields :class:`~textaudit.engine.scheduler.Ask` requests and receives the
+answers), so that an engine can keep many examples in flight and merge their asks into one batched
+call per step (:meth:`Attack.attack_many`; :meth:`Attack.attack` is one example in flight). The
+template (:meth:`Attack.ask_attack`) does the rest, once for every method:
 
 1. parse x0 (:meth:`Attack.parse`), predict it, and fix the *goal* (:meth:`Attack.goal`): the
    class c to move away from and, for a second-order attack, the patch p = (w1, w2);
@@ -16,8 +19,8 @@ runs on a copy of the attack whose classifier is a :class:`~textaudit.models.bat
 (:meth:`Attack.on_pair`), so every method works on pairs unchanged; the record says which side.
 
 Per-call state lives in the call (the budget, the goal, a random generator made from the seed and
-the example's text), never on ``self``: an attack object can serve many examples in any order and
-gives the same record for an example whatever came before it.
+the example's text), never on ``self``: an attack object can serve many examples in any order, many
+at once, and gives the same record for an example whatever came before it or ran beside it.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from textaudit.attacks.base import Attack
 from textaudit.backends import Backend, SerialBackend, place_on_device
 from textaudit.data import check_labels
 from textaudit.engine import frozen_heap
-from textaudit.engine.scheduler import check_in_flight, default_in_flight, fed
+from textaudit.engine.scheduler import check_in_flight, default_in_flight
 from textaudit.errors import TextAuditError
 from textaudit.lm import CausalLM, LazyCausalLM
 from textaudit.models.batched import PairView
@@ -133,9 +133,8 @@ class AttackJob:
         """``(job id, record)`` of every job as it finishes, ``in_flight`` of them searched at once by
         one engine (its default: :func:`~textaudit.engine.scheduler.default_in_flight` for the device)."""
         n = self.in_flight or default_in_flight()
-        with fed(n, self.attack.classifier, self.attack.mlm):
-            for job_id, res in self.attack.attack_many(jobs, in_flight=n, side=self.side):
-                yield job_id, self._record(res)
+        for job_id, res in self.attack.attack_many(jobs, in_flight=n, side=self.side):
+            yield job_id, self._record(res)
 
     def _record(self, res) -> dict:
         rec = res.to_dict()

@@ -119,8 +119,7 @@ MODEL_OPTIONS: dict[str, tuple[Any, Any]] = {
     "precision": (Annotated[Optional[str], typer.Option("--precision", rich_help_panel=_ENGINE, help=(
         "fp32 or bf16 (autocast) for torch classifiers and the masked LM (default: bf16 on CUDA, fp32 on a CPU)."))], None),
     "batch_tokens": (Annotated[Optional[int], typer.Option("--batch-tokens", min=1, rich_help_panel=_ENGINE, help=(
-        "Padded tokens per forward of a torch classifier or the masked LM (default: 4096 on a CPU, 65536 on a GPU or "
-        "with several examples in flight)."))],
+        "Padded tokens per forward of a torch classifier or the masked LM (default: 4096 on a CPU, 65536 on a GPU)."))],
                      None),
 }
 

@@ -29,25 +29,14 @@ model's budget, an endpoint gone) stops the whole run.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from typing import Any, Callable, Generator, Iterable, Iterator, Sequence
 
 from textaudit.errors import StopRun
 from textaudit.sentence import Sentence
 
-__all__ = ["Ask", "Meter", "Engine", "Search", "classify", "run_now", "default_in_flight", "check_in_flight", "fed",
-           "engine_batch_tokens", "ENGINE_BATCH_TOKENS", "CPU_MLM_BATCH_TOKENS"]
+__all__ = ["Ask", "Meter", "Engine", "Search", "classify", "run_now", "default_in_flight", "check_in_flight"]
 
-#: padded tokens per forward while many examples are in flight, where ``--batch-tokens`` is not given
-ENGINE_BATCH_TOKENS = 65_536
-#: a masked LM on a CPU keeps its own budget (4,096) with many in flight. Measured on this project's
-#: 2-core CPU (benchmarks/engine.md): minilm-mlm's time per sentence is flat from 64 to 512 rows per
-#: forward and +12 % at 768, +68 % at 1,490 rows; merged asks of many examples also mix lengths (18.6 %
-#: of the padded tokens were padding at 20,480 tokens, 1.5 % one example at a time), so SO-Beam ran
-#: at 0.80x the examples/s of one in flight with 20,480-token masked-LM forwards. The classifiers'
-#: forwards (a few % of an attack's time) take the full budget.
-CPU_MLM_BATCH_TOKENS = 4_096
 
 #: a search: yields asks, receives their answers, returns its result
 Search = Generator["Ask", Any, Any]
@@ -235,9 +224,12 @@ class Engine:
 
 
 def default_in_flight(device: str | None = None) -> int:
-    """How many examples an engine keeps in flight when ``--in-flight`` is not given: 32 on a CPU
-    (their asks fill padded batches of 65,536 tokens, about 2,500 SST-2 sentences per forward), 256
-    on a GPU (a device wants tens of thousands of sentences per forward)."""
+    """How many examples an engine keeps in flight when ``--in-flight`` is not given: 256 on a GPU
+    (their asks fill its 65,536-token forwards: a device wants thousands of sentences per forward),
+    32 on a CPU. The models' token budget (``--batch-tokens``) is theirs: 4,096 on a CPU, where a
+    forward is cheapest per sentence at that size — measured on this project's 2-core CPU, bigger
+    ones cost more per sentence (the activations outgrow the caches; merged asks mix lengths, so
+    more of a forward is padding; ``benchmarks/engine.md``)."""
     from textaudit.device import pick_device
 
     return 256 if str(device or pick_device()).startswith("cuda") else 32
@@ -249,39 +241,3 @@ def check_in_flight(in_flight: int) -> None:
 
     if not isinstance(in_flight, int) or isinstance(in_flight, bool) or in_flight < 1:
         raise TextAuditError(f"--in-flight must be a positive whole number of examples (got {in_flight!r})")
-
-
-def engine_batch_tokens(model: Any) -> int:
-    """The padded tokens per forward of ``model`` while many examples are in flight (where the user
-    chose none): :data:`ENGINE_BATCH_TOKENS` for a classifier; for a masked LM the same on a GPU and
-    :data:`CPU_MLM_BATCH_TOKENS` on a CPU, where a bigger forward costs more per sentence."""
-    device = str(getattr(model, "device", "cpu"))
-    if hasattr(model, "candidates") and not device.startswith("cuda"):
-        return CPU_MLM_BATCH_TOKENS
-    return ENGINE_BATCH_TOKENS
-
-
-@contextlib.contextmanager
-def fed(in_flight: int, *models: Any) -> Iterator[None]:
-    """While ``in_flight`` > 1 examples share each forward, the torch classifiers and masked LMs among
-    ``models`` (and those they wrap) whose token budget the user did not choose pack
-    :func:`engine_batch_tokens` padded tokens per forward; their own default (4,096 on a CPU) is
-    restored after. With one example in flight nothing changes: its asks rarely fill more."""
-    changed: list[tuple[Any, int]] = []
-    if in_flight > 1:
-        seen: set[int] = set()
-        todo = list(models)
-        while todo:
-            m = todo.pop()
-            if m is None or id(m) in seen:
-                continue
-            seen.add(id(m))
-            if isinstance(getattr(m, "batch_tokens", None), int) and getattr(m, "batch_tokens_given", True) is False:
-                changed.append((m, m.batch_tokens))
-                m.batch_tokens = max(m.batch_tokens, engine_batch_tokens(m))
-            todo.extend(getattr(m, a, None) for a in ("classifier", "mlm", "_mlm"))
-    try:
-        yield
-    finally:
-        for m, bt in changed:
-            m.batch_tokens = bt

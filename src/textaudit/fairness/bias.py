@@ -41,7 +41,7 @@ import numpy as np
 
 from textaudit.backends import Backend, place_on_device
 from textaudit.data import check_side, load_dataset
-from textaudit.engine.scheduler import Engine, Search, check_in_flight, classify, default_in_flight, fed, run_now
+from textaudit.engine.scheduler import Engine, Search, check_in_flight, classify, default_in_flight, run_now
 from textaudit.errors import TextAuditError
 from textaudit.fairness.estimates import CI_METHODS, BiasEstimate, ScoredUnit, aggregate, l1_norm
 from textaudit.fairness.pairs import Source, find_sources, parse_pair
@@ -330,13 +330,11 @@ class UnitJob:
         one engine: their masked-LM asks merged into one forward per step, their classifier asks too."""
         n = self.in_flight or default_in_flight()
         est = self.estimator
-        mlm = est.mlm if self.k > 0 else None
 
         def start(job: tuple[tuple[str, str], Source, int | None]):
             return lambda _meter: est.ask_score_unit(job[1], job[0], self.k, job[2], self.others)
 
-        with fed(n, est.classifier, mlm, *(o.classifier for o in self.others)):
-            yield from Engine(n).run((uid, start(job)) for uid, job in jobs)
+        yield from Engine(n).run((uid, start(job)) for uid, job in jobs)
 
 
 def estimates_from_records(records: Sequence[dict], k: int, enumerate_k: int,

@@ -162,8 +162,6 @@ class BatchedClassifier:
         self.labels = list(labels) if labels is not None else None
         self.user_code = user_code
         self.batch_tokens = batch_tokens or default_batch_tokens("cpu")
-        #: the token budget was chosen by the user (an engine with many examples in flight keeps it)
-        self.batch_tokens_given = batch_tokens is not None
         #: sentences reach a forward with an id encoder as spliced ids (False: as texts, the old path)
         self.use_ids = True
         self._fingerprint: str | Callable[[], str | None] | None = None

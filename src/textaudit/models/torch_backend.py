@@ -212,8 +212,6 @@ def torch_classifier(module, tokenizer: Callable[[list[str]], Mapping], *, name:
     opts = current_model_options()
     fwd = TorchForward(module, tokenizer, device, ids=ids, precision=precision or opts.precision)
     bs = batch_size or (512 if fwd.device.startswith("cuda") else 128)
-    given = batch_tokens or opts.batch_tokens
-    clf = BatchedClassifier(fwd, output="logits", num_classes=num_classes, batch_size=bs, name=name,
-                            labels=labels, cache_size=cache_size, batch_tokens=given or default_batch_tokens(fwd.device))
-    clf.batch_tokens_given = given is not None
-    return clf
+    return BatchedClassifier(fwd, output="logits", num_classes=num_classes, batch_size=bs, name=name,
+                             labels=labels, cache_size=cache_size,
+                             batch_tokens=batch_tokens or opts.batch_tokens or default_batch_tokens(fwd.device))

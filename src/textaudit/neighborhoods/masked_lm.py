@@ -118,8 +118,6 @@ class HFMaskedLM:
         opts = current_model_options()
         self.precision = check_precision(precision or opts.precision, self.device)
         self.batch_tokens = batch_tokens or opts.batch_tokens or default_batch_tokens(self.device)
-        #: the token budget was chosen by the user (an engine with many examples in flight keeps it)
-        self.batch_tokens_given = (batch_tokens or opts.batch_tokens) is not None
         self.clock = DeviceClock(self.device)  # seconds inside the bare forward (encoder, head, top-k)
         #: a list to keep every padded batch in (benchmarks replay them as bare forwards), or None
         self.recorder: list | None = None
