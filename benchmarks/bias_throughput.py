@@ -8,8 +8,9 @@ each pair's neighbourhood never adding a word of its group; κ = 20, δ = 3; Nei
 on SST-2 dev, once with one unit in flight and once with the engine's default (32 on a CPU), in
 palindromic order (A B B A) with empty caches before every pass, and prints per path: the scored
 sentence pairs per second, the classifier texts and masked sentences per forward, where the time
-went (inside the model forwards, or on the host), and whether B agrees for every pair and k (to 1e-6)
-and the scored rows are the same. It asserts nothing (speed is not a test).
+went (inside the model forwards, or on the host), whether B agrees for every pair and k, and whether
+the same sentences are scored with the same F (to 1e-6: a float32 probability may differ in its last
+bit between batch compositions). Two-class models (F is a number). It asserts nothing (speed is not a test).
 """
 
 from __future__ import annotations
@@ -70,14 +71,16 @@ def main() -> None:
             t["masked"] += mlm.forwards - m0[0]
             t["mlm_calls"] += mlm.clock.calls - m0[1]
             t["device"] += (clf.stats.device_seconds - st0[2]) + (mlm.clock.seconds - m0[2])
-            scored = sorted((r["unit"], r["i"], r["text"], json.dumps(r["F"])) for r in read_jsonl(out) if "unit" in r)
+            scored = sorted((r["unit"], r["i"], r["text"], r["F"]) for r in read_jsonl(out) if "unit" in r)
             t["pairs"] += len(scored)
             results.setdefault(p, next(iter(res.values())))
             rows.setdefault(p, scored)
             print(f"pass {j + 1}/{len(order)} ({p}): {wall:.1f} s", file=sys.stderr)
     a, b = results["one"], results["in_flight"]
     max_dB = max(abs(a[pair][kk].B - b[pair][kk].B) for pair in a for kk in a[pair])
-    same_rows = rows["one"] == rows["in_flight"]
+    same_sentences = [r[:3] for r in rows["one"]] == [r[:3] for r in rows["in_flight"]]
+    dF = [abs(x[3] - y[3]) for x, y in zip(rows["one"], rows["in_flight"])]
+    same_rows = same_sentences and max(dF, default=0.0) <= 1.5e-6
     figs = {}
     for p, t in totals.items():
         figs[p] = {"in_flight": names[p], "wall_s": round(t["wall"], 2), "pairs_per_s": round(t["pairs"] / t["wall"], 1),
@@ -87,7 +90,8 @@ def main() -> None:
                    "pairs": t["pairs"]}
     print(f"\n{args.model}: audit bias --group {args.group} --k {args.k} --max-sources {args.max_sources} "
           f"({len(a)} pairs measured), {args.rounds} rounds per path; max |ΔB| = {max_dB:.2e}; "
-          f"scored rows identical: {same_rows}")
+          f"the same sentences scored: {same_sentences}; F equal to 1e-6: {same_rows} ({sum(d > 0 for d in dF)} of "
+          f"{len(dF)} differ in the sixth decimal: float32 last bits between batch compositions)")
     keys = [("in flight", "in_flight"), ("scored pairs / s", "pairs_per_s"), ("texts / forward", "texts_per_forward"),
             ("masked / forward", "masked_per_forward"), ("wall s", "wall_s"), ("device s", "device_s"),
             ("host s", "host_s"), ("scored pairs", "pairs")]
@@ -100,7 +104,8 @@ def main() -> None:
         print(f"  {pair[0]}→{pair[1]}: " + ", ".join(f"B_{kk} = {e.B:+.6f}" for kk, e in by_k.items()))
     if args.json:
         print(json.dumps({"model": args.model, "group": args.group, "k": args.k, "max_sources": args.max_sources,
-                          "max_abs_dB": max_dB, "rows_identical": same_rows, "paths": figs}))
+                          "max_abs_dB": max_dB, "same_sentences": same_sentences, "rows_identical_1e-6": same_rows,
+                          "rows_last_digit": sum(d > 0 for d in dF), "paths": figs}))
 
 
 if __name__ == "__main__":

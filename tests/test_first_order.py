@@ -87,7 +87,7 @@ def test_make_attack_and_cli_run_first_order(cli, tmp_path, tiny_mlm):
     assert r.exit_code == 0, r.output
     s = json.loads(r.stdout.strip().splitlines()[-1])
     assert s["method"] == "genetic" and s["n"] == 3 and s["skipped"] == 2 and s["success"] == 1
-    lines = read_jsonl(tmp_path / "o.jsonl")
+    lines = sorted(read_jsonl(tmp_path / "o.jsonl"), key=lambda l: l["id"])  # written as they finish
     assert [l["status"] for l in lines] == ["success", "skipped", "skipped"]
     assert lines[0]["vulnerable"] == "a deep and meaningful movie ." and lines[0]["l0"] == 1
 

@@ -224,6 +224,7 @@ def test_french_attack_with_a_pairs_file(cli, camembert_dir, tmp_path):
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert lines[0]["header"]["config"]["language"] == "fr"
     recs = lines[1:]
+    recs.sort(key=lambda r: r["id"])  # written as they finish
     assert [r["pair"] for r in recs] == [["grande", "belle"], ["élégant", "beau"]]
     for r in recs:
         assert r["status"] in ("success", "failed")

@@ -12,7 +12,7 @@ from textaudit.attacks.base import Attack
 from textaudit.backends import Backend, SerialBackend, place_on_device
 from textaudit.data import check_labels
 from textaudit.engine import frozen_heap
-from textaudit.engine.scheduler import check_in_flight, default_in_flight
+from textaudit.engine.scheduler import check_in_flight, in_flight_for
 from textaudit.errors import TextAuditError
 from textaudit.lm import CausalLM, LazyCausalLM
 from textaudit.models.batched import PairView
@@ -132,7 +132,7 @@ class AttackJob:
     def many(self, jobs: Sequence[tuple[str, tuple[str, int | None, str | None]]]) -> Iterator[tuple[str, dict]]:
         """``(job id, record)`` of every job as it finishes, ``in_flight`` of them searched at once by
         one engine (its default: :func:`~textaudit.engine.scheduler.default_in_flight` for the device)."""
-        n = self.in_flight or default_in_flight()
+        n = in_flight_for(self.attack.classifier, self.in_flight)
         for job_id, res in self.attack.attack_many(jobs, in_flight=n, side=self.side):
             yield job_id, self._record(res)
 
@@ -217,7 +217,7 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
                 for i, id_ in enumerate(ids)]
         for id_, rec in run.results(jobs, lambda: AttackJob(attack, ppl, side, in_flight), desc=title, unit="ex",
                                    backend=backend, cost=lambda job: len(job[0].split()),  # neighbourhoods grow with length
-                                   group=in_flight or default_in_flight()):
+                                   group=in_flight_for(attack.classifier, in_flight)):
             rec = {"id": id_, **rec}
             run.write(rec)
             summary.add(rec)
@@ -230,4 +230,5 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
         labels = getattr(getattr(attack.classifier, "classifier", attack.classifier), "label_summary", None)
         if labels is not None:  # an OpenAI-compatible endpoint: how it was scored, and unknown completions
             out.update(labels())
-        return out, run.records
+        order = {id_: i for i, id_ in enumerate(ids)}  # the file is in completion order; the list in input order
+        return out, sorted(run.records, key=lambda r: order.get(r.get("id"), len(order)))

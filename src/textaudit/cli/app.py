@@ -70,7 +70,8 @@ AddressOpt = Annotated[Optional[str], typer.Option("--address", help=(
 WorkersOpt = Annotated[int, typer.Option("--workers", min=1, help="Ray workers (each loads the models once).")]
 InFlightOpt = Annotated[Optional[int], typer.Option("--in-flight", min=1, help=(
     "Examples searched at once (per Ray worker), their model calls merged into one batched forward per step "
-    "(default: 32 on a CPU, 256 on a GPU). Records are the same whatever it is."))]
+    "(default: 32 on a CPU, 256 on a GPU, 1 for an http(s):// or OpenAI-compatible endpoint). Records are the "
+    "same whatever it is."))]
 GpusOpt = Annotated[float, typer.Option("--gpus-per-worker", min=0.0, help="GPUs per Ray worker (0.25: four share one).")]
 CpusOpt = Annotated[float, typer.Option("--cpus-per-worker", min=0.01, help="CPUs per Ray worker.")]
 MlmOpt = Annotated[Optional[str], typer.Option("--mlm", help=(

@@ -35,7 +35,8 @@ from typing import Any, Callable, Generator, Iterable, Iterator, Sequence
 from textaudit.errors import StopRun
 from textaudit.sentence import Sentence
 
-__all__ = ["Ask", "Meter", "Engine", "Search", "classify", "run_now", "default_in_flight", "check_in_flight"]
+__all__ = ["Ask", "Meter", "Engine", "Search", "classify", "run_now", "default_in_flight", "in_flight_for",
+           "check_in_flight"]
 
 
 #: a search: yields asks, receives their answers, returns its result
@@ -233,6 +234,17 @@ def default_in_flight(device: str | None = None) -> int:
     from textaudit.device import pick_device
 
     return 256 if str(device or pick_device()).startswith("cuda") else 32
+
+
+def in_flight_for(classifier: Any, in_flight: int | None = None) -> int:
+    """``in_flight`` if given, else the default for ``classifier``: one example at a time for a remote
+    model (an HTTP endpoint or an OpenAI-compatible server: its own ``--concurrency`` keeps it busy,
+    and a query or cost budget that stops the run should find the examples it paid for finished, not
+    32 of them half searched), else :func:`default_in_flight`."""
+    if in_flight is not None:
+        return in_flight
+    inner = getattr(classifier, "classifier", classifier)
+    return 1 if getattr(inner, "remote", False) else default_in_flight()
 
 
 def check_in_flight(in_flight: int) -> None:

@@ -41,7 +41,7 @@ import numpy as np
 
 from textaudit.backends import Backend, place_on_device
 from textaudit.data import check_side, load_dataset
-from textaudit.engine.scheduler import Engine, Search, check_in_flight, classify, default_in_flight, run_now
+from textaudit.engine.scheduler import Engine, Search, check_in_flight, classify, in_flight_for, run_now
 from textaudit.errors import TextAuditError
 from textaudit.fairness.estimates import CI_METHODS, BiasEstimate, ScoredUnit, aggregate, l1_norm
 from textaudit.fairness.pairs import Source, find_sources, parse_pair
@@ -328,7 +328,7 @@ class UnitJob:
              ) -> Iterator[tuple[str, list[ScoredUnit]]]:
         """``(unit id, scored units)`` as units finish, ``in_flight`` of them built and scored at once by
         one engine: their masked-LM asks merged into one forward per step, their classifier asks too."""
-        n = self.in_flight or default_in_flight()
+        n = in_flight_for(self.estimator.classifier, self.in_flight)
         est = self.estimator
 
         def start(job: tuple[tuple[str, str], Source, int | None]):
@@ -437,7 +437,7 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
         make_worker = lambda: UnitJob(estimator, k, scorers[1:], in_flight)  # noqa: E731
         for uid, scored in run.results(todo, make_worker, desc=f"bias k<={k}", unit="unit", skip=lambda _: False,
                                        backend=backend, cost=lambda job: len(job[1].text.split()),
-                                       group=in_flight or default_in_flight()):
+                                       group=in_flight_for(estimator.classifier, in_flight)):
             pair, src, sampled_k = job_of[uid]
             for n, u in zip(names, scored):
                 units[(pair, n)].append(u)
