@@ -180,17 +180,9 @@ class SOEnum(SecondOrderAttack):
     max_k = 2
 
     def search_neighborhood(self, x0, patch, c, budget, rng):
-        builder, prot = self.builder, [patch.position]
-        seen = {x0.tokens}
-        frontier = [x0]
-        for _ in range(self.k):  # level d = Neighbor_d(x0) \ Neighbor_{d-1}(x0), nearest first
-            level: list[Sentence] = []
-            for s in range(0, len(frontier), builder.frontier_chunk):
-                for nbrs in (yield from builder.ask_neighbors1(frontier[s:s + builder.frontier_chunk], prot)):
-                    for y in nbrs:
-                        if y.tokens not in seen:
-                            seen.add(y.tokens)
-                            level.append(y)
+        seen, frontier = {x0.tokens}, [x0]
+        for d in range(1, self.k + 1):  # level d = Neighbor_d(x0) \ Neighbor_{d-1}(x0), nearest first
+            level = [nb.sentence for nb in (yield from self.builder.ask_level(x0, frontier, seen, d, [patch.position]))]
             found = yield from self._check(x0, level, patch, c, budget)
             if found is not None or budget.exhausted() or not level:
                 return found

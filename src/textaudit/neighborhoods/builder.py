@@ -152,50 +152,44 @@ class NeighborhoodBuilder:
         return run_now(self.ask_neighbors1(sentences, protected))
 
     # -- Neighbor_k ----------------------------------------------------------------------------------
-    def ask_neighbors(self, x: str | Sentence, k: int, protected: Iterable[int] = ()) -> Search:
-        """Neighbor_k(x) as a search (returns the list :meth:`iter_neighbors` yields, in its order):
-        one masked-LM ask per ``frontier_chunk`` sentences of each level."""
-        if k < 0:
-            raise TextAuditError(f"k must be >= 0 (got {k})")
-        x0 = self.parse(x)
+    def ask_level(self, x0: Sentence, frontier: Sequence[Sentence], seen: set, d: int,
+                  protected: Iterable[int] = ()) -> Search:
+        """Level d of Neighbor_k(x0) as a search: the sentences of Neighbor_1(frontier) not in ``seen``
+        (which it updates), in order, as :class:`Neighbor` objects at distance ``d`` — one masked-LM
+        ask per ``frontier_chunk`` sentences of the frontier."""
         prot = tuple(protected)
-        seen = {x0.tokens}
-        frontier = [x0]
-        out: list[Neighbor] = []
+        level: list[Neighbor] = []
+        for s in range(0, len(frontier), self.frontier_chunk):
+            for nbrs in (yield from self.ask_neighbors1(frontier[s:s + self.frontier_chunk], prot)):
+                for y in nbrs:
+                    if y.tokens not in seen:
+                        seen.add(y.tokens)
+                        level.append(Neighbor(y, d, len(x0.diff(y))))
+        return level
+
+    def ask_neighbors(self, x: str | Sentence, k: int, protected: Iterable[int] = ()) -> Search:
+        """Neighbor_k(x) as a search (returns the list :meth:`iter_neighbors` yields, in its order)."""
+        x0 = self._start(x, k)
+        frontier, seen, out = [x0], {x0.tokens}, []
         for d in range(1, k + 1):
-            nxt: list[Sentence] = []
-            for s in range(0, len(frontier), self.frontier_chunk):
-                for nbrs in (yield from self.ask_neighbors1(frontier[s:s + self.frontier_chunk], prot)):
-                    for y in nbrs:
-                        if y.tokens not in seen:
-                            seen.add(y.tokens)
-                            nxt.append(y)
-                            out.append(Neighbor(y, d, len(x0.diff(y))))
-            frontier = nxt
-            if not frontier:
-                break
+            level = yield from self.ask_level(x0, frontier, seen, d, protected)
+            out.extend(level)
+            frontier = [nb.sentence for nb in level]
         return out
 
     def iter_neighbors(self, x: str | Sentence, k: int, protected: Iterable[int] = ()) -> Iterator[Neighbor]:
-        """Yield Neighbor_k(x) lazily, distance 1 first, then 2, …; each sentence once."""
+        """Yield Neighbor_k(x), distance 1 first, then 2, …; each sentence once (a level at a time)."""
+        x0 = self._start(x, k)
+        frontier, seen = [x0], {x0.tokens}
+        for d in range(1, k + 1):
+            level = run_now(self.ask_level(x0, frontier, seen, d, protected))
+            yield from level
+            frontier = [nb.sentence for nb in level]
+
+    def _start(self, x: str | Sentence, k: int) -> Sentence:
         if k < 0:
             raise TextAuditError(f"k must be >= 0 (got {k})")
-        x0 = self.parse(x)
-        prot = tuple(protected)
-        seen = {x0.tokens}
-        frontier = [x0]
-        for d in range(1, k + 1):
-            nxt: list[Sentence] = []
-            for s in range(0, len(frontier), self.frontier_chunk):
-                for nbrs in self.neighbors1(frontier[s:s + self.frontier_chunk], prot):
-                    for y in nbrs:
-                        if y.tokens not in seen:
-                            seen.add(y.tokens)
-                            nxt.append(y)
-                            yield Neighbor(y, d, len(x0.diff(y)))
-            frontier = nxt
-            if not frontier:
-                return
+        return self.parse(x)
 
     def neighbors(self, x: str | Sentence, k: int, protected: Iterable[int] = (),
                   limit: int | None = None) -> list[Neighbor]:
