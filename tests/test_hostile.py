@@ -551,3 +551,32 @@ def test_a_resume_with_another_model_is_refused(tmp_path, cli):
     (tmp_path / "p.py").write_text(GOOD.replace("0.3, 0.7", "0.2, 0.8"))
     r = cli(*args, "--resume")
     assert r.exit_code == 2 and "model_fingerprint:" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_a_masked_lm_with_nan_weights_stops_the_run_instead_of_giving_empty_neighbourhoods(tiny_mlm, tmp_path, cli):
+    """Class 5: NaN scores used to leave every neighbourhood empty — an audit that looks robust. Now
+    they stop the run in one line, in Python and on the command line (exit 2, no file changed)."""
+    import copy
+
+    import torch
+
+    from textaudit.errors import StopRun
+    from textaudit.neighborhoods import NeighborhoodBuilder
+
+    broken = copy.deepcopy(tiny_mlm)
+    broken.clear_cache()
+    with torch.no_grad():
+        next(broken.model.parameters()).fill_(float("nan"))
+    with pytest.raises(StopRun, match="gave NaN scores"):
+        NeighborhoodBuilder(broken, kappa=3).neighbors("a deep and meaningful film .", 1)
+    assert NeighborhoodBuilder(tiny_mlm, kappa=3, delta=1e9).neighbors("a deep and meaningful film .", 1)
+    broken.model.save_pretrained(tmp_path / "mlm")
+    broken.tokenizer.save_pretrained(tmp_path / "mlm")
+    (tmp_path / "d.tsv").write_text("label\ttext\n1\ta deep and meaningful film .\n")
+    (tmp_path / "p.py").write_text("def clf(texts):\n    return [[0.4, 0.6] for t in texts]\n")
+    (tmp_path / "pairs.txt").write_text("film,movie\n")
+    out = tmp_path / "o.jsonl"
+    r = cli("attack", "--model", f"{tmp_path}/p.py:clf", "--mlm", str(tmp_path / "mlm"), "--data", str(tmp_path / "d.tsv"),
+            "--k", "1", "--method", "so-enum", "--pairs-file", str(tmp_path / "pairs.txt"), "--no-ppl", "--output", str(out))
+    assert r.exit_code == 2 and "gave NaN scores" in r.output and "Traceback" not in r.output, r.output
+    assert not [line for line in out.read_text().splitlines()[1:] if line.strip()]  # no record, only the header

@@ -348,6 +348,15 @@ def test_audit_run_gates_on_thresholds_and_resumes(results, cli):
     ("[bias]\nmodel = 'cnn'\npairs = ['he,she']\nk = 1\n[thresholds]\nbias.'he,she'.B_k3_max = 1\n", "k <= the [bias] k"),
     ("[certify]\nmodels = ['transformer']\n", "not transformer"),
     ("[compare\nmodels = 1", "is not valid TOML"),
+    # values of the wrong type in every section: one line before any model loads (they were tracebacks,
+    # or errors after a model had trained)
+    ("[compare]\nmodels = ['cnn']\nmethods = ['so-beam']\nk = '2'\n", "[compare] k must be a whole number >= 1"),
+    ("[compare]\nmodels = ['cnn']\nmethods = ['so-beam']\nmlm = 3\n", "[compare] mlm must be a masked LM name"),
+    ("[bias]\nmodel = 'bow'\npairs = ['he,she']\nk = 'two'\n", "[bias] k must be a whole number >= 0"),
+    ("[bias]\nmodel = 'bow'\npairs = ['he,she']\nsample = 1.5\n", "[bias] sample must be a whole number >= 2"),
+    ("[bias]\nmodel = 'bow'\npairs = ['he,she']\nci = 3\n", "[bias] ci must be clustered or bootstrap"),
+    ("[bias]\nmodel = 'bow'\npairs = ['he,she']\nenumerate_k = -1\n", "[bias] enumerate_k must be a whole number"),
+    ("[bias]\nmodel = 'bow'\npairs = ['he,she']\nk = true\n", "[bias] k must be a whole number >= 0"),
 ])
 def test_audit_run_refuses_a_bad_suite_before_running(cli, tmp_path, body, msg):
     (tmp_path / "s.toml").write_text(body)

@@ -64,6 +64,15 @@ SUITE_KEYS: dict[str, tuple[str, Callable[[Any], bool]]] = {
                and Path(v).name == v),
     "seed": ("a whole number >= 0", lambda v: isinstance(v, int) and v >= 0),
 }
+_INT = lambda low: (f"a whole number >= {low}", lambda v: isinstance(v, int) and v >= low)  # noqa: E731
+#: the other sections' single values, checked when the suite is read (before any model loads); lists
+#: (models, methods, pairs) and the bias model are checked in :func:`load_suite`
+SECTION_KEYS: dict[str, dict[str, tuple[str, Callable[[Any], bool]]]] = {
+    "suite": SUITE_KEYS,
+    "compare": {"k": _INT(1), "mlm": ("a masked LM name", _NAME)},
+    "bias": {"k": _INT(0), "mlm": ("a masked LM name", _NAME), "enumerate_k": _INT(0), "sample": _INT(2),
+             "ci": ("clustered or bootstrap", lambda v: v in ("clustered", "bootstrap"))},
+}
 
 
 @dataclass
@@ -130,10 +139,13 @@ def load_suite(path: str | Path) -> Suite:
             if extra:
                 raise TextAuditError(f"{path}: unknown key '{extra[0]}' in [{section}]; use {', '.join(sorted(allowed))}")
     spec.setdefault("suite", {})
-    for key, value in spec["suite"].items():
-        want, ok = SUITE_KEYS[key]
-        if isinstance(value, bool) or not ok(value):
-            raise TextAuditError(f"{path}: [suite] {key} must be {want} (got {value!r})")
+    for section, keys in SECTION_KEYS.items():
+        for key, value in spec.get(section, {}).items():
+            if key not in keys:
+                continue
+            want, ok = keys[key]
+            if isinstance(value, bool) or not ok(value):
+                raise TextAuditError(f"{path}: [{section}] {key} must be {want} (got {value!r})")
     if not any(s in spec for s in ("compare", "bias", "certify")):
         raise TextAuditError(f"{path} declares no audit; add [compare], [bias] or [certify]")
     for section, key in (("compare", "models"), ("compare", "methods"), ("bias", "pairs"), ("certify", "models")):

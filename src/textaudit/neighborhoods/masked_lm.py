@@ -315,6 +315,11 @@ class HFMaskedLM:
 
         t0 = time.perf_counter()
         vals, idx = launched
+        if bool(vals.isnan().any()):  # every sentence would get no neighbour: a robust-looking, empty audit
+            from textaudit.errors import StopRun
+
+            raise StopRun(f"masked LM {self.name} gave NaN scores (its weights are damaged, or {self.precision} "
+                          "overflowed): reinstall or retrain it (audit train-mlm), or try --precision fp32")
         vals, idx = vals.cpu().tolist(), idx.cpu().tolist()
         self.clock.settle()
         self.forwards += len(vals)
