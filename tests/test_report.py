@@ -437,3 +437,32 @@ def test_the_word_diff_stays_linear_on_long_repetitive_texts():
     assert len(out) == 200_002 and out[-1] == ("fin", True) and not out[0][1]
     out = marked("a " + "x y " * 1500 + "z", "a " + "y x " * 1500 + "q z")  # a long middle: marked whole
     assert out[0] == ("a", False) and out[-1] == ("z", False) and all(changed for _, changed in out[1:-1])
+
+
+def _attack_file(path: Path, method: str, data: str, ids: list[str], shard: str | None = None) -> Path:
+    """A small attack results file: every example a success with ℓ0 1 except the last (failed)."""
+    header = {"header": {"command": "attack", "config": {"method": method, "model": "cnn", "k": 2, "seed": 0,
+                                                         "data": data}, **({"shard": shard} if shard else {})}}
+    recs = [{"id": i, "text": "a film .", "status": "success" if n < len(ids) - 1 else "failed", "l0": 1,
+             "seconds": 0.1, "queries": 5, "method": method, "k": 2} for n, i in enumerate(ids)]
+    path.write_text("\n".join(json.dumps(r) for r in [header, *recs]) + "\n")
+    return path
+
+
+def test_the_matrix_counts_an_example_once_and_never_pools_runs_on_other_data(cli, tmp_path):
+    """Class 4 of #38: a merged file reported with its shards counted every record twice, and runs on
+    other data were pooled into one cell. Now a cell's files must be runs of the same audit, and an
+    example in several of them counts once."""
+    from textaudit.report import render_report
+
+    merged = _attack_file(tmp_path / "merged.jsonl", "so-beam", "sst2:dev", ["0", "1", "2", "3"])
+    shard = _attack_file(tmp_path / "shard0.jsonl", "so-beam", "sst2:dev", ["0", "2"], shard="0/2")
+    other = _attack_file(tmp_path / "genetic.jsonl", "genetic", "sst2:dev", ["0", "1", "2", "3"])
+    md = render_report([merged, shard, other], "md")
+    assert "| cnn | so-beam | 2 | 4 | 0.75 |" in md and "| cnn | genetic | – | 4 | 0.75 |" in md, md
+    elsewhere = _attack_file(tmp_path / "test.jsonl", "so-beam", "sst2:test", ["0", "1"])
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    r = cli("report", str(merged), str(elsewhere), str(other), "--out", str(tmp_path / "r.html"))
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    assert "run with other settings (data: 'sst2:dev' vs 'sst2:test')" in r.output
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # no report written

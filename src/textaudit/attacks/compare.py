@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from textaudit.attacks.run import summarize
+from textaudit.errors import TextAuditError
 
 __all__ = ["cell_path", "compare_cells", "cells_from_files", "run_compare", "MATRIX_COLUMNS", "SUMMARY"]
 
@@ -72,12 +73,31 @@ def compare_cells(cells: dict[tuple[str, str], Sequence[dict]]) -> dict:
 
 def cells_from_files(files: Iterable[tuple[dict, Sequence[dict]]]) -> dict[tuple[str, str], list[dict]]:
     """``{(model, method): records}`` of attack results, given as ``(header, records)`` pairs (the
-    cells of a matrix that ``audit compare`` did not write: separate ``audit attack`` runs)."""
+    cells of a matrix that ``audit compare`` did not write: separate ``audit attack`` runs).
+
+    Files of one cell are pooled only when they are runs of the same audit: their settings must
+    agree (data, k, seed, the model's fingerprint …; a shard and the file merged from the shards do),
+    else a one-line error names what differs. An example in several of them (a merged file reported
+    with its shards, a file given twice) counts once."""
     cells: dict[tuple[str, str], list[dict]] = {}
+    settings: dict[tuple[str, str], dict] = {}
+    seen: dict[tuple[str, str], set] = {}
     for header, records in files:
-        if header.get("command") == "attack":
-            cfg = header.get("config", {})
-            cells.setdefault((str(cfg.get("model")), str(cfg.get("method"))), []).extend(records)
+        if header.get("command") != "attack":
+            continue
+        cfg = header.get("config", {})
+        key = (str(cfg.get("model")), str(cfg.get("method")))
+        first = settings.setdefault(key, cfg)
+        differ = sorted(k for k in set(first) | set(cfg) if first.get(k) != cfg.get(k))
+        if differ:
+            shown = "; ".join(f"{k}: {first.get(k)!r} vs {cfg.get(k)!r}" for k in differ[:3])
+            raise TextAuditError(f"two {key[1]} results on {key[0]} were run with other settings ({shown}): "
+                                 "a matrix would pool them; report them separately")
+        ids = seen.setdefault(key, set())
+        for r in records:
+            if r.get("id") not in ids:
+                ids.add(r.get("id"))
+                cells.setdefault(key, []).append(r)
     return cells
 
 
