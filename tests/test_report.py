@@ -466,3 +466,23 @@ def test_the_matrix_counts_an_example_once_and_never_pools_runs_on_other_data(cl
     assert r.exit_code == 2 and "Traceback" not in r.output, r.output
     assert "run with other settings (data: 'sst2:dev' vs 'sst2:test')" in r.output
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # no report written
+
+
+def test_audit_run_reuses_a_certification_only_for_the_same_examples(results, cli, tmp_path, monkeypatch):
+    """Class 4 of #38: a finished certification was reused whatever the suite's limit."""
+    d = results["dir"]
+    monkeypatch.setenv("TEXTAUDIT_CACHE", str(d / "cache"))  # the bow-ibp the fixture trained
+
+    def suite(limit: int) -> Path:
+        p = tmp_path / f"s{limit}.toml"
+        p.write_text(f"[suite]\noutput_dir = '{tmp_path / 'out'}'\ndata = '{d / 'data.tsv'}'\nlimit = {limit}\n"
+                     "[certify]\nmodels = ['bow-ibp']\n")
+        return p
+
+    r = cli("run", str(suite(3)), "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout.strip().splitlines()[-1])["passed"]
+    r = cli("run", str(suite(3)))  # the same suite: reused
+    assert r.exit_code == 0, r.output
+    r = cli("run", str(suite(5)))
+    assert r.exit_code == 2 and "limit: 3" in r.output and "Traceback" not in r.output, r.output

@@ -300,7 +300,8 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
         for model in suite.get("certify", "models"):
             path = out / f"certify.{model}.jsonl"
             clf = load_classifier(model)
-            config = {"model": model, "model_fingerprint": clf.fingerprint, "data": data_id}
+            # the examples certified are part of the settings: a suite run again with another limit certifies again
+            config = {"model": model, "model_fingerprint": clf.fingerprint, "data": data_id, "limit": limit}
             if path.exists():  # a finished certification: reused when its settings are the suite's
                 check_output(path, True, config, exact=True)
                 res = read_jsonl(path)[0]
