@@ -117,15 +117,11 @@ class _Task:
 
 
 class Engine:
-    """Keeps up to ``in_flight`` searches going and merges their asks (see the module docstring).
-
-    Counters over every merged call: ``calls`` (merged calls made), ``items`` (items answered),
-    ``steps`` (rounds of the scheduler)."""
+    """Keeps up to ``in_flight`` searches going and merges their asks (see the module docstring)."""
 
     def __init__(self, in_flight: int = 1):
         check_in_flight(in_flight)
         self.in_flight = in_flight
-        self.calls = self.items = self.steps = 0
 
     def run(self, starts: Iterable[tuple[Any, Callable[[Meter], Search]]]) -> Iterator[tuple[Any, Any]]:
         """Yield ``(key, result)`` for every ``(key, start)``, in completion order; ``start(meter)``
@@ -148,7 +144,6 @@ class Engine:
                     active.append(task)
             if not active:
                 return
-            self.steps += 1
             groups: dict[tuple, list[_Task]] = {}
             for task in active:
                 groups.setdefault(task.ask.key, []).append(task)  # type: ignore[union-attr]
@@ -186,8 +181,6 @@ class Engine:
                 return [(tasks[0], None, e)]
             return [(t, *self._alone(t)) for t in tasks]
         dt = time.perf_counter() - t0
-        self.calls += 1
-        self.items += len(items)
         n = max(len(items), 1)
         out = []
         s = 0
