@@ -119,7 +119,8 @@ def test_textattack_bae_with_our_mlm_and_encoder_and_the_cli(cli, tmp_path):
     assert r.exit_code == 0, r.output
     s = json.loads(r.stdout.strip().splitlines()[-1])
     assert s["method"] == "textattack:genetic" and s["success"] == 1 and s["skipped"] == 1
-    line = read_jsonl(tmp_path / "o.jsonl")[0]
+    # records are written as examples finish (the misclassified one is skipped first): find it by status
+    (line,) = [rec for rec in read_jsonl(tmp_path / "o.jsonl") if rec["status"] == "success"]
     assert line["vulnerable"] == "a deep and meaningful movie ." and line["l0"] == 1
     r = cli("attack", "--model", f"{tmp_path}/p.py:clf", "--method", "textattack:no-such-recipe", "--data",
             str(tmp_path / "d.tsv"), "--no-ppl")
