@@ -16,6 +16,7 @@ from textaudit.cli import (  # noqa: F401
     cite,
     compare,
     doctor,
+    harden,
     learnability,
     merge,
     models,

@@ -11,17 +11,13 @@ from textaudit.models.torch_backend import hf_tokenize, torch_classifier
 from textaudit.resources import hub_local_only, remote_code_error, trust_remote_code
 from textaudit.token_ids import piece_ids
 
-__all__ = ["load_hf_classifier"]
+__all__ = ["load_hf_classifier", "load_hf_module"]
 
 
-def load_hf_classifier(name_or_path: str, *, device: str | None = None, batch_size: int | None = None,
-                       max_length: int = 512) -> BatchedClassifier:
-    """Return a :class:`BatchedClassifier` over ``AutoModelForSequenceClassification``.
-
-    ``name_or_path`` is a local directory (``config.json`` + weights + tokenizer) or a hub id such as
-    ``distilbert-base-uncased-finetuned-sst-2-english`` (needs the network or the HF cache).
-    Class names come from the model's ``id2label``.
-    """
+def load_hf_module(name_or_path: str):
+    """Return ``(model, tokenizer)`` of a HuggingFace sequence classifier: a local directory
+    (``config.json`` + weights + tokenizer) or a hub id (needs the network or the HF cache); what
+    cannot be loaded is a one-line error."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     local = Path(name_or_path).expanduser()
@@ -46,6 +42,19 @@ def load_hf_classifier(name_or_path: str, *, device: str | None = None, batch_si
             raise refused from None
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
         raise TextAuditError(f"HuggingFace classifier '{name_or_path}' is broken or incompatible: {first}") from None
+    return model, tok
+
+
+def load_hf_classifier(name_or_path: str, *, device: str | None = None, batch_size: int | None = None,
+                       max_length: int = 512) -> BatchedClassifier:
+    """Return a :class:`BatchedClassifier` over ``AutoModelForSequenceClassification``.
+
+    ``name_or_path`` is a local directory (``config.json`` + weights + tokenizer) or a hub id such as
+    ``distilbert-base-uncased-finetuned-sst-2-english`` (needs the network or the HF cache).
+    Class names come from the model's ``id2label``.
+    """
+    model, tok = load_hf_module(name_or_path)
+    local = Path(name_or_path).expanduser()
     id2label = getattr(model.config, "id2label", None) or {}
     labels = [str(id2label.get(i, i)) for i in range(model.config.num_labels)]
     clf = torch_classifier(model, hf_tokenize(tok, max_length), name=f"hf:{name_or_path}", device=device,

@@ -1,9 +1,10 @@
-"""Read the inputs of ``audit report``: any mix of results files and ``audit compare`` directories.
+"""Read the inputs of ``audit report``: any mix of results files, ``audit compare`` and ``audit harden`` folders.
 
 Every results file textaudit writes starts with a header record naming its command (see
 :mod:`textaudit.results`); that is how a file's kind is known. ``audit compare`` writes
 ``compare.json`` next to its cells: a directory holding one (or the file itself) counts as a
-comparison, and its cells are read as attack files too.
+comparison, and its cells are read as attack files too. ``audit harden`` writes ``harden.json``: a
+folder holding one is a before/after.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from textaudit.results import check_results, read_header, read_jsonl
 __all__ = ["Loaded", "load_inputs", "KINDS"]
 
 #: the commands whose results a report shows, in the order of its sections
-KINDS = ("compare", "attack", "bias", "wordorder", "certify", "learnability", "perturbscore build")
+KINDS = ("harden", "compare", "attack", "bias", "wordorder", "certify", "learnability", "perturbscore build")
 
 
 @dataclass
@@ -50,6 +51,16 @@ def _load_compare(path: Path) -> list[Loaded]:
     return out
 
 
+def _load_harden(path: Path) -> Loaded:
+    try:
+        content = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise TextAuditError(f"{path} is not a readable harden summary ({e}); rerun audit harden") from None
+    if not isinstance(content, dict) or content.get("header", {}).get("command") != "harden" or "attacks" not in content:
+        raise TextAuditError(f"{path} is not an audit harden summary; rerun audit harden with its --out")
+    return Loaded("harden", path, content["header"], summary=content)
+
+
 def _load_file(path: Path) -> Loaded:
     header = read_header(path)
     if header is None or header.get("command") not in KINDS:
@@ -72,13 +83,17 @@ def load_inputs(paths: Iterable[str | Path]) -> list[Loaded]:
         if not p.exists():
             raise TextAuditError(f"{p} does not exist; give results files written with --output")
         if p.is_dir():
-            if (p / "compare.json").is_file():
+            if (p / "harden.json").is_file():
+                loaded = [_load_harden(p / "harden.json")]
+            elif (p / "compare.json").is_file():
                 loaded = _load_compare(p / "compare.json")
             else:
                 files = sorted(p.glob("*.jsonl"))
                 if not files:
                     raise TextAuditError(f"{p} holds no results files (*.jsonl) and no compare.json")
                 loaded = [_load_file(f) for f in files]
+        elif p.name == "harden.json":
+            loaded = [_load_harden(p)]
         elif p.name.endswith(".json"):
             loaded = _load_compare(p)
         else:

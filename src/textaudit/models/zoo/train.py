@@ -97,11 +97,24 @@ def _batches(lengths: np.ndarray, batch_size: int, rng: np.random.Generator) -> 
     return out
 
 
-def _fingerprint(arch: str, texts: Sequence[str], labels: Sequence[int], cfg: TrainConfig) -> str:
-    """A hash of what a resumable training run depends on (architecture, data, hyper-parameters)."""
+def _weights_digest(module) -> str:
+    """A hash of a module's weights (what a fine-tuning run starts from)."""
     import hashlib
 
-    h = hashlib.sha256(json.dumps([arch, asdict(cfg)], sort_keys=True, default=str).encode())
+    h = hashlib.sha256()
+    for name, t in sorted(module.state_dict().items()):
+        h.update(name.encode())
+        h.update(t.detach().float().cpu().numpy().tobytes())
+    return h.hexdigest()
+
+
+def _fingerprint(arch: str, texts: Sequence[str], labels: Sequence[int], cfg: TrainConfig,
+                 init: str | None = None) -> str:
+    """A hash of what a resumable training run depends on (architecture, data, hyper-parameters,
+    the weights it starts from when fine-tuning)."""
+    import hashlib
+
+    h = hashlib.sha256(json.dumps([arch, asdict(cfg)] + ([init] if init else []), sort_keys=True, default=str).encode())
     for t, y in zip(texts, labels):
         h.update(f"{y}\t{t}\n".encode())
     return h.hexdigest()
@@ -111,7 +124,8 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
         config: TrainConfig | None = None, extra_words: Sequence[str] = (), progress: bool = True,
         device: str | None = None, on_eval: Callable[[dict], None] | None = None,
         objective: Callable | None = None, select: Callable | None = None,
-        on_tokenizer: Callable | None = None, state_path: str | Path | None = None) -> TrainResult:
+        on_tokenizer: Callable | None = None, state_path: str | Path | None = None,
+        init: tuple[Any, Any] | None = None) -> TrainResult:
     """Train a fresh ``arch`` model on ``(texts, labels)`` and return it with its history.
 
     A ``config.holdout`` share of the data is held out for early stopping (best held-out score
@@ -123,11 +137,14 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
     ``state_path``: after every epoch the full training state (weights, optimisers, RNGs, best
     checkpoint, history) is written there; a later call with the same data and config resumes after
     the last finished epoch (a killed run loses at most one epoch). The caller deletes it when done.
+    ``init``: ``(module, tokenizer)`` of a trained model to go on training (fine-tuning: its weights,
+    vocabulary and tokenizer are kept; ``arch`` ``"minilm"`` or ``"hf"`` for a HuggingFace classifier).
     """
     import torch
 
-    if arch not in ARCHS:
+    if arch not in ARCHS and not (init is not None and arch == "hf"):
         raise TextAuditError(f"unknown architecture '{arch}'; use one of {', '.join(ARCHS)}")
+    hf = arch in ("minilm", "hf")
     # a sentence pair trains as the model will read it: word models see ``first [SEP] second``; minilm
     # gets its tokenizer's pair encoding from the tuple itself
     flat = [t if isinstance(t, str) else f"{t[0]} {PAIR_SEP} {t[1]}" for t in texts]
@@ -143,7 +160,11 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
     dev = pick_device(device)
     tr, ho = _split(len(texts), cfg.holdout, rng)
 
-    if arch == "minilm":
+    if init is not None:
+        module, tokenizer = init
+        encode = hf_tokenize(tokenizer, max_length=cfg.max_len) if hf else tokenizer
+        lengths = np.array([len(t) if hf else len(t.split()) for t in flat])
+    elif arch == "minilm":
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 
@@ -170,10 +191,10 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
     sparse_opt = torch.optim.SparseAdam(sparse, lr=cfg.lr) if sparse else None
     steps_per_epoch = math.ceil(len(tr) / cfg.batch_size)
     total = steps_per_epoch * cfg.epochs
-    warmup = int(0.06 * total) if arch == "minilm" else 0
+    warmup = int(0.06 * total) if hf else 0
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / warmup) if s < warmup else max(0.0, (total - s) / max(1, total - warmup))
-        if arch == "minilm" else 1.0)
+        if hf else 1.0)
     loss_fn = torch.nn.CrossEntropyLoss()
     ho_texts = [texts[i] for i in ho]
     ho_labels = labels_arr[ho]
@@ -198,7 +219,7 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
     step = 0
     stop = False
     start_epoch = 0
-    fingerprint = _fingerprint(arch, flat, labels, cfg)
+    fingerprint = _fingerprint(arch, flat, labels, cfg, None if init is None else _weights_digest(module))
     optims = [opt, sparse_opt, sched]
     saved = load_train_state(state_path, fingerprint, keys=("module", "optims", "rng", "torch_rng", "epoch", "step", "best",
                                                          "best_state", "bad", "history", "seconds"))
@@ -232,7 +253,7 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
             if sparse_opt is not None:
                 sparse_opt.zero_grad(set_to_none=True)
             loss.backward()
-            if arch in ("minilm", "transformer"):
+            if hf or arch == "transformer":
                 torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
             if sparse_opt is not None:

@@ -1,0 +1,104 @@
+"""``audit harden``: train the found weaknesses out of a model and prove it on held-out examples."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from textaudit.cli.app import (
+    AuditCommand,
+    DataOpt,
+    InFlightOpt,
+    JsonOpt,
+    MlmOpt,
+    ModelOpt,
+    SeedOpt,
+    app,
+    emit_json,
+    format_ci,
+    notice,
+    print_table,
+)
+from textaudit.errors import TextAuditError
+
+
+@app.command(cls=AuditCommand)
+def harden(
+    model: ModelOpt = "cnn",
+    method: str = typer.Option(..., "--method", help=(
+        "augment (attack a training sample, add every x̃ and x̃ ⊕ p with the gold label, fine-tune), adversarial "
+        "(the same, a fresh sample each round with the current model) or consistency (symmetric-KL loss between "
+        "f(x̃) and f(x̃ ⊕ p); with --pair/--group: counterfactual consistency).")),
+    out: Path = typer.Option(..., "--out", help=(
+        "Results folder: mined weaknesses, the hardened model (out/model: give it to --model), before/after files, "
+        "harden.json (audit report renders it). A rerun with the same settings resumes.")),
+    attack: str = typer.Option("so-beam", "--attack", help="Attack that mines the training split (augment, adversarial)."),
+    k: int = typer.Option(3, "--k", min=1, help="k of the mining attack."),
+    data: DataOpt = "sst2",
+    train_sample: int = typer.Option(500, "--train-sample", min=1, help=(
+        "Training examples attacked (split over the rounds of adversarial), or the sources of consistency pairs.")),
+    max_train: Optional[int] = typer.Option(None, "--max-train", min=1, help="Fine-tune on the first N training examples."),
+    epochs: int = typer.Option(2, "--epochs", min=1, help="Fine-tuning epochs (augment, consistency)."),
+    rounds: int = typer.Option(2, "--rounds", min=1, help="Attack-and-train rounds of adversarial (one epoch each)."),
+    lr: Optional[float] = typer.Option(None, "--lr", min=0.0, help="Learning rate (default: the architecture's)."),
+    consistency_weight: float = typer.Option(1.0, "--consistency-weight", min=0.0, help="λ of the consistency loss."),
+    neighbors: int = typer.Option(4, "--neighbors", min=0, help="Neighbor_1 sentences per consistency source."),
+    pair: Optional[str] = typer.Option(None, "--pair", help="Protected pair, e.g. he,she: consistency pairs and B before/after."),
+    group: Optional[str] = typer.Option(None, "--group", help="A protected group's pairs (gender, nationality, …)."),
+    eval_data: str = typer.Option("sst2:dev", "--eval-data", help="Held-out examples of the before/after audit."),
+    eval_limit: Optional[int] = typer.Option(200, "--eval-limit", min=1, help="Use the first N held-out examples."),
+    eval_attack: str = typer.Option("so-enum:1", "--eval-attack", help=(
+        "Attacks of the before/after audit, method[:k] comma-separated (e.g. so-enum:1,so-beam:6,genetic); the "
+        "first is the headline.")),
+    max_queries: Optional[int] = typer.Option(None, "--max-queries", min=1, help="Query budget per attacked example."),
+    mlm: MlmOpt = None,
+    lora: bool = typer.Option(False, "--lora", help="hf: models: train LoRA adapters (peft), merged into the saved model."),
+    in_flight: InFlightOpt = None,
+    seed: SeedOpt = 0,
+    json_out: JsonOpt = False,
+) -> None:
+    """Harden a model against the weaknesses the audits find, then audit it and the original on the same held-out examples."""
+    from textaudit.fairness import parse_pair
+    from textaudit.harden.run import HardenSettings, parse_eval_attacks
+    from textaudit.harden.run import harden as run_harden
+
+    if pair is not None and group is not None:
+        raise TextAuditError("give --pair or --group, not both")
+    evals = parse_eval_attacks(eval_attack)
+    settings = HardenSettings(model=model, method=method, attack=attack, k=k, data=data, train_sample=train_sample,
+                              max_train=max_train, epochs=epochs, rounds=rounds, lr=lr,
+                              consistency_weight=consistency_weight, neighbors=neighbors,
+                              pairs=[list(parse_pair(pair))] if pair else None, group=group, eval_data=eval_data,
+                              eval_limit=eval_limit, eval_attacks=[[m, kk] for m, kk in evals],
+                              max_queries=max_queries, mlm=mlm, lora=lora, seed=seed)
+    result = run_harden(settings, out, in_flight=in_flight)
+    notice(f"hardened model: {result['model']} (use it as --model {result['model']}); report: audit report {out}")
+    if json_out:
+        emit_json(result)
+        return
+    print_before_after(result)
+
+
+def print_before_after(result: dict) -> None:
+    """The before/after tables: clean accuracy, every evaluation attack, B_(p,k)."""
+    acc = result["accuracy"]
+    rows = [["clean accuracy", acc["before"]["rate"], format_ci(acc["before"]["ci95"], 3), acc["after"]["rate"],
+             format_ci(acc["after"]["ci95"], 3), acc["mcnemar"]["p"]]]
+    for a in result["attacks"]:
+        name = a["method"] + (f" k={a['k']}" if a["k"] is not None else "")
+        rows.append([f"{name} success", a["before"]["success_rate"], format_ci(a["before"]["ci95"], 3),
+                     a["after"]["success_rate"], format_ci(a["after"]["ci95"], 3), a["mcnemar"]["p"]])
+        rows.append([f"{name} mean ℓ0", a["before"]["mean_l0"], "", a["after"]["mean_l0"], "", ""])
+    print_table(f"{result['from']} → {result['method']} on {result['held_out']['eval_examples']} held-out examples of "
+                f"{result['eval_data']}", ["metric", "before", "95% CI", "after", "95% CI", "McNemar p"], rows)
+    if result["bias"]:
+        print_table("B_(p,k) before and after", ["pair", "k", "B before", "95% CI", "B after", "95% CI",
+                                                  "interval excludes before"],
+                    [[f"{b['pair'][0]}→{b['pair'][1]}", b["k"], b["before"]["B"], format_ci(b["before"]["ci95"], 5),
+                      b["after"]["B"], format_ci(b["after"]["ci95"], 5), b["interval_excludes_before"]]
+                     for b in result["bias"]])
+    c = result["cost"]
+    print_table("cost (seconds)", ["mining attacks", "training", "evaluation"],
+                [[c.get("attack_train_seconds", 0), c.get("train_seconds", 0), c.get("evaluate_seconds", 0)]])

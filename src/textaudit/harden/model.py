@@ -1,0 +1,123 @@
+"""The model ``audit harden`` trains: its torch module and tokenizer, loaded from a ``--model`` spec.
+
+Only models whose weights are ours to train can be hardened: the zoo's (a name or a checkpoint
+directory) and HuggingFace sequence classifiers (``hf:<dir-or-id>`` or a directory with
+``config.json``). Plug-ins, ``llm:`` prompts and ``http(s)://`` endpoints are refused in one line
+before anything loads (:func:`check_trainable`).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from textaudit.errors import TextAuditError
+from textaudit.models.batched import BatchedClassifier
+
+__all__ = ["Trainable", "check_trainable", "load_trainable"]
+
+_WHY = "audit harden trains zoo models (bow, cnn, lstm, transformer, minilm, a checkpoint directory) and hf: " \
+       "sequence classifiers"
+
+
+def check_trainable(spec: str) -> None:
+    """One-line error for a ``--model`` harden cannot train (cheap: nothing loads)."""
+    from textaudit.models.registry import MODEL_FACTORIES
+
+    spec = str(spec).strip()
+    kind = ("an HTTP endpoint" if spec.startswith(("http://", "https://")) else
+            "a prompted causal LM" if spec.startswith("llm:") else
+            "a plug-in" if ".py:" in spec else
+            "a registered factory" if spec in MODEL_FACTORIES else None)
+    if kind is not None:
+        raise TextAuditError(f"{_WHY}; '{spec}' is {kind}, whose weights textaudit cannot train: harden it where it "
+                             "was trained, then audit the result with --model")
+
+
+@dataclass
+class Trainable:
+    """A model harden can train: ``arch`` (a zoo architecture, or ``"hf"``), its torch ``module``
+    and ``tokenizer``, ``config`` (a zoo checkpoint's settings; empty for ``hf``) and ``labels``."""
+
+    spec: str
+    arch: str
+    module: Any
+    tokenizer: Any
+    max_len: int
+    labels: list[str] | None = None
+    config: dict = field(default_factory=dict)
+
+    @property
+    def num_classes(self) -> int:
+        return int(getattr(self.module, "num_classes", None) or self.module.config.num_labels)
+
+    def copy(self) -> "Trainable":
+        """An independent copy (training it leaves this one as it was)."""
+        return Trainable(self.spec, self.arch, copy.deepcopy(self.module).cpu(), self.tokenizer, self.max_len,
+                         self.labels, dict(self.config))
+
+    def classifier(self, name: str, device: str | None = None) -> BatchedClassifier:
+        """A fresh classifier over the module's current weights (its own, empty cache)."""
+        from textaudit.models.torch_backend import hf_tokenize, torch_classifier
+        from textaudit.models.zoo.checkpoint import id_encoder
+        from textaudit.token_ids import piece_ids
+
+        hf = self.arch in ("hf", "minilm")
+        encode = hf_tokenize(self.tokenizer, max_length=self.max_len) if hf else self.tokenizer
+        ids = piece_ids(self.tokenizer, self.max_len) if self.arch == "hf" else id_encoder(self.arch, self.tokenizer,
+                                                                                         self.max_len)
+        return torch_classifier(self.module, encode, name=name, device=device, num_classes=self.num_classes,
+                                labels=self.labels, ids=ids)
+
+    def save(self, path: Path, info: dict[str, Any]) -> Path:
+        """Write the model where ``--model path`` loads it: a zoo checkpoint, or a HuggingFace
+        directory for ``hf`` models; ``info`` (how it was hardened) goes with it."""
+        from textaudit.files import atomic_path
+        from textaudit.models.zoo.checkpoint import save_checkpoint
+
+        path = Path(path)
+        module = self.module.to("cpu")
+        if self.arch == "hf":
+            path.mkdir(parents=True, exist_ok=True)
+            module.save_pretrained(path)
+            self.tokenizer.save_pretrained(path)
+            with atomic_path(path / "textaudit-harden.json") as tmp:
+                tmp.write_text(json.dumps(info, indent=1))
+            return path
+        cfg = {**self.config, "name": info["name"], "hardened": info}
+        cfg.setdefault("arch", self.arch)
+        cfg.setdefault("num_classes", self.num_classes)
+        cfg.setdefault("max_len", self.max_len)
+        return save_checkpoint(path, module, self.tokenizer, cfg)
+
+
+def load_trainable(spec: str) -> Trainable:
+    """The :class:`Trainable` of ``spec`` (a zoo model is trained first when it is missing)."""
+    from textaudit.models.hf import load_hf_module
+    from textaudit.models.zoo.build import train_model
+    from textaudit.models.zoo.checkpoint import load_module
+    from textaudit.models.zoo.names import ZOO_MODELS, checkpoint_dir
+
+    check_trainable(spec)
+    spec = str(spec).strip()
+    if spec.startswith("hf:") or (Path(spec).expanduser().is_dir() and (Path(spec).expanduser() / "config.json").is_file()
+                                  and not (Path(spec).expanduser() / "textaudit.json").is_file()):
+        name = spec[3:] if spec.startswith("hf:") else spec
+        module, tok = load_hf_module(name)
+        id2label = getattr(module.config, "id2label", None) or {}
+        labels = [str(id2label.get(i, i)) for i in range(module.config.num_labels)]
+        max_len = min(512, int(getattr(tok, "model_max_length", 512) or 512))
+        return Trainable(spec, "hf", module, tok, max_len, labels)
+    if spec in ZOO_MODELS:
+        path = checkpoint_dir(spec)
+        if not (path / "textaudit.json").is_file():
+            train_model(spec, if_missing=True, announce=True)
+    else:
+        path = Path(spec).expanduser()
+        if not path.is_dir():
+            raise TextAuditError(f"unknown model '{spec}'; {_WHY}")
+    module, tok, cfg = load_module(path)
+    return Trainable(spec, cfg["arch"], module, tok, int(cfg.get("max_len", 128)), cfg.get("labels"), cfg)

@@ -1,0 +1,412 @@
+"""``audit harden``: train the weaknesses the audits find out of a model, and prove it on examples
+it never saw.
+
+Methods (``--method``):
+
+- **augment**: attack a sample of the *training* split (``--attack``, ``--k``), add every found x̃
+  and x̃ ⊕ p with the gold label, fine-tune on train + found.
+- **adversarial**: the same inside the training loop: ``--rounds`` rounds, each attacking a fresh
+  sample of training examples with the *current* model and fine-tuning one epoch on train + all
+  found so far (TextAttack's adversarial training, on our engine and budgets).
+- **consistency**: fine-tune with cross-entropy + λ × the symmetric KL between f(x̃) and f(x̃ ⊕ p)
+  over pairs from training sentences and their Neighbor_1 (:mod:`textaudit.harden.losses`); p is
+  each sentence's patch pair, or the protected pairs of ``--pair``/``--group`` (counterfactual
+  consistency).
+
+Held out, honestly: harden trains and attacks only the training split (examples whose text also
+occurs in the evaluation data are dropped from it), then audits the original and the hardened model
+on the *same* evaluation examples (:mod:`textaudit.harden.before_after`). Everything goes into one
+folder: ``settings.json``, the mined weaknesses (``found*.jsonl``), the hardened model (``model/``,
+what ``--model`` takes), the before/after results files and ``harden.json`` (what ``audit report``
+renders). A rerun with the same settings resumes: finished files are reused, training continues from
+its last epoch.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from textaudit.errors import TextAuditError
+
+__all__ = ["HardenSettings", "harden", "METHODS", "SUMMARY", "parse_eval_attacks"]
+
+METHODS = ("augment", "adversarial", "consistency")
+#: the summary ``audit report`` reads
+SUMMARY = "harden.json"
+SETTINGS = "settings.json"
+MODEL_DIR = "model"
+
+
+def parse_eval_attacks(spec: str | list[str] | tuple[str, ...]) -> list[tuple[str, int | None]]:
+    """``so-enum:1,so-beam:6,genetic`` → ``[("so-enum", 1), ("so-beam", 6), ("genetic", None)]`` (a
+    method without ``:k`` takes its default k); unknown methods and bad k are one-line errors."""
+    from textaudit.attacks.registry import check_options, method_spec
+
+    items = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip()]
+    if not items:
+        raise TextAuditError("--eval-attack needs at least one method, e.g. so-enum:1")
+    out = []
+    for item in items:
+        method, _, k = item.partition(":") if not item.startswith("textattack:") else (item, "", "")
+        try:
+            kk = int(k) if k else None
+        except ValueError:
+            raise TextAuditError(f"--eval-attack '{item}': k must be a whole number (method:k, e.g. so-enum:1)") from None
+        spec_ = method_spec(method)
+        if kk is not None and "k" not in spec_.options:
+            raise TextAuditError(f"--eval-attack '{item}': {method} has no k; write it as '{method}'")
+        check_options(method, {"k": kk} if kk is not None else {})
+        if (method, kk) in out:
+            raise TextAuditError(f"--eval-attack names {item} twice")
+        out.append((method, kk))
+    return out
+
+
+@dataclass
+class HardenSettings:
+    """What a harden run does (all of it goes into ``settings.json``; a resume must match it)."""
+
+    model: str
+    method: str
+    attack: str = "so-beam"
+    k: int | None = 3
+    data: str = "sst2"
+    train_sample: int = 500
+    max_train: int | None = None
+    epochs: int = 2
+    rounds: int = 2
+    lr: float | None = None
+    consistency_weight: float = 1.0
+    neighbors: int = 4
+    pairs: list[list[str]] | None = None
+    group: str | None = None
+    bias_k: int = 1
+    eval_data: str = "sst2:dev"
+    eval_limit: int | None = 200
+    eval_attacks: list[list] = field(default_factory=lambda: [["so-enum", 1]])
+    max_queries: int | None = None
+    mlm: str | None = None
+    lora: bool = False
+    seed: int = 0
+
+    def check(self) -> None:
+        """One-line errors for settings that cannot run (before anything loads)."""
+        from textaudit.attacks.registry import check_options, method_spec
+        from textaudit.data import dataset_id
+        from textaudit.harden.model import check_trainable
+
+        check_trainable(self.model)
+        if self.method not in METHODS:
+            raise TextAuditError(f"unknown --method '{self.method}'; use one of {', '.join(METHODS)}")
+        spec = method_spec(self.attack)
+        check_options(self.attack, {"k": self.k if "k" in spec.options else None, "max_queries": self.max_queries})
+        for name, value, least in (("--train-sample", self.train_sample, 1), ("--epochs", self.epochs, 1),
+                                   ("--rounds", self.rounds, 1), ("--neighbors", self.neighbors, 0),
+                                   ("--eval-limit", self.eval_limit, 1), ("--max-train", self.max_train, 1)):
+            if value is not None and value < least:
+                raise TextAuditError(f"{name} must be at least {least} (got {value})")
+        if self.consistency_weight < 0:
+            raise TextAuditError(f"--consistency-weight must be >= 0 (got {self.consistency_weight})")
+        if self.lora and not self.model.strip().startswith("hf:") and not Path(self.model).expanduser().joinpath(
+                "config.json").is_file():
+            raise TextAuditError("--lora fine-tunes adapters of hf: models; a zoo model is small enough to train whole")
+        train_id, eval_id = dataset_id(self.data, "train"), dataset_id(self.eval_data, "dev")
+        if train_id == eval_id:
+            raise TextAuditError(f"--eval-data {self.eval_data} is the training split harden attacks and trains on; "
+                                 "evaluate on held-out examples (e.g. sst2:dev)")
+        if eval_id.split(":")[-1] == "train" and train_id.split(":")[0] == eval_id.split(":")[0]:
+            raise TextAuditError(f"--eval-data {self.eval_data} is training data; evaluate on held-out examples")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _say(msg: str, progress: bool) -> None:
+    if progress:
+        print(msg, file=sys.stderr, flush=True)
+
+
+def _check_out(out: Path, settings: HardenSettings) -> None:
+    if out.exists() and not out.is_dir():
+        raise TextAuditError(f"--out {out} is a file; give a directory for the harden results")
+    prev = out / SETTINGS
+    if prev.is_file():
+        try:
+            old = json.loads(prev.read_text())
+        except (OSError, ValueError):
+            raise TextAuditError(f"{prev} is damaged; delete {out} or choose another --out") from None
+        new = json.loads(json.dumps(settings.to_dict()))
+        differ = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+        if differ:
+            shown = "; ".join(f"{k}: {old.get(k)!r} → {new.get(k)!r}" for k in differ[:3])
+            raise TextAuditError(f"{out} holds a harden run with other settings ({shown}); rerun with its settings to "
+                                 "resume, or choose another --out")
+    elif out.is_dir() and any(out.iterdir()):
+        raise TextAuditError(f"--out {out} is a non-empty folder that is not a harden run; choose another --out")
+
+
+def _norm(text: str) -> str:
+    return " ".join(str(text).lower().split())
+
+
+def harden(settings: HardenSettings, out: str | Path, *, progress: bool = True, in_flight: int | None = None,
+           device: str | None = None) -> dict:
+    """Run (or resume) ``settings`` into folder ``out`` and return the summary written to
+    ``out/harden.json``: ``before``/``after`` (clean accuracy and the first evaluation attack's
+    success rate, each with its 95% interval), ``mcnemar_p`` (that attack, paired), ``accuracy``,
+    ``attacks`` and ``bias`` (every before/after), ``cost`` and ``model`` (the hardened model's path)."""
+    from textaudit.data import dataset_id, load_dataset
+    from textaudit.files import atomic_path
+    from textaudit.harden.before_after import accuracy_before_after, attack_before_after, bias_before_after
+    from textaudit.harden.model import load_trainable
+    from textaudit.harden.weaknesses import found_examples, mine
+    from textaudit.neighborhoods.mlm import load_mlm
+
+    s = settings
+    s.check()
+    evals = parse_eval_attacks([f"{m}:{k}" if k is not None else m for m, k in s.eval_attacks])
+    pairs, blacklists = _protected_pairs(s)
+    out = Path(out)
+    _check_out(out, s)
+    train_id, eval_id = dataset_id(s.data, "train"), dataset_id(s.eval_data, "dev")
+    train = load_dataset(s.data, default_split="train")
+    held = load_dataset(s.eval_data, default_split="dev", limit=s.eval_limit)
+    out.mkdir(parents=True, exist_ok=True)
+    with atomic_path(out / SETTINGS) as tmp:
+        tmp.write_text(json.dumps(s.to_dict(), indent=1))
+
+    # -- held out: no evaluation sentence is attacked or trained on --------------------------------
+    held_texts = {_norm(t) for t in held["text"]}
+    keep = [i for i, t in enumerate(train["text"]) if _norm(t) not in held_texts]
+    overlap = len(train) - len(keep)
+    if s.max_train is not None:
+        keep = keep[:s.max_train]
+    train_texts = [train["text"][i] for i in keep]
+    train_labels = [int(train["label"][i]) for i in keep]
+    train_ids = [train["id"][i] for i in keep]
+    if overlap:
+        _say(f"notice: {overlap} training examples also occur in {eval_id}; left out of training", progress)
+
+    original = load_trainable(s.model)
+    name = str(s.model)
+    before = original.classifier(name, device=device)
+    needs_mlm = s.method == "consistency" or any(_needs_mlm(m) for m, _ in evals) or _needs_mlm(s.attack)
+    mlm = load_mlm(s.mlm) if needs_mlm else None
+    rng = np.random.default_rng(s.seed)
+    order = rng.permutation(len(train_texts))
+    model_dir = out / MODEL_DIR
+    cost: dict[str, float] = {}
+    found_files: list[str] = []
+    mined: list[dict] = []
+    if not (model_dir / "textaudit-harden.json").is_file() and not _hardened_checkpoint(model_dir):
+        hardened = original.copy()
+        t0 = time.perf_counter()
+        if s.method in ("augment", "adversarial"):
+            rounds = 1 if s.method == "augment" else s.rounds
+            per = max(1, s.train_sample // rounds)
+            found: list[tuple[str, int]] = []
+            for r in range(rounds):
+                tag = "" if s.method == "augment" else f".round{r + 1}"
+                idx = order[r * per:(r + 1) * per]
+                f = out / f"found{tag}.jsonl"
+                round_state = out / f".round{r + 1}.pt"
+                clf = before if r == 0 else hardened.classifier(f"{name}+{s.method}@round{r}", device=device)
+                _say(f"harden: attacking {len(idx)} training examples with {s.attack} (round {r + 1}/{rounds}) → {f}",
+                     progress)
+                tm = time.perf_counter()
+                recs = mine(clf, [train_texts[i] for i in idx], [train_labels[i] for i in idx],
+                            [train_ids[i] for i in idx], method=s.attack, k=s.k, mlm=mlm, output=f, seed=s.seed,
+                            max_queries=s.max_queries, data=train_id, in_flight=in_flight, progress=progress)
+                cost["attack_train_seconds"] = cost.get("attack_train_seconds", 0.0) + time.perf_counter() - tm
+                mined += recs
+                found += found_examples(recs)
+                found_files.append(f.name)
+                tt = time.perf_counter()
+                if round_state.is_file():
+                    _load_weights(hardened, round_state)
+                else:
+                    _say(f"harden: fine-tuning on {len(train_texts)} training examples + {len(found)} found", progress)
+                    _fine_tune(hardened, train_texts + [t for t, _ in found], train_labels + [y for _, y in found],
+                               s, epochs=s.epochs if s.method == "augment" else 1, seed=s.seed + r,
+                               state=out / f".train-state{tag}.pt", device=device, progress=progress)
+                    _save_weights(hardened, round_state)
+                cost["train_seconds"] = cost.get("train_seconds", 0.0) + time.perf_counter() - tt
+        else:
+            from textaudit.attacks.patch import PatchWords
+            from textaudit.harden.weaknesses import consistency_pairs
+            from textaudit.neighborhoods import NeighborhoodBuilder
+
+            idx = order[:s.train_sample]
+            src = [train_texts[i] for i in idx]
+            # a protected group's neighbourhoods never add one of its words (as audit bias builds them)
+            builder = NeighborhoodBuilder(mlm, blacklist=set().union(*blacklists.values()) if blacklists else ())
+            tm = time.perf_counter()
+            cpairs = consistency_pairs(src, builder=builder, pairs=pairs,
+                                       patch_words=None if pairs else PatchWords(before), neighbors=s.neighbors,
+                                       seed=s.seed)
+            if pairs:  # every training sentence with a protected word is a pair too (no neighbours: cheap)
+                rest = [train_texts[i] for i in order[s.train_sample:]]
+                cpairs += consistency_pairs(rest, builder=builder, pairs=pairs, neighbors=0, seed=s.seed)
+            cost["pairs_seconds"] = time.perf_counter() - tm
+            if not cpairs:
+                raise TextAuditError("no consistency pairs: no training sentence holds a word of the pairs; give "
+                                     "more --train-sample or other pairs")
+            _say(f"harden: fine-tuning with the consistency loss on {len(cpairs)} pairs "
+                 f"(λ = {s.consistency_weight})", progress)
+            tt = time.perf_counter()
+            _fine_tune(hardened, train_texts, train_labels, s, epochs=s.epochs, seed=s.seed,
+                       state=out / ".train-state.pt", device=device, progress=progress, pairs=cpairs)
+            cost["train_seconds"] = time.perf_counter() - tt
+            cost["consistency_pairs"] = len(cpairs)
+        cost["harden_seconds"] = time.perf_counter() - t0
+        info = {"name": f"{name}+harden-{s.method}", "from": name, "method": s.method, "settings": s.to_dict(),
+                "n_train": len(train_texts), "found": len(found_examples(mined)), "cost": _round(cost)}
+        hardened.save(model_dir, info)
+        for p in out.glob(".round*.pt"):
+            p.unlink()
+        for p in out.glob(".train-state*.pt"):
+            p.unlink()
+    else:
+        _say(f"harden: {model_dir} is already trained; evaluating", progress)
+        info = _read_info(model_dir)
+        cost = dict(info.get("cost", {}))
+        found_files = sorted(p.name for p in out.glob("found*.jsonl"))
+    from textaudit.models import load_classifier
+
+    after = load_classifier(str(model_dir), device=device)
+    after.name = info["name"]
+
+    # -- the before/after audit on the held-out examples ----------------------------------------------
+    te = time.perf_counter()
+    texts, labels, ids = list(held["text"]), [int(y) for y in held["label"]], list(held["id"])
+    acc = accuracy_before_after(before, after, texts, labels)
+    attacks = []
+    for method, k in evals:
+        _say(f"harden: {method}{'' if k is None else f' k={k}'} on {len(texts)} held-out examples, before and after",
+             progress)
+        attacks.append(attack_before_after(before, after, method, k, texts, labels, ids, mlm=mlm, out=out, seed=s.seed,
+                                           data=eval_id, max_queries=s.max_queries, in_flight=in_flight,
+                                           progress=progress))
+    bias = []
+    if pairs:
+        _say(f"harden: B_(p,{s.bias_k}) of {len(pairs)} pairs on {eval_id}, before and after", progress)
+        bias = bias_before_after(before, after, pairs, texts, ids, mlm=mlm, k=s.bias_k, out=out / "bias.jsonl",
+                                 seed=s.seed, data=eval_id, blacklists=blacklists, in_flight=in_flight,
+                                 progress=progress)
+    cost["evaluate_seconds"] = time.perf_counter() - te
+    head = attacks[0]
+    summary = {
+        "model": str(model_dir), "from": name, "method": s.method, "data": train_id, "eval_data": eval_id,
+        "before": {"accuracy": acc["before"]["rate"], "accuracy_ci95": acc["before"]["ci95"],
+                   "attack": head["method"], "success_rate": head["before"]["success_rate"],
+                   "success_rate_ci95": head["before"]["ci95"]},
+        "after": {"accuracy": acc["after"]["rate"], "accuracy_ci95": acc["after"]["ci95"],
+                  "attack": head["method"], "success_rate": head["after"]["success_rate"],
+                  "success_rate_ci95": head["after"]["ci95"]},
+        "mcnemar_p": head["mcnemar"]["p"], "accuracy": acc, "attacks": attacks, "bias": bias,
+        "held_out": {"eval_examples": len(texts), "train_examples": len(train_texts),
+                     "train_overlap_removed": overlap, "attacked_for_training": len({r.get("id") for r in mined})},
+        "found_files": found_files, "cost": _round(cost)}
+    with atomic_path(out / SUMMARY) as tmp:
+        tmp.write_text(json.dumps({"header": {"command": "harden", "config": s.to_dict()}, **summary}, indent=1))
+    return summary
+
+
+def _round(cost: dict) -> dict:
+    return {k: round(v, 1) if isinstance(v, float) else v for k, v in cost.items()}
+
+
+def _needs_mlm(method: str) -> bool:
+    from textaudit.attacks.registry import method_spec
+
+    return method_spec(method).needs_mlm
+
+
+def _protected_pairs(s: HardenSettings):
+    if s.pairs and s.group:
+        raise TextAuditError("give --pair or --group, not both")
+    if s.group:
+        from textaudit.fairness.groups import group_pairs
+
+        return group_pairs(s.group)
+    if s.pairs:
+        return [tuple(p) for p in s.pairs], None
+    return None, None
+
+
+def _hardened_checkpoint(path: Path) -> bool:
+    cfg = path / "textaudit.json"
+    if not cfg.is_file():
+        return False
+    try:
+        return "hardened" in json.loads(cfg.read_text())
+    except (OSError, ValueError):
+        return False
+
+
+def _read_info(path: Path) -> dict:
+    f = path / "textaudit-harden.json"
+    if f.is_file():
+        return json.loads(f.read_text())
+    return json.loads((path / "textaudit.json").read_text())["hardened"]
+
+
+def _save_weights(t, path: Path) -> None:
+    import torch
+
+    from textaudit.files import atomic_path
+
+    with atomic_path(path) as tmp:
+        torch.save(t.module.state_dict(), tmp)
+
+
+def _load_weights(t, path: Path) -> None:
+    import torch
+
+    t.module.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+
+
+def _fine_tune(t, texts: list[str], labels: list[int], s: HardenSettings, *, epochs: int, seed: int, state: Path,
+               device: str | None, progress: bool, pairs: list[tuple[str, str]] | None = None) -> None:
+    """Go on training ``t.module`` (in place) on ``texts``: early stopping on a held-out 2 % of them."""
+    from textaudit.device import pick_device
+    from textaudit.models.zoo.train import DEFAULTS, TrainConfig, fit
+
+    base = dict(DEFAULTS.get(t.arch, DEFAULTS["minilm"]))
+    base.pop("epochs", None)
+    base.pop("tune_embeddings", None)
+    cfg = TrainConfig(arch=t.arch, epochs=epochs, seed=seed, max_len=t.max_len, patience=epochs + 1,
+                      **{k: v for k, v in base.items() if k != "max_len"})
+    if s.lr is not None:
+        cfg.lr = s.lr
+    if s.lora:
+        t.module = _with_lora(t.module)
+    objective = None
+    if pairs:
+        from textaudit.harden.losses import consistency_objective
+        from textaudit.models.torch_backend import hf_tokenize
+
+        hf = t.arch in ("hf", "minilm")
+        encode = hf_tokenize(t.tokenizer, max_length=t.max_len) if hf else t.tokenizer
+        objective = consistency_objective(pairs, encode, weight=s.consistency_weight, batch_size=cfg.batch_size,
+                                          seed=seed, device=pick_device(device))
+    res = fit(t.arch, texts, labels, num_classes=t.num_classes, config=cfg, progress=progress, device=device,
+              objective=objective, state_path=state, init=(t.module, t.tokenizer))
+    t.module = res.module
+    if s.lora:
+        t.module = t.module.merge_and_unload()
+
+
+def _with_lora(module):
+    try:
+        from peft import LoraConfig, TaskType, get_peft_model
+    except ImportError:
+        raise TextAuditError("--lora needs peft: pip install 'textaudit[lora]'") from None
+    return get_peft_model(module, LoraConfig(task_type=TaskType.SEQ_CLS, r=8, lora_alpha=16, lora_dropout=0.0))
