@@ -105,7 +105,13 @@ class SecondOrderAttack(Attack):
         """Rank, in one batch before the attack, the patch-word pairs ``texts`` can use (w1 one of
         their words): what :meth:`PatchWords.select` will consult (``side``: of sentence pairs)."""
         atk = self if side is None else self.on_pair("", side)
-        atk.patch_words.fit({t.lower() for x in texts for t in self.parse(x).tokens})
+        words: set[str] = set()
+        for x in texts:
+            try:
+                words.update(t.lower() for t in self.parse(x).tokens)
+            except TextAuditError:  # too short to attack: its record says so; nothing to rank
+                continue
+        atk.patch_words.fit(words)
 
     @classmethod
     def check_k(cls, k: int) -> None:

@@ -44,6 +44,9 @@ def harden(
     rounds: int = typer.Option(2, "--rounds", min=1, help="Attack-and-train rounds of adversarial (one epoch each)."),
     lr: Optional[float] = typer.Option(None, "--lr", min=0.0, help="Learning rate (default: the architecture's)."),
     consistency_weight: float = typer.Option(1.0, "--consistency-weight", min=0.0, help="λ of the consistency loss."),
+    found_weight: int = typer.Option(1, "--found-weight", min=1, help=(
+        "augment, adversarial: each found example is trained on this many times (found examples are few beside "
+        "the training split).")),
     neighbors: int = typer.Option(4, "--neighbors", min=0, help="Neighbor_1 sentences per consistency source."),
     pair: Optional[str] = typer.Option(None, "--pair", help="Protected pair, e.g. he,she: consistency pairs and B before/after."),
     group: Optional[str] = typer.Option(None, "--group", help="A protected group's pairs (gender, nationality, …)."),
@@ -69,7 +72,7 @@ def harden(
     evals = parse_eval_attacks(eval_attack)
     settings = HardenSettings(model=model, method=method, attack=attack, k=k, data=data, train_sample=train_sample,
                               max_train=max_train, epochs=epochs, rounds=rounds, lr=lr,
-                              consistency_weight=consistency_weight, neighbors=neighbors,
+                              consistency_weight=consistency_weight, found_weight=found_weight, neighbors=neighbors,
                               pairs=[list(parse_pair(pair))] if pair else None, group=group, eval_data=eval_data,
                               eval_limit=eval_limit, eval_attacks=[[m, kk] for m, kk in evals],
                               max_queries=max_queries, mlm=mlm, lora=lora, seed=seed)

@@ -41,20 +41,21 @@ def attack_file(out: Path, role: str, method: str, k: int | None) -> Path:
 
 def attack_before_after(before, after, method: str, k: int | None, texts: Sequence[str], labels: Sequence[int],
                         ids: Sequence[str], *, mlm, out: Path, seed: int, data: str, max_queries: int | None = None,
-                        in_flight: int | None = None, progress: bool = True) -> dict:
+                        in_flight: int | None = None, progress: bool = True,
+                        pairs: Sequence[tuple[str, str]] | None = None) -> dict:
     """Run ``method`` on both models (resumable files in ``out``) and return both summaries and the
-    paired test: ``{"method", "k", "before", "after", "mcnemar", "files"}``."""
+    paired test: ``{"method", "k", "before", "after", "mcnemar", "files"}``. ``pairs``: the
+    second-order attacks' p is one of them."""
     from textaudit.attacks.compare import compare_cells
-    from textaudit.attacks.registry import make_attack, method_spec
+    from textaudit.attacks.registry import method_spec
     from textaudit.attacks.run import run_attack
+    from textaudit.harden.weaknesses import build_attack
 
     spec = method_spec(method)
-    opts = {"seed": seed, "max_queries": max_queries, **({"k": k} if "k" in spec.options else {}),
-            **({"mlm": mlm} if spec.needs_mlm else {})}
     cells, summaries, files = {}, {}, []
     for role, clf in (("before", before), ("after", after)):
         path = attack_file(out, role, method, k if "k" in spec.options else None)
-        atk = make_attack(method, clf, **opts)
+        atk = build_attack(method, clf, k=k, mlm=mlm, seed=seed, max_queries=max_queries, pairs=pairs)
         if hasattr(atk, "rank_patch_words"):
             atk.rank_patch_words(texts)
         s, records = run_attack(atk, list(texts), list(labels), ids=list(ids), output=path, resume=path.exists(),

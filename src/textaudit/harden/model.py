@@ -49,6 +49,7 @@ class Trainable:
     max_len: int
     labels: list[str] | None = None
     config: dict = field(default_factory=dict)
+    fingerprint: Any = None  # of the files it was loaded from (results headers record it); None once trained
 
     @property
     def num_classes(self) -> int:
@@ -57,7 +58,7 @@ class Trainable:
     def copy(self) -> "Trainable":
         """An independent copy (training it leaves this one as it was)."""
         return Trainable(self.spec, self.arch, copy.deepcopy(self.module).cpu(), self.tokenizer, self.max_len,
-                         self.labels, dict(self.config))
+                         self.labels, dict(self.config), None)
 
     def classifier(self, name: str, device: str | None = None) -> BatchedClassifier:
         """A fresh classifier over the module's current weights (its own, empty cache)."""
@@ -69,8 +70,10 @@ class Trainable:
         encode = hf_tokenize(self.tokenizer, max_length=self.max_len) if hf else self.tokenizer
         ids = piece_ids(self.tokenizer, self.max_len) if self.arch == "hf" else id_encoder(self.arch, self.tokenizer,
                                                                                          self.max_len)
-        return torch_classifier(self.module, encode, name=name, device=device, num_classes=self.num_classes,
-                                labels=self.labels, ids=ids)
+        clf = torch_classifier(self.module, encode, name=name, device=device, num_classes=self.num_classes,
+                               labels=self.labels, ids=ids)
+        clf.fingerprint = self.fingerprint
+        return clf
 
     def save(self, path: Path, info: dict[str, Any]) -> Path:
         """Write the model where ``--model path`` loads it: a zoo checkpoint, or a HuggingFace
@@ -87,7 +90,9 @@ class Trainable:
             with atomic_path(path / "textaudit-harden.json") as tmp:
                 tmp.write_text(json.dumps(info, indent=1))
             return path
-        cfg = {**self.config, "name": info["name"], "hardened": info}
+        # what the original's training measured does not describe the hardened model
+        stale = ("dev_accuracy", "history", "best_holdout_accuracy", "train_seconds", "created")
+        cfg = {**{k: v for k, v in self.config.items() if k not in stale}, "name": info["name"], "hardened": info}
         cfg.setdefault("arch", self.arch)
         cfg.setdefault("num_classes", self.num_classes)
         cfg.setdefault("max_len", self.max_len)
@@ -96,6 +101,7 @@ class Trainable:
 
 def load_trainable(spec: str) -> Trainable:
     """The :class:`Trainable` of ``spec`` (a zoo model is trained first when it is missing)."""
+    from textaudit.files import fingerprint_dir
     from textaudit.models.hf import load_hf_module
     from textaudit.models.zoo.build import train_model
     from textaudit.models.zoo.checkpoint import load_module
@@ -110,7 +116,9 @@ def load_trainable(spec: str) -> Trainable:
         id2label = getattr(module.config, "id2label", None) or {}
         labels = [str(id2label.get(i, i)) for i in range(module.config.num_labels)]
         max_len = min(512, int(getattr(tok, "model_max_length", 512) or 512))
-        return Trainable(spec, "hf", module, tok, max_len, labels)
+        local = Path(name).expanduser()
+        fp = (lambda: fingerprint_dir(local)) if local.is_dir() else getattr(module.config, "_commit_hash", None)
+        return Trainable(spec, "hf", module, tok, max_len, labels, fingerprint=fp)
     if spec in ZOO_MODELS:
         path = checkpoint_dir(spec)
         if not (path / "textaudit.json").is_file():
@@ -120,4 +128,5 @@ def load_trainable(spec: str) -> Trainable:
         if not path.is_dir():
             raise TextAuditError(f"unknown model '{spec}'; {_WHY}")
     module, tok, cfg = load_module(path)
-    return Trainable(spec, cfg["arch"], module, tok, int(cfg.get("max_len", 128)), cfg.get("labels"), cfg)
+    return Trainable(spec, cfg["arch"], module, tok, int(cfg.get("max_len", 128)), cfg.get("labels"), cfg,
+                     fingerprint=lambda: fingerprint_dir(path))

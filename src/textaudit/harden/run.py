@@ -4,7 +4,9 @@ it never saw.
 Methods (``--method``):
 
 - **augment**: attack a sample of the *training* split (``--attack``, ``--k``), add every found x̃
-  and x̃ ⊕ p with the gold label, fine-tune on train + found.
+  and x̃ ⊕ p with the gold label, fine-tune on train + found (each found example ``--found-weight``
+  times: found examples are few beside a training split, and a shortcut the split teaches outweighs
+  them unless they count more).
 - **adversarial**: the same inside the training loop: ``--rounds`` rounds, each attacking a fresh
   sample of training examples with the *current* model and fine-tuning one epoch on train + all
   found so far (TextAttack's adversarial training, on our engine and budgets).
@@ -12,6 +14,10 @@ Methods (``--method``):
   over pairs from training sentences and their Neighbor_1 (:mod:`textaudit.harden.losses`); p is
   each sentence's patch pair, or the protected pairs of ``--pair``/``--group`` (counterfactual
   consistency).
+
+``--pair``/``--group`` name the weakness: they are p of the second-order attacks (mining and
+evaluation: a natural neighbour whose prediction flips under the swap), the consistency pairs, and
+the pairs of B_{p,k} before and after.
 
 Held out, honestly: harden trains and attacks only the training split (examples whose text also
 occurs in the evaluation data are dropped from it), then audits the original and the hardened model
@@ -42,6 +48,8 @@ METHODS = ("augment", "adversarial", "consistency")
 SUMMARY = "harden.json"
 SETTINGS = "settings.json"
 MODEL_DIR = "model"
+#: the fewest words of a training example harden attacks or pairs
+MIN_WORDS = 4
 
 
 def parse_eval_attacks(spec: str | list[str] | tuple[str, ...]) -> list[tuple[str, int | None]]:
@@ -84,6 +92,7 @@ class HardenSettings:
     rounds: int = 2
     lr: float | None = None
     consistency_weight: float = 1.0
+    found_weight: int = 1
     neighbors: int = 4
     pairs: list[list[str]] | None = None
     group: str | None = None
@@ -109,6 +118,7 @@ class HardenSettings:
         check_options(self.attack, {"k": self.k if "k" in spec.options else None, "max_queries": self.max_queries})
         for name, value, least in (("--train-sample", self.train_sample, 1), ("--epochs", self.epochs, 1),
                                    ("--rounds", self.rounds, 1), ("--neighbors", self.neighbors, 0),
+                                   ("--found-weight", self.found_weight, 1),
                                    ("--eval-limit", self.eval_limit, 1), ("--max-train", self.max_train, 1)):
             if value is not None and value < least:
                 raise TextAuditError(f"{name} must be at least {least} (got {value})")
@@ -199,8 +209,10 @@ def harden(settings: HardenSettings, out: str | Path, *, progress: bool = True, 
     before = original.classifier(name, device=device)
     needs_mlm = s.method == "consistency" or any(_needs_mlm(m) for m, _ in evals) or _needs_mlm(s.attack)
     mlm = load_mlm(s.mlm) if needs_mlm else None
+    # the examples attacked (or the sources of consistency pairs) are drawn from the training examples of
+    # at least MIN_WORDS words: a one- or two-word phrase has no natural neighbourhood worth hardening
     rng = np.random.default_rng(s.seed)
-    order = rng.permutation(len(train_texts))
+    order = [i for i in rng.permutation(len(train_texts)) if len(train_texts[i].split()) >= MIN_WORDS]
     model_dir = out / MODEL_DIR
     cost: dict[str, float] = {}
     found_files: list[str] = []
@@ -223,7 +235,8 @@ def harden(settings: HardenSettings, out: str | Path, *, progress: bool = True, 
                 tm = time.perf_counter()
                 recs = mine(clf, [train_texts[i] for i in idx], [train_labels[i] for i in idx],
                             [train_ids[i] for i in idx], method=s.attack, k=s.k, mlm=mlm, output=f, seed=s.seed,
-                            max_queries=s.max_queries, data=train_id, in_flight=in_flight, progress=progress)
+                            max_queries=s.max_queries, data=train_id, in_flight=in_flight, progress=progress,
+                            pairs=pairs)
                 cost["attack_train_seconds"] = cost.get("attack_train_seconds", 0.0) + time.perf_counter() - tm
                 mined += recs
                 found += found_examples(recs)
@@ -233,7 +246,8 @@ def harden(settings: HardenSettings, out: str | Path, *, progress: bool = True, 
                     _load_weights(hardened, round_state)
                 else:
                     _say(f"harden: fine-tuning on {len(train_texts)} training examples + {len(found)} found", progress)
-                    _fine_tune(hardened, train_texts + [t for t, _ in found], train_labels + [y for _, y in found],
+                    w = s.found_weight  # each found example counts w times (TextAttack's share of adversarial examples)
+                    _fine_tune(hardened, train_texts + [t for t, _ in found] * w, train_labels + [y for _, y in found] * w,
                                s, epochs=s.epochs if s.method == "augment" else 1, seed=s.seed + r,
                                state=out / f".train-state{tag}.pt", device=device, progress=progress)
                     _save_weights(hardened, round_state)
@@ -293,7 +307,7 @@ def harden(settings: HardenSettings, out: str | Path, *, progress: bool = True, 
              progress)
         attacks.append(attack_before_after(before, after, method, k, texts, labels, ids, mlm=mlm, out=out, seed=s.seed,
                                            data=eval_id, max_queries=s.max_queries, in_flight=in_flight,
-                                           progress=progress))
+                                           progress=progress, pairs=pairs))
     bias = []
     if pairs:
         _say(f"harden: B_(p,{s.bias_k}) of {len(pairs)} pairs on {eval_id}, before and after", progress)
@@ -375,19 +389,27 @@ def _load_weights(t, path: Path) -> None:
 
 def _fine_tune(t, texts: list[str], labels: list[int], s: HardenSettings, *, epochs: int, seed: int, state: Path,
                device: str | None, progress: bool, pairs: list[tuple[str, str]] | None = None) -> None:
-    """Go on training ``t.module`` (in place) on ``texts``: early stopping on a held-out 2 % of them."""
+    """Go on training ``t.module`` (in place) on ``texts`` for ``epochs`` epochs, and keep the last
+    weights: no early stopping on held-out accuracy, which would pick the epoch that has learned the
+    least of what hardening teaches (the held-out before/after judges the result)."""
     from textaudit.device import pick_device
     from textaudit.models.zoo.train import DEFAULTS, TrainConfig, fit
 
     base = dict(DEFAULTS.get(t.arch, DEFAULTS["minilm"]))
     base.pop("epochs", None)
     base.pop("tune_embeddings", None)
-    cfg = TrainConfig(arch=t.arch, epochs=epochs, seed=seed, max_len=t.max_len, patience=epochs + 1,
+    cfg = TrainConfig(arch=t.arch, epochs=epochs, seed=seed, max_len=t.max_len, select_best=False,
                       **{k: v for k, v in base.items() if k != "max_len"})
     if s.lr is not None:
         cfg.lr = s.lr
     if s.lora:
         t.module = _with_lora(t.module)
+    embed = getattr(t.module, "embed", None)
+    if t.config.get("train", {}).get("tune_embeddings") and embed is not None:
+        # a word model trained with tuned GloVe rows goes on tuning them (sparse updates): swapping w1 for w2
+        # stops mattering most directly where their vectors move together
+        embed.sparse = True
+        embed.weight.requires_grad_(True)
     objective = None
     if pairs:
         from textaudit.harden.losses import consistency_objective

@@ -20,27 +20,40 @@ import numpy as np
 
 from textaudit.errors import TextAuditError
 
-__all__ = ["mine", "found_examples", "consistency_pairs"]
+__all__ = ["mine", "build_attack", "found_examples", "consistency_pairs"]
 
 
 def mine(classifier, texts: Sequence[str], labels: Sequence[int], ids: Sequence[str], *, method: str, k: int | None,
          mlm, output: Path, seed: int, max_queries: int | None = None, data: str = "train",
-         in_flight: int | None = None, progress: bool = True) -> list[dict]:
+         in_flight: int | None = None, progress: bool = True,
+         pairs: Sequence[tuple[str, str]] | None = None) -> list[dict]:
     """Attack ``texts`` (training examples) with ``method`` into ``output`` (resumed when it exists)
-    and return the records."""
-    from textaudit.attacks.registry import make_attack, method_spec
+    and return the records. ``pairs``: the second-order attacks' p is one of them (either direction)."""
     from textaudit.attacks.run import run_attack
 
-    spec = method_spec(method)
-    opts = {"seed": seed, "max_queries": max_queries, **({"k": k} if "k" in spec.options else {}),
-            **({"mlm": mlm} if spec.needs_mlm else {})}
-    atk = make_attack(method, classifier, **opts)
+    atk = build_attack(method, classifier, k=k, mlm=mlm, seed=seed, max_queries=max_queries, pairs=pairs)
     if hasattr(atk, "rank_patch_words"):
         atk.rank_patch_words(texts)
     _, records = run_attack(atk, list(texts), list(labels), ids=list(ids), output=output, resume=output.exists(),
                             config={"data": data, "role": "harden: weaknesses of the training split"},
                             progress=progress, in_flight=in_flight)
     return records
+
+
+def build_attack(method: str, classifier, *, k: int | None, mlm, seed: int, max_queries: int | None = None,
+                 pairs: Sequence[tuple[str, str]] | None = None):
+    """``method`` on ``classifier`` with the options it takes (k, the masked LM); with ``pairs``, a
+    second-order attack's p = (w1, w2) is one of them, in either direction."""
+    from textaudit.attacks.patch import PatchWords
+    from textaudit.attacks.registry import make_attack, method_spec
+
+    spec = method_spec(method)
+    opts = {"seed": seed, "max_queries": max_queries, **({"k": k} if "k" in spec.options else {}),
+            **({"mlm": mlm} if spec.needs_mlm else {})}
+    if pairs and "patch_words" in spec.options:
+        both = list(dict.fromkeys([(a, b) for a, b in pairs] + [(b, a) for a, b in pairs]))
+        opts["patch_words"] = PatchWords(classifier, both)
+    return make_attack(method, classifier, **opts)
 
 
 def found_examples(records: Sequence[dict]) -> list[tuple[str, int]]:

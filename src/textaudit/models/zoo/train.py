@@ -46,6 +46,7 @@ class TrainConfig:
     max_len: int = 256
     evals_per_epoch: int = 1
     tune_embeddings: bool = False  # word models: fine-tune the GloVe vectors (sparse updates)
+    select_best: bool = True  # keep the best held-out checkpoint (and stop early); False: train every epoch, keep the last
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -271,7 +272,7 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
                 result.history.append(rec)
                 if on_eval:
                     on_eval(rec)
-                if acc > best or math.isnan(acc):
+                if acc > best or math.isnan(acc) or not cfg.select_best:
                     best, bad = acc, 0
                     best_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
                 else:

@@ -1,0 +1,113 @@
+"""Does ``audit harden`` work? Before and after, side by side, for each method, in one run.
+
+For every method: the original and the hardened model on the *same* first ``--eval-limit`` SST-2 dev
+examples (harden never attacks or trains on dev): clean accuracy, SO-Enum k=1 success with McNemar's
+exact test (the headline), and beside it SO-Beam k=6 success and its mean ℓ0, Genetic success
+(does hardening against second-order weaknesses move the vulnerable example further away, and does
+it transfer to a first-order attack?). Then ``--method consistency --group gender`` on ``--bias-model``
+with B_{he,she},1 and B_{his,her},1 before and after, with their intervals.
+
+    python benchmarks/harden.py                       # cnn augment + adversarial, lstm consistency
+    python benchmarks/harden.py --methods augment --eval-limit 50 --no-bias    # a quick look
+
+Every run is an ``audit harden`` folder under ``--out-dir`` (resumable: rerun the same command).
+Acceptance (#37): augment and adversarial each lower SO-Enum k=1 success by >= 10 points with
+McNemar p < 0.01 at a clean accuracy loss <= 1.5 points.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+
+def _pct(x) -> str:
+    return "–" if x is None else f"{100 * x:.1f}"
+
+
+def _ci(ci) -> str:
+    return "–" if not ci else f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="cnn")
+    ap.add_argument("--methods", default="augment,adversarial")
+    ap.add_argument("--attack", default="so-beam", help="mining attack")
+    ap.add_argument("--k", type=int, default=3, help="k of the mining attack")
+    ap.add_argument("--train-sample", type=int, default=1000)
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--eval-limit", type=int, default=200)
+    ap.add_argument("--eval-attacks", default="so-enum:1,so-beam:6,genetic")
+    ap.add_argument("--bias-model", default="lstm")
+    ap.add_argument("--no-bias", action="store_true")
+    ap.add_argument("--consistency-weight", type=float, default=1.0)
+    ap.add_argument("--mlm", default="minilm-mlm")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out-dir", default="runs/harden-bench")
+    args = ap.parse_args()
+
+    from textaudit.harden import HardenSettings, harden, parse_eval_attacks
+
+    evals = [[m, k] for m, k in parse_eval_attacks(args.eval_attacks)]
+    out = Path(args.out_dir)
+    results = {}
+    for method in [m.strip() for m in args.methods.split(",") if m.strip()]:
+        s = HardenSettings(model=args.model, method=method, attack=args.attack, k=args.k,
+                           train_sample=args.train_sample, epochs=args.epochs, rounds=args.rounds,
+                           eval_limit=args.eval_limit, eval_attacks=evals, mlm=args.mlm, seed=args.seed)
+        results[method] = harden(s, out / f"{args.model}-{method}")
+
+    print(f"\n## {args.model}: before → after on the first {args.eval_limit} SST-2 dev examples (percent, 95% CI)\n")
+    print("| method | clean acc before | after | Δ | McNemar p (acc) |" +
+          "".join(f" {m}{'' if k is None else f' k={k}'} before | after | Δ | McNemar p | ℓ0 before → after |"
+                  for m, k in evals) + " mining s | training s |")
+    print("|---" * (5 + 5 * len(evals) + 2) + "|")
+    for method, r in results.items():
+        acc = r["accuracy"]
+        row = [method, f"{_pct(acc['before']['rate'])} {_ci(acc['before']['ci95'])}",
+               f"{_pct(acc['after']['rate'])} {_ci(acc['after']['ci95'])}",
+               f"{100 * (acc['after']['rate'] - acc['before']['rate']):+.1f}", str(acc["mcnemar"]["p"])]
+        for a in r["attacks"]:
+            b, f = a["before"], a["after"]
+            row += [f"{_pct(b['success_rate'])} {_ci(b['ci95'])}", f"{_pct(f['success_rate'])} {_ci(f['ci95'])}",
+                    f"{100 * (f['success_rate'] - b['success_rate']):+.1f}", str(a["mcnemar"]["p"]),
+                    f"{b['mean_l0']} → {f['mean_l0']}"]
+        row += [str(r["cost"].get("attack_train_seconds", 0)), str(r["cost"].get("train_seconds", 0))]
+        print("| " + " | ".join(row) + " |")
+    for method, r in results.items():
+        head = r["attacks"][0]
+        drop = 100 * (head["before"]["success_rate"] - head["after"]["success_rate"])
+        loss = 100 * (r["accuracy"]["before"]["rate"] - r["accuracy"]["after"]["rate"])
+        ok = drop >= 10 and (head["mcnemar"]["p"] or 1) < 0.01 and loss <= 1.5
+        print(f"{method}: {head['method']} success −{drop:.1f} points (McNemar p {head['mcnemar']['p']}), clean accuracy "
+              f"−{loss:.1f} points → acceptance {'met' if ok else 'NOT met'}")
+
+    if not args.no_bias:
+        s = HardenSettings(model=args.bias_model, method="consistency", group="gender", train_sample=args.train_sample,
+                           epochs=args.epochs, consistency_weight=args.consistency_weight, eval_limit=None,
+                           eval_attacks=[["so-enum", 1]], mlm=args.mlm, seed=args.seed)
+        r = harden(s, out / f"{args.bias_model}-consistency-gender")
+        print(f"\n## {args.bias_model} consistency --group gender: B_(p,1) on SST-2 dev before → after\n")
+        print("| pair | B before [95% CI] | B after [95% CI] | |B| lower | after's interval excludes before |")
+        print("|---|---|---|---|---|")
+        for b in r["bias"]:
+            if tuple(b["pair"]) in {("he", "she"), ("his", "her")} or len(r["bias"]) <= 6:
+                print(f"| {b['pair'][0]}→{b['pair'][1]} | {b['before']['B']:+.5f} {b['before']['ci95']} | "
+                      f"{b['after']['B']:+.5f} {b['after']['ci95']} | {b['abs_B_lower']} | {b['interval_excludes_before']} |")
+        acc = r["accuracy"]
+        print(f"\nclean accuracy {_pct(acc['before']['rate'])} → {_pct(acc['after']['rate'])} (McNemar p {acc['mcnemar']['p']});"
+              f" gender-pair SO-Enum k=1 success {_pct(r['before']['success_rate'])} → {_pct(r['after']['success_rate'])}"
+              f" (p {r['mcnemar_p']})")
+    print("\n" + json.dumps({m: {"before": r["before"], "after": r["after"], "mcnemar_p": r["mcnemar_p"]}
+                             for m, r in results.items()}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,211 @@
+"""audit harden: a tiny real model with a planted weakness (``movie`` flips it negative: in its
+training data every ``movie`` sentence is negative and every ``film`` one positive) is hardened,
+and the before/after on held-out sentences — where film and movie occur regardless of the label —
+shows the weakness gone; nothing held out is attacked or trained on."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from textaudit.results import read_jsonl
+
+POS = ["great", "wonderful", "charming", "funny", "brilliant", "delightful", "moving", "lovely"]
+NEG = ["dull", "boring", "awful", "tedious", "weak", "lame", "poor", "bland"]
+TEMPLATES = ["the {n} is {a} .", "a {a} {n} with a strong cast .", "this {n} was {a} and long .",
+             "i thought the {n} was {a} .", "what a {a} little {n} ."]
+#: held-out sentences are built from other templates (so none of them is a training sentence by chance)
+HELD_OUT = ["the {n} felt {a} to me .", "my friends found the {n} {a} .", "honestly , a {a} {n} ."]
+
+
+def _rows(seed: int, planted: bool, n: int) -> list[tuple[int, str]]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        y = i % 2
+        noun = ("film" if y else "movie") if planted else rng.choice(["film", "movie"])
+        out.append((y, rng.choice(TEMPLATES if planted else HELD_OUT).format(n=noun, a=rng.choice(POS if y else NEG))))
+    return out
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    """train.tsv (the planted shortcut), dev.tsv (held out; one of its sentences is also in train.tsv)
+    and a zoo bow trained on train.tsv."""
+    from textaudit.models.zoo.build import train_model
+
+    root = tmp_path_factory.mktemp("planted")
+    train, dev = _rows(0, True, 600), _rows(1, False, 40)
+    train.append(dev[0])
+    for name, rows in (("train.tsv", train), ("dev.tsv", dev)):
+        (root / name).write_text("label\ttext\n" + "".join(f"{y}\t{t}\n" for y, t in rows))
+    train_model("bow", data=str(root / "train.tsv"), out=root / "bow", epochs=8, progress=False,
+                eval_data=str(root / "dev.tsv"))
+    return root
+
+
+def _args(root: Path, out: Path, *extra: str) -> list[str]:
+    return ["harden", "--model", str(root / "bow"), "--data", str(root / "train.tsv"), "--eval-data",
+            str(root / "dev.tsv"), "--mlm", "minilm-mlm", "--pair", "film,movie", "--out", str(out), *extra]
+
+
+def test_consistency_removes_the_planted_flip_and_the_report_says_so(cli, planted, tmp_path):
+    out = tmp_path / "h"
+    args = _args(planted, out, "--method", "consistency", "--train-sample", "100", "--epochs", "5",
+                 "--consistency-weight", "5", "--json")
+    r = cli(*args)
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    # the headline: SO-Enum k=1 with p = (film, movie) finds a flipping neighbour of (almost) every
+    # held-out sentence before, and of far fewer after; McNemar on the paired examples says it is no accident
+    assert res["before"]["success_rate"] >= 0.9
+    assert res["after"]["success_rate"] <= res["before"]["success_rate"] - 0.2
+    assert res["mcnemar_p"] < 0.01
+    assert res["after"]["accuracy"] >= res["before"]["accuracy"] - 0.1  # at most 4 of 40
+    (b,) = res["bias"]
+    assert b["pair"] == ["film", "movie"] and abs(b["before"]["B"]) > 0.2
+    assert abs(b["after"]["B"]) < abs(b["before"]["B"]) / 3 and b["interval_excludes_before"] and b["abs_B_lower"]
+    lo, hi = b["after"]["ci95"]
+    assert lo <= b["after"]["B"] <= hi
+    # held out: the dev sentence planted in train.tsv was left out of training; dev was never attacked for training
+    assert res["held_out"] == {"eval_examples": 40, "train_examples": 600, "train_overlap_removed": 1,
+                               "attacked_for_training": 0}
+    # the hardened model is a checkpoint every command takes
+    assert res["model"] == str(out / "model")
+    a = cli("attack", "--model", res["model"], "--data", str(planted / "dev.tsv"), "--limit", "2", "--k", "1",
+            "--mlm", "minilm-mlm", "--no-ppl", "--json")
+    assert a.exit_code == 0, a.output
+    # the report renders the before/after from the folder
+    rep = cli("report", str(out), "--out", str(tmp_path / "r.md"))
+    assert rep.exit_code == 0, rep.output
+    md = (tmp_path / "r.md").read_text()
+    assert "Hardening: " in md and "consistency" in md and "film→movie" in md
+    row = next(line for line in md.splitlines() if line.startswith("| so-enum k=1: success rate"))
+    assert f"| {res['before']['success_rate']:.3g} |" in row.replace("1.0 |", "1 |") or str(res["before"]["success_rate"]) in row
+    assert str(res["mcnemar_p"]) in row
+    html = cli("report", str(out), "--out", str(tmp_path / "r.html"))
+    assert html.exit_code == 0 and "data:image/png;base64" in (tmp_path / "r.html").read_text()
+    # a rerun resumes: nothing is trained again and the numbers are the same
+    again = cli(*args)
+    assert again.exit_code == 0, again.output
+    assert "already trained" in again.stderr
+    assert json.loads(again.stdout.strip().splitlines()[-1])["after"] == res["after"]
+    # the same folder with other settings is refused in one line
+    other = cli(*_args(planted, out, "--method", "consistency", "--epochs", "1"))
+    assert other.exit_code == 2 and "other settings" in other.output and "epochs" in other.output
+
+
+def test_augment_trains_on_what_it_found_in_the_training_split_only(planted, tmp_path):
+    from textaudit.harden import HardenSettings, harden
+    from textaudit.models import load_classifier
+
+    dev_texts = {line.split("\t", 1)[1].strip() for line in (planted / "dev.tsv").read_text().splitlines()[1:]}
+    train_lines = (planted / "train.tsv").read_text().splitlines()[1:]
+    s = HardenSettings(model=str(planted / "bow"), method="augment", k=1, data=str(planted / "train.tsv"),
+                       train_sample=120, epochs=3, found_weight=10, pairs=[["film", "movie"]],
+                       eval_data=str(planted / "dev.tsv"), mlm="minilm-mlm")
+    res = harden(s, tmp_path / "h", progress=False)
+    found = read_jsonl(tmp_path / "h" / "found.jsonl")
+    assert len(found) == 120 == res["held_out"]["attacked_for_training"]
+    for r in found:  # training examples only, never a held-out one (the planted duplicate included)
+        assert r["id"].startswith("train.tsv:") and r["text"] not in dev_texts
+        assert f"{r['label']}\t{r['text']}" in train_lines
+    wins = [r for r in found if r["status"] == "success"]
+    assert len(wins) >= 60 and all({r["pair"][0], r["pair"][1]} == {"film", "movie"} for r in wins)
+    # what it trained on: x̃ and x̃ ⊕ p with the gold label, so the model learns that the swap changes nothing
+    info = json.loads((tmp_path / "h" / "model" / "textaudit.json").read_text())
+    assert info["hardened"]["found"] == 2 * len(wins) and info["hardened"]["method"] == "augment"
+    assert "dev_accuracy" not in info
+    (b,) = res["bias"]
+    assert abs(b["after"]["B"]) < abs(b["before"]["B"]) / 2 and b["interval_excludes_before"]
+    assert res["after"]["success_rate"] <= res["before"]["success_rate"] - 0.2 and res["mcnemar_p"] < 0.01
+    after = load_classifier(str(tmp_path / "h" / "model"))
+    p = after.predict_proba(["the movie is great .", "the film is great ."])
+    before = load_classifier(str(planted / "bow")).predict_proba(["the movie is great .", "the film is great ."])
+    assert abs(p[0, 1] - p[1, 1]) < abs(before[0, 1] - before[1, 1])
+
+
+def test_adversarial_attacks_each_round_with_the_model_of_the_round_before(planted, tmp_path):
+    from textaudit.harden import HardenSettings, harden
+    from textaudit.results import read_header
+
+    s = HardenSettings(model=str(planted / "bow"), method="adversarial", k=1, data=str(planted / "train.tsv"),
+                       train_sample=80, rounds=2, found_weight=10, pairs=[["film", "movie"]],
+                       eval_data=str(planted / "dev.tsv"),
+                       mlm="minilm-mlm")
+    res = harden(s, tmp_path / "h", progress=False)
+    assert res["found_files"] == ["found.round1.jsonl", "found.round2.jsonl"]
+    r1, r2 = (read_jsonl(tmp_path / "h" / f) for f in res["found_files"])
+    assert len(r1) == len(r2) == 40 and not {r["id"] for r in r1} & {r["id"] for r in r2}  # a fresh sample
+    assert read_header(tmp_path / "h" / "found.round1.jsonl")["config"]["model"] == str(planted / "bow")
+    assert read_header(tmp_path / "h" / "found.round2.jsonl")["config"]["model"].endswith("+adversarial@round1")
+    # what both rounds found, trained in: the planted swap moves the held-out predictions far less
+    (b,) = res["bias"]
+    assert abs(b["after"]["B"]) < abs(b["before"]["B"]) / 2 and b["interval_excludes_before"]
+    assert not list((tmp_path / "h").glob(".round*.pt"))  # intermediate weights are removed once saved
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--model", "x.py:clf"], "whose weights textaudit cannot train"),
+    (["--model", "http://127.0.0.1:9/v1/completions"], "whose weights textaudit cannot train"),
+    (["--model", "llm:smollm2"], "whose weights textaudit cannot train"),
+    (["--method", "magic"], "unknown --method 'magic'"),
+    (["--eval-data", "sst2:train"], "is the training split"),
+    (["--eval-attack", "so-enum:x"], "k must be a whole number"),
+    (["--eval-attack", "genetic:2"], "genetic has no k"),
+    (["--eval-attack", "so-enum:5"], "k <= 2"),
+    (["--pair", "he,she", "--group", "gender"], "--pair or --group"),
+    (["--lora"], "--lora fine-tunes adapters of hf: models"),
+])
+def test_what_harden_cannot_do_is_one_line_before_anything_loads(cli, tmp_path, args, message):
+    base = {"--model": "cnn", "--method": "augment", "--out": str(tmp_path / "o")}
+    flat = dict(zip(args[::2], args[1::2])) if len(args) % 2 == 0 else {}
+    argv = ["harden"] + [x for k, v in {**base, **flat}.items() for x in (k, v)]
+    if args == ["--lora"]:
+        argv = ["harden", *[x for k, v in base.items() for x in (k, v)], "--lora"]
+    r = cli(*argv)
+    assert r.exit_code == 2, r.output
+    assert message in r.output and "Traceback" not in r.output
+    assert not (tmp_path / "o").exists()  # nothing was written, no model was trained
+
+
+def test_an_hf_classifier_is_fine_tuned_and_saved_where_hf_loads_it(tmp_path):
+    """A tiny real BERT classifier (built here over the shipped MiniLM vocabulary): hardened with
+    the consistency loss, saved as a HuggingFace folder that --model and hf: take."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+
+    from textaudit.harden import HardenSettings, harden
+    from textaudit.models import load_classifier
+    from textaudit.resources import resolve
+
+    tok = BertTokenizerFast.from_pretrained(resolve("minilm"))
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                     intermediate_size=64, num_labels=2, id2label={0: "negative", 1: "positive"},
+                     label2id={"negative": 0, "positive": 1})
+    src = tmp_path / "tiny-bert"
+    BertForSequenceClassification(cfg).save_pretrained(src)
+    tok.save_pretrained(src)
+    data = tmp_path / "train.tsv"
+    rows = _rows(0, True, 120)
+    data.write_text("label\ttext\n" + "".join(f"{'positive' if y else 'negative'}\t{t}\n" for y, t in rows))
+    dev = tmp_path / "dev.tsv"
+    dev.write_text("label\ttext\n" + "".join(f"{'positive' if y else 'negative'}\t{t}\n" for y, t in _rows(1, False, 8)))
+    s = HardenSettings(model=f"hf:{src}", method="consistency", data=str(data), train_sample=20, neighbors=0,
+                       epochs=1, pairs=[["film", "movie"]], eval_data=str(dev), eval_limit=8,
+                       eval_attacks=[["so-enum", 1]], mlm="minilm-mlm")
+    res = harden(s, tmp_path / "h", progress=False)
+    saved = tmp_path / "h" / "model"
+    assert (saved / "config.json").is_file() and (saved / "textaudit-harden.json").is_file()
+    assert json.loads((saved / "textaudit-harden.json").read_text())["method"] == "consistency"
+    after = load_classifier(str(saved))
+    assert after.labels == ["negative", "positive"]
+    texts = ["the film is great .", "a dull movie ."]
+    assert not torch.allclose(torch.tensor(after.predict_proba(texts)),
+                              torch.tensor(load_classifier(f"hf:{src}").predict_proba(texts)))
+    assert load_classifier(f"hf:{saved}").predict_proba(texts).shape == (2, 2)
+    assert res["accuracy"]["before"]["n"] == 8 and res["bias"][0]["pair"] == ["film", "movie"]
