@@ -172,9 +172,13 @@ def test_what_harden_cannot_do_is_one_line_before_anything_loads(cli, tmp_path, 
     assert not (tmp_path / "o").exists()  # nothing was written, no model was trained
 
 
-def test_an_hf_classifier_is_fine_tuned_and_saved_where_hf_loads_it(tmp_path):
+@pytest.mark.parametrize("lora", [False, True])
+def test_an_hf_classifier_is_fine_tuned_and_saved_where_hf_loads_it(tmp_path, lora):
     """A tiny real BERT classifier (built here over the shipped MiniLM vocabulary): hardened with
-    the consistency loss, saved as a HuggingFace folder that --model and hf: take."""
+    the consistency loss (whole, or LoRA adapters merged back), saved as a HuggingFace folder that
+    --model and hf: take."""
+    if lora:
+        pytest.importorskip("peft", reason="--lora needs the lora extra (pip install 'textaudit[lora]')")
     import torch
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
 
@@ -197,9 +201,12 @@ def test_an_hf_classifier_is_fine_tuned_and_saved_where_hf_loads_it(tmp_path):
     dev.write_text("label\ttext\n" + "".join(f"{'positive' if y else 'negative'}\t{t}\n" for y, t in _rows(1, False, 8)))
     s = HardenSettings(model=f"hf:{src}", method="consistency", data=str(data), train_sample=20, neighbors=0,
                        epochs=1, pairs=[["film", "movie"]], eval_data=str(dev), eval_limit=8,
-                       eval_attacks=[["so-enum", 1]], mlm="minilm-mlm")
+                       eval_attacks=[["so-enum", 1]], mlm="minilm-mlm", lora=lora, lr=1e-2 if lora else None)
     res = harden(s, tmp_path / "h", progress=False)
     saved = tmp_path / "h" / "model"
+    if lora:  # the adapters were merged: a plain BERT classifier, no peft needed to load it
+        assert not (saved / "adapter_config.json").exists()
+        assert "lora" not in (saved / "model.safetensors").read_bytes()[:4096].decode("latin-1")
     assert (saved / "config.json").is_file() and (saved / "textaudit-harden.json").is_file()
     assert json.loads((saved / "textaudit-harden.json").read_text())["method"] == "consistency"
     after = load_classifier(str(saved))

@@ -580,3 +580,22 @@ def test_a_masked_lm_with_nan_weights_stops_the_run_instead_of_giving_empty_neig
             "--k", "1", "--method", "so-enum", "--pairs-file", str(tmp_path / "pairs.txt"), "--no-ppl", "--output", str(out))
     assert r.exit_code == 2 and "gave NaN scores" in r.output and "Traceback" not in r.output, r.output
     assert not [line for line in out.read_text().splitlines()[1:] if line.strip()]  # no record, only the header
+
+
+def test_a_one_word_example_is_an_error_record_not_a_crash_of_the_whole_run(tmp_path, cli):
+    """Class 1: ranking the patch words parsed every example as a neighbourhood sentence, so one
+    one-word example (SST-2 train has thousands: "tiresomely") stopped the run before any record."""
+    (tmp_path / "d.tsv").write_text("label\ttext\n1\ttiresomely\n1\ta deep and meaningful film .\n")
+    (tmp_path / "p.py").write_text("def clf(texts):\n    return [[0.9, 0.1] if 'movie' in t.split() else [0.1, 0.9] "
+                                   "for t in texts]\n")
+    (tmp_path / "pairs.txt").write_text("film,movie\n")
+    out = tmp_path / "o.jsonl"
+    r = cli("attack", "--model", f"{tmp_path}/p.py:clf", "--mlm", "minilm-mlm", "--data", str(tmp_path / "d.tsv"),
+            "--k", "1", "--method", "so-enum", "--pairs-file", str(tmp_path / "pairs.txt"), "--no-ppl",
+            "--output", str(out))
+    assert r.exit_code == 0, r.output
+    from textaudit.results import read_jsonl
+
+    recs = {x["text"]: x for x in read_jsonl(out)}
+    assert recs["tiresomely"]["status"] == "error" and "fewer than two words" in recs["tiresomely"]["reason"]
+    assert recs["a deep and meaningful film ."]["status"] == "success"

@@ -146,19 +146,24 @@ class PatchWords:
     # -- selection ---------------------------------------------------------------------------------
     def select(self, x0: Sentence, exclude_positions: Sequence[int] = ()) -> Patch | None:
         """Return the best-ranked applicable p for ``x0`` (w1 exactly once, w2 absent), or None."""
+        best = self.select_many(x0, 1, exclude_positions)
+        return best[0] if best else None
+
+    def select_many(self, x0: Sentence, m: int, exclude_positions: Sequence[int] = (), *,
+                    per_word: int = 1) -> list[Patch]:
+        """The ``m`` best-ranked applicable p for ``x0``, largest gap first (ties by (w1, w2)); at
+        most ``per_word`` of them share w1 (1: each word's best w2, as :meth:`select` ranks them)."""
         lower = [t.lower() for t in x0.tokens]
         self.fit(lower)  # nothing to do when the attack ranked its data's words beforehand
         present = set(lower)
-        best: Patch | None = None
+        found: list[Patch] = []
         for i, w in enumerate(lower):
             if i in exclude_positions or lower.count(w) != 1 or w not in self._best_for:
                 continue
-            for gap, w2 in self._best_for[w]:
-                if w2 not in present:
-                    if best is None or gap > best.score or (gap == best.score and (w, w2) < (best.w1, best.w2)):
-                        best = Patch(w, w2, i, gap)
-                    break
-        return best
+            found.extend(Patch(w, w2, i, gap) for gap, w2 in
+                         [(g, w2) for g, w2 in self._best_for[w] if w2 not in present][:per_word])
+        found.sort(key=lambda p: (-p.score, p.w1, p.w2))
+        return found[:m]
 
     def ranking(self, top: int = 20) -> list[tuple[str, str, float]]:
         """Return the ``top`` pairs with the largest gap (for reports)."""

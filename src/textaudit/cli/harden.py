@@ -48,6 +48,9 @@ def harden(
         "augment, adversarial: each found example is trained on this many times (found examples are few beside "
         "the training split).")),
     neighbors: int = typer.Option(4, "--neighbors", min=0, help="Neighbor_1 sentences per consistency source."),
+    pairs_per_sentence: int = typer.Option(1, "--pairs-per-sentence", min=1, help=(
+        "consistency without --pair: the best-ranked patch pairs p of each source sentence (1: the one the "
+        "second-order attacks choose).")),
     pair: Optional[str] = typer.Option(None, "--pair", help="Protected pair, e.g. he,she: consistency pairs and B before/after."),
     group: Optional[str] = typer.Option(None, "--group", help="A protected group's pairs (gender, nationality, …)."),
     eval_data: str = typer.Option("sst2:dev", "--eval-data", help="Held-out examples of the before/after audit."),
@@ -73,6 +76,7 @@ def harden(
     settings = HardenSettings(model=model, method=method, attack=attack, k=k, data=data, train_sample=train_sample,
                               max_train=max_train, epochs=epochs, rounds=rounds, lr=lr,
                               consistency_weight=consistency_weight, found_weight=found_weight, neighbors=neighbors,
+                              pairs_per_sentence=pairs_per_sentence,
                               pairs=[list(parse_pair(pair))] if pair else None, group=group, eval_data=eval_data,
                               eval_limit=eval_limit, eval_attacks=[[m, kk] for m, kk in evals],
                               max_queries=max_queries, mlm=mlm, lora=lora, seed=seed)

@@ -94,6 +94,7 @@ class HardenSettings:
     consistency_weight: float = 1.0
     found_weight: int = 1
     neighbors: int = 4
+    pairs_per_sentence: int = 1
     pairs: list[list[str]] | None = None
     group: str | None = None
     bias_k: int = 1
@@ -119,6 +120,7 @@ class HardenSettings:
         for name, value, least in (("--train-sample", self.train_sample, 1), ("--epochs", self.epochs, 1),
                                    ("--rounds", self.rounds, 1), ("--neighbors", self.neighbors, 0),
                                    ("--found-weight", self.found_weight, 1),
+                                   ("--pairs-per-sentence", self.pairs_per_sentence, 1),
                                    ("--eval-limit", self.eval_limit, 1), ("--max-train", self.max_train, 1)):
             if value is not None and value < least:
                 raise TextAuditError(f"{name} must be at least {least} (got {value})")
@@ -153,6 +155,9 @@ def _check_out(out: Path, settings: HardenSettings) -> None:
         except (OSError, ValueError):
             raise TextAuditError(f"{prev} is damaged; delete {out} or choose another --out") from None
         new = json.loads(json.dumps(settings.to_dict()))
+        # a setting added since that run had its default then: the folder still resumes
+        defaults = json.loads(json.dumps(HardenSettings(settings.model, settings.method).to_dict()))
+        old = {**{k: v for k, v in defaults.items() if k not in old}, **old}
         differ = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
         if differ:
             shown = "; ".join(f"{k}: {old.get(k)!r} → {new.get(k)!r}" for k in differ[:3])
@@ -264,7 +269,7 @@ def harden(settings: HardenSettings, out: str | Path, *, progress: bool = True, 
             tm = time.perf_counter()
             cpairs = consistency_pairs(src, builder=builder, pairs=pairs,
                                        patch_words=None if pairs else PatchWords(before), neighbors=s.neighbors,
-                                       seed=s.seed)
+                                       seed=s.seed, per_sentence=s.pairs_per_sentence)
             if pairs:  # every training sentence with a protected word is a pair too (no neighbours: cheap)
                 rest = [train_texts[i] for i in order[s.train_sample:]]
                 cpairs += consistency_pairs(rest, builder=builder, pairs=pairs, neighbors=0, seed=s.seed)

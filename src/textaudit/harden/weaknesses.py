@@ -70,13 +70,15 @@ def found_examples(records: Sequence[dict]) -> list[tuple[str, int]]:
 
 
 def consistency_pairs(texts: Sequence[str], *, builder, pairs: Sequence[tuple[str, str]] | None = None,
-                      patch_words=None, neighbors: int = 4, seed: int = 0) -> list[tuple[str, str]]:
+                      patch_words=None, neighbors: int = 4, seed: int = 0, per_sentence: int = 1
+                      ) -> list[tuple[str, str]]:
     """Pairs (x̃, x̃ ⊕ p) over ``texts`` and up to ``neighbors`` Neighbor_1 sentences of each.
 
     ``pairs``: protected pairs (bias): every sentence with exactly one of p's words (either
     direction, :func:`~textaudit.fairness.pairs.find_sources`) is a source. Otherwise
-    ``patch_words`` (:class:`~textaudit.attacks.patch.PatchWords`): each sentence's best-ranked patch
-    pair p (as the second-order attacks choose it). The neighbours are drawn with ``seed``."""
+    ``patch_words`` (:class:`~textaudit.attacks.patch.PatchWords`): each sentence's ``per_sentence``
+    best-ranked patch pairs (1: the p the second-order attacks choose; more: the next ones too, each
+    with its own neighbours). The neighbours are drawn with ``seed``."""
     from textaudit.attacks.patch import Patch, apply_patch
     from textaudit.fairness.pairs import find_sources
     from textaudit.sentence import Sentence
@@ -92,13 +94,13 @@ def consistency_pairs(texts: Sequence[str], *, builder, pairs: Sequence[tuple[st
     else:
         for t in texts:
             s = builder.parse(t)
-            p = patch_words.select(s)
-            if p is not None:
-                sources.append((s, p))
+            sources.extend((s, p) for p in patch_words.select_many(s, per_sentence, per_word=per_sentence))
     rng = np.random.default_rng(seed)
-    found = builder.neighbors1([s for s, _ in sources], protected=()) if neighbors > 0 and sources else [[]] * len(sources)
+    unique = list(dict.fromkeys(s for s, _ in sources))  # a sentence with several p: its neighbours once
+    of = dict(zip(unique, builder.neighbors1(unique))) if neighbors > 0 and unique else {}
     out: list[tuple[str, str]] = []
-    for (s, p), nbrs in zip(sources, found):
+    for s, p in sources:
+        nbrs = of.get(s, [])
         keep = [z for z in nbrs if len(z) > p.position and z.tokens[p.position].lower() == p.w1]  # the swapped word stays
         if len(keep) > neighbors:
             keep = [keep[i] for i in sorted(rng.choice(len(keep), neighbors, replace=False))]
