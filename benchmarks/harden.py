@@ -7,7 +7,7 @@ exact test (the headline), and beside it SO-Beam k=6 success and its mean ℓ0, 
 it transfer to a first-order attack?). Then ``--method consistency --group gender`` on ``--bias-model``
 with B_{he,she},1 and B_{his,her},1 before and after, with their intervals.
 
-    python benchmarks/harden.py                       # cnn augment + adversarial, lstm consistency
+    python benchmarks/harden.py                       # cnn augment, adversarial, consistency; lstm gender
     python benchmarks/harden.py --methods augment --eval-limit 50 --no-bias    # a quick look
 
 Every run is an ``audit harden`` folder under ``--out-dir`` (resumable: rerun the same command).
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -37,17 +38,21 @@ def _ci(ci) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="cnn")
-    ap.add_argument("--methods", default="augment,adversarial")
+    ap.add_argument("--methods", default="augment,adversarial,consistency")
     ap.add_argument("--attack", default="so-beam", help="mining attack")
-    ap.add_argument("--k", type=int, default=3, help="k of the mining attack")
-    ap.add_argument("--train-sample", type=int, default=1000)
+    ap.add_argument("--k", type=int, default=1, help="k of the mining attack")
+    ap.add_argument("--train-sample", type=int, default=2000)
+    ap.add_argument("--found-weight", type=int, default=5)
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--eval-limit", type=int, default=200)
     ap.add_argument("--eval-attacks", default="so-enum:1,so-beam:6,genetic")
     ap.add_argument("--bias-model", default="lstm")
     ap.add_argument("--no-bias", action="store_true")
-    ap.add_argument("--consistency-weight", type=float, default=1.0)
+    ap.add_argument("--consistency-weight", type=float, default=10.0)
+    ap.add_argument("--consistency-epochs", type=int, default=3)
+    ap.add_argument("--pairs-per-sentence", type=int, default=8)
+    ap.add_argument("--neighbors", type=int, default=2)
     ap.add_argument("--mlm", default="minilm-mlm")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out-dir", default="runs/harden-bench")
@@ -58,11 +63,24 @@ def main() -> None:
     evals = [[m, k] for m, k in parse_eval_attacks(args.eval_attacks)]
     out = Path(args.out_dir)
     results = {}
+    first: Path | None = None
     for method in [m.strip() for m in args.methods.split(",") if m.strip()]:
+        folder = out / f"{args.model}-{method}"
         s = HardenSettings(model=args.model, method=method, attack=args.attack, k=args.k,
-                           train_sample=args.train_sample, epochs=args.epochs, rounds=args.rounds,
+                           train_sample=args.train_sample, rounds=args.rounds, found_weight=args.found_weight,
+                           **(dict(epochs=args.consistency_epochs, consistency_weight=args.consistency_weight,
+                                   pairs_per_sentence=args.pairs_per_sentence, neighbors=args.neighbors)
+                              if method == "consistency" else dict(epochs=args.epochs)),
                            eval_limit=args.eval_limit, eval_attacks=evals, mlm=args.mlm, seed=args.seed)
-        results[method] = harden(s, out / f"{args.model}-{method}")
+        if first is not None and not folder.exists():
+            # the original model's side of the before/after is the same run for every method (same model,
+            # examples, attacks and seed; each file's header is checked on resume): attacked once, shared
+            folder.mkdir(parents=True)
+            (folder / "settings.json").write_text(json.dumps(s.to_dict(), indent=1))
+            for f in first.glob("before.*.jsonl"):
+                shutil.copy(f, folder / f.name)
+        results[method] = harden(s, folder)
+        first = first or folder
 
     print(f"\n## {args.model}: before → after on the first {args.eval_limit} SST-2 dev examples (percent, 95% CI)\n")
     print("| method | clean acc before | after | Δ | McNemar p (acc) |" +
@@ -91,7 +109,8 @@ def main() -> None:
 
     if not args.no_bias:
         s = HardenSettings(model=args.bias_model, method="consistency", group="gender", train_sample=args.train_sample,
-                           epochs=args.epochs, consistency_weight=args.consistency_weight, eval_limit=None,
+                           epochs=args.consistency_epochs, consistency_weight=args.consistency_weight,
+                           neighbors=args.neighbors, eval_limit=None,
                            eval_attacks=[["so-enum", 1]], mlm=args.mlm, seed=args.seed)
         r = harden(s, out / f"{args.bias_model}-consistency-gender")
         print(f"\n## {args.bias_model} consistency --group gender: B_(p,1) on SST-2 dev before → after\n")

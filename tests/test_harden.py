@@ -159,8 +159,20 @@ def test_adversarial_attacks_each_round_with_the_model_of_the_round_before(plant
     (["--eval-attack", "so-enum:5"], "k <= 2"),
     (["--pair", "he,she", "--group", "gender"], "--pair or --group"),
     (["--lora"], "--lora fine-tunes adapters of hf: models"),
+    (["--attack", "nope"], "unknown attack method 'nope'"),
+    (["--attack", "so-enum", "--k", "3"], "k <= 2"),
+    (["--eval-attack", ","], "needs at least one method"),
+    (["--eval-attack", "so-enum:1,so-enum:1"], "names so-enum:1 twice"),
+    (["--eval-attack", "magic:1"], "unknown attack method 'magic'"),
+    (["--pair", "he"], "he"),
+    (["--group", "martians"], "unknown group 'martians'"),
+    (["--model", "/no/such/dir"], "unknown model '/no/such/dir'"),
+    (["--train-sample", "0"], "--train-sample"),
+    (["--found-weight", "0"], "--found-weight"),
+    (["--eval-data", "sst2:train", "--data", "sst2"], "is the training split"),
 ])
 def test_what_harden_cannot_do_is_one_line_before_anything_loads(cli, tmp_path, args, message):
+    """Each is a bad input that must cost nothing: exit 2, one line, no folder, no model trained."""
     base = {"--model": "cnn", "--method": "augment", "--out": str(tmp_path / "o")}
     flat = dict(zip(args[::2], args[1::2])) if len(args) % 2 == 0 else {}
     argv = ["harden"] + [x for k, v in {**base, **flat}.items() for x in (k, v)]
@@ -216,3 +228,31 @@ def test_an_hf_classifier_is_fine_tuned_and_saved_where_hf_loads_it(tmp_path, lo
                               torch.tensor(load_classifier(f"hf:{src}").predict_proba(texts)))
     assert load_classifier(f"hf:{saved}").predict_proba(texts).shape == (2, 2)
     assert res["accuracy"]["before"]["n"] == 8 and res["bias"][0]["pair"] == ["film", "movie"]
+
+
+def test_a_folder_harden_did_not_write_is_never_written_into(cli, tmp_path):
+    base = ["harden", "--model", "cnn", "--method", "augment"]
+    (tmp_path / "file").write_text("x")
+    r = cli(*base, "--out", str(tmp_path / "file"))
+    assert r.exit_code == 2 and "is a file" in r.output
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep me")
+    r = cli(*base, "--out", str(tmp_path / "mine"))
+    assert r.exit_code == 2 and "not a harden run" in r.output
+    assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == ["notes.txt"]
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "settings.json").write_text("{not json")
+    r = cli(*base, "--out", str(tmp_path / "bad"))
+    assert r.exit_code == 2 and "is damaged" in r.output
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{", "is not a readable harden summary"),
+    ('{"header": {"command": "attack"}}', "is not an audit harden summary"),
+    ('{"header": {"command": "harden"}}', "is not an audit harden summary"),
+])
+def test_report_refuses_a_damaged_harden_summary_in_one_line(cli, tmp_path, content, message):
+    (tmp_path / "h").mkdir()
+    (tmp_path / "h" / "harden.json").write_text(content)
+    r = cli("report", str(tmp_path / "h"), "--out", str(tmp_path / "r.md"))
+    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output

@@ -107,5 +107,7 @@ def print_before_after(result: dict) -> None:
                       b["after"]["B"], format_ci(b["after"]["ci95"], 5), b["interval_excludes_before"]]
                      for b in result["bias"]])
     c = result["cost"]
-    print_table("cost (seconds)", ["mining attacks", "training", "evaluation"],
-                [[c.get("attack_train_seconds", 0), c.get("train_seconds", 0), c.get("evaluate_seconds", 0)]])
+    print_table("cost (seconds)", ["attacking the training sample", "building consistency pairs", "training",
+                                   "evaluation"],
+                [[c.get("attack_train_seconds", "–"), c.get("pairs_seconds", "–"), c.get("train_seconds", 0),
+                  c.get("evaluate_seconds", 0)]])

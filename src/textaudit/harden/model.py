@@ -35,6 +35,10 @@ def check_trainable(spec: str) -> None:
     if kind is not None:
         raise TextAuditError(f"{_WHY}; '{spec}' is {kind}, whose weights textaudit cannot train: harden it where it "
                              "was trained, then audit the result with --model")
+    from textaudit.models.zoo.names import ZOO_MODELS
+
+    if not spec.startswith("hf:") and spec not in ZOO_MODELS and not Path(spec).expanduser().is_dir():
+        raise TextAuditError(f"unknown model '{spec}'; {_WHY}")
 
 
 @dataclass

@@ -298,9 +298,10 @@ def _harden(item: Loaded, n: int) -> Section:
                                   b["after"]["B"], format_ci(b["after"]["ci95"], 5), b["abs_B_lower"],
                                   b["interval_excludes_before"]] for b in h["bias"]]))
     cost = h.get("cost", {})
-    sec.tables.append(Table("What it cost (seconds)", ["mining attacks", "training", "evaluation"],
-                            [[cost.get("attack_train_seconds", 0), cost.get("train_seconds", 0),
-                              cost.get("evaluate_seconds", 0)]]))
+    sec.tables.append(Table("What it cost (seconds)", ["attacking the training sample", "building consistency pairs",
+                                                         "training", "evaluation"],
+                            [[cost.get("attack_train_seconds", "–"), cost.get("pairs_seconds", "–"),
+                              cost.get("train_seconds", 0), cost.get("evaluate_seconds", 0)]]))
     sec.notes.append(f"held out: harden attacked and trained only {h.get('data')} ({held.get('train_examples')} examples; "
                      f"{held.get('train_overlap_removed', 0)} that also occur in {h.get('eval_data')} left out)")
     figures, notes = _figures(lambda d: [plot_before_after(h, d)], lambda p: "Before and after, with 95% intervals")
