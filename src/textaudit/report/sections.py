@@ -276,7 +276,8 @@ def _harden(item: Loaded, n: int) -> Section:
     acc, held = h["accuracy"], h.get("held_out", {})
     cfg = item.config
     sec = Section(f"harden-{n}", f"Hardening: {h.get('from')} → {h.get('method')} (before and after)", "harden",
-                  [("summary", item.path.name), ("hardened model", h.get("model")), ("method", h.get("method")),
+                  [("summary", item.path.name), ("hardened model", shown_path(Path(str(h.get("model"))), item.path.parent)),
+                   ("method", h.get("method")),
                    ("mining attack", f"{cfg.get('attack')} k={cfg.get('k')}" if h.get("method") != "consistency" else None),
                    ("training data", h.get("data")), ("held-out data", h.get("eval_data")), ("seed", cfg.get("seed"))])
     sec.settings = [(k, v) for k, v in sec.settings if v is not None]
