@@ -599,3 +599,60 @@ def test_a_one_word_example_is_an_error_record_not_a_crash_of_the_whole_run(tmp_
     recs = {x["text"]: x for x in read_jsonl(out)}
     assert recs["tiresomely"]["status"] == "error" and "fewer than two words" in recs["tiresomely"]["reason"]
     assert recs["a deep and meaningful film ."]["status"] == "success"
+
+
+# -- masked-LM corpora, their sources.json and artifact metadata (class 3: trusted fields) ----------
+@pytest.mark.parametrize("name, content, message", [
+    ("a.txt", b"caf\xe9 au lait is good\n", "is not UTF-8 text"),
+    ("a.jsonl", b'{"text": "a fine sentence here"}\n{"text": \n', "line 2: not a JSON object"),
+    ("a.jsonl", b'{"sentence": "no text field here"}\n', "line 1: 'text' must be a string (got NoneType)"),
+    ("a.jsonl", b'{"text": 42}\n', "line 1: 'text' must be a string (got int)"),
+    ("a.jsonl", b'["text", "a list"]\n', "line 1: 'text' must be a string"),
+])
+def test_a_damaged_corpus_file_is_one_line_naming_the_file_and_line(tmp_path, name, content, message):
+    from textaudit.errors import TextAuditError
+    from textaudit.neighborhoods.corpus import read_corpus
+
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / name).write_bytes(content)
+    with pytest.raises(TextAuditError, match=None) as e:
+        read_corpus(tmp_path / "c")
+    assert message in str(e.value) and name in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "is not readable JSON"),
+    ('["a.txt"]', "holds a list, not an object"),
+    ('{"a.txt": "wikipedia"}', "the entry of 'a.txt' must be an object of strings"),
+    ('{"a.txt": {"source": "x", "licence": 3}}', "the entry of 'a.txt' must be an object of strings"),
+])
+def test_a_damaged_sources_json_is_refused_before_training_not_after(tmp_path, content, message):
+    """It was read only when the first checkpoint was saved — after the training it describes."""
+    from textaudit.errors import TextAuditError
+    from textaudit.neighborhoods.train_mlm import corpus_sources
+
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "a.txt").write_text("one fine sentence of text\n")
+    (tmp_path / "c" / "sources.json").write_text(content)
+    with pytest.raises(TextAuditError) as e:
+        corpus_sources([tmp_path / "c"])
+    assert message in str(e.value) and "sources.json" in str(e.value) and "\n" not in str(e.value)
+    (tmp_path / "c" / "sources.json").write_text('{"a.txt": {"source": "my notes", "licence": "CC0"}}')
+    assert corpus_sources([tmp_path / "c"]) == ["my notes (CC0)"]
+
+
+@pytest.mark.parametrize("meta, message", [
+    ({"scale": "abc"}, "metadata 'scale' is 'abc', not a finite number"),
+    ({"scale": "nan"}, "metadata 'scale' is 'nan', not a finite number"),
+    ({"scale": "2.0", "info": "{"}, "metadata 'info' is not a JSON object"),
+    ({"scale": "2.0", "info": "[1, 2]"}, "metadata 'info' is not a JSON object"),
+])
+def test_a_minilm_mlm_artifact_with_bad_metadata_is_one_line(tmp_path, cli, meta, message):
+    import torch
+    from safetensors.torch import save_file
+
+    art = tmp_path / "mine.safetensors"
+    save_file({"lora.layer.A": torch.zeros(2, 2)}, str(art), metadata=meta)
+    r = cli("neighbors", "--mlm", str(art), "--k", "1", "a deep and meaningful film .")
+    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output
+    assert r.output.count("error:") == 1

@@ -217,10 +217,27 @@ def read_corpus(path: str | Path) -> list[str]:
         raise TextAuditError(f"no corpus at {path}: give a folder of *.txt / *.jsonl files (audit mlm-corpus writes one)")
     out: dict[str, None] = {}
     for f in files:
-        for line in f.read_text(encoding="utf-8").splitlines():
+        try:
+            lines = f.read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError as e:
+            raise TextAuditError(f"corpus file {f} is not UTF-8 text (byte {e.start}); convert it or remove it") from None
+        for n, line in enumerate(lines, 1):
             if line.strip():
-                out.setdefault(json.loads(line)["text"] if f.suffix == ".jsonl" else line.strip())
+                out.setdefault(line.strip() if f.suffix != ".jsonl" else _jsonl_text(f, n, line))
     return list(out)
+
+
+def _jsonl_text(f: Path, n: int, line: str) -> str:
+    """The ``text`` of line ``n`` of a corpus ``.jsonl`` file, or a one-line error naming the line."""
+    try:
+        row = json.loads(line)
+    except ValueError:
+        raise TextAuditError(f"{f}, line {n}: not a JSON object; each line is {{\"text\": \"...\"}}") from None
+    text = row.get("text") if isinstance(row, dict) else None
+    if not isinstance(text, str):
+        raise TextAuditError(f"{f}, line {n}: 'text' must be a string (got {type(text).__name__}); each line is "
+                             "{\"text\": \"...\"}")
+    return text
 
 
 def _done_batches(path: Path) -> tuple[int, set[str]]:

@@ -12,6 +12,7 @@ the head and the layer norms (a few MB); it is merged over the PyPI encoder at l
 from __future__ import annotations
 
 import json
+import math
 
 from textaudit.errors import TextAuditError
 from textaudit.neighborhoods.masked_lm import HFMaskedLM
@@ -61,6 +62,18 @@ def read_artifact(path, *, fix: str) -> tuple[dict, dict]:
         raise TextAuditError(f"minilm-mlm weights {path} are corrupt ({str(e)[:100]}); {fix}") from None
     if not any(k.startswith("lora.") for k in tensors) or "scale" not in meta:
         raise TextAuditError(f"{path} is not a minilm-mlm artifact (no LoRA adapters); {fix}")
+    try:
+        scale = float(meta["scale"])
+    except ValueError:
+        scale = float("nan")
+    if not math.isfinite(scale):
+        raise TextAuditError(f"minilm-mlm weights {path}: metadata 'scale' is {meta['scale']!r}, not a finite number; {fix}")
+    try:
+        info = json.loads(meta.get("info", "{}"))
+    except ValueError:
+        info = None
+    if not isinstance(info, dict):
+        raise TextAuditError(f"minilm-mlm weights {path}: metadata 'info' is not a JSON object; {fix}")
     return tensors, meta
 
 

