@@ -17,7 +17,6 @@ from textaudit.cli.app import (
     SeedOpt,
     app,
     emit_json,
-    format_ci,
     notice,
     print_table,
 )
@@ -89,25 +88,18 @@ def harden(
 
 
 def print_before_after(result: dict) -> None:
-    """The before/after tables: clean accuracy, every evaluation attack, B_(p,k)."""
-    acc = result["accuracy"]
-    rows = [["clean accuracy", acc["before"]["rate"], format_ci(acc["before"]["ci95"], 3), acc["after"]["rate"],
-             format_ci(acc["after"]["ci95"], 3), acc["mcnemar"]["p"]]]
-    for a in result["attacks"]:
-        name = a["method"] + (f" k={a['k']}" if a["k"] is not None else "")
-        rows.append([f"{name} success", a["before"]["success_rate"], format_ci(a["before"]["ci95"], 3),
-                     a["after"]["success_rate"], format_ci(a["after"]["ci95"], 3), a["mcnemar"]["p"]])
-        rows.append([f"{name} mean ℓ0", a["before"]["mean_l0"], "", a["after"]["mean_l0"], "", ""])
+    """The before/after tables: clean accuracy, every evaluation attack, B_(p,k), and the cost."""
+    from textaudit.harden.before_after import (
+        BIAS_COLUMNS,
+        COST_COLUMNS,
+        SUMMARY_COLUMNS,
+        bias_rows,
+        cost_rows,
+        summary_rows,
+    )
+
     print_table(f"{result['from']} → {result['method']} on {result['held_out']['eval_examples']} held-out examples of "
-                f"{result['eval_data']}", ["metric", "before", "95% CI", "after", "95% CI", "McNemar p"], rows)
+                f"{result['eval_data']}", SUMMARY_COLUMNS, summary_rows(result))
     if result["bias"]:
-        print_table("B_(p,k) before and after", ["pair", "k", "B before", "95% CI", "B after", "95% CI",
-                                                  "interval excludes before"],
-                    [[f"{b['pair'][0]}→{b['pair'][1]}", b["k"], b["before"]["B"], format_ci(b["before"]["ci95"], 5),
-                      b["after"]["B"], format_ci(b["after"]["ci95"], 5), b["interval_excludes_before"]]
-                     for b in result["bias"]])
-    c = result["cost"]
-    print_table("cost (seconds)", ["attacking the training sample", "building consistency pairs", "training",
-                                   "evaluation"],
-                [[c.get("attack_train_seconds", "–"), c.get("pairs_seconds", "–"), c.get("train_seconds", 0),
-                  c.get("evaluate_seconds", 0)]])
+        print_table("B_(p,k) before and after", BIAS_COLUMNS, bias_rows(result))
+    print_table("cost (seconds)", COST_COLUMNS, cost_rows(result))

@@ -270,10 +270,18 @@ def _perturbscore(item: Loaded, n: int) -> Section:
 
 
 def _harden(item: Loaded, n: int) -> Section:
+    from textaudit.harden.before_after import (
+        BIAS_COLUMNS,
+        COST_COLUMNS,
+        SUMMARY_COLUMNS,
+        bias_rows,
+        cost_rows,
+        summary_rows,
+    )
     from textaudit.harden.plots import plot_before_after
 
     h = item.summary
-    acc, held = h["accuracy"], h.get("held_out", {})
+    held = h.get("held_out", {})
     cfg = item.config
     sec = Section(f"harden-{n}", f"Hardening: {h.get('from')} → {h.get('method')} (before and after)", "harden",
                   [("summary", item.path.name), ("hardened model", shown_path(Path(str(h.get("model"))), item.path.parent)),
@@ -281,28 +289,12 @@ def _harden(item: Loaded, n: int) -> Section:
                    ("mining attack", f"{cfg.get('attack')} k={cfg.get('k')}" if h.get("method") != "consistency" else None),
                    ("training data", h.get("data")), ("held-out data", h.get("eval_data")), ("seed", cfg.get("seed"))])
     sec.settings = [(k, v) for k, v in sec.settings if v is not None]
-    rows = [["clean accuracy", _num(acc["before"]["rate"]), format_ci(acc["before"]["ci95"], 3), _num(acc["after"]["rate"]),
-             format_ci(acc["after"]["ci95"], 3), acc["mcnemar"]["p"]]]
-    for a in h["attacks"]:
-        name = a["method"] + (f" k={a['k']}" if a["k"] is not None else "")
-        rows.append([f"{name}: success rate", _num(a["before"]["success_rate"]), format_ci(a["before"]["ci95"], 3),
-                     _num(a["after"]["success_rate"]), format_ci(a["after"]["ci95"], 3), a["mcnemar"]["p"]])
-        rows.append([f"{name}: mean ℓ0 of successes", _num(a["before"]["mean_l0"]), "", _num(a["after"]["mean_l0"]), "", ""])
     sec.tables.append(Table(f"Before and after on the same {held.get('eval_examples')} held-out examples "
                             "(Wilson 95% intervals; McNemar's exact test on the paired examples)",
-                            ["metric", "before", "95% CI", "after", "95% CI", "McNemar p"], rows))
+                            SUMMARY_COLUMNS, summary_rows(h)))
     if h.get("bias"):
-        sec.tables.append(Table("B_(p,k) before and after (the same sentences)",
-                                ["pair", "k", "B before", "95% CI", "B after", "95% CI", "|B| lower",
-                                 "after's interval excludes before"],
-                                [[f"{b['pair'][0]}→{b['pair'][1]}", b["k"], b["before"]["B"], format_ci(b["before"]["ci95"], 5),
-                                  b["after"]["B"], format_ci(b["after"]["ci95"], 5), b["abs_B_lower"],
-                                  b["interval_excludes_before"]] for b in h["bias"]]))
-    cost = h.get("cost", {})
-    sec.tables.append(Table("What it cost (seconds)", ["attacking the training sample", "building consistency pairs",
-                                                         "training", "evaluation"],
-                            [[cost.get("attack_train_seconds", "–"), cost.get("pairs_seconds", "–"),
-                              cost.get("train_seconds", 0), cost.get("evaluate_seconds", 0)]]))
+        sec.tables.append(Table("B_(p,k) before and after (the same sentences)", BIAS_COLUMNS, bias_rows(h)))
+    sec.tables.append(Table("What it cost (seconds)", COST_COLUMNS, cost_rows(h)))
     sec.notes.append(f"held out: harden attacked and trained only {h.get('data')} ({held.get('train_examples')} examples; "
                      f"{held.get('train_overlap_removed', 0)} that also occur in {h.get('eval_data')} left out)")
     figures, notes = _figures(lambda d: [plot_before_after(h, d)], lambda p: "Before and after, with 95% intervals")
