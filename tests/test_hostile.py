@@ -370,6 +370,12 @@ CASES: list[tuple[str, list[str], dict[str, str], str]] = [
     ("serve with no body", ["serve", "--model", G, "--max-body-bytes", "0"], {}, "Invalid value for '--max-body-bytes'"),
     ("unknown --group-pairs", ["bias", "--model", G, "--group", "religion", "--group-pairs", "some"], {},
      "unknown --group-pairs 'some'; use one of reference, all"),
+    ("harden a plug-in", ["harden", "--model", G, "--method", "augment", "--out", w("h")], {},
+     "whose weights textaudit cannot train"),
+    ("harden into a results file", ["harden", "--model", "cnn", "--method", "augment", "--out", w("existing.jsonl")],
+     {}, "is a file"),
+    ("harden held out on train", ["harden", "--model", "cnn", "--method", "consistency", "--eval-data", "sst2:train",
+                                  "--out", w("h")], {}, "is the training split"),
 ]
 
 
