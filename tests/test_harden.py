@@ -112,6 +112,8 @@ def test_augment_trains_on_what_it_found_in_the_training_split_only(planted, tmp
     res = harden(s, tmp_path / "h", progress=False)
     found = read_jsonl(tmp_path / "h" / "found.jsonl")
     assert len(found) == 120 == res["held_out"]["attacked_for_training"]
+    again = harden(s, tmp_path / "h", progress=False)  # a rerun evaluates the saved model and says the same
+    assert again["held_out"] == res["held_out"] and again["after"] == res["after"]
     for r in found:  # training examples only, never a held-out one (the planted duplicate included)
         assert r["id"].startswith("train.tsv:") and r["text"] not in dev_texts
         assert f"{r['label']}\t{r['text']}" in train_lines

@@ -183,6 +183,7 @@ def harden(settings: HardenSettings, out: str | Path, *, progress: bool = True, 
     from textaudit.harden.model import load_trainable
     from textaudit.harden.weaknesses import found_examples, mine
     from textaudit.neighborhoods.mlm import load_mlm
+    from textaudit.results import read_jsonl
 
     s = settings
     s.check()
@@ -297,6 +298,7 @@ def harden(settings: HardenSettings, out: str | Path, *, progress: bool = True, 
         info = _read_info(model_dir)
         cost = dict(info.get("cost", {}))
         found_files = sorted(p.name for p in out.glob("found*.jsonl"))
+        mined = [r for f in found_files for r in read_jsonl(out / f)]
     from textaudit.models import load_classifier
 
     after = load_classifier(str(model_dir), device=device)
