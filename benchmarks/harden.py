@@ -104,8 +104,8 @@ def main() -> None:
         drop = 100 * (head["before"]["success_rate"] - head["after"]["success_rate"])
         loss = 100 * (r["accuracy"]["before"]["rate"] - r["accuracy"]["after"]["rate"])
         ok = drop >= 10 and (head["mcnemar"]["p"] or 1) < 0.01 and loss <= 1.5
-        print(f"{method}: {head['method']} success −{drop:.1f} points (McNemar p {head['mcnemar']['p']}), clean accuracy "
-              f"−{loss:.1f} points → acceptance {'met' if ok else 'NOT met'}")
+        print(f"{method}: {head['method']} success {-drop:+.1f} points (McNemar p {head['mcnemar']['p']}), clean accuracy "
+              f"{-loss:+.1f} points → acceptance {'met' if ok else 'NOT met'}")
 
     if not args.no_bias:
         s = HardenSettings(model=args.bias_model, method="consistency", group="gender", train_sample=args.train_sample,
