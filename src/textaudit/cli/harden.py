@@ -89,17 +89,10 @@ def harden(
 
 def print_before_after(result: dict) -> None:
     """The before/after tables: clean accuracy, every evaluation attack, B_(p,k), and the cost."""
-    from textaudit.harden.before_after import (
-        BIAS_COLUMNS,
-        COST_COLUMNS,
-        SUMMARY_COLUMNS,
-        bias_rows,
-        cost_rows,
-        summary_rows,
-    )
+    from textaudit.harden import before_after as ba
 
     print_table(f"{result['from']} → {result['method']} on {result['held_out']['eval_examples']} held-out examples of "
-                f"{result['eval_data']}", SUMMARY_COLUMNS, summary_rows(result))
+                f"{result['eval_data']}", ba.SUMMARY_COLUMNS, ba.summary_rows(result))
     if result["bias"]:
-        print_table("B_(p,k) before and after", BIAS_COLUMNS, bias_rows(result))
-    print_table("cost (seconds)", COST_COLUMNS, cost_rows(result))
+        print_table("B_(p,k) before and after", ba.BIAS_COLUMNS, ba.bias_rows(result))
+    print_table("cost (seconds)", ba.COST_COLUMNS, ba.cost_rows(result))

@@ -270,14 +270,7 @@ def _perturbscore(item: Loaded, n: int) -> Section:
 
 
 def _harden(item: Loaded, n: int) -> Section:
-    from textaudit.harden.before_after import (
-        BIAS_COLUMNS,
-        COST_COLUMNS,
-        SUMMARY_COLUMNS,
-        bias_rows,
-        cost_rows,
-        summary_rows,
-    )
+    from textaudit.harden import before_after as ba
     from textaudit.harden.plots import plot_before_after
 
     h = item.summary
@@ -291,10 +284,10 @@ def _harden(item: Loaded, n: int) -> Section:
     sec.settings = [(k, v) for k, v in sec.settings if v is not None]
     sec.tables.append(Table(f"Before and after on the same {held.get('eval_examples')} held-out examples "
                             "(Wilson 95% intervals; McNemar's exact test on the paired examples)",
-                            SUMMARY_COLUMNS, summary_rows(h)))
+                            ba.SUMMARY_COLUMNS, ba.summary_rows(h)))
     if h.get("bias"):
-        sec.tables.append(Table("B_(p,k) before and after (the same sentences)", BIAS_COLUMNS, bias_rows(h)))
-    sec.tables.append(Table("What it cost (seconds)", COST_COLUMNS, cost_rows(h)))
+        sec.tables.append(Table("B_(p,k) before and after (the same sentences)", ba.BIAS_COLUMNS, ba.bias_rows(h)))
+    sec.tables.append(Table("What it cost (seconds)", ba.COST_COLUMNS, ba.cost_rows(h)))
     sec.notes.append(f"held out: harden attacked and trained only {h.get('data')} ({held.get('train_examples')} examples; "
                      f"{held.get('train_overlap_removed', 0)} that also occur in {h.get('eval_data')} left out)")
     figures, notes = _figures(lambda d: [plot_before_after(h, d)], lambda p: "Before and after, with 95% intervals")
