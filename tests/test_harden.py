@@ -260,3 +260,33 @@ def test_report_refuses_a_damaged_harden_summary_in_one_line(cli, tmp_path, cont
     (tmp_path / "h" / "harden.json").write_text(content)
     r = cli("report", str(tmp_path / "h"), "--out", str(tmp_path / "r.md"))
     assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output
+
+
+def test_the_consistency_batches_depend_on_the_step_not_on_the_run(planted):
+    """A training run killed and resumed draws the same pair batches as one that was not: the draw
+    is seeded by the step. Both texts of a pair go through the model in one forward."""
+    import torch
+
+    from textaudit.harden.losses import consistency_objective
+    from textaudit.models.zoo.checkpoint import load_module
+
+    module, tok, _ = load_module(planted / "bow")
+    seen: list[list[list[int]]] = []
+
+    class Recording(torch.nn.Module):
+        def forward(self, **enc):
+            seen.append(enc["input_ids"].tolist())
+            return module(**enc)
+
+    pairs = [(f"the film is {a} .", f"the movie is {a} .") for a in POS + NEG]
+    batch = {k: v for k, v in dict(tok(["the film is dull ."])).items()}
+    y = torch.tensor([0])
+    loss = {}
+    for run in ("first", "resumed"):
+        objective = consistency_objective(pairs, tok, weight=1.0, batch_size=4, seed=3, device="cpu")
+        loss[run] = float(objective(Recording(), batch, y, 0.25).detach())
+    assert len(seen) == 4 and seen[1] == seen[3] and len(seen[1]) == 8  # one forward of 4 pairs, the same draw
+    assert loss["first"] == pytest.approx(loss["resumed"]) and loss["first"] > float(
+        torch.nn.functional.cross_entropy(module(**batch), y))  # the swap moves this model: KL > 0
+    consistency_objective(pairs, tok, weight=1.0, batch_size=4, seed=3, device="cpu")(Recording(), batch, y, 0.5)
+    assert seen[5] != seen[1]  # another step, another draw

@@ -28,26 +28,24 @@ def consistency_objective(pairs: Sequence[tuple[str, str]], encode: Callable, *,
                           seed: int, device: str) -> Callable:
     """``objective(module, batch, y, progress) -> loss`` for :func:`~textaudit.models.zoo.train.fit`:
     cross-entropy on the training batch plus ``weight`` × the symmetric KL of a random batch of
-    ``pairs`` (drawn with ``seed``; a resumed run draws other batches, which changes nothing it
-    guarantees)."""
+    ``pairs``. The batch is drawn from ``seed`` and the step (``progress``), so a training run that
+    was killed and resumed draws the same batches as one that was not; both texts of the drawn pairs
+    go through the model in one forward."""
     import torch.nn.functional as F
 
-    rng = np.random.default_rng(seed)
     pairs = list(pairs)
-
-    def logits(module, texts):
-        enc = {k: v.to(device) for k, v in dict(encode(list(texts))).items()}
-        out = module(**enc)
-        return getattr(out, "logits", out)
 
     def objective(module, batch, y, progress):
         out = module(**batch)
         loss = F.cross_entropy(getattr(out, "logits", out), y)
         if pairs and weight > 0:
+            rng = np.random.default_rng([seed, int(round(progress * 2**40))])
             pick = rng.choice(len(pairs), min(batch_size, len(pairs)), replace=False)
-            a = logits(module, [pairs[i][0] for i in pick])
-            b = logits(module, [pairs[i][1] for i in pick])
-            loss = loss + weight * symmetric_kl(a, b)
+            texts = [pairs[i][0] for i in pick] + [pairs[i][1] for i in pick]
+            enc = {k: v.to(device) for k, v in dict(encode(texts)).items()}
+            both = module(**enc)
+            both = getattr(both, "logits", both)
+            loss = loss + weight * symmetric_kl(both[:len(pick)], both[len(pick):])
         return loss
 
     return objective
