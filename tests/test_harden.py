@@ -90,6 +90,21 @@ def test_consistency_removes_the_planted_flip_and_the_report_says_so(cli, plante
     assert float(cells[5]) == pytest.approx(res["mcnemar_p"], rel=1e-3)
     html = cli("report", str(out), "--out", str(tmp_path / "r.html"))
     assert html.exit_code == 0 and "data:image/png;base64" in (tmp_path / "r.html").read_text()
+    # the folder into pandas: every held-out attack record, before and after; the summary is harden.json's
+    from textaudit.results import load
+
+    for path in (out, out / "harden.json"):
+        loaded = load(path)
+        df = loaded.to_pandas()
+        assert df.attrs["command"] == "harden" and df.attrs["config"]["method"] == "consistency"
+        assert sorted(set(df["role"])) == ["after", "before"] and set(df["attack"]) == {"so-enum k=1"}
+        for role in ("before", "after"):
+            side = df[df["role"] == role]
+            assert list(side["id"]) == [x["id"] for x in read_jsonl(out / f"{role}.so-enum-k1.jsonl")]
+            attacked = side[side["status"].isin(["success", "failed"])]
+            assert (attacked["status"] == "success").mean() == pytest.approx(res[role]["success_rate"], abs=1e-4)
+        assert loaded.summary()["mcnemar_p"] == res["mcnemar_p"] and loaded.summary()["model"] == res["model"]
+        assert "hardened model" in loaded._repr_html_() and "<script" not in loaded._repr_html_()
     # a rerun resumes: nothing is trained again and the numbers are the same
     again = cli(*args)
     assert again.exit_code == 0, again.output

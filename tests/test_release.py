@@ -69,6 +69,8 @@ def test_audit_cite_names_a_commands_papers_and_refuses_an_unknown_command(cli):
     keys = [k for k, _ in _entries(r.stdout)]
     assert keys == ["textaudit", *keys_for("bias")] and "zhang2021double" in keys and "zhao2018gender" in keys
     assert "jia2019certified" not in keys
+    keys = [k for k, _ in _entries(cli("cite", "harden").stdout)]  # what harden's methods come from
+    assert {"zhang2021double", "morris2020textattack", "zheng2016stability", "garg2019counterfactual"} <= set(keys)
     r = cli("cite", "wordorder", "--json")
     assert r.exit_code == 0
     out = json.loads(r.stdout.strip().splitlines()[-1])

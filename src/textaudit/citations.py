@@ -96,6 +96,18 @@ PAPERS: dict[str, str] = {
   booktitle = {International Conference on Learning Representations (ICLR)},
   year = {2022}
 }""",
+    "zheng2016stability": """@inproceedings{zheng2016stability,
+  title = {Improving the Robustness of Deep Neural Networks via Stability Training},
+  author = {Zheng, Stephan and Song, Yang and Leung, Thomas and Goodfellow, Ian},
+  booktitle = {Proceedings of the IEEE Conference on Computer Vision and Pattern Recognition (CVPR)},
+  year = {2016}
+}""",
+    "garg2019counterfactual": """@inproceedings{garg2019counterfactual,
+  title = {Counterfactual Fairness in Text Classification through Robustness},
+  author = {Garg, Sahaj and Perot, Vincent and Limtiaco, Nicole and Taly, Ankur and Chi, Ed H. and Beutel, Alex},
+  booktitle = {Proceedings of the 2019 AAAI/ACM Conference on AI, Ethics, and Society (AIES)},
+  year = {2019}
+}""",
 }
 
 _NEIGHBOURHOODS = ["zhang2021double", "wang2020minilm"]
@@ -116,6 +128,10 @@ COMMANDS: dict[str, list[str]] = {
     "learnability": ["zhang2022interpreting", *_SST2],
     "perturbscore": ["li2023perturbscore", *_SST2],
     "evaluate": _SST2,
+    # mining = the second-order attacks; adversarial training as TextAttack's; the consistency loss is
+    # stability training's (on natural neighbours) and, on protected pairs, counterfactual logit pairing
+    "harden": [*_NEIGHBOURHOODS, "morris2020textattack", "zheng2016stability", "garg2019counterfactual",
+               "hu2022lora", *_SST2],
 }
 
 

@@ -1,16 +1,20 @@
 """Results files read back for analysis: ``textaudit.results.load(path)``.
 
-``load`` takes any results file a command wrote (``audit attack``, ``bias``, ``learnability``, …)
-or an ``audit compare`` folder and returns a :class:`Results`: its ``command``, the header's
-``config``, the ``records``, and
+``load`` takes any results file a command wrote (``audit attack``, ``bias``, ``learnability``, …),
+an ``audit compare`` folder or an ``audit harden`` folder and returns a :class:`Results`: its
+``command``, the header's ``config``, the ``records``, and
 
 - ``.to_pandas()``: one row per record (a compare folder: every cell's records, with ``model`` and
-  ``method`` columns); the header's settings are in ``df.attrs["config"]`` (and ``"command"``);
+  ``method`` columns; a harden folder: every evaluation attack's records on the held-out examples,
+  with ``role`` — ``before`` or ``after`` — and ``attack`` columns); the header's settings are in
+  ``df.attrs["config"]`` (and ``"command"``);
 - ``.summary()``: what the command's own summary says, recomputed from the records (an attack's
   success rate with its Wilson interval, ``mean_l0``, …; B_{p,k} with its interval per model, pair
   and k for bias; the matrix and paired tests of a compare folder; learnability's per-(model,
   perturbation) table and Spearman correlations; certify's accuracies per model); other commands
-  (word order): the count. The same as ``audit merge`` prints (:func:`textaudit.merge.summarize_records`);
+  (word order): the count. The same as ``audit merge`` prints (:func:`textaudit.merge.summarize_records`).
+  A harden folder: its ``harden.json`` (clean accuracy is not in any results file, so it is read, not
+  recomputed). The folder's other files (``found*.jsonl``, ``bias.jsonl``) are results files ``load`` reads;
 - in Jupyter, the object shows itself as a small table (``_repr_html_``, every value escaped).
 """
 
@@ -34,8 +38,12 @@ class Results:
     command: str | None
     config: dict
     records: list[dict]
-    #: a compare folder: its cells, ``{(model, method): Results}``
+    #: a compare folder: its cells, ``{(model, method): Results}``; a harden folder: ``{(role, attack): Results}``
     cells: dict[tuple[str, str], "Results"] = field(default_factory=dict)
+    #: the two columns the cells' keys become in :meth:`to_pandas`
+    cell_columns: tuple[str, str] = ("model", "method")
+    #: a summary the command wrote that the records cannot give back (harden's ``harden.json``)
+    stored_summary: dict | None = None
 
     def __len__(self) -> int:
         return len(self.records)
@@ -45,7 +53,8 @@ class Results:
         import pandas as pd
 
         if self.cells:
-            frames = [c.to_pandas().assign(model=m, method=a) for (m, a), c in self.cells.items()]
+            first, second = self.cell_columns
+            frames = [c.to_pandas().assign(**{first: m, second: a}) for (m, a), c in self.cells.items()]
             df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
         else:
             df = pd.DataFrame.from_records(self.records)
@@ -54,6 +63,8 @@ class Results:
 
     def summary(self) -> dict:
         """The command's summary, recomputed from the records (see the module docstring)."""
+        if self.stored_summary is not None:
+            return dict(self.stored_summary)
         if self.cells:
             from textaudit.attacks.compare import compare_cells
 
@@ -70,7 +81,7 @@ class Results:
         return {"records": len(self.records)}
 
     def _repr_html_(self) -> str:
-        what = "compare" if self.cells else (self.command or "results")
+        what = self.command if self.cells else (self.command or "results")
         rows = [("file", str(self.path)), ("records", len(self.records) if not self.cells else
                                             sum(len(c) for c in self.cells.values()))]
         rows += [(k, v) for k, v in self.config.items() if k in ("model", "method", "k", "data", "seed", "model_scores")]
@@ -78,7 +89,11 @@ class Results:
             summary = self.summary()
         except TextAuditError:
             summary = {}
-        rows += [(k, v) for k, v in summary.items() if not isinstance(v, (dict, list)) or k.endswith("ci95")]
+        if self.command == "harden":  # the headline: both sides of the first evaluation attack, and the hardened model
+            rows += [("hardened model", summary.get("model")), ("before", summary.get("before")),
+                     ("after", summary.get("after")), ("mcnemar_p", summary.get("mcnemar_p"))]
+        else:
+            rows += [(k, v) for k, v in summary.items() if not isinstance(v, (dict, list)) or k.endswith("ci95")]
         body = "".join(f"<tr><th style='text-align:left'>{html.escape(str(k))}</th><td>{html.escape(json.dumps(v))}</td></tr>"
                        for k, v in rows)
         return f"<table><caption>textaudit {html.escape(what)}</caption>{body}</table>"
@@ -89,16 +104,22 @@ class Results:
 
 
 def load(path: str | Path) -> Results:
-    """Read a results file or an ``audit compare`` folder (see the module docstring); a path that is
-    neither is a one-line error."""
+    """Read a results file, an ``audit compare`` folder or an ``audit harden`` folder (see the module
+    docstring); a path that is none of them is a one-line error."""
+    from textaudit.harden.run import SUMMARY as HARDEN_SUMMARY
     from textaudit.results import check_results, read_header, read_jsonl
 
     p = Path(path).expanduser()
+    if p.name == HARDEN_SUMMARY and p.is_file():
+        p = p.parent
+    if p.is_dir() and (p / HARDEN_SUMMARY).is_file():
+        return _load_harden(p)
     if p.is_dir():
         from textaudit.attacks.compare import SUMMARY
 
         if not (p / SUMMARY).is_file():
-            raise TextAuditError(f"{p} is a folder without {SUMMARY}: give a results file or an audit compare folder")
+            raise TextAuditError(f"{p} is a folder without {SUMMARY} or {HARDEN_SUMMARY}: give a results file, an "
+                                 "audit compare folder or an audit harden folder")
         from textaudit.attacks.compare import cell_path
 
         try:
@@ -117,3 +138,23 @@ def load(path: str | Path) -> Results:
     records = read_jsonl(p)
     check_results(p, header, records)
     return Results(p, header.get("command"), dict(header["config"]), records)
+
+
+def _load_harden(folder: Path) -> Results:
+    """An ``audit harden`` folder: its summary (checked as ``audit report`` checks it) and the
+    before/after results file of each evaluation attack."""
+    from textaudit.harden.run import SUMMARY as HARDEN_SUMMARY
+    from textaudit.report.load import load_harden
+
+    content = load_harden(folder / HARDEN_SUMMARY).summary
+    cells = {}
+    for a in content["attacks"]:
+        label = a["method"] + ("" if a.get("k") is None else f" k={a['k']}")
+        files = a.get("files") or []
+        if len(files) != 2:
+            raise TextAuditError(f"{folder / HARDEN_SUMMARY} names no before/after files for {label}; rerun audit harden")
+        for role, name in zip(("before", "after"), files):
+            cells[(role, label)] = load(folder / name)
+    summary = {k: v for k, v in content.items() if k != "header"}
+    return Results(folder, "harden", dict(content["header"].get("config", {})), [], cells,
+                   cell_columns=("role", "attack"), stored_summary=summary)

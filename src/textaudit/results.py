@@ -292,7 +292,7 @@ def _default(o: Any):
 
 
 def load(path: str | Path):
-    """Read a results file or an ``audit compare`` folder back for analysis:
+    """Read a results file, an ``audit compare`` or an ``audit harden`` folder back for analysis:
     :class:`textaudit.loaded.Results` (``.to_pandas()``, ``.summary()``, shown inline in Jupyter)."""
     from textaudit.loaded import load as _load
 

@@ -51,7 +51,8 @@ def _load_compare(path: Path) -> list[Loaded]:
     return out
 
 
-def _load_harden(path: Path) -> Loaded:
+def load_harden(path: Path) -> Loaded:
+    """An ``audit harden`` summary (``harden.json``), checked: a damaged one is a one-line error."""
     try:
         content = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -84,7 +85,7 @@ def load_inputs(paths: Iterable[str | Path]) -> list[Loaded]:
             raise TextAuditError(f"{p} does not exist; give results files written with --output")
         if p.is_dir():
             if (p / "harden.json").is_file():
-                loaded = [_load_harden(p / "harden.json")]
+                loaded = [load_harden(p / "harden.json")]
             elif (p / "compare.json").is_file():
                 loaded = _load_compare(p / "compare.json")
             else:
@@ -93,7 +94,7 @@ def load_inputs(paths: Iterable[str | Path]) -> list[Loaded]:
                     raise TextAuditError(f"{p} holds no results files (*.jsonl) and no compare.json")
                 loaded = [_load_file(f) for f in files]
         elif p.name == "harden.json":
-            loaded = [_load_harden(p)]
+            loaded = [load_harden(p)]
         elif p.name.endswith(".json"):
             loaded = _load_compare(p)
         else:
