@@ -58,6 +58,50 @@ def test_what_the_guides_import_is_in_the_api_reference(site):
         assert path in documented, f"{page}: {module}.{name} ({path}) is not in the API reference"
 
 
+def test_the_modules_the_guides_name_are_in_the_api_reference(site):
+    """A dotted ``textaudit.…`` name in a guide's prose (not only in an import line) is documented."""
+    documented = _inventory(site)
+    named = {(page.name, m) for page in GUIDES + [ROOT / "README.md"]
+             for m in re.findall(r"`(textaudit(?:\.\w+)+)", page.read_text())}
+    assert len(named) >= 3
+    for page, name in named:
+        assert name in documented, f"{page}: {name} is not in the API reference"
+
+
+def _glossary_code(cell: str) -> list[str]:
+    return re.findall(r"`([^`]+)`", cell)
+
+
+def test_the_glossary_names_code_that_exists():
+    """Every module, file and name in the glossary's module column exists: a renamed function makes
+    this fail instead of leaving the glossary pointing at nothing. Files are relative to
+    ``src/textaudit``; a bare name belongs to the nearest module named before it; ``.name`` is an
+    attribute of the name before it."""
+    rows = [line for line in (ROOT / "docs" / "glossary.md").read_text().splitlines()
+            if line.startswith("| ") and not line.startswith(("| symbol", "| ---"))]
+    assert len(rows) >= 20
+    modules, owner = [], None
+    for line in rows:
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+        assert len(cells) == 4, line
+        for token in _glossary_code(cells[2]):
+            if token.endswith(".py") or token.startswith("textaudit."):
+                name = "textaudit." + token[:-3].replace("/", ".") if token.endswith(".py") else token
+                assert (ROOT / "src" / (name.replace(".", "/") + ".py")).is_file() or \
+                    (ROOT / "src" / name.replace(".", "/") / "__init__.py").is_file(), (line, token)
+                modules.append(importlib.import_module(name))
+            elif token.startswith("."):
+                assert owner is not None and hasattr(owner, token[1:]), (line, token)
+            else:
+                head, *rest = token.split(".")
+                module = next((m for m in reversed(modules) if hasattr(m, head)), None)
+                assert module is not None, (line, token)
+                obj = owner = getattr(module, head)
+                for part in rest:
+                    owner, obj = obj, getattr(obj, part, None)
+                    assert obj is not None, (line, token)
+
+
 def test_a_broken_reference_fails_the_build(tmp_path):
     pytest.importorskip("mkdocstrings", reason="the docs extra is not installed (pip install -e '.[docs]')")
     docs = tmp_path / "docs"
