@@ -277,6 +277,26 @@ def test_report_refuses_a_damaged_harden_summary_in_one_line(cli, tmp_path, cont
     assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output
 
 
+@pytest.mark.parametrize("attacks, message", [
+    ('{"method": "so-enum"}', "is not a list"),
+    ('[{"k": 1}]', "without its method"),
+    ('[{"method": "so-enum", "k": 1, "files": ["before.jsonl"]}]', "does not name its before and after files"),
+    ('[{"method": "so-enum", "k": 1, "files": ["../outside.jsonl", "after.jsonl"]}]', "does not name its before"),
+    ('[{"method": "so-enum", "k": 1, "files": ["before.jsonl", "missing.jsonl"]}]', "does not exist"),
+])
+def test_results_load_refuses_a_damaged_harden_folder_in_one_line(tmp_path, attacks, message):
+    from textaudit.errors import TextAuditError
+    from textaudit.results import load
+
+    (tmp_path / "outside.jsonl").write_text('{"header": {"command": "attack", "config": {}}}\n')
+    (tmp_path / "h").mkdir()
+    (tmp_path / "h" / "before.jsonl").write_text('{"header": {"command": "attack", "config": {}}}\n')
+    (tmp_path / "h" / "harden.json").write_text('{"header": {"command": "harden", "config": {}}, "attacks": %s}' % attacks)
+    with pytest.raises(TextAuditError, match=message) as e:
+        load(tmp_path / "h")
+    assert "\n" not in str(e.value)
+
+
 def test_the_consistency_batches_depend_on_the_step_not_on_the_run(planted):
     """A training run killed and resumed draws the same pair batches as one that was not: the draw
     is seeded by the step. Both texts of a pair go through the model in one forward."""
