@@ -322,6 +322,6 @@ def test_the_consistency_batches_depend_on_the_step_not_on_the_run(planted):
         loss[run] = float(objective(Recording(), batch, y, 0.25).detach())
     assert len(seen) == 4 and seen[1] == seen[3] and len(seen[1]) == 8  # one forward of 4 pairs, the same draw
     assert loss["first"] == pytest.approx(loss["resumed"]) and loss["first"] > float(
-        torch.nn.functional.cross_entropy(module(**batch), y))  # the swap moves this model: KL > 0
+        torch.nn.functional.cross_entropy(module(**batch), y).detach())  # the swap moves this model: KL > 0
     consistency_objective(pairs, tok, weight=1.0, batch_size=4, seed=3, device="cpu")(Recording(), batch, y, 0.5)
     assert seen[5] != seen[1]  # another step, another draw
