@@ -277,24 +277,65 @@ def test_report_refuses_a_damaged_harden_summary_in_one_line(cli, tmp_path, cont
     assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output
 
 
-@pytest.mark.parametrize("attacks, message", [
-    ('{"method": "so-enum"}', "is not a list"),
-    ('[{"k": 1}]', "without its method"),
-    ('[{"method": "so-enum", "k": 1, "files": ["before.jsonl"]}]', "does not name its before and after files"),
-    ('[{"method": "so-enum", "k": 1, "files": ["../outside.jsonl", "after.jsonl"]}]', "does not name its before"),
-    ('[{"method": "so-enum", "k": 1, "files": ["before.jsonl", "missing.jsonl"]}]', "does not exist"),
+_SIDE = {"attack": "so-enum", "success_rate": 0.5, "success_rate_ci95": [0.2, 0.8], "accuracy": 0.8}
+_ATTACK = {"method": "so-enum", "k": 1, "before": {"success_rate": 0.5, "ci95": [0.2, 0.8], "mean_l0": 1.0},
+           "after": {"success_rate": 0.2, "ci95": [0.1, 0.5], "mean_l0": 1.0}, "mcnemar": {"p": 0.5}}
+_SUMMARY = {"header": {"command": "harden", "config": {}}, "from": "cnn", "method": "augment", "model": "h/model",
+            "data": "sst2:train", "eval_data": "sst2:dev", "held_out": {"eval_examples": 10},
+            "before": _SIDE, "after": _SIDE, "bias": [], "cost": {},
+            "accuracy": {"before": {"rate": 0.8, "ci95": [0.5, 0.9]}, "after": {"rate": 0.8, "ci95": [0.5, 0.9]},
+                         "mcnemar": {"p": 1.0}}}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"attacks": {"method": "so-enum"}}, "is not a list"),
+    ({"attacks": [{"k": 1}]}, "without its method"),
+    ({"attacks": [{**_ATTACK, "files": ["before.jsonl"]}]}, "does not name its before and after files"),
+    ({"attacks": [{**_ATTACK, "files": ["../outside.jsonl", "after.jsonl"]}]}, "does not name its before"),
+    ({"attacks": [{**_ATTACK, "files": ["before.jsonl", "missing.jsonl"]}]}, "does not exist"),
+    ({"attacks": [], "before": {"attack": "so-enum"}}, "'before' lacks the headline"),
+    ({"attacks": [{**_ATTACK, "before": None, "files": ["before.jsonl", "before.jsonl"]}]}, "is damaged: TypeError"),
+    ({"attacks": [], "header": {"command": "harden", "config": "x"}}, "'config' is not an object"),
+    ({"attacks": [], "header": "harden"}, "is not an audit harden summary"),
+    ({"attacks": [], "from": None}, "'from' is not a string"),
+    ({"attacks": [], "held_out": {}}, "'held_out' does not count"),
 ])
-def test_results_load_refuses_a_damaged_harden_folder_in_one_line(tmp_path, attacks, message):
+def test_a_damaged_harden_folder_is_one_line_for_load_and_for_report(cli, tmp_path, change, message):
+    """``results.load`` and ``audit report`` read a harden summary through one check: every field
+    they read is there and of its type, and its file names stay in the folder."""
     from textaudit.errors import TextAuditError
     from textaudit.results import load
 
     (tmp_path / "outside.jsonl").write_text('{"header": {"command": "attack", "config": {}}}\n')
     (tmp_path / "h").mkdir()
     (tmp_path / "h" / "before.jsonl").write_text('{"header": {"command": "attack", "config": {}}}\n')
-    (tmp_path / "h" / "harden.json").write_text('{"header": {"command": "harden", "config": {}}, "attacks": %s}' % attacks)
+    (tmp_path / "h" / "harden.json").write_text(json.dumps({**_SUMMARY, **change}))
     with pytest.raises(TextAuditError, match=message) as e:
         load(tmp_path / "h")
     assert "\n" not in str(e.value)
+    if message != "does not exist":  # the report does not read the attack files
+        r = cli("report", str(tmp_path / "h"), "--out", str(tmp_path / "r.md"))
+        assert r.exit_code == 2 and message.split(":")[0] in r.output and "Traceback" not in r.output
+        assert not (tmp_path / "r.md").exists()
+
+
+def test_a_sound_minimal_harden_summary_loads(cli, tmp_path):
+    """The check refuses only what is damaged: the same summary, sound, loads (the two files exist)
+    and renders."""
+    from textaudit.results import load
+
+    (tmp_path / "h").mkdir()
+    for name in ("before.jsonl", "after.jsonl"):
+        (tmp_path / "h" / name).write_text('{"header": {"command": "attack", "config": {}}}\n')
+    (tmp_path / "h" / "harden.json").write_text(json.dumps({**_SUMMARY, "attacks": [
+        {**_ATTACK, "files": ["before.jsonl", "after.jsonl"]}]}))
+    r = load(tmp_path / "h")
+    assert set(r.cells) == {("before", "so-enum k=1"), ("after", "so-enum k=1")}
+    assert r.summary()["before"] == _SIDE and r.to_pandas().empty
+    for out in ("r.md", "r.html"):
+        rep = cli("report", str(tmp_path / "h"), "--out", str(tmp_path / out))
+        assert rep.exit_code == 0, rep.output
+    assert "| so-enum k=1: success rate | 0.5 |" in (tmp_path / "r.md").read_text()
 
 
 def test_the_consistency_batches_depend_on_the_step_not_on_the_run(planted):

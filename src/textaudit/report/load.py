@@ -57,9 +57,43 @@ def load_harden(path: Path) -> Loaded:
         content = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise TextAuditError(f"{path} is not a readable harden summary ({e}); rerun audit harden") from None
-    if not isinstance(content, dict) or content.get("header", {}).get("command") != "harden" or "attacks" not in content:
+    header = content.get("header") if isinstance(content, dict) else None
+    if not isinstance(header, dict) or header.get("command") != "harden" or "attacks" not in content:
         raise TextAuditError(f"{path} is not an audit harden summary; rerun audit harden with its --out")
-    return Loaded("harden", path, content["header"], summary=content)
+    _check_harden(path, content)
+    return Loaded("harden", path, header, summary=content)
+
+
+def _check_harden(path: Path, content: dict) -> None:
+    """What the report and :func:`textaudit.results.load` read of a harden summary is there and of
+    its type: a damaged one is a one-line error here, not a traceback where it is read."""
+    from textaudit.harden import before_after as ba
+
+    damaged = f"{path} is damaged: %s; rerun audit harden with its --out"
+    if not isinstance(content["header"].get("config", {}), dict):
+        raise TextAuditError(damaged % "its header's 'config' is not an object")
+    if not isinstance(content["attacks"], list):
+        raise TextAuditError(damaged % "'attacks' is not a list")
+    for a in content["attacks"]:
+        if not isinstance(a, dict) or not isinstance(a.get("method"), str):
+            raise TextAuditError(damaged % "an evaluation attack without its method")
+        files = a.get("files")
+        # the before/after files are the folder's own: a name with a path in it is not followed
+        if not (isinstance(files, list) and len(files) == 2
+                and all(isinstance(f, str) and f and Path(f).name == f and f not in (".", "..") for f in files)):
+            raise TextAuditError(damaged % f"{a['method']} does not name its before and after files in the folder")
+    for key in ("from", "method", "model", "data", "eval_data"):
+        if not isinstance(content.get(key), str):
+            raise TextAuditError(damaged % f"'{key}' is not a string")
+    if not isinstance(content.get("held_out"), dict) or "eval_examples" not in content["held_out"]:
+        raise TextAuditError(damaged % "'held_out' does not count the evaluation examples")
+    for side in ("before", "after"):
+        if not isinstance(content.get(side), dict) or not {"attack", "success_rate", "accuracy"} <= set(content[side]):
+            raise TextAuditError(damaged % f"'{side}' lacks the headline (attack, success_rate, accuracy)")
+    try:  # the tables the report and the CLI print from it
+        ba.summary_rows(content), ba.bias_rows(content), ba.cost_rows(content)
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError) as e:
+        raise TextAuditError(damaged % f"{type(e).__name__}: {e}") from None
 
 
 def _load_file(path: Path) -> Loaded:
