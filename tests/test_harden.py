@@ -189,6 +189,7 @@ def test_adversarial_attacks_each_round_with_the_model_of_the_round_before(plant
     (["--train-sample", "0"], "--train-sample"),
     (["--found-weight", "0"], "--found-weight"),
     (["--eval-data", "sst2:train", "--data", "sst2"], "is the training split"),
+    (["--pair", "he,she", "--group", "gender"], "give --pair or --group, not both"),
 ])
 def test_what_harden_cannot_do_is_one_line_before_anything_loads(cli, tmp_path, args, message):
     """Each is a bad input that must cost nothing: exit 2, one line, no folder, no model trained."""

@@ -20,7 +20,6 @@ from textaudit.cli.app import (
     notice,
     print_table,
 )
-from textaudit.errors import TextAuditError
 
 
 @app.command(cls=AuditCommand)
@@ -69,8 +68,6 @@ def harden(
     from textaudit.harden.run import HardenSettings, parse_eval_attacks
     from textaudit.harden.run import harden as run_harden
 
-    if pair is not None and group is not None:
-        raise TextAuditError("give --pair or --group, not both")
     evals = parse_eval_attacks(eval_attack)
     settings = HardenSettings(model=model, method=method, attack=attack, k=k, data=data, train_sample=train_sample,
                               max_train=max_train, epochs=epochs, rounds=rounds, lr=lr,

@@ -124,6 +124,8 @@ class HardenSettings:
                                    ("--eval-limit", self.eval_limit, 1), ("--max-train", self.max_train, 1)):
             if value is not None and value < least:
                 raise TextAuditError(f"{name} must be at least {least} (got {value})")
+        if self.pairs and self.group:
+            raise TextAuditError("give --pair or --group, not both")
         if self.consistency_weight < 0:
             raise TextAuditError(f"--consistency-weight must be >= 0 (got {self.consistency_weight})")
         if self.lora and not self.model.strip().startswith("hf:") and not Path(self.model).expanduser().joinpath(
@@ -351,8 +353,6 @@ def _needs_mlm(method: str) -> bool:
 
 
 def _protected_pairs(s: HardenSettings):
-    if s.pairs and s.group:
-        raise TextAuditError("give --pair or --group, not both")
     if s.group:
         from textaudit.fairness.groups import group_pairs
 
