@@ -64,14 +64,19 @@ class Trainable:
         return Trainable(self.spec, self.arch, copy.deepcopy(self.module).cpu(), self.tokenizer, self.max_len,
                          self.labels, dict(self.config), None)
 
+    def encoder(self):
+        """texts → the module's input tensors (a HuggingFace tokenizer's, or the zoo's own)."""
+        from textaudit.models.torch_backend import hf_tokenize
+
+        return hf_tokenize(self.tokenizer, max_length=self.max_len) if self.arch in ("hf", "minilm") else self.tokenizer
+
     def classifier(self, name: str, device: str | None = None) -> BatchedClassifier:
         """A fresh classifier over the module's current weights (its own, empty cache)."""
-        from textaudit.models.torch_backend import hf_tokenize, torch_classifier
+        from textaudit.models.torch_backend import torch_classifier
         from textaudit.models.zoo.checkpoint import id_encoder
         from textaudit.token_ids import piece_ids
 
-        hf = self.arch in ("hf", "minilm")
-        encode = hf_tokenize(self.tokenizer, max_length=self.max_len) if hf else self.tokenizer
+        encode = self.encoder()
         ids = piece_ids(self.tokenizer, self.max_len) if self.arch == "hf" else id_encoder(self.arch, self.tokenizer,
                                                                                          self.max_len)
         clf = torch_classifier(self.module, encode, name=name, device=device, num_classes=self.num_classes,
@@ -106,7 +111,7 @@ class Trainable:
 def load_trainable(spec: str) -> Trainable:
     """The :class:`Trainable` of ``spec`` (a zoo model is trained first when it is missing)."""
     from textaudit.files import fingerprint_dir
-    from textaudit.models.hf import load_hf_module
+    from textaudit.models.hf import hf_labels, load_hf_module
     from textaudit.models.zoo.build import train_model
     from textaudit.models.zoo.checkpoint import load_module
     from textaudit.models.zoo.names import ZOO_MODELS, checkpoint_dir
@@ -117,8 +122,7 @@ def load_trainable(spec: str) -> Trainable:
                                   and not (Path(spec).expanduser() / "textaudit.json").is_file()):
         name = spec[3:] if spec.startswith("hf:") else spec
         module, tok = load_hf_module(name)
-        id2label = getattr(module.config, "id2label", None) or {}
-        labels = [str(id2label.get(i, i)) for i in range(module.config.num_labels)]
+        labels = hf_labels(module)
         max_len = min(512, int(getattr(tok, "model_max_length", 512) or 512))
         local = Path(name).expanduser()
         fp = (lambda: fingerprint_dir(local)) if local.is_dir() else getattr(module.config, "_commit_hash", None)

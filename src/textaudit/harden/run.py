@@ -420,11 +420,8 @@ def _fine_tune(t, texts: list[str], labels: list[int], s: HardenSettings, *, epo
     objective = None
     if pairs:
         from textaudit.harden.losses import consistency_objective
-        from textaudit.models.torch_backend import hf_tokenize
 
-        hf = t.arch in ("hf", "minilm")
-        encode = hf_tokenize(t.tokenizer, max_length=t.max_len) if hf else t.tokenizer
-        objective = consistency_objective(pairs, encode, weight=s.consistency_weight, batch_size=cfg.batch_size,
+        objective = consistency_objective(pairs, t.encoder(), weight=s.consistency_weight, batch_size=cfg.batch_size,
                                           seed=seed, device=pick_device(device))
     res = fit(t.arch, texts, labels, num_classes=t.num_classes, config=cfg, progress=progress, device=device,
               objective=objective, state_path=state, init=(t.module, t.tokenizer))

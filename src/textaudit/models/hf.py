@@ -11,7 +11,7 @@ from textaudit.models.torch_backend import hf_tokenize, torch_classifier
 from textaudit.resources import hub_local_only, remote_code_error, trust_remote_code
 from textaudit.token_ids import piece_ids
 
-__all__ = ["load_hf_classifier", "load_hf_module"]
+__all__ = ["load_hf_classifier", "load_hf_module", "hf_labels"]
 
 
 def load_hf_module(name_or_path: str):
@@ -45,6 +45,12 @@ def load_hf_module(name_or_path: str):
     return model, tok
 
 
+def hf_labels(model) -> list[str]:
+    """The class names of a HuggingFace classifier, from its ``id2label`` (the index where it has none)."""
+    id2label = getattr(model.config, "id2label", None) or {}
+    return [str(id2label.get(i, i)) for i in range(model.config.num_labels)]
+
+
 def load_hf_classifier(name_or_path: str, *, device: str | None = None, batch_size: int | None = None,
                        max_length: int = 512) -> BatchedClassifier:
     """Return a :class:`BatchedClassifier` over ``AutoModelForSequenceClassification``.
@@ -55,8 +61,7 @@ def load_hf_classifier(name_or_path: str, *, device: str | None = None, batch_si
     """
     model, tok = load_hf_module(name_or_path)
     local = Path(name_or_path).expanduser()
-    id2label = getattr(model.config, "id2label", None) or {}
-    labels = [str(id2label.get(i, i)) for i in range(model.config.num_labels)]
+    labels = hf_labels(model)
     clf = torch_classifier(model, hf_tokenize(tok, max_length), name=f"hf:{name_or_path}", device=device,
                            batch_size=batch_size, num_classes=model.config.num_labels, labels=labels,
                            ids=piece_ids(tok, max_length))
