@@ -1,5 +1,9 @@
 """Results files read back for analysis: ``textaudit.results.load(path)``.
 
+This module sits above every audit (it recomputes their summaries) and reads the files through the
+format readers of :mod:`textaudit.formats`; nothing in the package imports it but the facade
+:mod:`textaudit.results`.
+
 ``load`` takes any results file a command wrote (``audit attack``, ``bias``, ``learnability``, …),
 an ``audit compare`` folder or an ``audit harden`` folder and returns a :class:`Results`: its
 ``command``, the header's ``config``, the ``records``, and
@@ -26,6 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from textaudit.errors import TextAuditError
+from textaudit.formats.compare import SUMMARY as COMPARE_SUMMARY
+from textaudit.formats.compare import cell_path, read_compare
+from textaudit.formats.harden import SUMMARY as HARDEN_SUMMARY
+from textaudit.formats.harden import read_harden
+from textaudit.formats.jsonl import check_results, read_header, read_jsonl
 
 __all__ = ["Results", "load"]
 
@@ -106,27 +115,17 @@ class Results:
 def load(path: str | Path) -> Results:
     """Read a results file, an ``audit compare`` folder or an ``audit harden`` folder (see the module
     docstring); a path that is none of them is a one-line error."""
-    from textaudit.harden.run import SUMMARY as HARDEN_SUMMARY
-    from textaudit.results import check_results, read_header, read_jsonl
-
     p = Path(path).expanduser()
     if p.name == HARDEN_SUMMARY and p.is_file():
         p = p.parent
     if p.is_dir() and (p / HARDEN_SUMMARY).is_file():
         return _load_harden(p)
     if p.is_dir():
-        from textaudit.attacks.compare import SUMMARY
-
-        if not (p / SUMMARY).is_file():
-            raise TextAuditError(f"{p} is a folder without {SUMMARY} or {HARDEN_SUMMARY}: give a results file, an "
+        if not (p / COMPARE_SUMMARY).is_file():
+            raise TextAuditError(f"{p} is a folder without {COMPARE_SUMMARY} or {HARDEN_SUMMARY}: give a results file, an "
                                  "audit compare folder or an audit harden folder")
-        from textaudit.attacks.compare import cell_path
-
-        try:
-            summary = json.loads((p / SUMMARY).read_text(encoding="utf-8"))
-            keys = [(str(c["model"]), str(c["method"])) for c in summary["cells"]]
-        except (ValueError, KeyError, TypeError) as e:
-            raise TextAuditError(f"{p / SUMMARY} is not an audit compare summary ({type(e).__name__}: {e})") from None
+        summary = read_compare(p / COMPARE_SUMMARY)
+        keys = [(c["model"], c["method"]) for c in summary["cells"]]
         cells = {key: load(cell_path(p, *key)) for key in keys}  # in the matrix's order, as audit compare named them
         config = {k: v for k, v in summary.items() if k in ("data", "mlm", "seed")}
         return Results(p, "compare", config, [], cells)
@@ -143,10 +142,7 @@ def load(path: str | Path) -> Results:
 def _load_harden(folder: Path) -> Results:
     """An ``audit harden`` folder: its summary (checked as ``audit report`` checks it) and the
     before/after results file of each evaluation attack."""
-    from textaudit.harden.run import SUMMARY as HARDEN_SUMMARY
-    from textaudit.report.load import load_harden
-
-    content = load_harden(folder / HARDEN_SUMMARY).summary  # checked there: methods and file names included
+    content = read_harden(folder / HARDEN_SUMMARY)  # checked there: methods and file names included
     cells = {}
     for a in content["attacks"]:
         label = a["method"] + ("" if a.get("k") is None else f" k={a['k']}")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Hashable, Sequence
 
 from textaudit.errors import TextAuditError
-from textaudit.results import JsonlWriter, check_results, config_conflicts, read_header, read_jsonl
+from textaudit.formats.jsonl import JsonlWriter, check_results, config_conflicts, read_header, read_jsonl
 
 __all__ = ["merge_results", "summarize_records", "record_key"]
 

@@ -1,6 +1,6 @@
 """The one resumable loop behind every long command (attack, bias, learnability, perturbscore build).
 
-:class:`ResumableRun` owns the results file (:class:`~textaudit.results.JsonlWriter`: append and
+:class:`ResumableRun` owns the results file (:class:`~textaudit.formats.jsonl.JsonlWriter`: append and
 flush per record, a cut-off last line repaired), the ids already done (``--resume``), and the
 progress bar. A command supplies only its jobs and a factory of the work of one job (built once
 per worker; :mod:`textaudit.backends` decides where the jobs run)::
@@ -18,8 +18,8 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from textaudit.backends import Backend, SerialBackend
 from textaudit.errors import StopRun
+from textaudit.formats.jsonl import JsonlWriter
 from textaudit.progress import progress as progress_bar
-from textaudit.results import JsonlWriter
 from textaudit.shards import Shard, in_shard, shard_name
 
 __all__ = ["ResumableRun"]
@@ -38,7 +38,7 @@ class ResumableRun:
     keep: keep every record in memory (:attr:`records`); False for runs of millions of lines.
     progress: show a progress bar on stderr.
     command, config: what the file's header record says produced it; ``--resume`` into a file with
-        another ``config`` is refused (:mod:`textaudit.results`).
+        another ``config`` is refused (:mod:`textaudit.formats.jsonl`).
     shard: ``(i, N)``: only the jobs of that shard are done (:mod:`textaudit.shards`).
     """
 

@@ -263,10 +263,10 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
     from textaudit.attacks.compare import run_compare
     from textaudit.data import dataset_id, load_dataset
     from textaudit.fairness import CounterfactualBias, parse_pair, run_bias
+    from textaudit.formats.jsonl import check_output, read_jsonl, write_results
     from textaudit.models import load_classifier
     from textaudit.neighborhoods.mlm import load_mlm
     from textaudit.report import write_report
-    from textaudit.results import check_output, read_jsonl, write_results
 
     out = suite.output_dir
     if out.exists() and not out.is_dir():
@@ -294,7 +294,7 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
                                    output=path, resume=path.exists(), config={"data": data_id}, progress=progress)
         inputs.append(path)
     if "certify" in suite.spec:
-        from textaudit.models.ibp import certify_classifier
+        from textaudit.models.zoo.ibp import certify_classifier
 
         results["certify"] = {}
         for model in suite.get("certify", "models"):

@@ -35,7 +35,22 @@ import numpy as np
 from textaudit.sentence import Sentence
 from textaudit.text import word_tokenize
 
-__all__ = ["WordIds", "PieceIds", "piece_ids", "splice_all", "pack", "pad", "default_batch_tokens"]
+__all__ = ["WordIds", "PieceIds", "piece_ids", "splice_all", "pack", "pad", "default_batch_tokens", "piece_scheme", "SCHEMES"]
+
+#: how a tokenizer marks a word's first piece: wordpiece (continuations start with ##),
+#: sentencepiece (word starts carry ▁), bytelevel (word starts carry Ġ, bytes mapped to symbols)
+SCHEMES = ("wordpiece", "sentencepiece", "bytelevel")
+
+
+def piece_scheme(tokenizer) -> str:
+    """How ``tokenizer`` marks a word's first piece (one of :data:`SCHEMES`): the first piece of " the"
+    starts with ``▁`` (SentencePiece), with ``Ġ`` (byte-level BPE), or with neither (WordPiece)."""
+    try:
+        first = tokenizer.convert_ids_to_tokens(tokenizer(" the", add_special_tokens=False)["input_ids"])[:1]
+    except (TypeError, ValueError, KeyError):
+        first = []
+    piece = str(first[0]) if first else ""
+    return "sentencepiece" if piece.startswith("\u2581") else "bytelevel" if piece.startswith("\u0120") else "wordpiece"
 
 
 def default_batch_tokens(device: str) -> int:
@@ -166,10 +181,8 @@ class PieceIds(_Splicer):
     always_safe = False
 
     def __init__(self, tokenizer, max_length: int = 512):
-        from textaudit.neighborhoods.masked_lm import _scheme
-
         self.tokenizer = tokenizer
-        self.scheme = _scheme(tokenizer)
+        self.scheme = piece_scheme(tokenizer)
         self.max_length = max_length
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.mask_id = tokenizer.mask_token_id

@@ -36,8 +36,7 @@ import numpy as np
 from textaudit.attacks.patch import Patch, apply_patch
 from textaudit.engine.scheduler import Engine, Meter, Search, classify
 from textaudit.errors import StopRun, TextAuditError
-from textaudit.models.batched import Classifier, PairView, as_classifier
-from textaudit.models.http import model_scores, unknown_class
+from textaudit.models.batched import Classifier, PairView, as_classifier, model_scores, unknown_class
 from textaudit.sentence import Sentence
 
 __all__ = ["Attack", "AttackResult", "Budget", "Found", "Goal", "Skip", "Status", "example_rng"]
@@ -181,7 +180,7 @@ class Attack:
     # -- what a record depends on -------------------------------------------------------------
     def config(self) -> dict:
         """The settings a record depends on: the results file's header, which a ``--resume`` must
-        match (:mod:`textaudit.results`). Subclasses add theirs in :meth:`settings`."""
+        match (:mod:`textaudit.formats.jsonl`). Subclasses add theirs in :meth:`settings`."""
         return {"method": self.method, "k": self.k, "seed": self.seed, "max_queries": self.max_queries,
                 "time_budget": self.time_budget, "mlm": getattr(self.mlm, "name", None),
                 "model": getattr(self.classifier, "name", None),

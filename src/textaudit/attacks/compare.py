@@ -13,27 +13,14 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 from pathlib import Path
 from typing import Iterable, Sequence
 
 from textaudit.attacks.run import summarize
 from textaudit.errors import TextAuditError
+from textaudit.formats.compare import MATRIX_COLUMNS, SUMMARY, cell_path
 
 __all__ = ["cell_path", "compare_cells", "cells_from_files", "run_compare", "MATRIX_COLUMNS", "SUMMARY"]
-
-#: the summary file ``audit compare`` writes next to its cells (``audit report`` reads it)
-SUMMARY = "compare.json"
-
-#: what each cell of the matrix reports
-MATRIX_COLUMNS = ("model", "method", "k", "n", "attacked", "success_rate", "success_rate_ci95", "mean_l0",
-                  "sec_per_example", "queries_per_example")
-
-
-def cell_path(output_dir: str | Path, model: str, method: str) -> Path:
-    """The results file of one cell; characters a file name cannot hold become ``_``."""
-    safe = lambda s: re.sub(r"[^\w.+-]+", "_", s).strip("_") or "_"  # noqa: E731
-    return Path(output_dir) / f"{safe(model)}.{safe(method)}.jsonl"
 
 
 def _outcomes(records: Iterable[dict]) -> dict[str, bool]:
@@ -115,10 +102,10 @@ def run_compare(models: Sequence[str], methods: Sequence[str], output_dir: str |
     from textaudit.data import dataset_id, load_dataset
     from textaudit.errors import TextAuditError
     from textaudit.files import atomic_path
+    from textaudit.formats.jsonl import check_output
     from textaudit.lm import LazyCausalLM
     from textaudit.models import load_classifier
     from textaudit.neighborhoods.mlm import load_mlm
-    from textaudit.results import check_output
 
     output_dir = Path(output_dir)
     if output_dir.exists() and not output_dir.is_dir():

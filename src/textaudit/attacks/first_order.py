@@ -20,9 +20,8 @@ from textaudit.engine.scheduler import Ask, Search, classify
 from textaudit.errors import TextAuditError
 from textaudit.lexicons import counterfitted_neighbors
 from textaudit.lm import CausalLM
-from textaudit.models.batched import Classifier
+from textaudit.models.batched import Classifier, scores_of, unknown_class
 from textaudit.models.encoders import SentenceEncoder
-from textaudit.models.http import scores_of, unknown_class
 from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
 from textaudit.sentence import Sentence, restore_case
 from textaudit.text import STOPWORDS

@@ -33,8 +33,7 @@ from textaudit.attacks.base import Attack, AttackResult, Budget, Found, Goal, Sk
 from textaudit.attacks.patch import Patch, PatchWords, apply_patch
 from textaudit.engine.scheduler import Search, classify
 from textaudit.errors import TextAuditError
-from textaudit.models.batched import Classifier, PairView
-from textaudit.models.http import scores_of, unknown_class
+from textaudit.models.batched import Classifier, PairView, scores_of, unknown_class
 from textaudit.neighborhoods.builder import NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
 from textaudit.sentence import Sentence

@@ -22,7 +22,7 @@ from typer.exceptions import TyperException
 
 from textaudit.environment import check_environment
 from textaudit.errors import TextAuditError
-from textaudit.results import check_output as results_check_output
+from textaudit.formats.jsonl import check_output as results_check_output
 from textaudit.shards import Shard, parse_shard, shard_name
 from textaudit.stats import format_ci  # noqa: F401 - the commands import it from here
 
@@ -272,7 +272,7 @@ def interrupt_hint(argv: list[str]) -> str:
 
 def check_output(output: Path | None, resume: bool | None, shard: str | None = None, **settings: Any) -> Shard | None:
     """Everything about ``--output``/``--resume``/``--shard`` that can fail, before any model loads
-    (see :func:`textaudit.results.check_output`; ``settings``: the options a results file's header
+    (see :func:`textaudit.formats.jsonl.check_output`; ``settings``: the options a results file's header
     must agree with on ``--resume``, None meaning the default, not compared). Returns the shard."""
     parsed = parse_shard(shard)
     if parsed is not None and output is None:

@@ -86,7 +86,7 @@ def harden(
 
 def print_before_after(result: dict) -> None:
     """The before/after tables: clean accuracy, every evaluation attack, B_(p,k), and the cost."""
-    from textaudit.harden import before_after as ba
+    from textaudit.formats import harden as ba
 
     print_table(f"{result['from']} → {result['method']} on {result['held_out']['eval_examples']} held-out examples of "
                 f"{result['eval_data']}", ba.SUMMARY_COLUMNS, ba.summary_rows(result))

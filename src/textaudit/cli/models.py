@@ -35,12 +35,12 @@ from textaudit.cli.app import (
 )
 from textaudit.data import align_labels, as_pairs, check_labels, dataset_id, load_dataset, pairs_of
 from textaudit.errors import TextAuditError
+from textaudit.formats.jsonl import write_results
 from textaudit.models import load_classifier
 from textaudit.models.zoo import ARCHS, parse_name, train_model
 from textaudit.models.zoo.names import ROBUST_ARCHS, ZOO_MODELS
 from textaudit.neighborhoods.train_mlm import TrainMLMConfig, default_out
 from textaudit.neighborhoods.train_mlm import train as train_minilm_mlm
-from textaudit.results import write_results
 from textaudit.stats import wilson
 
 
@@ -147,7 +147,7 @@ def certify(
     json_out: JsonOpt = False,
 ) -> None:
     """Clean accuracy and IBP-certified accuracy under every combination of counter-fitted synonym swaps."""
-    from textaudit.models.ibp import certify_classifier
+    from textaudit.models.zoo.ibp import certify_classifier
 
     if model in ZOO_MODELS and parse_name(model)[0] not in ROBUST_ARCHS:  # before it is trained on first use
         raise TextAuditError(f"certify supports the zoo's {'/'.join(ROBUST_ARCHS)} word models (e.g. cnn-ibp), not {model}")

@@ -29,8 +29,8 @@ from textaudit.cli.app import (
 )
 from textaudit.data import load_dataset
 from textaudit.errors import TextAuditError
+from textaudit.formats.jsonl import read_jsonl
 from textaudit.models import load_classifier
-from textaudit.results import read_jsonl
 from textaudit.robustness.perturbscore import (
     TUPLE_PERTURBATIONS,
     PerturbScorer,

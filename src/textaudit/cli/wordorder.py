@@ -24,9 +24,9 @@ from textaudit.cli.app import (
 )
 from textaudit.data import check_labels, dataset_id, load_dataset
 from textaudit.errors import TextAuditError
+from textaudit.formats.jsonl import write_results
 from textaudit.models import load_classifier
 from textaudit.perturbations.wordorder import LEVELS, REORDERINGS
-from textaudit.results import write_results
 from textaudit.robustness.plots import plot_wordorder
 from textaudit.robustness.wordorder import evaluate_reordering, sweep
 

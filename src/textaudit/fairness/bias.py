@@ -45,8 +45,7 @@ from textaudit.engine.scheduler import Engine, Search, check_in_flight, classify
 from textaudit.errors import TextAuditError
 from textaudit.fairness.estimates import CI_METHODS, BiasEstimate, ScoredUnit, aggregate, l1_norm
 from textaudit.fairness.pairs import Source, find_sources, parse_pair
-from textaudit.models.batched import Classifier, pair_inputs
-from textaudit.models.http import model_scores, unknown_class
+from textaudit.models.batched import Classifier, model_scores, pair_inputs, unknown_class
 from textaudit.neighborhoods.builder import NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
 from textaudit.perturbations.gender import gender_words
@@ -111,7 +110,7 @@ class CounterfactualBias:
         return self._mlm
 
     def config(self) -> dict:
-        """The settings a scored sentence depends on (the results file's header; see :mod:`textaudit.results`)."""
+        """The settings a scored sentence depends on (the results file's header; see :mod:`textaudit.formats.jsonl`)."""
         return {"model": getattr(self.classifier, "name", None),
                 "model_fingerprint": getattr(self.classifier, "fingerprint", None), **model_scores(self.classifier),
                 "mlm": getattr(self._mlm, "name", None), "kappa": self.kappa, "delta": self.delta,

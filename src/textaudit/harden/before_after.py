@@ -8,6 +8,8 @@
   classifies it correctly, so the two sets differ a little);
 - B_{p,k} of each protected pair for both models with its interval, scored on the same sentences
   (:func:`~textaudit.fairness.bias.run_bias` with ``compare``).
+
+What it writes is read back, checked, and turned into tables by :mod:`textaudit.formats.harden`.
 """
 
 from __future__ import annotations
@@ -19,14 +21,7 @@ import numpy as np
 
 from textaudit.stats import mcnemar, wilson
 
-__all__ = ["accuracy_before_after", "attack_before_after", "bias_before_after", "attack_file", "summary_rows",
-           "bias_rows", "cost_rows", "SUMMARY_COLUMNS", "BIAS_COLUMNS", "COST_COLUMNS"]
-
-#: the columns of :func:`summary_rows` and :func:`bias_rows` (the CLI's tables and the report's)
-SUMMARY_COLUMNS = ["metric", "before", "95% CI", "after", "95% CI", "McNemar p"]
-COST_COLUMNS = ["attacking the training sample", "building consistency pairs", "training", "evaluation"]
-BIAS_COLUMNS = ["pair", "k", "B before", "95% CI", "B after", "95% CI", "|B| lower", "after's interval excludes before"]
-
+__all__ = ["accuracy_before_after", "attack_before_after", "bias_before_after", "attack_file"]
 
 def _rate(successes: int, n: int) -> dict:
     return {"n": n, "rate": round(successes / n, 4) if n else None, "ci95": list(wilson(successes, n) or ()) or None}
@@ -103,38 +98,3 @@ def bias_before_after(before, after, pairs: Sequence[tuple[str, str]], texts: Se
                      "after": {x: v for x, v in a.to_dict().items() if x in keep},
                      "abs_B_lower": abs(a.B) < abs(b.B), "interval_excludes_before": not (lo <= b.B <= hi)})
     return rows
-
-
-def summary_rows(summary: dict) -> list[list]:
-    """Rows of :data:`SUMMARY_COLUMNS`: clean accuracy, then each evaluation attack's success rate and
-    the mean ℓ0 of its successes, before and after."""
-    from textaudit.stats import format_ci
-
-    def r3(v):
-        return None if v is None else round(v, 3)
-
-    acc = summary["accuracy"]
-    rows = [["clean accuracy", r3(acc["before"]["rate"]), format_ci(acc["before"]["ci95"], 3), r3(acc["after"]["rate"]),
-             format_ci(acc["after"]["ci95"], 3), acc["mcnemar"]["p"]]]
-    for a in summary["attacks"]:
-        name = a["method"] + (f" k={a['k']}" if a["k"] is not None else "")
-        rows.append([f"{name}: success rate", r3(a["before"]["success_rate"]), format_ci(a["before"]["ci95"], 3),
-                     r3(a["after"]["success_rate"]), format_ci(a["after"]["ci95"], 3), a["mcnemar"]["p"]])
-        rows.append([f"{name}: mean ℓ0 of successes", r3(a["before"]["mean_l0"]), "", r3(a["after"]["mean_l0"]), "", ""])
-    return rows
-
-
-def bias_rows(summary: dict) -> list[list]:
-    """Rows of :data:`BIAS_COLUMNS`: B_(p,k) of each pair before and after."""
-    from textaudit.stats import format_ci
-
-    return [[f"{b['pair'][0]}→{b['pair'][1]}", b["k"], b["before"]["B"], format_ci(b["before"]["ci95"], 5),
-             b["after"]["B"], format_ci(b["after"]["ci95"], 5), b["abs_B_lower"], b["interval_excludes_before"]]
-            for b in summary.get("bias", [])]
-
-
-def cost_rows(summary: dict) -> list[list]:
-    """One row of :data:`COST_COLUMNS` (seconds; "–" for a step the method has not)."""
-    c = summary.get("cost", {})
-    return [[c.get("attack_train_seconds", "–"), c.get("pairs_seconds", "–"), c.get("train_seconds", 0),
-             c.get("evaluate_seconds", 0)]]

@@ -40,12 +40,12 @@ from typing import Any
 import numpy as np
 
 from textaudit.errors import TextAuditError
+from textaudit.formats.harden import SUMMARY  # the summary audit report and results.load read
 
 __all__ = ["HardenSettings", "harden", "METHODS", "SUMMARY", "parse_eval_attacks"]
 
 METHODS = ("augment", "adversarial", "consistency")
-#: the summary ``audit report`` reads
-SUMMARY = "harden.json"
+#: the settings a rerun on the same --out must repeat
 SETTINGS = "settings.json"
 MODEL_DIR = "model"
 #: the fewest words of a training example harden attacks or pairs
@@ -181,11 +181,11 @@ def harden(settings: HardenSettings, out: str | Path, *, progress: bool = True, 
     ``attacks`` and ``bias`` (every before/after), ``cost`` and ``model`` (the hardened model's path)."""
     from textaudit.data import dataset_id, load_dataset
     from textaudit.files import atomic_path
+    from textaudit.formats.jsonl import read_jsonl
     from textaudit.harden.before_after import accuracy_before_after, attack_before_after, bias_before_after
     from textaudit.harden.model import load_trainable
     from textaudit.harden.weaknesses import found_examples, mine
     from textaudit.neighborhoods.mlm import load_mlm
-    from textaudit.results import read_jsonl
 
     s = settings
     s.check()

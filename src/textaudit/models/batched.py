@@ -46,7 +46,8 @@ from textaudit.errors import TextAuditError, user_code_error
 from textaudit.sentence import Sentence
 from textaudit.token_ids import default_batch_tokens, pack, splice_all
 
-__all__ = ["Classifier", "BatchedClassifier", "PairView", "pair_inputs", "QueryStats", "as_classifier", "softmax", "Text", "text_length"]
+__all__ = ["Classifier", "BatchedClassifier", "PairView", "pair_inputs", "QueryStats", "as_classifier", "softmax", "Text", "text_length",
+           "scores_of", "unknown_class", "model_scores"]
 
 #: one classifier input: a text, or a sentence pair ``(first, second)``
 Text = Union[str, tuple[str, str]]
@@ -54,7 +55,19 @@ Text = Union[str, tuple[str, str]]
 
 @runtime_checkable
 class Classifier(Protocol):
-    """What every attack and estimator needs from a model."""
+    """What every attack and estimator needs from a model.
+
+    A classifier may also state how it answers (every attack and estimator reads these through
+    :func:`scores_of`, :func:`unknown_class` and :func:`model_scores`, never from the module the
+    model came from; :class:`BatchedClassifier` has them, None or 1 unless a model says otherwise):
+
+    - ``scores``: ``"logprobs"``, ``"labels"`` (one-hot: the model answers with a label only), or None
+      (the model's own probabilities);
+    - ``samples``: label-only answers sampled this many times per text (their frequencies are the
+      probabilities);
+    - ``unknown_class``: the index of a class meaning "no class" (an answer that matched no label), or None;
+    - ``scores_description``: one line for a results header saying how the model was scored, or None.
+    """
 
     name: str
 
@@ -117,6 +130,9 @@ def _chars(key) -> int:
 class BatchedClassifier:
     """A :class:`Classifier` over a forward function, with batching, dedup, LRU cache and counters.
 
+    Its answers are the forward's own probabilities (``scores`` None, no ``unknown_class``); a
+    subclass whose answers are labels (an OpenAI-compatible endpoint) sets them (see :class:`Classifier`).
+
     Parameters
     ----------
     forward:
@@ -140,6 +156,12 @@ class BatchedClassifier:
         :class:`TextAuditError` ``your model <name> raised <Type>: <message>`` (chained, so Python
         callers keep the traceback).
     """
+
+    #: how the model answers (see :class:`Classifier`): its own probabilities, one sample, no "unknown" class
+    scores: str | None = None
+    samples: int = 1
+    unknown_class: int | None = None
+    scores_description: str | None = None
 
     def __init__(self, forward: Callable[[list[str]], object], *, output: str = "probs",
                  num_classes: int | None = None, batch_size: int | None = None, cache_size: int = 100_000,
@@ -404,6 +426,22 @@ class PairView:
     def fingerprint(self):
         return getattr(self.classifier, "fingerprint", None)
 
+    @property
+    def scores(self) -> str | None:
+        return getattr(self.classifier, "scores", None)
+
+    @property
+    def samples(self) -> int:
+        return getattr(self.classifier, "samples", 1)
+
+    @property
+    def unknown_class(self) -> int | None:
+        return getattr(self.classifier, "unknown_class", None)
+
+    @property
+    def scores_description(self) -> str | None:
+        return getattr(self.classifier, "scores_description", None)
+
     def pairs(self, texts: Sequence[str]) -> list[tuple[str, str]]:
         """The underlying inputs of ``texts``."""
         return pair_inputs([texts] if isinstance(texts, (str, Sentence)) else texts, self.context, self.side)
@@ -423,6 +461,27 @@ class PairView:
 
     def __repr__(self) -> str:
         return f"PairView({self.name!r}, side={self.side!r})"
+
+
+def scores_of(classifier: Classifier) -> str | None:
+    """How ``classifier`` scores: ``logprobs``, ``labels`` (one-hot), ``sampled`` (label frequencies),
+    or None for a model whose probabilities are its own (see :class:`Classifier`)."""
+    mode = getattr(classifier, "scores", None)
+    if mode == "labels" and getattr(classifier, "samples", 1) > 1:
+        return "sampled"
+    return mode
+
+
+def unknown_class(classifier: Classifier) -> int | None:
+    """The class index of ``unknown`` (an answer that matched no label), or None."""
+    return getattr(classifier, "unknown_class", None)
+
+
+def model_scores(classifier: Classifier) -> dict:
+    """``{"model_scores": ...}`` for a results header where ``classifier`` says how it was scored (an
+    OpenAI-compatible endpoint: log-probabilities, one-hot labels or sampled frequencies), else ``{}``."""
+    text = getattr(classifier, "scores_description", None)
+    return {"model_scores": text} if text else {}
 
 
 def as_classifier(obj: object, *, output: str = "probs", name: str | None = None, batch_size: int | None = None,

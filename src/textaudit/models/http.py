@@ -98,28 +98,6 @@ def read_label(completion: str, verbalizers) -> int | None:
     return None if best is None else best[0]
 
 
-def scores_of(classifier) -> str | None:
-    """How ``classifier`` (or the one a :class:`PairView` wraps) scores: ``logprobs``, ``labels``
-    (one-hot), ``sampled`` (label frequencies), or None for a model whose scores are its own."""
-    clf = getattr(classifier, "classifier", classifier)
-    mode = getattr(clf, "scores", None)
-    if mode == "labels" and getattr(clf, "samples", 1) > 1:
-        return "sampled"
-    return mode
-
-
-def model_scores(classifier) -> dict:
-    """``{"model_scores": ...}`` for a results header where ``classifier`` is an OpenAI-compatible
-    endpoint (how it was scored: log-probabilities, one-hot labels or sampled frequencies), else ``{}``."""
-    text = getattr(getattr(classifier, "classifier", classifier), "scores_description", None)
-    return {"model_scores": text} if text else {}
-
-
-def unknown_class(classifier) -> int | None:
-    """The class index of ``unknown`` (a completion that matched no verbaliser), or None."""
-    return getattr(getattr(classifier, "classifier", classifier), "unknown_class", None)
-
-
 def protocol_of(url: str) -> str:
     """``chat`` (…/chat/completions), ``completions`` (…/completions) or ``json`` (anything else)."""
     path = urlsplit(url).path.rstrip("/")

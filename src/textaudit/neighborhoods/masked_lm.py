@@ -33,33 +33,19 @@ from textaudit.device import pick_device
 from textaudit.errors import TextAuditError
 from textaudit.models.torch_backend import forward_inputs, only_inputs
 from textaudit.resources import hub_local_only, remote_code_error, trust_remote_code
+from textaudit.token_ids import SCHEMES, piece_scheme
 
 __all__ = ["MaskedLM", "HFMaskedLM", "Query", "word_table", "SCHEMES"]
-
-#: how a tokenizer marks a word's first piece: wordpiece (continuations start with ##),
-#: sentencepiece (word starts carry ▁), bytelevel (word starts carry Ġ, bytes mapped to symbols)
-SCHEMES = ("wordpiece", "sentencepiece", "bytelevel")
-
-
-def _scheme(tokenizer) -> str:
-    """How ``tokenizer`` marks a word's first piece: the first piece of " the" starts with ``▁``
-    (SentencePiece), with ``Ġ`` (byte-level BPE), or with neither (WordPiece)."""
-    try:
-        first = tokenizer.convert_ids_to_tokens(tokenizer(" the", add_special_tokens=False)["input_ids"])[:1]
-    except (TypeError, ValueError, KeyError):
-        first = []
-    piece = str(first[0]) if first else ""
-    return "sentencepiece" if piece.startswith("\u2581") else "bytelevel" if piece.startswith("\u0120") else "wordpiece"
 
 
 def word_table(tokenizer, size: int) -> tuple[list[str], np.ndarray, str]:
     """Return ``(word of each vocabulary id, which ids are whole-word candidates, scheme)``.
 
-    The scheme is read off how the tokenizer writes a word after a space (:func:`_scheme`). A candidate is a piece that
-    starts a word and is more than its marker; its word is the piece without the marker (decoded
+    The scheme is read off how the tokenizer writes a word after a space (:func:`~textaudit.token_ids.piece_scheme`).
+    A candidate is a piece that starts a word and is more than its marker; its word is the piece without the marker (decoded
     by the tokenizer for byte-level BPE, so "Ġcaf\u00c3\u00a9" is "café")."""
     vocab = tokenizer.get_vocab()
-    scheme = _scheme(tokenizer)
+    scheme = piece_scheme(tokenizer)
     words = [""] * max(size, max(vocab.values()) + 1)
     allowed = np.zeros(size, dtype=bool)
     special = set(tokenizer.all_special_ids)

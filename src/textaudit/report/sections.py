@@ -270,7 +270,7 @@ def _perturbscore(item: Loaded, n: int) -> Section:
 
 
 def _harden(item: Loaded, n: int) -> Section:
-    from textaudit.harden import before_after as ba
+    from textaudit.formats import harden as ba
     from textaudit.harden.plots import plot_before_after
 
     h = item.summary

@@ -109,7 +109,7 @@ def _train(full_name: str, arch: str, path: Path, *, data: str, epochs: int | No
         texts += [s for s, _ in swapped]
         labels += [y for _, y in swapped]
     if robust == "ibp":
-        from textaudit.models.ibp import IBP_DEFAULTS, ibp_hooks  # torch at import: only for certified training
+        from textaudit.models.zoo.ibp import IBP_DEFAULTS, ibp_hooks  # torch at import: only for certified training
 
         defaults, hooks = IBP_DEFAULTS[arch], ibp_hooks()
     else:

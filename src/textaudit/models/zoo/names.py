@@ -17,14 +17,14 @@ __all__ = ["ARCHS", "AUGMENTATIONS", "ROBUST", "ROBUST_ARCHS", "ZOO_MODELS", "pa
 ARCHS = ("bow", "cnn", "lstm", "transformer", "minilm")
 AUGMENTATIONS = ("gender-swap",)
 ROBUST = ("ibp",)
-#: architectures IBP can certify (:mod:`textaudit.models.ibp`)
+#: architectures IBP can certify (:mod:`textaudit.models.zoo.ibp`)
 ROBUST_ARCHS = ("bow", "cnn", "lstm")
 ZOO_MODELS: tuple[str, ...] = tuple(
     [n for a in ARCHS for n in (a, *(f"{a}-{aug}" for aug in AUGMENTATIONS))] + [f"{a}-ibp" for a in ROBUST_ARCHS])
 
 
 def split_robust(name: str) -> tuple[str, str | None]:
-    """Split ``cnn-ibp`` into ``("cnn", "ibp")`` (certified-robust training, :mod:`textaudit.models.ibp`)."""
+    """Split ``cnn-ibp`` into ``("cnn", "ibp")`` (certified-robust training, :mod:`textaudit.models.zoo.ibp`)."""
     for r in ROBUST:
         if name.endswith("-" + r):
             return name[: -len(r) - 1], r

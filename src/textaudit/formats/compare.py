@@ -1,0 +1,61 @@
+"""An ``audit compare`` folder: one results file per (model, method) cell and ``compare.json``, the
+summary that names them (:func:`read_compare` reads it back, checked)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from textaudit.errors import TextAuditError
+
+__all__ = ["SUMMARY", "MATRIX_COLUMNS", "cell_path", "read_compare", "plain_name"]
+
+#: the summary file ``audit compare`` writes next to its cells (``audit report`` and ``load`` read it)
+SUMMARY = "compare.json"
+
+#: what each cell of the matrix reports
+MATRIX_COLUMNS = ("model", "method", "k", "n", "attacked", "success_rate", "success_rate_ci95", "mean_l0",
+                  "sec_per_example", "queries_per_example")
+
+
+def cell_path(output_dir: str | Path, model: str, method: str) -> Path:
+    """The results file of one cell; characters a file name cannot hold become ``_``."""
+    safe = lambda s: re.sub(r"[^\w.+-]+", "_", s).strip("_") or "_"  # noqa: E731
+    return Path(output_dir) / f"{safe(model)}.{safe(method)}.jsonl"
+
+
+def plain_name(name: object) -> bool:
+    """``name`` is a file name in its folder: a non-empty string with no path in it (a summary's file
+    names are the folder's own; a name leading elsewhere is never followed)."""
+    return isinstance(name, str) and bool(name) and Path(name).name == name and name not in (".", "..")
+
+
+def read_compare(path: str | Path) -> dict:
+    """The content of a ``compare.json``, checked: what the report and :func:`textaudit.results.load`
+    read of it is there and of its type; a damaged one is a one-line error naming the file."""
+    path = Path(path)
+    try:
+        content = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise TextAuditError(f"{path} is not a readable compare summary ({e}); rerun audit compare") from None
+    damaged = f"{path} is not an audit compare summary: %s; rerun audit compare with its --output-dir"
+    if not isinstance(content, dict):
+        raise TextAuditError(damaged % f"it is a JSON {type(content).__name__}, not an object")
+    if not isinstance(content.get("header", {}), dict):
+        raise TextAuditError(damaged % "its header is not an object")
+    cells = content.get("cells")
+    if not isinstance(cells, list):
+        raise TextAuditError(damaged % "'cells' is not a list")
+    for c in cells:
+        if not isinstance(c, dict) or not all(isinstance(c.get(k), str) for k in ("model", "method")):
+            raise TextAuditError(damaged % "a cell without its model and method")
+        missing = [k for k in MATRIX_COLUMNS if k not in c]
+        if missing:
+            raise TextAuditError(damaged % f"cell {c['model']} × {c['method']} lacks {', '.join(missing)}")
+    files = content.get("files", [])
+    if not isinstance(files, list) or not all(plain_name(f) for f in files):
+        raise TextAuditError(damaged % "'files' does not name the cells' files in the folder")
+    if not isinstance(content.get("paired", []), list):
+        raise TextAuditError(damaged % "'paired' is not a list")
+    return content

@@ -1,0 +1,93 @@
+"""An ``audit harden`` folder's summary, ``harden.json``: read back checked (:func:`read_harden`),
+and the tables the CLI and the report print from it (:func:`summary_rows`, :func:`bias_rows`,
+:func:`cost_rows`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from textaudit.errors import TextAuditError
+from textaudit.formats.compare import plain_name
+from textaudit.stats import format_ci
+
+__all__ = ["SUMMARY", "read_harden", "summary_rows", "bias_rows", "cost_rows", "SUMMARY_COLUMNS", "BIAS_COLUMNS",
+           "COST_COLUMNS"]
+
+#: the summary file ``audit harden`` writes in its ``--out`` folder
+SUMMARY = "harden.json"
+
+#: the columns of :func:`summary_rows` and :func:`bias_rows` (the CLI's tables and the report's)
+SUMMARY_COLUMNS = ["metric", "before", "95% CI", "after", "95% CI", "McNemar p"]
+COST_COLUMNS = ["attacking the training sample", "building consistency pairs", "training", "evaluation"]
+BIAS_COLUMNS = ["pair", "k", "B before", "95% CI", "B after", "95% CI", "|B| lower", "after's interval excludes before"]
+
+
+def read_harden(path: str | Path) -> dict:
+    """The content of a ``harden.json``, checked: what the report and :func:`textaudit.results.load`
+    read of it is there and of its type; a damaged one is a one-line error, not a traceback where it is read."""
+    path = Path(path)
+    try:
+        content = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise TextAuditError(f"{path} is not a readable harden summary ({e}); rerun audit harden") from None
+    header = content.get("header") if isinstance(content, dict) else None
+    if not isinstance(header, dict) or header.get("command") != "harden" or "attacks" not in content:
+        raise TextAuditError(f"{path} is not an audit harden summary; rerun audit harden with its --out")
+    damaged = f"{path} is damaged: %s; rerun audit harden with its --out"
+    if not isinstance(header.get("config", {}), dict):
+        raise TextAuditError(damaged % "its header's 'config' is not an object")
+    if not isinstance(content["attacks"], list):
+        raise TextAuditError(damaged % "'attacks' is not a list")
+    for a in content["attacks"]:
+        if not isinstance(a, dict) or not isinstance(a.get("method"), str):
+            raise TextAuditError(damaged % "an evaluation attack without its method")
+        files = a.get("files")
+        # the before/after files are the folder's own: a name with a path in it is not followed
+        if not (isinstance(files, list) and len(files) == 2 and all(plain_name(f) for f in files)):
+            raise TextAuditError(damaged % f"{a['method']} does not name its before and after files in the folder")
+    for key in ("from", "method", "model", "data", "eval_data"):
+        if not isinstance(content.get(key), str):
+            raise TextAuditError(damaged % f"'{key}' is not a string")
+    if not isinstance(content.get("held_out"), dict) or "eval_examples" not in content["held_out"]:
+        raise TextAuditError(damaged % "'held_out' does not count the evaluation examples")
+    for side in ("before", "after"):
+        if not isinstance(content.get(side), dict) or not {"attack", "success_rate", "accuracy"} <= set(content[side]):
+            raise TextAuditError(damaged % f"'{side}' lacks the headline (attack, success_rate, accuracy)")
+    try:  # the tables the report and the CLI print from it
+        summary_rows(content), bias_rows(content), cost_rows(content)
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError) as e:
+        raise TextAuditError(damaged % f"{type(e).__name__}: {e}") from None
+    return content
+
+
+def summary_rows(summary: dict) -> list[list]:
+    """Rows of :data:`SUMMARY_COLUMNS`: clean accuracy, then each evaluation attack's success rate and
+    the mean ℓ0 of its successes, before and after."""
+
+    def r3(v):
+        return None if v is None else round(v, 3)
+
+    acc = summary["accuracy"]
+    rows = [["clean accuracy", r3(acc["before"]["rate"]), format_ci(acc["before"]["ci95"], 3), r3(acc["after"]["rate"]),
+             format_ci(acc["after"]["ci95"], 3), acc["mcnemar"]["p"]]]
+    for a in summary["attacks"]:
+        name = a["method"] + (f" k={a['k']}" if a["k"] is not None else "")
+        rows.append([f"{name}: success rate", r3(a["before"]["success_rate"]), format_ci(a["before"]["ci95"], 3),
+                     r3(a["after"]["success_rate"]), format_ci(a["after"]["ci95"], 3), a["mcnemar"]["p"]])
+        rows.append([f"{name}: mean ℓ0 of successes", r3(a["before"]["mean_l0"]), "", r3(a["after"]["mean_l0"]), "", ""])
+    return rows
+
+
+def bias_rows(summary: dict) -> list[list]:
+    """Rows of :data:`BIAS_COLUMNS`: B_(p,k) of each pair before and after."""
+    return [[f"{b['pair'][0]}→{b['pair'][1]}", b["k"], b["before"]["B"], format_ci(b["before"]["ci95"], 5),
+             b["after"]["B"], format_ci(b["after"]["ci95"], 5), b["abs_B_lower"], b["interval_excludes_before"]]
+            for b in summary.get("bias", [])]
+
+
+def cost_rows(summary: dict) -> list[list]:
+    """One row of :data:`COST_COLUMNS` (seconds; "–" for a step the method has not)."""
+    c = summary.get("cost", {})
+    return [[c.get("attack_train_seconds", "–"), c.get("pairs_seconds", "–"), c.get("train_seconds", 0),
+             c.get("evaluate_seconds", 0)]]
