@@ -53,6 +53,11 @@ def _device(name: str, value: str) -> None:
     check_device(value, name)
 
 
+def _store(name: str, value: str) -> None:
+    if value.strip().lower() != "off" and Path(value).expanduser().is_dir():
+        raise TextAuditError(f"{name}={value} is a directory; give a file (e.g. {Path(value) / 'neighborhoods.sqlite'}) or off")
+
+
 #: name -> (check(name, value), what it means)
 ENVIRONMENT: dict[str, tuple[Callable[[str, str], None], str]] = {
     "TEXTAUDIT_DATA": (_existing_directory, "directory of SST-2 and the lexicons (resources)"),
@@ -62,6 +67,7 @@ ENVIRONMENT: dict[str, tuple[Callable[[str, str], None], str]] = {
     "TEXTAUDIT_PROGRESS_SECONDS": (_seconds, "seconds between progress lines when stderr is not a terminal"),
     "TEXTAUDIT_OFFLINE": (_switch, "1: never download"),
     "TEXTAUDIT_TRUST_REMOTE_CODE": (_switch, "1: let named HuggingFace models run their own code"),
+    "TEXTAUDIT_STORE": (_store, "the neighbourhood store: a file, or off (default $TEXTAUDIT_CACHE/neighborhoods.sqlite)"),
 }
 
 

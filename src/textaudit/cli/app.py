@@ -30,7 +30,7 @@ __all__ = ["AuditGroup", "fail", "AuditCommand", "app", "emit_json", "print_tabl
            "DataOpt", "TextColumnOpt", "LabelColumnOpt", "LimitOpt", "SampleOpt", "PairColumnOpt",
            "PerturbSideOpt", "MlmOpt", "LanguageOpt", "OutputOpt", "ResumeOpt", "SeedOpt", "ShardOpt", "JsonOpt",
            "BackendOpt", "AddressOpt", "WorkersOpt", "InFlightOpt", "GpusOpt", "CpusOpt", "format_ci",
-           "MODEL_HELP", "with_model_options"]
+           "MODEL_HELP", "with_model_options", "with_store_option", "StoreOpt", "store_fields"]
 
 #: what an interrupted command keeps, and how to continue: commands with a results file (--output)
 INTERRUPT_HINT = "results written so far are kept; rerun with --resume to continue"
@@ -152,6 +152,42 @@ def with_model_options(command: Callable) -> Callable:
     run.__signature__ = sig.replace(parameters=[*sig.parameters.values(), *extra])  # type: ignore[attr-defined]
     run.__annotations__ = {**hints, **{p.name: p.annotation for p in extra}}
     return run
+
+
+StoreOpt = Annotated[Optional[str], typer.Option("--store", help=(
+    "The neighbourhood store: masked-LM answers kept on disk and shared by every run, model, process and worker "
+    "(default: $TEXTAUDIT_CACHE/neighborhoods.sqlite, or TEXTAUDIT_STORE); a file path, or off."))]
+
+
+def with_store_option(command: Callable) -> Callable:
+    """Give a command that builds neighbourhoods ``--store PATH|off`` and put it in effect while it runs
+    (:class:`textaudit.neighborhoods.store.use_store`) for every masked LM it loads; a bad value is a
+    one-line error before anything loads."""
+    sig = inspect.signature(command, eval_str=True)
+    hints = typing.get_type_hints(command, include_extras=True)
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        from textaudit.neighborhoods.store import use_store
+
+        with use_store(kwargs.pop("store")):
+            return command(*args, **kwargs)
+
+    extra = inspect.Parameter("store", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=StoreOpt)
+    run.__signature__ = sig.replace(parameters=[*sig.parameters.values(), extra])  # type: ignore[attr-defined]
+    run.__annotations__ = {**hints, "store": StoreOpt}
+    return run
+
+
+def store_fields(mlm: Any) -> dict:
+    """A summary's store fields: ``store_hits``, ``store_misses``, ``store_hit_rate``, ``mlm_seconds_saved``
+    of the masked LM ``mlm`` (or the one it re-ranks), or nothing without a store."""
+    inner = getattr(mlm, "mlm", mlm)
+    s = inner.store_summary() if hasattr(inner, "store_summary") else None
+    if not s:
+        return {}
+    return {"store_hits": s["hits"], "store_misses": s["misses"], "store_hit_rate": s["hit_rate"],
+            "mlm_seconds_saved": s["mlm_seconds_saved"]}
 
 
 class _FlagsShowNoType:

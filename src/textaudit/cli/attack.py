@@ -40,7 +40,9 @@ from textaudit.cli.app import (
     format_ci,
     notice,
     print_table,
+    store_fields,
     with_model_options,
+    with_store_option,
 )
 from textaudit.data import align_labels, check_side, data_config, dataset_id, load_dataset, split_sides
 from textaudit.errors import TextAuditError
@@ -69,6 +71,7 @@ def say_cost(method: str, k: int | None, beam: int | None, kappa: int | None, te
 
 
 @app.command(cls=AuditCommand)
+@with_store_option
 @with_model_options
 def attack(
     model: ModelOpt,
@@ -156,6 +159,7 @@ def attack(
                                   config=data_config(data_id, classes, sample=sample), shard=part, backend=runner,
                                   contexts=contexts, side=perturb_side, in_flight=in_flight)
     summary["model"] = clf.name
+    summary.update(store_fields(options["mlm"]))
     if getattr(clf.stats, "requests", 0):  # a remote model: what this run cost the endpoint
         summary.update(http_requests=clf.stats.requests, http_retries=clf.stats.retries,
                        **({"http_tokens": clf.stats.tokens} if clf.stats.tokens else {}))

@@ -34,7 +34,9 @@ from textaudit.cli.app import (
     emit_json,
     notice,
     print_table,
+    store_fields,
     with_model_options,
+    with_store_option,
 )
 from textaudit.data import check_side, data_config, dataset_id, load_dataset, split_sides
 from textaudit.errors import TextAuditError
@@ -50,6 +52,7 @@ from textaudit.sentence import check_language, guess_language
 
 
 @app.command(cls=AuditCommand)
+@with_store_option
 @with_model_options
 def bias(
     pair: Optional[str] = typer.Option(None, "--pair", help="Protected pair p = (p(1), p(2)), e.g. he,she."),
@@ -145,6 +148,10 @@ def bias(
     if classes:
         out["classes"] = list(classes)
     out["mlm"] = getattr(masked_lm, "name", None)
+    out.update(store_fields(masked_lm))
+    if "store_hits" in out:
+        notice(f"neighbourhood store: {out['store_hits']} masked contexts answered from it, {out['store_misses']} "
+               f"computed; {out['mlm_seconds_saved']} s of masked-LM time saved")
     out["filtered"] = filtered
     warnings = small_samples(results, ci)
     for w in warnings:

@@ -22,6 +22,7 @@ from textaudit.cli.app import (
     notice,
     print_table,
     with_model_options,
+    with_store_option,
 )
 from textaudit.errors import TextAuditError
 
@@ -36,6 +37,7 @@ def _names(value: str, what: str) -> list[str]:
 
 
 @app.command(cls=AuditCommand)
+@with_store_option
 @with_model_options
 def compare(
     models: str = typer.Option(..., "--models", help="Models, comma-separated (e.g. cnn,lstm,cnn-ibp)."),

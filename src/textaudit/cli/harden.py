@@ -19,10 +19,12 @@ from textaudit.cli.app import (
     emit_json,
     notice,
     print_table,
+    with_store_option,
 )
 
 
 @app.command(cls=AuditCommand)
+@with_store_option
 def harden(
     model: ModelOpt = "cnn",
     method: str = typer.Option(..., "--method", help=(

@@ -25,6 +25,7 @@ from textaudit.cli import (  # noqa: F401
     report,
     run,
     serve,
+    store,
     wordorder,
 )
 from textaudit.cli.app import app

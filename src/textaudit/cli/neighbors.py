@@ -6,13 +6,27 @@ from typing import Optional
 
 import typer
 
-from textaudit.cli.app import AuditCommand, JsonOpt, LanguageOpt, LimitOpt, MlmOpt, SeedOpt, app, emit_json, notice, print_table
+from textaudit.cli.app import (
+    AuditCommand,
+    JsonOpt,
+    LanguageOpt,
+    LimitOpt,
+    MlmOpt,
+    SeedOpt,
+    app,
+    emit_json,
+    notice,
+    print_table,
+    store_fields,
+    with_store_option,
+)
 from textaudit.errors import TextAuditError
 from textaudit.neighborhoods import NeighborhoodBuilder, load_mlm
 from textaudit.sentence import check_language, guess_language
 
 
 @app.command(cls=AuditCommand)
+@with_store_option
 def neighbors(
     text: str = typer.Argument(..., help="The sentence (raw or SST-style tokenised)."),
     k: int = typer.Option(1, "--k", min=0, help="Maximum number of recursive single-word replacements."),
@@ -52,7 +66,7 @@ def neighbors(
         emit_json({"text": text, "k": k, "mlm": builder.mlm.name, "kappa": kappa, "delta": delta, "n": len(found),
                    "neighbors": [{"text": nb.text, "distance": nb.distance, "l0": nb.l0,
                                   "changed": [[i, x.tokens[i], nb.sentence.tokens[i]] for i in x.diff(nb.sentence)]}
-                                 for nb in found]})
+                                 for nb in found], **store_fields(builder.mlm)})
         return
     print_table(f"Neighbor_{k} of: {text}", ["distance", "ℓ0", "sentence"],
                 [[nb.distance, nb.l0, nb.text] for nb in found])

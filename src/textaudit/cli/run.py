@@ -6,10 +6,11 @@ from pathlib import Path
 
 import typer
 
-from textaudit.cli.app import AuditCommand, JsonOpt, app, emit_json, notice, print_table
+from textaudit.cli.app import AuditCommand, JsonOpt, app, emit_json, notice, print_table, with_store_option
 
 
 @app.command("run", cls=AuditCommand)
+@with_store_option
 def run_suite_command(
     suite_file: Path = typer.Argument(..., metavar="SUITE.toml", help="The suite: audits, options and thresholds."),
     json_out: JsonOpt = False,

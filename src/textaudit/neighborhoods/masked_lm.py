@@ -22,6 +22,7 @@ textaudit's own offline model (:mod:`textaudit.neighborhoods.minilm_mlm`).
 
 from __future__ import annotations
 
+import os
 import re
 from collections import OrderedDict
 from pathlib import Path
@@ -79,11 +80,13 @@ class HFMaskedLM:
     """A HuggingFace masked LM behind the :class:`MaskedLM` interface.
 
     Parameters: ``model`` (an ``AutoModelForMaskedLM``), ``tokenizer``, ``name``, ``device``
-    (default: CUDA when present), ``batch_size`` (masked sentences per forward), ``cache_size``.
+    (default: CUDA when present), ``batch_size`` (masked sentences per forward), ``cache_size``,
+    ``store`` (a :class:`~textaudit.neighborhoods.store.NeighborhoodStore` shared with other runs, or None).
     """
 
     def __init__(self, model, tokenizer, *, name: str, device: str | None = None, batch_size: int = 128,
-                 cache_size: int = 200_000, precision: str | None = None, batch_tokens: int | None = None):
+                 cache_size: int = 200_000, precision: str | None = None, batch_tokens: int | None = None,
+                 store=None):
         from textaudit.models.options import current_model_options
         from textaudit.models.torch_backend import DeviceClock, check_precision
         from textaudit.token_ids import PieceIds, default_batch_tokens
@@ -94,7 +97,17 @@ class HFMaskedLM:
         self.name = name
         self.batch_size = batch_size
         self.cache_size = cache_size
-        self._cache: OrderedDict[tuple, list[tuple[str, float]]] = OrderedDict()
+        #: in-memory LRU: masked context -> (n, its top-n candidates)
+        self._cache: OrderedDict[tuple, tuple[int, list[tuple[str, float]]]] = OrderedDict()
+        #: the neighbourhood store behind the LRU (:mod:`textaudit.neighborhoods.store`), or None
+        self.store = store
+        self._fingerprint: str | None = None
+        self._store_mlm: int | None = None
+        self._store_pid: int | None = None
+        self._stored_seconds: float | None = None
+        self.store_hits = 0  # masked contexts the store answered ...
+        self.store_misses = 0  # ... and those it did not (computed, then stored)
+        self.store_seconds_saved = 0.0
         self.forwards = 0  # masked sentences actually run through the model
         self.cache_hits = 0
         self.forward_seconds = 0.0
@@ -148,7 +161,39 @@ class HFMaskedLM:
         state = dict(self.__dict__)
         state["_cache"] = OrderedDict()
         state["recorder"] = None
+        state["_store_mlm"] = None  # the worker registers it in its own connection
         return state
+
+    # -- the store -------------------------------------------------------------------------------
+    @property
+    def fingerprint(self) -> str:
+        """What identifies this masked LM's answers (weights, tokenizer, precision, device kind): the
+        store's key (:func:`~textaudit.neighborhoods.store.mlm_fingerprint`), computed once."""
+        if self._fingerprint is None:
+            from textaudit.neighborhoods.store import mlm_fingerprint
+
+            self._fingerprint = mlm_fingerprint(self.model, self.id_to_word, scheme=self.scheme, precision=self.precision,
+                                                device=str(self.device))
+        return self._fingerprint
+
+    def _store_id(self) -> int | None:
+        """This masked LM's id in :attr:`store` (registered on first use), or None without a store."""
+        if self.store is None or not self.store.available:
+            return None
+        if self._store_mlm is None or self._store_pid != os.getpid():
+            self._store_mlm = self.store.mlm_id(self.fingerprint, self.name, self.id_to_word)
+            self._store_pid = os.getpid()
+        return self._store_mlm
+
+    def store_summary(self) -> dict | None:
+        """``{"path", "hits", "misses", "hit_rate", "seconds_saved"}`` of this masked LM's store use in this
+        process (summaries and ``--json``), or None without a store."""
+        if self.store is None:
+            return None
+        asked = self.store_hits + self.store_misses
+        return {"path": str(self.store.path), "hits": self.store_hits, "misses": self.store_misses,
+                "hit_rate": round(self.store_hits / asked, 4) if asked else None,
+                "mlm_seconds_saved": round(self.store_seconds_saved, 2)}
 
     # -- the interface ---------------------------------------------------------------------------
     def candidates(self, batch: list[Query], top: int = 20) -> list[list[tuple[str, float]]]:
@@ -156,73 +201,122 @@ class HFMaskedLM:
         best first (the original word is *not* removed here; the neighbourhood builder does that).
 
         Masked copies are spliced from per-word cached pieces (:mod:`textaudit.token_ids`) and
-        cached by their ids: a masked context shared by several sentences is computed once."""
+        cached by their ids: a masked context shared by several sentences is computed once. What the
+        in-memory cache misses is looked up in the neighbourhood :attr:`store` (shared by runs and
+        processes), and what is computed goes into both. Every forward computes the top
+        max(κ, :data:`~textaudit.neighborhoods.store.STORE_TOP`) candidates, so an answer from either
+        cache is the first κ of what the forward gives, with the store or without it."""
+        from textaudit.neighborhoods.store import STORE_TOP, context_key
+
         for words, pos in batch:
             if not 0 <= pos < len(words):
                 raise TextAuditError(f"position {pos} is outside a sentence of {len(words)} words")
         by_ids = self.use_ids and self.pieces is not None
         if by_ids:
             masked = self.pieces.masked  # type: ignore[union-attr]
-            keys = [(*masked(words, pos), -top) for words, pos in batch]  # -top: never an id
+            keys = [tuple(masked(words, pos)) for words, pos in batch]
         else:
-            keys = [(tuple(words[:pos]), tuple(words[pos + 1:]), top) for words, pos in batch]
+            keys = [(tuple(words[:pos]), tuple(words[pos + 1:])) for words, pos in batch]
         cache = self._cache
         found: dict[tuple, list[tuple[str, float]]] = {}
-        todo: dict[tuple, None] = {}
-        for k in keys:
+        todo: dict[tuple, int] = {}  # key -> its first query
+        for i, k in enumerate(keys):
             if k in found or k in todo:
                 continue
-            res = cache.get(k)
-            if res is not None:
+            hit = cache.get(k)
+            if hit is not None and (hit[0] >= top or len(hit[1]) < hit[0]):  # enough, or all there is
                 cache.move_to_end(k)
-                found[k] = res
+                found[k] = hit[1]
             else:
-                todo[k] = None
+                todo[k] = i
         self.cache_hits += len(keys) - len(todo)
+        mlm_id = self._store_id() if todo else None
+        if mlm_id is not None:
+            assert self.store is not None
+            skeys = {k: context_key(*batch[i]) for k, i in todo.items()}
+            got = self.store.get(mlm_id, list(skeys.values()), top)
+            words = self.id_to_word
+            for k in [k for k in todo if skeys[k] in got]:
+                _, ids, vals = got[skeys[k]]
+                found[k] = self._remember(k, top, [(words[j], v) for j, v in zip(ids[:top], vals[:top])])
+                del todo[k]
+            self.store_hits += len(skeys) - len(todo)
+            self.store_misses += len(todo)
+            self.store.record(mlm_id, len(skeys) - len(todo), len(todo))
+            self.store_seconds_saved += (len(skeys) - len(todo)) * self._seconds_per_entry(mlm_id)
         if todo:
-            results = self._predict_ids(list(todo), top) if by_ids else self._predict_texts(list(todo), top)
-            for k, res in results:
-                found[k] = res
-                if self.cache_size:
-                    cache[k] = res
+            n = max(top, STORE_TOP)
+            t0 = self.forward_seconds
+            computed = self._predict_ids(list(todo), n) if by_ids else self._predict_texts(list(todo), n)
+            rows = []
+            for k, ids, vals in computed:
+                found[k] = self._remember(k, top, [(self.id_to_word[j], v) for j, v in zip(ids[:top], vals[:top])])
+                rows.append((k, ids, vals))
+            if mlm_id is not None and rows:
+                per = (self.forward_seconds - t0) / len(rows)
+                self.store.put(mlm_id, [(skeys[k], n, ids, vals) for k, ids, vals in rows], per)  # type: ignore[union-attr]
+        return [found[k][:top] for k in keys]
+
+    def _remember(self, key: tuple, n: int, rows: list[tuple[str, float]]) -> list[tuple[str, float]]:
+        """Keep ``rows`` (the top ``n`` candidates: what was asked, the store keeps more) in the in-memory
+        LRU; return them."""
+        if self.cache_size:
+            cache = self._cache
+            cache[key] = (n, rows)
             while len(cache) > self.cache_size:
                 cache.popitem(last=False)
-        return [found[k] for k in keys]
+        return rows
+
+    def _seconds_per_entry(self, mlm_id: int) -> float:
+        """Masked-LM seconds per masked sentence: measured in this process, else as the store recorded it."""
+        if self.forwards:
+            return self.forward_seconds / self.forwards
+        if self._stored_seconds is None:
+            row = next((m for m in self.store.mlms() if m["id"] == mlm_id), None) if self.store else None
+            self._stored_seconds = float(row["seconds_per_entry"]) if row else 0.0
+        return self._stored_seconds
 
     def _predict_texts(self, todo: list[tuple], top: int):
-        """The old path: masked copies tokenised from their words, ``batch_size`` per forward."""
+        """The old path: masked copies tokenised from their words, ``batch_size`` per forward; yields
+        ``(key, ids, logits)``."""
         # similar lengths share a forward: less padding (same results, in any order)
         todo.sort(key=lambda k: sum(len(w) + 1 for w in k[0]) + sum(len(w) + 1 for w in k[1]))
         for s in range(0, len(todo), self.batch_size):
             chunk = todo[s:s + self.batch_size]
-            yield from zip(chunk, self._predict(chunk, top))
+            enc = self._encode(chunk)
+            is_mask = (enc["input_ids"] == self.tokenizer.mask_token_id).numpy()
+            launched = self._launch({k: v.numpy() for k, v in enc.items()}, is_mask, top)
+            for k, (ids, vals) in zip(chunk, self._collect_ids(launched)):
+                yield k, ids, vals
 
     def _predict_ids(self, todo: list[tuple], top: int):
-        """Masked copies as ids (the key less its last item), packed to :attr:`batch_tokens`. Batch
-        i + 1 is padded and launched before batch i's results are read back (on CUDA the device
+        """Masked copies as ids (the key), packed to :attr:`batch_tokens`; yields ``(key, ids, logits)``.
+        Batch i + 1 is padded and launched before batch i's results are read back (on CUDA the device
         runs one while the host builds the next)."""
         from textaudit.token_ids import pack, pad
 
         pieces = self.pieces
         assert pieces is not None
         pending = None
-        for b in pack([len(k) - 1 for k in todo], self.batch_tokens):
+        for b in pack([len(k) for k in todo], self.batch_tokens):
             chunk = [todo[i] for i in b]
-            ids, mask = pad([k[:-1] for k in chunk], pieces.pad_id)
+            ids, mask = pad(chunk, pieces.pad_id)
             enc = {"input_ids": ids, "attention_mask": mask}
             if getattr(self.model.config, "type_vocab_size", 0):
                 enc["token_type_ids"] = np.zeros_like(ids)
             launched = (chunk, self._launch(enc, ids == pieces.mask_id, top))
             if pending is not None:
-                yield from zip(pending[0], self._collect(pending[1]))
+                for k, (i, v) in zip(pending[0], self._collect_ids(pending[1])):
+                    yield k, i, v
             pending = launched
         if pending is not None:
-            yield from zip(pending[0], self._collect(pending[1]))
+            for k, (i, v) in zip(pending[0], self._collect_ids(pending[1])):
+                yield k, i, v
 
     # -- internals -------------------------------------------------------------------------------
     def _encode(self, chunk: list[tuple]):
         mask = self.tokenizer.mask_token
-        texts = [list(left) + [mask] + list(right) for left, right, _ in chunk]
+        texts = [list(k[0]) + [mask] + list(k[1]) for k in chunk]
         if self.scheme != "wordpiece":
             # one string per sentence, as a fill-mask pipeline gives them: pre-split words would need
             # add_prefix_space (byte-level BPE) or put a lone ▁ before the mask (SentencePiece)
@@ -296,6 +390,12 @@ class HFMaskedLM:
 
     def _collect(self, launched: tuple) -> list[list[tuple[str, float]]]:
         """Rows of ``(word, logit)``, best first, of a launched batch (waits for the device)."""
+        words = self.id_to_word
+        return [[(words[j], v) for j, v in zip(ids, vals)] for ids, vals in self._collect_ids(launched)]
+
+    def _collect_ids(self, launched: tuple) -> list[tuple[list[int], list[float]]]:
+        """``(vocabulary ids, logits)`` per row, best first, of a launched batch (waits for the device);
+        only finite logits (a position with fewer whole-word candidates has fewer)."""
         import math
         import time
 
@@ -310,5 +410,9 @@ class HFMaskedLM:
         self.clock.settle()
         self.forwards += len(vals)
         self.forward_seconds += time.perf_counter() - t0
-        words, finite = self.id_to_word, math.isfinite
-        return [[(words[j], v) for v, j in zip(vr, ir) if finite(v)] for vr, ir in zip(vals, idx)]
+        finite = math.isfinite
+        out = []
+        for vr, ir in zip(vals, idx):
+            keep = [(j, v) for v, j in zip(vr, ir) if finite(v)]
+            out.append(([j for j, _ in keep], [v for _, v in keep]))
+        return out

@@ -27,7 +27,25 @@ def load_mlm(name: str | None = None, *, device: str | None = None, quiet: bool 
     ``audit train-mlm --out`` (a retrained minilm-mlm). ``MLM+LM`` (``minilm-mlm+smollm2``) is the
     quality mode: MLM's candidates re-ranked by the causal LM ``LM``'s sentence likelihood
     (:mod:`textaudit.neighborhoods.rerank`).
+
+    ``store:NAME``: the answers of the masked LM ``NAME`` that the neighbourhood store holds, without its
+    weights (:class:`~textaudit.neighborhoods.store.StoredMaskedLM`; a missing answer is an error).
+    The masked LM reads and writes the neighbourhood store in effect (``--store``; default
+    ``$TEXTAUDIT_CACHE/neighborhoods.sqlite``; :func:`~textaudit.neighborhoods.store.current_store`).
     """
+    if name is not None and name.startswith("store:"):  # answers from the store alone (no weights)
+        from textaudit.neighborhoods.store import StoredMaskedLM, current_store
+
+        store = current_store()
+        if store is None or not store.path.is_file():
+            raise TextAuditError(f"--mlm {name} reads the neighbourhood store, but there is none "
+                                 f"({'--store off' if store is None else f'{store.path} does not exist'}); "
+                                 "import one with audit store import, or give --store PATH")
+        mlm = StoredMaskedLM(store, name[len("store:"):])
+        if not quiet:
+            print(f"notice: masked LM in use: {mlm.name}, answered from the store {store.path} (no weights loaded)",
+                  file=sys.stderr)
+        return mlm
     if name is not None and "+" in name and not Path(name).expanduser().exists():
         from textaudit.lm import load_causal_lm
         from textaudit.neighborhoods.rerank import RerankedMaskedLM
@@ -55,6 +73,9 @@ def load_mlm(name: str | None = None, *, device: str | None = None, quiet: bool 
     else:
         mlm = HFMaskedLM.from_pretrained(chosen, device=device, name="distilbert-base-uncased" if name is None else chosen,
                                          batch_size=batch_size, cache_size=cache_size)
+    from textaudit.neighborhoods.store import current_store
+
+    mlm.store = current_store()
     if not quiet:
         print(f"notice: masked LM in use: {label}", file=sys.stderr)
     return mlm

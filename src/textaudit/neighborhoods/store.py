@@ -1,0 +1,586 @@
+"""The neighbourhood store: masked-LM answers computed once, kept on disk, shared by every run.
+
+Most of an audit's masked-LM work does not depend on the model audited: the κ candidates of a masked
+context are the same for cnn and lstm, for a rerun, a resume, a shard or a Ray worker. The store keeps
+them in one SQLite file (``$TEXTAUDIT_CACHE/neighborhoods.sqlite`` unless ``--store PATH``; ``--store
+off`` disables it), in front of which the masked LM's in-memory LRU stays.
+
+**Key.** The masked LM's *fingerprint* — a hash of its weights and tokenizer (vocabulary, piece scheme),
+its precision and the kind of device it runs on (see :func:`mlm_fingerprint`): another or a retrained
+masked LM never reads another's entries — and the masked context: the words left and right of the
+position (:func:`context_key`; under the fingerprinted tokenizer the context's ids are a function of
+these words, so the key determines the value, and a lookup needs neither the weights nor the tokenizer).
+
+**Value.** The top-N whole-word candidates ``(vocabulary id, logit)``, best first, where N ≥ the κ
+asked (:data:`STORE_TOP` at least), so one entry serves every κ ≤ N and every δ; logits are float32, as
+the forward computes them, so an answer from the store is the answer the forward would give. Each value
+carries a CRC-32: a damaged entry is a miss (and is dropped), never an answer.
+
+**Safety.** SQLite in WAL mode (``synchronous=NORMAL``): several processes read and write at once, a
+transaction is atomic, and a process killed mid-write (kill -9) leaves a database that opens with every
+committed entry. A file that is not a database or fails ``PRAGMA quick_check`` is set aside
+(``<name>.damaged-<time>``) with a one-line notice and rebuilt. A full disk or a read-only location
+degrades to reading (or to no store) with a notice; the audit goes on.
+
+Why SQLite and not LMDB: it is in the standard library (no dependency, no native wheel to match), its
+WAL mode gives many readers with concurrent writers across processes, and its crash guarantees are
+documented and tested; LMDB's single memory map needs a size chosen up front and a lock file that
+misbehaves on network file systems.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import os
+import sqlite3
+import struct
+import sys
+import time
+import zlib
+from array import array
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from textaudit.errors import TextAuditError
+
+__all__ = ["NeighborhoodStore", "StoredMaskedLM", "StoreStats", "default_store_path", "open_store", "context_key", "mlm_fingerprint",
+           "STORE_TOP", "FORMAT", "use_store", "current_store", "parse_store"]
+
+#: every entry holds at least this many candidates (κ = 20 by default; a larger κ stores more)
+STORE_TOP = 32
+#: the store's format; a file of another format is set aside and rebuilt
+FORMAT = "textaudit-neighborhoods-1"
+#: ``PRAGMA quick_check`` on open up to this size (it reads every page)
+CHECK_BYTES = 2 << 30
+#: rows per SELECT ... IN (...)
+_CHUNK = 500
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS mlms (
+    id INTEGER PRIMARY KEY, fingerprint TEXT NOT NULL UNIQUE, name TEXT NOT NULL, vocab BLOB NOT NULL,
+    seconds_per_entry REAL NOT NULL DEFAULT 0, hits INTEGER NOT NULL DEFAULT 0, misses INTEGER NOT NULL DEFAULT 0,
+    created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS entries (
+    mlm INTEGER NOT NULL, k BLOB NOT NULL, n INTEGER NOT NULL, v BLOB NOT NULL, crc INTEGER NOT NULL,
+    used INTEGER NOT NULL, PRIMARY KEY (mlm, k)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS entries_used ON entries (used);
+"""
+
+
+def default_store_path() -> Path:
+    """``$TEXTAUDIT_CACHE/neighborhoods.sqlite`` (default ``~/.cache/textaudit``)."""
+    from textaudit.resources import cache_dir
+
+    return cache_dir() / "neighborhoods.sqlite"
+
+
+def context_key(words: Sequence[str], pos: int) -> bytes:
+    """The 16-byte key of the masked context of ``words`` at ``pos``: the words left and right of it."""
+    text = "\x1f".join(words[:pos]) + "\x1e" + "\x1f".join(words[pos + 1:])
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def mlm_fingerprint(model, vocab: Sequence[str], *, scheme: str, precision: str, device: str) -> str:
+    """What identifies a masked LM's answers: its weights (every tensor of its state, in order), its
+    vocabulary and piece scheme, its precision and the kind of device (CPU and CUDA logits may differ in
+    the last bits, which can reorder near-ties)."""
+    import torch
+
+    h = hashlib.blake2b(digest_size=20)
+    h.update(f"{FORMAT}|{scheme}|{precision}|{str(device).split(':')[0]}|".encode())
+    h.update(json.dumps(list(vocab), ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    for name, t in model.state_dict().items():
+        t = t.detach().cpu().contiguous()
+        h.update(f"|{name}|{t.dtype}|{tuple(t.shape)}|".encode())
+        h.update(t.view(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()
+
+
+def _pack(n: int, ids: Sequence[int], logits: Sequence[float]) -> bytes:
+    return struct.pack("<HH", n, len(ids)) + array("I", ids).tobytes() + array("f", logits).tobytes()
+
+
+def _unpack(v: bytes) -> tuple[int, list[int], list[float]]:
+    n, c = struct.unpack_from("<HH", v)
+    if len(v) != 4 + 8 * c:
+        raise ValueError("length")
+    ids = array("I")
+    ids.frombytes(v[4:4 + 4 * c])
+    vals = array("f")
+    vals.frombytes(v[4 + 4 * c:])
+    return n, ids.tolist(), vals.tolist()
+
+
+class StoreStats:
+    """What the store did in this process: ``hits`` (masked contexts answered from the store),
+    ``misses`` (asked of it and computed), ``written``, ``damaged`` (entries dropped), and the masked-LM
+    seconds the hits saved (at the masked LM's measured seconds per masked sentence)."""
+
+    def __init__(self) -> None:
+        self.hits = 0
+        self.misses = 0
+        self.written = 0
+        self.damaged = 0
+        self.seconds_saved = 0.0
+
+    def to_dict(self) -> dict:
+        asked = self.hits + self.misses
+        return {"hits": self.hits, "misses": self.misses, "hit_rate": round(self.hits / asked, 4) if asked else None,
+                "written": self.written, "seconds_saved": round(self.seconds_saved, 2)}
+
+
+class NeighborhoodStore:
+    """One store file (see the module docstring). The connection is opened on first use in each
+    process (a copy sent to a Ray worker or a forked process opens its own); ``readonly`` never writes."""
+
+    def __init__(self, path: str | Path, *, readonly: bool = False, quiet: bool = False):
+        self.path = Path(path).expanduser()
+        self.readonly = readonly
+        self.quiet = quiet
+        self.stats = StoreStats()
+        self._conn: sqlite3.Connection | None = None
+        self._pid: int | None = None
+        self._mlm_ids: dict[str, int] = {}
+        self._disabled = False
+        self._writable = not readonly
+        self._used: dict[int, set[bytes]] = {}
+        self._pending: dict[int, tuple[int, int]] = {}
+
+    # -- opening -----------------------------------------------------------------------------------
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.update(_conn=None, _pid=None, _mlm_ids={}, stats=StoreStats(), _used={}, _pending={})
+        return state
+
+    def _notice(self, msg: str) -> None:
+        if not self.quiet:
+            print(f"notice: neighbourhood store {self.path}: {msg}", file=sys.stderr)
+
+    @property
+    def available(self) -> bool:
+        """The store can be read (False after it degraded to no store)."""
+        return self._connection() is not None
+
+    def _connection(self) -> sqlite3.Connection | None:
+        if self._disabled:
+            return None
+        if self._conn is not None and self._pid == os.getpid():
+            return self._conn
+        self._conn, self._pid, self._mlm_ids = None, os.getpid(), {}
+        try:
+            self._conn = self._open()
+        except OSError as e:
+            self._disabled = True
+            self._notice(f"cannot be opened ({e.strerror or e}); running without it")
+        return self._conn
+
+    def _open(self) -> sqlite3.Connection:
+        if not self.readonly:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError:
+                pass
+        fresh = not self.path.exists()
+        if self.readonly or (not fresh and not os.access(self.path, os.W_OK)) or \
+                (fresh and not os.access(self.path.parent if self.path.parent.exists() else Path.cwd(), os.W_OK)):
+            if fresh:
+                raise OSError(f"{self.path} does not exist" if self.readonly else "its folder is read-only")
+            if not self.readonly:
+                self._notice("is read-only: reading it, saving nothing new")
+            self._writable = False
+            return self._checked(sqlite3.connect(f"file:{self.path}?mode=ro&immutable=1", uri=True,
+                                                 check_same_thread=False), fresh=False)
+        try:
+            try:
+                return self._checked(self._connect(), fresh=fresh)
+            except sqlite3.OperationalError:
+                raise  # cannot open or lock it: not damage
+            except sqlite3.DatabaseError as e:
+                self._set_aside(str(e))
+                return self._checked(self._connect(), fresh=True)
+        except sqlite3.OperationalError as e:
+            raise OSError(str(e)) from None
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(str(self.path), timeout=60, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA busy_timeout=60000")
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        return conn
+
+    def _checked(self, conn: sqlite3.Connection, *, fresh: bool) -> sqlite3.Connection:
+        """Check a file that existed (format, ``quick_check``), or create the schema; a damaged file
+        raises :class:`sqlite3.DatabaseError` (set aside by the caller)."""
+        if not fresh and self.path.stat().st_size <= CHECK_BYTES:
+            row = conn.execute("PRAGMA quick_check").fetchone()
+            if not row or row[0] != "ok":
+                conn.close()
+                raise sqlite3.DatabaseError(f"quick_check: {row[0] if row else 'no answer'}")
+        if self._writable:
+            conn.executescript(_SCHEMA)
+            conn.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (FORMAT,))
+        fmt = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+        if not fmt or fmt[0] != FORMAT:
+            conn.close()
+            raise sqlite3.DatabaseError(f"format {fmt[0] if fmt else 'missing'}, not {FORMAT}")
+        return conn
+
+    def _set_aside(self, why: str) -> None:
+        if self.readonly or not self._writable:
+            raise OSError(f"damaged ({why[:80]})")
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        aside = self.path.with_name(f"{self.path.name}.damaged-{stamp}")
+        for suffix in ("", "-wal", "-shm"):
+            p = Path(str(self.path) + suffix)
+            if p.exists():
+                os.replace(p, Path(str(aside) + suffix))
+        self._notice(f"was damaged ({why[:80]}); set aside as {aside.name} and rebuilt")
+
+    def _failed(self, e: sqlite3.Error, doing: str) -> None:
+        """A database error mid-run: a write that cannot be made (disk full, read-only) stops writing;
+        a damaged file stops the store for this run (it is set aside when next opened)."""
+        if isinstance(e, sqlite3.OperationalError) and doing == "write":
+            self._writable = False
+            self._notice(f"cannot be written ({e}); reading it, saving nothing new")
+            return
+        self._disabled = True
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except sqlite3.Error:
+                pass
+        self._conn = None
+        self._notice(f"failed while it was read ({e}); running without it")
+
+    # -- masked LMs ------------------------------------------------------------------------------
+    def mlm_id(self, fingerprint: str, name: str, vocab: Sequence[str] | None) -> int | None:
+        """The store's id of a masked LM (registered with its vocabulary on first use; ``vocab`` None:
+        only looked up)."""
+        conn = self._connection()
+        if conn is None:
+            return None
+        if fingerprint in self._mlm_ids:
+            return self._mlm_ids[fingerprint]
+        try:
+            row = conn.execute("SELECT id FROM mlms WHERE fingerprint = ?", (fingerprint,)).fetchone()
+            if row is None and vocab is not None and self._writable:
+                blob = zlib.compress(json.dumps(list(vocab), ensure_ascii=False).encode("utf-8", "surrogatepass"))
+                try:
+                    conn.execute("INSERT OR IGNORE INTO mlms (fingerprint, name, vocab, created) VALUES (?, ?, ?, ?)",
+                                 (fingerprint, name, blob, time.time()))
+                except sqlite3.OperationalError as e:
+                    self._failed(e, "write")
+                row = conn.execute("SELECT id FROM mlms WHERE fingerprint = ?", (fingerprint,)).fetchone()
+        except sqlite3.Error as e:
+            self._failed(e, "read")
+            return None
+        if row is None:
+            return None
+        self._mlm_ids[fingerprint] = row[0]
+        return row[0]
+
+    def mlms(self) -> list[dict]:
+        """Every masked LM in the store: ``{"id", "fingerprint", "name", "entries", "hits", "misses", ...}``."""
+        conn = self._connection()
+        if conn is None:
+            return []
+        rows = conn.execute("SELECT m.id, m.fingerprint, m.name, m.seconds_per_entry, m.hits, m.misses, m.created, "
+                            "(SELECT COUNT(*) FROM entries e WHERE e.mlm = m.id) FROM mlms m ORDER BY m.id").fetchall()
+        return [{"id": r[0], "fingerprint": r[1], "name": r[2], "seconds_per_entry": r[3], "hits": r[4], "misses": r[5],
+                 "created": r[6], "entries": r[7]} for r in rows]
+
+    def vocabulary(self, mlm: int) -> list[str]:
+        """The vocabulary a masked LM's ids index (stored with it)."""
+        conn = self._connection()
+        row = conn.execute("SELECT vocab FROM mlms WHERE id = ?", (mlm,)).fetchone() if conn else None
+        if row is None:
+            raise TextAuditError(f"the neighbourhood store {self.path} has no masked LM with id {mlm}")
+        return json.loads(zlib.decompress(row[0]).decode("utf-8", "surrogatepass"))
+
+    # -- entries ---------------------------------------------------------------------------------
+    def get(self, mlm: int, keys: Sequence[bytes], top: int) -> dict[bytes, tuple[int, list[int], list[float]]]:
+        """``{key: (n, ids, logits)}`` (the top n, best first) for the ``keys`` the store holds with n ≥ ``top``
+        candidates (or every candidate the masked LM has there); the others are missing."""
+        conn = self._connection()
+        out: dict[bytes, tuple[int, list[int], list[float]]] = {}
+        if conn is None or not keys:
+            return out
+        bad: list[bytes] = []
+        try:
+            for s in range(0, len(keys), _CHUNK):
+                chunk = keys[s:s + _CHUNK]
+                q = f"SELECT k, n, v, crc FROM entries WHERE mlm = ? AND k IN ({','.join('?' * len(chunk))})"
+                for k, _n, v, crc in conn.execute(q, (mlm, *chunk)):
+                    if zlib.crc32(k + v) != crc:
+                        bad.append(k)
+                        continue
+                    try:
+                        n_, ids, vals = _unpack(v)
+                    except (struct.error, ValueError):
+                        bad.append(k)
+                        continue
+                    if n_ >= top or len(ids) < n_:  # enough, or the masked LM has no more whole words there
+                        out[k] = (n_, ids, vals)
+        except sqlite3.Error as e:
+            self._failed(e, "read")
+            return {}
+        if bad:
+            self.stats.damaged += len(bad)
+            self._notice(f"{len(bad)} damaged entr{'y' if len(bad) == 1 else 'ies'} dropped (recomputed)")
+            self._write(lambda c: c.executemany("DELETE FROM entries WHERE mlm = ? AND k = ?", [(mlm, k) for k in bad]))
+        self._used.setdefault(mlm, set()).update(out)
+        return out
+
+    def put(self, mlm: int, rows: Iterable[tuple[bytes, int, Sequence[int], Sequence[float]]],
+            seconds_per_entry: float | None = None) -> None:
+        """Keep ``(key, n, ids, logits)`` rows (n: the candidates asked of the forward); an entry is
+        replaced only by one with more candidates."""
+        today = int(time.time() // 86400)
+        data = []
+        for k, n, ids, vals in rows:
+            v = _pack(n, ids, vals)
+            data.append((mlm, k, n, v, zlib.crc32(k + v), today))
+        if not data:
+            return
+
+        def write(c: sqlite3.Connection) -> None:
+            c.executemany("INSERT INTO entries (mlm, k, n, v, crc, used) VALUES (?, ?, ?, ?, ?, ?) "
+                          "ON CONFLICT (mlm, k) DO UPDATE SET n = excluded.n, v = excluded.v, crc = excluded.crc, "
+                          "used = excluded.used WHERE excluded.n > entries.n", data)
+            if seconds_per_entry:
+                c.execute("UPDATE mlms SET seconds_per_entry = ? WHERE id = ?", (seconds_per_entry, mlm))
+
+        if self._write(write):
+            self.stats.written += len(data)
+
+    def _write(self, fn) -> bool:
+        conn = self._connection()
+        if conn is None or not self._writable:
+            return False
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                fn(conn)
+                self._flush_used(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as e:
+            self._failed(e, "write")
+            return False
+        return True
+
+    def _flush_used(self, conn: sqlite3.Connection) -> None:
+        today = int(time.time() // 86400)
+        for mlm, keys in self._used.items():
+            conn.executemany("UPDATE entries SET used = ? WHERE mlm = ? AND k = ? AND used < ?",
+                             [(today, mlm, k, today) for k in keys])
+        self._used = {}
+
+    def record(self, mlm: int, hits: int, misses: int) -> None:
+        """Add this call's hits and misses to the store's counters (``audit store info``'s hit rate)."""
+        self.stats.hits += hits
+        self.stats.misses += misses
+        h, m = self._pending.get(mlm, (0, 0))
+        self._pending[mlm] = (h + hits, m + misses)
+
+    def flush(self) -> None:
+        """Write the counters and last-use days gathered since the last write."""
+        pending, self._pending = self._pending, {}
+        if not pending and not self._used:
+            return
+        self._write(lambda c: c.executemany("UPDATE mlms SET hits = hits + ?, misses = misses + ? WHERE id = ?",
+                                            [(h, m, mlm) for mlm, (h, m) in pending.items()]))
+
+    def close(self) -> None:
+        """Flush and close this process's connection."""
+        if self._conn is not None and self._pid == os.getpid():
+            self.flush()
+            try:
+                self._conn.close()
+            except sqlite3.Error:
+                pass
+        self._conn = None
+
+    # -- maintenance -----------------------------------------------------------------------------
+    def info(self) -> dict:
+        """Size, entries, bytes per entry and hit rate, per masked LM and in all."""
+        conn = self._connection()
+        self.flush()
+        size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
+        mlms = self.mlms() if conn is not None else []
+        entries = sum(m["entries"] for m in mlms)
+        hits, misses = sum(m["hits"] for m in mlms), sum(m["misses"] for m in mlms)
+        return {"path": str(self.path), "bytes": size, "entries": entries,
+                "bytes_per_entry": round(size / entries, 1) if entries else None,
+                "hits": hits, "misses": misses, "hit_rate": round(hits / (hits + misses), 4) if hits + misses else None,
+                "mlms": [{k: m[k] for k in ("name", "fingerprint", "entries", "hits", "misses")} for m in mlms]}
+
+    def prune(self, max_bytes: int) -> int:
+        """Drop the least recently used entries until the file is at most ``max_bytes``; return how many."""
+        conn = self._connection()
+        if conn is None or not self._writable:
+            raise TextAuditError(f"the neighbourhood store {self.path} cannot be written; nothing pruned")
+        self.flush()
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        size = self.path.stat().st_size
+        entries = conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+        if size <= max_bytes or not entries:
+            return 0
+        drop = min(entries, int(entries * (1 - max_bytes / size)) + 1)
+        self._write(lambda c: c.execute("DELETE FROM entries WHERE (mlm, k) IN "
+                                        "(SELECT mlm, k FROM entries ORDER BY used, k LIMIT ?)", (drop,)))
+        conn.execute("VACUUM")
+        return drop
+
+    def export(self, out: str | Path, *, mlm: str | None = None) -> int:
+        """Copy the entries (of one masked LM: a name or fingerprint prefix) into a new store file ``out``."""
+        out = Path(out).expanduser()
+        if out.exists():
+            raise TextAuditError(f"{out} already exists; give a new file name to export to")
+        conn = self._connection()
+        if conn is None:
+            raise TextAuditError(f"the neighbourhood store {self.path} cannot be read")
+        self.flush()
+        ids = [m["id"] for m in self.mlms() if mlm is None or m["name"] == mlm or m["fingerprint"].startswith(mlm)]
+        if not ids:
+            raise TextAuditError(f"the store {self.path} holds no masked LM named or fingerprinted {mlm!r}; "
+                                 "see audit store info")
+        target = NeighborhoodStore(out, quiet=True)
+        if target._connection() is None:
+            raise TextAuditError(f"{out} cannot be written")
+        n = target.merge_from(self, ids)
+        target.close()
+        return n
+
+    def merge_from(self, other: "NeighborhoodStore", mlm_ids: Sequence[int] | None = None) -> int:
+        """Copy ``other``'s entries (every masked LM, or those of ``mlm_ids``) into this store, each checked
+        by its CRC; return how many were copied."""
+        src = other._connection()
+        if src is None or self._connection() is None:
+            raise TextAuditError(f"cannot merge {other.path} into {self.path}")
+        copied = 0
+        for m in other.mlms():
+            if mlm_ids is not None and m["id"] not in mlm_ids:
+                continue
+            mine = self.mlm_id(m["fingerprint"], m["name"], other.vocabulary(m["id"]))
+            if mine is None:
+                raise TextAuditError(f"{self.path} cannot be written; nothing merged")
+            cur = src.execute("SELECT k, n, v, crc FROM entries WHERE mlm = ?", (m["id"],))
+            while True:
+                rows = cur.fetchmany(5000)
+                if not rows:
+                    break
+                good = [(mine, k, n, v, crc, int(time.time() // 86400)) for k, n, v, crc in rows if zlib.crc32(k + v) == crc]
+                self._write(lambda c, rows=good: c.executemany(
+                    "INSERT INTO entries (mlm, k, n, v, crc, used) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (mlm, k) DO UPDATE "
+                    "SET n = excluded.n, v = excluded.v, crc = excluded.crc WHERE excluded.n > entries.n", rows))
+                copied += len(good)
+            self._write(lambda c, args=(m["seconds_per_entry"], mine): c.execute(
+                "UPDATE mlms SET seconds_per_entry = MAX(seconds_per_entry, ?) WHERE id = ?", args))
+        return copied
+
+
+class StoredMaskedLM:
+    """A masked LM answered by a store alone (``--mlm store:NAME``): the answers an imported store holds,
+    with no weights and no tokenizer. A masked context the store lacks is one clear error.
+
+    ``NAME`` is the stored masked LM's name (``minilm-mlm``) or a prefix of its fingerprint
+    (``audit store info`` lists both); its results carry the stored name, so they are the records the
+    masked LM itself gave."""
+
+    def __init__(self, store: NeighborhoodStore, which: str):
+        found = [m for m in store.mlms() if m["name"] == which or m["fingerprint"].startswith(which)]
+        if len(found) != 1:
+            names = ", ".join(f"{m['name']} ({m['fingerprint'][:12]})" for m in store.mlms()) or "none"
+            raise TextAuditError(f"--mlm store:{which}: the store {store.path} holds "
+                                 f"{'no' if not found else 'more than one'} masked LM of that name or fingerprint "
+                                 f"(it holds: {names})")
+        self.store, self.name, self.fingerprint = store, found[0]["name"], found[0]["fingerprint"]
+        self._id = found[0]["id"]
+        self._words = store.vocabulary(self._id)
+        self.store_hits = 0
+        self.store_misses = 0
+        self.store_seconds_saved = 0.0
+        self._seconds = float(found[0]["seconds_per_entry"])
+
+    def candidates(self, batch: list, top: int = 20) -> list[list[tuple[str, float]]]:
+        """Per ``(words, position)``: the stored ``top`` candidates ``(word, logit)``, best first."""
+        keys = [context_key(words, pos) for words, pos in batch]
+        got = self.store.get(self._id, list(dict.fromkeys(keys)), top)
+        missing = [(words, pos) for (words, pos), k in zip(batch, keys) if k not in got]
+        if missing:
+            words, pos = missing[0]
+            raise TextAuditError(f"the store holds no answer of {self.name} for '{' '.join(words[:pos])} [MASK] "
+                                 f"{' '.join(words[pos + 1:])}' ({len(missing)} of {len(batch)} masked contexts missing); "
+                                 f"run with the masked LM itself (--mlm {self.name}) to compute them")
+        self.store_hits += len(set(keys))
+        self.store_seconds_saved += len(set(keys)) * self._seconds
+        words = self._words
+        return [[(words[j], v) for j, v in zip(got[k][1][:top], got[k][2][:top])] for k in keys]
+
+    def store_summary(self) -> dict:
+        return {"path": str(self.store.path), "hits": self.store_hits, "misses": 0, "hit_rate": 1.0 if self.store_hits else None,
+                "mlm_seconds_saved": round(self.store_seconds_saved, 2)}
+
+    def clear_cache(self) -> None:
+        """Nothing is cached in memory (the store is the cache)."""
+
+
+# -- the process's choice (--store) -----------------------------------------------------------------
+_CHOICE: list[str | None] = [None]
+_OPEN: dict[str, NeighborhoodStore] = {}
+
+
+def parse_store(value: str | None) -> str | None:
+    """Check a ``--store`` value: ``off``, or a file path (not a directory); None is the default path."""
+    if value is None or value.strip().lower() == "off":
+        return None if value is None else "off"
+    p = Path(value).expanduser()
+    if p.is_dir():
+        raise TextAuditError(f"--store {value} is a directory; give a file, e.g. {p / 'neighborhoods.sqlite'}, or off")
+    return str(p)
+
+
+class use_store:
+    """``with use_store("off" | PATH | None): ...``: the store masked LMs loaded inside use."""
+
+    def __init__(self, value: str | None):
+        self.value = parse_store(value)
+
+    def __enter__(self) -> None:
+        self._prev = _CHOICE[0]
+        _CHOICE[0] = self.value
+
+    def __exit__(self, *exc: object) -> None:
+        _CHOICE[0] = self._prev
+        close_stores()  # the counters and last-use days of the run are written now, not at exit
+
+
+def current_store() -> NeighborhoodStore | None:
+    """The store in effect: ``--store`` (or ``TEXTAUDIT_STORE``: a path or ``off``), else the default
+    path; one object per path in a process."""
+    choice = _CHOICE[0] or os.environ.get("TEXTAUDIT_STORE") or None
+    if choice is not None and choice.strip().lower() == "off":
+        return None
+    return open_store(choice or default_store_path())
+
+
+def open_store(path: str | Path, *, readonly: bool = False) -> NeighborhoodStore:
+    """The process's one :class:`NeighborhoodStore` for ``path``."""
+    key = f"{Path(path).expanduser().resolve()}|{readonly}"
+    if key not in _OPEN:
+        if not _OPEN:
+            atexit.register(close_stores)
+        _OPEN[key] = NeighborhoodStore(path, readonly=readonly)
+    return _OPEN[key]
+
+
+def close_stores() -> None:
+    """Flush and close every store this process opened (at exit, too)."""
+    for store in _OPEN.values():
+        store.close()

@@ -1,0 +1,306 @@
+"""The neighbourhood store (textaudit.neighborhoods.store): answers equal the forwards', shared across
+masked-LM objects and processes, never read by another masked LM, safe under concurrent writers, kill -9,
+damage, a full disk; and the CLI around it (--store, audit store info|prune|export|import, --mlm store:)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from textaudit.neighborhoods import NeighborhoodBuilder
+from textaudit.neighborhoods.masked_lm import HFMaskedLM
+from textaudit.neighborhoods.store import STORE_TOP, NeighborhoodStore, context_key
+
+SENTENCES = ["a deep and meaningful film .", "the plot is thin and the acting is worse .",
+             "an unflinching look at the mess we make .", "it is not the worst , is it ?"]
+
+
+def _queries(sentences=SENTENCES):
+    return [(s.split(), i) for s in sentences for i in range(len(s.split()))]
+
+
+def _close(a: list, b: list, tol: float = 1e-5) -> bool:
+    """Two answers are the same up to float noise: a forward's logits differ in the last bits with the batch
+    it ran in (padding, BLAS blocking), so a context computed in another batch may differ by an ulp, and two
+    candidates that tie to an ulp may swap; nothing else may differ."""
+    for x, y in zip(a, b):
+        dx, dy = dict(x), dict(y)
+        if len(x) != len(y):
+            return False
+        edge = min(min(dx.values(), default=0), min(dy.values(), default=0))
+        if any(abs(dx.get(w, dy.get(w)) - edge) > tol for w in set(dx) ^ set(dy)):
+            return False
+        if any(abs(dx[w] - dy[w]) > tol for w in set(dx) & set(dy)):
+            return False
+    return len(a) == len(b)
+
+
+def _fresh(tiny_mlm, store, name="tiny-distilbert"):
+    """Another masked-LM object over the same weights: an empty in-memory cache, as a new process has."""
+    return HFMaskedLM(tiny_mlm.model, tiny_mlm.tokenizer, name=name, device="cpu", store=store)
+
+
+def test_answers_from_the_store_are_the_forwards_answers(tiny_mlm, tmp_path):
+    q = _queries()
+    off = _fresh(tiny_mlm, None)
+    want = off.candidates(q, top=20)
+    store = NeighborhoodStore(tmp_path / "s.sqlite")
+    first = _fresh(tiny_mlm, store)
+    assert first.candidates(q, top=20) == want and first.store_misses == len(set(map(str, q))) and first.forwards > 0
+    second = _fresh(tiny_mlm, NeighborhoodStore(tmp_path / "s.sqlite"))  # another object, as another process
+    assert second.candidates(q, top=20) == want
+    assert second.forwards == 0 and second.store_hits == first.store_misses and second.store_misses == 0
+    # one entry serves every κ ≤ N: κ = 5 is the first 5 of the same answer, without a forward
+    assert _fresh(tiny_mlm, store).candidates(q, top=5) == [c[:5] for c in want]
+    # a larger κ than stored is computed, and the entry grows to serve it from then on
+    big = _fresh(tiny_mlm, store)
+    wide = big.candidates(q[:3], top=STORE_TOP + 8)
+    assert big.forwards == 3 and wide == off.candidates(q[:3], top=STORE_TOP + 8)
+    again = _fresh(tiny_mlm, store)
+    assert again.candidates(q[:3], top=STORE_TOP + 8) == wide and again.forwards == 0
+    assert second.store_summary()["hit_rate"] == 1.0 and second.store_summary()["mlm_seconds_saved"] >= 0
+
+
+def test_neighbourhoods_are_the_same_with_and_without_the_store(tiny_mlm, tmp_path):
+    def build(store):
+        b = NeighborhoodBuilder(_fresh(tiny_mlm, store), kappa=6, delta=10.0)
+        return [(nb.text, nb.distance) for s in SENTENCES[:2] for nb in b.neighbors(s, 2)]
+
+    store = NeighborhoodStore(tmp_path / "s.sqlite")
+    off, filling, served = build(None), build(store), build(store)
+    assert len(off) > 50 and off == filling == served
+
+
+def test_another_masked_lm_never_reads_the_entries(tiny_mlm, tmp_path):
+    import torch
+    from transformers import DistilBertConfig, DistilBertForMaskedLM
+
+    store = NeighborhoodStore(tmp_path / "s.sqlite")
+    q = _queries()
+    _fresh(tiny_mlm, store).candidates(q, top=20)
+    torch.manual_seed(1)  # other weights, same tokenizer and name
+    other_model = DistilBertForMaskedLM(DistilBertConfig(vocab_size=tiny_mlm.tokenizer.vocab_size, dim=32, hidden_dim=64,
+                                                         n_layers=1, n_heads=2)).eval()
+    other = HFMaskedLM(other_model, tiny_mlm.tokenizer, name="tiny-distilbert", device="cpu", store=store)
+    got = other.candidates(q, top=20)
+    assert other.store_hits == 0 and other.forwards > 0
+    assert got == HFMaskedLM(other_model, tiny_mlm.tokenizer, name="x", device="cpu").candidates(q, top=20)
+    assert got != _fresh(tiny_mlm, None).candidates(q, top=20)
+    assert other.fingerprint != _fresh(tiny_mlm, None).fingerprint
+    assert len(store.mlms()) == 2
+
+
+def test_a_damaged_entry_is_a_miss_never_an_answer(tiny_mlm, tmp_path, capsys):
+    path = tmp_path / "s.sqlite"
+    q = _queries()
+    want = _fresh(tiny_mlm, None).candidates(q, top=20)
+    _fresh(tiny_mlm, NeighborhoodStore(path)).candidates(q, top=20)
+    with sqlite3.connect(path) as c:  # flip one bit of three stored values
+        rows = c.execute("SELECT mlm, k, v FROM entries LIMIT 3").fetchall()
+        for m, k, v in rows:
+            b = bytearray(v)
+            b[10] ^= 0x04
+            c.execute("UPDATE entries SET v = ? WHERE mlm = ? AND k = ?", (bytes(b), m, k))
+    again = _fresh(tiny_mlm, NeighborhoodStore(path))
+    got = again.candidates(q, top=20)
+    assert again.forwards == 3 and again.store.stats.damaged == 3
+    flipped = {k for _, k, _ in rows}
+    redone = [i for i, (w, p) in enumerate(q) if context_key(w, p) in flipped]
+    assert len(redone) == 3 and all(got[i] == want[i] for i in range(len(q)) if i not in redone)
+    # the three are recomputed (in a batch of their own, as a new forward of just them gives them)
+    assert [got[i] for i in redone] == _fresh(tiny_mlm, None).candidates([q[i] for i in redone], top=20)
+    assert "3 damaged entries dropped" in capsys.readouterr().err
+    assert _fresh(tiny_mlm, NeighborhoodStore(path)).candidates(q, top=20) == got  # recomputed and kept again
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "flipped page"])
+def test_a_damaged_store_file_is_set_aside_and_rebuilt(tiny_mlm, tmp_path, capsys, damage):
+    path = tmp_path / "s.sqlite"
+    q = _queries()
+    want = _fresh(tiny_mlm, None).candidates(q, top=20)
+    s = NeighborhoodStore(path)
+    _fresh(tiny_mlm, s).candidates(q, top=20)
+    s.close()
+    data = bytearray(path.read_bytes())
+    if damage == "truncated":
+        data = data[: len(data) // 2 + 100]
+    elif damage == "garbage":
+        data = bytearray(b"not a database at all" * 200)
+    else:  # a b-tree page's header: quick_check sees it
+        page = int.from_bytes(data[16:18], "big")
+        for p in range(1, len(data) // page):
+            data[p * page] ^= 0xFF
+    path.write_bytes(bytes(data))
+    again = _fresh(tiny_mlm, NeighborhoodStore(path))
+    assert again.candidates(q, top=20) == want
+    err = capsys.readouterr().err
+    assert "was damaged" in err and "set aside" in err
+    assert list(tmp_path.glob("s.sqlite.damaged-*"))
+    assert _fresh(tiny_mlm, NeighborhoodStore(path)).candidates(q, top=20) == want  # the rebuilt store answers
+    assert NeighborhoodStore(path).info()["entries"] == len({context_key(w, i) for w, i in q})
+
+
+def test_a_full_disk_degrades_to_reading_with_a_notice(tiny_mlm, tmp_path, capsys):
+    path = tmp_path / "s.sqlite"
+    q = _queries()
+    off = _fresh(tiny_mlm, None)
+    off.candidates(q[:2], top=20)
+    want = off.candidates(q, top=20)  # computed in the same batches as below
+    store = NeighborhoodStore(path)
+    mlm = _fresh(tiny_mlm, store)
+    mlm.candidates(q[:2], top=20)
+    conn = store._connection()
+    conn.execute("VACUUM")  # no free pages left to fill
+    conn.execute(f"PRAGMA max_page_count = {conn.execute('PRAGMA page_count').fetchone()[0]}")  # SQLite's own "disk is full"
+    assert mlm.candidates(q, top=20) == want
+    assert "cannot be written" in capsys.readouterr().err and not store._writable
+    assert _fresh(tiny_mlm, store).candidates(q[:2], top=20) == want[:2]  # what it holds is still read
+
+
+def test_a_store_that_cannot_be_opened_is_no_store(tiny_mlm, tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    mlm = _fresh(tiny_mlm, NeighborhoodStore(blocker / "s.sqlite"))  # its folder is a file
+    assert mlm.candidates(_queries()[:3], top=20) == _fresh(tiny_mlm, None).candidates(_queries()[:3], top=20)
+    assert "running without it" in capsys.readouterr().err
+
+
+WRITER = r"""
+import sys, torch
+from transformers import BertTokenizerFast, DistilBertConfig, DistilBertForMaskedLM
+from textaudit.neighborhoods.masked_lm import HFMaskedLM
+from textaudit.neighborhoods.store import NeighborhoodStore
+from textaudit.resources import resolve
+tok = BertTokenizerFast.from_pretrained(resolve("minilm"))
+torch.manual_seed(0)
+cfg = DistilBertConfig(vocab_size=tok.vocab_size, dim=32, hidden_dim=64, n_layers=1, n_heads=2)
+model = DistilBertForMaskedLM(cfg).eval()
+mlm = HFMaskedLM(model, tok, name="tiny-distilbert", device="cpu", store=NeighborhoodStore(sys.argv[1]))
+lines = [l.split() for l in open(sys.argv[2], encoding="utf-8").read().splitlines()]
+print("ready", flush=True)
+for rep in range(int(sys.argv[3])):
+    for s in range(0, len(lines), 4):
+        mlm.candidates([(w, i) for w in lines[s:s + 4] for i in range(len(w))], top=20)
+    mlm._cache.clear()
+    print("pass", rep, flush=True)
+"""
+
+
+def test_concurrent_writers_and_a_kill_leave_a_store_every_process_agrees_with(tiny_mlm, tmp_path):
+    """Two processes fill one store at once; a third is killed (SIGKILL) mid-run; the store opens, passes
+    quick_check, and every entry equals what one process alone computes."""
+    from textaudit.data import load_dataset
+
+    texts = [t for t in load_dataset("sst2", default_split="train", limit=300)["text"] if 4 <= len(t.split()) <= 14][:120]
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(texts), encoding="utf-8")
+    path = tmp_path / "s.sqlite"
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER)
+    env = {**os.environ, "TEXTAUDIT_THREADS": "1"}
+    procs = [subprocess.Popen([sys.executable, str(script), str(path), str(corpus), "1"], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    victim = subprocess.Popen([sys.executable, str(script), str(path), str(corpus), "50"], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert victim.stdout.readline().strip() == "ready"
+    deadline = time.time() + 300
+    while time.time() < deadline and NeighborhoodStore(path).info()["entries"] < 200:
+        time.sleep(0.2)
+    victim.send_signal(signal.SIGKILL)  # mid-run: it is still writing
+    victim.wait()
+    for p in procs:
+        out, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err
+    with sqlite3.connect(path) as c:
+        assert c.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+    store = NeighborhoodStore(path)
+    q = [(t.split(), i) for t in texts for i in range(len(t.split()))]
+    assert store.info()["entries"] == len({context_key(w, i) for w, i in q})  # every context, once
+    alone = _fresh(tiny_mlm, None).candidates(q, top=20)
+    reader = _fresh(tiny_mlm, store)
+    assert _close(reader.candidates(q, top=20), alone) and reader.forwards == 0
+
+
+def test_the_store_commands(tmp_path, cli):
+    """audit neighbors --store fills it; info counts it; export + import move it; --mlm store: answers without
+    the weights; a context it lacks, a folder as --store and a bad --max-gb are one-line errors."""
+    a, b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
+    r = cli("neighbors", "a deep and meaningful film .", "--k", "1", "--store", str(a), "--json")
+    assert r.exit_code == 0, r.output
+    first = json.loads(r.stdout.strip().splitlines()[-1])
+    assert first["store_misses"] == 5 and first["store_hits"] == 0  # the five words (not the full stop)
+    r = cli("neighbors", "a deep and meaningful film .", "--k", "1", "--store", str(a), "--json")
+    again = json.loads(r.stdout.strip().splitlines()[-1])
+    assert again["neighbors"] == first["neighbors"] and again["store_hits"] == 5 and again["store_misses"] == 0
+    info = json.loads(cli("store", "info", "--store", str(a), "--json").stdout.strip().splitlines()[-1])
+    assert info["entries"] == 5 and info["mlms"][0]["name"] == "minilm-mlm" and info["hits"] == 5
+    out = tmp_path / "export.sqlite"
+    assert cli("store", "export", str(out), "--store", str(a), "--mlm", "minilm-mlm").exit_code == 0
+    r = cli("store", "import", str(out), "--store", str(b), "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout.strip().splitlines()[-1])["imported"] == 5
+    r = cli("neighbors", "a deep and meaningful film .", "--k", "1", "--store", str(b), "--mlm", "store:minilm-mlm", "--json")
+    assert r.exit_code == 0, r.output
+    stored = json.loads(r.stdout.strip().splitlines()[-1])
+    assert stored["neighbors"] == first["neighbors"] and stored["mlm"] == "minilm-mlm"
+    r = cli("neighbors", "an entirely different sentence .", "--k", "1", "--store", str(b), "--mlm", "store:minilm-mlm")
+    assert r.exit_code == 2 and "holds no answer of minilm-mlm" in r.output and "Traceback" not in r.output
+    for args, says in [(("neighbors", "a film .", "--store", str(tmp_path)), "is a directory"),
+                       (("store", "prune", "--max-gb", "nan", "--store", str(a)), "--max-gb"),
+                       (("store", "info", "--store", str(tmp_path / "none.sqlite")), "no neighbourhood store"),
+                       (("store", "export", str(out), "--store", str(a)), "already exists"),
+                       (("store", "import", str(tmp_path / "nothing"), "--store", str(b)), "does not exist")]:
+        r = cli(*args)
+        assert r.exit_code == 2 and says in r.output and "Traceback" not in r.output, (args, r.output)
+    r = cli("store", "prune", "--max-gb", "0", "--store", str(a), "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout.strip().splitlines()[-1])["entries"] == 0
+
+
+LEXICON = '''
+POSITIVE = {{{pos}}}
+NEGATIVE = {{"dull", "bad", "worst", "boring", "mess", "thin", "worse", "flat", "not", "no"}}
+
+def clf(texts):
+    out = []
+    for t in texts:
+        words = t.lower().split()
+        s = sum(w in POSITIVE for w in words) - sum(w in NEGATIVE for w in words)
+        p = 1 / (1 + 2.718281828 ** (-(s + 0.1)))
+        out.append([1 - p, p])
+    return out
+'''
+
+
+def test_an_attack_on_another_model_reads_what_the_first_stored_with_the_same_records(tmp_path, cli):
+    """Two models, one store: the second attack's masked-LM answers come from the store (hits, fewer
+    forwards) and its records equal a --store off run's in every field but seconds."""
+    (tmp_path / "a.py").write_text(LEXICON.format(pos='"good", "great", "fine", "deep", "moving"'))
+    (tmp_path / "b.py").write_text(LEXICON.format(pos='"good", "great", "fine", "meaningful", "fun"'))
+    store = tmp_path / "s.sqlite"
+
+    def attack(model, store_arg, out):
+        r = cli("attack", "--model", f"{tmp_path}/{model}.py:clf", "--method", "so-enum", "--k", "1", "--limit", "6",
+                "--no-ppl", "--store", store_arg, "--output", str(tmp_path / out), "--json")
+        assert r.exit_code == 0, r.output
+        return json.loads(r.stdout.strip().splitlines()[-1])
+
+    first = attack("a", str(store), "a.jsonl")
+    assert first["store_misses"] > 0 and first["store_hits"] == 0
+    warm = attack("b", str(store), "b-warm.jsonl")
+    cold = attack("b", "off", "b-cold.jsonl")
+    assert warm["store_hits"] > 0 and warm["store_hit_rate"] > 0.5 and "store_hits" not in cold
+    from textaudit.results import read_jsonl
+
+    def records(name):
+        return sorted(({k: v for k, v in r.items() if k != "seconds"} for r in read_jsonl(tmp_path / name)),
+                      key=lambda r: r["id"])
+
+    assert records("b-warm.jsonl") == records("b-cold.jsonl")
+    assert len(records("b-warm.jsonl")) == 6 and any(r["status"] in ("success", "failed") for r in records("b-warm.jsonl"))
