@@ -45,9 +45,10 @@ def test_the_layer_contracts_hold():
 
 #: (module, the import put back inside a function, the contract it must break)
 UPWARD = [
-    # the 14-module cycle: the results-file format read harden's summary name
+    # the 14-module cycle: results read harden's summary name (the facade and the format below it)
+    ("results.py", "from textaudit.harden.run import SUMMARY", "Layers:"),
     ("formats/jsonl.py", "from textaudit.harden.run import harden", "Layers:"),
-    # the same through the facade's implementation: loaded is below harden's users but must not reach report
+    # results read back know no page: loaded is below the report
     ("loaded.py", "from textaudit.report.render import write_report", "Layers:"),
     # the runner below the audits it runs
     ("runner.py", "from textaudit.attacks.run import run_attack", "Layers:"),

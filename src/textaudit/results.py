@@ -6,8 +6,9 @@ shown inline in Jupyter). The file format itself — JSON Lines with a header re
 flushed per record, resumable, locked while written — is :mod:`textaudit.formats.jsonl`; its reader
 and writer are importable from here too, as they always were.
 
-This module sits at the top of the package's layers (``docs/architecture.md``): it may import every
-reader; nothing inside textaudit imports it.
+In the package's layers (``docs/architecture.md``) this facade sits above every reader and every audit
+whose summary it recomputes, and below hardening and the report: it reads a harden folder through
+:mod:`textaudit.formats.harden`, never through :mod:`textaudit.harden`. Nothing inside textaudit imports it.
 """
 
 from __future__ import annotations

@@ -331,7 +331,8 @@ class NeighborhoodStore:
             self.stats.damaged += len(bad)
             self._notice(f"{len(bad)} damaged entr{'y' if len(bad) == 1 else 'ies'} dropped (recomputed)")
             self._write(lambda c: c.executemany("DELETE FROM entries WHERE mlm = ? AND k = ?", [(mlm, k) for k in bad]))
-        self._used.setdefault(mlm, set()).update(out)
+        if self._writable:  # their last-use day, written with the next write (prune drops the oldest)
+            self._used.setdefault(mlm, set()).update(out)
         return out
 
     def put(self, mlm: int, rows: Iterable[tuple[bytes, int, Sequence[int], Sequence[float]]],
