@@ -339,6 +339,44 @@ def test_a_sound_minimal_harden_summary_loads(cli, tmp_path):
     assert "| so-enum k=1: success rate | 0.5 |" in (tmp_path / "r.md").read_text()
 
 
+@pytest.mark.parametrize("case, message", [
+    ("link", "is a link or leads out of"),
+    ("truncated", "disagrees with"),
+    ("missing", "does not exist"),
+])
+def test_a_harden_folder_whose_files_are_not_its_own_or_disagree_is_refused_by_load_and_report(cli, tmp_path, case,
+                                                                                                message):
+    """#53: a before-file that is a link to another run's file, one cut short of what the summary counted,
+    or one missing: load and audit report read the folder through one reader and refuse it alike."""
+    from textaudit.errors import TextAuditError
+    from textaudit.results import load
+
+    header = '{"header": {"command": "attack", "config": {}}}\n'
+    rec = '{"id": "%s", "status": "%s", "seconds": 0.1, "queries": 3, "l0": 1}\n'
+    (tmp_path / "h").mkdir()
+    (tmp_path / "other.jsonl").write_text(header + rec % ("0", "success") + rec % ("1", "failed"))
+    (tmp_path / "h" / "before.jsonl").write_text(header + rec % ("0", "success") + rec % ("1", "failed"))
+    (tmp_path / "h" / "after.jsonl").write_text(header + rec % ("0", "failed") + rec % ("1", "failed"))
+    attack = {**_ATTACK, "before": {**_ATTACK["before"], "attacked": 2, "success": 1},
+              "after": {**_ATTACK["after"], "attacked": 2, "success": 0}, "files": ["before.jsonl", "after.jsonl"]}
+    (tmp_path / "h" / "harden.json").write_text(json.dumps({**_SUMMARY, "attacks": [attack]}))
+    assert load(tmp_path / "h").summary()["before"] == _SIDE  # sound as written
+    before = tmp_path / "h" / "before.jsonl"
+    if case == "link":
+        before.unlink()
+        before.symlink_to(tmp_path / "other.jsonl")
+    elif case == "truncated":
+        before.write_text(header + rec % ("0", "success"))
+    else:
+        before.unlink()
+    with pytest.raises(TextAuditError, match=message) as e:
+        load(tmp_path / "h")
+    assert "\n" not in str(e.value)
+    r = cli("report", str(tmp_path / "h"), "--out", str(tmp_path / "r.md"))
+    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output
+    assert not (tmp_path / "r.md").exists()
+
+
 def test_the_consistency_batches_depend_on_the_step_not_on_the_run(planted):
     """A training run killed and resumed draws the same pair batches as one that was not: the draw
     is seeded by the step. Both texts of a pair go through the model in one forward."""

@@ -662,3 +662,24 @@ def test_a_minilm_mlm_artifact_with_bad_metadata_is_one_line(tmp_path, cli, meta
     r = cli("neighbors", "--mlm", str(art), "--k", "1", "a deep and meaningful film .")
     assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output
     assert r.output.count("error:") == 1
+
+
+@pytest.mark.parametrize("first, then", [(["--precision", "bf16"], []), ([], ["--precision", "bf16"])])
+def test_a_results_file_is_never_resumed_at_another_precision(tmp_path, cli, first, then):
+    """#53: scores differ in the last digits between fp32 and bf16, so the header says a reduced precision
+    and a --resume at the other one is refused in one line (before, bf16 and fp32 records were mixed)."""
+    (tmp_path / "good.py").write_text(GOOD)
+    (tmp_path / "d.tsv").write_text(DATA["d.tsv"])
+    args = ["attack", "--model", f"{tmp_path}/good.py:clf", "--method", "so-enum", "--k", "1", "--data",
+            str(tmp_path / "d.tsv"), "--no-ppl", "--store", "off", "--output", str(tmp_path / "r.jsonl")]
+    r = cli(*args, "--limit", "1", *first)
+    assert r.exit_code == 0, r.output
+    from textaudit.results import read_header
+
+    header = read_header(tmp_path / "r.jsonl")
+    assert header["config"].get("precision") == ({"mlm": "bf16"} if first else None)
+    r = cli(*args, "--resume", *then)
+    assert r.exit_code == 2 and "precision" in r.output and "written with other settings" in r.output, r.output
+    assert "Traceback" not in r.output
+    r = cli(*args, "--resume", *first)  # at its own precision it continues
+    assert r.exit_code == 0, r.output

@@ -486,3 +486,36 @@ def test_audit_run_reuses_a_certification_only_for_the_same_examples(results, cl
     assert r.exit_code == 0, r.output
     r = cli("run", str(suite(5)))
     assert r.exit_code == 2 and "limit: 3" in r.output and "Traceback" not in r.output, r.output
+
+
+def test_one_reader_refuses_what_would_mix_runs_for_load_and_report_alike(results, cli, tmp_path):
+    """#53: two runs joined into one file, a record pasted twice, a compare cell that is a link to another
+    run's file, and a header-only bias file (what Ctrl-C leaves): load and audit report agree, as one line
+    or as the right (empty) result — never a traceback, never two runs read as one."""
+    from textaudit.errors import TextAuditError
+    from textaudit.results import load
+
+    cell = cell_path(results["dir"] / "cmp", results["models"][0], "so-beam")
+    lines = cell.read_text().splitlines(keepends=True)
+    (tmp_path / "joined.jsonl").write_text("".join(lines + lines))
+    (tmp_path / "pasted.jsonl").write_text("".join(lines + lines[1:2]))
+    cases = {"joined.jsonl": "is a second header record", "pasted.jsonl": "repeats the record of line 2"}
+    folder = tmp_path / "cmp"
+    shutil.copytree(results["dir"] / "cmp", folder)
+    other = tmp_path / "elsewhere.jsonl"
+    other.write_text(cell.read_text())
+    (folder / cell.name).unlink()
+    (folder / cell.name).symlink_to(other)
+    for name, says in [*cases.items(), ("cmp", "is a link or leads out of")]:
+        with pytest.raises(TextAuditError, match=says):
+            load(tmp_path / name)
+        r = cli("report", str(tmp_path / name), "--out", str(tmp_path / "r.html"))
+        assert r.exit_code == 2 and says in r.output and "Traceback" not in r.output, (name, r.output)
+        assert not (tmp_path / "r.html").exists()
+    head = (results["dir"] / "bias.jsonl").read_text().splitlines(keepends=True)[0]
+    (tmp_path / "stopped.jsonl").write_text(head)
+    summary = load(tmp_path / "stopped.jsonl").summary()
+    assert summary["pairs"] == [] and "--resume" in summary["note"] and summary["model"]
+    r = cli("report", str(tmp_path / "stopped.jsonl"), "--out", str(tmp_path / "r.html"))
+    assert r.exit_code == 0, r.output
+    assert "no sentence pair is scored yet" in (tmp_path / "r.html").read_text()

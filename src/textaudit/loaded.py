@@ -31,9 +31,9 @@ from pathlib import Path
 
 from textaudit.errors import TextAuditError
 from textaudit.formats.compare import SUMMARY as COMPARE_SUMMARY
-from textaudit.formats.compare import cell_path, read_compare
+from textaudit.formats.compare import cell_path, folder_file, read_compare
 from textaudit.formats.harden import SUMMARY as HARDEN_SUMMARY
-from textaudit.formats.harden import read_harden
+from textaudit.formats.harden import read_harden_folder
 from textaudit.formats.jsonl import check_results, read_header, read_jsonl
 
 __all__ = ["Results", "load"]
@@ -126,7 +126,8 @@ def load(path: str | Path) -> Results:
                                  "audit compare folder or an audit harden folder")
         summary = read_compare(p / COMPARE_SUMMARY)
         keys = [(c["model"], c["method"]) for c in summary["cells"]]
-        cells = {key: load(cell_path(p, *key)) for key in keys}  # in the matrix's order, as audit compare named them
+        cells = {key: load(folder_file(p, cell_path(p, *key).name, f"the cell {key[0]} × {key[1]}"))
+                 for key in keys}  # in the matrix's order, as audit compare named them
         config = {k: v for k, v in summary.items() if k in ("data", "mlm", "seed")}
         return Results(p, "compare", config, [], cells)
     if not p.is_file():
@@ -142,12 +143,13 @@ def load(path: str | Path) -> Results:
 def _load_harden(folder: Path) -> Results:
     """An ``audit harden`` folder: its summary (checked as ``audit report`` checks it) and the
     before/after results file of each evaluation attack."""
-    content = read_harden(folder / HARDEN_SUMMARY)  # checked there: methods and file names included
+    content, files = read_harden_folder(folder)  # checked there: every file the folder's own and agreeing
     cells = {}
     for a in content["attacks"]:
         label = a["method"] + ("" if a.get("k") is None else f" k={a['k']}")
         for role, name in zip(("before", "after"), a["files"]):
-            cells[(role, label)] = load(folder / name)
+            header, records = files[name]
+            cells[(role, label)] = Results(folder / name, header.get("command"), dict(header["config"]), records)
     summary = {k: v for k, v in content.items() if k != "header"}
     return Results(folder, "harden", dict(content["header"].get("config", {})), [], cells,
                    cell_columns=("role", "attack"), stored_summary=summary)

@@ -9,19 +9,12 @@ the shards' without ``shard`` (plus ``merged_from``), so ``--resume`` on it cont
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Hashable, Sequence
+from typing import Any, Sequence
 
 from textaudit.errors import TextAuditError
-from textaudit.formats.jsonl import JsonlWriter, check_results, config_conflicts, read_header, read_jsonl
+from textaudit.formats.jsonl import JsonlWriter, check_results, config_conflicts, read_header, read_jsonl, record_key
 
 __all__ = ["merge_results", "summarize_records", "record_key"]
-
-
-def record_key(command: str) -> Callable[[dict], Hashable]:
-    """What identifies a record of ``command``'s results file (two records with one key are one)."""
-    if command == "bias":
-        return lambda r: ("done", r["unit_done"], r["model"]) if "unit_done" in r else (r["unit"], r["model"], r["i"])
-    return lambda r: r["id"]
 
 
 def merge_results(output: str | Path, inputs: Sequence[str | Path]) -> tuple[dict, list[dict]]:
@@ -83,7 +76,9 @@ def summarize_records(header: dict, records: list[dict]) -> dict[str, Any]:
     if command == "bias":
         from textaudit.fairness.bias import estimates_from_records, report
 
-        return report(estimates_from_records(records, config["k"], config["enumerate_k"]))
+        out = report(estimates_from_records(records, config["k"], config["enumerate_k"]))
+        out["model"] = out["model"] or config.get("model")
+        return out
     if command == "learnability":
         from textaudit.robustness.learnability import aggregate
 

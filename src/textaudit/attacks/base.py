@@ -36,7 +36,7 @@ import numpy as np
 from textaudit.attacks.patch import Patch, apply_patch
 from textaudit.engine.scheduler import Engine, Meter, Search, classify
 from textaudit.errors import StopRun, TextAuditError
-from textaudit.models.batched import Classifier, PairView, as_classifier, model_scores, unknown_class
+from textaudit.models.batched import Classifier, PairView, as_classifier, model_scores, reduced_precision, unknown_class
 from textaudit.sentence import Sentence
 
 __all__ = ["Attack", "AttackResult", "Budget", "Found", "Goal", "Skip", "Status", "example_rng"]
@@ -185,7 +185,7 @@ class Attack:
                 "time_budget": self.time_budget, "mlm": getattr(self.mlm, "name", None),
                 "model": getattr(self.classifier, "name", None),
                 "model_fingerprint": getattr(self.classifier, "fingerprint", None), **model_scores(self.classifier),
-                **self.settings()}
+                **reduced_precision(self.classifier, self.mlm), **self.settings()}
 
     def settings(self) -> dict:
         """The method's own settings (κ, δ, β, thresholds …) for :meth:`config`."""

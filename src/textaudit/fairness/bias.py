@@ -45,7 +45,7 @@ from textaudit.engine.scheduler import Engine, Search, check_in_flight, classify
 from textaudit.errors import TextAuditError
 from textaudit.fairness.estimates import CI_METHODS, BiasEstimate, ScoredUnit, aggregate, l1_norm
 from textaudit.fairness.pairs import Source, find_sources, parse_pair
-from textaudit.models.batched import Classifier, model_scores, pair_inputs, unknown_class
+from textaudit.models.batched import Classifier, model_scores, pair_inputs, reduced_precision, unknown_class
 from textaudit.neighborhoods.builder import NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
 from textaudit.perturbations.gender import gender_words
@@ -113,7 +113,8 @@ class CounterfactualBias:
         """The settings a scored sentence depends on (the results file's header; see :mod:`textaudit.formats.jsonl`)."""
         return {"model": getattr(self.classifier, "name", None),
                 "model_fingerprint": getattr(self.classifier, "fingerprint", None), **model_scores(self.classifier),
-                "mlm": getattr(self._mlm, "name", None), "kappa": self.kappa, "delta": self.delta,
+                **reduced_precision(self.classifier, self._mlm), "mlm": getattr(self._mlm, "name", None),
+                "kappa": self.kappa, "delta": self.delta,
                 "enumerate_k": self.enumerate_k, "sample": self.sample_n, "seed": self.seed,
                 **({"language": self.language} if self.language != "en" else {})}
 
@@ -457,8 +458,11 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
 
 
 def report(results: dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]]) -> dict:
-    """The ``--json`` object: ``{"model", "pairs": [{"pair", "by_k": {"0": {...}}}], "compare"?}``."""
+    """The ``--json`` object: ``{"model", "pairs": [{"pair", "by_k": {"0": {...}}}], "compare"?}``; with no
+    results (a run stopped before it scored its first sentence pair), ``{"model": None, "pairs": [], "note"}``."""
     names = list(results)
+    if not names:
+        return {"model": None, "pairs": [], "note": NOTHING_SCORED}
 
     def one(name: str) -> dict:
         return {"model": name, "pairs": [{"pair": list(p), "by_k": {str(kk): e.to_dict() for kk, e in by_k.items()}}
@@ -469,6 +473,10 @@ def report(results: dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]]) -
         out["compare"] = one(names[1])
     return out
 
+
+#: what a summary or report of a bias file without a scored sentence pair says
+NOTHING_SCORED = ("no sentence pair is scored yet: the run stopped before its first one finished "
+                  "(rerun it with --resume to continue)")
 
 #: fewer sources X_p than this and an interval of B rests on too few independent sentences to trust
 MIN_SOURCES = 30

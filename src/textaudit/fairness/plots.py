@@ -19,12 +19,14 @@ Results = dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]]
 def plot_bias(results: Results, out_dir: str | Path) -> list[Path]:
     """Write the bias plots for ``results`` (see :func:`textaudit.fairness.bias.run_bias`) into
     ``out_dir`` and return their paths."""
+    names = list(results)
+    if not names:  # nothing scored yet: nothing to draw
+        return []
     plt = pyplot()
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    names = list(results)
     base = results[names[0]]
     for pair, by_k in base.items():
         ks = sorted(by_k)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from textaudit.errors import TextAuditError
 
-__all__ = ["SUMMARY", "MATRIX_COLUMNS", "cell_path", "read_compare", "plain_name"]
+__all__ = ["SUMMARY", "MATRIX_COLUMNS", "cell_path", "read_compare", "plain_name", "folder_file"]
 
 #: the summary file ``audit compare`` writes next to its cells (``audit report`` and ``load`` read it)
 SUMMARY = "compare.json"
@@ -29,6 +29,21 @@ def plain_name(name: object) -> bool:
     """``name`` is a file name in its folder: a non-empty string with no path in it (a summary's file
     names are the folder's own; a name leading elsewhere is never followed)."""
     return isinstance(name, str) and bool(name) and Path(name).name == name and name not in (".", "..")
+
+
+def folder_file(folder: Path, name: str, what: str) -> Path:
+    """The file ``name`` of a results folder, checked to be the folder's own: a regular file, not a link,
+    inside the folder (a link or a name leading elsewhere is never followed: it could be another run's)."""
+    path = folder / name
+    if path.is_symlink() or not plain_name(name):
+        raise TextAuditError(f"{path} ({what}) is a link or leads out of {folder}; a results folder's files are its own "
+                             "(copy the file in, or rerun)")
+    if not path.is_file():
+        raise TextAuditError(f"{path} ({what}) does not exist; the folder is incomplete: rerun the command with the "
+                             "same output to finish it")
+    if path.resolve().parent != folder.resolve():
+        raise TextAuditError(f"{path} ({what}) leads out of {folder}; a results folder's files are its own")
+    return path
 
 
 def read_compare(path: str | Path) -> dict:

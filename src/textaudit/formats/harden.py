@@ -8,10 +8,11 @@ import json
 from pathlib import Path
 
 from textaudit.errors import TextAuditError
-from textaudit.formats.compare import plain_name
+from textaudit.formats.compare import folder_file, plain_name
+from textaudit.formats.jsonl import check_results, read_header, read_jsonl
 from textaudit.stats import format_ci
 
-__all__ = ["SUMMARY", "read_harden", "summary_rows", "bias_rows", "cost_rows", "SUMMARY_COLUMNS", "BIAS_COLUMNS",
+__all__ = ["SUMMARY", "read_harden", "read_harden_folder", "summary_rows", "bias_rows", "cost_rows", "SUMMARY_COLUMNS", "BIAS_COLUMNS",
            "COST_COLUMNS"]
 
 #: the summary file ``audit harden`` writes in its ``--out`` folder
@@ -59,6 +60,32 @@ def read_harden(path: str | Path) -> dict:
     except (KeyError, TypeError, AttributeError, IndexError, ValueError) as e:
         raise TextAuditError(damaged % f"{type(e).__name__}: {e}") from None
     return content
+
+
+def read_harden_folder(folder: str | Path) -> tuple[dict, dict[str, tuple[dict, list[dict]]]]:
+    """An ``audit harden`` folder read back whole and checked: ``(summary, {file name: (header, records)})``
+    for the before and after file of every evaluation attack. Each file must be the folder's own (no link
+    out of it), a sound results file, and agree with the summary's attacked and successful counts (a
+    truncated or swapped file is a one-line error, never a silent disagreement). ``audit report`` and
+    :func:`textaudit.results.load` both read folders here."""
+    folder = Path(folder)
+    content = read_harden(folder / SUMMARY)
+    files: dict[str, tuple[dict, list[dict]]] = {}
+    for a in content["attacks"]:
+        for role, name in zip(("before", "after"), a["files"]):
+            path = folder_file(folder, name, f"the {role} file of {a['method']}")
+            header, records = read_header(path), read_jsonl(path)
+            check_results(path, header, records)
+            side = a.get(role) if isinstance(a.get(role), dict) else {}
+            attacked = sum(r.get("status") in ("success", "failed") for r in records)
+            success = sum(r.get("status") == "success" for r in records)
+            if side.get("attacked", attacked) != attacked or side.get("success", success) != success:
+                raise TextAuditError(f"{path} disagrees with {folder / SUMMARY}: {attacked} examples attacked, {success} "
+                                     f"successful, where the summary says {side.get('attacked')} and "
+                                     f"{side.get('success')} (a truncated or replaced file?); rerun audit harden with "
+                                     "its --out")
+            files[name] = (header, records)
+    return content, files
 
 
 def summary_rows(summary: dict) -> list[list]:

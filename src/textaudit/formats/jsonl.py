@@ -17,12 +17,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Hashable, Iterator
 
 from textaudit.errors import TextAuditError
 
 __all__ = ["read_jsonl", "read_header", "JsonlWriter", "HEADER", "config_conflicts", "check_output", "write_results",
-           "check_results"]
+           "check_results", "record_key"]
 
 #: the key of the header record (the first line of a results file)
 HEADER = "header"
@@ -30,14 +30,29 @@ HEADER = "header"
 
 def read_jsonl(path: str | Path) -> list[dict]:
     """Return the records of a JSONL results file (its header record left out), ignoring a
-    truncated last line."""
-    return [r for r in _iter(Path(path)) if HEADER not in r]
+    truncated last line. A header record after the first line is a one-line error: two runs' files
+    joined into one would otherwise read as one run."""
+    out = []
+    for n, r in _iter(Path(path)):
+        if HEADER not in r:
+            out.append(r)
+        elif n > 1 and out:
+            raise TextAuditError(f"{path}:{n} is a second header record: two runs' results were joined into one file; "
+                                 "keep each run in its own file (audit merge joins the shards of one run)")
+    return out
+
+
+def record_key(command: str) -> Callable[[dict], Hashable]:
+    """What identifies a record of ``command``'s results file (two records with one key are one)."""
+    if command == "bias":
+        return lambda r: ("done", r["unit_done"], r["model"]) if "unit_done" in r else (r["unit"], r["model"], r["i"])
+    return lambda r: r["id"]
 
 
 def read_header(path: str | Path) -> dict | None:
     """Return the header record's content (``{"command", "config", "textaudit"}``) of a results
     file, or None when the file is missing, empty or has no header."""
-    for r in _iter(Path(path)):
+    for _, r in _iter(Path(path)):
         return r[HEADER] if HEADER in r and isinstance(r[HEADER], dict) else None
     return None
 
@@ -69,6 +84,8 @@ def check_results(path: str | Path, header: dict | None, records: list[dict]) ->
         raise TextAuditError(f"{path}:1: the header has no {missing} (a table of the run's settings); "
                              "was the file edited or written by another tool?")
     spec = RECORD_FIELDS.get(header["command"], {})
+    identify = record_key(header["command"]) if header["command"] in ("attack", "bias") else None
+    seen: dict = {}
     for line, r in enumerate(records, 2):
         status = r.get("status")
         if header["command"] == "attack" and status not in ATTACK_STATUSES:
@@ -81,6 +98,13 @@ def check_results(path: str | Path, header: dict | None, records: list[dict]) ->
                 got = "nothing" if v is None else f"{type(v).__name__} {str(v)[:30]!r}"
                 raise TextAuditError(f"{path}:{line}: field '{key}' must be {' or '.join(t.__name__ for t in types)}, "
                                      f"got {got}; was the file edited or written by another tool?")
+        if identify is not None:
+            k = identify(r)
+            if k in seen:  # one run writes each unit once: a copy means lines were joined or pasted
+                raise TextAuditError(f"{path}:{line} repeats the record of line {seen[k]} ({k!r}): one run writes each "
+                                     "unit once (were lines pasted from another copy?); remove the repeat, or rerun into "
+                                     "a new --output")
+            seen[k] = line
 
 
 def config_conflicts(saved: dict, wanted: dict, *, exact: bool = False) -> list[str]:
@@ -175,7 +199,7 @@ def _release_lock(path: Path) -> None:
         lock.release(force=True)
 
 
-def _iter(path: Path) -> Iterator[dict]:
+def _iter(path: Path) -> Iterator[tuple[int, dict]]:
     if not path.is_file():
         return
     try:
@@ -196,7 +220,7 @@ def _iter(path: Path) -> Iterator[dict]:
         if not isinstance(obj, dict):
             raise TextAuditError(f"{path}:{n} is a JSON {type(obj).__name__}, not an object; this is not a textaudit "
                                  "results file (or that line was edited): move it away or fix that line")
-        yield obj
+        yield n, obj
 
 
 class JsonlWriter:

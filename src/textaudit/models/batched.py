@@ -47,7 +47,7 @@ from textaudit.sentence import Sentence
 from textaudit.token_ids import default_batch_tokens, pack, splice_all
 
 __all__ = ["Classifier", "BatchedClassifier", "PairView", "pair_inputs", "QueryStats", "as_classifier", "softmax", "Text", "text_length",
-           "scores_of", "unknown_class", "model_scores"]
+           "scores_of", "unknown_class", "model_scores", "reduced_precision"]
 
 #: one classifier input: a text, or a sentence pair ``(first, second)``
 Text = Union[str, tuple[str, str]]
@@ -482,6 +482,17 @@ def model_scores(classifier: Classifier) -> dict:
     OpenAI-compatible endpoint: log-probabilities, one-hot labels or sampled frequencies), else ``{}``."""
     text = getattr(classifier, "scores_description", None)
     return {"model_scores": text} if text else {}
+
+
+def reduced_precision(classifier: Classifier, mlm: object = None) -> dict:
+    """``{"precision": ...}`` for a results header when the classifier's torch forward or the masked LM
+    runs at reduced precision (bf16), else ``{}``: scores differ in the last digits between precisions, so a
+    file written at one is never resumed at the other; fp32 headers stay as they always were."""
+    inner = getattr(classifier, "classifier", classifier)  # a PairView's model
+    parts = {"model": getattr(getattr(inner, "forward", None), "precision", None),
+             "mlm": getattr(getattr(mlm, "mlm", mlm), "precision", None)}
+    low = {k: v for k, v in parts.items() if v not in (None, "fp32")}
+    return {"precision": low} if low else {}
 
 
 def as_classifier(obj: object, *, output: str = "probs", name: str | None = None, batch_size: int | None = None,

@@ -15,9 +15,9 @@ from typing import Iterable
 
 from textaudit.errors import TextAuditError
 from textaudit.formats.compare import SUMMARY as COMPARE_SUMMARY
-from textaudit.formats.compare import read_compare
+from textaudit.formats.compare import folder_file, read_compare
 from textaudit.formats.harden import SUMMARY as HARDEN_SUMMARY
-from textaudit.formats.harden import read_harden
+from textaudit.formats.harden import read_harden_folder
 from textaudit.formats.jsonl import check_results, read_header, read_jsonl
 
 __all__ = ["Loaded", "load_inputs", "KINDS"]
@@ -45,15 +45,14 @@ def _load_compare(path: Path) -> list[Loaded]:
     content = read_compare(path)
     out = [Loaded("compare", path, content.get("header", {}), summary=content)]
     for name in content.get("files", []):
-        cell = path.parent / name
-        if cell.is_file():
-            out.append(_load_file(cell))
+        out.append(_load_file(folder_file(path.parent, name, "a cell of the comparison")))
     return out
 
 
 def load_harden(path: Path) -> Loaded:
-    """An ``audit harden`` summary (``harden.json``), checked: a damaged one is a one-line error."""
-    content = read_harden(path)
+    """An ``audit harden`` folder by its summary (``harden.json``), checked with its files as
+    :func:`textaudit.results.load` checks it: a damaged one is a one-line error."""
+    content, _ = read_harden_folder(path.parent)
     return Loaded("harden", path, content["header"], summary=content)
 
 

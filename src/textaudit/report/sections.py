@@ -198,6 +198,10 @@ def _bias(item: Loaded, n: int) -> Section:
     sec.tables.append(Table("B_(p,k) with 95% intervals", BIAS_COLUMNS + (["B per class"] if classes else []),
                             bias_rows(results, classes)))
     sec.figures, sec.notes = _figures(lambda d: plot_bias(results, d), _bias_title)
+    if not results:
+        from textaudit.fairness.bias import NOTHING_SCORED
+
+        sec.notes.append(NOTHING_SCORED)
     return sec
 
 
