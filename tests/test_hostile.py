@@ -148,6 +148,16 @@ CASES: list[tuple[str, list[str], dict[str, str], str]] = [
     # neighbors
     ("neighbors sample 0", ["neighbors", "a good film", "--sample", "0"], {}, "Invalid value for '--sample'"),
     ("neighbors k negative", ["neighbors", "a good film", "--k", "-1"], {}, "Invalid value for '--k'"),
+    # the neighbourhood store (#54)
+    ("store info without a store", ["store", "info"], {}, "there is no neighbourhood store at"),
+    ("store prune negative", ["store", "prune", "--max-gb", "-1"], {}, "--max-gb must be a size in GB"),
+    ("store prune inf", ["store", "prune", "--max-gb", "inf"], {}, "--max-gb must be a size in GB"),
+    ("store import missing", ["store", "import", "{W}/nothing.sqlite"], {}, "does not exist; give a file written by"),
+    ("store import not a store", ["store", "import", "{W}/good.py"], {}, "is not a neighbourhood store"),
+    ("store is a folder", ["neighbors", "a good film", "--store", "{W}"], {}, "is a directory; give a file"),
+    ("TEXTAUDIT_STORE a folder", ["neighbors", "a good film"], {"TEXTAUDIT_STORE": "{W}"}, "TEXTAUDIT_STORE="),
+    ("mlm from an empty store", ["neighbors", "a good film", "--mlm", "store:minilm-mlm"], {},
+     "reads the neighbourhood store, but there is none"),
     # perturbscore
     ("max-eps negative", ["perturbscore", "build", "--max-eps", "-1"], {}, "Invalid value for '--max-eps'"),
     ("n 0", ["perturbscore", "build", "--n", "0"], {}, "Invalid value for '--n'"),

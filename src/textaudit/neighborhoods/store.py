@@ -191,8 +191,11 @@ class NeighborhoodStore:
             if not self.readonly:
                 self._notice("is read-only: reading it, saving nothing new")
             self._writable = False
-            return self._checked(sqlite3.connect(f"file:{self.path}?mode=ro&immutable=1", uri=True,
-                                                 check_same_thread=False), fresh=False)
+            try:
+                return self._checked(sqlite3.connect(f"file:{self.path}?mode=ro&immutable=1", uri=True,
+                                                     check_same_thread=False), fresh=False)
+            except sqlite3.DatabaseError as e:  # damaged, or not a store: nothing to read, nothing set aside
+                raise OSError(f"not a readable store ({e})") from None
         try:
             try:
                 return self._checked(self._connect(), fresh=fresh)
