@@ -319,3 +319,47 @@ def test_cli_attack_bad_inputs(cli, tmp_path):
     from textaudit.models.zoo import checkpoint_dir
 
     assert not checkpoint_dir("cnn").exists()  # every bad option was refused before a model was trained
+
+
+TIES = '''
+POS = {"good", "great", "fine", "moving", "deep"}
+NEG = {"bad", "dull", "boring", "thin"}
+
+def clf(texts):  # exactly neutral (a tie) when it knows no word, as VADER and TextBlob are on many sentences
+    out = []
+    for t in texts:
+        s = sum(w in POS for w in t.split()) - sum(w in NEG for w in t.split())
+        out.append([0.5, 0.5] if s == 0 else [0.2, 0.8] if s > 0 else [0.8, 0.2])
+    return out
+'''
+
+
+@pytest.mark.parametrize("method", ["so-enum", "genetic"])
+def test_a_tie_is_no_flip_and_no_misclassification(tmp_path, cli, method):
+    """#53: a plug-in that answers exactly 0.5 / 0.5 has made no decision. argmax read a tie as class 0, so
+    a neighbour going from positive to neutral counted as a flip; now every success crosses the boundary
+    strictly on both sides, and an input that ties is skipped as such."""
+    from textaudit.models.batched import TIE, as_classifier, decisions
+
+    (tmp_path / "ties.py").write_text(TIES)
+    rows = ["a good film .", "a deep and moving story .", "the plot is thin .", "an ordinary day at the office ."]
+    (tmp_path / "d.tsv").write_text("label\ttext\n" + "".join(f"{1 if i < 2 else 0}\t{r}\n" for i, r in enumerate(rows)))
+    r = cli("attack", "--model", f"{tmp_path}/ties.py:clf", "--method", method, "--data", str(tmp_path / "d.tsv"),
+            "--no-ppl", "--store", "off", "--output", str(tmp_path / "r.jsonl"), *(["--k", "1"] if method == "so-enum" else []))
+    assert r.exit_code == 0, r.output
+    records = {rec["text"]: rec for rec in read_jsonl(tmp_path / "r.jsonl")}
+    tie = records["an ordinary day at the office ."]
+    assert tie["status"] == "skipped" and "tie" in tie["reason"]
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ties", tmp_path / "ties.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    clf = as_classifier(mod.clf)
+    assert list(decisions(clf.predict_proba(["a good film", "a film", "a bad film"]))) == [1, TIE, 0]
+    successes = [rec for rec in records.values() if rec["status"] == "success"]
+    for rec in successes:
+        texts = [rec["vulnerable"]] + ([rec["vulnerable_patched"]] if method == "so-enum" else [])
+        assert TIE not in decisions(clf.predict_proba(texts)), rec
+    if method == "so-enum":
+        assert all(rec["vulnerable_prediction"] != rec["vulnerable_patched_prediction"] for rec in successes)

@@ -36,7 +36,16 @@ import numpy as np
 from textaudit.attacks.patch import Patch, apply_patch
 from textaudit.engine.scheduler import Engine, Meter, Search, classify
 from textaudit.errors import StopRun, TextAuditError
-from textaudit.models.batched import Classifier, PairView, as_classifier, model_scores, reduced_precision, unknown_class
+from textaudit.models.batched import (
+    TIE,
+    Classifier,
+    PairView,
+    as_classifier,
+    decisions,
+    model_scores,
+    reduced_precision,
+    unknown_class,
+)
 from textaudit.sentence import Sentence
 
 __all__ = ["Attack", "AttackResult", "Budget", "Found", "Goal", "Skip", "Status", "example_rng"]
@@ -257,7 +266,12 @@ class Attack:
                            mlm=getattr(self.mlm, "name", None))
         try:
             x0 = self.parse(text)
-            res.prediction = int((yield classify(self.classifier, [x0]))[0].argmax())
+            probs = yield classify(self.classifier, [x0])
+            res.prediction = int(decisions(probs)[0])
+            if res.prediction == TIE:
+                res.prediction = None
+                raise Skip(f"the model's top classes tie on this input ({np.round(probs[0], 6).tolist()}): "
+                           "a tie is no prediction to flip")
             if res.prediction == unknown_class(self.classifier):
                 raise Skip("the model's completion for this input matches no verbaliser (unknown)")
             goal = self.goal(x0, res.prediction, label)
@@ -296,7 +310,7 @@ class Attack:
         if goal.patch is not None:
             sents.append(apply_patch(found.sentence, goal.patch))
         remote = getattr(getattr(self.classifier, "classifier", self.classifier), "remote", False)
-        pred = (yield classify(self.classifier, sents, fresh=bool(remote))).argmax(1)
+        pred = decisions((yield classify(self.classifier, sents, fresh=bool(remote))))
         if goal.patch is not None:
             ok = pred[0] != pred[1] and (pred[0], pred[1]) == (found.prediction, found.patched_prediction)
         else:

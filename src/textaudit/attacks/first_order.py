@@ -20,7 +20,7 @@ from textaudit.engine.scheduler import Ask, Search, classify
 from textaudit.errors import TextAuditError
 from textaudit.lexicons import counterfitted_neighbors
 from textaudit.lm import CausalLM
-from textaudit.models.batched import Classifier, scores_of, unknown_class
+from textaudit.models.batched import TIE, Classifier, decisions, scores_of, unknown_class
 from textaudit.models.encoders import SentenceEncoder
 from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
 from textaudit.sentence import Sentence, restore_case
@@ -50,8 +50,8 @@ class FirstOrderAttack(Attack):
         self.stopwords = frozenset(w.lower() for w in stopwords)
 
     def _target_prob(self, sentences: Sequence[Sentence], c: int) -> tuple[np.ndarray, np.ndarray]:
-        """Return (P(c | s), argmax) for every sentence (one batched call); a label-only model's
-        ``unknown`` prediction counts as c (no adversarial example)."""
+        """Return (P(c | s), prediction) for every sentence (one batched call); a tie or a label-only
+        model's ``unknown`` prediction counts as c (no adversarial example)."""
         if not sentences:
             return np.zeros(0), np.zeros(0, dtype=int)
         return self._read_target(self.classifier.predict_proba(list(sentences)), c)
@@ -63,10 +63,10 @@ class FirstOrderAttack(Attack):
         return self._read_target((yield classify(self.classifier, list(sentences))), c)
 
     def _read_target(self, probs: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
-        pred = probs.argmax(1)
+        pred = decisions(probs)
         unknown = unknown_class(self.classifier)
-        if unknown is not None:
-            pred = np.where(pred == unknown, c, pred)
+        # no decision is no misclassification: a tie (equal top probabilities) or an unknown completion count as c
+        pred = np.where((pred == TIE) | ((pred == unknown) if unknown is not None else False), c, pred)
         return probs[:, c], pred
 
 

@@ -33,7 +33,7 @@ from textaudit.attacks.base import Attack, AttackResult, Budget, Found, Goal, Sk
 from textaudit.attacks.patch import Patch, PatchWords, apply_patch
 from textaudit.engine.scheduler import Search, classify
 from textaudit.errors import TextAuditError
-from textaudit.models.batched import Classifier, PairView, scores_of, unknown_class
+from textaudit.models.batched import TIE, Classifier, PairView, decisions, scores_of, unknown_class
 from textaudit.neighborhoods.builder import NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
 from textaudit.sentence import Sentence
@@ -151,10 +151,12 @@ class SecondOrderAttack(Attack):
         probs = yield classify(self.classifier, xs + [apply_patch(x, patch) for x in xs])
         px, pxp = probs[: len(xs)], probs[len(xs):]
         budget.scored += len(xs)
-        fx, fxp = px.argmax(1), pxp.argmax(1)
+        fx, fxp = decisions(px), decisions(pxp)
         unknown = unknown_class(self.classifier)
-        if unknown is not None:  # an unknown completion is no flip: x and x ⊕ p read as agreeing
-            fxp = np.where((fx == unknown) | (fxp == unknown), fx, fxp)
+        # no decision is no flip: a tie (equal top probabilities) or an unknown completion on either side
+        # reads as x and x ⊕ p agreeing; a flip crosses the boundary strictly on both sides
+        none = (fx == TIE) | (fxp == TIE) | ((fx == unknown) | (fxp == unknown) if unknown is not None else False)
+        fxp = np.where(none, fx, fxp)
         return fx, fxp, pxp[:, c] - px[:, c], pair_loss(px, pxp, c)
 
     def _score_within_budget(self, xs: list[Sentence], patch: Patch, c: int, budget: Budget) -> Search:

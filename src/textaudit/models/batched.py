@@ -47,7 +47,7 @@ from textaudit.sentence import Sentence
 from textaudit.token_ids import default_batch_tokens, pack, splice_all
 
 __all__ = ["Classifier", "BatchedClassifier", "PairView", "pair_inputs", "QueryStats", "as_classifier", "softmax", "Text", "text_length",
-           "scores_of", "unknown_class", "model_scores", "reduced_precision"]
+           "scores_of", "unknown_class", "model_scores", "reduced_precision", "decisions", "TIE"]
 
 #: one classifier input: a text, or a sentence pair ``(first, second)``
 Text = Union[str, tuple[str, str]]
@@ -461,6 +461,22 @@ class PairView:
 
     def __repr__(self) -> str:
         return f"PairView({self.name!r}, side={self.side!r})"
+
+
+#: what :func:`decisions` gives an input whose top probabilities tie (no class is predicted)
+TIE = -1
+
+
+def decisions(probs: np.ndarray) -> np.ndarray:
+    """The predicted class of each row of ``probs``: the class with the strictly largest probability, or
+    :data:`TIE` (-1) where two classes share the largest (a binary model answering exactly 0.5). A tie is
+    no decision: no attack counts it as a flip or as a misclassification."""
+    probs = np.asarray(probs)
+    pred = probs.argmax(1)
+    if probs.shape[1] > 1:
+        top2 = np.partition(probs, -2, axis=1)[:, -2:]
+        pred = np.where(top2[:, 1] > top2[:, 0], pred, TIE)
+    return pred
 
 
 def scores_of(classifier: Classifier) -> str | None:
