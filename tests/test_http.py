@@ -642,3 +642,64 @@ def test_serve_refuses_a_port_in_use(zoo, tmp_path):
                            capture_output=True, text=True, timeout=600,
                            env={**os.environ, "TEXTAUDIT_CACHE": str(tmp_path)})
     assert r.returncode == 2 and r.stderr.strip().splitlines()[-1].startswith(f"error: cannot listen on 127.0.0.1:{port}")
+
+
+ECHOED_KEY = "sk-proj/Ab+c=d&e/9z"
+
+
+class EchoKeyHandler(BaseHTTPRequestHandler):
+    """An OpenAI-compatible path that refuses every key, echoing it in the form the server names."""
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802
+        import html
+        from urllib.parse import quote
+
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+        self.server.seen.append(key)
+        form = self.server.form
+        echoed = {"raw": key, "json-slash": json.dumps(key)[1:-1].replace("/", "\\/"), "url": quote(key, safe=""),
+                  "unicode": "".join(c if c.isalnum() else f"\\u{ord(c):04x}" for c in key), "html": html.escape(key)}[form]
+        blob = ('{"error": "invalid api key: ' + echoed + '"}').encode()
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(blob)))
+        self.end_headers()
+        self.wfile.write(blob)
+
+
+@pytest.mark.parametrize("form", ["raw", "json-slash", "url", "unicode", "html"])
+@pytest.mark.parametrize("saved", ["plain", "crlf"])
+def test_a_key_the_endpoint_echoes_in_any_encoding_is_never_shown(cli, tmp_path, monkeypatch, form, saved):
+    """#53 (security): an endpoint that echoes the key back — JSON-escaped with \\/, URL-encoded, as \\u
+    escapes, HTML-escaped or as sent — never gets it into the error line; a key saved with a trailing CR/LF
+    (a key file from Windows) is sent without it and redacted too."""
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), EchoKeyHandler)
+    srv.form, srv.seen = form, []
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("OPENAI_API_KEY", ECHOED_KEY + ("\r\n" if saved == "crlf" else ""))
+        (tmp_path / "d.tsv").write_text("label\ttext\n1\ta good film .\n")
+        r = cli("evaluate", "--model", f"http://127.0.0.1:{srv.server_address[1]}/v1/completions",
+                "--data", str(tmp_path / "d.tsv"), "--retries", "0")
+    finally:
+        srv.shutdown()
+    assert srv.seen and set(srv.seen) == {ECHOED_KEY}  # sent as the header carries it
+    assert r.exit_code == 2 and "401" in r.output and "***" in r.output, r.output
+    from textaudit.models.http import secret_forms
+
+    for f in secret_forms(ECHOED_KEY):
+        assert f not in r.output
+    for part in ("Ab+c", "Ab%2Bc", "Ab\\u002bc", "9z"):
+        assert part not in r.output, r.output
+
+
+def test_a_key_no_header_can_carry_is_one_line_that_does_not_show_it(cli, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-clé-secrète")
+    (tmp_path / "d.tsv").write_text("label\ttext\n1\ta good film .\n")
+    r = cli("evaluate", "--model", "http://127.0.0.1:9/v1/completions", "--data", str(tmp_path / "d.tsv"))
+    assert r.exit_code == 2 and "holds a non-ASCII character" in r.output and "Traceback" not in r.output
+    assert "clé" not in r.output and "secrète" not in r.output

@@ -98,6 +98,33 @@ def read_label(completion: str, verbalizers) -> int | None:
     return None if best is None else best[0]
 
 
+def _header_key(key: str, name: str) -> str:
+    """An API key as an HTTP header carries it: surrounding white space (a key file saved with CR/LF)
+    dropped; a character a header cannot carry (non-ASCII, a control character) is a one-line error that
+    never shows the key."""
+    key = key.strip()
+    bad = next((i for i, ch in enumerate(key) if not 0x21 <= ord(ch) <= 0x7E), None)
+    if bad is not None:
+        what = "a non-ASCII character" if ord(key[bad]) > 0x7E else "a control character or a space"
+        raise TextAuditError(f"the API key in {name} holds {what} (at position {bad + 1}), which an HTTP header cannot "
+                             "carry; check the key (it is not shown)")
+    return key
+
+
+def secret_forms(secret: str) -> list[str]:
+    """Every form in which a server may echo ``secret``: as sent, white space removed, URL-encoded (%2F,
+    and + for spaces), JSON-escaped (with \\/ for /, or \\uXXXX for every non-alphanumeric character) and
+    HTML-escaped; longest first, so a longer form is replaced whole."""
+    import html
+    from urllib.parse import quote, quote_plus
+
+    plain = "".join(secret.split())
+    json_form = json.dumps(plain)[1:-1]
+    forms = {secret, plain, quote(plain, safe=""), quote_plus(plain, safe=""), json_form, json_form.replace("/", "\\/"),
+             "".join(ch if ch.isalnum() else f"\\u{ord(ch):04x}" for ch in plain), html.escape(plain)}
+    return sorted((f for f in forms if f), key=len, reverse=True)
+
+
 def protocol_of(url: str) -> str:
     """``chat`` (…/chat/completions), ``completions`` (…/completions) or ``json`` (anything else)."""
     path = urlsplit(url).path.rstrip("/")
@@ -184,16 +211,19 @@ class HttpClassifier(BatchedClassifier):
             key = os.environ.get(env)
             if not key:
                 raise TextAuditError(f"--api-key-env {env}: that environment variable is not set")
-            return key
+            return _header_key(key, env)
         for name in (("OPENAI_API_KEY", "TEXTAUDIT_API_KEY") if self.protocol != "json" else ("TEXTAUDIT_API_KEY",)):
             if os.environ.get(name):
-                return os.environ[name]
+                return _header_key(os.environ[name], name)
         return None
 
     def _redact(self, text: str) -> str:
+        """``text`` without any secret (the API key, the URL's password and query) in any form a server may
+        echo it: as sent, URL-encoded, JSON- or HTML-escaped (see :func:`secret_forms`)."""
         text = " ".join(str(text).split())
         for secret in filter(None, (self._key, urlsplit(self.url).password, urlsplit(self.url).query)):
-            text = text.replace(secret, "***")
+            for form in secret_forms(secret):
+                text = text.replace(form, "***")
         return text
 
     def __getstate__(self) -> dict:
