@@ -405,3 +405,44 @@ def test_the_consistency_batches_depend_on_the_step_not_on_the_run(planted):
         torch.nn.functional.cross_entropy(module(**batch), y).detach())  # the swap moves this model: KL > 0
     consistency_objective(pairs, tok, weight=1.0, batch_size=4, seed=3, device="cpu")(Recording(), batch, y, 0.5)
     assert seen[5] != seen[1]  # another step, another draw
+
+
+def test_a_detokenised_copy_of_a_held_out_sentence_is_not_trained_on():
+    """#53: the leakage check compared texts up to case and white space only, so "manner." stayed in
+    training beside the held-out "manner ."; texts are now compared as the models read them."""
+    from textaudit.harden.run import not_held_out
+
+    held = ["it 's a charming and often affecting journey .", "the film does n't work in any manner .",
+            "unflinchingly bleak and desperate"]
+    train = ["It's a charming and often affecting journey.", "The film doesn't work in any manner.",
+             "UNFLINCHINGLY   bleak and desperate", "a different sentence about a film .", "it 's charming ."]
+    assert not_held_out(train, held) == [3, 4]
+
+
+def test_a_before_after_b_on_few_sources_carries_the_small_sample_warning_everywhere(cli, planted, tmp_path):
+    """#53: a before/after B from a handful of source sentences had tight-looking intervals and no word; the
+    summary, the CLI and the report now give audit bias's small-sample warning."""
+    out = tmp_path / "h"
+    r = cli(*_args(planted, out, "--method", "augment", "--train-sample", "4", "--epochs", "1", "--eval-limit", "6",
+                   "--max-queries", "1", "--json"))
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.stdout.strip().splitlines()[-1])
+    small = [w for w in summary["warnings"] if "rests on 6 source sentences (fewer than 30)" in w]
+    assert len(small) == 1 and small[0] in r.stderr
+    rep = cli("report", str(out), "--out", str(tmp_path / "r.md"))
+    assert rep.exit_code == 0 and small[0] in (tmp_path / "r.md").read_text()
+
+
+def test_nothing_found_to_harden_is_said():
+    """#53: when the mining attack found no weakness, the summary says the "hardened" model is the original
+    fine-tuned on its training data alone (it was reported as hardened with no word)."""
+    from textaudit.harden.run import HardenSettings, _warnings
+
+    failed = [{"id": str(i), "status": "failed", "text": "a film", "label": 1} for i in range(5)]
+    found = failed[:4] + [{"id": "4", "status": "success", "text": "a film", "label": 1, "vulnerable": "a movie",
+                           "vulnerable_patched": "a film", "pair": ["film", "movie"], "patch_position": 1}]
+    for method in ("augment", "adversarial"):
+        said = _warnings(HardenSettings(model="cnn", method=method), failed, [])
+        assert len(said) == 1 and "found no weakness in the 5 training examples" in said[0]
+        assert _warnings(HardenSettings(model="cnn", method=method), found, []) == []
+    assert _warnings(HardenSettings(model="cnn", method="consistency"), failed, []) == []

@@ -95,3 +95,5 @@ def print_before_after(result: dict) -> None:
     if result["bias"]:
         print_table("B_(p,k) before and after", ba.BIAS_COLUMNS, ba.bias_rows(result))
     print_table("cost (seconds)", ba.COST_COLUMNS, ba.cost_rows(result))
+    for w in result.get("warnings", []):  # said again under the tables: nothing found, too few sources
+        notice(w)

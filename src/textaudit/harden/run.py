@@ -170,7 +170,18 @@ def _check_out(out: Path, settings: HardenSettings) -> None:
 
 
 def _norm(text: str) -> str:
-    return " ".join(str(text).lower().split())
+    """A text as the models read it: lower-cased word tokens, clitics and punctuation split, so a
+    detokenised copy ("manner." for "manner .", "don't" for "do n't") is the same text."""
+    from textaudit.text import word_tokenize
+
+    return " ".join(word_tokenize(str(text)))
+
+
+def not_held_out(train_texts, held_texts) -> list[int]:
+    """The indices of the training texts that are not one of the held-out texts as the models read them
+    (:func:`_norm`: case, white space, detokenised punctuation and clitics aside)."""
+    held = {_norm(t) for t in held_texts}
+    return [i for i, t in enumerate(train_texts) if _norm(t) not in held]
 
 
 def harden(settings: HardenSettings, out: str | Path, *, progress: bool = True, in_flight: int | None = None,
@@ -201,8 +212,7 @@ def harden(settings: HardenSettings, out: str | Path, *, progress: bool = True, 
         tmp.write_text(json.dumps(s.to_dict(), indent=1))
 
     # -- held out: no evaluation sentence is attacked or trained on --------------------------------
-    held_texts = {_norm(t) for t in held["text"]}
-    keep = [i for i, t in enumerate(train["text"]) if _norm(t) not in held_texts]
+    keep = not_held_out(train["text"], held["text"])
     overlap = len(train) - len(keep)
     if s.max_train is not None:
         keep = keep[:s.max_train]
@@ -324,6 +334,9 @@ def harden(settings: HardenSettings, out: str | Path, *, progress: bool = True, 
                                  seed=s.seed, data=eval_id, blacklists=blacklists, in_flight=in_flight,
                                  progress=progress)
     cost["evaluate_seconds"] = time.perf_counter() - te
+    warnings = _warnings(s, mined, bias)
+    for w in warnings:
+        _say(w, progress)
     head = attacks[0]
     summary = {
         "model": str(model_dir), "from": name, "method": s.method, "data": train_id, "eval_data": eval_id,
@@ -336,10 +349,30 @@ def harden(settings: HardenSettings, out: str | Path, *, progress: bool = True, 
         "mcnemar_p": head["mcnemar"]["p"], "accuracy": acc, "attacks": attacks, "bias": bias,
         "held_out": {"eval_examples": len(texts), "train_examples": len(train_texts),
                      "train_overlap_removed": overlap, "attacked_for_training": len({r.get("id") for r in mined})},
-        "found_files": found_files, "cost": _round(cost)}
+        "found_files": found_files, "cost": _round(cost), **({"warnings": warnings} if warnings else {})}
     with atomic_path(out / SUMMARY) as tmp:
         tmp.write_text(json.dumps({"header": {"command": "harden", "config": s.to_dict()}, **summary}, indent=1))
     return summary
+
+
+def _warnings(s: HardenSettings, mined: list[dict], bias: list[dict]) -> list[str]:
+    """What the summary must say beside its numbers: nothing was found to harden (the "hardened" model is
+    the original fine-tuned on its training data alone), or a before/after B rests on too few sources."""
+    from textaudit.fairness.bias import MIN_SOURCES
+    from textaudit.harden.weaknesses import found_examples
+
+    out = []
+    if s.method in ("augment", "adversarial") and not found_examples(mined):
+        out.append(f"warning: the mining attack found no weakness in the {len({r.get('id') for r in mined})} training "
+                   "examples it attacked: there was nothing to harden, so 'after' is the model fine-tuned on its "
+                   "training data alone (attack more examples: --train-sample, or another --attack)")
+    for b in bias:
+        n = min(int(b["before"].get("sources") or 0), int(b["after"].get("sources") or 0))
+        if n < MIN_SOURCES:
+            out.append(f"warning: B for {b['pair'][0]}→{b['pair'][1]} before and after rests on {n} source "
+                       f"sentence{'s' if n != 1 else ''} (fewer than {MIN_SOURCES}): its intervals are rough; give "
+                       "more held-out data (--eval-data, --eval-limit)")
+    return out
 
 
 def _round(cost: dict) -> dict:

@@ -297,6 +297,7 @@ def _harden(item: Loaded, n: int) -> Section:
     figures, notes = _figures(lambda d: [plot_before_after(h, d)], lambda p: "Before and after, with 95% intervals")
     sec.figures = figures
     sec.notes.extend(notes)
+    sec.notes.extend(w for w in h.get("warnings", []) if isinstance(w, str))  # nothing found, too few sources
     return sec
 
 
