@@ -7,10 +7,12 @@ Each audit runs as its own ``audit`` process, as a user runs them, with a store 
    of every pair and k equal to 1e-9.
 2. **attacks**: SO-Enum k = 2 and SO-Beam k = 6 on the first ``--limit`` dev sentences, on lstm after cnn:
    the hit rate, cold / warm wall, and the records identical in every field but seconds.
-3. **lookups**: warm ``get`` of the entries this run stored, in batches of 256 (lookups per second), and the
+3. **harden**: killed (SIGKILL) once its before-audit is written and resumed in a new process: the masked-LM
+   forwards of the after-audit against the before-audit's (each computed context is one new store entry).
+4. **lookups**: warm ``get`` of the entries this run stored, in batches of 256 (lookups per second), and the
    bytes per entry (the file's growth over the entries it gained).
 
-    python benchmarks/store.py [--max-sources 1] [--limit 50] [--threads 1] [--skip attacks]
+    python benchmarks/store.py [--max-sources 1] [--limit 50] [--threads 1] [--skip attacks] [--skip harden]
 
 Needs cnn and lstm trained in ``$TEXTAUDIT_CACHE`` (``audit train --model cnn``, ``--model lstm``).
 """
@@ -80,6 +82,63 @@ def bench_attacks(tmp: Path, args) -> None:
               f"{warm:.1f} s: {cold / warm:.2f}x; hit rate {on.get('store_hit_rate')}; records identical but seconds: {same}")
 
 
+def _entries(store: Path) -> int:
+    import sqlite3
+
+    if not store.exists():
+        return 0
+    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as c:
+        return c.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+
+
+def _watch(proc, mark: dict, method: str, store: Path) -> None:
+    """Drain a harden's stderr; when its evaluation starts (after mining and training), note how many entries
+    the store holds (mining's)."""
+    for line in proc.stderr:
+        if "before" not in mark and f"harden: {method}" in line and "before and after" in line:
+            mark["before"] = _entries(store)
+
+
+def bench_harden(tmp: Path, args) -> None:
+    """A harden killed (SIGKILL) once its before-audit is written, resumed in a new process: the masked-LM
+    forwards of its after-audit (the store's new entries: each miss is computed once and kept) against
+    the before-audit's."""
+    import signal
+
+    for attack in args.harden_attacks:
+        out, store = tmp / f"harden-{attack.replace(':', '')}", tmp / f"harden-{attack.replace(':', '')}.sqlite"
+        cmd = ["audit", "--threads", str(args.threads), "harden", "--model", "cnn", "--method", "augment",
+               "--train-sample", "20", "--max-train", "1000", "--epochs", "1", "--eval-limit", str(args.harden_limit),
+               "--eval-attack", attack, "--store", str(store), "--out", str(out)]
+        method = attack.split(":")[0]
+        import threading
+
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        mark: dict = {}
+
+        threading.Thread(target=_watch, args=(proc, mark, method, store), daemon=True).start()
+        done = sorted(out.glob(f"before.{method}*.jsonl"))
+        while proc.poll() is None:
+            done = done or sorted(out.glob(f"before.{method}*.jsonl"))
+            if done and sum(1 for _ in open(done[0], encoding="utf-8")) > args.harden_limit:  # header + every example
+                if sorted(out.glob(f"after.{method}*.jsonl")):
+                    break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        before_forwards = _entries(store) - mark.get("before", 0)
+        for f in out.glob(f"after.{method}*.jsonl"):
+            f.unlink()  # killed as the after-audit began: it starts anew in the new process
+        at_resume = _entries(store)
+        r = subprocess.run(cmd + ["--json"], capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit(f"harden resume failed:\n{r.stderr[-2000:]}")
+        after_forwards = _entries(store) - at_resume
+        print(f"harden (cnn, augment, eval {attack} on {args.harden_limit} dev) killed after its before-audit, resumed in "
+              f"a new process: the after-audit computed {after_forwards} masked contexts, the before-audit "
+              f"{before_forwards}: {after_forwards / max(1, before_forwards):.1%}")
+
+
 def bench_lookups(tmp: Path) -> None:
     from textaudit.neighborhoods.store import NeighborhoodStore
 
@@ -113,7 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-sources", type=int, default=1, help="bias: sentences of X_p per pair")
     ap.add_argument("--limit", type=int, default=50, help="attacks: first N dev sentences")
     ap.add_argument("--threads", type=int, default=int(os.environ.get("TEXTAUDIT_THREADS", "0") or 0) or os.cpu_count())
-    ap.add_argument("--skip", action="append", default=[], choices=["bias", "attacks"])
+    ap.add_argument("--skip", action="append", default=[], choices=["bias", "attacks", "harden"])
+    ap.add_argument("--harden-attacks", nargs="+", default=["so-enum:1", "so-beam:6"], help="harden: evaluation attacks")
+    ap.add_argument("--harden-limit", type=int, default=50, help="harden: held-out dev examples")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -121,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
             bench_bias(tmp, args)
         if "attacks" not in args.skip:
             bench_attacks(tmp, args)
+        if "harden" not in args.skip:
+            bench_harden(tmp, args)
         bench_lookups(tmp)
     return 0
 

@@ -188,6 +188,19 @@ def test_adversarial_attacks_each_round_with_the_model_of_the_round_before(plant
     (["--model", "/no/such/dir"], "unknown model '/no/such/dir'"),
     (["--train-sample", "0"], "--train-sample"),
     (["--found-weight", "0"], "--found-weight"),
+    # #53: every number within what a run can do, checked before anything loads
+    (["--found-weight", "1000000000"], "--found-weight must be from 1 to 1,000"),
+    (["--consistency-weight", "inf"], "--consistency-weight (λ) must be a number from 0 to 10,000"),
+    (["--consistency-weight", "1e30"], "--consistency-weight (λ) must be a number from 0 to 10,000"),
+    (["--consistency-weight", "nan"], "Invalid value for '--consistency-weight'"),
+    (["--lr", "nan"], "Invalid value for '--lr'"),
+    (["--lr", "0"], "--lr must be a learning rate above 0"),
+    (["--lr", "5"], "--lr must be a learning rate above 0"),
+    (["--epochs", "100000"], "--epochs must be from 1 to 1,000"),
+    (["--rounds", "1000"], "--rounds must be from 1 to 100"),
+    (["--neighbors", "100000"], "--neighbors must be from 0 to 1,000"),
+    (["--train-sample", "1000000000"], "--train-sample must be from 1 to 10,000,000"),
+    (["--pairs-per-sentence", "5000"], "--pairs-per-sentence must be from 1 to 1,000"),
     (["--eval-data", "sst2:train", "--data", "sst2"], "is the training split"),
     (["--pair", "he,she", "--group", "gender"], "give --pair or --group, not both"),
 ])
@@ -446,3 +459,23 @@ def test_nothing_found_to_harden_is_said():
         assert len(said) == 1 and "found no weakness in the 5 training examples" in said[0]
         assert _warnings(HardenSettings(model="cnn", method=method), found, []) == []
     assert _warnings(HardenSettings(model="cnn", method="consistency"), failed, []) == []
+
+
+def test_a_second_harden_on_a_folder_in_use_names_out(cli, tmp_path):
+    """#53: two hardens on one folder: the second is one line naming --out (the lock error said --output,
+    an option harden does not have), before anything loads."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "h"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom textaudit.files import file_lock\n"
+                               f"lock = file_lock({str(out)!r})\nlock.acquire()\nprint('held', flush=True)\ntime.sleep(120)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        r = cli("harden", "--model", "cnn", "--method", "augment", "--out", str(out))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert r.exit_code == 2 and "--out" in r.output and "another audit harden" in r.output and "--output" not in r.output
+    assert not out.exists()

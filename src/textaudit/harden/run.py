@@ -117,17 +117,24 @@ class HardenSettings:
             raise TextAuditError(f"unknown --method '{self.method}'; use one of {', '.join(METHODS)}")
         spec = method_spec(self.attack)
         check_options(self.attack, {"k": self.k if "k" in spec.options else None, "max_queries": self.max_queries})
-        for name, value, least in (("--train-sample", self.train_sample, 1), ("--epochs", self.epochs, 1),
-                                   ("--rounds", self.rounds, 1), ("--neighbors", self.neighbors, 0),
-                                   ("--found-weight", self.found_weight, 1),
-                                   ("--pairs-per-sentence", self.pairs_per_sentence, 1),
-                                   ("--eval-limit", self.eval_limit, 1), ("--max-train", self.max_train, 1)):
-            if value is not None and value < least:
-                raise TextAuditError(f"{name} must be at least {least} (got {value})")
+        # every number within what a run can do, before anything loads (1e9 copies of each found example
+        # was a MemoryError after mining; λ = inf a NaN loss reported as the model's)
+        for name, value, least, most in (("--train-sample", self.train_sample, 1, 10_000_000),
+                                         ("--epochs", self.epochs, 1, 1000), ("--rounds", self.rounds, 1, 100),
+                                         ("--neighbors", self.neighbors, 0, 1000),
+                                         ("--found-weight", self.found_weight, 1, 1000),
+                                         ("--pairs-per-sentence", self.pairs_per_sentence, 1, 1000),
+                                         ("--eval-limit", self.eval_limit, 1, 10_000_000),
+                                         ("--max-train", self.max_train, 1, 100_000_000)):
+            if value is not None and not least <= value <= most:
+                raise TextAuditError(f"{name} must be from {least} to {most:,} (got {value})")
         if self.pairs and self.group:
             raise TextAuditError("give --pair or --group, not both")
-        if self.consistency_weight < 0:
-            raise TextAuditError(f"--consistency-weight must be >= 0 (got {self.consistency_weight})")
+        if not (isinstance(self.consistency_weight, (int, float)) and 0 <= self.consistency_weight <= 1e4):
+            raise TextAuditError(f"--consistency-weight (λ) must be a number from 0 to 10,000 (got {self.consistency_weight}); "
+                                 "λ weighs the consistency loss against cross-entropy: 1 to 100 are usual")
+        if self.lr is not None and not (isinstance(self.lr, (int, float)) and 0 < self.lr <= 1):
+            raise TextAuditError(f"--lr must be a learning rate above 0 and at most 1 (got {self.lr})")
         if self.lora and not self.model.strip().startswith("hf:") and not Path(self.model).expanduser().joinpath(
                 "config.json").is_file():
             raise TextAuditError("--lora fine-tunes adapters of hf: models; a zoo model is small enough to train whole")
@@ -189,7 +196,19 @@ def harden(settings: HardenSettings, out: str | Path, *, progress: bool = True, 
     """Run (or resume) ``settings`` into folder ``out`` and return the summary written to
     ``out/harden.json``: ``before``/``after`` (clean accuracy and the first evaluation attack's
     success rate, each with its 95% interval), ``mcnemar_p`` (that attack, paired), ``accuracy``,
-    ``attacks`` and ``bias`` (every before/after), ``cost`` and ``model`` (the hardened model's path)."""
+    ``attacks`` and ``bias`` (every before/after), ``cost`` and ``model`` (the hardened model's path).
+    The folder is locked while it runs: a second harden on it is one line naming ``--out``."""
+    from textaudit.files import lock_or_fail
+
+    settings.check()
+    out = Path(out)
+    _check_out(out, settings)
+    with lock_or_fail(out, f"--out {out} is being written by another audit harden; wait for it to finish or choose "
+                           "another --out"):
+        return _harden(settings, out, progress=progress, in_flight=in_flight, device=device)
+
+
+def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: int | None, device: str | None) -> dict:
     from textaudit.data import dataset_id, load_dataset
     from textaudit.files import atomic_path
     from textaudit.formats.jsonl import read_jsonl
@@ -199,11 +218,8 @@ def harden(settings: HardenSettings, out: str | Path, *, progress: bool = True, 
     from textaudit.neighborhoods.mlm import load_mlm
 
     s = settings
-    s.check()
     evals = parse_eval_attacks([f"{m}:{k}" if k is not None else m for m, k in s.eval_attacks])
     pairs, blacklists = _protected_pairs(s)
-    out = Path(out)
-    _check_out(out, s)
     train_id, eval_id = dataset_id(s.data, "train"), dataset_id(s.eval_data, "dev")
     train = load_dataset(s.data, default_split="train")
     held = load_dataset(s.eval_data, default_split="dev", limit=s.eval_limit)
