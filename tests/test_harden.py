@@ -479,3 +479,13 @@ def test_a_second_harden_on_a_folder_in_use_names_out(cli, tmp_path):
         holder.wait()
     assert r.exit_code == 2 and "--out" in r.output and "another audit harden" in r.output and "--output" not in r.output
     assert not out.exists()
+
+
+@pytest.mark.parametrize("content", ["[]", "null", "3", '"augment"'])
+def test_settings_that_are_not_a_table_are_a_damaged_folder(cli, tmp_path, content):
+    """#53: a settings.json that is valid JSON but not an object ([] or null) was a TypeError traceback."""
+    (tmp_path / "h").mkdir()
+    (tmp_path / "h" / "settings.json").write_text(content)
+    r = cli("harden", "--model", "cnn", "--method", "augment", "--out", str(tmp_path / "h"))
+    assert r.exit_code == 2 and "settings.json is damaged" in r.output and "Traceback" not in r.output
+    assert sorted(p.name for p in (tmp_path / "h").iterdir()) == ["settings.json"]

@@ -162,7 +162,10 @@ def _check_out(out: Path, settings: HardenSettings) -> None:
         try:
             old = json.loads(prev.read_text())
         except (OSError, ValueError):
-            raise TextAuditError(f"{prev} is damaged; delete {out} or choose another --out") from None
+            old = None
+        if not isinstance(old, dict):  # unreadable, or JSON that is not a table of settings ([], null, 3)
+            raise TextAuditError(f"{prev} is damaged (not a table of harden settings); delete {out} or choose "
+                                 "another --out")
         new = json.loads(json.dumps(settings.to_dict()))
         # a setting added since that run had its default then: the folder still resumes
         defaults = json.loads(json.dumps(HardenSettings(settings.model, settings.method).to_dict()))
