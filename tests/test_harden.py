@@ -444,6 +444,15 @@ def test_a_before_after_b_on_few_sources_carries_the_small_sample_warning_everyw
     assert len(small) == 1 and small[0] in r.stderr
     rep = cli("report", str(out), "--out", str(tmp_path / "r.md"))
     assert rep.exit_code == 0 and small[0] in (tmp_path / "r.md").read_text()
+    # #53: the hardened model's record of its training damaged ("hardened" not a table): one line saying to
+    # rerun harden (not "retrain with audit train"), not a traceback
+    cfg = out / "model" / ("textaudit-harden.json" if (out / "model" / "textaudit-harden.json").is_file() else "textaudit.json")
+    content = json.loads(cfg.read_text())
+    cfg.write_text(json.dumps({**content, "hardened": "x"} if cfg.name == "textaudit.json" else []))
+    r = cli(*_args(planted, out, "--method", "augment", "--train-sample", "4", "--epochs", "1", "--eval-limit", "6",
+                   "--max-queries", "1"))
+    assert r.exit_code == 2 and "is damaged" in r.output and "rerun the same audit harden" in r.output, r.output
+    assert "Traceback" not in r.output and "audit train" not in r.output
 
 
 def test_nothing_found_to_harden_is_said():

@@ -419,16 +419,24 @@ def _hardened_checkpoint(path: Path) -> bool:
     if not cfg.is_file():
         return False
     try:
-        return "hardened" in json.loads(cfg.read_text())
+        content = json.loads(cfg.read_text())
     except (OSError, ValueError):
         return False
+    return isinstance(content, dict) and "hardened" in content
 
 
 def _read_info(path: Path) -> dict:
+    """What the hardened model's folder says of its training (its name, the cost); damaged: one line that
+    says to rerun harden (the model is harden's, not audit train's)."""
     f = path / "textaudit-harden.json"
-    if f.is_file():
-        return json.loads(f.read_text())
-    return json.loads((path / "textaudit.json").read_text())["hardened"]
+    try:
+        info = json.loads(f.read_text()) if f.is_file() else json.loads((path / "textaudit.json").read_text())["hardened"]
+    except (OSError, ValueError, KeyError, TypeError):
+        info = None
+    if not isinstance(info, dict) or not isinstance(info.get("name"), str) or not isinstance(info.get("cost", {}), dict):
+        raise TextAuditError(f"the hardened model in {path} is damaged (its record of the hardening is missing or "
+                             f"not a table); delete {path} and rerun the same audit harden to train it again")
+    return info
 
 
 def _save_weights(t, path: Path) -> None:
