@@ -498,3 +498,36 @@ def test_settings_that_are_not_a_table_are_a_damaged_folder(cli, tmp_path, conte
     r = cli("harden", "--model", "cnn", "--method", "augment", "--out", str(tmp_path / "h"))
     assert r.exit_code == 2 and "settings.json is damaged" in r.output and "Traceback" not in r.output
     assert sorted(p.name for p in (tmp_path / "h").iterdir()) == ["settings.json"]
+
+
+@pytest.mark.parametrize("which", ["--data", "--eval-data"])
+def test_a_label_the_model_has_no_class_for_is_refused_before_anything_trains(cli, planted, tmp_path, which):
+    """#53: a training label outside the model's classes was an IndexError after mining; a bad held-out
+    label was caught only after the whole training. Both are one line now, before mining, and no folder."""
+    name = "train.tsv" if which == "--data" else "dev.tsv"
+    rows = (planted / name).read_text().splitlines()
+    rows[3] = "5\t" + rows[3].split("\t", 1)[1]
+    bad = tmp_path / f"bad-{name}"
+    bad.write_text("\n".join(rows) + "\n")
+    args = _args(planted, tmp_path / "h", "--method", "augment")
+    args[args.index(which) + 1] = str(bad)
+    r = cli(*args)
+    assert r.exit_code == 2 and f"{which} {bad}" in r.output and "has label 5" in r.output, r.output
+    assert "Traceback" not in r.output and not (tmp_path / "h").exists()
+
+
+def test_two_files_of_one_name_are_not_the_training_split(tmp_path):
+    """#53: --data a/dev.tsv and --eval-data b/dev.tsv (different files, one name) were refused as "the training
+    split"; the same file under two names still is."""
+    from textaudit.errors import TextAuditError
+    from textaudit.harden.run import HardenSettings
+
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "dev.tsv").write_text(f"label\ttext\n1\ta {d} film .\n")
+    HardenSettings(model="cnn", method="augment", data=str(tmp_path / "a" / "dev.tsv"),
+                   eval_data=str(tmp_path / "b" / "dev.tsv")).check()
+    (tmp_path / "same.tsv").symlink_to(tmp_path / "a" / "dev.tsv")
+    with pytest.raises(TextAuditError, match="is the training split"):
+        HardenSettings(model="cnn", method="augment", data=str(tmp_path / "a" / "dev.tsv"),
+                       eval_data=str(tmp_path / "same.tsv")).check()

@@ -139,7 +139,9 @@ class HardenSettings:
                 "config.json").is_file():
             raise TextAuditError("--lora fine-tunes adapters of hf: models; a zoo model is small enough to train whole")
         train_id, eval_id = dataset_id(self.data, "train"), dataset_id(self.eval_data, "dev")
-        if train_id == eval_id:
+        a, b = Path(self.data).expanduser(), Path(self.eval_data).expanduser()
+        same = a.resolve() == b.resolve() if a.is_file() and b.is_file() else train_id == eval_id  # two files: by path
+        if same:
             raise TextAuditError(f"--eval-data {self.eval_data} is the training split harden attacks and trains on; "
                                  "evaluate on held-out examples (e.g. sst2:dev)")
         if eval_id.split(":")[-1] == "train" and train_id.split(":")[0] == eval_id.split(":")[0]:
@@ -212,7 +214,7 @@ def harden(settings: HardenSettings, out: str | Path, *, progress: bool = True, 
 
 
 def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: int | None, device: str | None) -> dict:
-    from textaudit.data import dataset_id, load_dataset
+    from textaudit.data import check_labels, dataset_id, load_dataset
     from textaudit.files import atomic_path
     from textaudit.formats.jsonl import read_jsonl
     from textaudit.harden.before_after import accuracy_before_after, attack_before_after, bias_before_after
@@ -226,9 +228,6 @@ def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: i
     train_id, eval_id = dataset_id(s.data, "train"), dataset_id(s.eval_data, "dev")
     train = load_dataset(s.data, default_split="train")
     held = load_dataset(s.eval_data, default_split="dev", limit=s.eval_limit)
-    out.mkdir(parents=True, exist_ok=True)
-    with atomic_path(out / SETTINGS) as tmp:
-        tmp.write_text(json.dumps(s.to_dict(), indent=1))
 
     # -- held out: no evaluation sentence is attacked or trained on --------------------------------
     keep = not_held_out(train["text"], held["text"])
@@ -244,6 +243,14 @@ def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: i
     original = load_trainable(s.model)
     name = str(s.model)
     before = original.classifier(name, device=device)
+    for option, spec, labels in (("--data", s.data, train_labels), ("--eval-data", s.eval_data, held["label"])):
+        try:  # a label the model has no class for: refused here, before anything is mined or trained
+            check_labels(labels, before.num_classes, name)
+        except TextAuditError as e:
+            raise TextAuditError(f"{option} {spec}: {e}") from None
+    out.mkdir(parents=True, exist_ok=True)
+    with atomic_path(out / SETTINGS) as tmp:
+        tmp.write_text(json.dumps(s.to_dict(), indent=1))
     needs_mlm = s.method == "consistency" or any(_needs_mlm(m) for m, _ in evals) or _needs_mlm(s.attack)
     mlm = load_mlm(s.mlm) if needs_mlm else None
     # the examples attacked (or the sources of consistency pairs) are drawn from the training examples of
