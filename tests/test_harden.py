@@ -531,3 +531,53 @@ def test_two_files_of_one_name_are_not_the_training_split(tmp_path):
     with pytest.raises(TextAuditError, match="is the training split"):
         HardenSettings(model="cnn", method="augment", data=str(tmp_path / "a" / "dev.tsv"),
                        eval_data=str(tmp_path / "same.tsv")).check()
+
+
+def test_a_round_checkpoint_that_is_not_plain_weights_is_refused_in_one_line(tmp_path):
+    """#53: a round's .pt holding more than tensors (or cut short) was a weights_only traceback; it is one line
+    that says nothing in it ran."""
+    import collections
+    from types import SimpleNamespace
+
+    import torch
+
+    from textaudit.errors import TextAuditError
+    from textaudit.harden.run import _load_weights, _save_weights
+
+    t = SimpleNamespace(module=torch.nn.Linear(3, 2))
+    good = tmp_path / ".round1.pt"
+    _save_weights(t, good)
+    other = SimpleNamespace(module=torch.nn.Linear(3, 2))
+    _load_weights(other, good)
+    assert torch.equal(other.module.weight, t.module.weight)
+    torch.save({"weight": collections.Counter("abc")}, tmp_path / "pickled.pt")  # not a tensor: refused unread
+    (tmp_path / "cut.pt").write_bytes(good.read_bytes()[:100])
+    for name in ("pickled.pt", "cut.pt"):
+        with pytest.raises(TextAuditError, match="is not a round's plain weights") as e:
+            _load_weights(other, tmp_path / name)
+        assert "\n" not in str(e.value) and "rerun the same audit harden" in str(e.value)
+
+
+def test_a_full_disk_while_saving_a_round_is_one_line_and_leaves_no_half_file(tmp_path):
+    """#53: torch.save on a full disk was an OSError traceback; on a real 64 KiB tmpfs it is one line, and the
+    atomic write leaves no partial checkpoint behind."""
+    import subprocess
+    from types import SimpleNamespace
+
+    import torch
+
+    from textaudit.errors import TextAuditError
+    from textaudit.harden.run import _save_weights
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], capture_output=True).returncode:
+        pytest.skip("mounting a small tmpfs needs root")
+    try:
+        t = SimpleNamespace(module=torch.nn.Linear(200, 200))  # 160 KB of weights
+        with pytest.raises(TextAuditError, match="is the disk full") as e:
+            _save_weights(t, disk / ".round1.pt")
+        assert "\n" not in str(e.value) and "rerun the same audit harden" in str(e.value)
+        assert not (disk / ".round1.pt").exists()
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)  # lazy: torch may still hold the failed file

@@ -447,18 +447,35 @@ def _read_info(path: Path) -> dict:
 
 
 def _save_weights(t, path: Path) -> None:
+    """Save a round's weights atomically (a kill or a full disk never leaves half a file); a write that
+    fails is one line that says what is kept."""
     import torch
 
     from textaudit.files import atomic_path
 
-    with atomic_path(path) as tmp:
-        torch.save(t.module.state_dict(), tmp)
+    try:
+        with atomic_path(path) as tmp:
+            torch.save(t.module.state_dict(), tmp)
+    except (OSError, RuntimeError) as e:  # torch's writer says a full disk as RuntimeError("... iostream error")
+        why = getattr(e, "strerror", None) or (str(e).strip().splitlines() or [type(e).__name__])[0][:80]
+        raise TextAuditError(f"cannot write {path} ({why}: is the disk full?); what was mined so far is kept in "
+                             f"{path.parent}: free some space and rerun the same audit harden to continue") from None
 
 
 def _load_weights(t, path: Path) -> None:
+    """Load a round's saved weights: plain tensors only (``weights_only``: nothing in the file runs); a file
+    holding anything else, or damaged, is one line."""
+    import pickle
+
     import torch
 
-    t.module.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        t.module.load_state_dict(state)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, TypeError, OSError) as e:
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:120]
+        raise TextAuditError(f"{path} is not a round's plain weights ({first}); it was refused without running "
+                             f"anything in it: delete it and rerun the same audit harden") from None
 
 
 def _fine_tune(t, texts: list[str], labels: list[int], s: HardenSettings, *, epochs: int, seed: int, state: Path,
