@@ -613,6 +613,17 @@ def test_serve_bounds_what_a_client_may_send_and_answers_a_small_request_beside_
         assert r.status_code == 413 and "over this server's 40000" in r.json()["detail"]
         r = httpx.post(f"{base}/predict", content=iter([b'{"texts": ["', b"a" * 30_000, b"a" * 30_000, b'"]}']))
         assert r.status_code == 413
+        # #53: a body far over the limit reached urllib as a broken pipe (the server answered and closed while it
+        # was still sending); the rest of the body is now read and dropped, so the client gets its 413
+        import urllib.error
+        import urllib.request
+
+        for _ in range(3):
+            with pytest.raises(urllib.error.HTTPError) as e:
+                urllib.request.urlopen(urllib.request.Request(f"{base}/predict", data=b'{"texts": ["' + b"a" * 8_000_000
+                                                              + b'"]}', headers={"Content-Type": "application/json"}),
+                                       timeout=60)
+            assert e.value.code == 413
         # the model's own exception text stays on the server
         r = httpx.post(f"{base}/predict", json={"texts": ["boom"]})
         assert r.status_code == 500 and "secret" not in r.text and "server's log" in r.json()["detail"]
