@@ -581,3 +581,14 @@ def test_a_full_disk_while_saving_a_round_is_one_line_and_leaves_no_half_file(tm
         assert not (disk / ".round1.pt").exists()
     finally:
         subprocess.run(["umount", "-l", str(disk)], capture_output=True)  # lazy: torch may still hold the failed file
+
+
+def test_a_pair_no_held_out_sentence_holds_is_refused_before_training_and_the_folder_stays_free(cli, planted, tmp_path):
+    """#53: a --pair whose words no held-out sentence holds failed only after the whole training, and the
+    fix it suggested was then refused on the same --out (its settings were written); now it is one line
+    before anything is written, so the same --out takes the corrected run."""
+    args = _args(planted, tmp_path / "h", "--method", "augment")
+    args[args.index("--pair") + 1] = "he,she"
+    r = cli(*args)
+    assert r.exit_code == 2 and "no held-out sentence" in r.output and "he/she" in r.output, r.output
+    assert "Traceback" not in r.output and not (tmp_path / "h").exists()
