@@ -592,3 +592,13 @@ def test_a_pair_no_held_out_sentence_holds_is_refused_before_training_and_the_fo
     r = cli(*args)
     assert r.exit_code == 2 and "no held-out sentence" in r.output and "he/she" in r.output, r.output
     assert "Traceback" not in r.output and not (tmp_path / "h").exists()
+
+
+def test_training_rows_that_are_all_too_short_are_named_as_such(cli, planted, tmp_path):
+    """#53: a training file whose rows were all shorter than harden attacks was refused as "an empty dataset"."""
+    (tmp_path / "short.tsv").write_text("label\ttext\n" + "".join(f"{i % 2}\tgood film\n" for i in range(10)))
+    args = _args(planted, tmp_path / "h", "--method", "augment")
+    args[args.index("--data") + 1] = str(tmp_path / "short.tsv")
+    r = cli(*args)
+    assert r.exit_code == 2 and "none of its 10 training examples has 4 words or more" in r.output, r.output
+    assert "empty dataset" not in r.output and not (tmp_path / "h").exists()

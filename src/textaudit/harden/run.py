@@ -239,6 +239,13 @@ def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: i
     train_ids = [train["id"][i] for i in keep]
     if overlap:
         _say(f"notice: {overlap} training examples also occur in {eval_id}; left out of training", progress)
+    # the examples attacked (or the sources of consistency pairs) are drawn from the training examples of
+    # at least MIN_WORDS words: a one- or two-word phrase has no natural neighbourhood worth hardening
+    rng = np.random.default_rng(s.seed)
+    order = [i for i in rng.permutation(len(train_texts)) if len(train_texts[i].split()) >= MIN_WORDS]
+    if not order:  # the rows are there, but all too short: not "an empty dataset"
+        raise TextAuditError(f"--data {s.data}: none of its {len(train_texts)} training examples has {MIN_WORDS} words or "
+                             "more, and harden attacks (or pairs) only those; give longer training sentences")
 
     original = load_trainable(s.model)
     name = str(s.model)
@@ -258,10 +265,6 @@ def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: i
         tmp.write_text(json.dumps(s.to_dict(), indent=1))
     needs_mlm = s.method == "consistency" or any(_needs_mlm(m) for m, _ in evals) or _needs_mlm(s.attack)
     mlm = load_mlm(s.mlm) if needs_mlm else None
-    # the examples attacked (or the sources of consistency pairs) are drawn from the training examples of
-    # at least MIN_WORDS words: a one- or two-word phrase has no natural neighbourhood worth hardening
-    rng = np.random.default_rng(s.seed)
-    order = [i for i in rng.permutation(len(train_texts)) if len(train_texts[i].split()) >= MIN_WORDS]
     model_dir = out / MODEL_DIR
     cost: dict[str, float] = {}
     found_files: list[str] = []
