@@ -453,6 +453,11 @@ def test_a_before_after_b_on_few_sources_carries_the_small_sample_warning_everyw
                    "--max-queries", "1"))
     assert r.exit_code == 2 and "is damaged" in r.output and "rerun the same audit harden" in r.output, r.output
     assert "Traceback" not in r.output and "audit train" not in r.output
+    # the record restored, the checkpoint's own config damaged instead: its loader would say "audit train"
+    cfg.write_text(json.dumps({**content, "arch": None, "num_classes": None}))
+    r = cli(*_args(planted, out, "--method", "augment", "--train-sample", "4", "--epochs", "1", "--eval-limit", "6",
+                   "--max-queries", "1"))
+    assert r.exit_code == 2 and "rerun the same audit harden" in r.output and "audit train" not in r.output, r.output
 
 
 def test_nothing_found_to_harden_is_said():

@@ -347,7 +347,12 @@ def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: i
         mined = [r for f in found_files for r in read_jsonl(out / f)]
     from textaudit.models import load_classifier
 
-    after = load_classifier(str(model_dir), device=device)
+    try:
+        after = load_classifier(str(model_dir), device=device)
+    except TextAuditError as e:  # harden wrote it: rerunning harden rebuilds it (audit train would not)
+        why = str(e).split(";")[0]
+        raise TextAuditError(f"the hardened model in {model_dir} cannot be loaded ({why}); delete {model_dir} and "
+                             "rerun the same audit harden to train it again") from None
     after.name = info["name"]
 
     # -- the before/after audit on the held-out examples ----------------------------------------------
