@@ -44,7 +44,7 @@ from textaudit.data import check_side, load_dataset
 from textaudit.engine.scheduler import Engine, Search, check_in_flight, classify, in_flight_for, run_now
 from textaudit.errors import TextAuditError
 from textaudit.fairness.estimates import CI_METHODS, BiasEstimate, ScoredUnit, aggregate, l1_norm
-from textaudit.fairness.pairs import Source, find_sources, parse_pair
+from textaudit.fairness.pairs import Source, measurable_sources, parse_pair
 from textaudit.models.batched import Classifier, model_scores, pair_inputs, reduced_precision, unknown_class
 from textaudit.neighborhoods.builder import NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
@@ -241,7 +241,7 @@ class CounterfactualBias:
         """X_p (or X_filter with ``filtered``) of ``texts``; sentences under two words are dropped
         (``contexts``: the kept texts of sentence pairs)."""
         self.check_pair(pair)
-        src = [s for s in find_sources(texts, pair, ids, contexts, self.language) if sum(t.isalpha() for t in s.sentence.tokens) >= 2]
+        src = measurable_sources(texts, pair, ids, contexts, self.language)
         if not src:
             raise TextAuditError(f"no sentence of the data contains exactly one '{pair[0]}' or one '{pair[1]}'; "
                                  "choose another pair or other data")

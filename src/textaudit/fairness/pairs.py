@@ -14,7 +14,7 @@ from typing import Sequence
 from textaudit.errors import TextAuditError
 from textaudit.sentence import Sentence
 
-__all__ = ["GENDER_PAIRS", "GROUPS", "parse_pair", "load_pairs_file", "Source", "find_sources"]
+__all__ = ["GENDER_PAIRS", "GROUPS", "parse_pair", "load_pairs_file", "Source", "find_sources", "measurable_sources"]
 
 #: The gender pairs the Double Perturbation paper reports (§4.2, Fig. 5/Table 5).
 GENDER_PAIRS: list[tuple[str, str]] = [("he", "she"), ("his", "her"), ("him", "her"), ("men", "women"),
@@ -85,5 +85,11 @@ def find_sources(texts: Sequence[str], pair: tuple[str, str], ids: Sequence[str]
         elif c2 == 1 and c1 == 0:
             out.append(Source(id_, s, low.index(w2), True, c))
     return out
+
+
+def measurable_sources(texts: Sequence[str], pair: tuple[str, str], ids: Sequence[str] | None = None,
+                       contexts: Sequence[str] | None = None, language: str = "en") -> list[Source]:
+    """X_p as B_{p,k} measures it: :func:`find_sources` less the sentences of fewer than two words."""
+    return [s for s in find_sources(texts, pair, ids, contexts, language) if sum(t.isalpha() for t in s.sentence.tokens) >= 2]
 
 

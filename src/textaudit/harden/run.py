@@ -215,6 +215,7 @@ def harden(settings: HardenSettings, out: str | Path, *, progress: bool = True, 
 
 def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: int | None, device: str | None) -> dict:
     from textaudit.data import check_labels, dataset_id, load_dataset
+    from textaudit.fairness.pairs import measurable_sources
     from textaudit.files import atomic_path
     from textaudit.formats.jsonl import read_jsonl
     from textaudit.harden.before_after import accuracy_before_after, attack_before_after, bias_before_after
@@ -255,7 +256,7 @@ def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: i
             check_labels(labels, before.num_classes, name)
         except TextAuditError as e:
             raise TextAuditError(f"{option} {spec}: {e}") from None
-    if pairs and not any(_has_sources(held["text"], p) for p in pairs):  # B before/after would have nothing to measure
+    if pairs and not any(measurable_sources(list(held["text"]), tuple(p)) for p in pairs):  # B before/after would have nothing to measure
         shown = ", ".join("/".join(p) for p in pairs[:4]) + (" …" if len(pairs) > 4 else "")
         raise TextAuditError(f"no held-out sentence ({eval_id}, {len(held)} examples) holds exactly one word of a pair "
                              f"({shown}), so B before and after cannot be measured; give --eval-data with such "
@@ -412,13 +413,6 @@ def _warnings(s: HardenSettings, mined: list[dict], bias: list[dict]) -> list[st
                        f"sentence{'s' if n != 1 else ''} (fewer than {MIN_SOURCES}): its intervals are rough; give "
                        "more held-out data (--eval-data, --eval-limit)")
     return out
-
-
-def _has_sources(texts, pair: tuple[str, str]) -> bool:
-    """``texts`` hold X_p of ``pair`` as B_{p,k} takes it (sentences of two words or more)."""
-    from textaudit.fairness.pairs import find_sources
-
-    return any(sum(t.isalpha() for t in s.sentence.tokens) >= 2 for s in find_sources(list(texts), tuple(pair)))
 
 
 def _round(cost: dict) -> dict:

@@ -283,10 +283,7 @@ class HFMaskedLM:
         todo.sort(key=lambda k: sum(len(w) + 1 for w in k[0]) + sum(len(w) + 1 for w in k[1]))
         for s in range(0, len(todo), self.batch_size):
             chunk = todo[s:s + self.batch_size]
-            enc = self._encode(chunk)
-            is_mask = (enc["input_ids"] == self.tokenizer.mask_token_id).numpy()
-            launched = self._launch({k: v.numpy() for k, v in enc.items()}, is_mask, top)
-            for k, (ids, vals) in zip(chunk, self._collect_ids(launched)):
+            for k, (ids, vals) in zip(chunk, self._collect_ids(self._launch_texts(chunk, top))):
                 yield k, ids, vals
 
     def _predict_ids(self, todo: list[tuple], top: int):
@@ -339,10 +336,15 @@ class HFMaskedLM:
             return m.lm_head(hidden)
         return None
 
-    def _predict(self, chunk: list[tuple], top: int) -> list[list[tuple[str, float]]]:
+    def _launch_texts(self, chunk: list[tuple], top: int) -> tuple:
+        """Tokenise masked copies from their words and launch their bare forward (:meth:`_launch`)."""
         enc = self._encode(chunk)
         is_mask = (enc["input_ids"] == self.tokenizer.mask_token_id).numpy()
-        return self._run({k: v.numpy() for k, v in enc.items()}, is_mask, top)
+        return self._launch({k: v.numpy() for k, v in enc.items()}, is_mask, top)
+
+    def _predict(self, chunk: list[tuple], top: int) -> list[list[tuple[str, float]]]:
+        """Rows of ``(word, logit)`` of masked copies tokenised from their words (one forward)."""
+        return self._collect(self._launch_texts(chunk, top))
 
     def bare_forward(self, enc: dict, where, top: int):
         """``(logits, ids)`` of the ``top`` whole-word candidates at the ``where`` positions of
@@ -361,11 +363,6 @@ class HFMaskedLM:
                 self._allowed_t = torch.from_numpy(self._allowed).to(logits.device)
             logits = logits.float().masked_fill(~self._allowed_t, float("-inf"))
             return logits.topk(top, dim=-1)
-
-    def _run(self, enc: dict, is_mask: np.ndarray, top: int) -> list[list[tuple[str, float]]]:
-        """The bare forward (encoder, MLM head at the masked positions, whole-word mask, top-k) on
-        padded inputs, timed by :attr:`clock`; rows of ``(word, logit)`` best first."""
-        return self._collect(self._launch(enc, is_mask, top))
 
     def _launch(self, enc: dict, is_mask: np.ndarray, top: int) -> tuple:
         """Start the bare forward of one padded batch (asynchronous on CUDA); :meth:`_collect` reads it."""

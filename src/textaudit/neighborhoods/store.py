@@ -115,21 +115,15 @@ def _unpack(v: bytes) -> tuple[int, list[int], list[float]]:
 
 
 class StoreStats:
-    """What the store did in this process: ``hits`` (masked contexts answered from the store),
-    ``misses`` (asked of it and computed), ``written``, ``damaged`` (entries dropped), and the masked-LM
-    seconds the hits saved (at the masked LM's measured seconds per masked sentence)."""
+    """What the store did in this process, all masked LMs together: ``hits`` (masked contexts answered from
+    the store), ``misses`` (asked of it and computed), ``written`` and ``damaged`` (entries dropped). Each
+    masked LM keeps its own counts and the seconds its hits saved (``HFMaskedLM.store_summary``)."""
 
     def __init__(self) -> None:
         self.hits = 0
         self.misses = 0
         self.written = 0
         self.damaged = 0
-        self.seconds_saved = 0.0
-
-    def to_dict(self) -> dict:
-        asked = self.hits + self.misses
-        return {"hits": self.hits, "misses": self.misses, "hit_rate": round(self.hits / asked, 4) if asked else None,
-                "written": self.written, "seconds_saved": round(self.seconds_saved, 2)}
 
 
 class NeighborhoodStore:
