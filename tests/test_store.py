@@ -4,6 +4,7 @@ damage, a full disk; and the CLI around it (--store, audit store info|prune|expo
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -184,6 +185,16 @@ cfg = DistilBertConfig(vocab_size=tok.vocab_size, dim=32, hidden_dim=64, n_layer
 model = DistilBertForMaskedLM(cfg).eval()
 mlm = HFMaskedLM(model, tok, name="tiny-distilbert", device="cpu", store=NeighborhoodStore(sys.argv[1]))
 lines = [l.split() for l in open(sys.argv[2], encoding="utf-8").read().splitlines()]
+if sys.argv[4:] == ["ray"]:  # two Ray workers on this machine, each writing the store itself
+    import os, ray
+    from textaudit.backends import RayBackend, local_worker_env
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+             runtime_env={"env_vars": local_worker_env()})
+    def make_worker():
+        return lambda s: (mlm.candidates([(w, i) for w in lines[s:s + 4] for i in range(len(w))], top=20), os.getpid())[1]
+    pids = {pid for _, pid in RayBackend(workers=2, chunk=1).map(make_worker, [(str(s), s) for s in range(0, len(lines), 4)])}
+    print("workers", len(pids), flush=True)
+    sys.exit(0)
 print("ready", flush=True)
 for rep in range(int(sys.argv[3])):
     for s in range(0, len(lines), 4):
@@ -194,8 +205,9 @@ for rep in range(int(sys.argv[3])):
 
 
 def test_concurrent_writers_and_a_kill_leave_a_store_every_process_agrees_with(tiny_mlm, tmp_path):
-    """Two processes fill one store at once; a third is killed (SIGKILL) mid-run; the store opens, passes
-    quick_check, and every entry equals what one process alone computes."""
+    """Two processes and a run on two Ray workers fill one store at once; a fourth process is killed
+    (SIGKILL) mid-run; the store opens, passes quick_check, and every entry equals what one process alone
+    computes."""
     from textaudit.data import load_dataset
 
     texts = [t for t in load_dataset("sst2", default_split="train", limit=300)["text"] if 4 <= len(t.split()) <= 14][:120]
@@ -205,8 +217,9 @@ def test_concurrent_writers_and_a_kill_leave_a_store_every_process_agrees_with(t
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
     env = {**os.environ, "TEXTAUDIT_THREADS": "1"}
-    procs = [subprocess.Popen([sys.executable, str(script), str(path), str(corpus), "1"], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [subprocess.Popen([sys.executable, str(script), str(path), str(corpus), "1", *extra], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for extra in ([], [], ["ray"] if importlib.util.find_spec("ray") else [])]
     victim = subprocess.Popen([sys.executable, str(script), str(path), str(corpus), "50"], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert victim.stdout.readline().strip() == "ready"
@@ -218,6 +231,7 @@ def test_concurrent_writers_and_a_kill_leave_a_store_every_process_agrees_with(t
     for p in procs:
         out, err = p.communicate(timeout=600)
         assert p.returncode == 0, err
+        assert "workers 2" in out or p.args[-1] != "ray", out  # the Ray run's contexts were written by two workers
     with sqlite3.connect(path) as c:
         assert c.execute("PRAGMA quick_check").fetchone()[0] == "ok"
     store = NeighborhoodStore(path)

@@ -13,6 +13,12 @@ actor that dies is restarted and its chunk in flight is run again (``max_restart
 ``max_task_retries``); a bad example is never retried, because an attack records it as that
 example's ``error`` record. ``TEXTAUDIT_*`` and HuggingFace offline settings reach the workers
 through Ray's runtime environment.
+
+Some state outlives a run and must travel beside the factory: a :class:`Sync` registered with
+:func:`register_sync` (the neighbourhood store registers one) is asked, when a cluster has several
+machines, for what workers on *other* machines need (``ship``), hands it to them (``receive``),
+and gets back, with every chunk's results, what each worker made (``collect``) to keep it in the
+driver (``merge``). Workers on the driver's machine share its files and need none of this.
 """
 
 from __future__ import annotations
@@ -23,13 +29,43 @@ from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from textaudit.errors import TextAuditError
 
-__all__ = ["Backend", "SerialBackend", "RayBackend", "make_backend", "BACKENDS", "place_on_device"]
+__all__ = ["Backend", "SerialBackend", "RayBackend", "make_backend", "BACKENDS", "place_on_device", "Sync",
+           "register_sync"]
 
 Worker = Callable[[Any], Any]
 BACKENDS = ("serial", "ray")
 #: environment variables a worker needs to resolve resources and behave like the driver
 PASSED_ENV = ("TEXTAUDIT_DATA", "TEXTAUDIT_CACHE", "TEXTAUDIT_OFFLINE", "TEXTAUDIT_THREADS", "TEXTAUDIT_TRUST_REMOTE_CODE",
               "HF_HUB_OFFLINE", "HF_HOME", "TRANSFORMERS_OFFLINE")
+
+
+class Sync(Protocol):
+    """State a run shares with its Ray workers on other machines (see the module docstring)."""
+
+    def ship(self) -> Any:
+        """Driver, before the workers start: what a worker on another machine needs (None: nothing)."""
+        ...
+
+    def receive(self, shipped: Any) -> None:
+        """Worker on another machine than the driver's, before its first job: take what was shipped."""
+        ...
+
+    def collect(self) -> Any:
+        """Worker, after each chunk: what it made since the last call, for the driver (None: nothing)."""
+        ...
+
+    def merge(self, collected: Any) -> None:
+        """Driver: keep what a worker collected."""
+        ...
+
+
+#: the registered syncs, by name (the same names in the driver and its workers: modules register at import)
+SYNCS: dict[str, Sync] = {}
+
+
+def register_sync(name: str, sync: Sync) -> None:
+    """Register ``sync`` under ``name`` (again: replaced), for every Ray run of this process."""
+    SYNCS[name] = sync
 
 
 class Backend(Protocol):
@@ -88,19 +124,29 @@ class _RayWorker:
         self.work: Worker | None = None
 
     def setup(self, factory: list) -> bool:
+        """``factory``: ``[the worker factory, {sync name: what it shipped}, the driver's node]`` (references)."""
         if self.work is None:
             import ray
 
-            self.work = ray.get(factory[0])()
+            make_worker = ray.get(factory[0])  # unpickling it imports the modules that register syncs
+            if factory[1] and ray.get_runtime_context().get_node_id() != factory[2]:
+                for name, shipped in ray.get(factory[1]).items():
+                    if name in SYNCS:
+                        SYNCS[name].receive(shipped)
+            self.work = make_worker()
         return True
 
-    def run(self, chunk: list[tuple[str, Any]], factory: list) -> list[tuple[str, Any]]:
+    def run(self, chunk: list[tuple[str, Any]], factory: list) -> tuple[list[tuple[str, Any]], dict[str, Any]]:
+        """The chunk's ``(job id, result)`` and what each registered sync collected meanwhile."""
         self.setup(factory)
         assert self.work is not None
         many = getattr(self.work, "many", None)
         if many is not None:  # the worker's engine keeps its chunk in flight: one batched forward per step
-            return list(many(chunk))
-        return [(job_id, self.work(job)) for job_id, job in chunk]
+            results = list(many(chunk))
+        else:
+            results = [(job_id, self.work(job)) for job_id, job in chunk]
+        collected = {name: c for name, sync in SYNCS.items() if (c := sync.collect()) is not None}
+        return results, collected
 
 
 def local_worker_env() -> dict[str, str]:
@@ -181,7 +227,10 @@ class RayBackend:
         for name, module in list(sys.modules.items()):  # plug-ins are files, not packages the workers could import
             if name.startswith("textaudit_plugin_"):
                 ray.cloudpickle.register_pickle_by_value(module)
-        factory = [ray.put(make_worker)]
+        factory = [ray.put(make_worker), None, ray.get_runtime_context().get_node_id()]
+        if sum(1 for n in ray.nodes() if n.get("Alive")) > 1:  # workers may run on other machines
+            shipped = {name: s for name, sync in SYNCS.items() if (s := sync.ship()) is not None}
+            factory[1] = ray.put(shipped) if shipped else None
         ray.get([a.setup.remote(factory) for a in self.actors])
         self.startup_seconds = time.perf_counter() - t0
         # small chunks: a worker idles at most one chunk at the end (a task costs Ray about a millisecond); a
@@ -203,12 +252,15 @@ class RayBackend:
                 if todo:
                     pending[self.actors[a].run.remote(todo.pop(), factory)] = a
                 try:
-                    results = ray.get(done[0])
+                    results, collected = ray.get(done[0])
                 except ray.exceptions.RayTaskError as e:
                     cause = e.as_instanceof_cause()
                     if isinstance(cause, TextAuditError):
                         raise TextAuditError(str(cause)) from None
                     raise
+                for name, c in collected.items():
+                    if name in SYNCS:
+                        SYNCS[name].merge(c)
                 yield from results
         finally:
             for actor in self.actors:

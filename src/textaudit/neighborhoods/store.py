@@ -38,11 +38,13 @@ import sqlite3
 import struct
 import sys
 import time
+import weakref
 import zlib
 from array import array
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from textaudit.backends import register_sync
 from textaudit.errors import TextAuditError
 
 __all__ = ["NeighborhoodStore", "StoredMaskedLM", "StoreStats", "default_store_path", "open_store", "context_key", "mlm_fingerprint",
@@ -142,12 +144,26 @@ class NeighborhoodStore:
         self._writable = not readonly
         self._used: dict[int, set[bytes]] = {}
         self._pending: dict[int, tuple[int, int]] = {}
+        self._fingerprints: dict[int, str] = {}  # id -> fingerprint, of the masked LMs this object met
+        #: on a Ray worker on another machine than the driver's: what it computed, for the driver (see _StoreSync)
+        self._outbox: dict | None = None
+        _LIVE.add(self)
 
     # -- opening -----------------------------------------------------------------------------------
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        state.update(_conn=None, _pid=None, _mlm_ids={}, stats=StoreStats(), _used={}, _pending={})
+        state.update(_conn=None, _pid=None, _mlm_ids={}, stats=StoreStats(), _used={}, _pending={}, _fingerprints={},
+                     _outbox=None)
         return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        _LIVE.add(self)
+
+    @property
+    def key(self) -> str:
+        """The store's file, resolved: the same string for every object (and Ray worker) reading it."""
+        return str(self.path.resolve())
 
     def _notice(self, msg: str) -> None:
         if not self.quiet:
@@ -172,6 +188,15 @@ class NeighborhoodStore:
         return self._conn
 
     def _open(self) -> sqlite3.Connection:
+        if self.key in _SHIPPED:  # a Ray worker on another machine: the driver's store, as it was, in memory
+            conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            if _SHIPPED[self.key]:
+                data = bytearray(_SHIPPED[self.key])
+                data[18:20] = b"\x01\x01"  # the header's WAL flag: a database in memory keeps a rollback journal
+                conn.deserialize(bytes(data))
+            if not self.readonly:
+                self._outbox = {"mlms": {}, "rows": [], "counts": {}}
+            return self._checked(conn, fresh=True)
         if not self.readonly:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -264,6 +289,8 @@ class NeighborhoodStore:
         try:
             row = conn.execute("SELECT id FROM mlms WHERE fingerprint = ?", (fingerprint,)).fetchone()
             if row is None and vocab is not None and self._writable:
+                if self._outbox is not None:  # new to the driver's store too: it is registered there with this
+                    self._outbox["mlms"][fingerprint] = (name, list(vocab))
                 blob = zlib.compress(json.dumps(list(vocab), ensure_ascii=False).encode("utf-8", "surrogatepass"))
                 try:
                     conn.execute("INSERT OR IGNORE INTO mlms (fingerprint, name, vocab, created) VALUES (?, ?, ?, ?)",
@@ -277,6 +304,7 @@ class NeighborhoodStore:
         if row is None:
             return None
         self._mlm_ids[fingerprint] = row[0]
+        self._fingerprints[row[0]] = fingerprint
         return row[0]
 
     def mlms(self) -> list[dict]:
@@ -345,14 +373,17 @@ class NeighborhoodStore:
             return
 
         def write(c: sqlite3.Connection) -> None:
-            c.executemany("INSERT INTO entries (mlm, k, n, v, crc, used) VALUES (?, ?, ?, ?, ?, ?) "
-                          "ON CONFLICT (mlm, k) DO UPDATE SET n = excluded.n, v = excluded.v, crc = excluded.crc, "
-                          "used = excluded.used WHERE excluded.n > entries.n", data)
+            c.executemany(_UPSERT, data)
             if seconds_per_entry:
                 c.execute("UPDATE mlms SET seconds_per_entry = ? WHERE id = ?", (seconds_per_entry, mlm))
 
         if self._write(write):
             self.stats.written += len(data)
+            if self._outbox is not None and mlm in self._fingerprints:
+                fp = self._fingerprints[mlm]
+                self._outbox["rows"].extend((fp, k, n, v, crc) for _, k, n, v, crc, _ in data)
+                if seconds_per_entry:
+                    self._outbox.setdefault("seconds", {})[fp] = seconds_per_entry
 
     def _write(self, fn) -> bool:
         conn = self._connection()
@@ -383,6 +414,10 @@ class NeighborhoodStore:
         """Add this call's hits and misses to the store's counters (``audit store info``'s hit rate)."""
         self.stats.hits += hits
         self.stats.misses += misses
+        if self._outbox is not None and mlm in self._fingerprints:  # counted in the driver's store
+            h, m = self._outbox["counts"].get(self._fingerprints[mlm], (0, 0))
+            self._outbox["counts"][self._fingerprints[mlm]] = (h + hits, m + misses)
+            return
         h, m = self._pending.get(mlm, (0, 0))
         self._pending[mlm] = (h + hits, m + misses)
 
@@ -474,13 +509,112 @@ class NeighborhoodStore:
                 if not rows:
                     break
                 good = [(mine, k, n, v, crc, int(time.time() // 86400)) for k, n, v, crc in rows if zlib.crc32(k + v) == crc]
-                self._write(lambda c, rows=good: c.executemany(
-                    "INSERT INTO entries (mlm, k, n, v, crc, used) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (mlm, k) DO UPDATE "
-                    "SET n = excluded.n, v = excluded.v, crc = excluded.crc WHERE excluded.n > entries.n", rows))
+                self._write(lambda c, rows=good: c.executemany(_UPSERT, rows))
                 copied += len(good)
             self._write(lambda c, args=(m["seconds_per_entry"], mine): c.execute(
                 "UPDATE mlms SET seconds_per_entry = MAX(seconds_per_entry, ?) WHERE id = ?", args))
         return copied
+
+    # -- Ray workers on other machines (_StoreSync) -------------------------------------------------
+    def snapshot(self) -> bytes | None:
+        """The whole store as it is now (committed entries), as bytes a worker deserializes; None without one."""
+        conn = self._connection()
+        if conn is None:
+            return None
+        self.flush()
+        mem = sqlite3.connect(":memory:")
+        try:
+            conn.backup(mem)
+            return mem.serialize()
+        except sqlite3.Error as e:
+            self._notice(f"cannot be copied for the Ray workers on other machines ({e}); they start without it")
+            return None
+        finally:
+            mem.close()
+
+    def drain(self) -> dict | None:
+        """What this worker's copy gained since the last call (masked LMs, entries, hit counts), or None."""
+        box = self._outbox
+        if box is None or not (box["mlms"] or box["rows"] or box["counts"]):
+            return None
+        self._outbox = {"mlms": {}, "rows": [], "counts": {}}
+        return box
+
+    def absorb(self, box: dict) -> int:
+        """Keep what a worker on another machine computed (:meth:`drain`): each entry checked by its CRC,
+        as :meth:`put` keeps its own. Returns the entries kept."""
+        for fp, (name, vocab) in box["mlms"].items():
+            self.mlm_id(fp, name, vocab)
+        ids: dict[str, int | None] = {}
+        today = int(time.time() // 86400)
+        rows = []
+        for fp, k, n, v, crc in box["rows"]:
+            if fp not in ids:
+                ids[fp] = self.mlm_id(fp, "", None)
+            if ids[fp] is not None and zlib.crc32(k + v) == crc:
+                rows.append((ids[fp], k, n, v, crc, today))
+        seconds = [(secs, mid) for fp, secs in box.get("seconds", {}).items() if (mid := self.mlm_id(fp, "", None))]
+
+        def write(c: sqlite3.Connection) -> None:
+            c.executemany(_UPSERT, rows)
+            c.executemany("UPDATE mlms SET seconds_per_entry = ? WHERE id = ?", seconds)
+
+        if (rows or seconds) and self._write(write):
+            self.stats.written += len(rows)
+        for fp, (h, m) in box["counts"].items():
+            if (mid := self.mlm_id(fp, "", None)) is not None:
+                self.record(mid, h, m)
+        return len(rows)
+
+
+_UPSERT = ("INSERT INTO entries (mlm, k, n, v, crc, used) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (mlm, k) DO UPDATE "
+           "SET n = excluded.n, v = excluded.v, crc = excluded.crc, used = excluded.used WHERE excluded.n > entries.n")
+#: every store object of this process (the Ray sync finds them here)
+_LIVE: "weakref.WeakSet[NeighborhoodStore]" = weakref.WeakSet()
+#: in a Ray worker on another machine than the driver's: {the driver's store file: its bytes as shipped}
+_SHIPPED: dict[str, bytes] = {}
+
+
+class _StoreSync:
+    """The store across the machines of a Ray cluster (:func:`textaudit.backends.register_sync`): a worker on
+    the driver's machine opens the driver's file as any process does; one on another machine gets a copy of
+    it (``ship``: taken when the run starts, kept in the worker's memory), answers from it, and sends back
+    what it computed with each chunk's results; the driver keeps it in its own file (``merge``). A worker's
+    answers are those of the forward or of the driver's store, so the records are a serial run's."""
+
+    def ship(self) -> dict[str, bytes] | None:
+        out: dict[str, bytes] = {}
+        for store in list(_LIVE):
+            if store._outbox is not None or store._disabled or store.key in out:
+                continue
+            if store._conn is not None or store.path.exists():
+                data = store.snapshot()
+                if data is not None:
+                    out[store.key] = data
+            elif not store.readonly:  # nothing stored yet: the workers start empty and send back what they compute
+                out[store.key] = b""
+        return out or None
+
+    def receive(self, shipped: dict[str, bytes]) -> None:
+        _SHIPPED.update(shipped)
+
+    def collect(self) -> dict[str, list[dict]] | None:
+        out: dict[str, list[dict]] = {}
+        for store in list(_LIVE):
+            box = store.drain()
+            if box is not None:
+                out.setdefault(store.key, []).append(box)
+        return out or None
+
+    def merge(self, collected: dict[str, list[dict]]) -> None:
+        for key, boxes in collected.items():
+            mine = next((s for s in list(_LIVE) if s.key == key and s._outbox is None and not s.readonly), None)
+            target = mine or open_store(key)
+            for box in boxes:
+                target.absorb(box)
+
+
+register_sync("neighborhood-store", _StoreSync())
 
 
 class StoredMaskedLM:
