@@ -67,13 +67,22 @@ def test_so_beam_and_genetic_on_two_workers_give_the_serial_records(tiny_mlm, tm
 
 
 def test_bias_on_two_workers_gives_the_serial_estimates(tiny_mlm, tmp_path):
-    mk = lambda: CounterfactualBias(she_planted(1.0), tiny_mlm, kappa=4, delta=1e9, enumerate_k=1, sample=20)  # noqa: E731
+    """... and the workers, on the driver's machine, write the driver's store; the run's summary and the
+    store's counters count what they asked of it."""
+    from textaudit.neighborhoods.masked_lm import HFMaskedLM
+    from textaudit.neighborhoods.store import NeighborhoodStore
+
+    mk = lambda mlm=tiny_mlm: CounterfactualBias(she_planted(1.0), mlm, kappa=4, delta=1e9, enumerate_k=1, sample=20)  # noqa: E731
     serial = run_bias(mk(), [("he", "she")], 2, TEXTS, output=tmp_path / "s.jsonl", progress=False)
-    parallel = run_bias(mk(), [("he", "she")], 2, TEXTS, output=tmp_path / "r.jsonl", progress=False,
+    store = NeighborhoodStore(tmp_path / "n.sqlite")
+    stored = HFMaskedLM(tiny_mlm.model, tiny_mlm.tokenizer, name="tiny", device="cpu", store=store)
+    parallel = run_bias(mk(stored), [("he", "she")], 2, TEXTS, output=tmp_path / "r.jsonl", progress=False,
                         backend=RayBackend(workers=2, chunk=1))
     assert _stable(read_jsonl(tmp_path / "r.jsonl")) == _stable(read_jsonl(tmp_path / "s.jsonl"))
     for kk, e in serial["she1.0"][("he", "she")].items():
         assert parallel["she1.0"][("he", "she")][kk].B == pytest.approx(e.B, abs=1e-12)
+    info, summary = store.info(), stored.store_summary()
+    assert info["entries"] > 0 and summary["misses"] == info["misses"] >= info["entries"]
 
 
 @pytest.mark.slow

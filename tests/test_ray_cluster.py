@@ -87,6 +87,8 @@ def test_workers_on_other_machines_read_the_drivers_store_and_send_back_what_the
     # new ones computed once
     assert after["hits"] - before["hits"] >= len({context_key(w, i) for w, i in _contexts(known)})
     assert after["misses"] - before["misses"] == len(want) - before["entries"]
+    summary = mlm.store_summary()  # the run's summary counts what its workers asked of the store
+    assert summary["misses"] == after["misses"] - before["misses"] and summary["hits"] == after["hits"] - before["hits"]
     reader = _fresh(tiny_mlm, NeighborhoodStore(path))
     assert _close(reader.candidates(_contexts(TEXTS), top=20), alone.candidates(_contexts(TEXTS), top=20))
     assert reader.forwards == 0  # a serial run after it computes nothing

@@ -317,3 +317,52 @@ def test_an_attack_on_another_model_reads_what_the_first_stored_with_the_same_re
 
     assert records("b-warm.jsonl") == records("b-cold.jsonl")
     assert len(records("b-warm.jsonl")) == 6 and any(r["status"] in ("success", "failed") for r in records("b-warm.jsonl"))
+
+
+SLOW_LEXICON = "import time\n" + LEXICON.format(pos='"good", "great", "fine", "deep", "moving"').replace(
+    "    out = []\n", "    time.sleep(0.3)\n    out = []\n")
+
+
+def test_an_attack_killed_while_it_writes_the_store_resumes_to_the_records_of_a_run_without_it(tmp_path):
+    """kill -9 of an audit that is writing the store, mid-run: the store opens and passes quick_check,
+    --resume finishes the results file with the records of a --store off run (every field but seconds), and
+    a rerun finds every answer in the store, with the same records."""
+    import signal
+
+    from textaudit.results import read_jsonl
+
+    (tmp_path / "p.py").write_text(SLOW_LEXICON)
+    rows = ["a deep and meaningful film .", "the plot is thin and the acting is worse .", "a moving , fine story .",
+            "one more deep film .", "it is a good and great mess .", "the best film of the year .",
+            "an unflinching look at the mess we make .", "a fine cast in a flat film ."]
+    (tmp_path / "d.tsv").write_text("label\ttext\n" + "".join(f"1\t{r}\n" for r in rows))
+    store, out = tmp_path / "s.sqlite", tmp_path / "o.jsonl"
+    cmd = [sys.executable, "-m", "textaudit", "--threads", "1", "attack", "--model", f"{tmp_path}/p.py:clf",
+           "--method", "so-enum", "--k", "1", "--data", str(tmp_path / "d.tsv"), "--no-ppl", "--in-flight", "1"]
+    proc = subprocess.Popen([*cmd, "--store", str(store), "--output", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.time() + 300
+    while time.time() < deadline and len(read_jsonl(out) if out.exists() else []) < 2:
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert 2 <= len(read_jsonl(out)) < len(rows)
+    with sqlite3.connect(store) as c:
+        assert c.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+    r = subprocess.run([*cmd, "--store", str(store), "--output", str(out), "--resume", "--json"], capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    again = subprocess.run([*cmd, "--store", str(store), "--output", str(tmp_path / "again.jsonl"), "--json"],
+                           capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-2000:]
+    summary = json.loads(again.stdout.splitlines()[-1])  # the killed run and its resume left every answer stored
+    assert summary["store_misses"] == 0 and summary["store_hits"] > 0
+    cold = subprocess.run([*cmd, "--store", "off", "--output", str(tmp_path / "cold.jsonl")], capture_output=True,
+                          text=True, timeout=600)
+    assert cold.returncode == 0, cold.stderr[-2000:]
+
+    def records(path):
+        return sorted(({k: v for k, v in rec.items() if k != "seconds"} for rec in read_jsonl(path)), key=lambda x: x["id"])
+
+    assert records(out) == records(tmp_path / "cold.jsonl") == records(tmp_path / "again.jsonl")
+    assert len(records(out)) == len(rows)

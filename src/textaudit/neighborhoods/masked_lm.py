@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+import uuid
 from collections import OrderedDict
 from pathlib import Path
 from typing import Protocol, Sequence, runtime_checkable
@@ -108,6 +109,8 @@ class HFMaskedLM:
         self.store_hits = 0  # masked contexts the store answered ...
         self.store_misses = 0  # ... and those it did not (computed, then stored)
         self.store_seconds_saved = 0.0
+        #: this object's name in its store's counters, the same in its copies on Ray workers
+        self.token = uuid.uuid4().hex
         self.forwards = 0  # masked sentences actually run through the model
         self.cache_hits = 0
         self.forward_seconds = 0.0
@@ -187,13 +190,20 @@ class HFMaskedLM:
 
     def store_summary(self) -> dict | None:
         """``{"path", "hits", "misses", "hit_rate", "seconds_saved"}`` of this masked LM's store use in this
-        process (summaries and ``--json``), or None without a store."""
+        process and in its Ray workers (summaries and ``--json``), or None without a store."""
         if self.store is None:
             return None
-        asked = self.store_hits + self.store_misses
-        return {"path": str(self.store.path), "hits": self.store_hits, "misses": self.store_misses,
-                "hit_rate": round(self.store_hits / asked, 4) if asked else None,
-                "mlm_seconds_saved": round(self.store_seconds_saved, 2)}
+        from textaudit.neighborhoods.store import WORKER_COUNTS
+
+        hits, misses, saved = self.store_hits, self.store_misses, self.store_seconds_saved
+        if self.token in WORKER_COUNTS:  # a Ray run: its workers' copies of this masked LM asked the store
+            wh, wm = WORKER_COUNTS[self.token]
+            mlm_id = self._store_id()
+            hits, misses = hits + wh, misses + wm
+            saved += wh * (self._seconds_per_entry(mlm_id) if mlm_id is not None else 0.0)
+        asked = hits + misses
+        return {"path": str(self.store.path), "hits": hits, "misses": misses,
+                "hit_rate": round(hits / asked, 4) if asked else None, "mlm_seconds_saved": round(saved, 2)}
 
     # -- the interface ---------------------------------------------------------------------------
     def candidates(self, batch: list[Query], top: int = 20) -> list[list[tuple[str, float]]]:
@@ -242,7 +252,7 @@ class HFMaskedLM:
                 del todo[k]
             self.store_hits += len(skeys) - len(todo)
             self.store_misses += len(todo)
-            self.store.record(mlm_id, len(skeys) - len(todo), len(todo))
+            self.store.record(mlm_id, len(skeys) - len(todo), len(todo), self.token)
             self.store_seconds_saved += (len(skeys) - len(todo)) * self._seconds_per_entry(mlm_id)
         if todo:
             n = max(top, STORE_TOP)

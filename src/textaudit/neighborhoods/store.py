@@ -147,13 +147,14 @@ class NeighborhoodStore:
         self._fingerprints: dict[int, str] = {}  # id -> fingerprint, of the masked LMs this object met
         #: on a Ray worker on another machine than the driver's: what it computed, for the driver (see _StoreSync)
         self._outbox: dict | None = None
+        self._since: dict[str, tuple[int, int]] = {}  # hits and misses per asking masked LM, since the last drain
         _LIVE.add(self)
 
     # -- opening -----------------------------------------------------------------------------------
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state.update(_conn=None, _pid=None, _mlm_ids={}, stats=StoreStats(), _used={}, _pending={}, _fingerprints={},
-                     _outbox=None)
+                     _outbox=None, _since={})
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -410,13 +411,18 @@ class NeighborhoodStore:
                              [(today, mlm, k, today) for k in keys])
         self._used = {}
 
-    def record(self, mlm: int, hits: int, misses: int) -> None:
-        """Add this call's hits and misses to the store's counters (``audit store info``'s hit rate)."""
+    def record(self, mlm: int, hits: int, misses: int, source: str | None = None) -> None:
+        """Add this call's hits and misses to the store's counters (``audit store info``'s hit rate);
+        ``source``: the asking masked LM's token (a Ray worker's counts reach its driver's summary by it)."""
         self.stats.hits += hits
         self.stats.misses += misses
-        if self._outbox is not None and mlm in self._fingerprints:  # counted in the driver's store
-            h, m = self._outbox["counts"].get(self._fingerprints[mlm], (0, 0))
-            self._outbox["counts"][self._fingerprints[mlm]] = (h + hits, m + misses)
+        if source is not None:
+            h, m = self._since.get(source, (0, 0))
+            self._since[source] = (h + hits, m + misses)
+        if self._outbox is not None:  # a worker's copy: counted in the driver's store (absorb)
+            if mlm in self._fingerprints:
+                h, m = self._outbox["counts"].get(self._fingerprints[mlm], (0, 0))
+                self._outbox["counts"][self._fingerprints[mlm]] = (h + hits, m + misses)
             return
         h, m = self._pending.get(mlm, (0, 0))
         self._pending[mlm] = (h + hits, m + misses)
@@ -533,12 +539,18 @@ class NeighborhoodStore:
             mem.close()
 
     def drain(self) -> dict | None:
-        """What this worker's copy gained since the last call (masked LMs, entries, hit counts), or None."""
-        box = self._outbox
-        if box is None or not (box["mlms"] or box["rows"] or box["counts"]):
-            return None
-        self._outbox = {"mlms": {}, "rows": [], "counts": {}}
-        return box
+        """What this Ray worker's store did since the last call, for the driver, or None: ``sources`` (hits and
+        misses per asking masked LM, for its summary); on another machine than the driver's (``remote``) also
+        the masked LMs, entries and counters its copy gained. On the driver's machine the counters are written
+        to the file now."""
+        if self._outbox is None:
+            if self._conn is not None and self._pid == os.getpid():
+                self.flush()
+            box: dict = {"mlms": {}, "rows": [], "counts": {}, "remote": False}
+        else:
+            box, self._outbox = {**self._outbox, "remote": True}, {"mlms": {}, "rows": [], "counts": {}}
+        box["sources"], self._since = self._since, {}
+        return box if box["mlms"] or box["rows"] or box["counts"] or box["sources"] else None
 
     def absorb(self, box: dict) -> int:
         """Keep what a worker on another machine computed (:meth:`drain`): each entry checked by its CRC,
@@ -563,7 +575,10 @@ class NeighborhoodStore:
             self.stats.written += len(rows)
         for fp, (h, m) in box["counts"].items():
             if (mid := self.mlm_id(fp, "", None)) is not None:
-                self.record(mid, h, m)
+                self.stats.hits += h
+                self.stats.misses += m
+                hp, mp = self._pending.get(mid, (0, 0))
+                self._pending[mid] = (hp + h, mp + m)
         return len(rows)
 
 
@@ -573,6 +588,8 @@ _UPSERT = ("INSERT INTO entries (mlm, k, n, v, crc, used) VALUES (?, ?, ?, ?, ?,
 _LIVE: "weakref.WeakSet[NeighborhoodStore]" = weakref.WeakSet()
 #: in a Ray worker on another machine than the driver's: {the driver's store file: its bytes as shipped}
 _SHIPPED: dict[str, bytes] = {}
+#: in a Ray driver: the store hits and misses of its workers, per asking masked LM's token (their summaries)
+WORKER_COUNTS: dict[str, tuple[int, int]] = {}
 
 
 class _StoreSync:
@@ -608,10 +625,13 @@ class _StoreSync:
 
     def merge(self, collected: dict[str, list[dict]]) -> None:
         for key, boxes in collected.items():
-            mine = next((s for s in list(_LIVE) if s.key == key and s._outbox is None and not s.readonly), None)
-            target = mine or open_store(key)
             for box in boxes:
-                target.absorb(box)
+                for source, (h, m) in box["sources"].items():
+                    wh, wm = WORKER_COUNTS.get(source, (0, 0))
+                    WORKER_COUNTS[source] = (wh + h, wm + m)
+                if box["remote"]:
+                    mine = next((s for s in list(_LIVE) if s.key == key and s._outbox is None and not s.readonly), None)
+                    (mine or open_store(key)).absorb(box)
 
 
 register_sync("neighborhood-store", _StoreSync())
