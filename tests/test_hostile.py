@@ -693,3 +693,69 @@ def test_a_results_file_is_never_resumed_at_another_precision(tmp_path, cli, fir
     assert "Traceback" not in r.output
     r = cli(*args, "--resume", *first)  # at its own precision it continues
     assert r.exit_code == 0, r.output
+
+
+# -- every number of every command -------------------------------------------------------------------
+
+def _commands():
+    """Every command of ``audit`` (subcommands of groups included): ``(words, click command)``."""
+    from typer.main import get_command
+
+    from textaudit.cli.main import app
+
+    def walk(cmd, path):
+        if hasattr(cmd, "commands"):
+            for name, sub in sorted(cmd.commands.items()):
+                yield from walk(sub, [*path, name])
+        else:
+            yield path, cmd
+
+    return list(walk(get_command(app), []))
+
+
+def _numeric(cmd):
+    return [p for p in cmd.params if not getattr(p, "is_flag", False) and getattr(p, "opts", None)
+            and p.opts[0].startswith("--") and str(p.bare_type()) in ("int", "float")]
+
+
+#: (option, value) a command takes by design: δ = inf keeps the top κ whatever their logits
+MEANINGFUL = {("--delta", "inf")}
+
+
+@pytest.mark.parametrize("words", [" ".join(w) for w, c in _commands() if _numeric(c)])
+def test_every_number_of_every_command_is_checked_before_anything_runs(words, cli, tmp_path, monkeypatch):
+    """NaN, ±inf, a negative number, 0 where the option's least value is above it, and absurd sizes (1e30,
+    10**30) given to each numeric option of each command: one line, exit 2, no traceback, naming the
+    option — and before anything loads (the model, data and folders given are nonsense: a refusal that
+    came from them would not name the option)."""
+    import re
+
+    monkeypatch.chdir(tmp_path)
+    path, cmd = next((w, c) for w, c in _commands() if " ".join(w) == words)
+    required = []
+    for q in cmd.params:
+        if q.required:
+            required += ([q.opts[0]] if q.param_type_name == "option" else []) + ["nope"]
+    failures = []
+    for p in _numeric(cmd):
+        is_float = str(p.bare_type()) == "float"
+        values = ["nan", "inf", "-inf", "-1", "1e30", str(10**30)] if is_float else ["-1", str(10**30), "nan", "inf"]
+        if p.min is not None and p.min > 0:
+            values.append("0")
+        for v in values:
+            if (p.opts[0], v) in MEANINGFUL:
+                continue
+            args = [a for a in required if a != p.opts[0]]
+            if p.opts[0] in required:  # a required number (store prune --max-gb): given only once
+                i = required.index(p.opts[0])
+                args = required[:i] + required[i + 2:]
+            r = cli(*path, *args, p.opts[0], v)
+            name = p.opts[0].lstrip("-")
+            said = r.output.strip()
+            ok = (r.exit_code == 2 and "Traceback" not in r.output and len(said.splitlines()) == 1
+                  and said.startswith("error:")
+                  and (p.opts[0] in said or re.search(rf"(?<![\w-]){re.escape(name.replace('-', ' '))}(?![\w-])", said)
+                       or re.search(rf"(?<![\w-]){re.escape(name.split('-')[0])}\b", said)))
+            if not ok:
+                failures.append(f"{words} {p.opts[0]} {v}: exit {r.exit_code}: {said[:200]}")
+    assert not failures, "\n".join(failures)

@@ -245,6 +245,7 @@ class AuditGroup(_FlagsShowNoType, TyperGroup):
 
     def invoke(self, ctx):  # type: ignore[override]
         argv = [*getattr(ctx, "_protected_args", []), *ctx.args]  # the subcommand and its arguments
+        check_numbers(ctx)  # the group's own (--threads)
         try:
             return super().invoke(ctx)
         except TyperException as e:
@@ -260,8 +261,51 @@ class AuditGroup(_FlagsShowNoType, TyperGroup):
             raise typer.Exit(130) from None
 
 
+#: options where ±inf means something: δ = inf keeps the top κ candidates however far below the best logit
+INFINITE_OK = frozenset({"delta"})
+#: the largest sensible value of an option, where a larger one can only be a slip (10 ** 30 workers, a
+#: thread pool of a million, k beyond any sentence's length); every other integer is at most INT_LIMIT
+NUMBER_LIMITS: dict[str, float] = {
+    "k": 100, "enumerate_k": 100, "attack_k": 100, "kappa": 100_000, "beam": 100_000, "neighbors": 100_000,
+    "workers": 10_000, "threads": 4_096, "concurrency": 1_024, "retries": 100, "samples": 10_000,
+    "prompts_per_request": 10_000, "epochs": 100_000, "rounds": 10_000, "seeds": 100_000,
+    "gpus_per_worker": 1_024, "cpus_per_worker": 100_000, "lr": 100.0, "alpha": 1e6, "rank": 100_000,
+    "max_new_tokens": 1_000_000, "synthetic_batches": 10_000_000,
+}
+#: integers beyond this are refused whatever the option (a seed, a size, a count of 10 ** 30)
+INT_LIMIT = 2**31 - 1
+
+
+def check_numbers(ctx: typer.Context) -> None:
+    """Refuse, in one line, a number no option can mean: NaN; ±inf (but where :data:`INFINITE_OK`); a value
+    beyond :data:`NUMBER_LIMITS` or :data:`INT_LIMIT`. Runs after parsing, before a command does anything;
+    each option's own range (``--limit`` at least 1, ...) is checked by the parser before."""
+    import math
+
+    for p in ctx.command.params:
+        value = ctx.params.get(p.name or "")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not getattr(p, "opts", None):
+            continue
+        name = p.opts[0]
+        if isinstance(value, float) and math.isnan(value):
+            fail(f"{name} nan is not a number; give a finite value")
+        if isinstance(value, float) and math.isinf(value):
+            if p.name in INFINITE_OK:
+                continue
+            fail(f"{name} {value} is not finite; give a number (or leave {name} out for its default)")
+        cap = NUMBER_LIMITS.get(p.name or "", INT_LIMIT)
+        if abs(value) > cap:
+            shown = f"{value:.3g}" if isinstance(value, float) or abs(value) > 10**12 else str(value)
+            fail(f"{name} {shown} is too large (at most {cap:g}); is it a slip?")
+
+
 class AuditCommand(_FlagsShowNoType, TyperCommand):
-    """A command of ``audit`` (its flags show no type in ``--help``)."""
+    """A command of ``audit`` (its flags show no type in ``--help``; its numbers are checked by
+    :func:`check_numbers` before it runs)."""
+
+    def invoke(self, ctx):  # type: ignore[override]
+        check_numbers(ctx)
+        return super().invoke(ctx)
 
 
 app = typer.Typer(

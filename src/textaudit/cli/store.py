@@ -46,7 +46,7 @@ def info(store: StoreOpt = None, json_out: JsonOpt = False) -> None:
 
 
 @store_app.command("prune", cls=AuditCommand)
-def prune(max_gb: float = typer.Option(..., "--max-gb", help="Keep the store at most this size (GB), dropping the "
+def prune(max_gb: float = typer.Option(..., "--max-gb", min=0.0, help="Keep the store at most this size (GB), dropping the "
                                        "entries used longest ago."),
           store: StoreOpt = None, json_out: JsonOpt = False) -> None:
     """Drop the least recently used entries until the store is at most --max-gb."""
