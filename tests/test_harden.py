@@ -557,7 +557,12 @@ def test_a_round_checkpoint_that_is_not_plain_weights_is_refused_in_one_line(tmp
     assert torch.equal(other.module.weight, t.module.weight)
     torch.save({"weight": collections.Counter("abc")}, tmp_path / "pickled.pt")  # not a tensor: refused unread
     (tmp_path / "cut.pt").write_bytes(good.read_bytes()[:100])
-    for name in ("pickled.pt", "cut.pt"):
+    data = bytearray(good.read_bytes())  # one flipped bit in a weight: torch loads it; the checksum does not agree
+    at = data.find(t.module.weight.detach()[0, 0].numpy().tobytes())
+    data[at + 1] ^= 0x20
+    (tmp_path / "flipped.pt").write_bytes(bytes(data))
+    torch.save(t.module.state_dict(), tmp_path / "bare.pt")  # weights with no checksum: not what a round writes
+    for name in ("pickled.pt", "cut.pt", "flipped.pt", "bare.pt"):
         with pytest.raises(TextAuditError, match="is not a round's plain weights") as e:
             _load_weights(other, tmp_path / name)
         assert "\n" not in str(e.value) and "rerun the same audit harden" in str(e.value)
@@ -607,3 +612,48 @@ def test_training_rows_that_are_all_too_short_are_named_as_such(cli, planted, tm
     r = cli(*args)
     assert r.exit_code == 2 and "none of its 10 training examples has 4 words or more" in r.output, r.output
     assert "empty dataset" not in r.output and not (tmp_path / "h").exists()
+
+
+@pytest.mark.parametrize("damage, says", [
+    ("cut mid-record", None),  # a kill while writing: the example is mined again, the rest kept
+    ("invalid line", "found.jsonl:6 is not valid JSON"),
+    ("edited text", "holds the text"),  # valid JSON, another text for its id: never counted as found
+    ("another model's header", "was written with other settings (model: cnn"),
+])
+def test_a_damaged_found_file_is_resumed_or_refused_in_one_line(cli, planted, tmp_path, damage, says):
+    """#53: the mined weaknesses (found.jsonl) of a harden killed before training, damaged four ways, then
+    the same audit harden rerun: a cut last line is mined again (the found examples equal an undamaged
+    run's); a damaged line, an edited record and another run's header are one line naming the file, and
+    nothing is trained."""
+    args = _args(planted, tmp_path / "h", "--method", "augment", "--train-sample", "20", "--epochs", "1",
+                 "--eval-limit", "10")
+    assert cli(*args).exit_code == 0
+    whole = (tmp_path / "h" / "found.jsonl").read_text()
+    out = tmp_path / "d"
+    out.mkdir()
+    (out / "settings.json").write_text((tmp_path / "h" / "settings.json").read_text())
+    lines = whole.splitlines()
+    if damage == "cut mid-record":
+        text = whole[: len(whole) - len(lines[-1]) // 2 - 1]
+    elif damage == "invalid line":
+        text = "\n".join(lines[:5] + [lines[5][:-20]] + lines[6:]) + "\n"
+    elif damage == "edited text":
+        rec = json.loads(lines[3])
+        rec["text"] = rec["text"].replace(" ", "  ", 1) + " x"
+        text = "\n".join(lines[:3] + [json.dumps(rec)] + lines[4:]) + "\n"
+    else:
+        head = json.loads(lines[0])
+        head["header"]["config"]["model"] = "cnn"
+        text = "\n".join([json.dumps(head)] + lines[1:]) + "\n"
+    (out / "found.jsonl").write_text(text)
+    r = cli(*[str(out) if a == str(tmp_path / "h") else a for a in args])
+    if says is None:
+        assert r.exit_code == 0, r.output
+        key = lambda rec: {k: v for k, v in rec.items() if k not in ("seconds", "queries")}  # noqa: E731
+        assert sorted(map(json.dumps, map(key, read_jsonl(out / "found.jsonl")))) == \
+            sorted(map(json.dumps, map(key, read_jsonl(tmp_path / "h" / "found.jsonl"))))
+        assert (out / "model").is_dir()
+        return
+    assert r.exit_code == 2 and says in r.output and "Traceback" not in r.output, r.output
+    assert len([line for line in r.output.splitlines() if line.startswith("error:")]) == 1
+    assert not (out / "model").exists() and not (out / "harden.json").exists()

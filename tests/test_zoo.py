@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import numpy as np
@@ -219,3 +220,37 @@ def test_a_planted_train_state_is_never_unpickled(tmp_path, capsys):
     torch.save({"fingerprint": "x", "module": _Planted(marker)}, state)
     torch.load(state, weights_only=False)
     assert marker.exists()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped bit in a weight", "not a state at all"])
+def test_a_damaged_train_state_is_never_resumed_from(tmp_path, capsys, damage):
+    """#53: a training state damaged three ways — cut short (a kill of an old writer, a copy that stopped),
+    one flipped bit inside a tensor (torch's zip files carry no checksum it verifies: the file loads, with
+    another weight), garbage — is refused with a one-line notice, and training starts afresh; the intact
+    state is resumed from."""
+    import torch
+
+    from textaudit.train_state import load_train_state, save_train_state
+
+    weights = {"w": torch.arange(4096, dtype=torch.float32), "b": torch.ones(3)}
+    state = tmp_path / ".bow.train-state.pt"
+    save_train_state(state, "fp", {"module": weights, "epoch": 2})
+    saved = load_train_state(state, "fp", keys=("module", "epoch"))
+    assert saved is not None and torch.equal(saved["module"]["w"], weights["w"]) and saved["epoch"] == 2
+    data = bytearray(state.read_bytes())
+    if damage == "truncated":
+        data = data[: len(data) // 2]
+    elif damage == "flipped bit in a weight":
+        at = data.find(torch.tensor([1234.0]).numpy().tobytes())
+        assert at > 0
+        data[at + 2] ^= 0x04  # 1234.0 becomes another number; the zip still opens
+        flipped = torch.load(io.BytesIO(bytes(data)), weights_only=True)
+        assert not torch.equal(flipped["module"]["w"], weights["w"])  # torch itself does not notice
+    else:
+        data = bytearray(b"\x00garbage\xff" * 100)
+    state.write_bytes(bytes(data))
+    capsys.readouterr()
+    assert load_train_state(state, "fp", keys=("module", "epoch")) is None
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "starting afresh" in err and "Traceback" not in err
+    assert ("is damaged" in err) == (damage == "flipped bit in a weight")

@@ -3,7 +3,9 @@
 Used by the zoo (:func:`textaudit.models.zoo.train.fit`) and by ``minilm-mlm`` training
 (:mod:`textaudit.neighborhoods.train_mlm`). A state carries a ``fingerprint`` of what the run
 depends on (data, hyper-parameters); a state from another run, or a truncated/corrupt file, is
-never fatal: the run starts afresh with a one-line notice.
+never fatal: the run starts afresh with a one-line notice. torch's zip files carry no checksum a
+reader verifies (a flipped bit inside a tensor loads as another weight), so a state carries one
+(:func:`state_digest`, over every tensor's bytes and every value) and one that disagrees is damaged.
 
 The state file sits next to the output (``.<name>.train-state.pt``), where anyone who can write
 that directory could plant one. It is therefore read with ``torch.load(weights_only=True)``:
@@ -19,7 +21,40 @@ from typing import Iterable
 
 from textaudit.files import atomic_path
 
-__all__ = ["load_train_state", "save_train_state"]
+__all__ = ["load_train_state", "save_train_state", "state_digest"]
+
+
+def state_digest(obj) -> str:
+    """A checksum of a state (dicts, lists, tuples, tensors, numbers, strings): every tensor's dtype,
+    shape and bytes, every other value's ``repr``, in order (dict keys sorted)."""
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=16)
+
+    def walk(o) -> None:
+        if isinstance(o, dict):
+            h.update(b"{")
+            for k in sorted(o, key=repr):
+                h.update(repr(k).encode() + b":")
+                walk(o[k])
+            h.update(b"}")
+        elif isinstance(o, (list, tuple)):
+            h.update(b"[" if isinstance(o, list) else b"(")
+            for v in o:
+                walk(v)
+            h.update(b"]")
+        elif hasattr(o, "detach") and hasattr(o, "dtype"):  # a tensor
+            import torch
+
+            t = o.detach().cpu().contiguous()
+            h.update(f"T{t.dtype}{tuple(t.shape)}".encode())
+            if t.numel():
+                h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())
+        else:
+            h.update(repr(o).encode("utf-8", "surrogatepass"))
+
+    walk(obj)
+    return h.hexdigest()
 
 
 def load_train_state(path: str | Path | None, fingerprint: str, keys: Iterable[str] = ()) -> dict | None:
@@ -41,6 +76,10 @@ def load_train_state(path: str | Path | None, fingerprint: str, keys: Iterable[s
     if not isinstance(saved, dict) or saved.get("fingerprint") != fingerprint:
         print(f"notice: {path} belongs to another run (data or config differ); starting afresh", file=sys.stderr)
         return None
+    checksum = saved.pop("checksum", None)
+    if checksum != state_digest(saved):
+        print(f"notice: {path} is damaged (its checksum disagrees with its content); starting afresh", file=sys.stderr)
+        return None
     missing = [k for k in keys if k not in saved]
     if missing:
         print(f"notice: {path} lacks {', '.join(missing)}; starting afresh", file=sys.stderr)
@@ -53,8 +92,9 @@ def save_train_state(path: str | Path, fingerprint: str, state: dict) -> None:
     a kill mid-write keeps the old one, and two processes never share a temporary file."""
     import torch
 
+    plain = _plain({"fingerprint": fingerprint, **state})
     with atomic_path(path) as tmp:
-        torch.save(_plain({"fingerprint": fingerprint, **state}), tmp)
+        torch.save({**plain, "checksum": state_digest(plain)}, tmp)
 
 
 def _plain(obj):

@@ -171,6 +171,21 @@ def engine_summary(attack: Attack, since: np.ndarray, wall: float) -> dict:
     return out
 
 
+def _check_previous_texts(output, previous: list[dict], ids: Sequence[str], texts: Sequence[str]) -> None:
+    """A resumed file's records must be of this data: a record whose ``text`` is not the text its id has
+    here was written from other data (same ids, other file) or was damaged (an edit, a flipped byte inside
+    a string keeps the line valid JSON) — counting it would mix two runs silently."""
+    if not previous:
+        return
+    given = dict(zip(ids, texts))
+    for r in previous:
+        want = given.get(r.get("id"))
+        if want is not None and isinstance(r.get("text"), str) and r["text"] != want:
+            raise TextAuditError(f"{output}: the record of '{r['id']}' holds the text {r['text'][:60]!r}, but the data "
+                                 f"gives {want[:60]!r}: the file was written from other data, or damaged; resume it with "
+                                 "the data it was written from, or move it away (its examples are attacked again)")
+
+
 def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | None, *,
                ids: Sequence[str] | None = None, output=None, resume: bool = False, progress: bool = True,
                ppl: CausalLM | LazyCausalLM | None = None, on_result: Callable[[dict], None] | None = None,
@@ -211,6 +226,7 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
     wall0, counters0 = time.perf_counter(), engine_counters(attack)
     with ResumableRun(output, resume=resume, progress=progress, command="attack", config=settings,
                       shard=shard) as run, frozen_heap():
+        _check_previous_texts(output, run.previous, ids, texts)
         for r in run.previous:
             summary.add(r)
         jobs = [(id_, (texts[i], None if labels is None else int(labels[i]), None if contexts is None else contexts[i]))

@@ -467,9 +467,12 @@ def _save_weights(t, path: Path) -> None:
 
     from textaudit.files import atomic_path
 
+    from textaudit.train_state import state_digest
+
+    weights = t.module.state_dict()
     try:
         with atomic_path(path) as tmp:
-            torch.save(t.module.state_dict(), tmp)
+            torch.save({"weights": weights, "checksum": state_digest(weights)}, tmp)
     except (OSError, RuntimeError) as e:  # torch's writer says a full disk as RuntimeError("... iostream error")
         why = getattr(e, "strerror", None) or (str(e).strip().splitlines() or [type(e).__name__])[0][:80]
         raise TextAuditError(f"cannot write {path} ({why}: is the disk full?); what was mined so far is kept in "
@@ -483,9 +486,15 @@ def _load_weights(t, path: Path) -> None:
 
     import torch
 
+    from textaudit.train_state import state_digest
+
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-        t.module.load_state_dict(state)
+        saved = torch.load(path, map_location="cpu", weights_only=True)
+        if not isinstance(saved, dict) or set(saved) != {"weights", "checksum"}:
+            raise ValueError("not a round's checkpoint")
+        if saved["checksum"] != state_digest(saved["weights"]):  # torch's zip files carry no checksum it checks
+            raise ValueError("its checksum disagrees with its weights: damaged")
+        t.module.load_state_dict(saved["weights"])
     except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, TypeError, OSError) as e:
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:120]
         raise TextAuditError(f"{path} is not a round's plain weights ({first}); it was refused without running "
