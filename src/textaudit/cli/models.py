@@ -203,25 +203,25 @@ def train_mlm(
     wordnet_dir: str = typer.Option("/usr/share/wordnet", "--wordnet-dir", help="WordNet 3.0 data files (Debian wordnet-base)."),
     sst_train: Optional[Path] = typer.Option(None, "--sst-train", help=(
         "SST-2 train.tsv (default: the sst2 resource; dev/test are never read).")),
-    steps: int = typer.Option(4000, "--steps", min=1, help="Optimiser steps."),
-    batch_size: int = typer.Option(256, "--batch-size", min=1, help="Masked sentences per step."),
-    lr: float = typer.Option(1e-3, "--lr", min=1e-12, help="AdamW learning rate."),
-    rank: int = typer.Option(64, "--rank", min=1, help="LoRA rank of the adapters."),
-    alpha: float = typer.Option(128.0, "--alpha", min=1e-6, help="LoRA alpha (scale = alpha / rank)."),
-    eval_every: int = typer.Option(1000, "--eval-every", min=1, help="Evaluate (and keep the best artifact) every N steps."),
-    eval_words: int = typer.Option(4000, "--eval-words", min=1, help="Masked words per dev set at each evaluation."),
-    threads: int = typer.Option(0, "--threads", min=0, help="torch threads (0 = torch's default)."),
-    sst_share: float = typer.Option(0.6, "--sst-share", min=0.0, max=1.0, help=(
+    steps: int = typer.Option(4000, "--steps", help="Optimiser steps."),
+    batch_size: int = typer.Option(256, "--batch-size", help="Masked sentences per step."),
+    lr: float = typer.Option(1e-3, "--lr", help="AdamW learning rate."),
+    rank: int = typer.Option(64, "--rank", help="LoRA rank of the adapters."),
+    alpha: float = typer.Option(128.0, "--alpha", help="LoRA alpha (scale = alpha / rank)."),
+    eval_every: int = typer.Option(1000, "--eval-every", help="Evaluate (and keep the best artifact) every N steps."),
+    eval_words: int = typer.Option(4000, "--eval-words", help="Masked words per dev set at each evaluation."),
+    threads: int = typer.Option(0, "--threads", help="torch threads (0 = torch's default)."),
+    sst_share: float = typer.Option(0.6, "--sst-share", help=(
         "Share of every batch drawn from SST-2 train (the rest is WordNet and --corpus); 0 < share < 1.")),
     corpus: Optional[list[Path]] = typer.Option(None, "--corpus", help=(
         "Folder of everyday English written by audit mlm-corpus (repeatable); needs --corpus-share.")),
-    corpus_share: float = typer.Option(0.0, "--corpus-share", min=0.0, max=1.0, help="Share of every batch drawn from --corpus."),
+    corpus_share: float = typer.Option(0.0, "--corpus-share", help="Share of every batch drawn from --corpus."),
     init: Optional[Path] = typer.Option(None, "--init", help=(
         "Warm start: a minilm-mlm artifact whose adapters, head and norms training starts from.")),
     device: Optional[str] = typer.Option(None, "--device", help="cpu, cuda, cuda:1 … (default: CUDA when present)."),
-    max_minutes: Optional[float] = typer.Option(None, "--max-minutes", min=0.0, help=(
+    max_minutes: Optional[float] = typer.Option(None, "--max-minutes", help=(
         "Stop after this many minutes (evaluates, keeps the best checkpoint; rerun to resume).")),
-    save_minutes: float = typer.Option(2.0, "--save-minutes", min=0.0, help=(
+    save_minutes: float = typer.Option(2.0, "--save-minutes", help=(
         "Write the resumable training state at least this often (and at every evaluation).")),
     out: Optional[Path] = typer.Option(None, "--out", help=(
         "The artifact (default: minilm-mlm/minilm-mlm.safetensors in the user cache, used from then on "

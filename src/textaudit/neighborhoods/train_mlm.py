@@ -316,9 +316,14 @@ class TrainMLMConfig:
     def check(self) -> None:
         """One-line errors for values training cannot use (before any corpus or model loads)."""
         for flag, value, least in (("--steps", self.steps, 1), ("--batch-size", self.batch_size, 2),
-                                   ("--eval-every", self.eval_every, 1), ("--rank", self.rank, 1)):
+                                   ("--eval-every", self.eval_every, 1), ("--rank", self.rank, 1),
+                                   ("--eval-words", self.eval_words, 1), ("--threads", self.threads, 0),
+                                   ("--save-minutes", self.save_minutes, 0)):
             if value < least:
                 raise TextAuditError(f"{flag} must be at least {least} (got {value})")
+        for flag, value in (("--lr", self.lr), ("--alpha", self.alpha), ("--max-minutes", self.max_minutes)):
+            if value is not None and not value > 0:
+                raise TextAuditError(f"{flag} must be a positive number (got {value})")
         if not 0 < self.sst_share < 1:
             raise TextAuditError(f"--sst-share must lie strictly between 0 and 1 (got {self.sst_share})")
         if bool(self.corpus) != (self.corpus_share > 0):
