@@ -658,6 +658,22 @@ def test_serve_refuses_a_port_in_use(zoo, tmp_path):
 ECHOED_KEY = "sk-proj/Ab+c=d&e/9z"
 
 
+def echoed_form(form: str, key: str) -> str:
+    """``key`` as a server may echo it (``form``)."""
+    import base64
+    import html
+    import re
+    from urllib.parse import quote
+
+    slashed = json.dumps(key)[1:-1].replace("/", "\\/")
+    return {"raw": key, "json-slash": slashed, "url": quote(key, safe=""),
+            "url-lower": re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), quote(key, safe="")),
+            "unicode": "".join(c if c.isalnum() else f"\\u{ord(c):04x}" for c in key),
+            "unicode-upper": "".join(c if c.isalnum() else f"\\u{ord(c):04X}" for c in key),
+            "json-twice": json.dumps(slashed)[1:-1],  # a JSON document quoted inside another one
+            "base64": base64.b64encode(key.encode()).decode(), "html": html.escape(key)}[form]
+
+
 class EchoKeyHandler(BaseHTTPRequestHandler):
     """An OpenAI-compatible path that refuses every key, echoing it in the form the server names."""
 
@@ -665,15 +681,10 @@ class EchoKeyHandler(BaseHTTPRequestHandler):
         pass
 
     def do_POST(self) -> None:  # noqa: N802
-        import html
-        from urllib.parse import quote
-
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         key = self.headers.get("Authorization", "").removeprefix("Bearer ")
         self.server.seen.append(key)
-        form = self.server.form
-        echoed = {"raw": key, "json-slash": json.dumps(key)[1:-1].replace("/", "\\/"), "url": quote(key, safe=""),
-                  "unicode": "".join(c if c.isalnum() else f"\\u{ord(c):04x}" for c in key), "html": html.escape(key)}[form]
+        echoed = echoed_form(self.server.form, key)
         blob = ('{"error": "invalid api key: ' + echoed + '"}').encode()
         self.send_response(401)
         self.send_header("Content-Type", "application/json")
@@ -682,11 +693,13 @@ class EchoKeyHandler(BaseHTTPRequestHandler):
         self.wfile.write(blob)
 
 
-@pytest.mark.parametrize("form", ["raw", "json-slash", "url", "unicode", "html"])
+@pytest.mark.parametrize("form", ["raw", "json-slash", "url", "url-lower", "unicode", "unicode-upper", "json-twice",
+                                  "base64", "html"])
 @pytest.mark.parametrize("saved", ["plain", "crlf"])
 def test_a_key_the_endpoint_echoes_in_any_encoding_is_never_shown(cli, tmp_path, monkeypatch, form, saved):
-    """#53 (security): an endpoint that echoes the key back — JSON-escaped with \\/, URL-encoded, as \\u
-    escapes, HTML-escaped or as sent — never gets it into the error line; a key saved with a trailing CR/LF
+    """#53 (security): an endpoint that echoes the key back — JSON-escaped with \\/ (once, or twice: JSON inside
+    JSON), URL-encoded (%2F or %2f), as \\u escapes (either case), HTML-escaped, base64-encoded or as sent —
+    never gets it into the error line; a key saved with a trailing CR/LF
     (a key file from Windows) is sent without it and redacted too."""
     srv = ThreadingHTTPServer(("127.0.0.1", 0), EchoKeyHandler)
     srv.form, srv.seen = form, []
@@ -704,6 +717,7 @@ def test_a_key_the_endpoint_echoes_in_any_encoding_is_never_shown(cli, tmp_path,
 
     for f in secret_forms(ECHOED_KEY):
         assert f not in r.output
+    assert echoed_form(form, ECHOED_KEY) not in r.output
     for part in ("Ab+c", "Ab%2Bc", "Ab\\u002bc", "9z"):
         assert part not in r.output, r.output
 

@@ -112,16 +112,25 @@ def _header_key(key: str, name: str) -> str:
 
 
 def secret_forms(secret: str) -> list[str]:
-    """Every form in which a server may echo ``secret``: as sent, white space removed, URL-encoded (%2F,
-    and + for spaces), JSON-escaped (with \\/ for /, or \\uXXXX for every non-alphanumeric character) and
-    HTML-escaped; longest first, so a longer form is replaced whole."""
+    """Every form in which a server may echo ``secret``: as sent, white space removed, URL-encoded (%2F or
+    %2f, and + for spaces), JSON-escaped (with \\/ for /, \\uXXXX or \\uxxxx for every non-alphanumeric
+    character, or escaped twice: a JSON string inside a JSON string), HTML-escaped and base64-encoded
+    (standard or URL-safe, with or without padding); longest first, so a longer form is replaced whole."""
+    import base64
     import html
+    import re
     from urllib.parse import quote, quote_plus
 
     plain = "".join(secret.split())
     json_form = json.dumps(plain)[1:-1]
-    forms = {secret, plain, quote(plain, safe=""), quote_plus(plain, safe=""), json_form, json_form.replace("/", "\\/"),
-             "".join(ch if ch.isalnum() else f"\\u{ord(ch):04x}" for ch in plain), html.escape(plain)}
+    escaped = "".join(ch if ch.isalnum() else f"\\u{ord(ch):04x}" for ch in plain)
+    url = quote(plain, safe="")
+    b64 = [base64.b64encode(plain.encode()).decode(), base64.urlsafe_b64encode(plain.encode()).decode()]
+    forms = {secret, plain, url, re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), url), quote_plus(plain, safe=""),
+             json_form, json_form.replace("/", "\\/"), json.dumps(json_form)[1:-1],
+             json.dumps(json_form.replace("/", "\\/"))[1:-1], escaped,
+             re.sub(r"\\u([0-9a-f]{4})", lambda m: "\\u" + m.group(1).upper(), escaped), html.escape(plain),
+             *b64, *(b.rstrip("=") for b in b64)}
     return sorted((f for f in forms if f), key=len, reverse=True)
 
 
