@@ -24,12 +24,17 @@ def test_threads_come_from_the_setting_else_torch_decides(monkeypatch):
     assert cpu_threads() is None  # fixed per machine: training's floats depend on the thread count
 
 
-def test_a_busy_machine_gets_a_notice(monkeypatch):
+def test_a_busy_machine_gets_a_notice(monkeypatch, cli):
     cores = os.cpu_count()
     monkeypatch.setattr(os, "getloadavg", lambda: (float(cores) + 3, 0.0, 0.0))  # busier than its cores
     assert free_cores() == 1
     msg = busy_notice(torch_threads=2)
-    assert msg.startswith("notice: the machine is busy (1 of") and "--threads 1" in msg
+    assert msg.startswith("notice: the machine is busy (1 of") and "TEXTAUDIT_THREADS=1" in msg
+    # the command it gives works as written (#52: it said "--threads 1", which `audit attack --threads 1` refuses)
+    given = msg.split("faster: ")[1].split(" <command>")[0].split()
+    assert given == ["audit", "--threads", "1"]
+    assert cli(*given[1:], "cite", "--json").exit_code == 0
+    assert cli("cite", "--threads", "1").exit_code == 2
     monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     assert free_cores() == cores and busy_notice(torch_threads=cores) is None
 

@@ -91,7 +91,8 @@ def busy_notice(torch_threads: int) -> str | None:
     free = free_cores()
     if free is not None and free < torch_threads:
         return (f"notice: the machine is busy ({free} of {os.cpu_count()} cores free) and torch uses "
-                f"{torch_threads} threads; --threads {free} (or TEXTAUDIT_THREADS={free}) is likely faster")
+                f"{torch_threads} threads; fewer is likely faster: audit --threads {free} <command> ... (before the "
+                f"command), or TEXTAUDIT_THREADS={free}")
     return None
 
 
