@@ -32,10 +32,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module", autouse=True)
 def cluster():
-    from ray.cluster_utils import Cluster
-
     import test_bias
     import test_store
+    from ray.cluster_utils import Cluster
 
     for m in (test_bias, test_store, sys.modules[__name__]):  # the workers cannot import the tests
         ray.cloudpickle.register_pickle_by_value(m)
@@ -57,7 +56,7 @@ def test_workers_on_other_machines_read_the_drivers_store_and_send_back_what_the
     path = tmp_path / "s.sqlite"
     store = NeighborhoodStore(path)
     driver = _fresh(tiny_mlm, store)
-    known, new = TEXTS[:3], TEXTS[3:]
+    known = TEXTS[:3]
     driver.candidates(_contexts(known), top=20)  # the driver's store holds these before the run
     before = store.info()
     mlm = _fresh(tiny_mlm, store)  # what the workers get: the same masked LM and store path

@@ -274,17 +274,26 @@ NUMBER_LIMITS: dict[str, float] = {
 }
 #: integers beyond this are refused whatever the option (a seed, a size, a count of 10 ** 30)
 INT_LIMIT = 2**31 - 1
+#: options a command checks itself, NaN, ±inf and absurd sizes included, with a message that says more
+#: (harden's ranges say what λ weighs and what is usual): :func:`check_numbers` leaves them to it
+OWN_CHECKS: dict[str, frozenset[str]] = {
+    "harden": frozenset({"train_sample", "epochs", "rounds", "neighbors", "found_weight", "pairs_per_sentence",
+                         "eval_limit", "max_train", "consistency_weight", "lr"}),
+    "store prune": frozenset({"max_gb"}),
+}
 
 
 def check_numbers(ctx: typer.Context) -> None:
     """Refuse, in one line, a number no option can mean: NaN; ±inf (but where :data:`INFINITE_OK`); a value
     beyond :data:`NUMBER_LIMITS` or :data:`INT_LIMIT`. Runs after parsing, before a command does anything;
-    each option's own range (``--limit`` at least 1, ...) is checked by the parser before."""
+    each option's own range (``--limit`` at least 1, ...) is checked by the parser before, and the options
+    of :data:`OWN_CHECKS` by their command."""
     import math
 
+    own = OWN_CHECKS.get(" ".join(ctx.command_path.split()[1:]), frozenset())
     for p in ctx.command.params:
         value = ctx.params.get(p.name or "")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not getattr(p, "opts", None):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not getattr(p, "opts", None) or p.name in own:
             continue
         name = p.opts[0]
         if isinstance(value, float) and math.isnan(value):

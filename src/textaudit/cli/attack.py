@@ -94,8 +94,8 @@ def attack(
     cpus_per_worker: CpusOpt = 1.0,
     in_flight: InFlightOpt = None,
     beam: Optional[int] = typer.Option(None, "--beam", help="SO-Beam width β (default 20)."),
-    kappa: Optional[int] = typer.Option(None, "--kappa", min=1, help="κ: masked-LM candidates per position (default 20)."),
-    delta: Optional[float] = typer.Option(None, "--delta", min=0.0, help="δ: keep candidates with logit > best − δ (default 3)."),
+    kappa: Optional[int] = typer.Option(None, "--kappa", help="κ: masked-LM candidates per position (default 20)."),
+    delta: Optional[float] = typer.Option(None, "--delta", help="δ: keep candidates with logit > best − δ (default 3)."),
     mlm: MlmOpt = None,
     language: LanguageOpt = None,
     pairs_file: Optional[Path] = typer.Option(None, "--pairs-file", help=(
@@ -105,7 +105,8 @@ def attack(
     time_budget: Optional[float] = typer.Option(None, "--time-budget", help="Seconds per example."),
     ppl: bool = typer.Option(True, "--ppl/--no-ppl", help="Perplexity of originals and vulnerable examples (SmolLM2)."),
     lm_constraint: bool = typer.Option(False, "--lm-constraint", help="Genetic: keep the 4 synonyms with the lowest SmolLM2 perplexity."),
-    threshold: Optional[float] = typer.Option(None, "--threshold", min=0.0, max=1.0, help="BAE: MiniLM sentence-similarity threshold (default 0.85)."),
+    threshold: Optional[float] = typer.Option(None, "--threshold", min=0.0, max=1.0,
+                                              help="BAE: MiniLM sentence-similarity threshold (default 0.85)."),
     seed: SeedOpt = 0,
     json_out: JsonOpt = False,
 ) -> None:

@@ -46,12 +46,12 @@ def info(store: StoreOpt = None, json_out: JsonOpt = False) -> None:
 
 
 @store_app.command("prune", cls=AuditCommand)
-def prune(max_gb: float = typer.Option(..., "--max-gb", min=0.0, help="Keep the store at most this size (GB), dropping the "
+def prune(max_gb: float = typer.Option(..., "--max-gb", help="Keep the store at most this size (GB), dropping the "
                                        "entries used longest ago."),
           store: StoreOpt = None, json_out: JsonOpt = False) -> None:
     """Drop the least recently used entries until the store is at most --max-gb."""
-    if not math.isfinite(max_gb) or max_gb < 0:
-        raise TextAuditError(f"--max-gb must be a size in GB, 0 or more (got {max_gb})")
+    if not (math.isfinite(max_gb) and 0 <= max_gb <= 1e6):
+        raise TextAuditError(f"--max-gb must be a size in GB, from 0 to 1,000,000 (got {max_gb})")
     s = _store(store)
     dropped = s.prune(int(max_gb * 1e9))
     out = {**s.info(), "dropped": dropped}

@@ -466,7 +466,6 @@ def _save_weights(t, path: Path) -> None:
     import torch
 
     from textaudit.files import atomic_path
-
     from textaudit.train_state import state_digest
 
     weights = t.module.state_dict()

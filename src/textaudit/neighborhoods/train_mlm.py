@@ -321,9 +321,11 @@ class TrainMLMConfig:
                                    ("--save-minutes", self.save_minutes, 0)):
             if value < least:
                 raise TextAuditError(f"{flag} must be at least {least} (got {value})")
-        for flag, value in (("--lr", self.lr), ("--alpha", self.alpha), ("--max-minutes", self.max_minutes)):
-            if value is not None and not value > 0:
+        for flag, value in (("--lr", self.lr), ("--alpha", self.alpha)):
+            if not value > 0:
                 raise TextAuditError(f"{flag} must be a positive number (got {value})")
+        if self.max_minutes is not None and not self.max_minutes >= 0:  # 0: stop after the first step
+            raise TextAuditError(f"--max-minutes must be 0 or more (got {self.max_minutes})")
         if not 0 < self.sst_share < 1:
             raise TextAuditError(f"--sst-share must lie strictly between 0 and 1 (got {self.sst_share})")
         if bool(self.corpus) != (self.corpus_share > 0):
