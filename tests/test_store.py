@@ -319,8 +319,8 @@ def test_an_attack_on_another_model_reads_what_the_first_stored_with_the_same_re
     assert len(records("b-warm.jsonl")) == 6 and any(r["status"] in ("success", "failed") for r in records("b-warm.jsonl"))
 
 
-SLOW_LEXICON = "import time\n" + LEXICON.format(pos='"good", "great", "fine", "deep", "moving"').replace(
-    "    out = []\n", "    time.sleep(0.3)\n    out = []\n")
+SLOW_LEXICON = "import os, time\n" + LEXICON.format(pos='"good", "great", "fine", "deep", "moving"').replace(
+    "    out = []\n", "    time.sleep(float(os.environ.get('LEXICON_SLEEP', '0')))\n    out = []\n")
 
 
 def test_an_attack_killed_while_it_writes_the_store_resumes_to_the_records_of_a_run_without_it(tmp_path):
@@ -340,7 +340,8 @@ def test_an_attack_killed_while_it_writes_the_store_resumes_to_the_records_of_a_
     cmd = [sys.executable, "-m", "textaudit", "--threads", "1", "attack", "--model", f"{tmp_path}/p.py:clf",
            "--method", "so-enum", "--k", "1", "--data", str(tmp_path / "d.tsv"), "--no-ppl", "--in-flight", "1"]
     proc = subprocess.Popen([*cmd, "--store", str(store), "--output", str(out)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+                            stderr=subprocess.PIPE, start_new_session=True,
+                            env={**os.environ, "LEXICON_SLEEP": "0.3"})  # slow enough to be killed mid-run
     deadline = time.time() + 300
     while time.time() < deadline and len(read_jsonl(out) if out.exists() else []) < 2:
         time.sleep(0.1)
