@@ -61,3 +61,57 @@ def test_other_libraries_bars_are_silenced():
     own = quiet + "from textaudit.progress import progress; import sys; sys.stderr.isatty = lambda: True; " \
         "b = progress(total=2, desc='own-bar', unit='x'); b.update(2); b.close()"
     assert "own-bar" in _stderr_of(own)
+
+
+BAR = ("import os; os.environ['TEXTAUDIT_PROGRESS_SECONDS'] = '0'\n"
+       "from textaudit.progress import progress\n"
+       "bar = progress(total=3, desc='work', unit='step')\n"
+       "for _ in range(3):\n    bar.update(1)\n"
+       "bar.close()\n")
+
+
+def _on_a_terminal(columns: int) -> str:
+    """What the bar writes when stderr is a real terminal (a pty) that reports ``columns``."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "TQDM_DISABLE")}
+    p = subprocess.Popen([sys.executable, "-c", BAR], stderr=follower, stdout=subprocess.DEVNULL, env=env)
+    os.close(follower)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the follower side closed: the child is done
+            break
+        if not chunk:
+            break
+        out += chunk
+    p.wait(timeout=120)
+    os.close(leader)
+    return out.decode(errors="replace")
+
+
+def test_a_terminal_that_reports_no_width_gets_plain_lines_not_an_empty_bar():
+    """#52: on a terminal reporting 0 columns a tqdm bar draws nothing: no progress at all. There the plain
+    lines are used; a terminal with a width keeps the bar."""
+    narrow = _on_a_terminal(0)
+    assert "work: 3/3 step (100%)" in narrow, narrow
+    wide = _on_a_terminal(100)
+    assert "work: 3/3 step (100%)" not in wide and "3/3" in wide, wide  # tqdm's own bar
+
+
+def test_a_training_bar_shows_no_best_score_before_the_first_evaluation(capsys, monkeypatch):
+    """#52: training bars showed best=-1.000 (the "nothing yet" sentinel) until the first evaluation."""
+    from textaudit.data import load_dataset
+    from textaudit.models.zoo import TrainConfig, fit
+
+    monkeypatch.setenv("TEXTAUDIT_PROGRESS_SECONDS", "0")
+    ds = load_dataset("sst2:train", limit=400)
+    fit("bow", ds["text"], ds["label"], config=TrainConfig(arch="bow", epochs=1, batch_size=8), progress=True)
+    err = capsys.readouterr().err
+    assert "loss=" in err and "best=-1" not in err, err[-2000:]

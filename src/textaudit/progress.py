@@ -1,6 +1,6 @@
 """Progress of long work, readable on a terminal and in a log.
 
-On a terminal (stderr is a TTY) :func:`progress` is a tqdm bar. Anywhere else (CI, ``| tee``,
+On a terminal (stderr is a TTY that reports its width) :func:`progress` is a tqdm bar. Anywhere else (CI, ``| tee``,
 ``nohup``, a notebook's captured stderr) a bar would be silent or unreadable, so it prints one plain
 line every ``$TEXTAUDIT_PROGRESS_SECONDS`` seconds (default 30) and one when the work ends::
 
@@ -110,6 +110,15 @@ def progress(*, total: int | None, desc: str, unit: str, initial: int = 0, enabl
     if not enabled:
         return tqdm(total=total, initial=initial, disable=True)
     notice_if_busy()
-    if sys.stderr.isatty():
+    if sys.stderr.isatty() and _columns() > 0:
         return tqdm(total=total, initial=initial, desc=desc, unit=unit, file=sys.stderr, disable=False)
     return LogProgress(total=total, desc=desc, unit=unit, initial=initial)
+
+
+def _columns() -> int:
+    """The width of the terminal stderr writes to; 0 when it reports none (a serial console, some CI
+    and container terminals), where a tqdm bar would draw nothing: plain lines are used there."""
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError):
+        return 0

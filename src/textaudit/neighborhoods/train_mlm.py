@@ -473,7 +473,7 @@ def _train(args: TrainMLMConfig, command: str) -> dict:
         sched.step()
         t_loop += time.perf_counter() - t_step
         if step % 20 == 0:
-            bar.set_postfix(loss=f"{loss_total:.3f}", best=f"{best:.3f}")
+            bar.set_postfix(loss=f"{loss_total:.3f}", **({"best": f"{best:.3f}"} if best >= 0 else {}))  # none yet
         out_of_time = args.max_minutes is not None and time.perf_counter() - t_start > 60 * args.max_minutes
         evaluate_now = step % args.eval_every == 0 or step == args.steps or out_of_time
         if evaluate_now:

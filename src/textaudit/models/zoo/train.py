@@ -263,7 +263,7 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
             step += 1
             bar.update(1)
             if step % 20 == 0:
-                bar.set_postfix(loss=f"{loss.item():.3f}", best=f"{best:.3f}")
+                bar.set_postfix(loss=f"{loss.item():.3f}", **({"best": f"{best:.3f}"} if best >= 0 else {}))  # none yet
             last = b == len(batches) - 1
             if step % eval_every == 0 or last:
                 acc = evaluate()
