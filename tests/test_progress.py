@@ -70,7 +70,7 @@ BAR = ("import os; os.environ['TEXTAUDIT_PROGRESS_SECONDS'] = '0'\n"
        "bar.close()\n")
 
 
-def _on_a_terminal(columns: int) -> str:
+def _on_a_terminal(columns: int, code: str = BAR) -> str:
     """What the bar writes when stderr is a real terminal (a pty) that reports ``columns``."""
     import fcntl
     import pty
@@ -80,7 +80,7 @@ def _on_a_terminal(columns: int) -> str:
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "TQDM_DISABLE")}
-    p = subprocess.Popen([sys.executable, "-c", BAR], stderr=follower, stdout=subprocess.DEVNULL, env=env)
+    p = subprocess.Popen([sys.executable, "-c", code], stderr=follower, stdout=subprocess.DEVNULL, env=env)
     os.close(follower)
     out = b""
     while True:
@@ -115,3 +115,22 @@ def test_a_training_bar_shows_no_best_score_before_the_first_evaluation(capsys, 
     fit("bow", ds["text"], ds["label"], config=TrainConfig(arch="bow", epochs=1, batch_size=8), progress=True)
     err = capsys.readouterr().err
     assert "loss=" in err and "best=-1" not in err, err[-2000:]
+
+
+COUNTED = ("import time\n"
+           "from textaudit.runner import ResumableRun\n"
+           "with ResumableRun(None, progress=True, command='x', config={}) as run:\n"
+           "    k = 0\n"
+           "    for job_id, _ in run.results([(str(i), i) for i in range(6)], lambda: (lambda j: j), desc='work',"
+           " unit='job'):\n"
+           "        k += 1\n"
+           "        run.show(done=f'{k}/{k}')\n"
+           "        time.sleep(0.15)\n")
+
+
+def test_the_bar_and_its_counts_agree_in_every_frame():
+    """#52: the bar showed 46/50 beside success=47/47: the counts were drawn before the bar counted the job.
+    Every frame a real tqdm draws on a terminal shows counts no ahead of its total."""
+    frames = re.findall(r"(\d+)/6 \[[^\r\n]*?done=(\d+)/", _on_a_terminal(100, COUNTED))
+    assert frames and frames[-1] == ("6", "6"), frames
+    assert all(int(done) <= int(n) for n, done in frames), frames

@@ -90,7 +90,7 @@ class LogProgress:
         if time.monotonic() - self.last >= self.interval:
             self._emit()
 
-    def set_postfix(self, **fields: Any) -> None:
+    def set_postfix(self, refresh: bool = True, **fields: Any) -> None:
         self.postfix = {k: v for k, v in fields.items() if v is not None}
 
     def close(self) -> None:

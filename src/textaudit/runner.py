@@ -83,9 +83,11 @@ class ResumableRun:
         self.writer.extend(list(records), keep=self.keep)
 
     def show(self, **fields: Any) -> None:
-        """Show ``fields`` next to the progress bar."""
+        """Show ``fields`` next to the progress bar, from its next update on: the fields count the record
+        just written, which the bar counts when the job's update comes (refreshing now would show the new
+        counts beside the old total: ``46/50 … success=47/47``)."""
         if self._bar is not None:
-            self._bar.set_postfix(**fields)
+            self._bar.set_postfix(refresh=False, **fields)
 
     def __enter__(self) -> "ResumableRun":
         return self
