@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+from html import escape as html_escape
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -221,6 +222,13 @@ def test_report_has_every_section_and_nothing_external(results, cli, tmp_path):
     assert "script" in page.tags and "link" not in page.tags
     # the headline numbers are the records' own
     assert "B_(p,1) = +" in html and "certified accuracy" in html
+    # #52: the bias page gives audit bias's warning when B rests on fewer than 30 sources (the CLI's, word for word)
+    from textaudit.fairness.bias import estimates_from_records, small_samples
+    from textaudit.results import read_header
+
+    cfg = read_header(d / "bias.jsonl")["config"]
+    warnings = small_samples(estimates_from_records(read_jsonl(d / "bias.jsonl"), cfg["k"], cfg["enumerate_k"]))
+    assert warnings and all(html_escape(w) in html for w in warnings)
     md = tmp_path / "report.md"
     r = cli("report", *_report_inputs(d), "--out", str(md))
     assert r.exit_code == 0, r.output
@@ -519,3 +527,20 @@ def test_one_reader_refuses_what_would_mix_runs_for_load_and_report_alike(result
     r = cli("report", str(tmp_path / "stopped.jsonl"), "--out", str(tmp_path / "r.html"))
     assert r.exit_code == 0, r.output
     assert "no sentence pair is scored yet" in (tmp_path / "r.html").read_text()
+
+
+def test_an_attack_page_with_more_vulnerable_examples_than_it_shows_says_so(tmp_path):
+    """#52: the attack page showed 12 of 50 vulnerable examples without saying it was a subset."""
+    from textaudit.report import render_report
+
+    header = {"header": {"command": "attack", "config": {"method": "so-beam", "model": "cnn", "k": 2, "seed": 0,
+                                                         "data": "sst2:dev"}}}
+    recs = [{"id": str(i), "text": "a fine film .", "status": "success", "l0": 1, "seconds": 0.1, "queries": 5,
+             "method": "so-beam", "k": 2, "label": 1, "prediction": 1, "vulnerable": "a good film .",
+             "vulnerable_prediction": 1, "vulnerable_patched": "a good movie .", "vulnerable_patched_prediction": 0,
+             "pair": ["film", "movie"]} for i in range(15)]
+    for n, name in ((15, "many.jsonl"), (12, "few.jsonl")):
+        (tmp_path / name).write_text("\n".join(json.dumps(r) for r in [header, *recs[:n]]) + "\n")
+    md = render_report([tmp_path / "many.jsonl"], "md")
+    assert "showing the first 12 of 15 vulnerable examples" in md and "every one is in many.jsonl" in md
+    assert "showing the first" not in render_report([tmp_path / "few.jsonl"], "md")  # all shown: nothing to say

@@ -133,7 +133,11 @@ def _attack(item: Loaded, n: int) -> Section:
         ["queries / example", _num(s["queries_per_example"], 1)],
         ["median perplexity, original → vulnerable",
          f"{s['median_ppl_original']} → {s['median_ppl_perturbed']}" if s["median_ppl_original"] else "–"]]))
-    for r in [r for r in item.records if r.get("status") == "success" and r.get("vulnerable")][:MAX_EXAMPLES]:
+    found = [r for r in item.records if r.get("status") == "success" and r.get("vulnerable")]
+    if len(found) > MAX_EXAMPLES:  # a subset: say so, and where the rest is
+        sec.notes.append(f"showing the first {MAX_EXAMPLES} of {len(found)} vulnerable examples (in the results "
+                         f"file's order); every one is in {item.path.name}")
+    for r in found[:MAX_EXAMPLES]:
         patched = r.get("vulnerable_patched")
         sec.examples.append(Example(
             r["id"], r.get("label"), [(w, False) for w in r["text"].split()], r.get("prediction"),
@@ -185,7 +189,7 @@ def _compare(item: Loaded, n: int, where: str | Path | None = None) -> Section:
 
 # -- bias ------------------------------------------------------------------------------------------
 def _bias(item: Loaded, n: int) -> Section:
-    from textaudit.fairness.bias import BIAS_COLUMNS, bias_rows, estimates_from_records
+    from textaudit.fairness.bias import BIAS_COLUMNS, bias_rows, estimates_from_records, small_samples
     from textaudit.fairness.plots import plot_bias
 
     cfg = item.config
@@ -198,6 +202,7 @@ def _bias(item: Loaded, n: int) -> Section:
     sec.tables.append(Table("B_(p,k) with 95% intervals", BIAS_COLUMNS + (["B per class"] if classes else []),
                             bias_rows(results, classes)))
     sec.figures, sec.notes = _figures(lambda d: plot_bias(results, d), _bias_title)
+    sec.notes.extend(small_samples(results))  # as audit bias warns: an interval on few sources is rough
     if not results:
         from textaudit.fairness.bias import NOTHING_SCORED
 
