@@ -657,3 +657,18 @@ def test_a_damaged_found_file_is_resumed_or_refused_in_one_line(cli, planted, tm
     assert r.exit_code == 2 and says in r.output and "Traceback" not in r.output, r.output
     assert len([line for line in r.output.splitlines() if line.startswith("error:")]) == 1
     assert not (out / "model").exists() and not (out / "harden.json").exists()
+
+
+def test_the_report_names_the_masked_lm_a_harden_used_by_default(cli, planted, tmp_path):
+    """#52: without --mlm (the default masked LM), the report's summary row showed the masked LM as "–"."""
+    args = _args(planted, tmp_path / "h", "--method", "augment", "--train-sample", "4", "--epochs", "1",
+                 "--eval-limit", "6", "--max-queries", "1", "--json")
+    i = args.index("--mlm")
+    del args[i:i + 2]
+    r = cli(*args)
+    assert r.exit_code == 0, r.output
+    assert json.loads((tmp_path / "h" / "settings.json").read_text())["mlm"] is None  # the settings keep the default
+    assert json.loads((tmp_path / "h" / "harden.json").read_text())["mlm"] == "minilm-mlm"  # offline: the shipped one
+    assert cli("report", str(tmp_path / "h"), "--out", str(tmp_path / "r.md")).exit_code == 0
+    row = next(line for line in (tmp_path / "r.md").read_text().splitlines() if line.startswith("| harden |"))
+    assert "| minilm-mlm |" in row, row

@@ -380,6 +380,7 @@ def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: i
     head = attacks[0]
     summary = {
         "model": str(model_dir), "from": name, "method": s.method, "data": train_id, "eval_data": eval_id,
+        "mlm": getattr(mlm, "name", None),  # the masked LM in use (the settings say None for the default)
         "before": {"accuracy": acc["before"]["rate"], "accuracy_ci95": acc["before"]["ci95"],
                    "attack": head["method"], "success_rate": head["before"]["success_rate"],
                    "success_rate_ci95": head["before"]["ci95"]},

@@ -371,7 +371,7 @@ def headline_rows(items: Sequence[Loaded]) -> list[list[Any]]:
         elif item.kind == "harden":
             h = item.summary
             rows.append(["harden", h.get("from"), f"{h.get('method')}; {h['before']['attack']} before → after",
-                         cfg.get("mlm") or "–", h.get("eval_data"), cfg.get("seed"),
+                         h.get("mlm") or cfg.get("mlm") or "–", h.get("eval_data"), cfg.get("seed"),
                          f"success {_num(h['before']['success_rate'])} → {_num(h['after']['success_rate'])} "
                          f"(McNemar p {h.get('mcnemar_p')}); accuracy {_num(h['before']['accuracy'])} → "
                          f"{_num(h['after']['accuracy'])}"])
