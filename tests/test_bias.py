@@ -240,3 +240,20 @@ def test_scored_sentences_do_not_depend_on_how_many_units_are_in_flight(tiny_mlm
     assert rows(out) == runs[1][0]
     # units read back from the file carry F rounded to 6 decimals: B agrees to 1e-6
     assert {kk: e.B for kk, e in res["she1.0"][("he", "she")].items()} == pytest.approx(runs[1][1], abs=1e-6)
+
+
+def test_a_limit_that_cuts_every_source_away_says_so_before_any_model_loads(cli, tmp_path):
+    """#52: `--limit 5` gave "no sentence contains he/she" with no word that --limit had cut the data (the user
+    meant --max-sources), and only after loading the masked LM. Now: one line, naming --limit and --max-sources,
+    before the masked LM or the model loads (the model named does not even exist)."""
+    data = tmp_path / "d.tsv"
+    data.write_text("label\ttext\n" + "".join(f"1\ta plain film number {i} .\n" for i in range(5))
+                    + "1\tshe said the film was fine .\n")
+    r = cli("bias", "--model", "no-such-model", "--pair", "he,she", "--data", str(data), "--limit", "5")
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    assert "--limit 5 cuts the data" in r.output and "--max-sources" in r.output and "masked LM" not in r.output
+    r = cli("bias", "--model", "no-such-model", "--pair", "he,she", "--data", str(data), "--sample-examples", "2",
+            "--seed", "3")
+    assert r.exit_code == 2 and "--sample-examples 2 cuts the data" in r.output, r.output  # seed 3 draws no "she"
+    r = cli("bias", "--model", "no-such-model", "--pair", "he,she", "--data", str(data))  # the data has X_p: on to the model
+    assert r.exit_code == 2 and "cuts the data" not in r.output and "no-such-model" in r.output, r.output

@@ -118,6 +118,8 @@ def bias(
                  group=group, group_pairs=group_pairs_mode if group else None)
     ds = load_dataset(data, text_column=text_column, pair_column=pair_column, default_split="dev", limit=limit,
                       sample=sample_examples, seed=seed, require_labels=False)
+    texts, contexts = split_sides(ds, perturb_side)
+    _check_some_source(pairs, texts, ds["id"], contexts, lang, limit=limit, sample=sample_examples)
     runner.start()  # workers import their libraries while the models load here
     masked_lm = load_mlm(mlm) if k > 0 else None
     opts = dict(kappa=kappa, delta=delta, enumerate_k=enumerate_k, sample=sample, seed=seed, ci=ci, side=perturb_side,
@@ -125,7 +127,6 @@ def bias(
     clf = load_classifier(model)
     est = CounterfactualBias(clf, masked_lm, blacklists=blacklists, **opts)
     other = CounterfactualBias(load_classifier(compare), masked_lm, blacklists=blacklists, **opts) if compare else None
-    texts, contexts = split_sides(ds, perturb_side)
     n_classes = (clf if contexts is None else PairView(clf, contexts[0], perturb_side)).num_classes
     classes = (clf.labels or [str(c) for c in range(n_classes)]) if n_classes > 2 else None
     config = data_config(data_id, clf.labels, sample=sample_examples)
@@ -166,3 +167,21 @@ def bias(
                 bias_rows(results, classes))
     if any(kk == 0 for per_pair in results.values() for by_k in per_pair.values() for kk in by_k):
         typer.echo(K0_NOTE)
+
+
+def _check_some_source(pairs, texts, ids, contexts, language: str, *, limit: int | None, sample: int | None) -> None:
+    """Before any model loads: some pair must have X_p in the data. When --limit or --sample-examples cut the
+    data, say so — they cut the sentences X_p is drawn from; --max-sources bounds the work instead."""
+    from textaudit.fairness.pairs import measurable_sources
+
+    if any(measurable_sources(texts, p, ids, contexts, language) for p in pairs):
+        return
+    words = " or ".join(f"one '{a}' or one '{b}'" for a, b in pairs[:3]) + (" …" if len(pairs) > 3 else "")
+    if limit is not None or sample is not None:
+        cut = f"--limit {limit}" if limit is not None else f"--sample-examples {sample}"
+        raise TextAuditError(f"none of the {len(texts)} sentences {cut} keeps contains exactly {words}: {cut} cuts the "
+                             "data X_p is drawn from; to bound the work, keep the data and give --max-sources N")
+    if len(pairs) > 1:  # the words run_bias uses for a group, said before any model loads
+        raise TextAuditError(f"none of the {len(pairs)} pairs can be measured on this data and model: no sentence of "
+                             "the data holds exactly one of their words; choose other pairs or other data")
+    raise TextAuditError(f"no sentence of the data contains exactly {words}; choose another pair or other data")
