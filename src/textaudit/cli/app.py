@@ -266,7 +266,7 @@ INFINITE_OK = frozenset({"delta"})
 #: the largest sensible value of an option, where a larger one can only be a slip (10 ** 30 workers, a
 #: thread pool of a million, k beyond any sentence's length); every other integer is at most INT_LIMIT
 NUMBER_LIMITS: dict[str, float] = {
-    "k": 100, "enumerate_k": 100, "attack_k": 100, "kappa": 100_000, "beam": 100_000, "neighbors": 100_000,
+    "k": 100, "enumerate_k": 100, "kappa": 100_000, "beam": 100_000,
     "workers": 10_000, "threads": 4_096, "concurrency": 1_024, "retries": 100, "samples": 10_000,
     "prompts_per_request": 10_000, "epochs": 100_000, "rounds": 10_000, "seeds": 100_000,
     "gpus_per_worker": 1_024, "cpus_per_worker": 100_000, "lr": 100.0, "alpha": 1e6, "rank": 100_000,
