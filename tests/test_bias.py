@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import zlib
 
 import numpy as np
@@ -257,3 +258,41 @@ def test_a_limit_that_cuts_every_source_away_says_so_before_any_model_loads(cli,
     assert r.exit_code == 2 and "--sample-examples 2 cuts the data" in r.output, r.output  # seed 3 draws no "she"
     r = cli("bias", "--model", "no-such-model", "--pair", "he,she", "--data", str(data))  # the data has X_p: on to the model
     assert r.exit_code == 2 and "cuts the data" not in r.output and "no-such-model" in r.output, r.output
+
+
+def test_a_bias_run_says_its_cost_per_k_and_time_before_spending_it(tiny_mlm, tmp_path, capsys, monkeypatch):
+    """The plan (units, sources) before any work; after the first unit, which runs alone and is timed,
+    the sentences per k (k = 0 exact, the others estimated from it) and a time estimate — all before
+    the second unit starts; the estimate is near the count the run then scores."""
+    monkeypatch.setenv("TEXTAUDIT_PROGRESS_SECONDS", "0")
+    texts = ["he said the film was a deep and moving story .", "he thinks the plot is slow but the acting works .",
+             "he found a warm and funny performance in it .", "he calls it a dull plot that nobody will remember ."]
+    est = CounterfactualBias(planted(1.0), tiny_mlm, kappa=4, delta=1e9, enumerate_k=2, sample=20)
+    real = est.ask_score_unit
+
+    def marked(*a, **kw):  # a unit starting says so on stderr, in order with the cost lines
+        print("<a unit starts>", file=sys.stderr, flush=True)
+        return (yield from real(*a, **kw))
+
+    est.ask_score_unit = marked
+    out = tmp_path / "b.jsonl"
+    run_bias(est, [("he", "she")], 1, texts, output=out, progress=True)
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    starts = [i for i, ln in enumerate(lines) if ln == "<a unit starts>"]
+    assert len(starts) == 4
+    plan = [ln for ln in err.splitlines() if ln.startswith("cost: 4 units to score")]
+    assert plan and "4 source sentences of X_p for he/she, k ≤ 1" in plan[0], err
+    assert lines.index(plan[0]) < starts[0]
+    line = next(ln for ln in lines if ln.startswith("cost: about "))
+    assert starts[0] < lines.index(line) < starts[1]  # measured on the first unit, said before the second
+    scored = [json.loads(x) for x in out.read_text().splitlines() if '"distance"' in x]
+    assert "k=0: 4," in line  # exact
+    k1 = int(line.split("k=1: ~")[1].split(";")[0].replace(",", ""))
+    real_k1 = sum(r["distance"] == 1 for r in scored)
+    assert 0.5 * real_k1 <= k1 <= 2 * real_k1, (k1, real_k1)
+    assert "s more at that pace" in line and "--max-sources" in line
+    # progress lines: one when the work starts, an ETA once a unit is done
+    progress_lines = [ln for ln in err.splitlines() if ln.startswith("bias k<=1: ")]
+    assert progress_lines[0].startswith("bias k<=1: 0/4 unit")
+    assert any("ETA" in ln for ln in progress_lines if "/4 unit" in ln and not ln.startswith("bias k<=1: 4/4"))

@@ -24,8 +24,42 @@ def test_log_progress_lines_have_count_rate_and_eta(capsys):
     bar.update(1)
     bar.close()
     lines = capsys.readouterr().err.strip().splitlines()
-    assert lines[0].startswith("so-beam k=6: 1/4 ex (25%), ") and "ex/s" in lines[0] and "ETA" in lines[0]
+    assert lines[0] == "so-beam k=6: 0/4 ex (0%), 0 ex/s, elapsed 0s"  # said when the work starts
+    assert lines[1].startswith("so-beam k=6: 1/4 ex (25%), ") and "ex/s" in lines[1] and "ETA" in lines[1]
     assert lines[-1].startswith("so-beam k=6: 2/4 ex (50%), ") and lines[-1].endswith("success=1/1")
+
+
+def test_a_long_first_unit_is_not_silent(capsys, monkeypatch):
+    """Nothing finished yet: a line when the work starts and another within FIRST_LINE_SECONDS (here
+    shortened), from the timer, without waiting for the first unit."""
+    import time
+
+    import textaudit.progress as progress_module
+
+    monkeypatch.setattr(progress_module, "FIRST_LINE_SECONDS", 0.3)
+    bar = LogProgress(total=3, desc="bias k<=2", unit="unit", interval=60)
+    time.sleep(1.5)
+    err = capsys.readouterr().err
+    bar.close()
+    lines = err.splitlines()
+    # the start line, then the timer's (long before the 60 s interval), and no third
+    assert len(lines) == 2 and all(ln.startswith("bias k<=2: 0/3 unit (0%), 0 unit/s, elapsed ") for ln in lines), err
+    assert lines[0].endswith("elapsed 0s")
+
+
+def test_the_eta_is_weighted_by_cost_so_it_does_not_jump():
+    """One cheap unit of two done in 10 s, the other 99 times its cost: the ETA says 16m30s, not the
+    count's 10 s (a bias unit's neighbourhood grows with its sentence's length)."""
+    import time
+
+    bar = LogProgress(total=2, desc="bias k<=2", unit="unit", interval=1e9)
+    bar.t0 -= 10
+    bar.update(1)
+    assert "ETA 10s" in bar.line()
+    bar.weigh(1, 99)
+    assert "ETA 16m30s" in bar.line()
+    bar.close()
+    assert time.monotonic() - bar.t0 >= 10
 
 
 def test_a_piped_attack_prints_progress_lines_and_no_library_bars(tmp_path):

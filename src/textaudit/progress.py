@@ -6,6 +6,13 @@ line every ``$TEXTAUDIT_PROGRESS_SECONDS`` seconds (default 30) and one when the
 
     so-beam k=6: 12/50 ex (24%), 0.85 ex/s, elapsed 14s, ETA 45s, success=12/12
 
+The first line comes when the work starts (``0/50 ex``), the next within :data:`FIRST_LINE_SECONDS`
+even when no unit has finished yet (one unit of a bias run can take minutes), then every interval. An
+ETA is given once one unit is done; where the caller knows that units differ in cost (a long
+sentence's neighbourhood is far larger than a short one's), it is ``elapsed × remaining cost / done
+cost`` (:meth:`LogProgress.weigh`), not a count's, so it does not jump when a cheap unit follows a
+costly one.
+
 Every long loop of textaudit (attacks, bias, learnability, PerturbScore, word-order sweeps, zoo and
 masked-LM training) reports through here. The ``audit`` command silences other libraries' bars
 (:func:`quiet_third_party_bars`: transformers' weight loading, GGUF de-quantising, datasets), which
@@ -16,12 +23,16 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from typing import Any
 
 from textaudit.device import notice_if_busy
 
-__all__ = ["progress", "LogProgress", "log_interval", "quiet_third_party_bars"]
+__all__ = ["progress", "LogProgress", "log_interval", "quiet_third_party_bars", "eta_text", "FIRST_LINE_SECONDS"]
+
+#: the longest a plain-lines log waits for its second line (the first comes when the work starts)
+FIRST_LINE_SECONDS = 10.0
 
 #: environment switches of the progress bars of tqdm itself, huggingface_hub/transformers and datasets
 _THIRD_PARTY_BARS_OFF = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1"}
@@ -54,8 +65,18 @@ def _duration(seconds: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
+def eta_text(elapsed: float, done: float, remaining: float) -> str | None:
+    """``ETA 1m05s`` for work of which ``done`` (units, or their cost) took ``elapsed`` seconds and
+    ``remaining`` is left; None before anything is done or after everything is."""
+    if done <= 0 or remaining <= 0 or elapsed <= 0:
+        return None
+    return f"ETA {_duration(elapsed * remaining / done)}"
+
+
 class LogProgress:
-    """tqdm's ``update`` / ``set_postfix`` / ``close`` as periodic plain lines on stderr."""
+    """tqdm's ``update`` / ``set_postfix`` / ``close`` as periodic plain lines on stderr: one when the
+    work starts, one within :data:`FIRST_LINE_SECONDS` (from a timer, so a long first unit is not
+    silent), then one every ``interval`` seconds and one at the end."""
 
     def __init__(self, *, total: int | None, desc: str, unit: str, initial: int = 0, interval: float | None = None):
         self.total, self.desc, self.unit = total, desc, unit
@@ -64,6 +85,27 @@ class LogProgress:
         self.t0 = self.last = time.monotonic()
         self.postfix: dict[str, Any] = {}
         self.closed = False
+        self.cost: tuple[float, float] | None = None  # (done, remaining) cost, from weigh()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        if total != 0:
+            self._emit()  # the work has started: said at once
+        self._timer: threading.Thread | None = None
+        if total != 0 and self.interval > 0:
+            self._timer = threading.Thread(target=self._heartbeat, daemon=True, name="textaudit-progress")
+            self._timer.start()
+
+    def _heartbeat(self) -> None:
+        """A line when nothing finished for a while: first within FIRST_LINE_SECONDS, then every interval."""
+        wait = min(FIRST_LINE_SECONDS, self.interval)
+        while not self._stop.wait(max(0.05, self.last + wait - time.monotonic())):
+            if time.monotonic() - self.last >= wait - 1e-3:
+                self._emit()
+                wait = self.interval
+
+    def weigh(self, done: float, remaining: float) -> None:
+        """The cost of the units done and of those left: the ETA is then ``elapsed × remaining / done``."""
+        self.cost = (done, remaining)
 
     def line(self) -> str:
         elapsed = time.monotonic() - self.t0
@@ -74,16 +116,19 @@ class LogProgress:
             parts[0] += f" ({100 * self.n / self.total:.0f}%)"
         parts.append(f"{rate:.3g} {self.unit}/s" if rate else f"0 {self.unit}/s")
         parts.append(f"elapsed {_duration(elapsed)}")
-        if self.total and rate and self.n < self.total:
-            parts.append(f"ETA {_duration((self.total - self.n) / rate)}")
+        if self.total and done and self.n < self.total:
+            eta = eta_text(elapsed, *self.cost) if self.cost else eta_text(elapsed, done, self.total - self.n)
+            if eta:
+                parts.append(eta)
         text = f"{self.desc}: " + ", ".join(parts)
         if self.postfix:
             text += ", " + ", ".join(f"{k}={v}" for k, v in self.postfix.items())
         return text
 
     def _emit(self) -> None:
-        print(self.line(), file=sys.stderr, flush=True)
-        self.last = time.monotonic()
+        with self._lock:
+            print(self.line(), file=sys.stderr, flush=True)
+            self.last = time.monotonic()
 
     def update(self, n: int = 1) -> None:
         self.n += n
@@ -96,6 +141,7 @@ class LogProgress:
     def close(self) -> None:
         if not self.closed:
             self.closed = True
+            self._stop.set()
             if self.n > self.start_n or self.total == 0:
                 self._emit()
 
@@ -113,6 +159,21 @@ def progress(*, total: int | None, desc: str, unit: str, initial: int = 0, enabl
     if sys.stderr.isatty() and _columns() > 0:
         return tqdm(total=total, initial=initial, desc=desc, unit=unit, file=sys.stderr, disable=False)
     return LogProgress(total=total, desc=desc, unit=unit, initial=initial)
+
+
+def weigh(bar: Any, done: float, remaining: float, fields: dict[str, Any]) -> None:
+    """Give ``bar`` (a tqdm bar or :class:`LogProgress`) a cost-weighted ETA beside ``fields``: a plain
+    log computes it per line; a tqdm bar shows it among its fields, in place of its own count-based
+    estimate (its format no longer has ``<remaining``)."""
+    if isinstance(bar, LogProgress):
+        bar.weigh(done, remaining)
+        bar.set_postfix(refresh=False, **fields)
+        return
+    if getattr(bar, "disable", False):
+        return
+    bar.bar_format = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}, {rate_fmt}{postfix}]"
+    eta = eta_text(bar.format_dict["elapsed"], done, remaining)
+    bar.set_postfix(refresh=False, **({"ETA": eta[4:]} if eta else {}), **fields)
 
 
 def _columns() -> int:

@@ -13,6 +13,7 @@ per worker; :mod:`textaudit.backends` decides where the jobs run)::
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
@@ -20,6 +21,7 @@ from textaudit.backends import Backend, SerialBackend
 from textaudit.errors import StopRun
 from textaudit.formats.jsonl import JsonlWriter
 from textaudit.progress import progress as progress_bar
+from textaudit.progress import weigh
 from textaudit.shards import Shard, in_shard, shard_name
 
 __all__ = ["ResumableRun"]
@@ -55,6 +57,8 @@ class ResumableRun:
             self.writer.records = []
         self.progress = progress
         self._bar: Any = None
+        self._fields: dict[str, Any] = {}
+        self._cost: tuple[float, float] | None = None  # (done, remaining) cost of the jobs, for the ETA
 
     @property
     def records(self) -> list[dict]:
@@ -64,18 +68,34 @@ class ResumableRun:
     def results(self, jobs: Sequence[tuple[str, T]], make_worker: Callable[[], Callable[[T], Any]], *, desc: str,
                 unit: str, skip: Callable[[str], bool] | None = None,
                 backend: Backend | None = None, cost: Callable[[T], float] | None = None,
-                group: int | None = None) -> Iterator[tuple[str, Any]]:
+                group: int | None = None, first: Callable[[T, Any, float], None] | None = None
+                ) -> Iterator[tuple[str, Any]]:
         """Run the jobs still to do (default: id not in :attr:`done`) in this run's shard on ``backend``
         (default: here, in order) with the workers ``make_worker`` builds; yield ``(id, work(job))`` as
         jobs finish, advancing the progress bar. ``cost(job)``: its expected work, relative to the
-        others (several workers start the costliest first); ``group``: jobs a worker keeps in flight
-        (:meth:`Backend.map <textaudit.backends.Backend.map>`)."""
+        others (several workers start the costliest first; the ETA is weighted by it, asked again
+        after each job, so a cost that ``first`` refines counts from then on); ``group``: jobs a worker
+        keeps in flight (:meth:`Backend.map <textaudit.backends.Backend.map>`). ``first(job, result,
+        seconds)``: called once the first job is done — it runs alone, so that its seconds measure
+        one job (a cost estimate to say before the rest is spent) — before the others start."""
         skip = skip or (lambda job_id: job_id in self.done)
         todo = [(job_id, job) for job_id, job in jobs if in_shard(job_id, self.shard) and not skip(job_id)]
         self._bar = progress_bar(total=len(todo), desc=desc, unit=unit, enabled=self.progress)
-        for job_id, result in (backend or SerialBackend()).map(make_worker, todo, cost, group):
-            yield job_id, result
-            self._bar.update(1)
+        runner = backend or SerialBackend()
+        left = dict(todo)
+        done_cost = 0.0
+        t0 = time.monotonic()
+        batches = [todo[:1], todo[1:]] if first is not None and todo else [todo]
+        for batch in batches:
+            for job_id, result in runner.map(make_worker, batch, cost, group):
+                if first is not None and batch is batches[0] and len(batches) > 1:
+                    first(left[job_id], result, time.monotonic() - t0)
+                if cost is not None:
+                    done_cost += cost(left.pop(job_id))
+                    self._cost = (done_cost, sum(cost(j) for j in left.values()))
+                    weigh(self._bar, *self._cost, self._fields)
+                yield job_id, result
+                self._bar.update(1)
         self._bar.close()
 
     def write(self, *records: dict) -> None:
@@ -86,7 +106,12 @@ class ResumableRun:
         """Show ``fields`` next to the progress bar, from its next update on: the fields count the record
         just written, which the bar counts when the job's update comes (refreshing now would show the new
         counts beside the old total: ``46/50 … success=47/47``)."""
-        if self._bar is not None:
+        self._fields = fields
+        if self._bar is None:
+            return
+        if self._cost is not None:
+            weigh(self._bar, *self._cost, fields)
+        else:
             self._bar.set_postfix(refresh=False, **fields)
 
     def __enter__(self) -> "ResumableRun":

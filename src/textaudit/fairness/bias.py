@@ -39,10 +39,11 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from textaudit.backends import Backend, place_on_device
+from textaudit.backends import Backend, SerialBackend, place_on_device
 from textaudit.data import check_side, load_dataset
 from textaudit.engine.scheduler import Engine, Search, check_in_flight, classify, in_flight_for, run_now
 from textaudit.errors import TextAuditError
+from textaudit.fairness.cost import BiasCost
 from textaudit.fairness.estimates import CI_METHODS, BiasEstimate, ScoredUnit, aggregate, l1_norm
 from textaudit.fairness.pairs import Source, measurable_sources, parse_pair
 from textaudit.models.batched import Classifier, model_scores, pair_inputs, reduced_precision, unknown_class
@@ -435,8 +436,17 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
                 units[(pair, n)].append(_read_unit(src, *previous[(uid, n)]))
         job_of = dict(todo)
         make_worker = lambda: UnitJob(estimator, k, scorers[1:], in_flight)  # noqa: E731
+        cost = BiasCost(k, estimator.enumerate_k, estimator.sample_n, len(scorers))
+        first = None
+        if progress and todo and (backend is None or isinstance(backend, SerialBackend)):
+            # said before the work is spent; the first unit runs alone and is timed for the estimate
+            cost.say_plan([p for p, *_ in plans], [j for _, j in todo], len(jobs) - len(todo))
+
+            def first(job, scored, seconds):
+                cost.measure(job, scored[0].distance)
+                cost.say_estimate([j for _, j in todo], job, len(scored[0].texts), seconds)
         for uid, scored in run.results(todo, make_worker, desc=f"bias k<={k}", unit="unit", skip=lambda _: False,
-                                       backend=backend, cost=lambda job: len(job[1].text.split()),
+                                       backend=backend, cost=cost.sentences, first=first,
                                        group=in_flight_for(estimator.classifier, in_flight)):
             pair, src, sampled_k = job_of[uid]
             for n, u in zip(names, scored):
