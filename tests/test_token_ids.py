@@ -272,3 +272,29 @@ def test_attack_summary_says_where_the_time_went_and_batch_tokens_packs(tiny_mlm
         assert summary["texts_per_forward"] >= 1 and summary["masked_per_forward"] >= 1
     assert records[0] == records[1]
     assert summaries[1]["texts_per_forward"] < summaries[0]["texts_per_forward"]  # 256 tokens: smaller forwards
+
+
+def test_a_plugins_time_is_the_models_not_the_hosts(tiny_mlm):
+    """A plug-in function has no device clock: all of its time is the classifier's (here at least the
+    0.02 s it sleeps per call), counted in device_seconds beside the masked LM's, not in host_seconds
+    (which the guide calls the time around the forwards)."""
+    from textaudit.attacks import PatchWords, SOEnum, run_attack
+    from textaudit.models import as_classifier
+
+    calls = {"n": 0}
+
+    def slow(texts):
+        calls["n"] += 1
+        time.sleep(0.02)
+        return np.array([[0.8, 0.2] if "dull" in t.split() else [0.3, 0.7] for t in texts])
+
+    clf = as_classifier(slow, name="slow")
+    atk = SOEnum(clf, 1, mlm=tiny_mlm, kappa=3, patch_words=PatchWords(clf, [("film", "movie")]))
+    tiny_mlm.clear_cache()
+    summary, _ = run_attack(atk, ["a deep and meaningful film .", "the film is a moving story ."], None, progress=False)
+    assert calls["n"] >= 2
+    assert summary["classifier_seconds"] >= 0.02 * calls["n"] - 1e-3
+    assert summary["device_seconds"] == pytest.approx(summary["classifier_seconds"] + summary["mlm_seconds"], abs=2e-3)
+    assert summary["mlm_seconds"] > 0
+    parts = summary["device_seconds"] + summary["ppl_seconds"] + summary["host_seconds"]
+    assert parts == pytest.approx(summary["wall_seconds"], abs=5e-3)

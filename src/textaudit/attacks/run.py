@@ -146,24 +146,42 @@ class AttackJob:
         return rec
 
 
+def classifier_seconds(classifier: object) -> float:
+    """Seconds of the classifier's own compute so far: inside the bare module calls of a torch model
+    (its ``device_seconds``); for any other model — a plug-in function, an ``llm:`` prompt without
+    a clock, an endpoint — all of the time inside its forward (the function, the HTTP round trip):
+    that is the model's cost, not textaudit's bookkeeping."""
+    stats = getattr(classifier, "stats", None)
+    if stats is None:
+        return 0.0
+    clocked = getattr(getattr(classifier, "forward", None), "clock", None) is not None
+    return float((stats.device_seconds if clocked else stats.forward_seconds) or 0.0)
+
+
 def engine_counters(attack: Attack) -> np.ndarray:
-    """The engine's counters so far: seconds inside the bare forwards of the classifier and of the
-    masked LM (torch models; 0 for others), texts forwarded, classifier forwards, masked sentences
+    """The engine's counters so far: seconds of the classifier's compute (:func:`classifier_seconds`)
+    and inside the masked LM's bare forwards, texts forwarded, classifier forwards, masked sentences
     forwarded, masked-LM forwards."""
     stats = getattr(attack.classifier, "stats", None)
     mlm = attack.mlm
     clock = getattr(mlm, "clock", None)
-    return np.array([float(getattr(stats, "device_seconds", 0.0) or 0.0) + float(getattr(clock, "seconds", 0.0) or 0.0),
+    return np.array([classifier_seconds(attack.classifier), float(getattr(clock, "seconds", 0.0) or 0.0),
                      getattr(stats, "unique_forwards", 0), getattr(stats, "batches", 0),
                      getattr(mlm, "forwards", 0) or 0, getattr(clock, "calls", 0) or 0], dtype=float)
 
 
-def engine_summary(attack: Attack, since: np.ndarray, wall: float) -> dict:
-    """Where a run's time went since the counters ``since`` (:func:`engine_counters`):
-    ``device_seconds`` inside the model forwards, ``host_seconds`` around them (tokenising, padding,
-    the search's bookkeeping), and the mean ``texts_per_forward`` and ``masked_per_forward``."""
-    device, texts, forwards, masked, mlm_forwards = engine_counters(attack) - since
-    out = {"device_seconds": round(device, 3), "host_seconds": round(max(wall - device, 0.0), 3)}
+def engine_summary(attack: Attack, since: np.ndarray, wall: float, ppl: float = 0.0) -> dict:
+    """Where a run's ``wall_seconds`` went since the counters ``since`` (:func:`engine_counters`):
+    ``classifier_seconds`` (the model audited: its forwards, or the whole call of a plug-in or an
+    endpoint), ``mlm_seconds`` (the masked LM's forwards), ``device_seconds`` their sum, and
+    ``ppl_seconds`` (SmolLM2's perplexities of the results, its loading included) and ``host_seconds``
+    the rest of the wall (tokenising, padding, the search itself, writing); the mean
+    ``texts_per_forward`` and ``masked_per_forward``."""
+    clf, mlm, texts, forwards, masked, mlm_forwards = engine_counters(attack) - since
+    device = clf + mlm
+    out = {"wall_seconds": round(wall, 3), "device_seconds": round(device, 3),
+           "classifier_seconds": round(clf, 3), "mlm_seconds": round(mlm, 3), "ppl_seconds": round(ppl, 3),
+           "host_seconds": round(max(wall - device - ppl, 0.0), 3)}
     if forwards:
         out["texts_per_forward"] = round(texts / forwards, 1)
     if mlm_forwards:
@@ -223,10 +241,11 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
     if contexts is not None:
         settings["perturb_side"] = side
     local = backend is None or isinstance(backend, SerialBackend)
-    wall0, counters0 = time.perf_counter(), engine_counters(attack)
     with ResumableRun(output, resume=resume, progress=progress, command="attack", config=settings,
                       shard=shard) as run, frozen_heap():
         _check_previous_texts(output, run.previous, ids, texts)
+        wall0, counters0 = time.perf_counter(), engine_counters(attack)  # this run's work: not the file's reading
+        ppl_seconds = 0.0
         for r in run.previous:
             summary.add(r)
         jobs = [(id_, (texts[i], None if labels is None else int(labels[i]), None if contexts is None else contexts[i]))
@@ -235,6 +254,7 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
                                    backend=backend, cost=lambda job: len(job[0].split()),  # neighbourhoods grow with length
                                    group=in_flight_for(attack.classifier, in_flight)):
             rec = {"id": id_, **rec}
+            ppl_seconds += float(rec.get("ppl_seconds") or 0.0)
             run.write(rec)
             summary.add(rec)
             if on_result:
@@ -242,7 +262,7 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
             run.show(success=f"{summary.counts['success']}/{summary.attacked}", rate=summary.success_rate)
         out = summary.to_dict()
         if local:  # where this run's time went: inside the model forwards, or on the host around them
-            out.update(engine_summary(attack, counters0, time.perf_counter() - wall0))
+            out.update(engine_summary(attack, counters0, time.perf_counter() - wall0, ppl_seconds))
         labels = getattr(getattr(attack.classifier, "classifier", attack.classifier), "label_summary", None)
         if labels is not None:  # an OpenAI-compatible endpoint: how it was scored, and unknown completions
             out.update(labels())
