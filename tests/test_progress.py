@@ -168,3 +168,28 @@ def test_the_bar_and_its_counts_agree_in_every_frame():
     frames = re.findall(r"(\d+)/6 \[[^\r\n]*?done=(\d+)/", _on_a_terminal(100, COUNTED))
     assert frames and frames[-1] == ("6", "6"), frames
     assert all(int(done) <= int(n) for n, done in frames), frames
+
+
+def test_an_attack_says_its_time_before_it_spends_it(tmp_path):
+    """After the cost line (queries), once the model is loaded: its pace measured here and what the
+    queries make in time — before the first progress line; the patch-word ranking says when it is done."""
+    (tmp_path / "p.py").write_text(PLUGIN)
+    data = tmp_path / "d.csv"
+    data.write_text("text,label\na moving and wonderful film,1\nan honest and moving story,1\n")
+    env = {**os.environ, "TEXTAUDIT_PROGRESS_SECONDS": "0"}
+    r = subprocess.run([sys.executable, "-m", "textaudit", "attack", "--model", f"{tmp_path / 'p.py'}:classify",
+                        "--method", "so-enum", "--k", "1", "--kappa", "5", "--data", str(data), "--no-ppl"],
+                       capture_output=True, text=True, env=env, timeout=1800)
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    cost = next(i for i, ln in enumerate(lines) if ln.startswith("cost: up to "))
+    queries = int(lines[cost].split("up to ")[1].split(" ")[0].replace(",", ""))
+    time_line = next(i for i, ln in enumerate(lines) if ln.startswith("time: p.py:classify answers about "))
+    m = re.search(r"answers about ([\d,]+) texts/s here: up to (\S+) per example on the classifier alone "
+                  r"\(up to (\S+) for 2\)", lines[time_line])
+    assert m, lines[time_line]
+    assert queries > 0 and int(m.group(1).replace(",", "")) > 0
+    ranking = next(i for i, ln in enumerate(lines) if ln.startswith("ranking patch words for p.py:classify"))
+    ranked = next(i for i, ln in enumerate(lines) if re.match(r"ranked patch words for p\.py:classify in [\d.]+ s; attacking", ln))
+    first_progress = next(i for i, ln in enumerate(lines) if ln.startswith("so-enum k=1: "))
+    assert cost < time_line < ranking < ranked < first_progress, r.stderr

@@ -29,7 +29,7 @@ from typing import Any
 
 from textaudit.device import notice_if_busy
 
-__all__ = ["progress", "LogProgress", "log_interval", "quiet_third_party_bars", "eta_text", "FIRST_LINE_SECONDS"]
+__all__ = ["progress", "LogProgress", "log_interval", "quiet_third_party_bars", "eta_text", "duration", "FIRST_LINE_SECONDS"]
 
 #: the longest a plain-lines log waits for its second line (the first comes when the work starts)
 FIRST_LINE_SECONDS = 10.0
@@ -60,7 +60,7 @@ def log_interval() -> float:
         return 30.0
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
     s = int(round(seconds))
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
@@ -70,7 +70,7 @@ def eta_text(elapsed: float, done: float, remaining: float) -> str | None:
     ``remaining`` is left; None before anything is done or after everything is."""
     if done <= 0 or remaining <= 0 or elapsed <= 0:
         return None
-    return f"ETA {_duration(elapsed * remaining / done)}"
+    return f"ETA {duration(elapsed * remaining / done)}"
 
 
 class LogProgress:
@@ -115,7 +115,7 @@ class LogProgress:
         if self.total:
             parts[0] += f" ({100 * self.n / self.total:.0f}%)"
         parts.append(f"{rate:.3g} {self.unit}/s" if rate else f"0 {self.unit}/s")
-        parts.append(f"elapsed {_duration(elapsed)}")
+        parts.append(f"elapsed {duration(elapsed)}")
         if self.total and done and self.n < self.total:
             eta = eta_text(elapsed, *self.cost) if self.cost else eta_text(elapsed, done, self.total - self.n)
             if eta:

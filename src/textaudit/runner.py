@@ -68,13 +68,14 @@ class ResumableRun:
     def results(self, jobs: Sequence[tuple[str, T]], make_worker: Callable[[], Callable[[T], Any]], *, desc: str,
                 unit: str, skip: Callable[[str], bool] | None = None,
                 backend: Backend | None = None, cost: Callable[[T], float] | None = None,
-                group: int | None = None, first: Callable[[T, Any, float], None] | None = None
-                ) -> Iterator[tuple[str, Any]]:
+                group: int | None = None, first: Callable[[T, Any, float], None] | None = None,
+                weighted_eta: bool = False) -> Iterator[tuple[str, Any]]:
         """Run the jobs still to do (default: id not in :attr:`done`) in this run's shard on ``backend``
         (default: here, in order) with the workers ``make_worker`` builds; yield ``(id, work(job))`` as
         jobs finish, advancing the progress bar. ``cost(job)``: its expected work, relative to the
-        others (several workers start the costliest first; the ETA is weighted by it, asked again
-        after each job, so a cost that ``first`` refines counts from then on); ``group``: jobs a worker
+        others (several workers start the costliest first; with ``weighted_eta`` the ETA is weighted
+        by it, asked again after each job, so a cost that ``first`` refines counts from then on — for
+        work whose cost is known, not for searches that stop at their first find); ``group``: jobs a worker
         keeps in flight (:meth:`Backend.map <textaudit.backends.Backend.map>`). ``first(job, result,
         seconds)``: called once the first job is done — it runs alone, so that its seconds measure
         one job (a cost estimate to say before the rest is spent) — before the others start."""
@@ -90,7 +91,7 @@ class ResumableRun:
             for job_id, result in runner.map(make_worker, batch, cost, group):
                 if first is not None and batch is batches[0] and len(batches) > 1:
                     first(left[job_id], result, time.monotonic() - t0)
-                if cost is not None:
+                if weighted_eta and cost is not None:
                     done_cost += cost(left.pop(job_id))
                     self._cost = (done_cost, sum(cost(j) for j in left.values()))
                     weigh(self._bar, *self._cost, self._fields)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -50,24 +51,48 @@ from textaudit.fairness.pairs import load_pairs_file
 from textaudit.lm import LazyCausalLM
 from textaudit.models import load_classifier
 from textaudit.neighborhoods.mlm import load_mlm
+from textaudit.progress import duration
 from textaudit.sentence import check_language, guess_language
 
 METHOD_HELP = (" | ".join(METHODS) + " | textattack:<recipe> (default: so-enum if k <= 2 else so-beam). "
                + "; ".join(f"{name}: {spec.summary}" for name, spec in METHODS.items()))
 
 
-def say_cost(method: str, k: int | None, beam: int | None, kappa: int | None, texts) -> None:
+def say_cost(method: str, k: int | None, beam: int | None, kappa: int | None, texts) -> int | None:
     """Before a run: at most how many classifier queries one example may cost, for the data's
-    median sentence, and how to make a first try quick."""
+    median sentence, and how to make a first try quick; that bound (None: the method has none)."""
     import statistics
 
     spec_k = k if k is not None else (2 if method == "so-enum" else 6)
     words = int(statistics.median(sum(w.isalpha() for w in t.split()) for t in texts)) if len(texts) else 0
     est = estimate_queries(method, spec_k, words, beam=beam or 20, kappa=kappa or 20)
-    if est is not None:
-        n, how = est
-        notice(f"cost: up to {n:,} classifier queries per example ({how}); a search stops at its first vulnerable "
-               "example, usually far sooner. A quick first try: --k 2 --limit 5, or cap it with --max-queries")
+    if est is None:
+        return None
+    n, how = est
+    notice(f"cost: up to {n:,} classifier queries per example ({how}); a search stops at its first vulnerable "
+           "example, usually far sooner. A quick first try: --k 2 --limit 5, or cap it with --max-queries")
+    return n
+
+
+#: texts of the data timed for the classifier's pace (asked first by the attack anyway: then cached)
+PACE_TEXTS = 8
+
+
+def say_time(clf, texts, queries: int | None, examples: int) -> None:
+    """Once the classifier is loaded: its pace here, measured on the data's first texts (the attack asks
+    for their predictions first anyway, and then reads them from the cache), and what that makes of
+    the cost line's queries in time — the classifier's share; the masked LM adds its own, and the
+    progress line's ETA (after the first example) is the better guide."""
+    sample = [t for t in texts[:PACE_TEXTS] if isinstance(t, str)]
+    if not sample or queries is None or getattr(clf, "remote", False):  # an endpoint's queries are not spent on this
+        return
+    t0 = time.perf_counter()
+    clf.predict_proba(sample)
+    pace = len(sample) / max(time.perf_counter() - t0, 1e-6)
+    per = queries / pace
+    notice(f"time: {clf.name} answers about {pace:,.0f} texts/s here: up to {duration(per)} per example on the "
+           f"classifier alone (up to {duration(per * examples)} for {examples}), usually far less; the ETA comes "
+           "after the first example")
 
 
 @app.command(cls=AuditCommand)
@@ -139,9 +164,11 @@ def attack(
                       default_split="dev", limit=limit, sample=sample, seed=seed)
     if chosen is None:
         notice(f"method: {method} (the default for {'k <= 2' if method == 'so-enum' else 'k > 2'}; choose with --method)")
-    say_cost(method, k, beam, kappa, ds["text"])
+    queries = say_cost(method, k, beam, kappa, ds["text"])
     runner.start()  # workers import their libraries while the models load here
     clf = load_classifier(model)
+    if pair_column is None and part is None:  # (a shard attacks only some of the data's first texts)
+        say_time(clf, list(ds["text"]), queries, len(ds))
     options["mlm"] = load_mlm(mlm) if spec.needs_mlm else None
     # SmolLM2 is loaded on first use: a run (or a --resume) without a success never loads it
     lm = LazyCausalLM() if ppl or lm_constraint else None
@@ -153,7 +180,9 @@ def attack(
     texts, contexts = split_sides(ds, perturb_side)
     if hasattr(atk, "rank_patch_words"):
         notice(f"ranking patch words for {clf.name} ...")
+        t0 = time.perf_counter()
         atk.rank_patch_words(texts, side)
+        notice(f"ranked patch words for {clf.name} in {time.perf_counter() - t0:.1f} s; attacking")
     if not ppl:
         lm = None
     summary, records = run_attack(atk, texts, ds["label"], ids=ds["id"], output=output, resume=resume, ppl=lm,

@@ -446,7 +446,7 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
                 cost.measure(job, scored[0].distance)
                 cost.say_estimate([j for _, j in todo], job, len(scored[0].texts), seconds)
         for uid, scored in run.results(todo, make_worker, desc=f"bias k<={k}", unit="unit", skip=lambda _: False,
-                                       backend=backend, cost=cost.sentences, first=first,
+                                       backend=backend, cost=cost.sentences, first=first, weighted_eta=True,
                                        group=in_flight_for(estimator.classifier, in_flight)):
             pair, src, sampled_k = job_of[uid]
             for n, u in zip(names, scored):

@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from textaudit.fairness.pairs import Source
-from textaudit.progress import _duration
+from textaudit.progress import duration
 
 __all__ = ["BiasCost", "PRIOR_PER_POSITION"]
 
@@ -81,7 +81,7 @@ class BiasCost:
         rest = total - first_sentences
         pace = first_sentences / seconds if seconds > 0 else float("inf")
         shown = ", ".join(f"k={j}: {'' if j == 0 else '~'}{int(round(n)):,}" for j, n in sorted(per.items()))
-        eta = _duration(rest / pace) if np.isfinite(pace) and rest > 0 else "0s"
+        eta = duration(rest / pace) if np.isfinite(pace) and rest > 0 else "0s"
         print(f"cost: about {int(round(total)):,} neighbourhood sentences to score ({shown}; estimated from the first "
               f"unit: {first_sentences:,} sentences in {seconds:.1f} s) — about {eta} more at that pace; "
               "--max-sources N or a smaller --k bounds it", file=sys.stderr, flush=True)
