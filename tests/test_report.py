@@ -544,3 +544,55 @@ def test_an_attack_page_with_more_vulnerable_examples_than_it_shows_says_so(tmp_
     md = render_report([tmp_path / "many.jsonl"], "md")
     assert "showing the first 12 of 15 vulnerable examples" in md and "every one is in many.jsonl" in md
     assert "showing the first" not in render_report([tmp_path / "few.jsonl"], "md")  # all shown: nothing to say
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(p.name for p in (Path(__file__).parent.parent / "examples").glob("*.toml")))
+def test_every_example_suite_runs_end_to_end(name, cli, tmp_path):
+    """Each suite in examples/ as shipped, run with small limits on its own (real) zoo models, trained
+    small here: every audit runs, every threshold gets a value (met or not), the report is written.
+    The shipped ci-gate once stopped after its attacks: its [suite] limit had cut the bias data too."""
+    import sys
+
+    from textaudit.models.zoo import train_model
+    from textaudit.suite import load_suite
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    spec = tomllib.loads((Path(__file__).parent.parent / "examples" / name).read_text())
+    models = set(spec.get("compare", {}).get("models", [])) | set(spec.get("certify", {}).get("models", []))
+    models |= {spec["bias"]["model"]} if "bias" in spec else set()
+    for m in sorted(models):
+        train_model(m, max_train=1500, epochs=1, progress=False)
+    # the file as shipped, its sizes made small: 6 examples (a first-order cell needs one the model gets
+    # right), k = 1 (SO-Beam and SO-Enum), 3 sources
+    small = (Path(__file__).parent.parent / "examples" / name).read_text()
+    small = re.sub(r"(?m)^limit = \d+", "limit = 6", small)
+    small = re.sub(r'(?m)^output_dir = "[^"]*"', f'output_dir = "{tmp_path / "out"}"', small)
+    small = small.replace("[compare]\n", "[compare]\nk = 1\n", 1)
+    small = re.sub(r"(?m)^max_sources = \d+", "max_sources = 3", small)
+    if "[bias]" in small and "max_sources" not in small:
+        small = small.replace("[bias]\n", "[bias]\nmax_sources = 3\n", 1)
+    suite = tmp_path / name
+    suite.write_text(small)
+    assert load_suite(suite).get("suite", "limit") == 6
+    r = cli("run", str(suite), "--json")
+    assert r.exit_code in (0, 1), r.output  # thresholds met or not: the gate's verdict, not an error
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["checks"] and all(c["value"] is not None for c in out["checks"]), out["checks"]
+    assert Path(out["report"]).is_file()
+
+
+def test_a_suite_whose_data_holds_no_pair_stops_before_its_attacks(cli, tmp_path):
+    """Said in one line before any audit runs (it was said after minutes of attacks), naming the
+    [bias] limit that cut the data and the suite's way to bound the work instead."""
+    (tmp_path / "d.tsv").write_text("label\ttext\n1\ta fine film .\n0\ta dull film .\n1\the is great here .\n")
+    (tmp_path / "t.toml").write_text(
+        f'[suite]\ndata = "{tmp_path / "d.tsv"}"\nlimit = 2\n[compare]\nmodels = ["cnn"]\nmethods = ["so-beam"]\n'
+        '[bias]\nmodel = "cnn"\npairs = ["he,she"]\nk = 1\nlimit = 2\n')
+    r = cli("run", str(tmp_path / "t.toml"))
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    assert "[bias] limit = 2 cuts the data X_p is drawn from" in r.output and "max_sources = N" in r.output, r.output
+    assert not any((tmp_path / "t").rglob("*.jsonl"))  # no attack ran (cnn was not even trained)

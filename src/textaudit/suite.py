@@ -13,10 +13,11 @@ results must meet::
     models = ["cnn"]
     methods = ["so-beam", "genetic"]
 
-    [bias]                           # B_{p,k} as audit bias
-    model = "cnn"
+    [bias]                           # B_{p,k} as audit bias, over the whole data: [suite] limit
+    model = "cnn"                    # counts examples to attack, and few of them would hold the pair
     pairs = ["he,she"]
     k = 1
+    max_sources = 30                 # bounds the work: the first 30 sentences of X_p per pair
 
     [certify]                        # IBP certification
     models = ["cnn-ibp"]
@@ -47,7 +48,7 @@ __all__ = ["Suite", "Check", "load_suite", "run_suite", "check_thresholds"]
 
 SECTIONS = {"suite": {"name", "data", "limit", "output_dir", "report", "seed"},
             "compare": {"models", "methods", "k", "mlm"},
-            "bias": {"model", "pairs", "k", "mlm", "enumerate_k", "sample", "ci"},
+            "bias": {"model", "pairs", "k", "mlm", "enumerate_k", "sample", "ci", "max_sources", "limit"},
             "certify": {"models"},
             "thresholds": None}
 ATTACK_METRICS = ("success_rate", "mean_l0", "sec_per_example", "queries_per_example", "success_rate_ci_low",
@@ -71,6 +72,7 @@ SECTION_KEYS: dict[str, dict[str, tuple[str, Callable[[Any], bool]]]] = {
     "suite": SUITE_KEYS,
     "compare": {"k": _INT(1), "mlm": ("a masked LM name", _NAME)},
     "bias": {"k": _INT(0), "mlm": ("a masked LM name", _NAME), "enumerate_k": _INT(0), "sample": _INT(2),
+             "max_sources": _INT(1), "limit": _INT(1),
              "ci": ("clustered or bootstrap", lambda v: v in ("clustered", "bootstrap"))},
 }
 
@@ -263,6 +265,7 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
     from textaudit.attacks.compare import run_compare
     from textaudit.data import dataset_id, load_dataset
     from textaudit.fairness import CounterfactualBias, parse_pair, run_bias
+    from textaudit.fairness.pairs import check_some_source
     from textaudit.formats.jsonl import check_output, read_jsonl, write_results
     from textaudit.models import load_classifier
     from textaudit.neighborhoods.mlm import load_mlm
@@ -276,6 +279,12 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
     data_id = dataset_id(data, "dev")
     results: dict[str, Any] = {}
     inputs: list[Path] = []
+    if "bias" in suite.spec:  # data that holds no pair is said before any audit runs, not after the attacks
+        pairs = [parse_pair(p) for p in suite.get("bias", "pairs")]
+        bias_limit = suite.get("bias", "limit")
+        bias_data = load_dataset(data, default_split="dev", limit=bias_limit, require_labels=False)
+        check_some_source(pairs, list(bias_data["text"]), bias_data["id"], None, limit=bias_limit,
+                          limit_name="[bias] limit =", bound="[bias] max_sources = N")
     if "compare" in suite.spec:
         results["compare"] = run_compare(suite.get("compare", "models"), suite.get("compare", "methods"), out / "compare",
                                          data=data, limit=limit, k=suite.get("compare", "k"),
@@ -283,15 +292,14 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
         inputs.append(out / "compare")
     if "bias" in suite.spec:
         k = suite.get("bias", "k", 3)
-        pairs = [parse_pair(p) for p in suite.get("bias", "pairs")]
         est = CounterfactualBias(load_classifier(suite.get("bias", "model")),
                                  load_mlm(suite.get("bias", "mlm")) if k > 0 else None, seed=seed,
                                  enumerate_k=suite.get("bias", "enumerate_k", 2), sample=suite.get("bias", "sample", 200),
                                  ci=suite.get("bias", "ci", "clustered"))
-        ds = load_dataset(data, default_split="dev", limit=limit, require_labels=False)
         path = out / "bias.jsonl"
-        results["bias"] = run_bias(est, pairs, k, list(ds["text"]), ids=ds["id"],
-                                   output=path, resume=path.exists(), config={"data": data_id}, progress=progress)
+        results["bias"] = run_bias(est, pairs, k, list(bias_data["text"]), ids=bias_data["id"], output=path,
+                                   resume=path.exists(), config={"data": data_id, **({"limit": bias_limit} if bias_limit else {})},
+                                   max_sources=suite.get("bias", "max_sources"), progress=progress)
         inputs.append(path)
     if "certify" in suite.spec:
         from textaudit.models.zoo.ibp import certify_classifier

@@ -44,6 +44,7 @@ from textaudit.fairness import CounterfactualBias, load_pairs_file, parse_pair, 
 from textaudit.fairness.bias import BIAS_COLUMNS, K0_NOTE, bias_rows, small_samples
 from textaudit.fairness.estimates import CI_METHODS
 from textaudit.fairness.groups import group_pairs
+from textaudit.fairness.pairs import check_some_source
 from textaudit.fairness.plots import plot_bias
 from textaudit.models import load_classifier
 from textaudit.models.batched import PairView
@@ -119,7 +120,7 @@ def bias(
     ds = load_dataset(data, text_column=text_column, pair_column=pair_column, default_split="dev", limit=limit,
                       sample=sample_examples, seed=seed, require_labels=False)
     texts, contexts = split_sides(ds, perturb_side)
-    _check_some_source(pairs, texts, ds["id"], contexts, lang, limit=limit, sample=sample_examples)
+    check_some_source(pairs, texts, ds["id"], contexts, lang, limit=limit, sample=sample_examples)
     runner.start()  # workers import their libraries while the models load here
     masked_lm = load_mlm(mlm) if k > 0 else None
     opts = dict(kappa=kappa, delta=delta, enumerate_k=enumerate_k, sample=sample, seed=seed, ci=ci, side=perturb_side,
@@ -167,21 +168,3 @@ def bias(
                 bias_rows(results, classes))
     if any(kk == 0 for per_pair in results.values() for by_k in per_pair.values() for kk in by_k):
         typer.echo(K0_NOTE)
-
-
-def _check_some_source(pairs, texts, ids, contexts, language: str, *, limit: int | None, sample: int | None) -> None:
-    """Before any model loads: some pair must have X_p in the data. When --limit or --sample-examples cut the
-    data, say so — they cut the sentences X_p is drawn from; --max-sources bounds the work instead."""
-    from textaudit.fairness.pairs import measurable_sources
-
-    if any(measurable_sources(texts, p, ids, contexts, language) for p in pairs):
-        return
-    words = " or ".join(f"one '{a}' or one '{b}'" for a, b in pairs[:3]) + (" …" if len(pairs) > 3 else "")
-    if limit is not None or sample is not None:
-        cut = f"--limit {limit}" if limit is not None else f"--sample-examples {sample}"
-        raise TextAuditError(f"none of the {len(texts)} sentences {cut} keeps contains exactly {words}: {cut} cuts the "
-                             "data X_p is drawn from; to bound the work, keep the data and give --max-sources N")
-    if len(pairs) > 1:  # the words run_bias uses for a group, said before any model loads
-        raise TextAuditError(f"none of the {len(pairs)} pairs can be measured on this data and model: no sentence of "
-                             "the data holds exactly one of their words; choose other pairs or other data")
-    raise TextAuditError(f"no sentence of the data contains exactly {words}; choose another pair or other data")

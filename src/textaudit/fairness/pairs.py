@@ -14,7 +14,8 @@ from typing import Sequence
 from textaudit.errors import TextAuditError
 from textaudit.sentence import Sentence
 
-__all__ = ["GENDER_PAIRS", "GROUPS", "parse_pair", "load_pairs_file", "Source", "find_sources", "measurable_sources"]
+__all__ = ["GENDER_PAIRS", "GROUPS", "parse_pair", "load_pairs_file", "Source", "find_sources", "measurable_sources",
+           "check_some_source"]
 
 #: The gender pairs the Double Perturbation paper reports (§4.2, Fig. 5/Table 5).
 GENDER_PAIRS: list[tuple[str, str]] = [("he", "she"), ("his", "her"), ("him", "her"), ("men", "women"),
@@ -93,3 +94,19 @@ def measurable_sources(texts: Sequence[str], pair: tuple[str, str], ids: Sequenc
     return [s for s in find_sources(texts, pair, ids, contexts, language) if sum(t.isalpha() for t in s.sentence.tokens) >= 2]
 
 
+def check_some_source(pairs: Sequence[tuple[str, str]], texts: Sequence[str], ids: Sequence[str] | None,
+                      contexts: Sequence[str] | None, language: str = "en", *, limit: int | None = None,
+                      sample: int | None = None, limit_name: str = "--limit", bound: str = "--max-sources N") -> None:
+    """Before any model loads: some pair must have X_p in the data. When --limit or --sample-examples cut the
+    data, say so — they cut the sentences X_p is drawn from; --max-sources bounds the work instead."""
+    if any(measurable_sources(texts, p, ids, contexts, language) for p in pairs):
+        return
+    words = " or ".join(f"one '{a}' or one '{b}'" for a, b in pairs[:3]) + (" …" if len(pairs) > 3 else "")
+    if limit is not None or sample is not None:
+        cut = f"{limit_name} {limit}" if limit is not None else f"--sample-examples {sample}"
+        raise TextAuditError(f"none of the {len(texts)} sentences {cut} keeps contains exactly {words}: {cut} cuts the "
+                             f"data X_p is drawn from; to bound the work, keep the data and give {bound}")
+    if len(pairs) > 1:  # the words run_bias uses for a group, said before any model loads
+        raise TextAuditError(f"none of the {len(pairs)} pairs can be measured on this data and model: no sentence of "
+                             "the data holds exactly one of their words; choose other pairs or other data")
+    raise TextAuditError(f"no sentence of the data contains exactly {words}; choose another pair or other data")
