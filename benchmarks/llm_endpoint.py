@@ -2,11 +2,13 @@
 
     TEXTAUDIT_DATA=../shared/data python benchmarks/llm_endpoint.py [--limit 100] [--attack-limit 10]
         [--path /v1/completions] [--max-tokens 3] [--verbalisers builtin|single] [--same-context]
-        [--kappa 20] [--skip-evaluate] [--json]
+        [--zero-shot] [--kappa 20] [--skip-evaluate] [--json]
 
 Starts ``transformers serve`` (``pip install 'transformers[serving]'``) on 127.0.0.1 with the
 shipped SmolLM2-135M (the GGUF's weights saved as a HuggingFace folder, as ``llm:smollm2`` loads
-them), which takes one prompt per request and returns no log-probabilities. Then, with the built-in sentiment prompt:
+them), which takes one prompt per request and returns no log-probabilities. Then, with the built-in sentiment prompt
+(label-only, the endpoint is shown its ``[[endpoint.examples]]`` and stops at a line break;
+``--zero-shot`` leaves the examples out, as before they were chosen):
 
 1. ``audit evaluate`` of the endpoint on the first ``--limit`` SST-2 dev sentences (label-only, found
    out by the probe; the share of unknown completions) and of ``llm:smollm2`` (the same weights and
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import tomllib
 import os
 import socket
 import subprocess
@@ -71,6 +74,35 @@ def start_server(model: str, log: Path) -> tuple[subprocess.Popen, str]:
             time.sleep(0.5)
 
 
+def to_toml(spec: dict) -> str:
+    """A prompt file's dict as TOML (strings as JSON writes them: TOML's basic strings read them alike)."""
+    out = [f"template = {json.dumps(spec['template'])}", "", "[labels]"]
+    out += [f"{name} = {json.dumps(words)}" for name, words in spec["labels"].items()]
+    endpoint = dict(spec.get("endpoint", {}))
+    examples = endpoint.pop("examples", [])
+    out += ["", "[endpoint]"] + [f"{k} = {json.dumps(v)}" for k, v in endpoint.items()]
+    for ex in examples:
+        out += ["", "[[endpoint.examples]]", f"text = {json.dumps(ex['text'])}", f"label = {json.dumps(ex['label'])}"]
+    return "\n".join(out) + "\n"
+
+
+def serve_smollm2(work: Path) -> tuple[subprocess.Popen, str]:
+    """``transformers serve`` of the shipped SmolLM2 on 127.0.0.1 (weights written under ``work``)."""
+    # transformers serve's own GGUF loading (<dir>:<file>.gguf) fails on this file (the GGUF's config
+    # names no architecture: "config.architectures[0]" is None); the same weights saved as a
+    # HuggingFace folder (what llm:smollm2 loads) serve fine
+    from textaudit.lm import load_lm
+
+    model, tok, _ = load_lm("smollm2")
+    model.config.architectures = [type(model).__name__]
+    plain = type(model)(model.config)  # a GGUF-loaded model refuses save_pretrained: copy its weights out
+    plain.load_state_dict(model.state_dict())
+    plain.save_pretrained(work / "smollm2")
+    tok.save_pretrained(work / "smollm2")
+    del model, plain
+    return start_server(str(work / "smollm2"), work / "serve.log")
+
+
 def audit(*args: str) -> tuple[dict, str]:
     r = subprocess.run([sys.executable, "-m", "textaudit", *args, "--json"], capture_output=True, text=True)
     if r.returncode != 0:
@@ -85,7 +117,9 @@ def main() -> None:
     ap.add_argument("--kappa", type=int, default=20, help="κ of the attack's neighbourhood (5: about a quarter of the requests)")
     ap.add_argument("--skip-evaluate", action="store_true", help="only the attack")
     ap.add_argument("--path", default="/v1/completions")
-    ap.add_argument("--max-tokens", type=int, default=3, help="[endpoint] max_tokens of the label-only completions")
+    ap.add_argument("--max-tokens", type=int, default=None, help="[endpoint] max_tokens of the label-only completions "
+                    "(default: the built-in prompt's)")
+    ap.add_argument("--zero-shot", action="store_true", help="without the built-in prompt's [[endpoint.examples]]")
     ap.add_argument("--verbalisers", choices=["builtin", "single"], default="builtin")
     ap.add_argument("--same-context", action="store_true", help="the endpoint's prompt starts with <|endoftext|>")
     ap.add_argument("--json", action="store_true")
@@ -93,35 +127,23 @@ def main() -> None:
 
     gguf = Path(resolve("smollm2"))
     work = Path(tempfile.mkdtemp(prefix="llm-endpoint-"))
-    builtin = DEFAULT_PROMPT.read_text()
+    spec = tomllib.loads(DEFAULT_PROMPT.read_text())  # the built-in prompt, as both models read it
     if args.verbalisers == "single":
-        builtin = builtin.split("[labels]")[0] + '[labels]\nnegative = ["negative"]\npositive = ["positive"]\n'
-    local_prompt = work / "local.toml"  # what llm:smollm2 reads
-    local_prompt.write_text(builtin)
-    prompt = work / "sentiment.toml"  # the endpoint's: the same, with the completion length
-    template = 'template = "Review: {text}\\nSentiment:"'
-    assert template in builtin, "the built-in prompt's template changed: update this benchmark"
-    endpoint_prompt = builtin.replace(template, 'template = "<|endoftext|>Review: {text}\\nSentiment:"') \
-        if args.same_context else builtin
-    prompt.write_text(endpoint_prompt + f"\n[endpoint]\nmax_tokens = {args.max_tokens}\n")
-    # transformers serve's own GGUF loading (<dir>:<file>.gguf) fails on this file (the GGUF's config
-    # names no architecture: "config.architectures[0]" is None); the same weights saved as a
-    # HuggingFace folder (what llm:smollm2 loads) serve fine
-    from textaudit.lm import load_lm
-
-    model, tok, _ = load_lm("smollm2")
-    model.config.architectures = [type(model).__name__]
-    plain = type(model)(model.config)  # a GGUF-loaded model refuses save_pretrained: copy its weights out
-    plain.load_state_dict(model.state_dict())
-    plain.save_pretrained(work / "smollm2")
-    tok.save_pretrained(work / "smollm2")
-    del model, plain
+        spec["labels"] = {"negative": ["negative"], "positive": ["positive"]}
+    if args.same_context:
+        spec["template"] = "<|endoftext|>" + spec["template"]
+    if args.max_tokens is not None:
+        spec["endpoint"]["max_tokens"] = args.max_tokens
+    if args.zero_shot:
+        spec["endpoint"].pop("examples", None)
+    prompt = local_prompt = work / "sentiment.toml"
+    prompt.write_text(to_toml(spec))
     t0 = time.perf_counter()
-    proc, base = start_server(str(work / "smollm2"), work / "serve.log")
+    proc, base = serve_smollm2(work)
     print(f"transformers serve {gguf.name} (as a folder) on {base} (up in {time.perf_counter() - t0:.0f} s)", flush=True)
     url = base + args.path
     out: dict = {"url_path": args.path, "limit": args.limit, "verbalisers": args.verbalisers,
-                 "same_context": args.same_context}
+                 "same_context": args.same_context, "zero_shot": args.zero_shot}
     try:
         if not args.skip_evaluate:
             common = ["--prompt-file", str(prompt), "--data", "sst2:dev", "--limit", str(args.limit)]

@@ -1,6 +1,15 @@
 """Choose the built-in sentiment prompt of ``llm:`` models on SST-2 *train* (dev and test never read).
 
     TEXTAUDIT_DATA=../shared/data python benchmarks/llm_prompt_choice.py [--model smollm2] [--n 400] [--seed 0]
+    TEXTAUDIT_DATA=../shared/data python benchmarks/llm_prompt_choice.py --endpoint [--n 200] [--chat]
+
+``--endpoint``: the prompt of *label-only* endpoints instead (``[endpoint]`` and
+``[[endpoint.examples]]`` of the built-in prompt). A server that returns no log-probabilities must
+answer with a verbaliser; the candidates (the built-in template with 0, 1 or 2 few-shot examples per
+class from train, in either order, each completion stopped at the first line break) are scored
+through ``transformers serve`` of the shipped SmolLM2 (as ``benchmarks/llm_endpoint.py`` starts it),
+by textaudit's own label-only reading: accuracy (an unknown answer is wrong) and the unknown share.
+``--chat`` scores the winner through ``/v1/chat/completions`` too.
 
 Scores every candidate below (templates × verbaliser sets, zero-shot; with --few-shot also with
 few-shot examples drawn from train) on N train sentences drawn with --seed, none of them a few-shot
@@ -13,6 +22,8 @@ from __future__ import annotations
 
 import argparse
 import time
+
+import numpy as np
 
 TEMPLATES = {
     "review": "Review: {text}\nSentiment:",
@@ -34,7 +45,11 @@ def main() -> None:
     ap.add_argument("--shots", type=int, default=4, help="few-shot examples per class in the few-shot candidates")
     ap.add_argument("--few-shot", action="store_true", help="also score every candidate with few-shot examples")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--endpoint", action="store_true", help="choose the label-only endpoint prompt instead")
+    ap.add_argument("--chat", action="store_true", help="--endpoint: score the winner through chat too")
     args = ap.parse_args()
+    if args.endpoint:
+        return choose_endpoint(args)
 
     import numpy as np
 
@@ -83,6 +98,97 @@ def main() -> None:
           f"accuracy {best[0]:.4f} {best[4]}")
     if best[3] == "few":
         print("few-shot examples (train rows):", shots_idx)
+
+
+def train_split(n: int, shots_per_class: int, seed: int) -> tuple[list, list, np.ndarray]:
+    """Few-shot examples (the first short sentences of each class in a seeded order) and ``n`` other
+    train sentences with their labels."""
+    from textaudit.data import load_dataset
+
+    train = load_dataset("sst2:train")
+    order = np.random.default_rng(seed).permutation(len(train))
+    shots: dict[int, list] = {0: [], 1: []}
+    used = set()
+    for i in order:
+        row = train[int(i)]
+        y = int(row["label"])
+        if len(shots[y]) < shots_per_class and 6 <= len(row["text"].split()) <= 16:
+            shots[y].append(row["text"])
+            used.add(int(i))
+        if all(len(v) == shots_per_class for v in shots.values()):
+            break
+    rest = [int(i) for i in order if int(i) not in used][:n]
+    return shots[0], shots[1], (np.array([train[i]["text"] for i in rest], dtype=object),
+                                np.array([train[i]["label"] for i in rest]))
+
+
+def endpoint_candidates(neg: list[str], pos: list[str]) -> dict[str, str]:
+    """Prompt files (TOML text) of the label-only candidates: the built-in template and labels, a
+    stop at the first line break, and 0, 1 or 2 examples per class, negative or positive last."""
+    import json as _json
+
+    from textaudit.models.prompt import DEFAULT_PROMPT
+
+    base = "\n".join(line for line in DEFAULT_PROMPT.read_text().split("[endpoint]")[0].splitlines()
+                     if not line.startswith("#"))
+
+    def toml(examples: list[tuple[str, str]]) -> str:
+        shots = "".join(f"\n[[endpoint.examples]]\ntext = {_json.dumps(t)}\nlabel = \"{lab}\"\n" for t, lab in examples)
+        return base + '\n[endpoint]\nstop = ["\\n"]\nmax_tokens = 3\n' + shots
+
+    out = {"0-shot": toml([])}
+    for k in (1, 2):
+        pairs_np = [x for i in range(k) for x in ((neg[i], "negative"), (pos[i], "positive"))]
+        pairs_pn = [x for i in range(k) for x in ((pos[i], "positive"), (neg[i], "negative"))]
+        out[f"{k}+{k} ending positive"] = toml(pairs_np)
+        out[f"{k}+{k} ending negative"] = toml(pairs_pn)
+    return out
+
+
+def choose_endpoint(args) -> None:
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from llm_endpoint import serve_smollm2
+
+    neg, pos, (texts, labels) = train_split(args.n, 2, args.seed)
+    work = Path(tempfile.mkdtemp(prefix="prompt-choice-"))
+    proc, base = serve_smollm2(work)
+    rows = []
+    try:
+        cands = endpoint_candidates(neg, pos)
+        for name, toml in cands.items():
+            f = work / (name.replace(" ", "_").replace("+", "p") + ".toml")
+            f.write_text(toml)
+            rows.append((*score_endpoint(base + "/v1/completions", f, texts, labels), name, f))
+            acc, ci, unk, sec = rows[-1][:4]
+            print(f"completions {name:20s} acc {acc:.4f} {ci}  unknown {unk:.3f}  {len(texts) / sec:.1f} texts/s", flush=True)
+        best = max(rows, key=lambda r: (r[0], -r[2]))
+        print(f"\nbest on {len(texts)} SST-2 train sentences (seed {args.seed}): {best[4]}, accuracy {best[0]:.4f} "
+              f"{best[1]}, unknown {best[2]:.3f}")
+        if args.chat:
+            acc, ci, unk, sec = score_endpoint(base + "/v1/chat/completions", best[5], texts, labels)
+            print(f"chat        {best[4]:20s} acc {acc:.4f} {ci}  unknown {unk:.3f}  {len(texts) / sec:.1f} texts/s")
+        print("\n" + best[5].read_text())
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def score_endpoint(url: str, prompt_file, texts, labels) -> tuple[float, str, float, float]:
+    """Accuracy (unknown is wrong) with its Wilson interval, unknown share and seconds, label-only."""
+    from textaudit.models import load_classifier
+    from textaudit.models.options import ModelOptions
+    from textaudit.stats import format_ci, wilson
+
+    clf = load_classifier(url, options=ModelOptions(prompt_file=prompt_file, scores="labels", concurrency=2))
+    t0 = time.perf_counter()
+    pred = clf.predict_proba(list(texts)).argmax(1)
+    sec = time.perf_counter() - t0
+    right = pred == labels
+    return float(right.mean()), format_ci(wilson(int(right.sum()), len(right))), float((pred == clf.unknown_class).mean()), sec
 
 
 if __name__ == "__main__":

@@ -91,11 +91,12 @@ class OpenAIHandler(BaseHTTPRequestHandler):
             with srv.lock:
                 srv.inflight -= 1
         chat = self.path.endswith("/chat/completions")
-        prompt = body["messages"][0]["content"] if chat else body["prompt"]
+        prompt = body["messages"][-1]["content"] if chat else body["prompt"]  # the text's turn: after any examples
         if srv.mode == "one-prompt" and not isinstance(prompt, str):  # as transformers serve answers a list
             return self._send(400, {"detail": "prompt must be a string."})
         prompts = [prompt] if isinstance(prompt, str) else prompt  # the OpenAI spec: a string or a list
-        texts = [re.fullmatch(r"Review: (.*)\nSentiment:", p, re.S).group(1) for p in prompts]
+        # the text is the last "Review: …\nSentiment:" (few-shot examples, answered, come before it)
+        texts = [re.search(r"(?:^|\n\n)Review: ((?:(?!\n\nReview: ).)*)\nSentiment:$", p, re.S).group(1) for p in prompts]
         with srv.lock:
             probs = srv.model.predict_proba(texts)
         if srv.mode in ("no-logprobs", "gibberish", "fewer"):  # text only: the argmax class's verbaliser
@@ -728,3 +729,38 @@ def test_a_key_no_header_can_carry_is_one_line_that_does_not_show_it(cli, tmp_pa
     r = cli("evaluate", "--model", "http://127.0.0.1:9/v1/completions", "--data", str(tmp_path / "d.tsv"))
     assert r.exit_code == 2 and "holds a non-ASCII character" in r.output and "Traceback" not in r.output
     assert "clé" not in r.output and "secrète" not in r.output
+
+
+@pytest.mark.parametrize("path", ["/v1/completions", "/v1/chat/completions"])
+def test_a_label_only_endpoint_is_shown_the_answer_form_by_the_built_in_prompt(openai_server, zoo, path):
+    """Without --prompt-file: a server without log-probabilities gets the built-in prompt's answered
+    examples (a completions prompt holds them; a chat holds them as user/assistant turns) and a stop
+    at the line break; one scored by log-probabilities gets the zero-shot prompt, no stop."""
+    from textaudit.models.prompt import default_prompt
+
+    p = default_prompt()
+    openai_server.mode = "no-logprobs"
+    clf = load_classifier(url(openai_server, path))
+    texts = ["a gorgeous , witty film", "a dull , lifeless film"]
+    n = len(openai_server.log)
+    assert clf.predict_proba(texts).tolist() == np.eye(3)[zoo[1].predict(texts)].tolist()
+    sent = [e["body"] for e in openai_server.log[n:]]
+    assert sent and all(b["stop"] == ["\n"] and b["max_tokens"] == 3 for b in sent)
+    if path.endswith("chat/completions"):
+        turns = sent[0]["messages"]
+        assert [t["role"] for t in turns] == ["user", "assistant", "user", "assistant", "user"]
+        assert [t["content"] for t in turns[1::2]] == [p.verbalizers[c][0] for _, c in p.label_examples]
+        assert turns[0]["content"] == p.fill(p.label_examples[0][0])
+        assert sorted(b["messages"][-1]["content"] for b in sent) == sorted(p.fill(t) for t in texts)
+    else:
+        prompts = [b["prompt"] for b in sent]
+        prompts = [x for pr in prompts for x in (pr if isinstance(pr, list) else [pr])]
+        assert sorted(prompts) == sorted(p.render(t, labels_only=True) for t in texts)  # (in any order)
+        assert prompts[0].startswith(f"Review: {p.label_examples[0][0]}\nSentiment: ")
+    openai_server.mode = None
+    scored = load_classifier(url(openai_server, path))
+    scored.predict_proba(["a warm film"])
+    body = openai_server.log[-1]["body"]
+    assert "stop" not in body
+    assert (body["messages"] if "messages" in body else [{"content": body["prompt"]}]) [-1]["content"] \
+        == "Review: a warm film\nSentiment:"

@@ -141,6 +141,10 @@ def test_pair_prompts_and_the_prompt_is_part_of_the_fingerprint(llama_dir, tmp_p
     ("template = '{first} {second}'\n[labels]\na = ['a']\nb = ['b']\n[[examples]]\ntext = 'x'\nlabel = 'a'\n",
      "is for sentence pairs"),
     ("template = 'premise: {first} :'\n[labels]\na = ['a']\nb = ['b']\n", "needs both {first} and {second} (it has only {first})"),
+    ("template = '{text}'\n[labels]\na = ['a']\nb = ['b']\n[[endpoint.examples]]\ntext = 'x'\nlabel = 'c'\n",
+     "[[endpoint.examples]] example 1 has label 'c', not one of a, b"),
+    ("template = '{text}'\n[labels]\na = ['a']\nb = ['b']\n[endpoint]\nexamples = 'x'\n",
+     "[[endpoint.examples]] examples must be an array of tables"),
 ])
 def test_prompt_file_mistakes_are_one_line_errors(tmp_path, body, message):
     with pytest.raises(TextAuditError, match=None) as e:
@@ -156,8 +160,17 @@ def test_a_pair_is_filled_in_once_whatever_its_texts_hold():
 
 
 def test_the_built_in_prompt_is_binary_sentiment_in_sst2_order():
+    from textaudit.models.prompt import Prompt
+
     p = default_prompt()
     assert p.labels == ("negative", "positive") and "{text}" in p.template and not p.examples
+    # label-only endpoints (which must answer in words) are shown one example of each class and stop at a line break
+    assert sorted(c for _, c in p.label_examples) == [0, 1] and p.endpoint["stop"] == ["\n"]
+    assert p.render("a fine film") == "Review: a fine film\nSentiment:"  # log-probabilities: zero-shot, as chosen
+    shown = p.render("a fine film", labels_only=True)
+    assert shown.endswith("\n\nReview: a fine film\nSentiment:") and shown.count("Review: ") == 3
+    assert p.fingerprint() != Prompt(template=p.template, labels=p.labels, verbalizers=p.verbalizers,
+                                     endpoint=p.endpoint).fingerprint()  # the examples are part of what it asks
 
 
 @pytest.fixture(scope="module")

@@ -175,10 +175,15 @@ class HttpClassifier(BatchedClassifier):
             raise TextAuditError("a plain JSON endpoint returns probabilities itself: it takes no prompt")
         self.prompt = prompt if self.protocol == "json" or prompt is not None else default_prompt()
         if self.prompt is not None:
-            unknown = set(self.prompt.endpoint) - {"model", "top_logprobs", "max_tokens"}
+            unknown = set(self.prompt.endpoint) - {"model", "top_logprobs", "max_tokens", "stop"}
             if unknown:
                 raise TextAuditError(f"prompt {self.prompt.source}: unknown [endpoint] key(s) {', '.join(sorted(unknown))}; "
-                                     "use model, top_logprobs, max_tokens")
+                                     "use model, top_logprobs, max_tokens, stop, [[endpoint.examples]]")
+            stop = self.prompt.endpoint.get("stop", ["\n"])
+            stop = [stop] if isinstance(stop, str) else stop
+            if not isinstance(stop, list) or not 0 < len(stop) <= 4 or not all(isinstance(x, str) and x for x in stop):
+                raise TextAuditError(f"prompt {self.prompt.source}: [endpoint] stop must be one to four non-empty "
+                                     f"strings (as OpenAI's API takes them; got {self.prompt.endpoint['stop']!r})")
         if self.protocol == "json" and self.options.openai_only():
             raise TextAuditError(f"{', '.join(self.options.openai_only())} apply to OpenAI-compatible endpoints "
                                  "(…/completions, …/chat/completions); a plain JSON endpoint returns probabilities itself")
@@ -517,12 +522,24 @@ class HttpClassifier(BatchedClassifier):
     def _label_payload(self, sample: int) -> dict:
         out = {**self._payload(), "max_tokens": int(self.prompt.endpoint.get("max_tokens", LABEL_TOKENS)),
                "temperature": self.temperature}
+        if self.prompt.endpoint.get("stop"):  # the answer ends where the prompt's format says (a line break)
+            stop = self.prompt.endpoint["stop"]
+            out["stop"] = [stop] if isinstance(stop, str) else list(stop)
         if self.temperature > 0:
             out["seed"] = sample  # the i-th sample of every text: the same on a rerun, where the server honours seeds
         return out
 
     def _messages(self, prompt: str) -> dict:
         return {"messages": [{"role": "user", "content": prompt}]}
+
+    def _label_messages(self, text: object) -> dict:
+        """A label-only chat: each few-shot example a user turn answered by the assistant with its
+        class's first verbaliser, then the text's turn (so the model has seen the answer's form)."""
+        turns: list[dict] = []
+        for t, c in self.prompt.shots_for(labels_only=True):
+            turns += [{"role": "user", "content": self.prompt.fill(t)},
+                      {"role": "assistant", "content": self.prompt.verbalizers[c][0]}]
+        return {"messages": [*turns, {"role": "user", "content": self.prompt.fill(text)}]}
 
     def _ask(self, texts: list, sample: int) -> list:
         """One unit of work: the rows (log-probability scores) or the classes read (labels; None
@@ -539,7 +556,7 @@ class HttpClassifier(BatchedClassifier):
         return [row for t in texts for row in one([t], sample)]
 
     def _completions(self, texts: list, sample: int) -> list:
-        prompts = [self.prompt.render(t) for t in texts]
+        prompts = [self.prompt.render(t, labels_only=self.scores == "labels") for t in texts]
         body = self._logprob_payload() if self.scores == "logprobs" else self._label_payload(sample)
         answer = self._request("POST", {**body, "prompt": prompts if len(prompts) > 1 else prompts[0]})
         self._used(answer)
@@ -575,8 +592,11 @@ class HttpClassifier(BatchedClassifier):
     def _chat(self, texts: list, sample: int) -> list:
         rows = []
         for t in texts:
-            body = self._logprob_payload() if self.scores == "logprobs" else self._label_payload(sample)
-            answer = self._request("POST", {**body, **self._messages(self.prompt.render(t))})
+            if self.scores == "logprobs":
+                body = {**self._logprob_payload(), **self._messages(self.prompt.render(t))}
+            else:
+                body = {**self._label_payload(sample), **self._label_messages(t)}
+            answer = self._request("POST", body)
             self._used(answer)
             if self.scores == "logprobs":
                 rows.append(self._scores(self._top_chat(answer)))

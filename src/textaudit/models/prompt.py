@@ -15,6 +15,12 @@ A prompt file (``--prompt-file``, TOML) looks like::
 
     [endpoint]                # optional: OpenAI-compatible endpoints only
     model = "gpt-3.5-turbo-instruct"
+    stop = ["\\n"]             # label-only completions end at the first line break
+    max_tokens = 3            # ... and take at most this many tokens
+
+    [[endpoint.examples]]     # optional: few-shot examples for label-only endpoints only (they
+    text = "a dull mess"      # must *answer* with a verbaliser; a model scored by log-probabilities
+    label = "negative"        # needs no demonstration of the format)
 
 The class probabilities of a text are the language model's next-token probabilities of each class's
 verbalisers after the rendered prompt, summed per class and normalised over classes:
@@ -56,6 +62,8 @@ class Prompt:
     separator: str = "\n\n"
     endpoint: dict = field(default_factory=dict)
     source: str = "built-in"
+    #: few-shot examples shown to label-only endpoints instead of ``examples`` (None: ``examples``)
+    label_examples: tuple[tuple[object, int], ...] | None = None
 
     def __post_init__(self) -> None:
         fields = [f for f in ("{text}", "{first}", "{second}") if f in self.template]
@@ -95,11 +103,17 @@ class Prompt:
         # one pass: a premise that contains "{second}" stays as it is, not filled with the hypothesis
         return re.sub(r"\{(first|second)\}", lambda m: parts[m.group(1)], self.template)
 
-    def render(self, text: object) -> str:
+    def render(self, text: object, *, labels_only: bool = False) -> str:
         """The whole prompt of ``text``: the few-shot examples (each answered with its class's first
-        verbaliser), then the template with the text, ending where the verbaliser would follow."""
-        shots = [self.fill(t) + self.lead + self.verbalizers[c][0] for t, c in self.examples]
+        verbaliser), then the template with the text, ending where the verbaliser would follow.
+        ``labels_only``: for a model that must generate its answer, with :meth:`shots_for` it."""
+        shots = [self.fill(t) + self.lead + self.verbalizers[c][0] for t, c in self.shots_for(labels_only)]
         return self.separator.join([*shots, self.fill(text)])
+
+    def shots_for(self, labels_only: bool = False) -> tuple[tuple[object, int], ...]:
+        """The few-shot examples shown: ``[[endpoint.examples]]`` to label-only endpoints where the file
+        has them, else ``[[examples]]``."""
+        return self.label_examples if labels_only and self.label_examples is not None else self.examples
 
     @property
     def lead(self) -> str:
@@ -108,8 +122,10 @@ class Prompt:
 
     def fingerprint(self) -> str:
         """12 hex digits identifying what the prompt asks (a results header records it via the model's fingerprint)."""
-        blob = json.dumps([self.template, self.labels, self.verbalizers, self.examples, self.separator,
-                           self.endpoint], sort_keys=True, default=str)
+        parts = [self.template, self.labels, self.verbalizers, self.examples, self.separator, self.endpoint]
+        if self.label_examples is not None:  # (absent from older prompts' fingerprints, which stay the same)
+            parts.append(self.label_examples)
+        blob = json.dumps(parts, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
@@ -126,19 +142,32 @@ def _parse(data: dict, source: str) -> Prompt:
     names = [str(k) for k in labels]
     verbs = tuple(tuple([v] if isinstance(v, str) else list(v)) if isinstance(v, (str, list)) else ()
                   for v in labels.values())
-    shots = []
-    for i, ex in enumerate(data.get("examples", [])):
-        if not isinstance(ex, dict) or "label" not in ex or not ({"text"} <= set(ex) or {"first", "second"} <= set(ex)):
-            raise TextAuditError(f"prompt {source}: example {i + 1} needs text (or first and second) and label")
-        if str(ex["label"]) not in names:
-            raise TextAuditError(f"prompt {source}: example {i + 1} has label '{ex['label']}', not one of {', '.join(names)}")
-        text = ex["text"] if "text" in ex else (str(ex["first"]), str(ex["second"]))
-        shots.append((text, names.index(str(ex["label"]))))
+    shots = _examples(data.get("examples", []), names, source, "example")
     endpoint = data.get("endpoint", {})
     if not isinstance(endpoint, dict):
         raise TextAuditError(f"prompt {source}: [endpoint] must be a table (model = \"...\")")
+    endpoint = dict(endpoint)
+    label_shots = None
+    if "examples" in endpoint:
+        label_shots = tuple(_examples(endpoint.pop("examples"), names, source, "[[endpoint.examples]] example"))
     return Prompt(template=template, labels=tuple(names), verbalizers=verbs, examples=tuple(shots),
-                  separator=str(data.get("separator", "\n\n")), endpoint=dict(endpoint), source=source)
+                  separator=str(data.get("separator", "\n\n")), endpoint=endpoint, source=source,
+                  label_examples=label_shots)
+
+
+def _examples(items: object, names: list[str], source: str, what: str) -> list[tuple[object, int]]:
+    """``[[examples]]`` (or ``[[endpoint.examples]]``) as ``(text, class)``; a malformed one is a one-line error."""
+    if not isinstance(items, list):
+        raise TextAuditError(f"prompt {source}: {what}s must be an array of tables ([[...]] with text and label)")
+    shots = []
+    for i, ex in enumerate(items):
+        if not isinstance(ex, dict) or "label" not in ex or not ({"text"} <= set(ex) or {"first", "second"} <= set(ex)):
+            raise TextAuditError(f"prompt {source}: {what} {i + 1} needs text (or first and second) and label")
+        if str(ex["label"]) not in names:
+            raise TextAuditError(f"prompt {source}: {what} {i + 1} has label '{ex['label']}', not one of {', '.join(names)}")
+        text = ex["text"] if "text" in ex else (str(ex["first"]), str(ex["second"]))
+        shots.append((text, names.index(str(ex["label"]))))
+    return shots
 
 
 def load_prompt(path: str | Path) -> Prompt:
@@ -151,7 +180,7 @@ def load_prompt(path: str | Path) -> Prompt:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise TextAuditError(f"prompt file '{p}' is not valid TOML: {e}") from None
     prompt = _parse(data, str(p))
-    for text, _ in prompt.examples:
+    for text, _ in (*prompt.examples, *(prompt.label_examples or ())):
         prompt.fill(text)  # an example of the wrong kind (pair vs text) fails here, not mid-run
     return prompt
 
