@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import tomllib
 import os
 import socket
 import subprocess
@@ -44,6 +43,7 @@ import urllib.request
 from pathlib import Path
 
 import numpy as np
+import tomllib
 
 from textaudit.data import load_dataset
 from textaudit.models import load_classifier
