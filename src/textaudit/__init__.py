@@ -5,7 +5,16 @@ imported inside the functions that need them, so ``audit --help`` stays instant.
 """
 
 from textaudit.errors import TextAuditError
+from textaudit.version import __version__
 
-__version__ = "0.1.0"
+__all__ = ["TextAuditError", "__version__", "replay"]
 
-__all__ = ["TextAuditError", "__version__"]
+
+def __getattr__(name: str):
+    """``textaudit.replay(findings, model, baseline=None)`` (:func:`textaudit.findings.replay`), imported
+    when first used: the top-level import stays light."""
+    if name == "replay":
+        from textaudit.findings import replay
+
+        return replay
+    raise AttributeError(f"module 'textaudit' has no attribute {name!r}")

@@ -8,7 +8,7 @@ says the same for GitHub's "Cite this repository" and Zenodo.
 
 from __future__ import annotations
 
-from textaudit import __version__
+from textaudit.version import __version__
 
 #: BibTeX entries, by key: the papers textaudit implements, and the data and models it ships or reads.
 PAPERS: dict[str, str] = {

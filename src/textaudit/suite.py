@@ -22,6 +22,13 @@ results must meet::
     [certify]                        # IBP certification
     models = ["cnn-ibp"]
 
+    [replay]                         # an earlier audit's findings replayed on the model (audit replay)
+    findings = ["audits/2026-10"]    # results files or folders, relative to the suite file
+    model = "cnn"
+    baseline = "cnn-v1"              # optional: pairs the findings, counts the regressions
+    max_still = 0.2                  # at most 20 % of the applicable findings may still hold
+    max_regressed = 0                # none fixed on the baseline may hold again (needs baseline)
+
     [thresholds]
     so_beam.success_rate_max = 0.5             # every model's so-beam cell
     genetic.cnn.success_rate_max = 0.9         # one model's cell
@@ -50,6 +57,7 @@ SECTIONS = {"suite": {"name", "data", "limit", "output_dir", "report", "seed"},
             "compare": {"models", "methods", "k", "mlm"},
             "bias": {"model", "pairs", "k", "mlm", "enumerate_k", "sample", "ci", "max_sources", "limit"},
             "certify": {"models"},
+            "replay": {"findings", "model", "baseline", "max_still", "max_regressed"},
             "thresholds": None}
 ATTACK_METRICS = ("success_rate", "mean_l0", "sec_per_example", "queries_per_example", "success_rate_ci_low",
                   "success_rate_ci_high")
@@ -71,6 +79,9 @@ _INT = lambda low: (f"a whole number >= {low}", lambda v: isinstance(v, int) and
 SECTION_KEYS: dict[str, dict[str, tuple[str, Callable[[Any], bool]]]] = {
     "suite": SUITE_KEYS,
     "compare": {"k": _INT(1), "mlm": ("a masked LM name", _NAME)},
+    "replay": {"model": ("a model name", _NAME), "baseline": ("a model name", _NAME),
+               "max_still": ("a share from 0 to 1", lambda v: isinstance(v, (int, float)) and 0 <= v <= 1),
+               "max_regressed": _INT(0)},
     "bias": {"k": _INT(0), "mlm": ("a masked LM name", _NAME), "enumerate_k": _INT(0), "sample": _INT(2),
              "max_sources": _INT(1), "limit": _INT(1),
              "ci": ("clustered or bootstrap", lambda v: v in ("clustered", "bootstrap"))},
@@ -148,8 +159,23 @@ def load_suite(path: str | Path) -> Suite:
             want, ok = keys[key]
             if isinstance(value, bool) or not ok(value):
                 raise TextAuditError(f"{path}: [{section}] {key} must be {want} (got {value!r})")
-    if not any(s in spec for s in ("compare", "bias", "certify")):
-        raise TextAuditError(f"{path} declares no audit; add [compare], [bias] or [certify]")
+    if not any(s in spec for s in ("compare", "bias", "certify", "replay")):
+        raise TextAuditError(f"{path} declares no audit; add [compare], [bias], [certify] or [replay]")
+    if "replay" in spec:
+        rp = spec["replay"]
+        if isinstance(rp.get("findings"), str):
+            rp["findings"] = [rp["findings"]]
+        if not isinstance(rp.get("findings"), list) or not rp["findings"] or not all(isinstance(x, str) for x in rp["findings"]):
+            raise TextAuditError(f"{path}: [replay] findings must be a results file or folder, or a list of them")
+        if not isinstance(rp.get("model"), str):
+            raise TextAuditError(f"{path}: [replay] needs model = \"<name>\"")
+        if "max_regressed" in rp and "baseline" not in rp:
+            raise TextAuditError(f"{path}: [replay] max_regressed needs baseline = \"<the previous model>\" (a regression "
+                                 "is a finding fixed on the baseline that holds again)")
+        for f in rp["findings"]:
+            where = Path(f) if Path(f).is_absolute() else path.parent / f
+            if not where.exists():
+                raise TextAuditError(f"{path}: [replay] findings {f!r} does not exist (paths are relative to the suite file)")
     for section, key in (("compare", "models"), ("compare", "methods"), ("bias", "pairs"), ("certify", "models")):
         if section in spec:
             v = spec[section].get(key)
@@ -249,10 +275,22 @@ def _bias_value(pair: tuple, k: int, absolute: bool) -> Callable[[dict], float |
     return value
 
 
+def _replay_thresholds(suite: Suite) -> list[tuple[str, str, float, Callable[[dict], float | None]]]:
+    """``[replay]``'s own limits as thresholds: the share of applicable findings still holding, regressions."""
+    out = []
+    if suite.get("replay", "max_still") is not None:
+        out.append(("replay.still_share_max", "<=", float(suite.get("replay", "max_still")),
+                    lambda res: res["replay"]["still_share"]))
+    if suite.get("replay", "max_regressed") is not None:
+        out.append(("replay.regressed_max", "<=", float(suite.get("replay", "max_regressed")),
+                    lambda res: res["replay"]["regressed"]))
+    return out
+
+
 def check_thresholds(suite: Suite, results: dict) -> list[Check]:
     """Every threshold of ``suite`` against ``results`` (see :func:`run_suite`); a missing value fails."""
     checks = []
-    for name, op, limit, value_of in _thresholds(suite):
+    for name, op, limit, value_of in _thresholds(suite) + _replay_thresholds(suite):
         v = value_of(results)
         ok = v is not None and (v <= limit if op == "<=" else v >= limit)
         checks.append(Check(name, None if v is None else round(float(v), 6), op, limit, bool(ok)))
@@ -266,7 +304,7 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
     from textaudit.data import dataset_id, load_dataset
     from textaudit.fairness import CounterfactualBias, parse_pair, run_bias
     from textaudit.fairness.pairs import check_some_source
-    from textaudit.formats.jsonl import check_output, read_jsonl, write_results
+    from textaudit.formats.jsonl import check_output, read_header, read_jsonl, write_results
     from textaudit.models import load_classifier
     from textaudit.neighborhoods.mlm import load_mlm
     from textaudit.report import write_report
@@ -319,6 +357,17 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
                 write_results(path, [res], command="certify", config=config)
             results["certify"][model] = res
             inputs.append(path)
+    if "replay" in suite.spec:
+        from textaudit.findings import replay
+
+        files = [Path(f) if Path(f).is_absolute() else suite.path.parent / f for f in suite.get("replay", "findings")]
+        rep = replay(files, suite.get("replay", "model"), suite.get("replay", "baseline"))
+        results["replay"] = rep.summary()
+        path = out / "replay.jsonl"  # replayed again at every run (seconds): the file is the latest replay's
+        if path.exists() and (read_header(path) or {}).get("command") == "replay":
+            path.unlink()
+        write_results(path, rep.records, command="replay", config=rep.config)
+        inputs.append(path)
     checks = check_thresholds(suite, results)
     report = suite.report_path
     write_report(inputs, report, title=suite.get("suite", "name"), checks=checks)

@@ -22,6 +22,7 @@ from textaudit.cli import (  # noqa: F401
     models,
     neighbors,
     perturbscore,
+    replay,
     report,
     run,
     serve,

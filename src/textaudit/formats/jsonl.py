@@ -22,7 +22,7 @@ from typing import Any, Callable, Hashable, Iterator
 from textaudit.errors import TextAuditError
 
 __all__ = ["read_jsonl", "read_header", "JsonlWriter", "HEADER", "config_conflicts", "check_output", "write_results",
-           "check_results", "record_key"]
+           "check_results", "record_key", "record_lines"]
 
 #: the key of the header record (the first line of a results file)
 HEADER = "header"
@@ -40,6 +40,12 @@ def read_jsonl(path: str | Path) -> list[dict]:
             raise TextAuditError(f"{path}:{n} is a second header record: two runs' results were joined into one file; "
                                  "keep each run in its own file (audit merge joins the shards of one run)")
     return out
+
+
+def record_lines(path: str | Path) -> list[int]:
+    """The line numbers (from 1, the header's included in the count) of the records :func:`read_jsonl` returns,
+    in the same order: what an error about one record names."""
+    return [n for n, r in _iter(Path(path)) if HEADER not in r]
 
 
 def record_key(command: str) -> Callable[[dict], Hashable]:
@@ -251,7 +257,7 @@ class JsonlWriter:
                 check_results(self.path, self.header, self.records)
             self._repair()
         if self.header is None:
-            from textaudit import __version__
+            from textaudit.version import __version__
 
             self.header = {"command": command, "config": _norm(config or {}), "textaudit": __version__}
             if shard is not None:

@@ -77,7 +77,7 @@ def render_report(inputs: Iterable[str | Path] | Sequence[Loaded], fmt: str = "h
     one HTML or Markdown string; ``checks``: the thresholds of an ``audit run`` suite
     (:class:`textaudit.suite.Check`), shown first; ``where``: the folder the report is written to
     (the files it names are shown relative to it)."""
-    from textaudit import __version__
+    from textaudit.version import __version__
 
     if fmt not in FORMATS:
         raise TextAuditError(f"unknown --format '{fmt}'; use one of {', '.join(FORMATS)}")

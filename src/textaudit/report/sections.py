@@ -306,8 +306,54 @@ def _harden(item: Loaded, n: int) -> Section:
     return sec
 
 
+def _replay_summary(item: Loaded) -> dict:
+    from textaudit.findings import Replay
+
+    cfg = item.config
+    return Replay(str(cfg.get("model")), item.records, cfg.get("baseline"), cfg).summary()
+
+
+def _replay(item: Loaded, n: int) -> Section:
+    """Findings replayed on a model: still / fixed / not applicable (and regressed) by method and pair;
+    the regressed examples first, then those still holding."""
+    s = _replay_summary(item)
+    cfg = item.config
+    sec = Section(f"replay-{n}", f"Replay: {s['findings']} findings on {cfg.get('model')}", "replay",
+                  [(k, v) for k, v in (("model", cfg.get("model")), ("baseline", cfg.get("baseline")),
+                                       ("findings from", ", ".join(Path(str(f)).name for f in cfg.get("findings", []))))
+                   if v])
+    base = cfg.get("baseline") is not None
+    rows = [[g["method"], "/".join(g["pair"]) if g.get("pair") else "–", g["still"], g["fixed"], g["not_applicable"],
+             g["regressed"] if base else "–"] for g in s["by_method"]]
+    sec.tables.append(Table(f"Still holding: {s['still']} of {s['still'] + s['fixed']} applicable "
+                            f"({_num(s['still_share'])} {format_ci(s.get('still_share_ci95'), 3)})"
+                            + (f"; vs {cfg.get('baseline')}: {s['fixed_by_model']} fixed, {s['regressed']} regressed, "
+                               f"McNemar p {s['mcnemar_p']}" if base else ""),
+                            ["method", "pair", "still", "fixed", "not applicable", "regressed"], rows))
+    order = sorted((r for r in item.records if r["status"] == "still"),
+                   key=lambda r: r.get("baseline_status") != "fixed")  # the regressions first
+    if base and s["regressed"]:
+        sec.notes.append(f"{s['regressed']} regressed (fixed on {cfg.get('baseline')}, holding again): shown first")
+    if len(order) > MAX_EXAMPLES:
+        sec.notes.append(f"showing {MAX_EXAMPLES} of the {len(order)} findings that still hold (regressions first); "
+                         f"every one is in {item.path.name}")
+    for r in order[:MAX_EXAMPLES]:
+        second = r.get("vulnerable_patched") is not None
+        pred = [max(range(len(p)), key=p.__getitem__) for p in r["probs"]]
+        rid = r["id"] + (" (regressed)" if r.get("baseline_status") == "fixed" else "")
+        sec.examples.append(Example(rid, r.get("label"), [(w, False) for w in r["text"].split()],
+                                    None if second else pred[0], marked(r["text"], r["vulnerable"]),
+                                    pred[0] if second else pred[1],
+                                    marked(r["vulnerable"], r["vulnerable_patched"]) if second else None,
+                                    pred[1] if second else None, r.get("pair")))
+    if not sec.examples:
+        sec.notes.append("no finding still holds on this model")
+    return sec
+
+
 BUILDERS: dict[str, Callable[[Loaded, int], Section]] = {
-    "harden": _harden, "compare": _compare, "attack": _attack, "bias": _bias, "wordorder": _wordorder, "certify": _certify,
+    "replay": _replay, "harden": _harden, "compare": _compare, "attack": _attack, "bias": _bias, "wordorder": _wordorder,
+    "certify": _certify,
     "learnability": _learnability, "perturbscore build": _perturbscore}
 
 
@@ -375,6 +421,11 @@ def headline_rows(items: Sequence[Loaded]) -> list[list[Any]]:
                          f"success {_num(h['before']['success_rate'])} → {_num(h['after']['success_rate'])} "
                          f"(McNemar p {h.get('mcnemar_p')}); accuracy {_num(h['before']['accuracy'])} → "
                          f"{_num(h['after']['accuracy'])}"])
+        elif item.kind == "replay":
+            s = _replay_summary(item)
+            base = f"; vs {cfg.get('baseline')}: {s['regressed']} regressed" if cfg.get("baseline") else ""
+            rows.append(["replay", cfg.get("model"), f"{s['findings']} findings", "–", "–", "–",
+                         f"still {s['still']} of {s['still'] + s['fixed']} applicable{base}"])
         elif item.kind == "perturbscore build":
             rows.append(["perturbscore", cfg.get("model"), cfg.get("perturbation"), "–", "–", cfg.get("seed"),
                          f"{len(item.records)} tuples"])

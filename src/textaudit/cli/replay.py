@@ -1,0 +1,51 @@
+"""``audit replay``: re-check an audit's findings on a model (a new version, a hardened one) in seconds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from textaudit.cli.app import AuditCommand, JsonOpt, ModelOpt, app, emit_json, notice, print_table, with_model_options
+
+#: the replay table's columns: one row per (method, pair)
+COLUMNS = ["method", "pair", "still", "fixed", "not applicable", "regressed"]
+
+
+@app.command(cls=AuditCommand)
+@with_model_options
+def replay(
+    findings: list[Path] = typer.Argument(..., help="Results files of audit attack (--output), or audit compare / "
+                                                    "audit harden folders: their successes are the findings."),
+    model: ModelOpt = ...,  # type: ignore[assignment]
+    baseline: Optional[str] = typer.Option(None, "--baseline", help=(
+        "A second model (the previous version): the findings are replayed on both and paired — fixed by --model, "
+        "regressed (fixed on the baseline, holding again), McNemar's exact p.")),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="JSONL file: one record per finding (must not exist)."),
+    json_out: JsonOpt = False,
+) -> None:
+    """Replay the vulnerable pairs and adversarial examples an attack found on another model: no masked LM, no search."""
+    from textaudit.findings import read_findings
+    from textaudit.findings import replay as run_replay
+    from textaudit.formats.jsonl import check_output, write_results
+
+    found = read_findings(findings)  # every file checked before any model loads
+    if output is not None:
+        check_output(output, None)  # never over a file: refused before anything runs
+    result = run_replay(found, model, baseline)
+    if output is not None:
+        write_results(output, result.records, command="replay", config=result.config)
+        notice(f"replayed findings: {output}")
+    out = result.summary()
+    if json_out:
+        emit_json(out)
+        return
+    rows = [[g["method"], "/".join(g["pair"]) if g.get("pair") else "–", g["still"], g["fixed"], g["not_applicable"],
+             g["regressed"] if baseline else "–"] for g in out["by_method"]]
+    share = "–" if out["still_share"] is None else f"{out['still_share']:.3f}"
+    title = f"{out['findings']} findings replayed on {out['model']}: {out['still']} still hold ({share} of the applicable)"
+    if baseline:
+        title += (f"; vs {out['baseline']}: {out['fixed_by_model']} fixed, {out['regressed']} regressed, "
+                  f"McNemar p = {out['mcnemar_p']:.4g}")
+    print_table(title, COLUMNS, rows)

@@ -1,0 +1,251 @@
+"""Findings that outlive the audit: ``audit replay`` re-checks what an attack found on another model.
+
+An attack's findings are the successes of its results file: for a second-order attack (SO-Enum,
+SO-Beam, random) the vulnerable pair (x̃, x̃ ⊕ p); for a first-order one (Genetic, BAE, TextAttack
+recipes) the adversarial text x' of an input x with label y. Replaying them on a model M scores
+exactly those texts — no masked LM, no search — and says of each finding whether it still holds:
+
+* second order: **still** when M's predictions of x̃ and x̃ ⊕ p differ (neither a tie: a tie is no
+  prediction, never half of a flip), else **fixed**;
+* first order: **not_applicable** when M misclassifies x itself (or ties on it: there is nothing to
+  attack), else **still** when M misclassifies x' (a tie is not a misclassification), else **fixed**.
+
+With a ``baseline`` M0 the same findings are replayed on M0 too and paired: **fixed_by_model** (held
+on M0, fixed on M), **regressed** (fixed on M0, holding again on M — what a release must not ship),
+and McNemar's exact test of "still" on M0 vs M over the findings applicable on both.
+
+Replay reads results files (``audit attack --output``), ``audit compare`` folders and ``audit
+harden`` folders; a file of another kind, another task's findings (a label or prediction the model
+has no class for) or a damaged line is a one-line error naming the file (and line).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from textaudit.errors import TextAuditError
+from textaudit.models.batched import TIE, Classifier, decisions
+from textaudit.stats import mcnemar, wilson
+
+__all__ = ["Finding", "Replay", "read_findings", "replay", "STATUSES"]
+
+#: what a replayed finding can be
+STATUSES = ("still", "fixed", "not_applicable")
+#: attack methods whose successes are vulnerable pairs (x̃, x̃ ⊕ p); every other method's are adversarial texts
+SECOND_ORDER = ("so-enum", "so-beam", "random")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One success of an attack's results file (see the module docstring)."""
+
+    file: str
+    line: int
+    id: str
+    method: str
+    found_on: str
+    text: str
+    label: int | None
+    vulnerable: str
+    vulnerable_patched: str | None = None
+    pair: tuple[str, str] | None = None
+
+    @property
+    def second_order(self) -> bool:
+        return self.vulnerable_patched is not None
+
+    @property
+    def key(self) -> str:
+        """Where it comes from: ``file:line``."""
+        return f"{self.file}:{self.line}"
+
+
+def _attack_files(path: Path) -> list[Path]:
+    """The attack results files under ``path``: itself, or a compare / harden folder's cells."""
+    from textaudit.loaded import load
+
+    if not path.is_dir():
+        return [path]
+    res = load(path)  # the folder's own checks: every file its own
+    return [c.path for c in res.cells.values()]
+
+
+def read_findings(paths: Sequence[str | Path]) -> list[Finding]:
+    """Every success of the attack results files (or compare / harden folders) ``paths``, in file
+    order; a path of another kind is a one-line error."""
+    from textaudit.formats.jsonl import check_results, read_header, read_jsonl, record_lines
+
+    out: list[Finding] = []
+    for given in paths:
+        for path in _attack_files(Path(given).expanduser()):
+            if not path.is_file():
+                raise TextAuditError(f"findings file {path} does not exist")
+            header = read_header(path)
+            if header is None:
+                raise TextAuditError(f"{path} has no textaudit header line: give results files written by audit attack "
+                                     "(--output), or an audit compare or audit harden folder")
+            command = header.get("command")
+            if command != "attack":
+                raise TextAuditError(f"{path} holds {command or 'unknown'} results, not an attack's findings; give "
+                                     "results files of audit attack, or an audit compare or audit harden folder")
+            records = read_jsonl(path)
+            check_results(path, header, records)  # a damaged line: file and line
+            cfg = header.get("config", {})
+            lines = record_lines(path)
+            for line, r in zip(lines, records):
+                if r.get("status") != "success":
+                    continue
+                method = str(r.get("method") or cfg.get("method"))
+                second = method in SECOND_ORDER or r.get("vulnerable_patched") is not None
+                need = ("text", "vulnerable") + (("vulnerable_patched",) if second else ("label",))
+                bad = next((k for k in need if not isinstance(r.get(k), (str, int)) or isinstance(r.get(k), bool)), None)
+                if bad is not None:
+                    raise TextAuditError(f"{path}:{line}: a success without '{bad}'; was the file edited?")
+                pair = tuple(r["pair"]) if isinstance(r.get("pair"), list) and len(r["pair"]) == 2 else None
+                out.append(Finding(str(path), line, str(r["id"]), method, str(cfg.get("model", "?")), str(r["text"]),
+                                   None if r.get("label") is None else int(r["label"]), str(r["vulnerable"]),
+                                   str(r["vulnerable_patched"]) if second else None, pair))
+    return out
+
+
+def _check_task(findings: Sequence[Finding], classifier: Classifier) -> None:
+    """Another task's findings: a label the model has no class for is one line naming file and line."""
+    n = getattr(classifier, "num_classes", None)
+    for f in findings:
+        if n is not None and f.label is not None and not 0 <= f.label < n:
+            raise TextAuditError(f"{f.key}: label {f.label} but model {classifier.name} has {n} classes: these findings "
+                                 "are of another task or dataset than the model's")
+
+
+def _statuses(findings: Sequence[Finding], classifier: Classifier) -> tuple[list[str], dict[str, list[float]]]:
+    """Each finding's status on ``classifier`` and the probabilities of every text scored (one batch)."""
+    texts = sorted({t for f in findings for t in ((f.vulnerable, f.vulnerable_patched) if f.second_order
+                                                   else (f.text, f.vulnerable))})
+    probs = np.asarray(classifier.predict_proba(texts)) if texts else np.zeros((0, 2))
+    pred = dict(zip(texts, decisions(probs).tolist())) if texts else {}
+    row = {t: [round(float(p), 6) for p in probs[i]] for i, t in enumerate(texts)}
+    unknown = getattr(classifier, "unknown_class", None)
+    out = []
+    for f in findings:
+        if f.second_order:
+            a, b = pred[f.vulnerable], pred[f.vulnerable_patched]
+            holds = TIE not in (a, b) and unknown not in (a, b) and a != b
+            out.append("still" if holds else "fixed")
+            continue
+        x, adv = pred[f.text], pred[f.vulnerable]
+        if x != f.label:  # misclassified (or a tie): nothing to attack on this model
+            out.append("not_applicable")
+        else:
+            out.append("still" if adv not in (TIE, f.label) and adv != unknown else "fixed")
+    return out, row
+
+
+@dataclass
+class Replay:
+    """The findings replayed on ``model`` (and ``baseline``): one record per finding, and counts.
+
+    ``records[i]``: the finding (file, line, id, method, pair, the texts), ``status`` on the model and
+    the model's probabilities of its texts; with a baseline, ``baseline_status`` and its probabilities."""
+
+    model: str
+    records: list[dict]
+    baseline: str | None = None
+    config: dict = field(default_factory=dict)
+
+    def _count(self, key: str, status: str) -> int:
+        return sum(r[key] == status for r in self.records)
+
+    @property
+    def still(self) -> int:
+        return self._count("status", "still")
+
+    @property
+    def fixed(self) -> int:
+        return self._count("status", "fixed")
+
+    @property
+    def not_applicable(self) -> int:
+        return self._count("status", "not_applicable")
+
+    @property
+    def regressed(self) -> int:
+        """Fixed on the baseline, holding again on the model (0 without a baseline)."""
+        return sum(r.get("baseline_status") == "fixed" and r["status"] == "still" for r in self.records)
+
+    @property
+    def fixed_by_model(self) -> int:
+        """Holding on the baseline, fixed on the model (0 without a baseline)."""
+        return sum(r.get("baseline_status") == "still" and r["status"] == "fixed" for r in self.records)
+
+    @property
+    def still_share(self) -> float | None:
+        """Still among the applicable findings (still + fixed), or None when none applies."""
+        n = self.still + self.fixed
+        return self.still / n if n else None
+
+    def summary(self) -> dict[str, Any]:
+        """Counts overall and per (method, pair); with a baseline the paired counts and McNemar's p."""
+        out: dict[str, Any] = {"model": self.model, "findings": len(self.records), "still": self.still,
+                               "fixed": self.fixed, "not_applicable": self.not_applicable,
+                               "still_share": None if self.still_share is None else round(self.still_share, 4)}
+        n = self.still + self.fixed
+        if n:
+            lo, hi = wilson(self.still, n)
+            out["still_share_ci95"] = [round(lo, 4), round(hi, 4)]
+        groups: dict[tuple, dict] = {}
+        for r in self.records:
+            g = groups.setdefault((r["method"], "/".join(r["pair"]) if r.get("pair") else None),
+                                  {"method": r["method"], "pair": r.get("pair"), **{s: 0 for s in STATUSES}, "regressed": 0})
+            g[r["status"]] += 1
+            g["regressed"] += r.get("baseline_status") == "fixed" and r["status"] == "still"
+        out["by_method"] = list(groups.values())
+        if self.baseline is not None:
+            both = [r for r in self.records if "not_applicable" not in (r["status"], r["baseline_status"])]
+            test = mcnemar([r["baseline_status"] == "still" for r in both], [r["status"] == "still" for r in both])
+            out.update(baseline=self.baseline, baseline_still=self._count("baseline_status", "still"),
+                       baseline_fixed=self._count("baseline_status", "fixed"), fixed_by_model=self.fixed_by_model,
+                       regressed=self.regressed, paired=len(both), mcnemar_p=round(float(test["p"]), 6))
+        return out
+
+
+def replay(findings: str | Path | Sequence[str | Path] | Sequence[Finding], model: object,
+           baseline: object | None = None) -> Replay:
+    """Replay ``findings`` (results files or folders, or :class:`Finding` objects) on ``model`` (and
+    ``baseline``): any model spec or classifier :func:`~textaudit.models.load_classifier` takes.
+    See the module docstring for what each status means."""
+    from textaudit.models import load_classifier
+
+    if isinstance(findings, (str, Path)):
+        findings = [findings]
+    items = list(findings)
+    found = items if items and all(isinstance(f, Finding) for f in items) else read_findings(items)  # type: ignore[arg-type]
+    if not found:
+        raise TextAuditError("the findings files hold no success to replay (no vulnerable or adversarial example)")
+    clf = model if hasattr(model, "predict_proba") and not isinstance(model, str) else load_classifier(model)
+    _check_task(found, clf)
+    status, probs = _statuses(found, clf)
+    base_status, base_probs, base_name = None, None, None
+    if baseline is not None:
+        base = baseline if hasattr(baseline, "predict_proba") and not isinstance(baseline, str) else load_classifier(baseline)
+        _check_task(found, base)
+        base_status, base_probs = _statuses(found, base)
+        base_name = base.name
+    records = []
+    for i, (f, s) in enumerate(zip(found, status)):
+        texts = (f.vulnerable, f.vulnerable_patched) if f.second_order else (f.text, f.vulnerable)
+        rec = {**{k: v for k, v in asdict(f).items() if k != "line"}, "line": f.line,
+               "order": "second" if f.second_order else "first", "status": s, "probs": [probs[t] for t in texts]}
+        if f.pair is not None:
+            rec["pair"] = list(f.pair)
+        if base_status is not None:
+            rec.update(baseline_status=base_status[i], baseline_probs=[base_probs[t] for t in texts])  # type: ignore[index]
+        records.append(rec)
+    config = {"model": clf.name, "model_fingerprint": getattr(clf, "fingerprint", None),
+              "findings": sorted({f.file for f in found})}
+    if baseline is not None:
+        config.update(baseline=base_name, baseline_fingerprint=getattr(base, "fingerprint", None))
+    return Replay(clf.name, records, base_name, config)

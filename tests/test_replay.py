@@ -1,0 +1,156 @@
+"""``audit replay``: an attack's findings re-checked on other models, from real attack results files
+of small real searches (a tiny masked LM, plug-in models whose behaviour is known)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+WEAK = '''
+def clf(texts):  # positive only while "film" is there: any synonym of "film" flips it
+    return [[0.1, 0.9] if "film" in t.split() else [0.8, 0.2] for t in texts]
+'''
+ROBUST = '''
+def clf(texts):  # always positive, whatever the words
+    return [[0.3, 0.7] for t in texts]
+'''
+NEGATIVE = '''
+def clf(texts):  # always negative: misclassifies every (positive) input
+    return [[0.7, 0.3] for t in texts]
+'''
+ROWS = ["a deep and meaningful film .", "the film is long but good .", "one more film that is deep .",
+        "a warm and funny film here ."]
+
+
+@pytest.fixture(scope="module")
+def found(tiny_mlm, tmp_path_factory):
+    """SO-Enum (k = 1) and Genetic results files of the weak model on four positive sentences."""
+    from typer.testing import CliRunner
+
+    from textaudit.cli.main import app
+
+    d = tmp_path_factory.mktemp("replay")
+    tiny_mlm.model.save_pretrained(d / "mlm")
+    tiny_mlm.tokenizer.save_pretrained(d / "mlm")
+    for name, code in (("weak", WEAK), ("robust", ROBUST), ("negative", NEGATIVE)):
+        (d / f"{name}.py").write_text(code)
+    (d / "data.tsv").write_text("label\ttext\n" + "".join(f"1\t{r}\n" for r in ROWS))
+    cli = CliRunner()
+    for method in ("so-enum", "genetic"):
+        args = ["attack", "--model", f"{d}/weak.py:clf", "--method", method, "--data", str(d / "data.tsv"), "--no-ppl",
+                "--output", str(d / f"{method}.jsonl")]
+        if method == "so-enum":
+            args += ["--k", "1", "--mlm", str(d / "mlm"), "--pairs-file", str(d / "pairs.txt")]
+            (d / "pairs.txt").write_text("film,movie\nfilm,picture\n")
+        r = cli.invoke(app, args)
+        assert r.exit_code == 0, r.output
+    return d
+
+
+def _records(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines()[1:]]
+
+
+def test_findings_replayed_on_the_same_model_all_still_hold(found, cli):
+    successes = [r for m in ("so-enum", "genetic") for r in _records(found / f"{m}.jsonl") if r["status"] == "success"]
+    assert {r["method"] for r in successes} == {"so-enum", "genetic"}  # both kinds of finding are there
+    r = cli("replay", str(found / "so-enum.jsonl"), str(found / "genetic.jsonl"), "--model", f"{found}/weak.py:clf",
+            "--json", "--output", str(found / "same.jsonl"))
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["findings"] == len(successes) and out["still"] == len(successes) and out["still_share"] == 1.0
+    assert out["fixed"] == out["not_applicable"] == 0
+    from textaudit.results import load
+
+    df = load(found / "same.jsonl").to_pandas()
+    assert len(df) == len(successes) and set(df["status"]) == {"still"} and set(df["order"]) == {"first", "second"}
+
+
+def test_a_model_that_fixed_them_and_one_where_they_do_not_apply(found):
+    import textaudit
+
+    files = [found / "so-enum.jsonl", found / "genetic.jsonl"]
+    fixed = textaudit.replay(files, f"{found}/robust.py:clf")  # constant: no flip, no misclassification
+    assert fixed.still == 0 and fixed.fixed == fixed.summary()["findings"] > 0 and fixed.not_applicable == 0
+    wrong = textaudit.replay(files, f"{found}/negative.py:clf")
+    # second order: a constant model flips nothing (fixed); first order: it misclassifies every input (not applicable)
+    by = {(r["order"], r["status"]) for r in wrong.records}
+    assert by == {("second", "fixed"), ("first", "not_applicable")}
+    assert wrong.still_share == 0.0
+
+
+def test_a_baseline_pairs_the_findings_fixed_and_regressed_with_mcnemar(found, cli):
+    files = [str(found / "so-enum.jsonl"), str(found / "genetic.jsonl")]
+    r = cli("replay", *files, "--model", f"{found}/weak.py:clf", "--baseline", f"{found}/robust.py:clf", "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    n = out["findings"]
+    # fixed on the baseline, holding again on the model: every finding is a regression
+    assert out["regressed"] == n and out["fixed_by_model"] == 0 and out["baseline_fixed"] == n and out["paired"] == n
+    from scipy.stats import binomtest
+
+    assert out["mcnemar_p"] == pytest.approx(binomtest(0, n, 0.5).pvalue, rel=1e-3)  # (as --json rounds it)
+    r = cli("replay", *files, "--model", f"{found}/robust.py:clf", "--baseline", f"{found}/weak.py:clf")
+    assert r.exit_code == 0 and f"{n} fixed, 0 regressed" in " ".join(r.stdout.split()), r.output
+
+
+def test_bad_findings_are_one_line_errors_and_nothing_is_written(found, cli, tmp_path):
+    weak = f"{found}/weak.py:clf"
+    (tmp_path / "wo.jsonl").write_text('{"header": {"command": "wordorder", "config": {}}}\n{"id": "a"}\n')
+    cases = {
+        "wo.jsonl": "holds wordorder results, not an attack's findings",
+        "missing.jsonl": "does not exist",
+    }
+    lines = (found / "so-enum.jsonl").read_text().splitlines()
+    (tmp_path / "damaged.jsonl").write_text("\n".join(lines[:2] + ["{not json"] + lines[2:]) + "\n")
+    cases["damaged.jsonl"] = "damaged.jsonl:3 is not valid JSON"
+    genetic = (found / "genetic.jsonl").read_text().splitlines()
+    first = next(i for i, x in enumerate(genetic) if '"status": "success"' in x)
+    rec = json.loads(genetic[first])
+    rec["label"] = 4
+    (tmp_path / "task.jsonl").write_text("\n".join(genetic[:first] + [json.dumps(rec)] + genetic[first + 1:]) + "\n")
+    cases["task.jsonl"] = f"task.jsonl:{first + 1}: label 4 but model"
+    for name, msg in cases.items():
+        r = cli("replay", str(tmp_path / name), "--model", weak, "--output", str(tmp_path / "out.jsonl"))
+        assert r.exit_code == 2 and msg in r.output and "Traceback" not in r.output, (name, r.output)
+        assert len(r.output.strip().splitlines()) == 1, r.output
+        assert not (tmp_path / "out.jsonl").exists()
+    (tmp_path / "out.jsonl").write_text("kept\n")
+    r = cli("replay", str(found / "so-enum.jsonl"), "--model", weak, "--output", str(tmp_path / "out.jsonl"))
+    assert r.exit_code == 2 and (tmp_path / "out.jsonl").read_text() == "kept\n"
+
+
+def test_a_suite_gates_on_a_replay(found, cli, tmp_path):
+    """[replay] in a suite: its max_still and max_regressed are thresholds like the others (exit 1 when crossed)."""
+    files = f'["{found / "so-enum.jsonl"}", "{found / "genetic.jsonl"}"]'
+    (tmp_path / "ok.toml").write_text(f'[suite]\noutput_dir = "ok"\n[replay]\nfindings = {files}\n'
+                                      f'model = "{found}/robust.py:clf"\nbaseline = "{found}/weak.py:clf"\n'
+                                      "max_still = 0.2\nmax_regressed = 0\n")
+    r = cli("run", str(tmp_path / "ok.toml"), "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert [(c["name"], c["value"], c["passed"]) for c in out["checks"]] == [("replay.still_share_max", 0.0, True),
+                                                                           ("replay.regressed_max", 0.0, True)]
+    (tmp_path / "bad.toml").write_text((tmp_path / "ok.toml").read_text().replace("robust.py", "TMP").replace(
+        "weak.py", "robust.py").replace("TMP", "weak.py").replace('"ok"', '"bad"'))
+    r = cli("run", str(tmp_path / "bad.toml"))
+    assert r.exit_code == 1 and "replay.regressed_max" in r.output and "replay.still_share_max" in r.output, r.output
+    (tmp_path / "nobase.toml").write_text(f'[replay]\nfindings = {files}\nmodel = "cnn"\nmax_regressed = 0\n')
+    r = cli("run", str(tmp_path / "nobase.toml"))
+    assert r.exit_code == 2 and "max_regressed needs baseline" in r.output
+
+
+def test_the_report_renders_a_replay_regressions_first(found, cli, tmp_path):
+    files = [str(found / "so-enum.jsonl"), str(found / "genetic.jsonl")]
+    r = cli("replay", *files, "--model", f"{found}/weak.py:clf", "--baseline", f"{found}/robust.py:clf",
+            "--output", str(tmp_path / "r.jsonl"))
+    assert r.exit_code == 0, r.output
+    r = cli("report", str(tmp_path / "r.jsonl"), "--out", str(tmp_path / "r.md"), "--format", "md")
+    assert r.exit_code == 0, r.output
+    md = (tmp_path / "r.md").read_text()
+    n = len([x for x in (tmp_path / "r.jsonl").read_text().splitlines()[1:]])
+    assert f"Replay: {n} findings on" in md and f"{n} regressed" in md
+    assert f"{n} regressed (fixed on robust.py:clf, holding again): shown first" in md
+    assert md.count("x̃:") == min(n, 12)  # the findings that still hold, as examples
