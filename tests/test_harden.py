@@ -672,3 +672,29 @@ def test_the_report_names_the_masked_lm_a_harden_used_by_default(cli, planted, t
     assert cli("report", str(tmp_path / "h"), "--out", str(tmp_path / "r.md")).exit_code == 0
     row = next(line for line in (tmp_path / "r.md").read_text().splitlines() if line.startswith("| harden |"))
     assert "| minilm-mlm |" in row, row
+
+
+def test_harden_from_findings_mined_elsewhere_trains_on_them_and_replays_them(cli, planted, tmp_path):
+    """--from: the successes of an attack run elsewhere are round 1's found examples (nothing is mined);
+    one that holds a held-out sentence is left out; the summary replays them on the original and the
+    hardened model — they held before, training fixed most of them."""
+    (tmp_path / "pairs.txt").write_text("film,movie\n")
+    r = cli("attack", "--model", str(planted / "bow"), "--data", str(planted / "train.tsv"), "--method", "so-enum",
+            "--k", "1", "--mlm", "minilm-mlm", "--pairs-file", str(tmp_path / "pairs.txt"), "--limit", "100",
+            "--no-ppl", "--output", str(tmp_path / "mined.jsonl"))
+    assert r.exit_code == 0, r.output
+    wins = [json.loads(x) for x in (tmp_path / "mined.jsonl").read_text().splitlines()[1:] if '"success"' in x]
+    assert len(wins) >= 30
+    r = cli(*_args(planted, tmp_path / "h", "--method", "augment", "--epochs", "3", "--found-weight", "10",
+                   "--eval-attack", "so-enum:1", "--from", str(tmp_path / "mined.jsonl"), "--json"))
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    found = read_jsonl(tmp_path / "h" / "found.jsonl")
+    assert [f["text"] for f in found] == [w["text"] for w in wins]  # exactly the given findings, nothing mined
+    assert res["held_out"]["attacked_for_training"] == len(wins)
+    rp = res["replay_found"]
+    assert rp["findings"] == len(wins) and rp["baseline_still"] == len(wins)  # all held on the original
+    assert rp["fixed_by_model"] >= len(wins) // 2 and rp["still"] < rp["baseline_still"] and rp["mcnemar_p"] < 0.01
+    r = cli(*_args(planted, tmp_path / "c", "--method", "consistency", "--from", str(tmp_path / "mined.jsonl")))
+    assert r.exit_code == 2 and "--from gives found examples to train on" in r.output
+    assert not (tmp_path / "c").exists()

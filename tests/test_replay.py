@@ -64,8 +64,10 @@ def test_findings_replayed_on_the_same_model_all_still_hold(found, cli):
     assert out["fixed"] == out["not_applicable"] == 0
     from textaudit.results import load
 
-    df = load(found / "same.jsonl").to_pandas()
+    back = load(found / "same.jsonl")
+    df = back.to_pandas()
     assert len(df) == len(successes) and set(df["status"]) == {"still"} and set(df["order"]) == {"first", "second"}
+    assert {k: v for k, v in back.summary().items()} == out  # the file gives back the command's own summary
 
 
 def test_a_model_that_fixed_them_and_one_where_they_do_not_apply(found):

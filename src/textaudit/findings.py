@@ -28,13 +28,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from textaudit.errors import TextAuditError
+from textaudit.merge import REPLAY_STATUSES as STATUSES
 from textaudit.models.batched import TIE, Classifier, decisions
-from textaudit.stats import mcnemar, wilson
 
-__all__ = ["Finding", "Replay", "read_findings", "replay", "STATUSES"]
+__all__ = ["Finding", "Replay", "read_findings", "replay", "attack_files", "STATUSES"]
 
-#: what a replayed finding can be
-STATUSES = ("still", "fixed", "not_applicable")
 #: attack methods whose successes are vulnerable pairs (x̃, x̃ ⊕ p); every other method's are adversarial texts
 SECOND_ORDER = ("so-enum", "so-beam", "random")
 
@@ -64,7 +62,7 @@ class Finding:
         return f"{self.file}:{self.line}"
 
 
-def _attack_files(path: Path) -> list[Path]:
+def attack_files(path: Path) -> list[Path]:
     """The attack results files under ``path``: itself, or a compare / harden folder's cells."""
     from textaudit.loaded import load
 
@@ -81,7 +79,7 @@ def read_findings(paths: Sequence[str | Path]) -> list[Finding]:
 
     out: list[Finding] = []
     for given in paths:
-        for path in _attack_files(Path(given).expanduser()):
+        for path in attack_files(Path(given).expanduser()):
             if not path.is_file():
                 raise TextAuditError(f"findings file {path} does not exist")
             header = read_header(path)
@@ -188,28 +186,11 @@ class Replay:
         return self.still / n if n else None
 
     def summary(self) -> dict[str, Any]:
-        """Counts overall and per (method, pair); with a baseline the paired counts and McNemar's p."""
-        out: dict[str, Any] = {"model": self.model, "findings": len(self.records), "still": self.still,
-                               "fixed": self.fixed, "not_applicable": self.not_applicable,
-                               "still_share": None if self.still_share is None else round(self.still_share, 4)}
-        n = self.still + self.fixed
-        if n:
-            lo, hi = wilson(self.still, n)
-            out["still_share_ci95"] = [round(lo, 4), round(hi, 4)]
-        groups: dict[tuple, dict] = {}
-        for r in self.records:
-            g = groups.setdefault((r["method"], "/".join(r["pair"]) if r.get("pair") else None),
-                                  {"method": r["method"], "pair": r.get("pair"), **{s: 0 for s in STATUSES}, "regressed": 0})
-            g[r["status"]] += 1
-            g["regressed"] += r.get("baseline_status") == "fixed" and r["status"] == "still"
-        out["by_method"] = list(groups.values())
-        if self.baseline is not None:
-            both = [r for r in self.records if "not_applicable" not in (r["status"], r["baseline_status"])]
-            test = mcnemar([r["baseline_status"] == "still" for r in both], [r["status"] == "still" for r in both])
-            out.update(baseline=self.baseline, baseline_still=self._count("baseline_status", "still"),
-                       baseline_fixed=self._count("baseline_status", "fixed"), fixed_by_model=self.fixed_by_model,
-                       regressed=self.regressed, paired=len(both), mcnemar_p=round(float(test["p"]), 6))
-        return out
+        """Counts overall and per (method, pair); with a baseline the paired counts and McNemar's p
+        (:func:`textaudit.merge.summarize_replay`: ``results.load`` of a replay file gives the same)."""
+        from textaudit.merge import summarize_replay
+
+        return summarize_replay(self.records, self.model, self.baseline)
 
 
 def replay(findings: str | Path | Sequence[str | Path] | Sequence[Finding], model: object,

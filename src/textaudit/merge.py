@@ -86,8 +86,50 @@ def summarize_records(header: dict, records: list[dict]) -> dict[str, Any]:
         perts = list(dict.fromkeys(r["perturbation"] for r in records))
         probabilities = sorted({float(r["p"]) for r in records if r["p"] != "robustness"})
         return aggregate(records, models, perts, probabilities)
+    if command == "replay":
+        return summarize_replay(records, str(config.get("model")), config.get("baseline"))
     if command == "perturbscore build":
         from textaudit.robustness.perturbscore.tuples import summarize_tuples
 
         return {"model": config.get("model"), "perturbation": config.get("perturbation"), **summarize_tuples(records)}
     raise TextAuditError(f"cannot summarize '{command}' results")
+
+
+#: what a replayed finding can be (:mod:`textaudit.findings`)
+REPLAY_STATUSES = ("still", "fixed", "not_applicable")
+
+
+def summarize_replay(records: list[dict], model: str, baseline: str | None = None) -> dict[str, Any]:
+    """An ``audit replay``'s summary from its records: still / fixed / not_applicable overall and per
+    (method, pair), the share still holding among the applicable ones with its Wilson interval; with a
+    baseline, the paired counts (``fixed_by_model``, ``regressed``) and McNemar's exact p of "still"
+    on the baseline vs the model over the findings applicable on both."""
+    from textaudit.stats import mcnemar, wilson
+
+    def count(key: str, status: str) -> int:
+        return sum(r.get(key) == status for r in records)
+
+    still, fixed = count("status", "still"), count("status", "fixed")
+    out: dict[str, Any] = {"model": model, "findings": len(records), "still": still, "fixed": fixed,
+                           "not_applicable": count("status", "not_applicable"),
+                           "still_share": round(still / (still + fixed), 4) if still + fixed else None}
+    if still + fixed:
+        lo, hi = wilson(still, still + fixed)
+        out["still_share_ci95"] = [round(lo, 4), round(hi, 4)]
+    groups: dict[tuple, dict] = {}
+    for r in records:
+        g = groups.setdefault((r["method"], "/".join(r["pair"]) if r.get("pair") else None),
+                              {"method": r["method"], "pair": r.get("pair"), **{s: 0 for s in REPLAY_STATUSES},
+                               "regressed": 0})
+        g[r["status"]] += 1
+        g["regressed"] += r.get("baseline_status") == "fixed" and r["status"] == "still"
+    out["by_method"] = list(groups.values())
+    if baseline is not None:
+        both = [r for r in records if "not_applicable" not in (r["status"], r.get("baseline_status"))]
+        test = mcnemar([r["baseline_status"] == "still" for r in both], [r["status"] == "still" for r in both])
+        out.update(baseline=baseline, baseline_still=count("baseline_status", "still"),
+                   baseline_fixed=count("baseline_status", "fixed"),
+                   fixed_by_model=sum(r.get("baseline_status") == "still" and r["status"] == "fixed" for r in records),
+                   regressed=sum(r.get("baseline_status") == "fixed" and r["status"] == "still" for r in records),
+                   paired=len(both), mcnemar_p=round(float(test["p"]), 6))
+    return out

@@ -61,6 +61,10 @@ def harden(
     max_queries: Optional[int] = typer.Option(None, "--max-queries", min=1, help="Query budget per attacked example."),
     mlm: MlmOpt = None,
     lora: bool = typer.Option(False, "--lora", help="hf: models: train LoRA adapters (peft), merged into the saved model."),
+    from_findings: Optional[list[Path]] = typer.Option(None, "--from", help=(
+        "augment, adversarial: train on the successes of these attack results files (or compare / harden folders), "
+        "mined by any run, instead of mining the first round; repeat for several. Findings holding a held-out "
+        "sentence are left out.")),
     in_flight: InFlightOpt = None,
     seed: SeedOpt = 0,
     json_out: JsonOpt = False,
@@ -77,7 +81,8 @@ def harden(
                               pairs_per_sentence=pairs_per_sentence,
                               pairs=[list(parse_pair(pair))] if pair else None, group=group, eval_data=eval_data,
                               eval_limit=eval_limit, eval_attacks=[[m, kk] for m, kk in evals],
-                              max_queries=max_queries, mlm=mlm, lora=lora, seed=seed)
+                              max_queries=max_queries, mlm=mlm, lora=lora, seed=seed,
+                              from_findings=[str(p) for p in from_findings] if from_findings else None)
     result = run_harden(settings, out, in_flight=in_flight)
     notice(f"hardened model: {result['model']} (use it as --model {result['model']}); report: audit report {out}")
     if json_out:
@@ -94,6 +99,10 @@ def print_before_after(result: dict) -> None:
                 f"{result['eval_data']}", ba.SUMMARY_COLUMNS, ba.summary_rows(result))
     if result["bias"]:
         print_table("B_(p,k) before and after", ba.BIAS_COLUMNS, ba.bias_rows(result))
+    rp = result.get("replay_found")
+    if rp:
+        notice(f"the {rp['findings']} findings it trained on, replayed: {rp['baseline_still']} held before, {rp['still']} "
+               f"after ({rp['fixed_by_model']} fixed, {rp['regressed']} regressed; McNemar p {rp['mcnemar_p']})")
     print_table("cost (seconds)", ba.COST_COLUMNS, ba.cost_rows(result))
     for w in result.get("warnings", []):  # said again under the tables: nothing found, too few sources
         notice(w)

@@ -105,6 +105,8 @@ class HardenSettings:
     mlm: str | None = None
     lora: bool = False
     seed: int = 0
+    #: results files or folders whose successes are the first round's found examples (no mining then)
+    from_findings: list[str] | None = None
 
     def check(self) -> None:
         """One-line errors for settings that cannot run (before anything loads)."""
@@ -130,6 +132,14 @@ class HardenSettings:
                 raise TextAuditError(f"{name} must be from {least} to {most:,} (got {value})")
         if self.pairs and self.group:
             raise TextAuditError("give --pair or --group, not both")
+        if self.from_findings:
+            if self.method not in ("augment", "adversarial"):
+                raise TextAuditError(f"--from gives found examples to train on: it applies to --method augment or "
+                                     f"adversarial, not {self.method} (which trains on neighbour pairs)")
+            from textaudit.findings import read_findings
+
+            if not read_findings(self.from_findings):
+                raise TextAuditError(f"--from {' '.join(self.from_findings)}: no success to train on")
         if not (isinstance(self.consistency_weight, (int, float)) and 0 <= self.consistency_weight <= 1e4):
             raise TextAuditError(f"--consistency-weight (λ) must be a number from 0 to 10,000 (got {self.consistency_weight}); "
                                  "λ weighs the consistency loss against cross-entropy: 1 to 100 are usual")
@@ -283,13 +293,16 @@ def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: i
                 f = out / f"found{tag}.jsonl"
                 round_state = out / f".round{r + 1}.pt"
                 clf = before if r == 0 else hardened.classifier(f"{name}+{s.method}@round{r}", device=device)
-                _say(f"harden: attacking {len(idx)} training examples with {s.attack} (round {r + 1}/{rounds}) → {f}",
-                     progress)
                 tm = time.perf_counter()
-                recs = mine(clf, [train_texts[i] for i in idx], [train_labels[i] for i in idx],
-                            [train_ids[i] for i in idx], method=s.attack, k=s.k, mlm=mlm, output=f, seed=s.seed,
-                            max_queries=s.max_queries, data=train_id, in_flight=in_flight, progress=progress,
-                            pairs=pairs)
+                if r == 0 and s.from_findings:
+                    recs = _given_findings(s.from_findings, f, held["text"], progress)
+                else:
+                    _say(f"harden: attacking {len(idx)} training examples with {s.attack} (round {r + 1}/{rounds}) → {f}",
+                         progress)
+                    recs = mine(clf, [train_texts[i] for i in idx], [train_labels[i] for i in idx],
+                                [train_ids[i] for i in idx], method=s.attack, k=s.k, mlm=mlm, output=f, seed=s.seed,
+                                max_queries=s.max_queries, data=train_id, in_flight=in_flight, progress=progress,
+                                pairs=pairs)
                 cost["attack_train_seconds"] = cost.get("attack_train_seconds", 0.0) + time.perf_counter() - tm
                 mined += recs
                 found += found_examples(recs)
@@ -373,6 +386,12 @@ def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: i
         bias = bias_before_after(before, after, pairs, texts, ids, mlm=mlm, k=s.bias_k, out=out / "bias.jsonl",
                                  seed=s.seed, data=eval_id, blacklists=blacklists, in_flight=in_flight,
                                  progress=progress)
+    replayed = None
+    if found_files and any(r.get("status") == "success" for r in mined):
+        from textaudit.findings import replay
+
+        # the mining findings on the hardened model, paired with the original: what training fixed (and broke)
+        replayed = replay([out / f for f in found_files], after, baseline=before).summary()
     cost["evaluate_seconds"] = time.perf_counter() - te
     warnings = _warnings(s, mined, bias)
     for w in warnings:
@@ -390,10 +409,38 @@ def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: i
         "mcnemar_p": head["mcnemar"]["p"], "accuracy": acc, "attacks": attacks, "bias": bias,
         "held_out": {"eval_examples": len(texts), "train_examples": len(train_texts),
                      "train_overlap_removed": overlap, "attacked_for_training": len({r.get("id") for r in mined})},
-        "found_files": found_files, "cost": _round(cost), **({"warnings": warnings} if warnings else {})}
+        "found_files": found_files, "cost": _round(cost), **({"replay_found": replayed} if replayed else {}),
+        **({"warnings": warnings} if warnings else {})}
     with atomic_path(out / SUMMARY) as tmp:
         tmp.write_text(json.dumps({"header": {"command": "harden", "config": s.to_dict()}, **summary}, indent=1))
     return summary
+
+
+def _given_findings(paths: list[str], found: Path, held_texts, progress: bool) -> list[dict]:
+    """``--from``: the successes of results files mined by any run, as round 1's found examples, copied into
+    ``found`` (so a resume and the report read them as mined here); those whose texts occur in the held-out
+    data are left out (training on them would leak into the before/after audit)."""
+    from textaudit.findings import attack_files
+    from textaudit.formats.jsonl import read_header, read_jsonl, write_results
+
+    if found.is_file() and (read_header(found) or {}).get("command") == "attack":
+        return read_jsonl(found)
+    held = {_norm(t) for t in held_texts}
+    recs, left_out = [], 0
+    for given in paths:
+        for path in attack_files(Path(given).expanduser()):
+            for r in read_jsonl(path):
+                if r.get("status") != "success" or r.get("label") is None:
+                    continue
+                if {_norm(str(t)) for t in (r.get("text"), r.get("vulnerable"), r.get("vulnerable_patched")) if t} & held:
+                    left_out += 1
+                    continue
+                recs.append({**r, "id": f"{path.name}:{r.get('id')}"})
+    if left_out:
+        _say(f"notice: {left_out} findings of --from hold a held-out sentence; left out of training", progress)
+    _say(f"harden: training on {len(recs)} findings of --from (no mining in round 1) → {found}", progress)
+    write_results(found, recs, command="attack", config={"from": [str(p) for p in paths]})
+    return recs
 
 
 def _warnings(s: HardenSettings, mined: list[dict], bias: list[dict]) -> list[str]:

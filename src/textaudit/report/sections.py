@@ -296,6 +296,15 @@ def _harden(item: Loaded, n: int) -> Section:
                             ba.SUMMARY_COLUMNS, ba.summary_rows(h)))
     if h.get("bias"):
         sec.tables.append(Table("B_(p,k) before and after (the same sentences)", ba.BIAS_COLUMNS, ba.bias_rows(h)))
+    rp = h.get("replay_found")
+    if rp:  # the training findings themselves, replayed: what training fixed, beside the held-out audit above
+        sec.tables.append(Table(
+            f"The {rp['findings']} findings it trained on, replayed (on the training examples: compare with the "
+            f"held-out audit above): still {rp['baseline_still']} before → {rp['still']} after; {rp['fixed_by_model']} "
+            f"fixed, {rp['regressed']} regressed; McNemar p {rp['mcnemar_p']}",
+            ["method", "pair", "still after", "fixed after", "not applicable"],
+            [[g["method"], "/".join(g["pair"]) if g.get("pair") else "–", g["still"], g["fixed"], g["not_applicable"]]
+             for g in rp["by_method"]]))
     sec.tables.append(Table("What it cost (seconds)", ba.COST_COLUMNS, ba.cost_rows(h)))
     sec.notes.append(f"held out: harden attacked and trained only {h.get('data')} ({held.get('train_examples')} examples; "
                      f"{held.get('train_overlap_removed', 0)} that also occur in {h.get('eval_data')} left out)")
