@@ -2,7 +2,7 @@
 
 1. The findings: ``audit attack`` with SO-Beam (k = 6) and Genetic on the first ``--limit`` SST-2 dev
    sentences on ``--model`` (each as its own process, as a user runs it; its wall time is the cost of
-   the search), or the files of an earlier run (``--findings DIR`` holding so-beam.jsonl and genetic.jsonl).
+   the search) into ``--findings DIR``, where an earlier run's so-beam.jsonl or genetic.jsonl is reused.
 2. The replay on the same model, in this process after the model is loaded: every finding must still
    hold (the replay is exact), and its wall time beside the searches'.
 3. With ``--hardened MODEL``: the replay on the hardened model paired with ``--model`` as the baseline
@@ -31,8 +31,9 @@ METHODS = (("so-beam", ["--k", "6"]), ("genetic", []))
 def attack(model: str, method: str, extra: list[str], limit: int, out: Path, threads: int) -> tuple[float, dict]:
     """One ``audit attack`` process; (wall seconds, its JSON summary)."""
     t0 = time.perf_counter()
-    r = subprocess.run(["audit", "--threads", str(threads), "attack", "--model", model, "--method", method, *extra,
-                        "--limit", str(limit), "--no-ppl", "--output", str(out), "--json"], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "textaudit", "--threads", str(threads), "attack", "--model", model,
+                        "--method", method, *extra, "--limit", str(limit), "--no-ppl", "--output", str(out), "--json"],
+                       capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"audit attack {method} failed:\n{r.stderr[-2000:]}")
     return time.perf_counter() - t0, json.loads(r.stdout.strip().splitlines()[-1])
@@ -43,7 +44,8 @@ def main() -> None:
     ap.add_argument("--model", default="cnn")
     ap.add_argument("--limit", type=int, default=200)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--findings", type=Path, help="a folder with so-beam.jsonl and genetic.jsonl of an earlier run")
+    ap.add_argument("--findings", type=Path, help="a folder for so-beam.jsonl and genetic.jsonl: those already there "
+                    "(an earlier run's) are replayed as they are, the others searched into it")
     ap.add_argument("--hardened", help="a hardened model to replay on (with --model as the baseline)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
@@ -55,11 +57,12 @@ def main() -> None:
     from textaudit.models import load_classifier
 
     work = args.findings or Path(tempfile.mkdtemp(prefix="replay-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
     out: dict = {"model": args.model, "limit": args.limit, "threads": args.threads, "search": {}}
     files = []
     for method, extra in METHODS:
         path = work / f"{method}.jsonl"
-        if args.findings is None:
+        if not path.is_file():
             wall, summary = attack(args.model, method, extra, args.limit, path, args.threads)
             out["search"][method] = {"wall_seconds": round(wall, 1), "success": summary["success"],
                                      "attacked": summary["attacked"]}

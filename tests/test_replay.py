@@ -8,14 +8,8 @@ from pathlib import Path
 
 import pytest
 
-WEAK = '''
-def clf(texts):  # positive only while "film" is there: any synonym of "film" flips it
-    return [[0.1, 0.9] if "film" in t.split() else [0.8, 0.2] for t in texts]
-'''
-ROBUST = '''
-def clf(texts):  # always positive, whatever the words
-    return [[0.3, 0.7] for t in texts]
-'''
+from test_report import ROBUST, WEAK  # positive only while "film" is there; always positive
+
 NEGATIVE = '''
 def clf(texts):  # always negative: misclassifies every (positive) input
     return [[0.7, 0.3] for t in texts]

@@ -9,8 +9,8 @@ import typer
 
 from textaudit.cli.app import AuditCommand, JsonOpt, ModelOpt, app, emit_json, notice, print_table, with_model_options
 
-#: the replay table's columns: one row per (method, pair)
-COLUMNS = ["method", "pair", "still", "fixed", "not applicable", "regressed"]
+#: the replay table's columns: one row per method (per method and pair: --json, --output and the report)
+COLUMNS = ["method", "findings", "still", "fixed", "not applicable", "regressed"]
 
 
 @app.command(cls=AuditCommand)
@@ -41,8 +41,13 @@ def replay(
     if json_out:
         emit_json(out)
         return
-    rows = [[g["method"], "/".join(g["pair"]) if g.get("pair") else "–", g["still"], g["fixed"], g["not_applicable"],
-             g["regressed"] if baseline else "–"] for g in out["by_method"]]
+    per: dict[str, list[int]] = {}
+    for g in out["by_method"]:
+        row = per.setdefault(g["method"], [0, 0, 0, 0, 0])
+        for i, key in enumerate(("still", "fixed", "not_applicable", "regressed")):
+            row[i + 1] += g[key]
+        row[0] += g["still"] + g["fixed"] + g["not_applicable"]
+    rows = [[m, *r[:4], r[4] if baseline else "–"] for m, r in per.items()]
     share = "–" if out["still_share"] is None else f"{out['still_share']:.3f}"
     title = f"{out['findings']} findings replayed on {out['model']}: {out['still']} still hold ({share} of the applicable)"
     if baseline:
