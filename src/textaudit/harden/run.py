@@ -258,6 +258,7 @@ def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: i
         raise TextAuditError(f"--data {s.data}: none of its {len(train_texts)} training examples has {MIN_WORDS} words or "
                              "more, and harden attacks (or pairs) only those; give longer training sentences")
 
+    _say(f"harden: {s.method} of {s.model}: loading the model and the data …", progress)
     original = load_trainable(s.model)
     name = str(s.model)
     before = original.classifier(name, device=device)
@@ -325,6 +326,8 @@ def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: i
 
             idx = order[:s.train_sample]
             src = [train_texts[i] for i in idx]
+            _say(f"harden: building consistency pairs from {len(src)} training sentences and their Neighbor_1 "
+                 f"(up to {s.neighbors} each) …", progress)
             # a protected group's neighbourhoods never add one of its words (as audit bias builds them)
             builder = NeighborhoodBuilder(mlm, blacklist=set().union(*blacklists.values()) if blacklists else ())
             tm = time.perf_counter()
