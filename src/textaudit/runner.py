@@ -84,16 +84,21 @@ class ResumableRun:
         self._bar = progress_bar(total=len(todo), desc=desc, unit=unit, enabled=self.progress)
         runner = backend or SerialBackend()
         left = dict(todo)
-        done_cost = 0.0
+        weighted = weighted_eta and cost is not None
+        done_cost, remaining = 0.0, sum(cost(j) for j in left.values()) if weighted else 0.0  # type: ignore[misc]
         t0 = time.monotonic()
         batches = [todo[:1], todo[1:]] if first is not None and todo else [todo]
         for batch in batches:
             for job_id, result in runner.map(make_worker, batch, cost, group):
+                job = left.pop(job_id)
                 if first is not None and batch is batches[0] and len(batches) > 1:
-                    first(left[job_id], result, time.monotonic() - t0)
-                if weighted_eta and cost is not None:
-                    done_cost += cost(left.pop(job_id))
-                    self._cost = (done_cost, sum(cost(j) for j in left.values()))
+                    first(job, result, time.monotonic() - t0)
+                    if weighted:  # ``first`` may have refined the costs: summed again once
+                        remaining = sum(cost(j) for j in left.values()) + cost(job)  # type: ignore[misc]
+                if weighted:
+                    c = cost(job)  # type: ignore[misc]
+                    done_cost, remaining = done_cost + c, remaining - c
+                    self._cost = (done_cost, max(remaining, 0.0))
                     weigh(self._bar, *self._cost, self._fields)
                 yield job_id, result
                 self._bar.update(1)
