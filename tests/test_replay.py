@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from test_report import ROBUST, WEAK  # positive only while "film" is there; always positive
 
 NEGATIVE = '''
