@@ -107,6 +107,10 @@ def test_bad_findings_are_one_line_errors_and_nothing_is_written(found, cli, tmp
     rec["label"] = 4
     (tmp_path / "task.jsonl").write_text("\n".join(genetic[:first] + [json.dumps(rec)] + genetic[first + 1:]) + "\n")
     cases["task.jsonl"] = f"task.jsonl:{first + 1}: label 4 but model"
+    header = json.loads(genetic[0])
+    header["header"]["config"]["perturb_side"] = "second"
+    (tmp_path / "pairs.jsonl").write_text("\n".join([json.dumps(header)] + genetic[1:]) + "\n")
+    cases["pairs.jsonl"] = "holds findings on sentence pairs (second text changed)"
     for name, msg in cases.items():
         r = cli("replay", str(tmp_path / name), "--model", weak, "--output", str(tmp_path / "out.jsonl"))
         assert r.exit_code == 2 and msg in r.output and "Traceback" not in r.output, (name, r.output)

@@ -93,6 +93,9 @@ def read_findings(paths: Sequence[str | Path]) -> list[Finding]:
             records = read_jsonl(path)
             check_results(path, header, records)  # a damaged line: file and line
             cfg = header.get("config", {})
+            if cfg.get("perturb_side"):  # scoring the changed text without its pair's other text would be wrong
+                raise TextAuditError(f"{path} holds findings on sentence pairs ({cfg['perturb_side']} text changed); "
+                                     "replay takes findings on single texts for now")
             lines = record_lines(path)
             for line, r in zip(lines, records):
                 if r.get("status") != "success":
