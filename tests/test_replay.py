@@ -95,7 +95,7 @@ def test_bad_findings_are_one_line_errors_and_nothing_is_written(found, cli, tmp
     weak = f"{found}/weak.py:clf"
     (tmp_path / "wo.jsonl").write_text('{"header": {"command": "wordorder", "config": {}}}\n{"id": "a"}\n')
     cases = {
-        "wo.jsonl": "holds wordorder results, not an attack's findings",
+        "wo.jsonl": "holds wordorder results, not an attack's or a bias run's findings",
         "missing.jsonl": "does not exist",
     }
     lines = (found / "so-enum.jsonl").read_text().splitlines()
@@ -153,3 +153,101 @@ def test_the_report_renders_a_replay_regressions_first(found, cli, tmp_path):
     assert f"Replay: {n} findings on" in md and f"{n} regressed" in md
     assert f"{n} regressed (fixed on robust.py:clf, holding again): shown first" in md
     assert md.count("x̃:") == min(n, 12)  # the findings that still hold, as examples
+
+
+# -- a bias run's findings: B_{p,k} of another model on the very sentences the run scored -----------------------
+
+PLANTED = '''
+import math, zlib
+BONUS = {bonus}
+def clf(texts):  # P(positive) = sigmoid(Σ word scores + BONUS·[she ∈ x]): BONUS > 0 prefers "she"
+    out = []
+    for t in texts:
+        words = t.lower().split()
+        z = sum((zlib.crc32(w.encode()) % 1000) / 1000 - 0.5 for w in words if w not in ("he", "she"))
+        p = 1 / (1 + math.exp(-(z + BONUS * ("she" in words))))
+        out.append([1 - p, p])
+    return out
+'''
+BIAS_ROWS = ["he said the film was a deep and moving story .", "the story is slow but he makes it work .",
+             "she gives a warm and funny performance here .", "he was not funny at all in this one .",
+             "a dull plot that nobody will remember ."]
+
+
+@pytest.fixture(scope="module")
+def bias_found(found):
+    """An audit bias file (k = 1, he/she) of a model that prefers "she", and the same model with other biases."""
+    from typer.testing import CliRunner
+
+    from textaudit.cli.main import app
+
+    d = found
+    for name, bonus in (("she1", 1.0), ("she0", 0.0), ("he1", -1.0)):
+        (d / f"{name}.py").write_text(PLANTED.format(bonus=bonus))
+    (d / "bias.tsv").write_text("text\n" + "".join(f"{r}\n" for r in BIAS_ROWS))
+    r = CliRunner().invoke(app, ["bias", "--pair", "he,she", "--model", f"{d}/she1.py:clf", "--data", str(d / "bias.tsv"),
+                                 "--k", "1", "--mlm", str(d / "mlm"), "--kappa", "5", "--delta", "1e9",
+                                 "--output", str(d / "bias.jsonl"), "--json"])
+    assert r.exit_code == 0, r.output
+    return d, json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_a_bias_file_replayed_on_its_own_model_gives_back_its_b_and_its_findings_still_hold(bias_found, cli):
+    d, run = bias_found
+    by_k = run["pairs"][0]["by_k"]
+    assert set(by_k) == {"0", "1"} and by_k["1"]["n"] > by_k["0"]["n"] == 4  # the neighbours were scored
+    assert all(e["ci95"][0] > 0 for e in by_k.values())  # the run found a bias at both k: two findings
+    r = cli("replay", str(d / "bias.jsonl"), "--model", f"{d}/she1.py:clf", "--json", "--output", str(d / "bias-same.jsonl"))
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert (out["findings"], out["still"], out["fixed"], out["still_share"]) == (2, 2, 0, 1.0)
+    from textaudit.results import load
+
+    back = load(d / "bias-same.jsonl")
+    recs = {rec["k"]: rec for rec in back.records}
+    for k, e in by_k.items():  # the same B, interval and sentences as the run: the replay is exact
+        rec = recs[int(k)]
+        assert rec["status"] == "still" and rec["order"] == "bias" and rec["pair"] == ["he", "she"]
+        assert rec["B"] == pytest.approx(e["B"], abs=2e-6) and rec["found_B"] == pytest.approx(e["B"], abs=2e-6)
+        assert rec["ci95"] == pytest.approx(e["ci95"], abs=2e-6) and rec["n"] == e["n"] and rec["sources"] == e["sources"]
+    assert back.summary() == out
+    r = cli("replay", str(d / "bias.jsonl"), "--model", f"{d}/she1.py:clf")
+    assert r.exit_code == 0 and "B on model" in r.stdout and "still" in r.stdout, r.output
+
+
+def test_a_bias_fixed_reversed_or_regressed_against_a_baseline(bias_found, cli, tmp_path):
+    import textaudit
+
+    d, run = bias_found
+    none = textaudit.replay(d / "bias.jsonl", f"{d}/she0.py:clf")  # no preference: F = 0 on every sentence
+    assert [(r["status"], r["B"], r["ci95"]) for r in none.records] == [("fixed", 0.0, [0.0, 0.0])] * 2
+    other = textaudit.replay(d / "bias.jsonl", f"{d}/he1.py:clf")  # a bias the other way is no longer this finding
+    assert {r["status"] for r in other.records} == {"fixed"} and all(r["B"] < 0 and r["ci95"][1] < 0 for r in other.records)
+    back = textaudit.replay(d / "bias.jsonl", f"{d}/she1.py:clf", baseline=f"{d}/she0.py:clf")
+    s = back.summary()
+    assert (s["regressed"], s["fixed_by_model"], s["baseline_fixed"], s["paired"]) == (2, 0, 2, 2)
+    r = cli("replay", str(d / "bias.jsonl"), str(d / "so-enum.jsonl"), "--model", f"{d}/she1.py:clf",
+            "--baseline", f"{d}/she0.py:clf", "--output", str(tmp_path / "r.jsonl"))
+    assert r.exit_code == 0 and "(regressed)" in r.stdout, r.output
+    r = cli("report", str(tmp_path / "r.jsonl"), "--out", str(tmp_path / "r.md"), "--format", "md")
+    assert r.exit_code == 0, r.output
+    md = (tmp_path / "r.md").read_text()
+    assert "on the bias run's own sentences (a finding" in md and md.count("still (regressed)") == 2
+
+
+def test_bad_bias_findings_are_one_line_errors(bias_found, cli, tmp_path):
+    d, _ = bias_found
+    lines = (d / "bias.jsonl").read_text().splitlines()
+    row = next(i for i, x in enumerate(lines) if '"unit"' in x and '"F"' in x)
+    rec = json.loads(lines[row])
+    held = "she" if rec["reversed"] else "he"
+    rec["text"] = " ".join("someone" if w.lower() == held else w for w in rec["text"].split())
+    (tmp_path / "edited.jsonl").write_text("\n".join(lines[:row] + [json.dumps(rec)] + lines[row + 1:]) + "\n")
+    three = '''def clf(texts):\n    return [[0.2, 0.3, 0.5] for t in texts]\n'''
+    (tmp_path / "three.py").write_text(three)
+    cases = [(tmp_path / "edited.jsonl", f"{d}/she1.py:clf", f"edited.jsonl:{row + 1}: the sentence holds 0 '{held}'"),
+             (d / "bias.jsonl", f"{tmp_path}/three.py:clf", "B was measured over 2 classes but model three.py:clf has 3")]
+    for path, model, msg in cases:
+        r = cli("replay", str(path), "--model", model, "--output", str(tmp_path / "out.jsonl"))
+        assert r.exit_code == 2 and msg in r.output and len(r.output.strip().splitlines()) == 1, r.output
+        assert not (tmp_path / "out.jsonl").exists()

@@ -14,9 +14,14 @@ With a ``baseline`` M0 the same findings are replayed on M0 too and paired: **fi
 on M0, fixed on M), **regressed** (fixed on M0, holding again on M — what a release must not ship),
 and McNemar's exact test of "still" on M0 vs M over the findings applicable on both.
 
-Replay reads results files (``audit attack --output``), ``audit compare`` folders and ``audit
-harden`` folders; a file of another kind, another task's findings (a label or prediction the model
-has no class for) or a damaged line is a one-line error naming the file (and line).
+A bias results file (``audit bias --output``) is replayed as B_{p,k} of M on the very sentences the
+run scored, with its interval (:mod:`textaudit.fairness.replay`): one record per pair p and k′, **still**
+when the bias the run found (a 95% interval excluding 0) is still significant on M with the same sign,
+**fixed** when it is not, **not_applicable** where the run found none.
+
+Replay reads results files (``audit attack --output``, ``audit bias --output``), ``audit compare``
+folders and ``audit harden`` folders; a file of another kind, another task's findings (a label or
+prediction the model has no class for) or a damaged line is a one-line error naming the file (and line).
 """
 
 from __future__ import annotations
@@ -28,10 +33,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from textaudit.errors import TextAuditError
+from textaudit.fairness.replay import BiasFindings, bias_status, estimate_fields, read_bias_findings
 from textaudit.merge import REPLAY_STATUSES as STATUSES
 from textaudit.models.batched import TIE, Classifier, decisions
 
-__all__ = ["Finding", "Replay", "read_findings", "replay", "attack_files", "STATUSES"]
+__all__ = ["Finding", "BiasFindings", "Replay", "read_findings", "replay", "attack_files", "STATUSES"]
 
 #: attack methods whose successes are vulnerable pairs (x̃, x̃ ⊕ p); every other method's are adversarial texts
 SECOND_ORDER = ("so-enum", "so-beam", "random")
@@ -72,26 +78,32 @@ def attack_files(path: Path) -> list[Path]:
     return [c.path for c in res.cells.values()]
 
 
-def read_findings(paths: Sequence[str | Path]) -> list[Finding]:
+def read_findings(paths: Sequence[str | Path], *, bias: bool = True) -> list[Finding | BiasFindings]:
     """Every success of the attack results files (or compare / harden folders) ``paths``, in file
-    order; a path of another kind is a one-line error."""
+    order, and (``bias``) the scored units of bias results files; a path of another kind is a
+    one-line error."""
     from textaudit.formats.jsonl import check_results, read_header, read_jsonl, record_lines
 
-    out: list[Finding] = []
+    kinds = "audit attack or audit bias" if bias else "audit attack"
+    out: list[Finding | BiasFindings] = []
     for given in paths:
         for path in attack_files(Path(given).expanduser()):
             if not path.is_file():
                 raise TextAuditError(f"findings file {path} does not exist")
             header = read_header(path)
             if header is None:
-                raise TextAuditError(f"{path} has no textaudit header line: give results files written by audit attack "
+                raise TextAuditError(f"{path} has no textaudit header line: give results files written by {kinds} "
                                      "(--output), or an audit compare or audit harden folder")
             command = header.get("command")
-            if command != "attack":
-                raise TextAuditError(f"{path} holds {command or 'unknown'} results, not an attack's findings; give "
-                                     "results files of audit attack, or an audit compare or audit harden folder")
+            if command not in (("attack", "bias") if bias else ("attack",)):
+                what = "an attack's or a bias run's findings" if bias else "an attack's findings"
+                raise TextAuditError(f"{path} holds {command or 'unknown'} results, not {what}; give results files of "
+                                     f"{kinds}, or an audit compare or audit harden folder")
             records = read_jsonl(path)
             check_results(path, header, records)  # a damaged line: file and line
+            if command == "bias":
+                out.append(read_bias_findings(str(path), header, records, record_lines(path)))
+                continue
             cfg = header.get("config", {})
             if cfg.get("perturb_side"):  # scoring the changed text without its pair's other text would be wrong
                 raise TextAuditError(f"{path} holds findings on sentence pairs ({cfg['perturb_side']} text changed); "
@@ -196,28 +208,48 @@ class Replay:
         return summarize_replay(self.records, self.model, self.baseline)
 
 
-def replay(findings: str | Path | Sequence[str | Path] | Sequence[Finding], model: object,
+def _bias_records(found: BiasFindings, clf: Classifier, base: Classifier | None) -> list[dict]:
+    """One record per pair p and k′ of a bias file: B_{p,k′} as the run found it and on the model (and baseline)."""
+    now = found.estimates(clf)
+    before = found.estimates(base) if base is not None else None
+    out = []
+    for pair, by_k in found.found.items():
+        for kk, e in by_k.items():
+            m = now.get(pair, {}).get(kk)
+            rec = {"file": found.file, "line": found.line, "id": f"{pair[0]},{pair[1]}|k={kk}", "method": "bias",
+                   "found_on": found.found_on, "pair": list(pair), "k": kk, "order": "bias",
+                   "status": bias_status(e, m), **estimate_fields(e, "found_"), **estimate_fields(m)}
+            if before is not None:
+                b = before.get(pair, {}).get(kk)
+                rec.update(baseline_status=bias_status(e, b), **estimate_fields(b, "baseline_"))
+            out.append(rec)
+    return out
+
+
+def replay(findings: str | Path | Sequence[str | Path] | Sequence[Finding | BiasFindings], model: object,
            baseline: object | None = None) -> Replay:
-    """Replay ``findings`` (results files or folders, or :class:`Finding` objects) on ``model`` (and
-    ``baseline``): any model spec or classifier :func:`~textaudit.models.load_classifier` takes.
+    """Replay ``findings`` (results files or folders, or what :func:`read_findings` returned) on ``model``
+    (and ``baseline``): any model spec or classifier :func:`~textaudit.models.load_classifier` takes.
     See the module docstring for what each status means."""
     from textaudit.models import load_classifier
 
     if isinstance(findings, (str, Path)):
         findings = [findings]
     items = list(findings)
-    found = items if items and all(isinstance(f, Finding) for f in items) else read_findings(items)  # type: ignore[arg-type]
-    if not found:
-        raise TextAuditError("the findings files hold no success to replay (no vulnerable or adversarial example)")
+    read = items if items and all(isinstance(f, (Finding, BiasFindings)) for f in items) else read_findings(items)  # type: ignore[arg-type]
+    found = [f for f in read if isinstance(f, Finding)]
+    biased = [f for f in read if isinstance(f, BiasFindings)]
+    if not found and not any(b.found for b in biased):
+        raise TextAuditError("the findings files hold no success to replay (no vulnerable or adversarial example, "
+                             "no scored bias unit)")
     clf = model if hasattr(model, "predict_proba") and not isinstance(model, str) else load_classifier(model)
     _check_task(found, clf)
-    status, probs = _statuses(found, clf)
-    base_status, base_probs, base_name = None, None, None
+    base = None
     if baseline is not None:
         base = baseline if hasattr(baseline, "predict_proba") and not isinstance(baseline, str) else load_classifier(baseline)
         _check_task(found, base)
-        base_status, base_probs = _statuses(found, base)
-        base_name = base.name
+    status, probs = _statuses(found, clf)
+    base_status, base_probs = _statuses(found, base) if base is not None else (None, None)
     records = []
     for i, (f, s) in enumerate(zip(found, status)):
         texts = (f.vulnerable, f.vulnerable_patched) if f.second_order else (f.text, f.vulnerable)
@@ -228,8 +260,10 @@ def replay(findings: str | Path | Sequence[str | Path] | Sequence[Finding], mode
         if base_status is not None:
             rec.update(baseline_status=base_status[i], baseline_probs=[base_probs[t] for t in texts])  # type: ignore[index]
         records.append(rec)
+    for b in biased:
+        records.extend(_bias_records(b, clf, base))
     config = {"model": clf.name, "model_fingerprint": getattr(clf, "fingerprint", None),
-              "findings": sorted({f.file for f in found})}
-    if baseline is not None:
-        config.update(baseline=base_name, baseline_fingerprint=getattr(base, "fingerprint", None))
-    return Replay(clf.name, records, base_name, config)
+              "findings": sorted({f.file for f in found} | {b.file for b in biased})}
+    if base is not None:
+        config.update(baseline=base.name, baseline_fingerprint=getattr(base, "fingerprint", None))
+    return Replay(clf.name, records, base.name if base is not None else None, config)

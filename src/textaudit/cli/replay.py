@@ -11,13 +11,16 @@ from textaudit.cli.app import AuditCommand, JsonOpt, ModelOpt, app, emit_json, n
 
 #: the replay table's columns: one row per method (per method and pair: --json, --output and the report)
 COLUMNS = ["method", "findings", "still", "fixed", "not applicable", "regressed"]
+#: the title of the table of a bias run's findings
+BIAS_TITLE = "B_(p,k) on the bias runs' own sentences (a finding: the run's 95% CI excluded 0)"
 
 
 @app.command(cls=AuditCommand)
 @with_model_options
 def replay(
-    findings: list[Path] = typer.Argument(..., help="Results files of audit attack (--output), or audit compare / "
-                                                    "audit harden folders: their successes are the findings."),
+    findings: list[Path] = typer.Argument(..., help="Results files of audit attack or audit bias (--output), or audit "
+                                                    "compare / audit harden folders: an attack's successes are its "
+                                                    "findings; a bias run's, the sentences it scored (B_{p,k} on them)."),
     model: ModelOpt = ...,  # type: ignore[assignment]
     baseline: Optional[str] = typer.Option(None, "--baseline", help=(
         "A second model (the previous version): the findings are replayed on both and paired — fixed by --model, "
@@ -25,7 +28,8 @@ def replay(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="JSONL file: one record per finding (must not exist)."),
     json_out: JsonOpt = False,
 ) -> None:
-    """Replay the vulnerable pairs and adversarial examples an attack found on another model: no masked LM, no search."""
+    """Replay the vulnerable pairs and adversarial examples an attack found, and the sentences a bias run scored, on
+    another model: no masked LM, no search."""
     from textaudit.findings import read_findings
     from textaudit.findings import replay as run_replay
     from textaudit.formats.jsonl import check_output, write_results
@@ -54,3 +58,9 @@ def replay(
         title += (f"; vs {out['baseline']}: {out['fixed_by_model']} fixed, {out['regressed']} regressed, "
                   f"McNemar p = {out['mcnemar_p']:.4g}")
     print_table(title, COLUMNS, rows)
+    bias = [r for r in result.records if r.get("order") == "bias"]
+    if bias:
+        from textaudit.fairness.replay import REPLAY_COLUMNS, replay_row
+
+        print_table(BIAS_TITLE, REPLAY_COLUMNS, [replay_row(r, baseline is not None) for r in bias])
+

@@ -138,7 +138,7 @@ class HardenSettings:
                                      f"adversarial, not {self.method} (which trains on neighbour pairs)")
             from textaudit.findings import read_findings
 
-            if not read_findings(self.from_findings):
+            if not read_findings(self.from_findings, bias=False):
                 raise TextAuditError(f"--from {' '.join(self.from_findings)}: no success to train on")
         if not (isinstance(self.consistency_weight, (int, float)) and 0 <= self.consistency_weight <= 1e4):
             raise TextAuditError(f"--consistency-weight (λ) must be a number from 0 to 10,000 (got {self.consistency_weight}); "

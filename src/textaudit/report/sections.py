@@ -339,7 +339,13 @@ def _replay(item: Loaded, n: int) -> Section:
                             + (f"; vs {cfg.get('baseline')}: {s['fixed_by_model']} fixed, {s['regressed']} regressed, "
                                f"McNemar p {s['mcnemar_p']}" if base else ""),
                             ["method", "pair", "still", "fixed", "not applicable", "regressed"], rows))
-    order = sorted((r for r in item.records if r["status"] == "still"),
+    bias = [r for r in item.records if r.get("order") == "bias"]
+    if bias:  # a bias run's (p, k′): B as found, on the model (and the baseline), on the run's own sentences
+        from textaudit.fairness.replay import REPLAY_COLUMNS, replay_row
+
+        sec.tables.append(Table("B_(p,k) on the bias run's own sentences (a finding: the run's 95% interval excluded 0)",
+                                REPLAY_COLUMNS, [replay_row(r, base) for r in bias]))
+    order = sorted((r for r in item.records if r["status"] == "still" and r.get("order") != "bias"),
                    key=lambda r: r.get("baseline_status") != "fixed")  # the regressions first
     if base and s["regressed"]:
         sec.notes.append(f"{s['regressed']} regressed (fixed on {cfg.get('baseline')}, holding again): shown first")
@@ -355,8 +361,8 @@ def _replay(item: Loaded, n: int) -> Section:
                                     pred[0] if second else pred[1],
                                     marked(r["vulnerable"], r["vulnerable_patched"]) if second else None,
                                     pred[1] if second else None, r.get("pair")))
-    if not sec.examples:
-        sec.notes.append("no finding still holds on this model")
+    if not sec.examples and len(bias) < len(item.records):
+        sec.notes.append("no vulnerable or adversarial example still holds on this model")
     return sec
 
 
