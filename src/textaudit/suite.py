@@ -8,6 +8,7 @@ results must meet::
     limit = 50
     output_dir = "runs/gate"         # relative to the suite file; every audit resumes from it
     report = "report.html"           # written into output_dir
+    track = "mlflow"                 # optional: the suite as an MLflow run, one nested run per audit
 
     [compare]                        # the attack matrix of audit compare
     models = ["cnn"]
@@ -53,7 +54,7 @@ from textaudit.errors import TextAuditError
 
 __all__ = ["Suite", "Check", "load_suite", "run_suite", "check_thresholds"]
 
-SECTIONS = {"suite": {"name", "data", "limit", "output_dir", "report", "seed"},
+SECTIONS = {"suite": {"name", "data", "limit", "output_dir", "report", "seed", "track"},
             "compare": {"models", "methods", "k", "mlm"},
             "bias": {"model", "pairs", "k", "mlm", "enumerate_k", "sample", "ci", "max_sources", "limit"},
             "certify": {"models"},
@@ -72,6 +73,7 @@ SUITE_KEYS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "report": ("a file name ending in .html or .md", lambda v: _NAME(v) and Path(v).suffix.lower() in (".html", ".md")
                and Path(v).name == v),
     "seed": ("a whole number >= 0", lambda v: isinstance(v, int) and v >= 0),
+    "track": ("mlflow (log the suite as a run with one nested run per audit)", lambda v: v == "mlflow"),
 }
 _INT = lambda low: (f"a whole number >= {low}", lambda v: isinstance(v, int) and v >= low)  # noqa: E731
 #: the other sections' single values, checked when the suite is read (before any model loads); lists
@@ -297,9 +299,9 @@ def check_thresholds(suite: Suite, results: dict) -> list[Check]:
     return checks
 
 
-def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], Path]:
+def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], Path, list[Path]]:
     """Run (or resume) every audit of ``suite`` into its output directory, write the report, and
-    return ``(results, checks, report path)``."""
+    return ``(results, checks, report path, the audits' results files and folders)``."""
     from textaudit.attacks.compare import run_compare
     from textaudit.data import dataset_id, load_dataset
     from textaudit.fairness import CounterfactualBias, parse_pair, run_bias
@@ -371,4 +373,4 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
     checks = check_thresholds(suite, results)
     report = suite.report_path
     write_report(inputs, report, title=suite.get("suite", "name"), checks=checks)
-    return results, checks, report
+    return results, checks, report, inputs

@@ -30,7 +30,8 @@ __all__ = ["AuditGroup", "fail", "AuditCommand", "app", "emit_json", "print_tabl
            "DataOpt", "TextColumnOpt", "LabelColumnOpt", "LimitOpt", "SampleOpt", "PairColumnOpt",
            "PerturbSideOpt", "MlmOpt", "LanguageOpt", "OutputOpt", "ResumeOpt", "SeedOpt", "ShardOpt", "JsonOpt",
            "BackendOpt", "AddressOpt", "WorkersOpt", "InFlightOpt", "GpusOpt", "CpusOpt", "format_ci",
-           "MODEL_HELP", "with_model_options", "with_store_option", "StoreOpt", "store_fields"]
+           "MODEL_HELP", "with_model_options", "with_store_option", "StoreOpt", "store_fields", "with_track_option",
+           "finished", "finished_run", "TrackExperimentOpt", "TrackRunIdOpt"]
 
 #: what an interrupted command keeps, and how to continue: commands with a results file (--output)
 INTERRUPT_HINT = "results written so far are kept; rerun with --resume to continue"
@@ -176,6 +177,99 @@ def with_store_option(command: Callable) -> Callable:
     extra = inspect.Parameter("store", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=StoreOpt)
     run.__signature__ = sig.replace(parameters=[*sig.parameters.values(), extra])  # type: ignore[attr-defined]
     run.__annotations__ = {**hints, "store": StoreOpt}
+    return run
+
+
+TrackOpt = Annotated[Optional[str], typer.Option("--track", help=(
+    "Log the audit as a run of an experiment tracker: mlflow (where: MLFLOW_TRACKING_URI, else ./mlruns). "
+    "A tracker that is down costs a warning, never the audit; audit track logs it later."))]
+TrackExperimentOpt = Annotated[Optional[str], typer.Option("--track-experiment", help=(
+    "The tracker's experiment (created if missing; default: MLFLOW_EXPERIMENT_NAME, else the parent run's, "
+    "else the tracker's default)."))]
+TrackRunIdOpt = Annotated[Optional[str], typer.Option("--track-run-id", help=(
+    "Log the audit as a nested run of this existing run (e.g. the run that trained the model)."))]
+_TRACK_OPTIONS = {"track": TrackOpt, "track_experiment": TrackExperimentOpt, "track_run_id": TrackRunIdOpt}
+#: what the running command hands the tracker (:func:`finished`): its summary and files, or a whole run
+_FINISHED: dict[str, Any] = {}
+
+
+def finished(summary: dict, files: Any = ()) -> dict:
+    """Hand a tracked command's result to ``--track``: its summary (the ``--json`` object: its numbers become
+    the run's metrics) and the results files or folders it wrote (``None`` left out). Returns ``summary``."""
+    _FINISHED.update(summary=summary, files=[Path(f) for f in files if f is not None])
+    return summary
+
+
+def finished_run(run: Any, track: str | None = None) -> None:
+    """Hand ``--track`` a whole run (:class:`textaudit.track.TrackRun`: a suite's, with its nested runs; or a
+    function that builds it, called only when the run is logged);
+    ``track``: the tracker the command's own settings ask for (a suite's ``[suite] track``), logged even
+    without ``--track``."""
+    _FINISHED.update(run=run, track=track)
+
+
+def _log_finished(command: str, options: dict, target: Any) -> None:
+    """Log what the command handed :func:`finished` (a warning, never an error, when the tracker fails)."""
+    from textaudit.track import log_run, pending_path, run_of_summary
+
+    if "run" in _FINISHED:
+        run = _FINISHED["run"]() if callable(_FINISHED["run"]) else _FINISHED["run"]
+    elif "summary" in _FINISHED:
+        opts = {k: str(v) if isinstance(v, Path) else v for k, v in options.items() if k != "json_out"}
+        run = run_of_summary(command, _FINISHED["summary"], opts, _FINISHED.get("files", []),
+                             [options["api_key_env"]] if options.get("api_key_env") else [])
+    else:
+        return
+    try:
+        rid = log_run(run, target)
+    except TextAuditError as e:
+        kept = next((Path(a) for a in run.artifacts if Path(a).exists()), None)
+        where = "rerun with --output FILE to keep what audit track can log later"
+        if kept is not None:
+            pending = pending_path(kept)
+            pending.write_text(json.dumps(run.to_json(), indent=1), encoding="utf-8")
+            where = f"kept in {pending}: audit track {kept} logs it"
+        notice(f"warning: not logged to MLflow ({e}); the audit's results are complete; {where}")
+        return
+    notice(f"tracked: MLflow run {rid}" + (f" (nested in {target.parent_run_id})" if target.parent_run_id else ""))
+
+
+def with_track_option(command: Callable) -> Callable:
+    """Give an audit command ``--track mlflow``, ``--track-experiment`` and ``--track-run-id``: the command runs
+    as always, then what it handed :func:`finished` is logged as one run (:mod:`textaudit.track`) — also when
+    it exits 1 (a suite's failed threshold). A missing MLflow is a one-line error before anything runs."""
+    sig = inspect.signature(command, eval_str=True)
+    hints = typing.get_type_hints(command, include_extras=True)
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        ctx = kwargs.pop("_track_ctx")
+        track, experiment, parent = (kwargs.pop(k) for k in _TRACK_OPTIONS)
+        from textaudit.track import Target, check_tracker
+
+        check_tracker(track)  # before anything runs
+        name, target = " ".join(ctx.command_path.split()[1:]), Target(experiment, parent)
+        _FINISHED.clear()
+
+        def log() -> None:
+            if track is not None or _FINISHED.get("track"):
+                _log_finished(name, kwargs, target)
+            elif experiment or parent:
+                notice("warning: --track-experiment and --track-run-id go with --track mlflow; nothing was logged")
+
+        try:
+            result = command(*args, **kwargs)
+        except typer.Exit as e:
+            if e.exit_code in (0, 1):  # finished (1: a failed threshold): the run is still worth logging
+                log()
+            raise
+        log()
+        return result
+
+    extra = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=a) for n, a in _TRACK_OPTIONS.items()]
+    extra.append(inspect.Parameter("_track_ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context))
+    run.__signature__ = sig.replace(parameters=[*sig.parameters.values(), *extra])  # type: ignore[attr-defined]
+    run.__annotations__ = {**hints, **_TRACK_OPTIONS, "_track_ctx": typer.Context}
     return run
 
 

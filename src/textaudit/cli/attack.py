@@ -38,12 +38,14 @@ from textaudit.cli.app import (
     app,
     check_output,
     emit_json,
+    finished,
     format_ci,
     notice,
     print_table,
     store_fields,
     with_model_options,
     with_store_option,
+    with_track_option,
 )
 from textaudit.data import align_labels, check_side, data_config, dataset_id, load_dataset, split_sides
 from textaudit.errors import TextAuditError
@@ -96,6 +98,7 @@ def say_time(clf, texts, queries: int | None, examples: int) -> None:
 
 
 @app.command(cls=AuditCommand)
+@with_track_option
 @with_store_option
 @with_model_options
 def attack(
@@ -197,6 +200,7 @@ def attack(
         summary["ppl_load_seconds"] = round(lm.load_seconds, 1)  # part of ppl_sec_per_example
     if output:
         notice(f"results: {output}")
+    finished(summary, [output])
     if json_out:
         emit_json(summary)
         return

@@ -32,11 +32,13 @@ from textaudit.cli.app import (
     app,
     check_output,
     emit_json,
+    finished,
     notice,
     print_table,
     store_fields,
     with_model_options,
     with_store_option,
+    with_track_option,
 )
 from textaudit.data import check_side, data_config, dataset_id, load_dataset, split_sides
 from textaudit.errors import TextAuditError
@@ -53,6 +55,7 @@ from textaudit.sentence import check_language, guess_language
 
 
 @app.command(cls=AuditCommand)
+@with_track_option
 @with_store_option
 @with_model_options
 def bias(
@@ -160,6 +163,7 @@ def bias(
         notice(w)
     if warnings:
         out["warnings"] = warnings
+    finished(out, [output])
     if json_out:
         emit_json(out)
         return

@@ -18,11 +18,13 @@ from textaudit.cli.app import (
     SeedOpt,
     app,
     emit_json,
+    finished,
     format_ci,
     notice,
     print_table,
     with_model_options,
     with_store_option,
+    with_track_option,
 )
 from textaudit.errors import TextAuditError
 
@@ -37,6 +39,7 @@ def _names(value: str, what: str) -> list[str]:
 
 
 @app.command(cls=AuditCommand)
+@with_track_option
 @with_store_option
 @with_model_options
 def compare(
@@ -57,6 +60,7 @@ def compare(
     model_names, method_names = _names(models, "models"), _names(methods, "methods")
     result = run_compare(model_names, method_names, output_dir, data=data, limit=limit, k=k, mlm=mlm, ppl=ppl, seed=seed)
     notice(f"cells: {output_dir}/<model>.<method>.jsonl; summary: {output_dir / SUMMARY}")
+    finished(result, [output_dir])
     if json_out:
         emit_json(result)
         return

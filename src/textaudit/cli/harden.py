@@ -17,13 +17,16 @@ from textaudit.cli.app import (
     SeedOpt,
     app,
     emit_json,
+    finished,
     notice,
     print_table,
     with_store_option,
+    with_track_option,
 )
 
 
 @app.command(cls=AuditCommand)
+@with_track_option
 @with_store_option
 def harden(
     model: ModelOpt = "cnn",
@@ -85,6 +88,7 @@ def harden(
                               from_findings=[str(p) for p in from_findings] if from_findings else None)
     result = run_harden(settings, out, in_flight=in_flight)
     notice(f"hardened model: {result['model']} (use it as --model {result['model']}); report: audit report {out}")
+    finished(result, [out])
     if json_out:
         emit_json(result)
         return

@@ -22,8 +22,10 @@ from textaudit.cli.app import (
     app,
     check_output,
     emit_json,
+    finished,
     notice,
     print_table,
+    with_track_option,
 )
 from textaudit.data import dataset_id
 from textaudit.errors import TextAuditError
@@ -35,6 +37,7 @@ PERTURBATION_HELP = "A perturbation, a comma list, or all: " + ", ".join(NOISE_P
 
 
 @app.command(cls=AuditCommand)
+@with_track_option
 def learnability(
     model: str = typer.Option("bow", "--model", "-m", help="Comma-separated zoo architectures, e.g. bow,cnn."),
     perturbation: str = typer.Option("all", "--perturbation", help=PERTURBATION_HELP),
@@ -71,6 +74,7 @@ def learnability(
             notice(f"plot: {p}")
     for w in study["warnings"]:
         notice(f"warning: {w}")
+    finished(study, [output])
     if json_out:
         emit_json(study)
         return

@@ -27,6 +27,7 @@ from textaudit.cli import (  # noqa: F401
     run,
     serve,
     store,
+    track,
     wordorder,
 )
 from textaudit.cli.app import app

@@ -28,10 +28,12 @@ from textaudit.cli.app import (
     app,
     check_output,
     emit_json,
+    finished,
     format_ci,
     notice,
     print_table,
     with_model_options,
+    with_track_option,
 )
 from textaudit.data import align_labels, as_pairs, check_labels, dataset_id, load_dataset, pairs_of
 from textaudit.errors import TextAuditError
@@ -92,6 +94,7 @@ def label_only_report(clf, pred: np.ndarray | None = None) -> dict:
 
 
 @app.command(cls=AuditCommand)
+@with_track_option
 @with_model_options
 def evaluate(
     model: ModelOpt,
@@ -122,9 +125,10 @@ def evaluate(
                   "accuracy_ci95": list(wilson(int(right[labels == c].sum()), int((labels == c).sum())) or ())}
                  for c in range(probs.shape[1]) if (labels == c).any()]
     extra = label_only_report(clf, pred)
+    out = finished({"model": clf.name, "data": data, "accuracy": round(acc, 4), "accuracy_ci95": list(ci or ()),
+                    "n": len(ds), "labels": classes, "per_class": per_class, **extra})
     if json_out:
-        emit_json({"model": clf.name, "data": data, "accuracy": round(acc, 4), "accuracy_ci95": list(ci or ()),
-                   "n": len(ds), "labels": classes, "per_class": per_class, **extra})
+        emit_json(out)
         return
     print_table(f"accuracy of {clf.name}", ["model", "data", "n", "accuracy", "95% CI"],
                 [[clf.name, data, len(ds), f"{acc:.4f}", format_ci(ci)]])
@@ -139,6 +143,7 @@ def evaluate(
 
 
 @app.command(cls=AuditCommand)
+@with_track_option
 def certify(
     model: str = typer.Option(..., "--model", "-m", help="A certified-robust zoo model: bow-ibp, cnn-ibp or lstm-ibp."),
     data: DataOpt = "sst2:dev",
@@ -161,6 +166,7 @@ def certify(
         write_results(output, [{"id": model, **res}], command="certify",
                       config={"model": model, "model_fingerprint": clf.fingerprint, "data": dataset_id(data, "dev")})
         notice(f"results: {output}")
+    finished(res, [output])
     if json_out:
         emit_json(res)
         return

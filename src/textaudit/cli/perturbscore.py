@@ -24,8 +24,10 @@ from textaudit.cli.app import (
     app,
     check_output,
     emit_json,
+    finished,
     notice,
     print_table,
+    with_track_option,
 )
 from textaudit.data import load_dataset
 from textaudit.errors import TextAuditError
@@ -46,6 +48,7 @@ app.add_typer(ps_app, name="perturbscore")
 
 
 @ps_app.command("build", cls=AuditCommand)
+@with_track_option
 def build(
     model: str = typer.Option("cnn", "--model", "-m", help="A zoo model or hf: classifier (needs input embeddings)."),
     perturbation: str = typer.Option("random-swap", "--perturbation", help="random-swap | synonym-swap"),
@@ -87,6 +90,7 @@ def build(
     summary = {"model": clf.name, "perturbation": perturbation, **summarize_tuples(recs),
                "seconds": round(time.perf_counter() - t0, 1), "output": str(output)}
     notice(f"tuples: {output}")
+    finished(summary, [output])
     if json_out:
         emit_json(summary)
     else:

@@ -7,7 +7,18 @@ from typing import Optional
 
 import typer
 
-from textaudit.cli.app import AuditCommand, JsonOpt, ModelOpt, app, emit_json, notice, print_table, with_model_options
+from textaudit.cli.app import (
+    AuditCommand,
+    JsonOpt,
+    ModelOpt,
+    app,
+    emit_json,
+    finished,
+    notice,
+    print_table,
+    with_model_options,
+    with_track_option,
+)
 
 #: the replay table's columns: one row per method (per method and pair: --json, --output and the report)
 COLUMNS = ["method", "findings", "still", "fixed", "not applicable", "regressed"]
@@ -16,6 +27,7 @@ BIAS_TITLE = "B_(p,k) on the bias runs' own sentences (a finding: the run's 95% 
 
 
 @app.command(cls=AuditCommand)
+@with_track_option
 @with_model_options
 def replay(
     findings: list[Path] = typer.Argument(..., help="Results files of audit attack or audit bias (--output), or audit "
@@ -42,6 +54,7 @@ def replay(
         write_results(output, result.records, command="replay", config=result.config)
         notice(f"replayed findings: {output}")
     out = result.summary()
+    finished(out, [output])
     if json_out:
         emit_json(out)
         return

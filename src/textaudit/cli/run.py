@@ -6,10 +6,21 @@ from pathlib import Path
 
 import typer
 
-from textaudit.cli.app import AuditCommand, JsonOpt, app, emit_json, notice, print_table, with_store_option
+from textaudit.cli.app import (
+    AuditCommand,
+    JsonOpt,
+    app,
+    emit_json,
+    finished_run,
+    notice,
+    print_table,
+    with_store_option,
+    with_track_option,
+)
 
 
 @app.command("run", cls=AuditCommand)
+@with_track_option
 @with_store_option
 def run_suite_command(
     suite_file: Path = typer.Argument(..., metavar="SUITE.toml", help="The suite: audits, options and thresholds."),
@@ -17,10 +28,14 @@ def run_suite_command(
 ) -> None:
     """Run a declared suite of audits (resumable), write its report, and exit 1 when a threshold fails."""
     from textaudit.suite import load_suite, run_suite
+    from textaudit.track import check_tracker, suite_run
 
     suite = load_suite(suite_file)
-    _, checks, report = run_suite(suite)
+    track = check_tracker(suite.get("suite", "track"))  # [suite] track = "mlflow": as --track mlflow
+    _, checks, report, inputs = run_suite(suite)
     notice(f"report: {report}")
+    finished_run(lambda: suite_run(suite.get("suite", "name") or suite.path.stem, checks,  # built only when tracked
+                                   {"suite": str(suite.path), **suite.spec.get("suite", {})}, inputs, report), track)
     failed = [c for c in checks if not c.passed]
     if json_out:
         emit_json({"report": str(report), "passed": not failed,

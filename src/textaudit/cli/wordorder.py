@@ -18,9 +18,11 @@ from textaudit.cli.app import (
     app,
     check_output,
     emit_json,
+    finished,
     notice,
     print_table,
     with_model_options,
+    with_track_option,
 )
 from textaudit.data import check_labels, dataset_id, load_dataset
 from textaudit.errors import TextAuditError
@@ -32,6 +34,7 @@ from textaudit.robustness.wordorder import evaluate_reordering, sweep
 
 
 @app.command(cls=AuditCommand)
+@with_track_option
 @with_model_options
 def wordorder(
     model: ModelOpt,
@@ -72,6 +75,7 @@ def wordorder(
         row = evaluate_reordering(clf, ds["text"], ds["label"], perturbation, level, rho, seed)
         row["model"] = clf.name
         save([row], {})
+        finished(row, [output])
         if json_out:
             emit_json(row)
             return
@@ -83,9 +87,10 @@ def wordorder(
     if plot is not None:
         plot_wordorder(rows, corr, plot, clf.name)
         notice(f"plots written to {plot}")
+    out = finished({"model": clf.name, "data": data, "n": len(ds),
+                    "rows": [{k: v for k, v in r.items() if k != "example"} for r in rows], **corr}, [output])
     if json_out:
-        emit_json({"model": clf.name, "data": data, "n": len(ds), "rows": [{k: v for k, v in r.items() if k != "example"}
-                                                                           for r in rows], **corr})
+        emit_json(out)
         return
     print_table(f"word-order sweep on {clf.name} ({data}, clean accuracy {corr['clean_accuracy']})",
                 ["perturbation", "level", "ρ", "accuracy", "DND", "IDC", "Levenshtein", "BLEU-4"],

@@ -1,0 +1,315 @@
+"""Audits as runs of the user's experiment tracker (``--track mlflow``; ``audit track RESULTS...``).
+
+One audit is one MLflow run: its **params** (the run's settings — the results file's header config,
+or the command's options where it wrote no file — and the textaudit version), its **metrics** (every
+number of the command's ``--json`` summary, flattened: ``success_rate``, an interval ``x_ci95`` as
+``x_ci95_low`` and ``x_ci95_high``, B_{p,k} as ``pairs.he-she.by_k.1.B``, McNemar's p, the seconds …),
+**tags** (``textaudit.command``, the model) and **artifacts** (the results files and, where they make
+one, the HTML report). A suite (``audit run``) is a parent run with one nested run per audit.
+
+Where the run goes is MLflow's own business: ``MLFLOW_TRACKING_URI`` (else MLflow's local default,
+``./mlruns``), ``MLFLOW_EXPERIMENT_NAME`` / ``MLFLOW_EXPERIMENT_ID`` or ``--track-experiment``;
+``--track-run-id`` makes the audit a nested run of an existing one (the training run of the model).
+
+The audit never depends on the tracker: it is logged after it finished, and a tracker that is down or
+refuses costs one warning — the run's content is then kept beside the first results file
+(``<file>.track.json``) and ``audit track <file>`` logs exactly it later. No secret reaches the
+tracker: URLs lose their user:password@ and query, and the values of the API-key variables are
+replaced by ``***`` in every form :func:`textaudit.models.http.secret_forms` knows.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from textaudit.errors import TextAuditError
+from textaudit.version import __version__
+
+__all__ = ["TRACKERS", "TrackRun", "Target", "check_tracker", "metrics_of", "params_of", "run_of_summary",
+           "run_of_files", "log_run", "suite_run", "pending_path", "INSTALL_HINT"]
+
+#: the trackers ``--track`` knows
+TRACKERS = ("mlflow",)
+INSTALL_HINT = 'pip install "textaudit[track]" (or pip install mlflow)'
+#: MLflow's limits: a param's value (characters), metrics or params in one log_batch call
+MAX_PARAM = 500
+BATCH = 900
+#: environment variables whose values are API keys (plus the one --api-key-env names)
+KEY_VARIABLES = ("OPENAI_API_KEY", "TEXTAUDIT_API_KEY", "MLFLOW_TRACKING_TOKEN", "MLFLOW_TRACKING_PASSWORD")
+
+
+def check_tracker(name: str | None) -> str | None:
+    """``--track NAME``: a tracker textaudit knows and whose library is installed (one line otherwise)."""
+    if name is None:
+        return None
+    if name not in TRACKERS:
+        raise TextAuditError(f"--track {name}: textaudit logs to {', '.join(TRACKERS)}; give --track mlflow")
+    try:
+        import mlflow  # noqa: F401
+    except ImportError:
+        raise TextAuditError(f"--track mlflow needs MLflow, which is not installed: {INSTALL_HINT}") from None
+    return name
+
+
+@dataclass
+class Target:
+    """Where runs go: an experiment (name) and a parent run to nest under (MLflow's environment decides the rest)."""
+
+    experiment: str | None = None
+    parent_run_id: str | None = None
+
+
+@dataclass
+class TrackRun:
+    """The content of one tracked run, before it is logged (and as ``<file>.track.json`` keeps it)."""
+
+    name: str
+    command: str
+    params: dict[str, str]
+    metrics: dict[str, float]
+    tags: dict[str, str]
+    artifacts: list[str] = field(default_factory=list)
+    children: list["TrackRun"] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> "TrackRun":
+        kids = [cls.from_json(c) for c in d.get("children", [])]
+        return cls(str(d["name"]), str(d["command"]), dict(d["params"]), {k: float(v) for k, v in d["metrics"].items()},
+                   dict(d["tags"]), list(d.get("artifacts", [])), kids)
+
+
+# -- what a run holds ----------------------------------------------------------------------------------------
+
+def _key(name: str) -> str:
+    """A metric or param name MLflow takes: letters, digits, _ - . / and spaces."""
+    return re.sub(r"[^A-Za-z0-9_\-./ ]", "_", name).strip(".")[:250] or "_"
+
+
+def _label(item: Mapping, i: int) -> str:
+    """The name of one entry of a list of records (a pair, a method, a model …), else its index."""
+    parts = []
+    for k in ("pair", "model", "method", "perturbation", "name", "class", "id"):
+        v = item.get(k)
+        if isinstance(v, (list, tuple)) and all(isinstance(x, (str, int)) for x in v):
+            parts.append("-".join(map(str, v)))
+        elif isinstance(v, (str, int)) and not isinstance(v, bool):
+            parts.append(str(v))
+    return "/".join(parts) if parts else str(i)
+
+
+def _numbers(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def metrics_of(summary: Any, prefix: str = "") -> dict[str, float]:
+    """Every finite number of a summary, flattened to ``a.b.c`` names; a two-number interval (a key holding
+    ``ci``) becomes ``<key>_low`` and ``<key>_high``; a list of records is named by each record's pair,
+    model, method … (:func:`_label`). Booleans and strings are not metrics."""
+    out: dict[str, float] = {}
+    if isinstance(summary, Mapping):
+        for k, v in summary.items():
+            name = f"{prefix}.{k}" if prefix else str(k)
+            if "ci" in str(k).lower() and isinstance(v, (list, tuple)) and len(v) == 2 and all(_numbers(x) for x in v):
+                out.update(metrics_of(v[0], name + "_low"))
+                out.update(metrics_of(v[1], name + "_high"))
+            else:
+                out.update(metrics_of(v, name))
+    elif isinstance(summary, (list, tuple)) and summary and all(isinstance(x, Mapping) for x in summary):
+        for i, item in enumerate(summary):
+            out.update(metrics_of(item, f"{prefix}.{_label(item, i)}" if prefix else _label(item, i)))
+    elif _numbers(summary) and math.isfinite(float(summary)) and prefix:
+        out[_key(prefix)] = float(summary)
+    return out
+
+
+def _secrets(extra_env: Iterable[str] = ()) -> list[str]:
+    """The values of the API-key variables set here, in every form a text may hold them."""
+    from textaudit.models.http import secret_forms
+
+    return [f for name in (*KEY_VARIABLES, *extra_env) if len(os.environ.get(name, "").strip()) >= 4
+            for f in secret_forms(os.environ[name].strip())]
+
+
+def redact(value: str, secrets: Sequence[str]) -> str:
+    """``value`` with URLs' user:password@ and query removed and every secret replaced by ``***``."""
+    from textaudit.models.http import public_url
+
+    def url(m: re.Match) -> str:
+        return public_url(m.group(0))
+
+    value = re.sub(r"https?://[^\s\"',]+", url, value)
+    for s in secrets:
+        value = value.replace(s, "***")
+    return value
+
+
+def params_of(config: Mapping[str, Any], secrets: Sequence[str] = ()) -> dict[str, str]:
+    """A run's settings as MLflow params: one per key (a table or list as JSON), None left out, redacted,
+    cut to MLflow's length."""
+    out = {}
+    for k, v in config.items():
+        if v is None:
+            continue
+        text = v if isinstance(v, str) else json.dumps(v, default=str, sort_keys=True)
+        text = redact(text, secrets)
+        out[_key(str(k))] = text if len(text) <= MAX_PARAM else text[: MAX_PARAM - 1] + "…"
+    return out
+
+
+def run_of_summary(command: str, summary: Mapping, options: Mapping[str, Any], files: Sequence[Path] = (),
+                   secret_env: Iterable[str] = ()) -> TrackRun:
+    """The run of a command that just finished: its ``--json`` summary's numbers as metrics; its params the
+    results file's header settings where it wrote one, else its options."""
+    from textaudit.formats.jsonl import read_header
+
+    secrets = _secrets(secret_env)
+    config = dict(options)
+    for f in files:
+        header = read_header(f) if Path(f).is_file() else None
+        if header and isinstance(header.get("config"), dict):
+            config = {**header["config"]}
+            break
+    model = summary.get("model") if isinstance(summary.get("model"), str) else config.get("model")
+    params = params_of({**config, "command": command, "textaudit_version": __version__}, secrets)
+    tags = {"textaudit.command": command, "textaudit.version": __version__}
+    if model:
+        tags["textaudit.model"] = redact(str(model), secrets)
+    name = redact(f"{command} {model}" if model else command, secrets)
+    return TrackRun(name, command, params, metrics_of(summary), tags, [str(Path(f).resolve()) for f in files])
+
+
+def run_of_files(path: Path) -> TrackRun:
+    """The run of a finished results file or folder (``audit track``): the content kept beside it when its
+    live logging failed, else its header settings and its summary recomputed from its records."""
+    from textaudit.loaded import load
+
+    kept = pending_path(path)
+    if kept.is_file():
+        try:
+            return TrackRun.from_json(json.loads(kept.read_text(encoding="utf-8")))
+        except (ValueError, KeyError, TypeError):
+            raise TextAuditError(f"{kept} is damaged (not a tracked run's content); remove it to log {path} from its "
+                                 "records") from None
+    res = load(path)
+    command = res.command or "results"
+    return run_of_summary(command, res.summary(), {}, [path])
+
+
+def pending_path(path: Path) -> Path:
+    """Where the content of a run that could not be logged is kept: beside the results file (or in the folder)."""
+    path = Path(path)
+    return path / "track.json" if path.is_dir() else path.with_name(path.name + ".track.json")
+
+
+# -- logging -------------------------------------------------------------------------------------------------
+
+def _client():
+    import mlflow
+    from mlflow import MlflowClient
+
+    # a tracker that is down answers in seconds, not after MLflow's default minutes of retries (the user's own
+    # settings of these variables stand)
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "1")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
+    return mlflow, MlflowClient()
+
+
+def _experiment_id(client, target: Target) -> str:
+    """The experiment: --track-experiment, else the parent run's, else MLflow's environment, else its default."""
+    name = target.experiment or (None if target.parent_run_id else os.environ.get("MLFLOW_EXPERIMENT_NAME"))
+    if name:
+        exp = client.get_experiment_by_name(name)
+        return exp.experiment_id if exp is not None else client.create_experiment(name)
+    if target.parent_run_id:
+        return client.get_run(target.parent_run_id).info.experiment_id
+    return os.environ.get("MLFLOW_EXPERIMENT_ID", "0")
+
+
+def _report(paths: Sequence[str], where: Path) -> Path | None:
+    """The HTML report of the run's results files, if they make one."""
+    from textaudit.report import write_report
+
+    files = [p for p in paths if Path(p).exists() and not str(p).endswith(".track.json")]
+    if not files:
+        return None
+    try:
+        return write_report(files, where / "report.html")
+    except TextAuditError:
+        return None  # files no report reads (a tracked run without its own report is still a run)
+
+
+def _log(client, run: TrackRun, experiment_id: str, parent: str | None) -> str:
+    from mlflow.entities import Metric, Param
+
+    tags = dict(run.tags)
+    if parent:
+        tags["mlflow.parentRunId"] = parent
+    r = client.create_run(experiment_id, tags=tags, run_name=run.name)
+    rid = r.info.run_id
+    now = int(time.time() * 1000)
+    params = [Param(k, v) for k, v in run.params.items()]
+    metrics = [Metric(k, v, now, 0) for k, v in run.metrics.items()]
+    for i in range(0, max(len(params), len(metrics), 1), BATCH):
+        client.log_batch(rid, metrics=metrics[i:i + BATCH], params=params[i:i + BATCH])
+    with tempfile.TemporaryDirectory(prefix="textaudit-track-") as tmp:
+        (Path(tmp) / "summary.json").write_text(json.dumps({"metrics": run.metrics, "params": run.params}, indent=1))
+        client.log_artifact(rid, str(Path(tmp) / "summary.json"))
+        report = _report(run.artifacts, Path(tmp))
+        if report is not None:
+            client.log_artifact(rid, str(report))
+        for a in run.artifacts:
+            p = Path(a)
+            if p.is_dir():
+                client.log_artifacts(rid, str(p), artifact_path=p.name)
+            elif p.suffix in (".html", ".md"):  # a report itself (a suite's): beside the summary
+                client.log_artifact(rid, str(p))
+            elif p.is_file():
+                client.log_artifact(rid, str(p), artifact_path="results")
+    for child in run.children:
+        _log(client, child, experiment_id, rid)
+    client.set_terminated(rid, "FINISHED")
+    return rid
+
+
+def log_run(run: TrackRun, target: Target) -> str:
+    """Log ``run`` (and its nested runs) and return its run id; any failure of the tracker is a TextAuditError."""
+    import contextlib
+    import sys
+
+    mlflow, client = _client()
+    try:
+        with contextlib.redirect_stdout(sys.stderr):  # MLflow prints its links: stdout's last line stays the --json one
+            return _log(client, run, _experiment_id(client, target), target.parent_run_id)
+    except TextAuditError:
+        raise
+    except Exception as e:  # MLflow's own errors, a refused connection, a timeout: all mean "not logged"
+        msg = " ".join(str(e).split())
+        raise TextAuditError(f"{type(e).__name__}: {msg[:300]}") from None
+
+
+def suite_run(name: str, checks: Sequence, config: Mapping[str, Any], inputs: Sequence[Path], report: Path | None
+              ) -> TrackRun:
+    """A suite's run: the thresholds as metrics (value and passed), the report as artifact, and one nested run
+    per audit it ran, each what ``audit track`` gives of that audit's files."""
+    metrics = {}
+    for c in checks:
+        if c.value is not None:
+            metrics[_key(f"check.{c.name}")] = float(c.value)
+        metrics[_key(f"check.{c.name}.passed")] = float(bool(c.passed))
+    metrics["checks_failed"] = float(sum(not c.passed for c in checks))
+    run = TrackRun(f"suite {name}", "run", params_of({**config, "textaudit_version": __version__}, _secrets()),
+                   metrics, {"textaudit.command": "run", "textaudit.version": __version__},
+                   [str(report)] if report is not None else [])
+    run.children = [run_of_files(p) for p in inputs]
+    return run

@@ -1,0 +1,252 @@
+"""``--track mlflow`` and ``audit track``: audits logged to a real MLflow server on 127.0.0.1 (a SQLite backend and
+an artifact folder in a temporary directory), read back through ``mlflow.MlflowClient``."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_harden import _args as harden_args
+from test_harden import planted  # noqa: F401  (the fixture: a tiny bow with a planted weakness)
+from test_replay import BIAS_ROWS, PLANTED, ROWS, WEAK
+
+mlflow = pytest.importorskip("mlflow", reason="the track extra (pip install 'textaudit[track]')")
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(root: Path) -> tuple[subprocess.Popen, str]:
+    """``mlflow server`` on a free port of 127.0.0.1, its store and artifacts under ``root``; up when /health answers."""
+    import urllib.request
+
+    root.mkdir(parents=True, exist_ok=True)
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{root / 'db.sqlite'}",
+                             "--artifacts-destination", str(root / "artifacts"), "--host", "127.0.0.1", "--port", str(port),
+                             "--workers", "1"], cwd=root, stdout=subprocess.DEVNULL, stderr=open(root / "server.log", "w"),
+                            start_new_session=True)
+    uri = f"http://127.0.0.1:{port}"
+    for _ in range(240):
+        if proc.poll() is not None:
+            raise RuntimeError(f"mlflow server exited: {(root / 'server.log').read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(uri + "/health", timeout=2) as r:
+                if r.status == 200:
+                    return proc, uri
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    raise RuntimeError("mlflow server did not answer /health in 120 s")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    os.killpg(proc.pid, signal.SIGKILL)  # the server and its uvicorn/gunicorn workers
+    proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    proc, uri = start_server(tmp_path_factory.mktemp("mlflow"))
+    yield uri
+    stop_server(proc)
+
+
+@pytest.fixture(scope="module")
+def work(tiny_mlm, tmp_path_factory):
+    """A plug-in model that flips on synonyms of "film", one with a planted he/she bias, their data, a tiny masked LM."""
+    d = tmp_path_factory.mktemp("track")
+    tiny_mlm.model.save_pretrained(d / "mlm")
+    tiny_mlm.tokenizer.save_pretrained(d / "mlm")
+    (d / "weak.py").write_text(WEAK)
+    (d / "she1.py").write_text(PLANTED.format(bonus=1.0))
+    (d / "data.tsv").write_text("label\ttext\n" + "".join(f"1\t{r}\n" for r in ROWS))
+    (d / "bias.tsv").write_text("text\n" + "".join(f"{r}\n" for r in BIAS_ROWS))
+    return d
+
+
+def _audit(uri: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """``audit ...`` in its own process (as a user runs it), logging to ``uri``."""
+    env = {**os.environ, "MLFLOW_TRACKING_URI": uri, "TEXTAUDIT_DATA": os.environ.get("TEXTAUDIT_DATA", "../shared/data")}
+    return subprocess.run([sys.executable, "-m", "textaudit", *args], capture_output=True, text=True, env=env, cwd=cwd,
+                          timeout=600)
+
+
+def _runs(uri: str, experiment: str) -> list:
+    client = mlflow.MlflowClient(uri)
+    exp = client.get_experiment_by_name(experiment)
+    assert exp is not None, f"no experiment {experiment}"
+    return client.search_runs([exp.experiment_id], order_by=["attributes.start_time ASC"])
+
+
+def _numbers(summary, prefix=""):
+    """Every number of a --json summary, as the flattening names it (the expected metrics, computed here on their own)."""
+    out = {}
+    if isinstance(summary, dict):
+        for k, v in summary.items():
+            name = f"{prefix}.{k}" if prefix else k
+            if "ci" in k and isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) for x in v):
+                out[name + "_low"], out[name + "_high"] = v
+            else:
+                out.update(_numbers(v, name))
+    elif isinstance(summary, (int, float)) and not isinstance(summary, bool):
+        out[prefix] = summary
+    return out
+
+
+def test_an_attack_is_one_run_with_the_json_summarys_numbers_its_settings_and_report(server, work, tmp_path):
+    out = tmp_path / "so-enum.jsonl"
+    r = _audit(server, "attack", "--model", f"{work}/weak.py:clf", "--method", "so-enum", "--k", "1", "--data",
+               str(work / "data.tsv"), "--mlm", str(work / "mlm"), "--no-ppl", "--seed", "3", "--output", str(out),
+               "--json", "--track", "mlflow", "--track-experiment", "attacks")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads(r.stdout.strip().splitlines()[-1])  # the --json object is still the last line of stdout
+    (run,) = _runs(server, "attacks")
+    m, p = run.data.metrics, run.data.params
+    assert summary["success_rate"] == 1.0 and m["success_rate"] == 1.0
+    assert (m["success_rate_ci95_low"], m["success_rate_ci95_high"]) == tuple(summary["success_rate_ci95"])
+    expected = _numbers(summary)
+    assert {k: m[k] for k in expected} == pytest.approx(expected) and m["mean_l0"] == summary["mean_l0"]
+    assert (p["model"], p["method"], p["k"], p["seed"], p["kappa"], p["delta"]) == ("weak.py:clf", "so-enum", "1", "3", "20",
+                                                                                   "3.0")
+    assert p["model_fingerprint"] and p["textaudit_version"] and p["data"] == "data.tsv"
+    assert run.data.tags["textaudit.command"] == "attack" and run.info.run_name == "attack weak.py:clf"
+    client = mlflow.MlflowClient(server)
+    assert {a.path for a in client.list_artifacts(run.info.run_id)} == {"report.html", "results", "summary.json"}
+    assert [a.path for a in client.list_artifacts(run.info.run_id, "results")] == ["results/so-enum.jsonl"]
+    html = Path(client.download_artifacts(run.info.run_id, "report.html", str(tmp_path))).read_text()
+    assert "so-enum" in html and "weak.py:clf" in html
+
+
+def test_a_bias_run_nested_in_a_training_run_logs_b_per_pair_and_k_with_its_bounds(server, work, tmp_path):
+    client = mlflow.MlflowClient(server)
+    exp = client.create_experiment("training")
+    parent = client.create_run(exp, run_name="train she1").info.run_id  # the (user's) run that made the model
+    r = _audit(server, "bias", "--pair", "he,she", "--model", f"{work}/she1.py:clf", "--data", str(work / "bias.tsv"),
+               "--k", "1", "--mlm", str(work / "mlm"), "--kappa", "5", "--delta", "1e9", "--json", "--track", "mlflow",
+               "--track-run-id", parent)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    runs = [x for x in _runs(server, "training") if x.info.run_id != parent]
+    assert len(runs) == 1 and runs[0].data.tags["mlflow.parentRunId"] == parent  # nested, in the parent's experiment
+    m = runs[0].data.metrics
+    for k, e in out["pairs"][0]["by_k"].items():
+        assert m[f"pairs.he-she.by_k.{k}.B"] == e["B"]
+        assert (m[f"pairs.he-she.by_k.{k}.ci95_low"], m[f"pairs.he-she.by_k.{k}.ci95_high"]) == tuple(e["ci95"])
+        assert m[f"pairs.he-she.by_k.{k}.n"] == e["n"]
+    assert runs[0].data.params["pair"] == "he,she" and runs[0].data.params["k"] == "1"  # no --output: the options
+
+
+def test_a_tiny_harden_is_a_run_with_before_after_and_mcnemar(server, planted, tmp_path):  # noqa: F811
+    args = harden_args(planted, tmp_path / "h", "--method", "augment", "--train-sample", "4", "--epochs", "1",
+                       "--eval-limit", "6", "--max-queries", "1", "--json", "--track", "mlflow", "--track-experiment",
+                       "harden")
+    r = _audit(server, *args)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    (run,) = _runs(server, "harden")
+    m = run.data.metrics
+    assert m["before.accuracy"] == out["before"]["accuracy"] and m["after.success_rate"] == out["after"]["success_rate"]
+    assert (m["after.accuracy_ci95_low"], m["after.accuracy_ci95_high"]) == tuple(out["after"]["accuracy_ci95"])
+    assert m["mcnemar_p"] == out["mcnemar_p"]
+    assert run.data.params["method"] == "augment"
+    arts = {a.path for a in mlflow.MlflowClient(server).list_artifacts(run.info.run_id)}
+    assert {"report.html", "h", "summary.json"} <= arts  # the harden folder itself, and its report
+
+
+def test_a_suite_is_a_parent_run_with_one_nested_run_per_audit(server, work, tmp_path):
+    r = _audit(server, "attack", "--model", f"{work}/weak.py:clf", "--method", "genetic", "--data", str(work / "data.tsv"),
+               "--output", str(tmp_path / "found.jsonl"))  # last month's findings (not tracked)
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "gate.toml").write_text(
+        f'[suite]\nname = "gate"\ndata = "{work / "data.tsv"}"\noutput_dir = "out"\ntrack = "mlflow"\n'
+        f'[compare]\nmodels = ["{work}/weak.py:clf"]\nmethods = ["genetic"]\n'
+        f'[replay]\nfindings = ["found.jsonl"]\nmodel = "{work}/weak.py:clf"\nmax_still = 0.5\n')
+    r = _audit(server, "run", str(tmp_path / "gate.toml"), "--json", "--track-experiment", "suites")
+    assert r.returncode == 1, r.stderr  # every finding still holds on the same model: max_still is crossed
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    runs = _runs(server, "suites")
+    parents = [x for x in runs if "mlflow.parentRunId" not in x.data.tags]
+    assert len(parents) == 1 and parents[0].info.run_name == "suite gate"
+    kids = [x for x in runs if x.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id]
+    assert sorted(k.data.tags["textaudit.command"] for k in kids) == ["compare", "replay"]
+    pm = parents[0].data.metrics
+    (check,) = out["checks"]
+    assert pm["check.replay.still_share_max"] == check["value"] == 1.0 and pm["check.replay.still_share_max.passed"] == 0
+    assert pm["checks_failed"] == 1
+    replay = next(k for k in kids if k.data.tags["textaudit.command"] == "replay")
+    assert replay.data.metrics["still_share"] == 1.0 and replay.data.metrics["findings"] > 0
+    client = mlflow.MlflowClient(server)
+    assert {a.path for a in client.list_artifacts(parents[0].info.run_id)} == {"report.html", "summary.json"}
+
+
+def test_a_tracker_that_stops_mid_run_loses_nothing_and_audit_track_logs_it_later(server, work, tmp_path):
+    """The run's own server is killed while the audit runs: the audit finishes, its results file complete, with one
+    warning; audit track then logs the same content (metrics equal to the --json summary) to a server that is up."""
+    proc, down = start_server(tmp_path / "down")
+    out = tmp_path / "g.jsonl"
+    env = {**os.environ, "MLFLOW_TRACKING_URI": down}
+    audit = subprocess.Popen([sys.executable, "-m", "textaudit", "attack", "--model", f"{work}/weak.py:clf", "--method",
+                              "genetic", "--data", str(work / "data.tsv"), "--output", str(out), "--json", "--track",
+                              "mlflow", "--track-experiment", "late"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=env)
+    stop_server(proc)  # down before the audit ends (it is still loading, or attacking)
+    stdout, stderr = audit.communicate(timeout=600)
+    assert audit.returncode == 0, stderr
+    summary = json.loads(stdout.strip().splitlines()[-1])
+    warnings = [x for x in stderr.splitlines() if x.startswith("warning: not logged to MLflow")]
+    assert len(warnings) == 1 and f"audit track {out}" in warnings[0], stderr
+    from textaudit.results import load
+
+    assert load(out).summary()["success"] == summary["success"] == len(ROWS)  # the results file is complete
+    assert (tmp_path / "g.jsonl.track.json").is_file()
+    r = _audit(server, "track", str(out), "--track-experiment", "late", "--json")
+    assert r.returncode == 0, r.stderr
+    (run,) = _runs(server, "late")
+    expected = _numbers(summary)
+    assert {k: run.data.metrics[k] for k in expected} == pytest.approx(expected)  # the live run's metrics, wall seconds too
+    assert not (tmp_path / "g.jsonl.track.json").exists()  # logged: no longer pending
+    r = _audit(server, "track", str(out), "--track-experiment", "late")  # from the records alone now: the same rates
+    assert r.returncode == 0, r.stderr
+    again = _runs(server, "late")[-1]
+    assert again.data.metrics["success_rate"] == summary["success_rate"] and again.data.params["method"] == "genetic"
+
+
+def test_without_mlflow_or_with_another_tracker_it_is_one_line_before_anything_runs(work, tmp_path):
+    code = ("import sys; sys.modules['mlflow'] = None\nfrom textaudit.cli.main import main\n"
+            f"main(['attack', '--model', '{work}/weak.py:clf', '--method', 'genetic', '--data', '{work}/data.tsv', "
+            f"'--output', '{tmp_path}/x.jsonl', '--track', 'mlflow'])")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        'error: --track mlflow needs MLflow, which is not installed: pip install "textaudit[track]" (or pip install mlflow)']
+    assert not (tmp_path / "x.jsonl").exists()  # nothing ran
+    r = _audit("http://127.0.0.1:9", "attack", "--model", f"{work}/weak.py:clf", "--track", "wandb")
+    assert r.returncode == 2 and "give --track mlflow" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_no_secret_reaches_the_tracker(monkeypatch, work, tmp_path):
+    """Endpoint credentials in URLs and the API keys' values (in any form) never become params, names or tags."""
+    from textaudit.track import run_of_summary
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-live/abc+123")
+    monkeypatch.setenv("MY_KEY", "hunter2-secret")
+    url = "https://user:pa55@api.example.test/v1/completions?api_key=q123"
+    run = run_of_summary("attack", {"model": url, "success_rate": 0.5},
+                         {"model": url, "note": "sent sk-live%2Fabc%2B123 and hunter2-secret", "api_key_env": "MY_KEY"},
+                         [], ["MY_KEY"])
+    text = json.dumps(run.to_json())
+    for secret in ("pa55", "user:", "q123", "sk-live", "hunter2"):
+        assert secret not in text, (secret, text)
+    assert run.params["model"] == "https://api.example.test/v1/completions" and run.name == "attack " + run.params["model"]
+    assert run.metrics == {"success_rate": 0.5}
