@@ -295,7 +295,9 @@ def log_run(run: TrackRun, target: Target) -> str:
         raise
     except Exception as e:  # MLflow's own errors, a refused connection, a timeout: all mean "not logged"
         msg = " ".join(str(e).split())
-        raise TextAuditError(f"{type(e).__name__}: {msg[:300]}") from None
+        if any(w in msg for w in ("Max retries exceeded", "Connection refused", "NewConnectionError", "timed out")):
+            raise TextAuditError(f"the tracking server at {redact(mlflow.get_tracking_uri(), [])} did not answer") from None
+        raise TextAuditError(f"{type(e).__name__}: {msg[:200]}") from None
 
 
 def suite_run(name: str, checks: Sequence, config: Mapping[str, Any], inputs: Sequence[Path], report: Path | None
