@@ -2,7 +2,7 @@
 
     TEXTAUDIT_DATA=../shared/data python benchmarks/llm_endpoint.py [--limit 100] [--attack-limit 10]
         [--path /v1/completions] [--max-tokens 3] [--verbalisers builtin|single] [--same-context]
-        [--zero-shot] [--kappa 20] [--skip-evaluate] [--json]
+        [--zero-shot] [--kappa 20] [--skip-evaluate] [--paired N] [--json]
 
 Starts ``transformers serve`` (``pip install 'transformers[serving]'``) on 127.0.0.1 with the
 shipped SmolLM2-135M (the GGUF's weights saved as a HuggingFace folder, as ``llm:smollm2`` loads
@@ -25,6 +25,10 @@ prompt as the start of a document, after SmolLM2's ``<|endoftext|>``; a server t
 prompt). ``--verbalisers single`` (negative/positive only) and ``--same-context`` (the endpoint's
 template starts with ``<|endoftext|>``, which the server's tokenizer reads as that token) take
 them away, so that what remains is the reading of completions itself.
+
+``--paired N`` instead: both models' predictions on the first N dev sentences, in this process, and
+for the first 100 and for all N: each one's accuracy with its Wilson interval, the endpoint's unknown
+share, and McNemar's exact test of "right" on the endpoint vs ``llm:smollm2`` (are they different?).
 
 Prints the figures (and with ``--json`` one object as the last line); asserts nothing.
 """
@@ -122,6 +126,7 @@ def main() -> None:
     ap.add_argument("--zero-shot", action="store_true", help="without the built-in prompt's [[endpoint.examples]]")
     ap.add_argument("--verbalisers", choices=["builtin", "single"], default="builtin")
     ap.add_argument("--same-context", action="store_true", help="the endpoint's prompt starts with <|endoftext|>")
+    ap.add_argument("--paired", type=int, default=None, help="only the paired comparison on the first N dev sentences")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
@@ -145,6 +150,9 @@ def main() -> None:
     out: dict = {"url_path": args.path, "limit": args.limit, "verbalisers": args.verbalisers,
                  "same_context": args.same_context, "zero_shot": args.zero_shot}
     try:
+        if args.paired:
+            out["paired"] = paired(url, prompt, local_prompt, args.paired)
+            args.skip_evaluate, args.attack_limit = True, 0
         if not args.skip_evaluate:
             common = ["--prompt-file", str(prompt), "--data", "sst2:dev", "--limit", str(args.limit)]
             t0 = time.perf_counter()
@@ -170,6 +178,8 @@ def main() -> None:
             out["read"] = int(read.sum())
             print(f"agreement on the {int(read.sum())} examples whose completion is a verbaliser: {agree:.4f}", flush=True)
 
+        if not args.attack_limit:
+            return
         t0 = time.perf_counter()
         res, _ = audit("attack", "--model", url, "--prompt-file", str(prompt), "--data", "sst2:dev", "--limit",
                        str(args.attack_limit), "--method", "so-enum", "--k", "1", "--kappa", str(args.kappa), "--no-ppl",
@@ -191,8 +201,38 @@ def main() -> None:
     finally:
         proc.terminate()
         proc.wait(30)
-    if args.json:
-        print(json.dumps(out))
+        if args.json:
+            print(json.dumps(out))
+
+
+def paired(url: str, prompt: Path, local_prompt: Path, n: int) -> dict:
+    """The endpoint and llm:smollm2 on the same first ``n`` dev sentences: accuracy, unknown share, McNemar."""
+    from textaudit.stats import mcnemar, wilson
+
+    ds = load_dataset("sst2:dev", default_split="dev", limit=n)
+    y = np.asarray(ds["label"])
+    remote = load_classifier(url, options=ModelOptions(prompt_file=prompt))
+    local = load_classifier("llm:smollm2", options=ModelOptions(prompt_file=local_prompt))
+    t0 = time.perf_counter()
+    pr = remote.predict_proba(ds["text"]).argmax(1)
+    t1 = time.perf_counter()
+    pl = local.predict_proba(ds["text"]).argmax(1)
+    t2 = time.perf_counter()
+    out = {"seconds": {"endpoint": round(t1 - t0, 1), "llm": round(t2 - t1, 1)}}
+    for m in sorted({min(100, n), n}):
+        re, lo = pr[:m] == y[:m], pl[:m] == y[:m]
+        test = mcnemar(lo.tolist(), re.tolist())
+        row = {"endpoint": round(float(re.mean()), 4), "endpoint_ci95": [round(v, 4) for v in wilson(int(re.sum()), m)],
+               "llm": round(float(lo.mean()), 4), "llm_ci95": [round(v, 4) for v in wilson(int(lo.sum()), m)],
+               "unknown_share": round(float((pr[:m] == remote.unknown_class).mean()), 4),
+               "only_endpoint_right": int((re & ~lo).sum()), "only_llm_right": int((lo & ~re).sum()),
+               "mcnemar_p": round(float(test["p"]), 4)}
+        out[str(m)] = row
+        print(f"first {m} dev: endpoint {row['endpoint']:.4f} {row['endpoint_ci95']} (unknown {row['unknown_share']:.3f}), "
+              f"llm:smollm2 {row['llm']:.4f} {row['llm_ci95']}; difference {row['endpoint'] - row['llm']:+.4f}; "
+              f"only one right: endpoint {row['only_endpoint_right']}, llm {row['only_llm_right']}, McNemar p "
+              f"{row['mcnemar_p']}", flush=True)
+    return out
 
 
 if __name__ == "__main__":

@@ -9,7 +9,10 @@ answer with a verbaliser; the candidates (the built-in template with 0, 1 or 2 f
 class from train, in either order, each completion stopped at the first line break) are scored
 through ``transformers serve`` of the shipped SmolLM2 (as ``benchmarks/llm_endpoint.py`` starts it),
 by textaudit's own label-only reading: accuracy (an unknown answer is wrong) and the unknown share.
-``--chat`` scores the winner through ``/v1/chat/completions`` too.
+``--chat`` scores chat candidates through ``/v1/chat/completions`` too: the completions winner as
+user/assistant turns, the same with the built-in ``[endpoint] system`` message, that system message
+zero-shot, and the instruction inside the user turn (zero-shot); ``--chat-only`` scores only those
+(the built-in prompt's examples as the turns).
 
 Scores every candidate below (templates × verbaliser sets, zero-shot; with --few-shot also with
 few-shot examples drawn from train) on N train sentences drawn with --seed, none of them a few-shot
@@ -46,7 +49,8 @@ def main() -> None:
     ap.add_argument("--few-shot", action="store_true", help="also score every candidate with few-shot examples")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--endpoint", action="store_true", help="choose the label-only endpoint prompt instead")
-    ap.add_argument("--chat", action="store_true", help="--endpoint: score the winner through chat too")
+    ap.add_argument("--chat", action="store_true", help="--endpoint: score chat candidates too")
+    ap.add_argument("--chat-only", action="store_true", help="--endpoint: only the chat candidates")
     args = ap.parse_args()
     if args.endpoint:
         return choose_endpoint(args)
@@ -158,7 +162,9 @@ def choose_endpoint(args) -> None:
     proc, base = serve_smollm2(work)
     rows = []
     try:
-        cands = endpoint_candidates(neg, pos)
+        cands = {} if args.chat_only else endpoint_candidates(neg, pos)
+        if args.chat_only:
+            return score_chat(base, DEFAULT_PROMPT_TEXT(), work, texts, labels)
         for name, toml in cands.items():
             f = work / (name.replace(" ", "_").replace("+", "p") + ".toml")
             f.write_text(toml)
@@ -169,12 +175,47 @@ def choose_endpoint(args) -> None:
         print(f"\nbest on {len(texts)} SST-2 train sentences (seed {args.seed}): {best[4]}, accuracy {best[0]:.4f} "
               f"{best[1]}, unknown {best[2]:.3f}")
         if args.chat:
-            acc, ci, unk, sec = score_endpoint(base + "/v1/chat/completions", best[5], texts, labels)
-            print(f"chat        {best[4]:20s} acc {acc:.4f} {ci}  unknown {unk:.3f}  {len(texts) / sec:.1f} texts/s")
+            score_chat(base, best[5].read_text(), work, texts, labels)
         print("\n" + best[5].read_text())
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def DEFAULT_PROMPT_TEXT() -> str:
+    from textaudit.models.prompt import DEFAULT_PROMPT
+
+    return DEFAULT_PROMPT.read_text()
+
+
+def chat_candidates(toml: str) -> dict[str, str]:
+    """Chat prompt files from a label-only prompt file: its turns without and with a system message, the system
+    message zero-shot, and the instruction inside the user turn (zero-shot)."""
+    import json as _json
+
+    import tomllib
+
+    from textaudit.models.prompt import DEFAULT_PROMPT
+
+    system = tomllib.loads(DEFAULT_PROMPT.read_text())["endpoint"]["system"]
+    head, _, rest = toml.partition("[endpoint]")
+    body = [line for line in rest.splitlines() if not line.startswith("system")]
+    shots = "\n".join(body[body.index(next(x for x in body if x.startswith("[[endpoint.examples]]"))):]) \
+        if any(x.startswith("[[endpoint.examples]]") for x in body) else ""
+    plain = '[endpoint]\nstop = ["\\n"]\nmax_tokens = 3\n'
+    with_system = plain + f"system = {_json.dumps(system)}\n"
+    template = next(line for line in head.splitlines() if line.startswith("template"))
+    inside = head.replace(template, "template = " + _json.dumps(system + "\n\nReview: {text}"))
+    return {"turns": head + plain + "\n" + shots, "system + turns": head + with_system + "\n" + shots,
+            "system, 0-shot": head + with_system, "instruction in the user turn, 0-shot": inside + plain}
+
+
+def score_chat(base: str, toml: str, work, texts, labels) -> None:
+    for name, cand in chat_candidates(toml).items():
+        f = work / ("chat-" + "".join(ch if ch.isalnum() else "_" for ch in name) + ".toml")
+        f.write_text(cand)
+        acc, ci, unk, sec = score_endpoint(base + "/v1/chat/completions", f, texts, labels)
+        print(f"chat {name:38s} acc {acc:.4f} {ci}  unknown {unk:.3f}  {len(texts) / sec:.1f} texts/s", flush=True)
 
 
 def score_endpoint(url: str, prompt_file, texts, labels) -> tuple[float, str, float, float]:

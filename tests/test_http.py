@@ -748,9 +748,10 @@ def test_a_label_only_endpoint_is_shown_the_answer_form_by_the_built_in_prompt(o
     assert sent and all(b["stop"] == ["\n"] and b["max_tokens"] == 3 for b in sent)
     if path.endswith("chat/completions"):
         turns = sent[0]["messages"]
-        assert [t["role"] for t in turns] == ["user", "assistant", "user", "assistant", "user"]
-        assert [t["content"] for t in turns[1::2]] == [p.verbalizers[c][0] for _, c in p.label_examples]
-        assert turns[0]["content"] == p.fill(p.label_examples[0][0])
+        assert [t["role"] for t in turns] == ["system", "user", "assistant", "user", "assistant", "user"]
+        assert turns[0]["content"] == p.endpoint["system"] and "one word: positive or negative" in turns[0]["content"]
+        assert [t["content"] for t in turns[2::2]] == [p.verbalizers[c][0] for _, c in p.label_examples]
+        assert turns[1]["content"] == p.fill(p.label_examples[0][0])
         assert sorted(b["messages"][-1]["content"] for b in sent) == sorted(p.fill(t) for t in texts)
     else:
         prompts = [b["prompt"] for b in sent]
@@ -764,3 +765,20 @@ def test_a_label_only_endpoint_is_shown_the_answer_form_by_the_built_in_prompt(o
     assert "stop" not in body
     assert (body["messages"] if "messages" in body else [{"content": body["prompt"]}]) [-1]["content"] \
         == "Review: a warm film\nSentiment:"
+    if "messages" in body:  # a chat scored by log-probabilities is told the task too
+        assert [m["role"] for m in body["messages"]] == ["system", "user"]
+
+
+def test_a_prompt_files_system_message_opens_every_chat_and_a_bad_one_is_one_line(openai_server, tmp_path):
+    base = 'template = "Review: {text}\\nSentiment:"\n[labels]\nnegative = ["negative"]\npositive = ["positive"]\n'
+    (tmp_path / "sys.toml").write_text(base + '[endpoint]\nsystem = "Say positive or negative."\n')
+    clf = load_classifier(url(openai_server, "/v1/chat/completions"), options=ModelOptions(prompt_file=tmp_path / "sys.toml"))
+    clf.predict_proba(["a warm film"])
+    assert openai_server.log[-1]["body"]["messages"][0] == {"role": "system", "content": "Say positive or negative."}
+    (tmp_path / "nosys.toml").write_text(base)
+    clf = load_classifier(url(openai_server, "/v1/chat/completions"), options=ModelOptions(prompt_file=tmp_path / "nosys.toml"))
+    clf.predict_proba(["a cold film"])
+    assert [m["role"] for m in openai_server.log[-1]["body"]["messages"]] == ["user"]  # a file without one: none
+    (tmp_path / "bad.toml").write_text(base + "[endpoint]\nsystem = 3\n")
+    with pytest.raises(TextAuditError, match=r"\[endpoint\] system must be the text of a chat's system message \(got 3\)"):
+        load_classifier(url(openai_server, "/v1/chat/completions"), options=ModelOptions(prompt_file=tmp_path / "bad.toml"))

@@ -175,10 +175,14 @@ class HttpClassifier(BatchedClassifier):
             raise TextAuditError("a plain JSON endpoint returns probabilities itself: it takes no prompt")
         self.prompt = prompt if self.protocol == "json" or prompt is not None else default_prompt()
         if self.prompt is not None:
-            unknown = set(self.prompt.endpoint) - {"model", "top_logprobs", "max_tokens", "stop"}
+            unknown = set(self.prompt.endpoint) - {"model", "top_logprobs", "max_tokens", "stop", "system"}
             if unknown:
                 raise TextAuditError(f"prompt {self.prompt.source}: unknown [endpoint] key(s) {', '.join(sorted(unknown))}; "
-                                     "use model, top_logprobs, max_tokens, stop, [[endpoint.examples]]")
+                                     "use model, top_logprobs, max_tokens, stop, system, [[endpoint.examples]]")
+            system = self.prompt.endpoint.get("system")
+            if system is not None and not (isinstance(system, str) and system.strip()):
+                raise TextAuditError(f"prompt {self.prompt.source}: [endpoint] system must be the text of a chat's "
+                                     f"system message (got {system!r})")
             stop = self.prompt.endpoint.get("stop", ["\n"])
             stop = [stop] if isinstance(stop, str) else stop
             if not isinstance(stop, list) or not 0 < len(stop) <= 4 or not all(isinstance(x, str) and x for x in stop):
@@ -529,13 +533,19 @@ class HttpClassifier(BatchedClassifier):
             out["seed"] = sample  # the i-th sample of every text: the same on a rerun, where the server honours seeds
         return out
 
+    def _system(self) -> list[dict]:
+        """``[endpoint] system``: a chat's system message (what the task and the answer's form are), or none."""
+        system = self.prompt.endpoint.get("system") if self.prompt is not None else None
+        return [{"role": "system", "content": system}] if system else []
+
     def _messages(self, prompt: str) -> dict:
-        return {"messages": [{"role": "user", "content": prompt}]}
+        return {"messages": [*self._system(), {"role": "user", "content": prompt}]}
 
     def _label_messages(self, text: object) -> dict:
-        """A label-only chat: each few-shot example a user turn answered by the assistant with its
-        class's first verbaliser, then the text's turn (so the model has seen the answer's form)."""
-        turns: list[dict] = []
+        """A label-only chat: the system message (``[endpoint] system``), each few-shot example a user turn
+        answered by the assistant with its class's first verbaliser, then the text's turn (so the model has
+        seen the answer's form)."""
+        turns: list[dict] = self._system()
         for t, c in self.prompt.shots_for(labels_only=True):
             turns += [{"role": "user", "content": self.prompt.fill(t)},
                       {"role": "assistant", "content": self.prompt.verbalizers[c][0]}]

@@ -17,6 +17,7 @@ A prompt file (``--prompt-file``, TOML) looks like::
     model = "gpt-3.5-turbo-instruct"
     stop = ["\\n"]             # label-only completions end at the first line break
     max_tokens = 3            # ... and take at most this many tokens
+    system = "Answer with one word: positive or negative."   # chat endpoints: the system message
 
     [[endpoint.examples]]     # optional: few-shot examples for label-only endpoints only (they
     text = "a dull mess"      # must *answer* with a verbaliser; a model scored by log-probabilities
