@@ -93,6 +93,24 @@ def label_only_report(clf, pred: np.ndarray | None = None) -> dict:
     return out
 
 
+def one_class_warning(clf, pred: np.ndarray, labels: np.ndarray, names: list[str], share: float = 0.95) -> str | None:
+    """A model that answers one class for nearly every text (≥ ``share``) where the data holds far fewer of it:
+    its answers barely depend on the text (a chat endpoint that ignores the prompt, a broken plug-in), and an
+    audit of it says little. ``None`` when the predictions look like the data, or too few texts were scored."""
+    if len(pred) < 20:
+        return None
+    values, counts = np.unique(pred, return_counts=True)
+    top = int(values[counts.argmax()])
+    got, truth = counts.max() / len(pred), float((labels == top).mean())
+    if got < share or truth > 0.8:
+        return None
+    name = names[top] if 0 <= top < len(names) else "unknown"
+    hint = ("; a chat endpoint may not follow the prompt: try the server's /v1/completions, or a --prompt-file"
+            if getattr(clf, "protocol", None) == "chat" else "")
+    return (f"warning: {clf.name} answers '{name}' for {got:.0%} of the texts, which the data holds {truth:.0%} of: its "
+            f"answers barely depend on the text, and an audit of it says little{hint}")
+
+
 @app.command(cls=AuditCommand)
 @with_track_option
 @with_model_options
@@ -125,6 +143,10 @@ def evaluate(
                   "accuracy_ci95": list(wilson(int(right[labels == c].sum()), int((labels == c).sum())) or ())}
                  for c in range(probs.shape[1]) if (labels == c).any()]
     extra = label_only_report(clf, pred)
+    collapsed = one_class_warning(clf, pred, labels, names)
+    if collapsed:
+        notice(collapsed)
+        extra["warnings"] = [collapsed]
     out = finished({"model": clf.name, "data": data, "accuracy": round(acc, 4), "accuracy_ci95": list(ci or ()),
                     "n": len(ds), "labels": classes, "per_class": per_class, **extra})
     if json_out:
@@ -132,7 +154,7 @@ def evaluate(
         return
     print_table(f"accuracy of {clf.name}", ["model", "data", "n", "accuracy", "95% CI"],
                 [[clf.name, data, len(ds), f"{acc:.4f}", format_ci(ci)]])
-    if extra:
+    if "scores" in extra:
         typer.echo(f"scores: {extra['scores']}" + (
             f"; unknown completions (matching no verbaliser, counted as wrong): {extra['unknown']} of {len(ds)} "
             f"({extra['unknown_share']:.1%})" if "unknown" in extra else ""))
