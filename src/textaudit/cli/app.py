@@ -126,10 +126,14 @@ MODEL_OPTIONS: dict[str, tuple[Any, Any]] = {
 }
 
 
-def with_model_options(command: Callable) -> Callable:
+def with_model_options(command: Callable | None = None, *, exclude: tuple[str, ...] = ()) -> Callable:
     """Give a command that takes ``--model`` the options of ``llm:`` and ``http(s)://`` models
     (:data:`MODEL_OPTIONS`, in their own help panel) and put them in effect while it runs
-    (:func:`textaudit.models.options.use_model_options`), for every model it loads."""
+    (:func:`textaudit.models.options.use_model_options`), for every model it loads. ``exclude``: options
+    the command does not take (one of its own has the name: ``audit certify --samples``), left at their default."""
+    if command is None:
+        return functools.partial(with_model_options, exclude=exclude)
+    names = [n for n in MODEL_OPTIONS if n not in exclude]
     sig = inspect.signature(command, eval_str=True)
     hints = typing.get_type_hints(command, include_extras=True)
 
@@ -138,7 +142,7 @@ def with_model_options(command: Callable) -> Callable:
         from textaudit.models.options import ModelOptions, use_model_options
         from textaudit.models.registry import check_model_options
 
-        opts = ModelOptions(**{name: kwargs.pop(name) for name in MODEL_OPTIONS})
+        opts = ModelOptions(**{name: kwargs.pop(name) for name in names})
         if isinstance(kwargs.get("model"), str):
             check_model_options(kwargs["model"], opts)  # before any data or masked LM loads
         if opts.prompt_file is not None:
@@ -149,7 +153,7 @@ def with_model_options(command: Callable) -> Callable:
             return command(*args, **kwargs)
 
     extra = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann)
-             for name, (ann, default) in MODEL_OPTIONS.items()]
+             for name, (ann, default) in MODEL_OPTIONS.items() if name in names]
     run.__signature__ = sig.replace(parameters=[*sig.parameters.values(), *extra])  # type: ignore[attr-defined]
     run.__annotations__ = {**hints, **{p.name: p.annotation for p in extra}}
     return run

@@ -16,12 +16,14 @@ import typer
 from textaudit.cli.app import (
     AuditCommand,
     DataOpt,
+    InFlightOpt,
     JsonOpt,
     LabelColumnOpt,
     LimitOpt,
     ModelOpt,
     OutputOpt,
     PairColumnOpt,
+    ResumeOpt,
     SampleOpt,
     SeedOpt,
     TextColumnOpt,
@@ -166,18 +168,44 @@ def evaluate(
 
 @app.command(cls=AuditCommand)
 @with_track_option
+@with_model_options(exclude=("samples",))
 def certify(
-    model: str = typer.Option(..., "--model", "-m", help="A certified-robust zoo model: bow-ibp, cnn-ibp or lstm-ibp."),
+    model: ModelOpt,
+    method: Optional[str] = typer.Option(None, "--method", help=(
+        "ibp (interval bound propagation: the zoo's bow/cnn/lstm word models, e.g. cnn-ibp) or safer (randomized "
+        "smoothing over synonym substitutions: any model, endpoints and label-only ones too). Default: ibp for a "
+        "zoo *-ibp model, else safer.")),
     data: DataOpt = "sst2:dev",
     limit: LimitOpt = None,
     output: OutputOpt = None,
+    resume: ResumeOpt = False,
+    samples: int = typer.Option(1000, "--samples", min=1, help="SAFER: the estimation sample n (draws per example)."),
+    selection: int = typer.Option(100, "--selection", min=1, help="SAFER: the selection sample n0 that names the class."),
+    alpha: float = typer.Option(0.05, "--alpha", help="SAFER: 1 − the confidence of p_A's Clopper–Pearson lower bound."),
+    synonyms: Optional[Path] = typer.Option(None, "--synonyms", help=(
+        "SAFER: a JSON file {word: [substitutes, closest first]} (default: the counter-fitted neighbours IBP uses).")),
+    hops: int = typer.Option(2, "--hops", min=1, max=2, help=(
+        "SAFER: what smoothing draws from: 1, a word and its substitutes; 2, their substitutes too (tighter).")),
+    seed: SeedOpt = 0,
+    in_flight: InFlightOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Clean accuracy and IBP-certified accuracy under every combination of counter-fitted synonym swaps."""
+    """Certified accuracy under synonym substitution: IBP for the zoo's robust word models, SAFER's randomized
+    smoothing for any model (the smoothed prediction and its certified radius per example)."""
+    zoo_ibp = model in ZOO_MODELS and model.endswith("-ibp")
+    method = method or ("ibp" if zoo_ibp else "safer")
+    if method not in ("ibp", "safer"):
+        raise TextAuditError(f"unknown --method '{method}'; use ibp (zoo bow/cnn/lstm word models) or safer (any model)")
+    if method == "safer":
+        return _certify_safer(model, data, limit, output, resume, samples, selection, alpha, seed, in_flight, json_out,
+                              synonyms, hops)
     from textaudit.models.zoo.ibp import certify_classifier
 
+    if resume:
+        raise TextAuditError("--resume applies to --method safer (an IBP certification is one pass: run it again)")
     if model in ZOO_MODELS and parse_name(model)[0] not in ROBUST_ARCHS:  # before it is trained on first use
-        raise TextAuditError(f"certify supports the zoo's {'/'.join(ROBUST_ARCHS)} word models (e.g. cnn-ibp), not {model}")
+        raise TextAuditError(f"certify --method ibp supports the zoo's {'/'.join(ROBUST_ARCHS)} word models (e.g. cnn-ibp), "
+                             f"not {model}; --method safer certifies any model")
     check_output(output, None, data=dataset_id(data, "dev"))
     ds = load_dataset(data, default_split="dev", limit=limit)  # bad data is an error before any model trains
     clf = load_classifier(model)
@@ -193,6 +221,53 @@ def certify(
         emit_json(res)
         return
     print_table(f"IBP certification of {model} on {data}", ["metric", "value"], [[k, v] for k, v in res.items()])
+
+
+def _certify_safer(model: str, data: str, limit, output, resume: bool, samples: int, selection: int, alpha: float,
+                   seed: int, in_flight, json_out: bool, synonyms: Path | None, hops: int) -> None:
+    """``audit certify --method safer`` (:mod:`textaudit.robustness.smoothing`)."""
+    import json
+
+    from textaudit.lexicons import counterfitted_neighbors
+    from textaudit.robustness.smoothing import SAFER, PerturbationSets, run_certify
+
+    if not 0 < alpha < 0.5:
+        raise TextAuditError(f"--alpha must be above 0 and below 0.5 (got {alpha}); 0.05 is usual")
+    lexicon = "counterfitted-neighbors"
+    if synonyms is not None:
+        try:
+            table = json.loads(Path(synonyms).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise TextAuditError(f"--synonyms {synonyms}: not a readable JSON file ({type(e).__name__})") from None
+        if not isinstance(table, dict) or not all(isinstance(v, list) and all(isinstance(x, str) for x in v)
+                                                  for v in table.values()):
+            raise TextAuditError(f"--synonyms {synonyms} must be a JSON object {{word: [substitutes]}}")
+        lexicon = str(synonyms)
+    data_id = dataset_id(data, "dev")
+    check_output(output, resume, samples=samples, selection=selection, alpha=alpha, seed=seed, data=data_id, hops=hops)
+    ds = load_dataset(data, default_split="dev", limit=limit)
+    clf = load_classifier(model)
+    check_labels(ds["label"], clf.num_classes, clf.name)
+    n = len(ds)
+    budget = " (an endpoint's --query-budget and --cost-budget stop it, results kept)" if getattr(clf, "protocol", None) else ""
+    notice(f"cost: up to {n * (samples + selection):,} texts to {clf.name} — {selection} + {samples} random synonym "
+           f"substitutions of each of {n} examples (repeats are asked once){budget}; --samples and --limit bound it")
+    sets = PerturbationSets(table if synonyms is not None else counterfitted_neighbors(), hops=hops)
+    summary, records = run_certify(SAFER(clf, sets, samples=samples, selection=selection, alpha=alpha, seed=seed),
+                                   ds["text"], ds["label"], ds["id"], output=output, resume=resume, in_flight=in_flight,
+                                   config={"data": data_id, "synonyms": lexicon})
+    summary["model"] = clf.name
+    if output:
+        notice(f"results: {output}")
+    finished(summary, [output])
+    if json_out:
+        emit_json(summary)
+        return
+    acc = "–" if summary["accuracy"] is None else f"{summary['accuracy']:.4f} {format_ci(tuple(summary['accuracy_ci95']))}"
+    print_table(f"SAFER certification of {clf.name} on {data}: {n} examples, smoothed accuracy {acc}, "
+                f"{summary['abstain']} abstained", ["radius (words substituted)", "certified", "certified accuracy", "95% CI"],
+                [[r["radius"], r["certified"], r["certified_accuracy"], format_ci(tuple(r["certified_accuracy_ci95"]))]
+                 for r in summary["curve"]])
 
 
 @app.command(cls=AuditCommand)

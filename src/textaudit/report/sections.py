@@ -239,12 +239,37 @@ def _wordorder(item: Loaded, n: int) -> Section:
 
 
 def _certify(item: Loaded, n: int) -> Section:
+    if item.config.get("method") == "safer":
+        return _certify_safer(item, n)
     sec = Section(f"certify-{n}", f"IBP certification: {item.config.get('model')}", "certify",
                   _settings(item, ("model", "data")))
     sec.tables.append(Table("Clean and certified accuracy", ["model", "n", "accuracy", "95% CI", "certified accuracy",
                                                             "95% CI"],
                             [[r.get("model"), r["n"], r["accuracy"], format_ci(r.get("accuracy_ci95"), 3), r["certified_accuracy"],
                               format_ci(r.get("certified_accuracy_ci95"), 3)] for r in item.records]))
+    return sec
+
+
+def _certify_safer(item: Loaded, n: int) -> Section:
+    """SAFER's certificates: the smoothed accuracy, abstentions and certified accuracy at every radius, and the curve."""
+    from textaudit.robustness.plots import plot_certified_curve
+    from textaudit.robustness.smoothing import summarize_certify
+
+    cfg = item.config
+    s = summarize_certify(item.records)
+    sec = Section(f"certify-{n}", f"Randomized smoothing (SAFER): {cfg.get('model')}", "certify",
+                  _settings(item, ("model", "data", "samples", "selection", "alpha", "hops", "seed")))
+    sec.tables.append(Table(f"Certified accuracy by radius (smoothed accuracy {_num(s['accuracy'])} "
+                            f"{format_ci(s.get('accuracy_ci95'), 3)}, {s['abstain']} of {s['n']} abstained)",
+                            ["radius (words substituted)", "certified", "n", "certified accuracy", "95% CI"],
+                            [[r["radius"], r["certified"], r["n"], _num(r["certified_accuracy"]),
+                              format_ci(r["certified_accuracy_ci95"], 3)] for r in s["curve"]]))
+    sec.notes.append("radius R: the smoothed prediction provably stays for any substitution of at most R words by "
+                     "their counter-fitted neighbours (SAFER's Theorem 1 at the confidence 1 − α)")
+    figures, notes = _figures(lambda d: [plot_certified_curve({str(cfg.get("model")): s["curve"]}, d)],
+                              lambda p: "Certified accuracy vs radius, 95% intervals")
+    sec.figures = figures
+    sec.notes.extend(notes)
     return sec
 
 
@@ -415,6 +440,14 @@ def headline_rows(items: Sequence[Loaded]) -> list[list[Any]]:
                         e = by_k[kk]
                         rows.append(["bias", name, f"{p[0]}→{p[1]}", cfg.get("mlm") or "–", cfg.get("data"), cfg.get("seed"),
                                      f"B_(p,{kk}) = {e.B:+.5f} {format_ci(e.ci95, 5)}"])
+        elif item.kind == "certify" and cfg.get("method") == "safer":
+            from textaudit.robustness.smoothing import summarize_certify
+
+            c = summarize_certify(item.records)
+            r1 = next((r for r in c["curve"] if r["radius"] == 1), None)
+            rows.append(["certify", cfg.get("model"), "SAFER", "–", cfg.get("data"), cfg.get("seed"),
+                         f"smoothed accuracy {_num(c['accuracy'])}; certified at radius 1: "
+                         + (f"{_num(r1['certified_accuracy'])} {format_ci(r1['certified_accuracy_ci95'], 3)}" if r1 else "0")])
         elif item.kind == "certify":
             for r in item.records:
                 rows.append(["certify", r.get("model"), "IBP", "–", cfg.get("data"), "–",

@@ -73,3 +73,31 @@ def plot_wordorder(rows: list[dict], corr: dict, out: Path, name: str) -> Path:
     fig.savefig(out / "accuracy_vs_dnd_idc.png", dpi=120)
     plt.close(fig)
     return out / "accuracy_vs_dnd_idc.png"
+
+
+def plot_certified_curve(curves: dict[str, list[dict]], out_dir: str | Path, ibp: dict[str, dict] | None = None,
+                         title: str = "certified accuracy vs radius") -> Path:
+    """``certified_curve.png``: SAFER's certified accuracy at radii 0, 1, … (Wilson 95% bands) per model, the curve
+    of the smoothing papers; ``ibp``: {model: IBP's result} drawn as a level (IBP certifies every word at once)."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.2, 3.8))
+    for name, rows in curves.items():
+        r = [x["radius"] for x in rows]
+        acc = [x["certified_accuracy"] or 0.0 for x in rows]
+        lo = [x["certified_accuracy_ci95"][0] for x in rows]
+        hi = [x["certified_accuracy_ci95"][1] for x in rows]
+        ax.step(r, acc, where="post", label=f"{name} (SAFER)")
+        ax.fill_between(r, lo, hi, step="post", alpha=0.15)
+    for name, res in (ibp or {}).items():
+        ax.axhline(res["certified_accuracy"], linestyle="--", color="#555555", linewidth=1)
+        ax.text(0.02, res["certified_accuracy"] + 0.02, f"{name} (IBP, every word)", fontsize=8, transform=ax.get_yaxis_transform())
+    ax.set_xlabel("radius: words substituted")
+    ax.set_ylabel("certified accuracy (95% CI)")
+    ax.set_ylim(0, 1.05)
+    ax.set_title(title)
+    ax.legend(frameon=False, fontsize=8)
+    fig.tight_layout()
+    path = Path(out_dir) / "certified_curve.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,132 @@
+"""``audit certify --method safer``: randomized-smoothing certificates (SAFER) on planted models whose certificates
+the theory gives, determinism under --in-flight and a killed run resumed, and the figures' bookkeeping."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from textaudit.robustness.smoothing import SAFER, PerturbationSets, certified_radius, delta, lower_bound
+
+#: film/movie/picture: one synonym class whose sets are equal (q = 1); good → fine → nice: overlapping sets
+LEXICON = {"film": ["movie", "picture"], "movie": ["film", "picture"], "picture": ["film", "movie"],
+           "good": ["fine"], "fine": ["good", "nice"]}
+PLUGINS = '''
+def on_class(texts):  # positive while any word of the film/movie/picture class is there: constant on the class
+    return [[0.2, 0.8] if {"film", "movie", "picture"} & set(t.lower().split()) else [0.8, 0.2] for t in texts]
+
+def on_film(texts):  # positive only with "film" itself: one synonym flips it
+    return [[0.2, 0.8] if "film" in t.lower().split() else [0.8, 0.2] for t in texts]
+'''
+ROWS = [(1, "a good film and a movie ."), (1, "a fine film ."), (0, "a dull plot ."), (1, "the picture is good .")]
+
+
+def test_q_delta_and_the_radius_follow_the_theorem():
+    sets = PerturbationSets(LEXICON, hops=1)
+    assert sets.T("good") == ("good", "fine") and sets.T("fine") == ("fine", "good", "nice")
+    assert sets.q("film") == 1.0  # the class's sets are equal: a substitution moves nothing
+    assert sets.q("good") == pytest.approx(2 / 3) and sets.q("fine") == pytest.approx(1 / 3)
+    assert delta([1.0, 2 / 3], 1) == pytest.approx(1 / 3) and delta([1.0, 2 / 3], 2) == pytest.approx(1 / 3)
+    assert certified_radius(0.99, [1.0, 2 / 3]) == 2  # 0.99 − 1/3 > ½ at R = 1 and 2
+    assert certified_radius(0.99, [1 / 3]) == 0 and certified_radius(0.5, [1.0]) is None  # ½ is no majority: abstain
+    assert lower_bound(200, 200, 0.05) == pytest.approx(0.05 ** (1 / 200))  # Clopper–Pearson, k = n
+    two = PerturbationSets(LEXICON, hops=2)
+    assert set(two.T("good")) == {"good", "fine", "nice"} and two.q("good") == 1.0  # two hops: larger overlaps
+
+
+@pytest.fixture()
+def world(tmp_path):
+    (tmp_path / "m.py").write_text(PLUGINS)
+    (tmp_path / "syn.json").write_text(json.dumps(LEXICON))
+    (tmp_path / "d.tsv").write_text("label\ttext\n" + "".join(f"{y}\t{t}\n" for y, t in ROWS))
+    return tmp_path
+
+
+def _certify(cli, w, model, *extra):
+    r = cli("certify", "--model", f"{w}/m.py:{model}", "--method", "safer", "--data", str(w / "d.tsv"), "--synonyms",
+            str(w / "syn.json"), "--hops", "1", "--samples", "200", "--selection", "20", "--json", *extra)
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def _records(path):
+    return sorted((json.loads(x) for x in path.read_text().splitlines()[1:]), key=lambda r: r["id"])
+
+
+def test_a_model_constant_on_a_synonym_class_is_certified_at_the_radius_the_theory_gives(cli, world):
+    out = _certify(cli, world, "on_class", "--output", str(world / "c.jsonl"))
+    recs = {r["text"]: r for r in _records(world / "c.jsonl")}
+    p = 0.05 ** (1 / 200)  # every draw votes the class: n_A = n
+    a = recs["a good film and a movie ."]  # good (q = 2/3), film and movie (q = 1): 0.985 − 1/3 > ½ at R = 3
+    assert (a["prediction"], a["n_a"], a["words"], a["radius"]) == (1, 200, 3, 3) and a["p_a_lower"] == pytest.approx(p, abs=1e-6)
+    b = recs["a fine film ."]  # fine (q = 1/3) is the worst: R = 1 takes it, 0.985 − 2/3 < ½ → radius 0
+    assert (b["prediction"], b["words"], b["radius"]) == (1, 2, 0)
+    assert recs["the picture is good ."]["radius"] == 2 and recs["a dull plot ."]["radius"] == 0  # (no substitutable word)
+    assert out["curve"][:4] == [
+        {"radius": 0, "certified": 4, "n": 4, "certified_accuracy": 1.0, "certified_accuracy_ci95": [0.5101, 1.0]},
+        {"radius": 1, "certified": 2, "n": 4, "certified_accuracy": 0.5, "certified_accuracy_ci95": [0.1500, 0.8500]},
+        {"radius": 2, "certified": 2, "n": 4, "certified_accuracy": 0.5, "certified_accuracy_ci95": [0.1500, 0.8500]},
+        {"radius": 3, "certified": 1, "n": 4, "certified_accuracy": 0.25, "certified_accuracy_ci95": [0.0456, 0.6994]}]
+    assert out["accuracy"] == 1.0 and out["abstain"] == 0
+
+
+def test_a_model_that_flips_on_one_synonym_is_not_certified_beyond_radius_0(cli, world):
+    out = _certify(cli, world, "on_film", "--output", str(world / "f.jsonl"))
+    recs = {r["text"]: r for r in _records(world / "f.jsonl")}
+    # "film" is drawn a third of the time from {film, movie, picture}: with one class word the smoothed vote is
+    # negative (wrong); with two, "film" comes up in 5/9 of the draws: right, but p_A's bound (0.56) is too close to
+    # ½ to survive one substitution — nothing is certified beyond radius 0
+    assert [(recs[t]["prediction"], recs[t]["radius"]) for _, t in ROWS] == [(1, 0), (0, 0), (0, 0), (0, 0)]
+    assert 5 / 9 - 0.1 < recs[ROWS[0][1]]["n_a"] / 200 < 5 / 9 + 0.1
+    assert all(row["certified"] == 0 for row in out["curve"][1:]) and out["certified_accuracy_r0"] == 0.5
+
+
+def test_certificates_do_not_depend_on_in_flight_or_on_a_killed_run_resumed(cli, world):
+    _certify(cli, world, "on_class", "--output", str(world / "one.jsonl"), "--in-flight", "1")
+    _certify(cli, world, "on_class", "--output", str(world / "four.jsonl"), "--in-flight", "4")
+    assert _records(world / "one.jsonl") == _records(world / "four.jsonl")
+    lines = (world / "one.jsonl").read_text().splitlines()
+    (world / "cut.jsonl").write_text("\n".join(lines[:3]) + "\n" + lines[3][: len(lines[3]) // 2])  # killed mid-record
+    _certify(cli, world, "on_class", "--output", str(world / "cut.jsonl"), "--resume", "--in-flight", "3")
+    assert _records(world / "cut.jsonl") == _records(world / "one.jsonl")
+    r = cli("certify", "--model", f"{world}/m.py:on_class", "--method", "safer", "--data", str(world / "d.tsv"),
+            "--synonyms", str(world / "syn.json"), "--hops", "1", "--samples", "100", "--selection", "20",
+            "--output", str(world / "one.jsonl"), "--resume")
+    assert r.exit_code == 2 and "samples" in r.stderr and len(r.stderr.strip().splitlines()) == 1  # other settings
+
+
+def test_a_label_only_model_votes_and_its_unknown_answers_never_win():
+    import numpy as np
+
+    from textaudit.models import as_classifier
+
+    class LabelOnly:  # a label-only model as the endpoints are: one-hot rows, "unknown" a last class
+        name, num_classes, unknown_class, fingerprint = "labels", 3, 2, "x"
+
+        def predict_proba(self, texts):
+            return np.eye(3)[[2 if "movie" in t else 1 for t in texts]]
+
+    safer = SAFER(LabelOnly(), PerturbationSets(LEXICON, hops=1), samples=300, selection=30)
+    from textaudit.engine.scheduler import run_now
+
+    cert = run_now(safer.ask_certify("a fine film .", "0"))
+    assert cert["prediction"] == 1 and cert["votes"][1] == cert["n_a"] and sum(cert["votes"]) < 300  # unknowns voted nothing
+    assert math.isclose(cert["n_a"] / 300, 2 / 3, abs_tol=0.1)  # film or picture, not movie
+    plain = as_classifier(lambda texts: [[0.5, 0.5] for _ in texts], name="tie")
+    tie = run_now(SAFER(plain, PerturbationSets(LEXICON, hops=1), samples=50, selection=10).ask_certify("a film .", "0"))
+    assert tie["abstain"] and tie["prediction"] is None and tie["radius"] is None  # a tie is no vote: abstain
+
+
+def test_a_safer_file_reads_back_and_renders_with_its_curve(cli, world):
+    out = _certify(cli, world, "on_class", "--output", str(world / "c.jsonl"))
+    from textaudit.results import load
+
+    back = load(world / "c.jsonl")
+    assert {k: v for k, v in back.summary().items() if k != "model"} == {k: v for k, v in out.items() if k != "model"}
+    assert len(back.to_pandas()) == len(ROWS)
+    r = cli("report", str(world / "c.jsonl"), "--out", str(world / "r.html"))
+    assert r.exit_code == 0, r.output
+    page = (world / "r.html").read_text()
+    assert "Randomized smoothing (SAFER)" in page and "Certified accuracy vs radius" in page and "data:image/png" in page
