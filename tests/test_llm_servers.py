@@ -198,3 +198,21 @@ def test_bias_on_labels_is_the_difference_of_prediction_rates(server):
     est = json.loads(r.stdout.splitlines()[-1])["pairs"][0]["by_k"]["0"]
     assert est["B"] == pytest.approx(-1.0)  # every source: positive with he, negative with she
     assert est["sources"] == 3 and est["ci95"] == [pytest.approx(-1.0), pytest.approx(-1.0)]  # no spread: [−1, −1]
+
+
+def test_certify_smooths_a_label_only_server_and_says_its_queries_first(server):
+    """SAFER needs only votes: a server that returns no log-probabilities is certified from its answers (its
+    "unknown" answers vote for no class), and the queries it may take are said before any is sent."""
+    base, _, root = server
+    out = root / "certify.jsonl"
+    r = _audit(root, "certify", "--model", base + "/v1/completions", "--method", "safer", "--data", str(root / "bias.tsv"),
+               "--limit", "2", "--samples", "40", "--selection", "8", "--scores", "labels", "--output", str(out), "--json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    cost = next(i for i, x in enumerate(r.stderr.splitlines()) if x.startswith("cost: up to 96 texts"))
+    assert cost < next(i for i, x in enumerate(r.stderr.splitlines()) if x.startswith("certify (SAFER)"))
+    summary = json.loads(r.stdout.splitlines()[-1])
+    recs = [json.loads(x) for x in out.read_text().splitlines()[1:]]
+    assert summary["n"] == len(recs) == 2 and summary["abstain"] < 2  # at least one smoothed prediction
+    for rec in recs:
+        assert sum(rec["votes"]) <= 40 and (rec["abstain"] or rec["votes"][rec["prediction"]] == rec["n_a"])
+        assert rec["abstain"] == (rec["radius"] is None)
