@@ -130,3 +130,33 @@ def test_a_safer_file_reads_back_and_renders_with_its_curve(cli, world):
     assert r.exit_code == 0, r.output
     page = (world / "r.html").read_text()
     assert "Randomized smoothing (SAFER)" in page and "Certified accuracy vs radius" in page and "data:image/png" in page
+
+
+def test_the_second_order_view_certifies_natural_neighbours_of_certified_inputs(cli, world, tiny_mlm):
+    """--neighbors 1: each certified input's natural neighbours (a real, tiny masked LM's) are certified in turn, and
+    synonym patches are tried on those that are not; the summary's shares count exactly the records'."""
+    from textaudit.sentence import Sentence
+
+    tiny_mlm.model.save_pretrained(world / "mlm")
+    tiny_mlm.tokenizer.save_pretrained(world / "mlm")
+    out = _certify(cli, world, "on_class", "--output", str(world / "s.jsonl"), "--neighbors", "1", "--mlm",
+                   str(world / "mlm"), "--neighbor-sample", "5", "--patches", "3")
+    recs = _records(world / "s.jsonl")
+    viewed = [r for r in recs if "neighbors" in r]
+    assert [r["text"] for r in viewed] == sorted((r["text"] for r in recs if r["correct"] and (r["radius"] or 0) >= 1),
+                                                 key=lambda t: [x["text"] for x in recs].index(t))
+    so = out["second_order"]
+    assert so["certified_inputs"] == len(viewed) == 2 and so["neighbors"] == sum(len(r["neighbors"]) for r in viewed)
+    assert so["all_neighbors_certified"] == sum(r["all_neighbors_certified"] for r in viewed)
+    assert so["with_patch_flip"] == sum(r["patch_flip"] for r in viewed)
+    for r in viewed:
+        x0 = Sentence.parse(r["text"])
+        assert 1 <= len(r["neighbors"]) <= 5
+        for nb in r["neighbors"]:
+            assert len(Sentence.parse(nb["text"]).diff(x0)) == 1  # a natural neighbour: one word changed
+            assert nb["certified"] == (nb["prediction"] == r["label"] and (nb["radius"] or 0) >= 1)
+            if "flip" in nb:  # a synonym patch of the lexicon that changes the smoothed prediction
+                w1, w2 = nb["flip"]["pair"]
+                assert w2 in LEXICON[w1] and nb["flip"]["prediction"] != nb["prediction"]
+    r = cli("report", str(world / "s.jsonl"), "--out", str(world / "s.md"), "--format", "md")
+    assert r.exit_code == 0 and "natural neighbour" in (world / "s.md").read_text(), r.output

@@ -20,6 +20,7 @@ from textaudit.cli.app import (
     JsonOpt,
     LabelColumnOpt,
     LimitOpt,
+    MlmOpt,
     ModelOpt,
     OutputOpt,
     PairColumnOpt,
@@ -35,6 +36,7 @@ from textaudit.cli.app import (
     notice,
     print_table,
     with_model_options,
+    with_store_option,
     with_track_option,
 )
 from textaudit.data import align_labels, as_pairs, check_labels, dataset_id, load_dataset, pairs_of
@@ -168,6 +170,7 @@ def evaluate(
 
 @app.command(cls=AuditCommand)
 @with_track_option
+@with_store_option
 @with_model_options(exclude=("samples",))
 def certify(
     model: ModelOpt,
@@ -186,6 +189,12 @@ def certify(
         "SAFER: a JSON file {word: [substitutes, closest first]} (default: the counter-fitted neighbours IBP uses).")),
     hops: int = typer.Option(2, "--hops", min=1, max=2, help=(
         "SAFER: what smoothing draws from: 1, a word and its substitutes; 2, their substitutes too (tighter).")),
+    neighbors: int = typer.Option(1, "--neighbors", min=0, help=(
+        "SAFER's second-order view: for each certified input, certify natural neighbours up to k words away (the "
+        "masked LM's) and try synonym patches on those that are not; 0: off.")),
+    neighbor_sample: int = typer.Option(8, "--neighbor-sample", min=1, help="Neighbours certified per certified input."),
+    patches: int = typer.Option(4, "--patches", min=0, help="Synonym swaps tried on each neighbour that is not certified."),
+    mlm: MlmOpt = None,
     seed: SeedOpt = 0,
     in_flight: InFlightOpt = None,
     json_out: JsonOpt = False,
@@ -198,7 +207,7 @@ def certify(
         raise TextAuditError(f"unknown --method '{method}'; use ibp (zoo bow/cnn/lstm word models) or safer (any model)")
     if method == "safer":
         return _certify_safer(model, data, limit, output, resume, samples, selection, alpha, seed, in_flight, json_out,
-                              synonyms, hops)
+                              synonyms, hops, (neighbors, neighbor_sample, patches, mlm))
     from textaudit.models.zoo.ibp import certify_classifier
 
     if resume:
@@ -224,7 +233,7 @@ def certify(
 
 
 def _certify_safer(model: str, data: str, limit, output, resume: bool, samples: int, selection: int, alpha: float,
-                   seed: int, in_flight, json_out: bool, synonyms: Path | None, hops: int) -> None:
+                   seed: int, in_flight, json_out: bool, synonyms: Path | None, hops: int, second: tuple) -> None:
     """``audit certify --method safer`` (:mod:`textaudit.robustness.smoothing`)."""
     import json
 
@@ -244,18 +253,31 @@ def _certify_safer(model: str, data: str, limit, output, resume: bool, samples: 
             raise TextAuditError(f"--synonyms {synonyms} must be a JSON object {{word: [substitutes]}}")
         lexicon = str(synonyms)
     data_id = dataset_id(data, "dev")
-    check_output(output, resume, samples=samples, selection=selection, alpha=alpha, seed=seed, data=data_id, hops=hops)
+    k, per, patches, mlm = second
+    check_output(output, resume, samples=samples, selection=selection, alpha=alpha, seed=seed, data=data_id, hops=hops,
+                 neighbors_k=k, neighbors=per if k else None, patches=patches if k else None)
     ds = load_dataset(data, default_split="dev", limit=limit)
     clf = load_classifier(model)
     check_labels(ds["label"], clf.num_classes, clf.name)
     n = len(ds)
     budget = " (an endpoint's --query-budget and --cost-budget stop it, results kept)" if getattr(clf, "protocol", None) else ""
-    notice(f"cost: up to {n * (samples + selection):,} texts to {clf.name} — {selection} + {samples} random synonym "
-           f"substitutions of each of {n} examples (repeats are asked once){budget}; --samples and --limit bound it")
+    per_text = samples + selection
+    more = (f", and up to {n * per * (1 + patches) * per_text:,} more for the second-order view ({per} neighbours of each "
+            f"certified input, {patches} patches of each one not certified; --neighbors 0 turns it off)") if k else ""
+    notice(f"cost: up to {n * per_text:,} texts to {clf.name} — {selection} + {samples} random synonym "
+           f"substitutions of each of {n} examples (repeats are asked once){more}{budget}; --samples and --limit bound it")
+    builder = None
+    if k:
+        from textaudit.neighborhoods.builder import NeighborhoodBuilder
+        from textaudit.neighborhoods.mlm import load_mlm
+
+        builder = NeighborhoodBuilder(load_mlm(mlm), seed=seed)
     sets = PerturbationSets(table if synonyms is not None else counterfitted_neighbors(), hops=hops)
-    summary, records = run_certify(SAFER(clf, sets, samples=samples, selection=selection, alpha=alpha, seed=seed),
-                                   ds["text"], ds["label"], ds["id"], output=output, resume=resume, in_flight=in_flight,
-                                   config={"data": data_id, "synonyms": lexicon})
+    safer = SAFER(clf, sets, samples=samples, selection=selection, alpha=alpha, seed=seed, builder=builder,
+                  neighbors_k=k, neighbors=per, patches=patches)
+    summary, records = run_certify(safer, ds["text"], ds["label"], ds["id"], output=output, resume=resume,
+                                   in_flight=in_flight, config={"data": data_id, "synonyms": lexicon,
+                                                                "mlm": getattr(builder and builder.mlm, "name", None)})
     summary["model"] = clf.name
     if output:
         notice(f"results: {output}")
@@ -264,6 +286,13 @@ def _certify_safer(model: str, data: str, limit, output, resume: bool, samples: 
         emit_json(summary)
         return
     acc = "–" if summary["accuracy"] is None else f"{summary['accuracy']:.4f} {format_ci(tuple(summary['accuracy_ci95']))}"
+    so = summary.get("second_order")
+    if so:
+        typer.echo(f"second order: of {so['certified_inputs']} certified inputs, {so['all_neighbors_certified']} have every "
+                   f"sampled natural neighbour certified ({so['all_neighbors_certified_share']:.3f} "
+                   f"{format_ci(tuple(so['all_neighbors_certified_ci95']))}); {so['with_patch_flip']} have a neighbour whose "
+                   f"smoothed prediction flips under a synonym patch ({so['with_patch_flip_share']:.3f} "
+                   f"{format_ci(tuple(so['with_patch_flip_ci95']))})")
     print_table(f"SAFER certification of {clf.name} on {data}: {n} examples, smoothed accuracy {acc}, "
                 f"{summary['abstain']} abstained", ["radius (words substituted)", "certified", "certified accuracy", "95% CI"],
                 [[r["radius"], r["certified"], r["certified_accuracy"], format_ci(tuple(r["certified_accuracy_ci95"]))]

@@ -266,6 +266,20 @@ def _certify_safer(item: Loaded, n: int) -> Section:
                               format_ci(r["certified_accuracy_ci95"], 3)] for r in s["curve"]]))
     sec.notes.append("radius R: the smoothed prediction provably stays for any substitution of at most R words by "
                      "their counter-fitted neighbours (SAFER's Theorem 1 at the confidence 1 − α)")
+    so = s.get("second_order")
+    if so:  # the Double Perturbation question, asked of the certificates
+        sec.notes.append(f"second order: of {so['certified_inputs']} certified inputs (right, radius ≥ 1), "
+                         f"{so['all_neighbors_certified']} have every sampled natural neighbour certified "
+                         f"({_num(so['all_neighbors_certified_share'])} {format_ci(so['all_neighbors_certified_ci95'], 3)}); "
+                         f"{so['with_patch_flip']} have a neighbour whose smoothed prediction flips under a synonym patch "
+                         f"({_num(so['with_patch_flip_share'])} {format_ci(so['with_patch_flip_ci95'], 3)})")
+        for r in [r for r in item.records if r.get("patch_flip")][:MAX_EXAMPLES]:
+            nb = next(n for n in r["neighbors"] if "flip" in n)
+            sec.tables.append(Table(f"{r['id']}: certified (radius {r['radius']}), yet a natural neighbour flips under "
+                                    f"p = {nb['flip']['pair'][0]}→{nb['flip']['pair'][1]}",
+                                    ["", "text", "smoothed prediction"],
+                                    [["x0", r["text"], r["prediction"]], ["x̃", nb["text"], nb["prediction"]],
+                                     ["x̃ ⊕ p", nb["flip"]["patched"], nb["flip"]["prediction"]]]))
     figures, notes = _figures(lambda d: [plot_certified_curve({str(cfg.get("model")): s["curve"]}, d)],
                               lambda p: "Certified accuracy vs radius, 95% intervals")
     sec.figures = figures

@@ -25,6 +25,12 @@ alike, label-only ones included (smoothing needs votes, not probabilities).
   prediction, no certificate). A label-only model's "unknown" answer is never c_A.
 * Every draw is seeded by (``seed``, the example's id and text): certificates do not depend on the
   order, on ``--in-flight`` or on a resume.
+* The second-order view (``--neighbors k``; the Double Perturbation paper's question): for each
+  certified input x0 (right, radius ≥ 1), up to ``neighbors`` natural neighbours x̃ ∈ Neighbor_k(x0)
+  (the masked LM's, κ and δ as the attacks'), each certified in turn, and for one that is not, up
+  to ``patches`` synonym swaps p tried for a flip of the smoothed prediction, g(x̃) ≠ g(x̃ ⊕ p). The
+  summary gives the share of certified inputs all of whose sampled neighbours are certified, and the
+  share with a neighbour that flips under a patch, with Wilson intervals.
 """
 
 from __future__ import annotations
@@ -133,6 +139,12 @@ class SAFER:
     alpha: float = 0.05
     seed: int = 0
     language: str = "en"
+    #: the second-order view: a NeighborhoodBuilder (the masked LM's natural neighbours), k, neighbours per input,
+    #: patches tried per uncertified neighbour (None: off)
+    builder: Any = None
+    neighbors_k: int = 1
+    neighbors: int = 8
+    patches: int = 4
 
     def __post_init__(self) -> None:
         if self.sets is None:
@@ -145,10 +157,13 @@ class SAFER:
             raise TextAuditError("--samples and --selection must be at least 1 draw")
 
     def config(self) -> dict:
+        second = {"neighbors_k": self.neighbors_k, "neighbors": self.neighbors, "patches": self.patches} \
+            if self.builder is not None else {"neighbors_k": 0}
         return {"model": getattr(self.classifier, "name", None),
                 "model_fingerprint": getattr(self.classifier, "fingerprint", None), "method": "safer",
                 "samples": self.samples, "selection": self.selection, "alpha": self.alpha, "seed": self.seed,
-                "max_subs": self.sets.max_subs if self.sets else None, "hops": self.sets.hops if self.sets else None}
+                "max_subs": self.sets.max_subs if self.sets else None, "hops": self.sets.hops if self.sets else None,
+                **second}
 
     def draws(self, text: str, key: str, n: int, stream: int) -> list[str]:
         """``n`` texts drawn from Π_x (seeded by the seed, ``key`` and ``stream``)."""
@@ -189,6 +204,59 @@ class SAFER:
                 "p_a_lower": round(p_lower, 6), "n_a": n_a, "votes": np.bincount(est[est >= 0]).tolist(),
                 "words": len(qs), "q_min": round(min(qs), 4) if qs else None}
 
+    def _patches(self, text: str, key: str) -> list[tuple[int, str, str]]:
+        """Up to ``patches`` one-word synonym swaps p = (w1, w2) of ``text``, w2 ∈ S(w1) (seeded): (position, w1, w2)."""
+        s = Sentence.parse(text, self.language)
+        sets = self.sets
+        cands = [(i, t, w2) for i, t in enumerate(s.tokens) if any(ch.isalpha() for ch in t)
+                 for w2 in sets.S(t)]  # type: ignore[union-attr]
+        rng = np.random.default_rng(int.from_bytes(hashlib.blake2b(f"{self.seed}|patch|{key}|{text}".encode(),
+                                                                   digest_size=8).digest(), "little"))
+        pick = rng.permutation(len(cands))[: self.patches] if cands else []
+        return [cands[int(i)] for i in sorted(pick)]
+
+    def ask_second_order(self, text: str, key: str, label: int) -> Search:
+        """The second-order view of a certified input x0: up to ``neighbors`` natural neighbours from Neighbor_k(x0)
+        (the masked LM's, drawn uniformly and seeded), each certified in turn; for one not certified (radius < 1 or
+        wrong), up to ``patches`` synonym swaps p whose smoothed prediction differs from the neighbour's (a
+        second-order weakness of the smoothed model: x̃ natural, x̃ ⊕ p a synonym away, g(x̃) ≠ g(x̃ ⊕ p))."""
+        b = self.builder
+        digest = hashlib.blake2b(f"{self.seed}|nbrs|{key}|{text}".encode(), digest_size=8).digest()
+        seed = int.from_bytes(digest, "little") % (2**31)
+        if self.neighbors_k == 1:
+            every = yield from b.ask_neighbors(text, 1)
+            order = np.random.default_rng(seed).permutation(len(every))[: self.neighbors]
+            nbrs = [every[int(i)].sentence.text() for i in sorted(order)]
+        else:
+            draws, _ = yield from b.ask_sample(text, self.neighbors_k, self.neighbors, seed=seed)
+            nbrs = list(dict.fromkeys(d.sentence.text() for d in draws))
+        out = []
+        for j, nb in enumerate(nbrs):
+            cert = yield from self.ask_certify(nb, f"{key}|n{j}")
+            ok = cert["prediction"] == label and (cert["radius"] or 0) >= 1
+            rec: dict[str, Any] = {"text": nb, "prediction": cert["prediction"], "radius": cert["radius"], "certified": ok}
+            if not ok and cert["prediction"] is not None:
+                for pos, w1, w2 in self._patches(nb, f"{key}|n{j}"):
+                    s = Sentence.parse(nb, self.language)
+                    patched = s.replace(pos, restore_case(w2, s.tokens[pos])).text()
+                    other = yield from self.ask_certify(patched, f"{key}|n{j}|{pos}|{w2}")
+                    if other["prediction"] is not None and other["prediction"] != cert["prediction"]:
+                        rec["flip"] = {"pair": [w1.lower(), w2], "patched": patched, "prediction": other["prediction"]}
+                        break
+            out.append(rec)
+        return out
+
+    def ask_full(self, text: str, key: str, label: int) -> Search:
+        """An example's certificate and, for a certified one (right, radius ≥ 1) with a builder, its second-order view."""
+        cert = yield from self.ask_certify(text, key)
+        cert["correct"] = cert["prediction"] is not None and cert["prediction"] == label
+        if self.builder is not None and cert["correct"] and (cert["radius"] or 0) >= 1:
+            nbrs = yield from self.ask_second_order(text, key, label)
+            cert["neighbors"] = nbrs
+            cert["all_neighbors_certified"] = bool(nbrs) and all(n["certified"] for n in nbrs)
+            cert["patch_flip"] = any("flip" in n for n in nbrs)
+        return cert
+
     def certify_many(self, items: Sequence[tuple[str, str]], in_flight: int | None = None):
         """``(key, certificate)`` of every ``(key, text)``, as they finish, ``in_flight`` examples at once (one
         engine: their draws scored in merged batches)."""
@@ -224,9 +292,13 @@ class CertifyJob:
         return next(iter(self.many([(job[0], job)])))[1]
 
     def many(self, jobs: Sequence[tuple[str, tuple[str, str, int]]]):
-        label = {key: job[2] for key, job in jobs}
-        for key, cert in self.safer.certify_many([(key, job[1]) for key, job in jobs], self.in_flight):
-            yield key, {**cert, "correct": cert["prediction"] is not None and cert["prediction"] == label[key]}
+        safer = self.safer
+        n = in_flight_for(safer.classifier, self.in_flight)
+
+        def start(key: str, text: str, label: int):
+            return lambda _meter: safer.ask_full(text, key, label)
+
+        yield from Engine(n).run((key, start(key, job[1], job[2])) for key, job in jobs)
 
 
 def summarize_certify(records: Sequence[Mapping]) -> dict:
@@ -248,6 +320,19 @@ def summarize_certify(records: Sequence[Mapping]) -> dict:
     out["median_radius_correct"] = float(np.median(radii)) if radii else None
     out["every_word_certified"] = sum(1 for r in rows if r.get("correct") and r.get("radius") is not None
                                       and r["radius"] >= r.get("words", 0) > 0)
+    viewed = [r for r in rows if "neighbors" in r]
+    if viewed:  # the second-order view: of the certified inputs (right, radius ≥ 1), …
+        m = len(viewed)
+        every = sum(1 for r in viewed if r.get("all_neighbors_certified"))
+        flips = sum(1 for r in viewed if r.get("patch_flip"))
+        out["second_order"] = {
+            "certified_inputs": m, "neighbors": sum(len(r["neighbors"]) for r in viewed),
+            "all_neighbors_certified": every, "all_neighbors_certified_share": round(every / m, 4),
+            "all_neighbors_certified_ci95": [round(v, 4) for v in wilson(every, m)],
+            "with_uncertified_neighbor_share": round(1 - every / m, 4),
+            "with_uncertified_neighbor_ci95": [round(1 - v, 4) for v in reversed(wilson(every, m))],
+            "with_patch_flip": flips, "with_patch_flip_share": round(flips / m, 4),
+            "with_patch_flip_ci95": [round(v, 4) for v in wilson(flips, m)]}
     return out
 
 
