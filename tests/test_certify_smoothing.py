@@ -140,7 +140,7 @@ def test_the_second_order_view_certifies_natural_neighbours_of_certified_inputs(
     tiny_mlm.model.save_pretrained(world / "mlm")
     tiny_mlm.tokenizer.save_pretrained(world / "mlm")
     out = _certify(cli, world, "on_class", "--output", str(world / "s.jsonl"), "--neighbors", "1", "--mlm",
-                   str(world / "mlm"), "--neighbor-sample", "5", "--patches", "3")
+                   str(world / "mlm"), "--neighbor-sample", "5", "--patches", "3", "--view-radius", "1")
     recs = _records(world / "s.jsonl")
     viewed = [r for r in recs if "neighbors" in r]
     assert [r["text"] for r in viewed] == sorted((r["text"] for r in recs if r["correct"] and (r["radius"] or 0) >= 1),
@@ -155,8 +155,12 @@ def test_the_second_order_view_certifies_natural_neighbours_of_certified_inputs(
         for nb in r["neighbors"]:
             assert len(Sentence.parse(nb["text"]).diff(x0)) == 1  # a natural neighbour: one word changed
             assert nb["certified"] == (nb["prediction"] == r["label"] and (nb["radius"] or 0) >= 1)
-            if "flip" in nb:  # a synonym patch of the lexicon that changes the smoothed prediction
+            if "flip" in nb:  # a synonym patch of the lexicon that changes the smoothed prediction (radius 0 only)
+                assert (nb["radius"] or 0) < 1
                 w1, w2 = nb["flip"]["pair"]
                 assert w2 in LEXICON[w1] and nb["flip"]["prediction"] != nb["prediction"]
     r = cli("report", str(world / "s.jsonl"), "--out", str(world / "s.md"), "--format", "md")
     assert r.exit_code == 0 and "natural neighbour" in (world / "s.md").read_text(), r.output
+    out = _certify(cli, world, "on_class", "--output", str(world / "s0.jsonl"), "--neighbors", "1", "--mlm",
+                   str(world / "mlm"), "--neighbor-sample", "2", "--patches", "1")  # the default view radius, 0
+    assert out["second_order"]["certified_inputs"] == sum(r["correct"] for r in _records(world / "s0.jsonl")) == 4

@@ -193,7 +193,11 @@ def certify(
         "SAFER's second-order view: for each certified input, certify natural neighbours up to k words away (the "
         "masked LM's) and try synonym patches on those that are not; 0: off.")),
     neighbor_sample: int = typer.Option(8, "--neighbor-sample", min=1, help="Neighbours certified per certified input."),
-    patches: int = typer.Option(4, "--patches", min=0, help="Synonym swaps tried on each neighbour that is not certified."),
+    patches: int = typer.Option(4, "--patches", min=0, help=(
+        "Synonym swaps tried on each neighbour whose radius is below 1 (one synonym may change it).")),
+    view_radius: int = typer.Option(0, "--view-radius", min=0, help=(
+        "The second-order view's 'certified': right with a certified radius of at least this (0: right at confidence "
+        "1 − α; 1: no single substitution changes it).")),
     mlm: MlmOpt = None,
     seed: SeedOpt = 0,
     in_flight: InFlightOpt = None,
@@ -207,7 +211,7 @@ def certify(
         raise TextAuditError(f"unknown --method '{method}'; use ibp (zoo bow/cnn/lstm word models) or safer (any model)")
     if method == "safer":
         return _certify_safer(model, data, limit, output, resume, samples, selection, alpha, seed, in_flight, json_out,
-                              synonyms, hops, (neighbors, neighbor_sample, patches, mlm))
+                              synonyms, hops, (neighbors, neighbor_sample, patches, mlm, view_radius))
     from textaudit.models.zoo.ibp import certify_classifier
 
     if resume:
@@ -253,9 +257,10 @@ def _certify_safer(model: str, data: str, limit, output, resume: bool, samples: 
             raise TextAuditError(f"--synonyms {synonyms} must be a JSON object {{word: [substitutes]}}")
         lexicon = str(synonyms)
     data_id = dataset_id(data, "dev")
-    k, per, patches, mlm = second
+    k, per, patches, mlm, view_radius = second
     check_output(output, resume, samples=samples, selection=selection, alpha=alpha, seed=seed, data=data_id, hops=hops,
-                 neighbors_k=k, neighbors=per if k else None, patches=patches if k else None)
+                 neighbors_k=k, neighbors=per if k else None, patches=patches if k else None,
+                 view_radius=view_radius if k else None)
     ds = load_dataset(data, default_split="dev", limit=limit)
     clf = load_classifier(model)
     check_labels(ds["label"], clf.num_classes, clf.name)
@@ -263,7 +268,7 @@ def _certify_safer(model: str, data: str, limit, output, resume: bool, samples: 
     budget = " (an endpoint's --query-budget and --cost-budget stop it, results kept)" if getattr(clf, "protocol", None) else ""
     per_text = samples + selection
     more = (f", and up to {n * per * (1 + patches) * per_text:,} more for the second-order view ({per} neighbours of each "
-            f"certified input, {patches} patches of each one not certified; --neighbors 0 turns it off)") if k else ""
+            f"certified input, {patches} patches of each one of radius 0; --neighbors 0 turns it off)") if k else ""
     notice(f"cost: up to {n * per_text:,} texts to {clf.name} — {selection} + {samples} random synonym "
            f"substitutions of each of {n} examples (repeats are asked once){more}{budget}; --samples and --limit bound it")
     builder = None
@@ -274,7 +279,7 @@ def _certify_safer(model: str, data: str, limit, output, resume: bool, samples: 
         builder = NeighborhoodBuilder(load_mlm(mlm), seed=seed)
     sets = PerturbationSets(table if synonyms is not None else counterfitted_neighbors(), hops=hops)
     safer = SAFER(clf, sets, samples=samples, selection=selection, alpha=alpha, seed=seed, builder=builder,
-                  neighbors_k=k, neighbors=per, patches=patches)
+                  neighbors_k=k, neighbors=per, patches=patches, view_radius=view_radius)
     summary, records = run_certify(safer, ds["text"], ds["label"], ds["id"], output=output, resume=resume,
                                    in_flight=in_flight, config={"data": data_id, "synonyms": lexicon,
                                                                 "mlm": getattr(builder and builder.mlm, "name", None)})
@@ -288,7 +293,8 @@ def _certify_safer(model: str, data: str, limit, output, resume: bool, samples: 
     acc = "–" if summary["accuracy"] is None else f"{summary['accuracy']:.4f} {format_ci(tuple(summary['accuracy_ci95']))}"
     so = summary.get("second_order")
     if so:
-        typer.echo(f"second order: of {so['certified_inputs']} certified inputs, {so['all_neighbors_certified']} have every "
+        typer.echo(f"second order: of {so['certified_inputs']} certified inputs (right, radius ≥ {view_radius}), "
+                   f"{so['all_neighbors_certified']} have every "
                    f"sampled natural neighbour certified ({so['all_neighbors_certified_share']:.3f} "
                    f"{format_ci(tuple(so['all_neighbors_certified_ci95']))}); {so['with_patch_flip']} have a neighbour whose "
                    f"smoothed prediction flips under a synonym patch ({so['with_patch_flip_share']:.3f} "

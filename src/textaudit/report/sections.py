@@ -268,7 +268,8 @@ def _certify_safer(item: Loaded, n: int) -> Section:
                      "their counter-fitted neighbours (SAFER's Theorem 1 at the confidence 1 − α)")
     so = s.get("second_order")
     if so:  # the Double Perturbation question, asked of the certificates
-        sec.notes.append(f"second order: of {so['certified_inputs']} certified inputs (right, radius ≥ 1), "
+        sec.notes.append(f"second order: of {so['certified_inputs']} certified inputs (right, radius ≥ "
+                         f"{cfg.get('view_radius', 0)}), "
                          f"{so['all_neighbors_certified']} have every sampled natural neighbour certified "
                          f"({_num(so['all_neighbors_certified_share'])} {format_ci(so['all_neighbors_certified_ci95'], 3)}); "
                          f"{so['with_patch_flip']} have a neighbour whose smoothed prediction flips under a synonym patch "

@@ -26,11 +26,14 @@ alike, label-only ones included (smoothing needs votes, not probabilities).
 * Every draw is seeded by (``seed``, the example's id and text): certificates do not depend on the
   order, on ``--in-flight`` or on a resume.
 * The second-order view (``--neighbors k``; the Double Perturbation paper's question): for each
-  certified input x0 (right, radius ≥ 1), up to ``neighbors`` natural neighbours x̃ ∈ Neighbor_k(x0)
-  (the masked LM's, κ and δ as the attacks'), each certified in turn, and for one that is not, up
-  to ``patches`` synonym swaps p tried for a flip of the smoothed prediction, g(x̃) ≠ g(x̃ ⊕ p). The
-  summary gives the share of certified inputs all of whose sampled neighbours are certified, and the
-  share with a neighbour that flips under a patch, with Wilson intervals.
+  certified input x0 (right, with a certified radius ≥ ``view_radius``: 0 by default, the smoothed
+  prediction right at confidence 1 − α; 1, no single substitution changes it), up to ``neighbors``
+  natural neighbours x̃ ∈ Neighbor_k(x0) (the masked LM's, κ and δ as the attacks'), each certified in
+  turn (certified: right, radius ≥ ``view_radius``), and on each whose radius is below 1 (a single
+  synonym may change it), up to ``patches`` synonym swaps p tried for a flip of the smoothed
+  prediction, g(x̃) ≠ g(x̃ ⊕ p). The summary gives the share of certified inputs all of whose sampled
+  neighbours are certified, and the share with a neighbour that flips under a patch, with Wilson
+  intervals.
 """
 
 from __future__ import annotations
@@ -145,6 +148,9 @@ class SAFER:
     neighbors_k: int = 1
     neighbors: int = 8
     patches: int = 4
+    #: the second-order view's "certified": right with a certified radius ≥ this (0: the smoothed prediction is
+    #: right at confidence 1 − α; 1: no single substitution changes it)
+    view_radius: int = 0
 
     def __post_init__(self) -> None:
         if self.sets is None:
@@ -157,8 +163,8 @@ class SAFER:
             raise TextAuditError("--samples and --selection must be at least 1 draw")
 
     def config(self) -> dict:
-        second = {"neighbors_k": self.neighbors_k, "neighbors": self.neighbors, "patches": self.patches} \
-            if self.builder is not None else {"neighbors_k": 0}
+        second = {"neighbors_k": self.neighbors_k, "neighbors": self.neighbors, "patches": self.patches,
+                  "view_radius": self.view_radius} if self.builder is not None else {"neighbors_k": 0}
         return {"model": getattr(self.classifier, "name", None),
                 "model_fingerprint": getattr(self.classifier, "fingerprint", None), "method": "safer",
                 "samples": self.samples, "selection": self.selection, "alpha": self.alpha, "seed": self.seed,
@@ -233,9 +239,9 @@ class SAFER:
         out = []
         for j, nb in enumerate(nbrs):
             cert = yield from self.ask_certify(nb, f"{key}|n{j}")
-            ok = cert["prediction"] == label and (cert["radius"] or 0) >= 1
+            ok = cert["prediction"] == label and cert["radius"] is not None and cert["radius"] >= self.view_radius
             rec: dict[str, Any] = {"text": nb, "prediction": cert["prediction"], "radius": cert["radius"], "certified": ok}
-            if not ok and cert["prediction"] is not None:
+            if cert["prediction"] is not None and (cert["radius"] or 0) < 1:  # one synonym may change it: try some
                 for pos, w1, w2 in self._patches(nb, f"{key}|n{j}"):
                     s = Sentence.parse(nb, self.language)
                     patched = s.replace(pos, restore_case(w2, s.tokens[pos])).text()
@@ -247,10 +253,11 @@ class SAFER:
         return out
 
     def ask_full(self, text: str, key: str, label: int) -> Search:
-        """An example's certificate and, for a certified one (right, radius ≥ 1) with a builder, its second-order view."""
+        """An example's certificate and, for a certified one (right, radius ≥ ``view_radius``) with a builder, its
+        second-order view."""
         cert = yield from self.ask_certify(text, key)
         cert["correct"] = cert["prediction"] is not None and cert["prediction"] == label
-        if self.builder is not None and cert["correct"] and (cert["radius"] or 0) >= 1:
+        if self.builder is not None and cert["correct"] and cert["radius"] is not None and cert["radius"] >= self.view_radius:
             nbrs = yield from self.ask_second_order(text, key, label)
             cert["neighbors"] = nbrs
             cert["all_neighbors_certified"] = bool(nbrs) and all(n["certified"] for n in nbrs)
@@ -321,7 +328,7 @@ def summarize_certify(records: Sequence[Mapping]) -> dict:
     out["every_word_certified"] = sum(1 for r in rows if r.get("correct") and r.get("radius") is not None
                                       and r["radius"] >= r.get("words", 0) > 0)
     viewed = [r for r in rows if "neighbors" in r]
-    if viewed:  # the second-order view: of the certified inputs (right, radius ≥ 1), …
+    if viewed:  # the second-order view: of the certified inputs (right, radius ≥ view_radius), …
         m = len(viewed)
         every = sum(1 for r in viewed if r.get("all_neighbors_certified"))
         flips = sum(1 for r in viewed if r.get("patch_flip"))
