@@ -31,7 +31,7 @@ __all__ = ["AuditGroup", "fail", "AuditCommand", "app", "emit_json", "print_tabl
            "PerturbSideOpt", "MlmOpt", "LanguageOpt", "OutputOpt", "ResumeOpt", "SeedOpt", "ShardOpt", "JsonOpt",
            "BackendOpt", "AddressOpt", "WorkersOpt", "InFlightOpt", "GpusOpt", "CpusOpt", "format_ci",
            "MODEL_HELP", "with_model_options", "with_store_option", "StoreOpt", "store_fields", "with_track_option",
-           "finished", "finished_run", "TrackExperimentOpt", "TrackRunIdOpt"]
+           "finished", "finished_run", "conclude", "TrackExperimentOpt", "TrackRunIdOpt"]
 
 #: what an interrupted command keeps, and how to continue: commands with a results file (--output)
 INTERRUPT_HINT = "results written so far are kept; rerun with --resume to continue"
@@ -202,6 +202,17 @@ def finished(summary: dict, files: Any = ()) -> dict:
     the run's metrics) and the results files or folders it wrote (``None`` left out). Returns ``summary``."""
     _FINISHED.update(summary=summary, files=[Path(f) for f in files if f is not None])
     return summary
+
+
+def conclude(summary: dict, output: Path | None, json_out: bool) -> bool:
+    """The end every results-writing command shares: say where the results are, hand the summary to ``--track``
+    (:func:`finished`) and, with ``--json``, print it; True when it was printed (the command is done)."""
+    if output:
+        notice(f"results: {output}")
+    finished(summary, [output])
+    if json_out:
+        emit_json(summary)
+    return json_out
 
 
 def finished_run(run: Any, track: str | None = None) -> None:

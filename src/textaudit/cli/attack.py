@@ -37,8 +37,7 @@ from textaudit.cli.app import (
     WorkersOpt,
     app,
     check_output,
-    emit_json,
-    finished,
+    conclude,
     format_ci,
     notice,
     print_table,
@@ -198,11 +197,7 @@ def attack(
                        **({"http_tokens": clf.stats.tokens} if clf.stats.tokens else {}))
     if lm is not None and lm.loaded:
         summary["ppl_load_seconds"] = round(lm.load_seconds, 1)  # part of ppl_sec_per_example
-    if output:
-        notice(f"results: {output}")
-    finished(summary, [output])
-    if json_out:
-        emit_json(summary)
+    if conclude(summary, output, json_out):
         return
     per_class = summary.pop("per_class", None)
     rows = [[key, "-" if v is None else v] for key, v in summary.items()]

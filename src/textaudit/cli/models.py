@@ -30,6 +30,7 @@ from textaudit.cli.app import (
     TextColumnOpt,
     app,
     check_output,
+    conclude,
     emit_json,
     finished,
     format_ci,
@@ -284,11 +285,7 @@ def _certify_safer(model: str, data: str, limit, output, resume: bool, samples: 
                                    in_flight=in_flight, config={"data": data_id, "synonyms": lexicon,
                                                                 "mlm": getattr(builder and builder.mlm, "name", None)})
     summary["model"] = clf.name
-    if output:
-        notice(f"results: {output}")
-    finished(summary, [output])
-    if json_out:
-        emit_json(summary)
+    if conclude(summary, output, json_out):
         return
     acc = "–" if summary["accuracy"] is None else f"{summary['accuracy']:.4f} {format_ci(tuple(summary['accuracy_ci95']))}"
     so = summary.get("second_order")
