@@ -117,7 +117,7 @@ def w(name: str) -> str:
 G = w("good.py") + ":clf"
 CASES: list[tuple[str, list[str], dict[str, str], str]] = [
     # typer usage errors: one line, not a box
-    ("unknown command", ["atack"], {}, "No such command 'atack'. Did you mean 'attack'?"),
+    ("unknown command", ["atack"], {}, "No such command 'atack'. Did you mean 'attack'"),
     ("not an integer", ["attack", "--model", G, "--k", "abc"], {}, "Invalid value for '--k'"),
     ("missing --model", ["attack"], {}, "Missing option '--model'"),
     ("unknown option", ["attack", "--model", G, "--bogus"], {}, "No such option: --bogus"),
