@@ -206,7 +206,8 @@ def test_certify_smooths_a_label_only_server_and_says_its_queries_first(server):
     base, _, root = server
     out = root / "certify.jsonl"
     r = _audit(root, "certify", "--model", base + "/v1/completions", "--method", "safer", "--data", str(root / "bias.tsv"),
-               "--limit", "2", "--samples", "40", "--selection", "8", "--scores", "labels", "--output", str(out), "--json")
+               "--limit", "2", "--samples", "40", "--selection", "8", "--scores", "labels", "--neighbors", "0",
+               "--output", str(out), "--json")
     assert r.returncode == 0, r.stderr[-2000:]
     cost = next(i for i, x in enumerate(r.stderr.splitlines()) if x.startswith("cost: up to 96 texts"))
     assert cost < next(i for i, x in enumerate(r.stderr.splitlines()) if x.startswith("certify (SAFER)"))
