@@ -77,8 +77,14 @@ def test_cli_certify_and_train_errors(cli, tmp_path):
     r = cli("train", "--model", "cnn", "--robust", "crown")
     assert r.exit_code == 2 and "unknown robust training 'crown'" in r.output
     (tmp_path / "p.py").write_text("def clf(texts):\n    return [[0.5, 0.5]] * len(texts)\n")
-    r = cli("certify", "--model", f"{tmp_path}/p.py:clf", "--limit", "3")
-    assert r.exit_code == 2 and "certify supports bow/cnn/lstm" in r.output
+    r = cli("certify", "--model", f"{tmp_path}/p.py:clf", "--limit", "3", "--method", "ibp")
+    assert r.exit_code == 2 and "certify supports bow/cnn/lstm" in r.output  # IBP needs a zoo word model's layers
+    # without --method a plug-in is certified by randomized smoothing (SAFER): a model that ties abstains everywhere
+    r = cli("certify", "--model", f"{tmp_path}/p.py:clf", "--limit", "3", "--samples", "20", "--selection", "5",
+            "--neighbors", "0", "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert (out["method"], out["n"], out["abstain"], out["accuracy"]) == ("safer", 3, 3, 0.0)
 
 
 def test_cli_certify_json(cli):
