@@ -264,11 +264,6 @@ class SAFER:
             cert["patch_flip"] = any("flip" in n for n in nbrs)
         return cert
 
-    def certify_many(self, items: Sequence[tuple[str, str]], in_flight: int | None = None):
-        """``(key, certificate)`` of every ``(key, text)``, as they finish, ``in_flight`` examples at once (one
-        engine: their draws scored in merged batches)."""
-        n = in_flight_for(self.classifier, in_flight)
-        yield from Engine(n).run((key, (lambda t, k: lambda _m: self.ask_certify(t, k))(text, key)) for key, text in items)
 
 
 def certified_accuracy(records: Sequence[Mapping], max_radius: int | None = None) -> list[dict]:
