@@ -164,3 +164,99 @@ def test_the_second_order_view_certifies_natural_neighbours_of_certified_inputs(
     out = _certify(cli, world, "on_class", "--output", str(world / "s0.jsonl"), "--neighbors", "1", "--mlm",
                    str(world / "mlm"), "--neighbor-sample", "2", "--patches", "1")  # the default view radius, 0
     assert out["second_order"]["certified_inputs"] == sum(r["correct"] for r in _records(world / "s0.jsonl")) == 4
+
+
+# --- RanMASK: smoothing over masked words (any replacement of up to d words) ---------------------------------------
+
+RANMASK_PLUGINS = '''
+def always(texts):  # positive whatever it reads: p_A = 1 everywhere
+    return [[0.2, 0.8] for _ in texts]
+
+def sees_dull(texts):  # negative while the word "dull" is left unmasked: one word decides it
+    return [[0.8, 0.2] if "dull" in t.split() else [0.2, 0.8] for t in texts]
+'''
+
+
+def test_ranmask_delta_and_radius_follow_the_theorem():
+    from textaudit.robustness.smoothing import kept_words, ranmask_delta, ranmask_radius
+
+    assert kept_words(20, 0.9) == 2 and kept_words(3, 0.9) == 2 and kept_words(1, 0.9) == 1 and kept_words(10, 0.5) == 5
+    assert kept_words(10, 0.0) == 10  # nothing masked: the classifier itself
+    assert ranmask_delta(5, 2, 1) == pytest.approx(1 - 6 / 10) and ranmask_delta(5, 2, 2) == pytest.approx(1 - 3 / 10)
+    assert ranmask_delta(20, 2, 0) == 0.0 and ranmask_delta(20, 2, 19) == 1.0 and ranmask_delta(4, 2, 5) == 1.0
+    # h = 20, k = 2: Δ_d = 1 − C(20 − d, 2)/190 → 0.100, 0.195, 0.284, 0.368, 0.447, 0.521: 0.99 survives d = 5
+    assert ranmask_radius(0.99, 20, 2) == 5 and ranmask_radius(0.62, 20, 2) == 1 and ranmask_radius(0.55, 20, 2) == 0
+    assert ranmask_radius(0.5, 20, 2) is None  # no majority: abstain
+    assert ranmask_radius(0.99, 10, 10) == 0  # nothing masked: any one word is seen, nothing certified beyond 0
+
+
+@pytest.fixture()
+def masked_world(tmp_path):
+    (tmp_path / "m.py").write_text(RANMASK_PLUGINS)
+    rows = [(1, "a good film and a movie ."), (0, "a dull plot ."),
+            (1, "one of the most moving and beautifully made films of the year , a joy to watch .")]
+    (tmp_path / "d.tsv").write_text("label\ttext\n" + "".join(f"{y}\t{t}\n" for y, t in rows))
+    return tmp_path
+
+
+def _ranmask(cli, w, model, *extra):
+    r = cli("certify", "--model", f"{w}/m.py:{model}", "--method", "ranmask", "--data", str(w / "d.tsv"),
+            "--samples", "300", "--selection", "30", "--neighbors", "0", "--json", *extra)
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_ranmask_certifies_a_constant_model_at_the_radius_the_theorem_gives(cli, masked_world):
+    from textaudit.robustness.smoothing import kept_words, ranmask_radius
+
+    out = _ranmask(cli, masked_world, "always", "--output", str(masked_world / "a.jsonl"))
+    p = 0.05 ** (1 / 300)  # every draw votes positive
+    for r in _records(masked_world / "a.jsonl"):
+        h = sum(any(c.isalnum() for c in t) for t in r["text"].split())
+        assert (r["words"], r["kept"], r["p_a_lower"]) == (h, kept_words(h, 0.9), pytest.approx(p, abs=1e-6))
+        assert r["radius"] == ranmask_radius(p, h, kept_words(h, 0.9)) and r["prediction"] == 1
+    long = max(_records(masked_world / "a.jsonl"), key=lambda r: r["words"])
+    # h = 16, k = 2: Δ_d = 1 − C(16 − d, 2)/120; Δ_4 = 1 − 66/120 = 0.450, Δ_5 = 1 − 55/120 = 0.542; p_A ≥ 0.990
+    assert (long["words"], long["kept"], long["radius"]) == (16, 2, 4) and long["radius_share"] == 0.25
+    assert out["method"] == "ranmask" and out["accuracy"] == pytest.approx(2 / 3, abs=1e-4)  # the negative row is wrong
+
+
+def test_ranmask_draws_mask_all_but_k_words_and_a_one_word_model_is_not_certified_beyond_0(cli, masked_world):
+    from textaudit.models import as_classifier
+    from textaudit.robustness.smoothing import RanMASK
+
+    clf = as_classifier(lambda texts: [[0.5, 0.5] for _ in texts], name="tie")
+    text = "a good film , and a movie !"
+    draws = RanMASK(clf, rate=0.5, seed=3).draws(text, "0", 400, 1)
+    for d in draws:  # h = 6 words (punctuation stays), k = 6 − round(3) = 3 kept, the others [MASK]
+        toks = d.split()
+        assert len(toks) == 8 and toks[3] == "," and toks[7] == "!" and toks.count("[MASK]") == 3
+        assert all(t == o for t, o in zip(toks, text.split()) if t != "[MASK]")
+    kept_good = sum("good" in d.split() for d in draws) / len(draws)  # each word is kept with probability k/h
+    assert abs(kept_good - 3 / 6) < 0.08
+    assert draws == RanMASK(clf, rate=0.5, seed=3).draws(text, "0", 400, 1) != RanMASK(clf, rate=0.5, seed=4).draws(
+        text, "0", 400, 1)  # seeded
+    _ranmask(cli, masked_world, "sees_dull", "--output", str(masked_world / "d.jsonl"))
+    dull = next(r for r in _records(masked_world / "d.jsonl") if "dull" in r["text"])
+    # h = 3, k = 2: "dull" is kept in 2/3 of the draws → negative, right, p_A ≈ 2/3, but Δ_1 = 1 − C(2, 2)/C(3, 2) = 2/3
+    assert (dull["prediction"], dull["radius"], dull["kept"]) == (0, 0, 2) and abs(dull["n_a"] / 300 - 2 / 3) < 0.1
+
+
+def test_ranmask_runs_resume_and_render(cli, masked_world):
+    _ranmask(cli, masked_world, "sees_dull", "--output", str(masked_world / "one.jsonl"), "--in-flight", "1")
+    _ranmask(cli, masked_world, "sees_dull", "--output", str(masked_world / "three.jsonl"), "--in-flight", "3")
+    assert _records(masked_world / "one.jsonl") == _records(masked_world / "three.jsonl")
+    lines = (masked_world / "one.jsonl").read_text().splitlines()
+    (masked_world / "cut.jsonl").write_text("\n".join(lines[:2]) + "\n" + lines[2][:40])  # killed mid-record
+    _ranmask(cli, masked_world, "sees_dull", "--output", str(masked_world / "cut.jsonl"), "--resume")
+    assert _records(masked_world / "cut.jsonl") == _records(masked_world / "one.jsonl")
+    r = cli("certify", "--model", f"{masked_world}/m.py:sees_dull", "--method", "ranmask", "--data",
+            str(masked_world / "d.tsv"), "--samples", "300", "--selection", "30", "--neighbors", "0", "--mask-rate", "0.5",
+            "--output", str(masked_world / "one.jsonl"), "--resume")
+    assert r.exit_code == 2 and "mask_rate" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    r = cli("report", str(masked_world / "one.jsonl"), "--out", str(masked_world / "r.md"), "--format", "md")
+    page = (masked_world / "r.md").read_text()
+    assert r.exit_code == 0 and "Randomized smoothing (RanMASK)" in page and "words replaced" in page, r.output
+    from textaudit.results import load
+
+    assert load(masked_world / "one.jsonl").summary()["method"] == "ranmask"

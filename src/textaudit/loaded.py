@@ -82,7 +82,7 @@ class Results:
         if self.command == "bias" and ("k" not in cfg or "enumerate_k" not in cfg):
             raise TextAuditError(f"{self.path}: its header has no k or enumerate_k; is it a bias results file?")
         if self.command in ("attack", "bias", "learnability", "perturbscore build", "replay") or (
-                self.command == "certify" and cfg.get("method") == "safer"):
+                self.command == "certify" and cfg.get("method") in ("safer", "ranmask")):
             from textaudit.merge import summarize_records
 
             return summarize_records({"command": self.command, "config": cfg}, self.records)

@@ -86,10 +86,10 @@ def summarize_records(header: dict, records: list[dict]) -> dict[str, Any]:
         perts = list(dict.fromkeys(r["perturbation"] for r in records))
         probabilities = sorted({float(r["p"]) for r in records if r["p"] != "robustness"})
         return aggregate(records, models, perts, probabilities)
-    if command == "certify" and config.get("method") == "safer":
+    if command == "certify" and config.get("method") in ("safer", "ranmask"):
         from textaudit.robustness.smoothing import summarize_certify
 
-        return {**summarize_certify(records), "model": config.get("model")}
+        return {**summarize_certify(records, config["method"]), "model": config.get("model")}
     if command == "replay":
         return summarize_replay(records, str(config.get("model")), config.get("baseline"))
     if command == "perturbscore build":

@@ -176,22 +176,28 @@ def evaluate(
 def certify(
     model: ModelOpt,
     method: Optional[str] = typer.Option(None, "--method", help=(
-        "ibp (interval bound propagation: the zoo's bow/cnn/lstm word models, e.g. cnn-ibp) or safer (randomized "
-        "smoothing over synonym substitutions: any model, endpoints and label-only ones too). Default: ibp for a "
-        "zoo *-ibp model, else safer.")),
+        "ibp (interval bound propagation: the zoo's bow/cnn/lstm word models, e.g. cnn-ibp), safer (randomized "
+        "smoothing over synonym substitutions: any model, endpoints and label-only ones too) or ranmask (randomized "
+        "smoothing over masked words: any model; certifies any replacement of up to R words, not only synonyms). "
+        "Default: ibp for a zoo *-ibp model, else safer.")),
     data: DataOpt = "sst2:dev",
     limit: LimitOpt = None,
     output: OutputOpt = None,
     resume: ResumeOpt = False,
-    samples: int = typer.Option(1000, "--samples", min=1, help="SAFER: the estimation sample n (draws per example)."),
-    selection: int = typer.Option(100, "--selection", min=1, help="SAFER: the selection sample n0 that names the class."),
-    alpha: float = typer.Option(0.05, "--alpha", help="SAFER: 1 − the confidence of p_A's Clopper–Pearson lower bound."),
+    samples: int = typer.Option(1000, "--samples", min=1, help="Smoothing: the estimation sample n (draws per example)."),
+    selection: int = typer.Option(100, "--selection", min=1, help="Smoothing: the selection sample n0 that names the class."),
+    alpha: float = typer.Option(0.05, "--alpha", help="Smoothing: 1 − the confidence of p_A's Clopper–Pearson lower bound."),
+    mask_rate: float = typer.Option(0.9, "--mask-rate", help=(
+        "RanMASK: ρ, the share of the words masked in each draw (the paper's 0.9 suits models trained on masked "
+        "text; a model that never saw masks keeps more accuracy with a lower rate, and a smaller radius).")),
+    mask_token: str = typer.Option("[MASK]", "--mask-token", help=(
+        "RanMASK: what a masked word becomes (BERT-like tokenizers: [MASK]; RoBERTa: <mask>).")),
     synonyms: Optional[Path] = typer.Option(None, "--synonyms", help=(
         "SAFER: a JSON file {word: [substitutes, closest first]} (default: the counter-fitted neighbours IBP uses).")),
     hops: int = typer.Option(2, "--hops", min=1, max=2, help=(
         "SAFER: what smoothing draws from: 1, a word and its substitutes; 2, their substitutes too (tighter).")),
     neighbors: int = typer.Option(1, "--neighbors", min=0, help=(
-        "SAFER's second-order view: for each certified input, certify natural neighbours up to k words away (the "
+        "Smoothing's second-order view: for each certified input, certify natural neighbours up to k words away (the "
         "masked LM's) and try synonym patches on those that are not; 0: off.")),
     neighbor_sample: int = typer.Option(8, "--neighbor-sample", min=1, help="Neighbours certified per certified input."),
     patches: int = typer.Option(4, "--patches", min=0, help=(
@@ -204,15 +210,20 @@ def certify(
     in_flight: InFlightOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Certified accuracy under synonym substitution: IBP for the zoo's robust word models, SAFER's randomized
-    smoothing for any model (the smoothed prediction and its certified radius per example)."""
+    """Certified accuracy under word substitution: IBP for the zoo's robust word models, randomized smoothing
+    (SAFER: synonyms; RanMASK: any word) for any model (the smoothed prediction and its certified radius per
+    example)."""
+    if not 0 <= mask_rate < 1:
+        raise TextAuditError(f"--mask-rate must be at least 0 and below 1 (got {mask_rate}); RanMASK's paper uses 0.9")
     zoo_ibp = model in ZOO_MODELS and model.endswith("-ibp")
     method = method or ("ibp" if zoo_ibp else "safer")
-    if method not in ("ibp", "safer"):
-        raise TextAuditError(f"unknown --method '{method}'; use ibp (zoo bow/cnn/lstm word models) or safer (any model)")
-    if method == "safer":
+    if method not in ("ibp", "safer", "ranmask"):
+        raise TextAuditError(f"unknown --method '{method}'; use ibp (zoo bow/cnn/lstm word models), safer or ranmask "
+                             "(any model)")
+    if method in ("safer", "ranmask"):
         return _certify_safer(model, data, limit, output, resume, samples, selection, alpha, seed, in_flight, json_out,
-                              synonyms, hops, (neighbors, neighbor_sample, patches, mlm, view_radius))
+                              synonyms, hops, (neighbors, neighbor_sample, patches, mlm, view_radius),
+                              (mask_rate, mask_token) if method == "ranmask" else None)
     from textaudit.models.zoo.ibp import certify_classifier
 
     if resume:
@@ -238,15 +249,21 @@ def certify(
 
 
 def _certify_safer(model: str, data: str, limit, output, resume: bool, samples: int, selection: int, alpha: float,
-                   seed: int, in_flight, json_out: bool, synonyms: Path | None, hops: int, second: tuple) -> None:
-    """``audit certify --method safer`` (:mod:`textaudit.robustness.smoothing`)."""
+                   seed: int, in_flight, json_out: bool, synonyms: Path | None, hops: int, second: tuple,
+                   ranmask: tuple[float, str] | None = None) -> None:
+    """``audit certify --method safer|ranmask`` (:mod:`textaudit.robustness.smoothing`; ``ranmask``: ρ and the
+    mask token)."""
     import json
 
     from textaudit.lexicons import counterfitted_neighbors
-    from textaudit.robustness.smoothing import SAFER, PerturbationSets, run_certify
+    from textaudit.robustness.smoothing import SAFER, PerturbationSets, RanMASK, run_certify
 
     if not 0 < alpha < 0.5:
         raise TextAuditError(f"--alpha must be above 0 and below 0.5 (got {alpha}); 0.05 is usual")
+    if ranmask is not None and not ranmask[1].strip():
+        raise TextAuditError("--mask-token must not be empty (BERT-like tokenizers: [MASK]; RoBERTa: <mask>)")
+    what = "RanMASK" if ranmask else "SAFER"
+    mask = {"mask_rate": ranmask[0], "mask_token": ranmask[1]} if ranmask else {}
     lexicon = "counterfitted-neighbors"
     if synonyms is not None:
         try:
@@ -259,9 +276,10 @@ def _certify_safer(model: str, data: str, limit, output, resume: bool, samples: 
         lexicon = str(synonyms)
     data_id = dataset_id(data, "dev")
     k, per, patches, mlm, view_radius = second
-    check_output(output, resume, samples=samples, selection=selection, alpha=alpha, seed=seed, data=data_id, hops=hops,
+    check_output(output, resume, method="ranmask" if ranmask else "safer", samples=samples, selection=selection,
+                 alpha=alpha, seed=seed, data=data_id, hops=hops if (k or not ranmask) else None,
                  neighbors_k=k, neighbors=per if k else None, patches=patches if k else None,
-                 view_radius=view_radius if k else None)
+                 view_radius=view_radius if k else None, **mask)
     ds = load_dataset(data, default_split="dev", limit=limit)
     clf = load_classifier(model)
     check_labels(ds["label"], clf.num_classes, clf.name)
@@ -270,8 +288,9 @@ def _certify_safer(model: str, data: str, limit, output, resume: bool, samples: 
     per_text = samples + selection
     more = (f", and up to {n * per * (1 + patches) * per_text:,} more for the second-order view ({per} neighbours of each "
             f"certified input, {patches} patches of each one of radius 0; --neighbors 0 turns it off)") if k else ""
-    notice(f"cost: up to {n * per_text:,} texts to {clf.name} — {selection} + {samples} random synonym "
-           f"substitutions of each of {n} examples (repeats are asked once){more}{budget}; --samples and --limit bound it")
+    drawn = "maskings" if ranmask else "synonym substitutions"
+    notice(f"cost: up to {n * per_text:,} texts to {clf.name} — {selection} + {samples} random {drawn} "
+           f"of each of {n} examples (repeats are asked once){more}{budget}; --samples and --limit bound it")
     builder = None
     if k:
         from textaudit.neighborhoods.builder import NeighborhoodBuilder
@@ -279,8 +298,10 @@ def _certify_safer(model: str, data: str, limit, output, resume: bool, samples: 
 
         builder = NeighborhoodBuilder(load_mlm(mlm), seed=seed)
     sets = PerturbationSets(table if synonyms is not None else counterfitted_neighbors(), hops=hops)
-    safer = SAFER(clf, sets, samples=samples, selection=selection, alpha=alpha, seed=seed, builder=builder,
-                  neighbors_k=k, neighbors=per, patches=patches, view_radius=view_radius)
+    kind: type[SAFER] = RanMASK if ranmask else SAFER
+    safer = kind(clf, sets, samples=samples, selection=selection, alpha=alpha, seed=seed, builder=builder,
+                 neighbors_k=k, neighbors=per, patches=patches, view_radius=view_radius,
+                 **({"rate": ranmask[0], "mask_token": ranmask[1]} if ranmask else {}))
     summary, records = run_certify(safer, ds["text"], ds["label"], ds["id"], output=output, resume=resume,
                                    in_flight=in_flight, config={"data": data_id, "synonyms": lexicon,
                                                                 "mlm": getattr(builder and builder.mlm, "name", None)})
@@ -296,8 +317,9 @@ def _certify_safer(model: str, data: str, limit, output, resume: bool, samples: 
                    f"{format_ci(tuple(so['all_neighbors_certified_ci95']))}); {so['with_patch_flip']} have a neighbour whose "
                    f"smoothed prediction flips under a synonym patch ({so['with_patch_flip_share']:.3f} "
                    f"{format_ci(tuple(so['with_patch_flip_ci95']))})")
-    print_table(f"SAFER certification of {clf.name} on {data}: {n} examples, smoothed accuracy {acc}, "
-                f"{summary['abstain']} abstained", ["radius (words substituted)", "certified", "certified accuracy", "95% CI"],
+    print_table(f"{what} certification of {clf.name} on {data}: {n} examples, smoothed accuracy {acc}, "
+                f"{summary['abstain']} abstained", [f"radius (words {'replaced' if ranmask else 'substituted'})",
+                                                    "certified", "certified accuracy", "95% CI"],
                 [[r["radius"], r["certified"], r["certified_accuracy"], format_ci(tuple(r["certified_accuracy_ci95"]))]
                  for r in summary["curve"]])
 

@@ -239,7 +239,7 @@ def _wordorder(item: Loaded, n: int) -> Section:
 
 
 def _certify(item: Loaded, n: int) -> Section:
-    if item.config.get("method") == "safer":
+    if item.config.get("method") in ("safer", "ranmask"):
         return _certify_safer(item, n)
     sec = Section(f"certify-{n}", f"IBP certification: {item.config.get('model')}", "certify",
                   _settings(item, ("model", "data")))
@@ -251,20 +251,27 @@ def _certify(item: Loaded, n: int) -> Section:
 
 
 def _certify_safer(item: Loaded, n: int) -> Section:
-    """SAFER's certificates: the smoothed accuracy, abstentions and certified accuracy at every radius, and the curve."""
+    """Randomized smoothing's certificates (SAFER's or RanMASK's): the smoothed accuracy, abstentions and certified
+    accuracy at every radius, and the curve."""
     from textaudit.robustness.plots import plot_certified_curve
     from textaudit.robustness.smoothing import summarize_certify
 
     cfg = item.config
-    s = summarize_certify(item.records)
-    sec = Section(f"certify-{n}", f"Randomized smoothing (SAFER): {cfg.get('model')}", "certify",
-                  _settings(item, ("model", "data", "samples", "selection", "alpha", "hops", "seed")))
+    ranmask = cfg.get("method") == "ranmask"
+    s = summarize_certify(item.records, str(cfg.get("method")))
+    sec = Section(f"certify-{n}", f"Randomized smoothing ({'RanMASK' if ranmask else 'SAFER'}): {cfg.get('model')}",
+                  "certify", _settings(item, ("model", "data", "samples", "selection", "alpha",
+                                              *(("mask_rate", "mask_token") if ranmask else ("hops",)), "seed")))
     sec.tables.append(Table(f"Certified accuracy by radius (smoothed accuracy {_num(s['accuracy'])} "
                             f"{format_ci(s.get('accuracy_ci95'), 3)}, {s['abstain']} of {s['n']} abstained)",
-                            ["radius (words substituted)", "certified", "n", "certified accuracy", "95% CI"],
+                            [f"radius (words {'replaced' if ranmask else 'substituted'})", "certified", "n",
+                             "certified accuracy", "95% CI"],
                             [[r["radius"], r["certified"], r["n"], _num(r["certified_accuracy"]),
                               format_ci(r["certified_accuracy_ci95"], 3)] for r in s["curve"]]))
-    sec.notes.append("radius R: the smoothed prediction provably stays for any substitution of at most R words by "
+    sec.notes.append("radius R: the smoothed prediction provably stays when any R words are replaced by any others "
+                     f"(RanMASK's Theorem 1 at the confidence 1 − α; ρ = {cfg.get('mask_rate')} of the words masked in "
+                     "each draw)" if ranmask else
+                     "radius R: the smoothed prediction provably stays for any substitution of at most R words by "
                      "their counter-fitted neighbours (SAFER's Theorem 1 at the confidence 1 − α)")
     so = s.get("second_order")
     if so:  # the Double Perturbation question, asked of the certificates
@@ -455,12 +462,12 @@ def headline_rows(items: Sequence[Loaded]) -> list[list[Any]]:
                         e = by_k[kk]
                         rows.append(["bias", name, f"{p[0]}→{p[1]}", cfg.get("mlm") or "–", cfg.get("data"), cfg.get("seed"),
                                      f"B_(p,{kk}) = {e.B:+.5f} {format_ci(e.ci95, 5)}"])
-        elif item.kind == "certify" and cfg.get("method") == "safer":
+        elif item.kind == "certify" and cfg.get("method") in ("safer", "ranmask"):
             from textaudit.robustness.smoothing import summarize_certify
 
-            c = summarize_certify(item.records)
+            c = summarize_certify(item.records, cfg["method"])
             r1 = next((r for r in c["curve"] if r["radius"] == 1), None)
-            rows.append(["certify", cfg.get("model"), "SAFER", "–", cfg.get("data"), cfg.get("seed"),
+            rows.append(["certify", cfg.get("model"), "RanMASK" if cfg["method"] == "ranmask" else "SAFER", "–", cfg.get("data"), cfg.get("seed"),
                          f"smoothed accuracy {_num(c['accuracy'])}; certified at radius 1: "
                          + (f"{_num(r1['certified_accuracy'])} {format_ci(r1['certified_accuracy_ci95'], 3)}" if r1 else "0")])
         elif item.kind == "certify":

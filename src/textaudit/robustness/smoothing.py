@@ -50,7 +50,11 @@ from textaudit.errors import TextAuditError
 from textaudit.models.batched import TIE, decisions, unknown_class
 from textaudit.sentence import Sentence, restore_case
 
-__all__ = ["PerturbationSets", "delta", "certified_radius", "lower_bound", "SAFER", "certified_accuracy"]
+__all__ = ["PerturbationSets", "delta", "certified_radius", "lower_bound", "SAFER", "RanMASK", "kept_words",
+           "ranmask_delta", "ranmask_radius", "certified_accuracy", "SMOOTHING"]
+
+#: the randomized-smoothing methods of ``audit certify --method``
+SMOOTHING = ("safer", "ranmask")
 
 
 class PerturbationSets:
@@ -151,6 +155,8 @@ class SAFER:
     #: the second-order view's "certified": right with a certified radius ≥ this (0: the smoothed prediction is
     #: right at confidence 1 − α; 1: no single substitution changes it)
     view_radius: int = 0
+    #: the smoothing (what the results header and the summary say)
+    method = "safer"
 
     def __post_init__(self) -> None:
         if self.sets is None:
@@ -166,7 +172,7 @@ class SAFER:
         second = {"neighbors_k": self.neighbors_k, "neighbors": self.neighbors, "patches": self.patches,
                   "view_radius": self.view_radius} if self.builder is not None else {"neighbors_k": 0}
         return {"model": getattr(self.classifier, "name", None),
-                "model_fingerprint": getattr(self.classifier, "fingerprint", None), "method": "safer",
+                "model_fingerprint": getattr(self.classifier, "fingerprint", None), "method": self.method,
                 "samples": self.samples, "selection": self.selection, "alpha": self.alpha, "seed": self.seed,
                 "max_subs": self.sets.max_subs if self.sets else None, "hops": self.sets.hops if self.sets else None,
                 **second}
@@ -204,11 +210,15 @@ class SAFER:
         est = self._votes((yield classify(self.classifier, self.draws(text, key, self.samples, 1))))
         n_a = int((est == c_a).sum()) if c_a is not None else 0
         p_lower = lower_bound(n_a, self.samples, self.alpha)
-        qs = self.qs(text)
-        radius = certified_radius(p_lower, qs)
+        radius, extra = self.radius(text, p_lower)
         return {"prediction": c_a if radius is not None else None, "abstain": radius is None, "radius": radius,
-                "p_a_lower": round(p_lower, 6), "n_a": n_a, "votes": np.bincount(est[est >= 0]).tolist(),
-                "words": len(qs), "q_min": round(min(qs), 4) if qs else None}
+                "p_a_lower": round(p_lower, 6), "n_a": n_a, "votes": np.bincount(est[est >= 0]).tolist(), **extra}
+
+    def radius(self, text: str, p_lower: float) -> tuple[int | None, dict]:
+        """The certified radius of ``text`` given p_A's lower bound (None: abstain) and what it rests on: SAFER's
+        Theorem 1 over the q_j of the words an adversary can substitute."""
+        qs = self.qs(text)
+        return certified_radius(p_lower, qs), {"words": len(qs), "q_min": round(min(qs), 4) if qs else None}
 
     def _patches(self, text: str, key: str) -> list[tuple[int, str, str]]:
         """Up to ``patches`` one-word synonym swaps p = (w1, w2) of ``text``, w2 ∈ S(w1) (seeded): (position, w1, w2)."""
@@ -265,6 +275,101 @@ class SAFER:
         return cert
 
 
+def kept_words(h: int, rate: float, min_keep: int = 2) -> int:
+    """k, the words RanMASK keeps of h: h − round(ρ·h), at least ``min_keep`` (or h when shorter), as the RanMASK
+    authors' code does."""
+    return max(h - int(round(rate * h)), min(min_keep, h))
+
+
+def ranmask_delta(h: int, k: int, d: int) -> float:
+    """Δ_d = 1 − C(h − d, k) / C(h, k): the probability that a uniform k-subset of h positions (the words kept)
+    holds one of d given positions (RanMASK Theorem 1's bound on how far d substituted words move P(f = c))."""
+    if d <= 0:
+        return 0.0
+    return 1.0 - (math.comb(h - d, k) / math.comb(h, k) if d <= h else 0.0)
+
+
+def ranmask_radius(p_lower: float, h: int, k: int) -> int | None:
+    """The largest d (0 … h) with p_lower − Δ_d > ½ (RanMASK Theorem 1 with β = 1), or None (abstain) when
+    p_lower ≤ ½."""
+    if not p_lower > 0.5:
+        return None
+    d = 0
+    while d < h and p_lower - ranmask_delta(h, k, d + 1) > 0.5:
+        d += 1
+    return d
+
+
+@dataclass
+class RanMASK(SAFER):
+    """RanMASK certification of ``classifier`` (Zeng, Xu, Zheng & Huang, Computational Linguistics 2023,
+    "Certified Robustness to Text Adversarial Attacks by Randomized [MASK]"); the parameters of :class:`SAFER`,
+    whose estimation procedure (selection and estimation samples, the Clopper–Pearson bound at α, abstention
+    at ≤ ½) and second-order view it shares, plus:
+
+    rate: ρ, the share of the h words masked in each draw (k = h − round(ρ·h) words kept, at least 2).
+    mask_token: what a masked word becomes (the ``[MASK]`` of BERT-like tokenizers by default).
+
+    * Random masking (RanMASK §3): a draw keeps a uniform random k-subset H of the h words (tokens with a letter
+      or digit; punctuation stays) and replaces the others by ``mask_token``; g(x) = argmax_c P_H(f(M(x, H)) = c).
+    * The certificate (RanMASK Theorem 1, with its β = 1: the rigorous form, not the paper's estimated β): for x′
+      differing from x in at most d words, **any** replacements (the adversary's vocabulary is not assumed — the
+      difference from SAFER's synonym sets), the two masked distributions agree whenever H holds none of those d
+      positions, so |P(f(M(x, H)) = c) − P(f(M(x′, H)) = c)| ≤ Δ_d = 1 − C(h − d, k) / C(h, k); g(x′) = c_A while
+      p_A − Δ_d > ½. The certified radius is the largest such d (``radius``; ``radius_share`` = d / h, the share
+      of the text that may change — the paper's "perturbation rate").
+    * A model that never saw masked text is smoothed over inputs unlike its training data: RanMASK's own models
+      are trained on masked copies; for others a lower ``rate`` keeps accuracy at the cost of a smaller radius.
+    """
+
+    rate: float = 0.9
+    mask_token: str = "[MASK]"
+    min_keep: int = 2
+    method = "ranmask"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0 <= self.rate < 1:
+            raise TextAuditError(f"--mask-rate must be at least 0 and below 1 (got {self.rate}); RanMASK's paper uses 0.9")
+        if not self.mask_token.strip():
+            raise TextAuditError("--mask-token must not be empty (BERT-like tokenizers: [MASK]; RoBERTa: <mask>)")
+
+    def config(self) -> dict:
+        out = super().config()
+        for key in ("max_subs", "hops"):  # the synonym sets serve only the second-order view's patches here
+            if not out.get("neighbors_k"):
+                out.pop(key, None)
+        return {**out, "mask_rate": self.rate, "mask_token": self.mask_token, "min_keep": self.min_keep}
+
+    def _positions(self, s: Sentence) -> list[int]:
+        return [i for i, t in enumerate(s.tokens) if any(ch.isalnum() for ch in t)]
+
+    def draws(self, text: str, key: str, n: int, stream: int) -> list[str]:
+        """``n`` masked copies of ``text``, each keeping a uniform k-subset of its words (seeded as SAFER's)."""
+        s = Sentence.parse(text, self.language)
+        pos = self._positions(s)
+        h = len(pos)
+        k = kept_words(h, self.rate, self.min_keep)
+        digest = hashlib.blake2b(f"{self.seed}|ranmask|{stream}|{key}|{text}".encode(), digest_size=8).digest()
+        rng = np.random.default_rng(int.from_bytes(digest, "little"))
+        out = []
+        for _ in range(n):
+            keep = set(rng.choice(h, size=k, replace=False).tolist()) if h else set()
+            toks = list(s.tokens)
+            for j, i in enumerate(pos):
+                if j not in keep:
+                    toks[i] = self.mask_token
+            out.append(Sentence(tuple(toks), s.seps).text())
+        return out
+
+    def radius(self, text: str, p_lower: float) -> tuple[int | None, dict]:
+        """The certified radius d of RanMASK's Theorem 1 (any d words replaced by anything), with h and k."""
+        h = len(self._positions(Sentence.parse(text, self.language)))
+        k = kept_words(h, self.rate, self.min_keep)
+        d = ranmask_radius(p_lower, h, k)
+        return d, {"words": h, "kept": k, "radius_share": round(d / h, 4) if d is not None and h else None}
+
+
 
 def certified_accuracy(records: Sequence[Mapping], max_radius: int | None = None) -> list[dict]:
     """Certified accuracy at radii 0, 1, …: the share of examples predicted right (not abstaining) with a certified
@@ -303,16 +408,17 @@ class CertifyJob:
         yield from Engine(n).run((key, start(key, job[1], job[2])) for key, job in jobs)
 
 
-def summarize_certify(records: Sequence[Mapping]) -> dict:
-    """A SAFER run's summary from its records: the smoothed classifier's accuracy (an abstention is wrong), the
-    abstentions, and certified accuracy at every radius with Wilson intervals."""
+def summarize_certify(records: Sequence[Mapping], method: str = "safer") -> dict:
+    """A smoothing run's summary (SAFER's or RanMASK's ``method``) from its records: the smoothed classifier's
+    accuracy (an abstention is wrong), the abstentions, and certified accuracy at every radius with Wilson
+    intervals."""
     from textaudit.stats import wilson
 
     rows = [r for r in records if "radius" in r]
     n = len(rows)
     right = sum(1 for r in rows if r.get("correct"))
     curve = certified_accuracy(rows)
-    out: dict[str, Any] = {"method": "safer", "n": n, "accuracy": round(right / n, 4) if n else None,
+    out: dict[str, Any] = {"method": method, "n": n, "accuracy": round(right / n, 4) if n else None,
                            "accuracy_ci95": [round(v, 4) for v in wilson(right, n)] if n else None,
                            "abstain": sum(1 for r in rows if r.get("abstain")), "curve": curve}
     for row in curve[:4]:
@@ -320,6 +426,9 @@ def summarize_certify(records: Sequence[Mapping]) -> dict:
         out[f"certified_accuracy_r{row['radius']}_ci95"] = row["certified_accuracy_ci95"]
     radii = [r["radius"] for r in rows if r.get("correct") and r.get("radius") is not None]
     out["median_radius_correct"] = float(np.median(radii)) if radii else None
+    shares = [r["radius_share"] for r in rows if r.get("correct") and r.get("radius_share") is not None]
+    if shares:  # RanMASK: the share of the words that may change
+        out["median_radius_share_correct"] = float(np.median(shares))
     out["every_word_certified"] = sum(1 for r in rows if r.get("correct") and r.get("radius") is not None
                                       and r["radius"] >= r.get("words", 0) > 0)
     viewed = [r for r in rows if "neighbors" in r]
@@ -355,11 +464,11 @@ def run_certify(safer: SAFER, texts: Sequence[str], labels: Sequence[int], ids: 
                 raise TextAuditError(f"{output}: the record of id {r['id']} is of another text than the data's; "
                                      "resume with the data it was written with, or write a new --output")
         done = 0
-        for key, cert in run.results(jobs, lambda: CertifyJob(safer, in_flight), desc="certify (SAFER)", unit="ex",
+        for key, cert in run.results(jobs, lambda: CertifyJob(safer, in_flight), desc=f"certify ({safer.method})", unit="ex",
                                      backend=backend, group=in_flight_for(safer.classifier, in_flight)):
             job = job_of[key]
             run.write({"id": key, "text": job[1], "label": job[2], **cert})
             done += bool(cert["correct"] and cert["radius"])
             run.show(certified_r1=done)
         records = list(run.records)
-    return summarize_certify(records), records
+    return summarize_certify(records, safer.method), records
