@@ -260,3 +260,15 @@ def test_ranmask_runs_resume_and_render(cli, masked_world):
     from textaudit.results import load
 
     assert load(masked_world / "one.jsonl").summary()["method"] == "ranmask"
+
+
+def test_a_smoothed_classifier_that_answers_one_class_is_said_to_be_a_constant(cli, masked_world):
+    """RanMASK at ρ = 0.9 on a model that never saw masks can answer one class whatever the text: its certificates
+    are a constant's, and the run says so (--json 'warnings', a line on stderr) — the records are kept all the same."""
+    rows = [(i % 2, f"a {'dull' if i % 2 == 0 else 'good'} plot number {i} .") for i in range(24)]
+    (masked_world / "d.tsv").write_text("label\ttext\n" + "".join(f"{y}\t{t}\n" for y, t in rows))
+    out = _ranmask(cli, masked_world, "always")
+    assert out["accuracy"] == 0.5 and len(out["warnings"]) == 1 and "answers '1' for 100% of the texts" in out["warnings"][0]
+    assert "--mask-rate" in out["warnings"][0]
+    out = _ranmask(cli, masked_world, "sees_dull", "--mask-rate", "0.0")  # nothing masked: it reads every word
+    assert out["accuracy"] == 1.0 and "warnings" not in out

@@ -306,6 +306,16 @@ def _certify_safer(model: str, data: str, limit, output, resume: bool, samples: 
                                    in_flight=in_flight, config={"data": data_id, "synonyms": lexicon,
                                                                 "mlm": getattr(builder and builder.mlm, "name", None)})
     summary["model"] = clf.name
+    said = [r for r in records if r.get("prediction") is not None]
+    collapsed = one_class_warning(clf, np.array([r["prediction"] for r in said]), np.array([r["label"] for r in said]),
+                                  clf.labels or [str(i) for i in range(clf.num_classes)])
+    if collapsed:  # the smoothed classifier is (nearly) constant: its certificates are a constant's
+        collapsed = collapsed.replace("its answers barely depend on the text", "the smoothed classifier barely depends "
+                                      "on the text and its certificates are a constant's") + (
+            f"; a model that never saw masked text may answer one class under {mask['mask_rate']:.0%} masks: try a "
+            "lower --mask-rate, a --mask-token it knows, or a model trained on masked copies" if ranmask else "")
+        notice(collapsed)
+        summary["warnings"] = [collapsed]
     if conclude(summary, output, json_out):
         return
     acc = "–" if summary["accuracy"] is None else f"{summary['accuracy']:.4f} {format_ci(tuple(summary['accuracy_ci95']))}"
