@@ -217,3 +217,9 @@ def test_certify_smooths_a_label_only_server_and_says_its_queries_first(server):
     for rec in recs:
         assert sum(rec["votes"]) <= 40 and (rec["abstain"] or rec["votes"][rec["prediction"]] == rec["n_a"])
         assert rec["abstain"] == (rec["radius"] is None)
+    r = _audit(root, "certify", "--model", base + "/v1/completions", "--method", "ranmask", "--data",
+               str(root / "bias.tsv"), "--limit", "2", "--samples", "40", "--selection", "8", "--scores", "labels",
+               "--neighbors", "0", "--mask-rate", "0.5", "--output", str(root / "masked.jsonl"), "--json")
+    assert r.returncode == 0 and "random maskings" in r.stderr, r.stderr[-2000:]
+    recs = [json.loads(x) for x in (root / "masked.jsonl").read_text().splitlines()[1:]]
+    assert len(recs) == 2 and all(sum(rec["votes"]) <= 40 and rec["kept"] < rec["words"] for rec in recs)

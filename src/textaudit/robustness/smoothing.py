@@ -155,8 +155,8 @@ class SAFER:
     #: the second-order view's "certified": right with a certified radius ≥ this (0: the smoothed prediction is
     #: right at confidence 1 − α; 1: no single substitution changes it)
     view_radius: int = 0
-    #: the smoothing (what the results header and the summary say)
-    method = "safer"
+    #: the smoothing (what the results header and the summary say) and its name in print
+    method, title = "safer", "SAFER"
 
     def __post_init__(self) -> None:
         if self.sets is None:
@@ -325,7 +325,7 @@ class RanMASK(SAFER):
     rate: float = 0.9
     mask_token: str = "[MASK]"
     min_keep: int = 2
-    method = "ranmask"
+    method, title = "ranmask", "RanMASK"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -464,7 +464,7 @@ def run_certify(safer: SAFER, texts: Sequence[str], labels: Sequence[int], ids: 
                 raise TextAuditError(f"{output}: the record of id {r['id']} is of another text than the data's; "
                                      "resume with the data it was written with, or write a new --output")
         done = 0
-        for key, cert in run.results(jobs, lambda: CertifyJob(safer, in_flight), desc=f"certify ({safer.method})", unit="ex",
+        for key, cert in run.results(jobs, lambda: CertifyJob(safer, in_flight), desc=f"certify ({safer.title})", unit="ex",
                                      backend=backend, group=in_flight_for(safer.classifier, in_flight)):
             job = job_of[key]
             run.write({"id": key, "text": job[1], "label": job[2], **cert})
