@@ -367,3 +367,75 @@ def test_an_attack_killed_while_it_writes_the_store_resumes_to_the_records_of_a_
 
     assert records(out) == records(tmp_path / "cold.jsonl") == records(tmp_path / "again.jsonl")
     assert len(records(out)) == len(rows)
+
+
+_LAZY = '''
+import json, sys
+from textaudit.neighborhoods.minilm_mlm import load_minilm_mlm
+from textaudit.neighborhoods.store import NeighborhoodStore
+from textaudit.errors import TextAuditError
+m = load_minilm_mlm(device="cpu")
+m.store = NeighborhoodStore(sys.argv[1])
+q = [(s.split(), i) for s in json.loads(sys.argv[2]) for i in range(len(s.split()))]
+try:
+    got = m.candidates(q, top=20)
+except TextAuditError as e:
+    print(json.dumps({"error": str(e), "loaded": m.loaded}))
+    raise SystemExit(2)
+print(json.dumps({"loaded": m.loaded, "forwards": m.forwards, "hits": m.store_hits, "got": got, "fp": m.fingerprint}))
+'''
+
+
+def _lazy_run(tmp_path, sentences):
+    r = subprocess.run([sys.executable, "-c", _LAZY, str(tmp_path / "s.sqlite"), json.dumps(sentences)],
+                       capture_output=True, text=True)
+    assert r.returncode in (0, 2), r.stderr[-2000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_a_process_the_store_answers_entirely_never_loads_the_masked_lms_weights(tmp_path):
+    """minilm-mlm builds its model on first need: a new process whose every masked context the store holds answers
+    from it without loading the weights (the fingerprint, the store's key, is remembered for the same files) —
+    the same answers; a remembered fingerprint that the weights contradict is an error and forgotten, never an
+    answer under another masked LM's key."""
+    from textaudit.neighborhoods.minilm_mlm import files_key
+    from textaudit.resources import cache_dir, resolve
+
+    first = _lazy_run(tmp_path, SENTENCES[:2])
+    assert first["loaded"] and first["forwards"] > 0
+    second = _lazy_run(tmp_path, SENTENCES[:2])  # a new process: every context in the store
+    assert not second["loaded"] and second["forwards"] == 0 and second["hits"] == len(_queries(SENTENCES[:2]))
+    assert second["got"] == first["got"] and second["fp"] == first["fp"]
+    third = _lazy_run(tmp_path, SENTENCES[:3])  # a context the store lacks: the weights load, once
+    assert third["loaded"] and third["got"][: len(first["got"])] == first["got"] and third["fp"] == first["fp"]
+
+    memo = cache_dir() / "mlm-fingerprints.json"
+    table = json.loads(memo.read_text())
+    (key,) = table
+    assert key.startswith(files_key(resolve("minilm-mlm"), resolve("minilm"))) and table[key] == first["fp"]
+    memo.write_text(json.dumps({key: "0" * 40}))  # what another masked LM's weights would give
+    wrong = _lazy_run(tmp_path, SENTENCES[:3])  # no answer under "0"*40: a miss, the weights load and disagree
+    assert "no longer matches its weights" in wrong["error"] and "\n" not in wrong["error"]
+    assert key not in json.loads(memo.read_text())
+    again = _lazy_run(tmp_path, SENTENCES[:3])
+    # the fingerprint computed from the weights (loaded for it), remembered again; every answer from the store
+    assert again["got"] == third["got"] and again["fp"] == first["fp"] and again["loaded"] and again["forwards"] == 0
+    assert not _lazy_run(tmp_path, SENTENCES[:3])["loaded"]
+
+
+def test_another_artifact_or_encoder_is_another_key(tmp_path):
+    from textaudit.neighborhoods.minilm_mlm import files_key
+    from textaudit.resources import resolve
+
+    art = tmp_path / "a.safetensors"
+    art.write_bytes(resolve("minilm-mlm").read_bytes())
+    base = files_key(art, resolve("minilm"))
+    assert files_key(art, resolve("minilm")) == base
+    art.write_bytes(art.read_bytes()[:-1] + b" ")  # one byte of the artifact
+    assert files_key(art, resolve("minilm")) != base
+    enc = tmp_path / "enc"
+    enc.mkdir()
+    for f in resolve("minilm").iterdir():
+        if f.is_file():
+            (enc / f.name).write_bytes(f.read_bytes())
+    assert files_key(resolve("minilm-mlm"), enc) != files_key(resolve("minilm-mlm"), resolve("minilm"))

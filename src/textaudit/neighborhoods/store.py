@@ -101,6 +101,62 @@ def mlm_fingerprint(model, vocab: Sequence[str], *, scheme: str, precision: str,
     return h.hexdigest()
 
 
+def _fingerprints_path() -> Path:
+    from textaudit.resources import cache_dir
+
+    return cache_dir() / "mlm-fingerprints.json"
+
+
+def _read_fingerprints() -> dict:
+    try:
+        got = json.loads(_fingerprints_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return got if isinstance(got, dict) else {}
+
+
+def _write_fingerprints(table: dict) -> None:
+    path = _fingerprints_path()
+    try:  # written whole and renamed: a reader sees the old table or the new one, never half of one
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(table, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:  # a read-only cache: the fingerprint is computed again next time
+        pass
+
+
+def recall_fingerprint(key: str | None) -> str | None:
+    """The masked-LM fingerprint remembered for ``key`` (what its files are: contents, sizes and times, the
+    code that builds it, precision, device kind), or None. It spares loading the weights of a masked LM whose
+    answers are all in the store; the weights, when they do load, are checked against it."""
+    if not key:
+        return None
+    got = _read_fingerprints().get(key)
+    return got if isinstance(got, str) else None
+
+
+def remember_fingerprint(key: str | None, fingerprint: str) -> None:
+    """Remember ``fingerprint`` for ``key`` in ``$TEXTAUDIT_CACHE/mlm-fingerprints.json`` (at most 64 keys)."""
+    if not key:
+        return
+    table = _read_fingerprints()
+    if table.get(key) == fingerprint:
+        return
+    table.pop(key, None)
+    table[key] = fingerprint
+    while len(table) > 64:
+        table.pop(next(iter(table)))
+    _write_fingerprints(table)
+
+
+def forget_fingerprint(key: str | None) -> None:
+    """Drop what :func:`remember_fingerprint` kept for ``key``."""
+    table = _read_fingerprints()
+    if key and table.pop(key, None) is not None:
+        _write_fingerprints(table)
+
+
 def _pack(n: int, ids: Sequence[int], logits: Sequence[float]) -> bytes:
     return struct.pack("<HH", n, len(ids)) + array("I", ids).tobytes() + array("f", logits).tobytes()
 
