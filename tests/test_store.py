@@ -439,3 +439,20 @@ def test_another_artifact_or_encoder_is_another_key(tmp_path):
         if f.is_file():
             (enc / f.name).write_bytes(f.read_bytes())
     assert files_key(resolve("minilm-mlm"), enc) != files_key(resolve("minilm-mlm"), resolve("minilm"))
+
+
+def test_a_masked_lm_not_yet_built_travels_with_its_artifact_not_its_weights(tmp_path):
+    """A copy for a Ray worker (pickled) of a minilm-mlm whose model is not built yet carries the artifact's bytes
+    (a few MB): built on the other side from them, even where the driver's path does not exist, it answers as the
+    driver's would."""
+    import pickle
+
+    from textaudit.neighborhoods.minilm_mlm import load_minilm_mlm
+
+    mlm = load_minilm_mlm(device="cpu")
+    blob = pickle.dumps(mlm)
+    assert not mlm.loaded and len(blob) < 20_000_000  # the weights (90 MB) stay home
+    there = pickle.loads(blob)
+    there._loader.path = str(tmp_path / "not-on-this-machine.safetensors")
+    q = _queries(SENTENCES[:1])
+    assert _close(there.candidates(q, top=20), mlm.candidates(q, top=20)) and there.loaded

@@ -11,7 +11,6 @@ the head and the layer norms (a few MB); it is merged over the PyPI encoder at l
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import math
@@ -21,7 +20,7 @@ from textaudit.errors import TextAuditError
 from textaudit.neighborhoods.masked_lm import HFMaskedLM
 from textaudit.resources import resolve
 
-__all__ = ["load_minilm_mlm", "build_minilm_mlm", "build_base", "base_tokenizer", "files_key", "read_artifact",
+__all__ = ["load_minilm_mlm", "build_minilm_mlm", "ArtifactLoader", "build_base", "base_tokenizer", "files_key", "read_artifact",
            "ARTIFACT_PREFIXES"]
 
 ARTIFACT_PREFIXES = ("lora.", "head.", "norm.")
@@ -102,10 +101,33 @@ def load_minilm_mlm(path: str | None = None, *, device: str | None = None, batch
     with open(Path(root) / "config.json", encoding="utf-8") as f:
         vocab_size = int(json.load(f)["vocab_size"])
     mlm = HFMaskedLM(None, base_tokenizer(), name="minilm-mlm", device=device, batch_size=batch_size,
-                     cache_size=cache_size, loader=functools.partial(build_minilm_mlm, str(art)),
+                     cache_size=cache_size, loader=ArtifactLoader(art),
                      vocab_size=vocab_size, fingerprint_key=files_key(art, root))
     mlm.training_info = json.loads(meta.get("info", "{}"))  # type: ignore[attr-defined]
     return mlm
+
+
+class ArtifactLoader:
+    """Builds the model of a minilm-mlm artifact (:func:`build_minilm_mlm`) on first need. A copy sent to another
+    process (a Ray worker, perhaps on another machine where the path means nothing) carries the artifact's bytes
+    (a few MB, not the model's) and builds from them."""
+
+    def __init__(self, path):
+        self.path = str(path)
+        self.data: bytes | None = None
+
+    def __call__(self):
+        if self.data is None:
+            return build_minilm_mlm(self.path)
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="minilm-mlm-") as d:
+            local = Path(d) / "minilm-mlm.safetensors"
+            local.write_bytes(self.data)
+            return build_minilm_mlm(str(local))
+
+    def __getstate__(self) -> dict:
+        return {"path": self.path, "data": self.data if self.data is not None else Path(self.path).read_bytes()}
 
 
 def files_key(artifact, root) -> str:
