@@ -135,7 +135,7 @@ def files_key(artifact, root) -> str:
     bytes, the encoder's files (path, size, modification time), and the code that merges them (this
     module and :mod:`textaudit.neighborhoods.lora`) — another artifact, encoder or textaudit never shares
     a remembered fingerprint."""
-    from textaudit.neighborhoods import lora
+    import textaudit.neighborhoods.lora as lora
 
     h = hashlib.blake2b(digest_size=16)
     h.update(Path(artifact).read_bytes())
