@@ -37,7 +37,6 @@ PAPERS: dict[str, str] = {
   journal = {Computational Linguistics},
   volume = {49},
   number = {2},
-  pages = {395--427},
   year = {2023},
   doi = {10.1162/coli_a_00476}
 }""",
