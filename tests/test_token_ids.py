@@ -114,6 +114,24 @@ def hf_tokenizer(request, tmp_path_factory, sentences):
     return request.param, build[request.param]()
 
 
+def test_two_encoders_in_turn_both_splice_a_child_from_its_parent():
+    """Two word models compared on the same sentences (B_{p,k} of a model and its gender-swapped copy) encode
+    each sentence in turn: both keep their ids on it, so a child is spliced from its parent for either — one word
+    looked up, not the whole sentence — and equals retokenising."""
+    words = "the film is a quiet and moving study of grief".split()
+    a, b = WordIds(Vocab(words)), WordIds(Vocab(words[::-1] + ["loud"]))
+    parent = Sentence.parse("the film is a quiet and moving study of grief .")
+    for enc in (a, b):
+        enc.ids(parent)
+    child = parent.replace(4, "loud")
+    looked: list[int] = []
+    for enc in (a, b):
+        enc._word_at = lambda s, j, enc=enc: looked.append(j) or WordIds._word_at(enc, s, j)
+        assert enc.ids(child) == WordIds(enc.vocab).ids(Sentence.parse(child.text()))
+    assert looked == [4, 4]  # one word each, spliced
+    assert a.ids(child) == WordIds(a.vocab).ids(Sentence.parse(child.text()))  # both memos kept
+
+
 def test_piece_ids_splice_equals_retokenising(hf_tokenizer, sentences):
     scheme, tok = hf_tokenizer
     enc = PieceIds(tok, max_length=40)

@@ -106,7 +106,7 @@ class Sentence:
         self.seps = seps
         self._text: str | None = None
         self._origin: tuple[Sentence, int] | None = None  # (parent, the position replaced)
-        self._ids: tuple | None = None  # (encoder, its ids of this sentence): see token_ids
+        self._ids: tuple | None = None  # (encoder, its ids of this sentence[, another encoder, its ids]): see token_ids
         self._spaced: bool | None = None  # its separators are single spaces (None: not looked at yet)
 
     def __eq__(self, other: object) -> bool:

@@ -106,14 +106,17 @@ class _Splicer:
         """``(ids, offsets)`` of a sentence's words (no special tokens, no truncation), spliced from
         its parent's when the parent's are known."""
         memo = s._ids
-        if memo is not None and memo[0] is self:
-            return memo[1]
+        if memo is not None:
+            if memo[0] is self:
+                return memo[1]
+            if len(memo) > 2 and memo[2] is self:
+                return memo[3]
         origin = s._origin
         got = None
         if origin is not None:
             parent, i = origin
             pm = parent._ids
-            pg = pm[1] if pm is not None and pm[0] is self else None
+            pg = None if pm is None else pm[1] if pm[0] is self else pm[3] if len(pm) > 2 and pm[2] is self else None
             if pg is not None:
                 pids, offs = pg
                 new = self._word_at(s, i)
@@ -125,7 +128,9 @@ class _Splicer:
         if got is None:
             per = [self._word_at(s, j) for j in range(len(s.tokens))]
             got = (list(chain.from_iterable(per)), [0, *accumulate(map(len, per))])
-        s._ids = (self, got)  # one encoder's ids kept (a sentence meets one classifier)
+        # two encoders' ids kept (a sentence meets one classifier, or two that are compared: B_{p,k} of a model and
+        # its gender-swapped copy, attack cells side by side), so that either splices a child from its parent
+        s._ids = (self, got) if memo is None else (self, got, memo[0], memo[1])
         return got
 
 
