@@ -467,7 +467,8 @@ def headline_rows(items: Sequence[Loaded]) -> list[list[Any]]:
 
             c = summarize_certify(item.records, cfg["method"])
             r1 = next((r for r in c["curve"] if r["radius"] == 1), None)
-            rows.append(["certify", cfg.get("model"), "RanMASK" if cfg["method"] == "ranmask" else "SAFER", "–", cfg.get("data"), cfg.get("seed"),
+            what = "RanMASK" if cfg["method"] == "ranmask" else "SAFER"
+            rows.append(["certify", cfg.get("model"), what, "–", cfg.get("data"), cfg.get("seed"),
                          f"smoothed accuracy {_num(c['accuracy'])}; certified at radius 1: "
                          + (f"{_num(r1['certified_accuracy'])} {format_ci(r1['certified_accuracy_ci95'], 3)}" if r1 else "0")])
         elif item.kind == "certify":
