@@ -132,6 +132,23 @@ def test_two_encoders_in_turn_both_splice_a_child_from_its_parent():
     assert a.ids(child) == WordIds(a.vocab).ids(Sentence.parse(child.text()))  # both memos kept
 
 
+def test_a_child_of_a_sentence_never_encoded_splices_through_it():
+    """The sentences scored are often children of ones that are not (a counterfactual swaps the pair word of a
+    neighbour that is never scored itself): the parent is spliced from its own parent first, then the child from
+    it — two words looked up, not two sentences."""
+    words = "the film is a quiet and moving study of grief".split()
+    enc = WordIds(Vocab(words + ["loud", "fast"]))
+    root = Sentence.parse("the film is a quiet and moving study of grief .")
+    enc.ids(root)
+    stem = root.replace(4, "loud")  # never encoded itself
+    leaf = stem.replace(6, "fast")
+    looked: list[int] = []
+    enc._word_at = lambda s, j: looked.append(j) or WordIds._word_at(enc, s, j)
+    assert enc.ids(leaf) == WordIds(enc.vocab).ids(Sentence.parse(leaf.text()))
+    assert looked == [4, 6] and enc.ids(stem) == WordIds(enc.vocab).ids(Sentence.parse(stem.text()))
+    assert looked == [4, 6]  # the stem's ids were kept on the way
+
+
 def test_piece_ids_splice_equals_retokenising(hf_tokenizer, sentences):
     scheme, tok = hf_tokenizer
     enc = PieceIds(tok, max_length=40)

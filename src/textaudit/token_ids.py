@@ -102,36 +102,53 @@ class _Splicer:
     def _word_at(self, s: Sentence, j: int) -> tuple[int, ...]:
         raise NotImplementedError
 
-    def _body(self, s: Sentence) -> tuple[list[int], list[int]]:
-        """``(ids, offsets)`` of a sentence's words (no special tokens, no truncation), spliced from
-        its parent's when the parent's are known."""
+    def _known(self, s: Sentence) -> tuple[list[int], list[int]] | None:
+        """This encoder's ``(ids, offsets)`` kept on ``s``, or None."""
         memo = s._ids
-        if memo is not None:
-            if memo[0] is self:
-                return memo[1]
-            if len(memo) > 2 and memo[2] is self:
-                return memo[3]
-        origin = s._origin
-        got = None
-        if origin is not None:
-            parent, i = origin
-            pm = parent._ids
-            pg = None if pm is None else pm[1] if pm[0] is self else pm[3] if len(pm) > 2 and pm[2] is self else None
-            if pg is not None:
-                pids, offs = pg
-                new = self._word_at(s, i)
-                a, b = offs[i], offs[i + 1]
-                ids = pids.copy()
-                ids[a:b] = new
-                d = len(new) - (b - a)
-                got = (ids, offs if d == 0 else offs[: i + 1] + [o + d for o in offs[i + 1:]])
-        if got is None:
-            per = [self._word_at(s, j) for j in range(len(s.tokens))]
-            got = (list(chain.from_iterable(per)), [0, *accumulate(map(len, per))])
+        if memo is None:
+            return None
+        if memo[0] is self:
+            return memo[1]
+        return memo[3] if len(memo) > 2 and memo[2] is self else None
+
+    def _keep(self, s: Sentence, got: tuple[list[int], list[int]]) -> None:
         # two encoders' ids kept (a sentence meets one classifier, or two that are compared: B_{p,k} of a model and
         # its gender-swapped copy, attack cells side by side), so that either splices a child from its parent
+        memo = s._ids
         s._ids = (self, got) if memo is None else (self, got, memo[0], memo[1])
-        return got
+
+    def _body(self, s: Sentence) -> tuple[list[int], list[int]]:
+        """``(ids, offsets)`` of a sentence's words (no special tokens, no truncation), spliced from its parent's.
+        A parent not encoded yet (a sentence that is only the stem of those scored: the neighbour whose pair word a
+        counterfactual swaps, a beam's step) is encoded first, up the chain of parents (at most 64), so that its
+        children splice from it."""
+        got = self._known(s)
+        if got is not None:
+            return got
+        line = [s]  # s, its parent, its parent's parent, … up to one whose ids are known (or a root)
+        base = None
+        while line[-1]._origin is not None and len(line) <= 64:
+            up = line[-1]._origin[0]
+            base = self._known(up)
+            if base is not None:
+                break
+            line.append(up)
+        if base is None:  # a root (or a very long line): word by word
+            top = line.pop()
+            per = [self._word_at(top, j) for j in range(len(top.tokens))]
+            base = (list(chain.from_iterable(per)), [0, *accumulate(map(len, per))])
+            self._keep(top, base)
+        for child in reversed(line):  # each spliced from its parent's: one word looked up
+            i = child._origin[1]  # type: ignore[index]
+            pids, offs = base
+            new = self._word_at(child, i)
+            a, b = offs[i], offs[i + 1]
+            ids = pids.copy()
+            ids[a:b] = new
+            d = len(new) - (b - a)
+            base = (ids, offs if d == 0 else offs[: i + 1] + [o + d for o in offs[i + 1:]])
+            self._keep(child, base)
+        return base
 
 
 class WordIds(_Splicer):
