@@ -294,9 +294,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-ppl", action="store_true", help="skip the perplexities of Table 3")
     ap.add_argument("--skip", default="", help="comma-separated stages to leave out: attacks, accuracy, bias")
     ap.add_argument("--no-progress", action="store_true")
+    ap.add_argument("--default-gc", action="store_true",
+                    help="leave Python's garbage-collector thresholds (to measure textaudit's tuning beside them)")
     ap.add_argument("--in-flight", type=int, default=None,
                     help="examples (bias: units) searched at once by the engine (default: 32 on a CPU, 256 on a GPU)")
     args = ap.parse_args(argv)
+    if not args.default_gc:
+        from textaudit.environment import tune_garbage_collector
+
+        tune_garbage_collector()
 
     from textaudit.errors import TextAuditError
     from textaudit.progress import quiet_third_party_bars

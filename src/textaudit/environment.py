@@ -13,7 +13,7 @@ from typing import Callable
 
 from textaudit.errors import TextAuditError
 
-__all__ = ["ENVIRONMENT", "check_environment"]
+__all__ = ["ENVIRONMENT", "check_environment", "tune_garbage_collector"]
 
 
 def _directory(name: str, value: str) -> None:
@@ -77,3 +77,14 @@ def check_environment() -> None:
         value = os.environ.get(name)
         if value:
             check(name, value)
+
+
+def tune_garbage_collector() -> None:
+    """Collect cyclic garbage less often: an audit allocates millions of short-lived objects (neighbour sentences,
+    id lists, candidate rows) that reference counting frees, and at Python's default threshold (a generation-0
+    collection every 700 allocations) the collector re-walks the young objects thousands of times a second for
+    almost no garbage. The ``audit`` process (and ``benchmarks/reproduce_paper.py``) call this first; a library
+    user's process is left as it is. Measured in ``benchmarks/store.md`` (the bias stage of ``--quick``)."""
+    import gc
+
+    gc.set_threshold(50_000, 20, 100)
