@@ -250,11 +250,12 @@ class NeighborhoodBuilder:
         level = {nb.sentence.tokens: nb.distance for nb in enumerated}
         P = [x0] + [nb.sentence for nb in enumerated]
         p_set = {s.tokens for s in P}
-        index: dict[tuple, list[str]] = {}
-        for s in P:
-            for i in range(len(s)):
-                index.setdefault((i, s.tokens[:i], s.tokens[i + 1:]), []).append(s.tokens[i])
         positions = self.positions(x0, prot)
+        index: dict[tuple, list[str]] = {}  # only the replaceable positions are ever looked up
+        for s in P:
+            t = s.tokens
+            for i in positions:
+                index.setdefault((i, t[:i], t[i + 1:]), []).append(t[i])
         L = max(1, len(positions))
         full: dict[tuple, list[str]] = {}
 
