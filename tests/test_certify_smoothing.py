@@ -272,3 +272,32 @@ def test_a_smoothed_classifier_that_answers_one_class_is_said_to_be_a_constant(c
     assert "--mask-rate" in out["warnings"][0]
     out = _ranmask(cli, masked_world, "sees_dull", "--mask-rate", "0.0")  # nothing masked: it reads every word
     assert out["accuracy"] == 1.0 and "warnings" not in out
+
+
+def test_a_report_of_smoothing_and_ibp_puts_them_side_by_side(cli, tmp_path):
+    """A report given an IBP certification and a smoothing one of the same examples has one section with both:
+    the table (smoothing by radius, IBP every word at once) and one curve with IBP as a level."""
+    from textaudit.models.zoo import train_model
+
+    for name in ("bow-ibp", "bow"):
+        train_model(name, max_train=1500, epochs=1, progress=False)
+    r = cli("certify", "--model", "bow-ibp", "--limit", "30", "--output", str(tmp_path / "ibp.jsonl"), "--json")
+    assert r.exit_code == 0, r.output
+    ibp = json.loads(r.stdout.strip().splitlines()[-1])
+    out = _ranmask_cli(cli, "bow", "--limit", "30", "--output", str(tmp_path / "rm.jsonl"))
+    r = cli("report", str(tmp_path / "ibp.jsonl"), str(tmp_path / "rm.jsonl"), "--out", str(tmp_path / "r.md"),
+            "--format", "md")
+    page = (tmp_path / "r.md").read_text()
+    assert r.exit_code == 0 and "Certified accuracy side by side" in page, r.output
+    side = page[page.index("Certified accuracy side by side"):]
+    assert "bow (RanMASK)" in side and "bow-ibp (IBP)" in side and str(ibp["certified_accuracy"]) in side
+    assert str(out["accuracy"]) in side
+    r = cli("report", str(tmp_path / "rm.jsonl"), "--out", str(tmp_path / "one.md"), "--format", "md")
+    assert r.exit_code == 0 and "side by side" not in (tmp_path / "one.md").read_text()  # one certification: no pair
+
+
+def _ranmask_cli(cli, model, *extra):
+    r = cli("certify", "--model", model, "--method", "ranmask", "--samples", "100", "--selection", "10",
+            "--neighbors", "0", "--json", *extra)
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout.strip().splitlines()[-1])

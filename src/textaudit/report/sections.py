@@ -288,7 +288,8 @@ def _certify_safer(item: Loaded, n: int) -> Section:
                                     ["", "text", "smoothed prediction"],
                                     [["x0", r["text"], r["prediction"]], ["x̃", nb["text"], nb["prediction"]],
                                      ["x̃ ⊕ p", nb["flip"]["patched"], nb["flip"]["prediction"]]]))
-    figures, notes = _figures(lambda d: [plot_certified_curve({str(cfg.get("model")): s["curve"]}, d)],
+    label = f"{cfg.get('model')} ({'RanMASK' if ranmask else 'SAFER'})"
+    figures, notes = _figures(lambda d: [plot_certified_curve({label: s["curve"]}, d)],
                               lambda p: "Certified accuracy vs radius, 95% intervals")
     sec.figures = figures
     sec.notes.extend(notes)
@@ -437,7 +438,50 @@ def build_sections(items: Sequence[Loaded], where: str | Path | None = None) -> 
         summary = {"data": ", ".join(data), "mlm": ", ".join(mlm) or None, "seed": ", ".join(seeds),
                    **compare_cells(cells)}
         sections.insert(0, _compare(Loaded("compare", Path(f"{len(attacks)} attack files"), {}, summary=summary), len(items)))
+    certified = [i for i in items if i.kind == "certify"]
+    if any(i.config.get("method") in ("safer", "ranmask") for i in certified) and len(certified) >= 2:
+        at = next(n for n, sec in enumerate(sections) if sec.kind == "certify")
+        sections.insert(at, _certify_side_by_side(certified))
     return sections
+
+
+def _certify_side_by_side(items: Sequence[Loaded]) -> Section:
+    """Every certification of the report on one curve and in one table: randomized smoothing's certified accuracy
+    by radius (SAFER, RanMASK) beside IBP's (every word at once, a level)."""
+    from textaudit.robustness.plots import plot_certified_curve
+    from textaudit.robustness.smoothing import summarize_certify
+
+    curves: dict[str, list[dict]] = {}
+    ibp: dict[str, dict] = {}
+    rows = []
+    for item in items:
+        cfg = item.config
+        method = cfg.get("method")
+        if method in ("safer", "ranmask"):
+            s = summarize_certify(item.records, method)
+            name = f"{cfg.get('model')} ({'RanMASK' if method == 'ranmask' else 'SAFER'})"
+            curves[name] = s["curve"]
+            at = {r["radius"]: r for r in s["curve"]}
+            cells = [(f"{_num(at[R]['certified_accuracy'])} {format_ci(at[R]['certified_accuracy_ci95'], 3)}"
+                      if R in at else "0") for R in (1, 2)]
+            rows.append([name, s["n"], f"{_num(s['accuracy'])} {format_ci(s.get('accuracy_ci95'), 3)}", *cells, "–"])
+        else:
+            for r in item.records:
+                name = f"{r.get('model')} (IBP)"
+                ibp[str(r.get("model"))] = r
+                rows.append([name, r["n"], f"{r['accuracy']} {format_ci(r.get('accuracy_ci95'), 3)}", "–", "–",
+                             f"{r['certified_accuracy']} {format_ci(r.get('certified_accuracy_ci95'), 3)}"])
+    sec = Section("certify-all", "Certified accuracy side by side", "certify")
+    sec.tables.append(Table("Smoothing's certified accuracy by radius beside IBP's (every word at once)",
+                            ["model (method)", "n", "smoothed / clean accuracy", "radius 1", "radius 2",
+                             "every word (IBP)"], rows))
+    sec.notes.append("SAFER certifies substitutions by counter-fitted neighbours, RanMASK any replacement of R words, "
+                     "IBP every word substituted at once by its neighbours; the examples must be the same for the "
+                     "numbers to compare (see each section's settings)")
+    figures, notes = _figures(lambda d: [plot_certified_curve(curves, d, ibp=ibp or None)],
+                              lambda p: "Certified accuracy vs radius, every certification (IBP: dashed levels)")
+    sec.figures, sec.notes = figures, sec.notes + notes
+    return sec
 
 
 def headline_rows(items: Sequence[Loaded]) -> list[list[Any]]:

@@ -77,8 +77,9 @@ def plot_wordorder(rows: list[dict], corr: dict, out: Path, name: str) -> Path:
 
 def plot_certified_curve(curves: dict[str, list[dict]], out_dir: str | Path, ibp: dict[str, dict] | None = None,
                          title: str = "certified accuracy vs radius") -> Path:
-    """``certified_curve.png``: SAFER's certified accuracy at radii 0, 1, … (Wilson 95% bands) per model, the curve
-    of the smoothing papers; ``ibp``: {model: IBP's result} drawn as a level (IBP certifies every word at once)."""
+    """``certified_curve.png``: randomized smoothing's certified accuracy at radii 0, 1, … (Wilson 95% bands) per
+    ``curves`` key (its label, e.g. ``cnn (SAFER)``), the curve of the smoothing papers; ``ibp``: {model: IBP's
+    result} drawn as a level (IBP certifies every word at once)."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.2, 3.8))
     for name, rows in curves.items():
@@ -86,12 +87,13 @@ def plot_certified_curve(curves: dict[str, list[dict]], out_dir: str | Path, ibp
         acc = [x["certified_accuracy"] or 0.0 for x in rows]
         lo = [x["certified_accuracy_ci95"][0] for x in rows]
         hi = [x["certified_accuracy_ci95"][1] for x in rows]
-        ax.step(r, acc, where="post", label=f"{name} (SAFER)")
+        ax.step(r, acc, where="post", label=name)
         ax.fill_between(r, lo, hi, step="post", alpha=0.15)
-    for name, res in (ibp or {}).items():
-        ax.axhline(res["certified_accuracy"], linestyle="--", color="#555555", linewidth=1)
-        ax.text(0.02, res["certified_accuracy"] + 0.02, f"{name} (IBP, every word)", fontsize=8, transform=ax.get_yaxis_transform())
-    ax.set_xlabel("radius: words substituted")
+    dashes = [(4, 2), (1, 2), (6, 2, 1, 2), (2, 4)]
+    for j, (name, res) in enumerate((ibp or {}).items()):  # levels in the legend: close ones stay readable
+        ax.axhline(res["certified_accuracy"], dashes=dashes[j % len(dashes)], color="#444444", linewidth=1.2,
+                   label=f"{name} (IBP, every word)")
+    ax.set_xlabel("radius: words substituted (SAFER) or replaced (RanMASK)")
     ax.set_ylabel("certified accuracy (95% CI)")
     ax.set_ylim(0, 1.05)
     ax.set_title(title)
