@@ -81,13 +81,15 @@ class Results:
         cfg = self.config
         if self.command == "bias" and ("k" not in cfg or "enumerate_k" not in cfg):
             raise TextAuditError(f"{self.path}: its header has no k or enumerate_k; is it a bias results file?")
-        if self.command in ("attack", "bias", "learnability", "perturbscore build", "replay") or (
-                self.command == "certify" and cfg.get("method") in ("safer", "ranmask")):
+        if self.command == "certify":
+            from textaudit.robustness.smoothing import SMOOTHING
+
+            if cfg.get("method") not in SMOOTHING:  # IBP: one record per model
+                return {r["id"]: {k: v for k, v in r.items() if k != "id"} for r in self.records}
+        if self.command in ("attack", "bias", "learnability", "perturbscore build", "replay", "certify"):
             from textaudit.merge import summarize_records
 
             return summarize_records({"command": self.command, "config": cfg}, self.records)
-        if self.command == "certify":
-            return {r["id"]: {k: v for k, v in r.items() if k != "id"} for r in self.records}
         return {"records": len(self.records)}
 
     def _repr_html_(self) -> str:

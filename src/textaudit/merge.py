@@ -86,9 +86,11 @@ def summarize_records(header: dict, records: list[dict]) -> dict[str, Any]:
         perts = list(dict.fromkeys(r["perturbation"] for r in records))
         probabilities = sorted({float(r["p"]) for r in records if r["p"] != "robustness"})
         return aggregate(records, models, perts, probabilities)
-    if command == "certify" and config.get("method") in ("safer", "ranmask"):
-        from textaudit.robustness.smoothing import summarize_certify
+    if command == "certify":
+        from textaudit.robustness.smoothing import SMOOTHING, summarize_certify
 
+        if config.get("method") not in SMOOTHING:
+            raise TextAuditError("an IBP certification has one record per model: there is nothing to merge")
         return {**summarize_certify(records, config["method"]), "model": config.get("model")}
     if command == "replay":
         return summarize_replay(records, str(config.get("model")), config.get("baseline"))

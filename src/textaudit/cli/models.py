@@ -217,10 +217,12 @@ def certify(
         raise TextAuditError(f"--mask-rate must be at least 0 and below 1 (got {mask_rate}); RanMASK's paper uses 0.9")
     zoo_ibp = model in ZOO_MODELS and model.endswith("-ibp")
     method = method or ("ibp" if zoo_ibp else "safer")
-    if method not in ("ibp", "safer", "ranmask"):
-        raise TextAuditError(f"unknown --method '{method}'; use ibp (zoo bow/cnn/lstm word models), safer or ranmask "
-                             "(any model)")
-    if method in ("safer", "ranmask"):
+    from textaudit.robustness.smoothing import SMOOTHING
+
+    if method != "ibp" and method not in SMOOTHING:
+        raise TextAuditError(f"unknown --method '{method}'; use ibp (zoo bow/cnn/lstm word models), "
+                             f"{' or '.join(SMOOTHING)} (any model)")
+    if method in SMOOTHING:
         return _certify_safer(model, data, limit, output, resume, samples, selection, alpha, seed, in_flight, json_out,
                               synonyms, hops, (neighbors, neighbor_sample, patches, mlm, view_radius),
                               (mask_rate, mask_token) if method == "ranmask" else None)
@@ -256,13 +258,13 @@ def _certify_safer(model: str, data: str, limit, output, resume: bool, samples: 
     import json
 
     from textaudit.lexicons import counterfitted_neighbors
-    from textaudit.robustness.smoothing import SAFER, PerturbationSets, RanMASK, run_certify
+    from textaudit.robustness.smoothing import SAFER, SMOOTHING, PerturbationSets, RanMASK, run_certify
 
     if not 0 < alpha < 0.5:
         raise TextAuditError(f"--alpha must be above 0 and below 0.5 (got {alpha}); 0.05 is usual")
     if ranmask is not None and not ranmask[1].strip():
         raise TextAuditError("--mask-token must not be empty (BERT-like tokenizers: [MASK]; RoBERTa: <mask>)")
-    what = "RanMASK" if ranmask else "SAFER"
+    what = SMOOTHING["ranmask" if ranmask else "safer"]
     mask = {"mask_rate": ranmask[0], "mask_token": ranmask[1]} if ranmask else {}
     lexicon = "counterfitted-neighbors"
     if synonyms is not None:
@@ -297,13 +299,16 @@ def _certify_safer(model: str, data: str, limit, output, resume: bool, samples: 
         from textaudit.neighborhoods.mlm import load_mlm
 
         builder = NeighborhoodBuilder(load_mlm(mlm), seed=seed)
-    sets = PerturbationSets(table if synonyms is not None else counterfitted_neighbors(), hops=hops)
+    # RanMASK draws no synonyms: its sets serve only the second-order view's patches
+    sets = PerturbationSets({} if ranmask and not k else table if synonyms is not None else counterfitted_neighbors(),
+                            hops=hops)
     kind: type[SAFER] = RanMASK if ranmask else SAFER
     safer = kind(clf, sets, samples=samples, selection=selection, alpha=alpha, seed=seed, builder=builder,
                  neighbors_k=k, neighbors=per, patches=patches, view_radius=view_radius,
                  **({"rate": ranmask[0], "mask_token": ranmask[1]} if ranmask else {}))
     summary, records = run_certify(safer, ds["text"], ds["label"], ds["id"], output=output, resume=resume,
-                                   in_flight=in_flight, config={"data": data_id, "synonyms": lexicon,
+                                   in_flight=in_flight, config={"data": data_id,
+                                                                "synonyms": lexicon if k or not ranmask else None,
                                                                 "mlm": getattr(builder and builder.mlm, "name", None)})
     summary["model"] = clf.name
     said = [r for r in records if r.get("prediction") is not None]

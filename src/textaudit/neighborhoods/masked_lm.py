@@ -167,11 +167,6 @@ class HFMaskedLM:
                                          "keeps what is done)")
         return self._model
 
-    @model.setter
-    def model(self, value) -> None:
-        self._model = value.to(self.device).eval()
-        self._forward_inputs = forward_inputs(getattr(value, "base_model", value))
-
     @property
     def loaded(self) -> bool:
         """Whether the weights are in memory (False while the store has answered every query)."""
@@ -250,9 +245,8 @@ class HFMaskedLM:
         return self._store_mlm
 
     def store_summary(self) -> dict | None:
-        """``{"path", "hits", "misses", "hit_rate", "seconds_saved", "mlm_loaded"}`` of this masked LM's store use
-        in this process and in its Ray workers (summaries and ``--json``; ``mlm_loaded``: whether its weights had
-        to be loaded), or None without a store."""
+        """``{"path", "hits", "misses", "hit_rate", "seconds_saved"}`` of this masked LM's store use in this
+        process and in its Ray workers (summaries and ``--json``), or None without a store."""
         if self.store is None:
             return None
         from textaudit.neighborhoods.store import WORKER_COUNTS
@@ -265,8 +259,7 @@ class HFMaskedLM:
             saved += wh * (self._seconds_per_entry(mlm_id) if mlm_id is not None else 0.0)
         asked = hits + misses
         return {"path": str(self.store.path), "hits": hits, "misses": misses,
-                "hit_rate": round(hits / asked, 4) if asked else None, "mlm_seconds_saved": round(saved, 2),
-                "mlm_loaded": self.loaded}
+                "hit_rate": round(hits / asked, 4) if asked else None, "mlm_seconds_saved": round(saved, 2)}
 
     # -- the interface ---------------------------------------------------------------------------
     def candidates(self, batch: list[Query], top: int = 20) -> list[list[tuple[str, float]]]:

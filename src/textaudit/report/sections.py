@@ -239,7 +239,9 @@ def _wordorder(item: Loaded, n: int) -> Section:
 
 
 def _certify(item: Loaded, n: int) -> Section:
-    if item.config.get("method") in ("safer", "ranmask"):
+    from textaudit.robustness.smoothing import SMOOTHING
+
+    if item.config.get("method") in SMOOTHING:
         return _certify_safer(item, n)
     sec = Section(f"certify-{n}", f"IBP certification: {item.config.get('model')}", "certify",
                   _settings(item, ("model", "data")))
@@ -254,12 +256,13 @@ def _certify_safer(item: Loaded, n: int) -> Section:
     """Randomized smoothing's certificates (SAFER's or RanMASK's): the smoothed accuracy, abstentions and certified
     accuracy at every radius, and the curve."""
     from textaudit.robustness.plots import plot_certified_curve
-    from textaudit.robustness.smoothing import summarize_certify
+    from textaudit.robustness.smoothing import SMOOTHING, summarize_certify
 
     cfg = item.config
     ranmask = cfg.get("method") == "ranmask"
     s = summarize_certify(item.records, str(cfg.get("method")))
-    sec = Section(f"certify-{n}", f"Randomized smoothing ({'RanMASK' if ranmask else 'SAFER'}): {cfg.get('model')}",
+    label = f"{cfg.get('model')} ({SMOOTHING[cfg['method']]})"
+    sec = Section(f"certify-{n}", f"Randomized smoothing ({SMOOTHING[cfg['method']]}): {cfg.get('model')}",
                   "certify", _settings(item, ("model", "data", "samples", "selection", "alpha",
                                               *(("mask_rate", "mask_token") if ranmask else ("hops",)), "seed")))
     sec.tables.append(Table(f"Certified accuracy by radius (smoothed accuracy {_num(s['accuracy'])} "
@@ -288,7 +291,6 @@ def _certify_safer(item: Loaded, n: int) -> Section:
                                     ["", "text", "smoothed prediction"],
                                     [["x0", r["text"], r["prediction"]], ["x̃", nb["text"], nb["prediction"]],
                                      ["x̃ ⊕ p", nb["flip"]["patched"], nb["flip"]["prediction"]]]))
-    label = f"{cfg.get('model')} ({'RanMASK' if ranmask else 'SAFER'})"
     figures, notes = _figures(lambda d: [plot_certified_curve({label: s["curve"]}, d)],
                               lambda p: "Certified accuracy vs radius, 95% intervals")
     sec.figures = figures
@@ -438,8 +440,10 @@ def build_sections(items: Sequence[Loaded], where: str | Path | None = None) -> 
         summary = {"data": ", ".join(data), "mlm": ", ".join(mlm) or None, "seed": ", ".join(seeds),
                    **compare_cells(cells)}
         sections.insert(0, _compare(Loaded("compare", Path(f"{len(attacks)} attack files"), {}, summary=summary), len(items)))
+    from textaudit.robustness.smoothing import SMOOTHING
+
     certified = [i for i in items if i.kind == "certify"]
-    if any(i.config.get("method") in ("safer", "ranmask") for i in certified) and len(certified) >= 2:
+    if any(i.config.get("method") in SMOOTHING for i in certified) and len(certified) >= 2:
         at = next(n for n, sec in enumerate(sections) if sec.kind == "certify")
         sections.insert(at, _certify_side_by_side(certified))
     return sections
@@ -449,7 +453,7 @@ def _certify_side_by_side(items: Sequence[Loaded]) -> Section:
     """Every certification of the report on one curve and in one table: randomized smoothing's certified accuracy
     by radius (SAFER, RanMASK) beside IBP's (every word at once, a level)."""
     from textaudit.robustness.plots import plot_certified_curve
-    from textaudit.robustness.smoothing import summarize_certify
+    from textaudit.robustness.smoothing import SMOOTHING, summarize_certify
 
     curves: dict[str, list[dict]] = {}
     ibp: dict[str, dict] = {}
@@ -457,9 +461,9 @@ def _certify_side_by_side(items: Sequence[Loaded]) -> Section:
     for item in items:
         cfg = item.config
         method = cfg.get("method")
-        if method in ("safer", "ranmask"):
+        if method in SMOOTHING:
             s = summarize_certify(item.records, method)
-            name = f"{cfg.get('model')} ({'RanMASK' if method == 'ranmask' else 'SAFER'})"
+            name = f"{cfg.get('model')} ({SMOOTHING[method]})"
             curves[name] = s["curve"]
             at = {r["radius"]: r for r in s["curve"]}
             cells = [(f"{_num(at[R]['certified_accuracy'])} {format_ci(at[R]['certified_accuracy_ci95'], 3)}"
@@ -488,6 +492,7 @@ def headline_rows(items: Sequence[Loaded]) -> list[list[Any]]:
     """The summary table: one row per audit — what was audited, with what, and its headline number."""
     from textaudit.attacks.run import summarize
     from textaudit.fairness.bias import estimates_from_records
+    from textaudit.robustness.smoothing import SMOOTHING
 
     rows = []
     for item in items:
@@ -506,13 +511,12 @@ def headline_rows(items: Sequence[Loaded]) -> list[list[Any]]:
                         e = by_k[kk]
                         rows.append(["bias", name, f"{p[0]}→{p[1]}", cfg.get("mlm") or "–", cfg.get("data"), cfg.get("seed"),
                                      f"B_(p,{kk}) = {e.B:+.5f} {format_ci(e.ci95, 5)}"])
-        elif item.kind == "certify" and cfg.get("method") in ("safer", "ranmask"):
+        elif item.kind == "certify" and cfg.get("method") in SMOOTHING:
             from textaudit.robustness.smoothing import summarize_certify
 
             c = summarize_certify(item.records, cfg["method"])
             r1 = next((r for r in c["curve"] if r["radius"] == 1), None)
-            what = "RanMASK" if cfg["method"] == "ranmask" else "SAFER"
-            rows.append(["certify", cfg.get("model"), what, "–", cfg.get("data"), cfg.get("seed"),
+            rows.append(["certify", cfg.get("model"), SMOOTHING[cfg["method"]], "–", cfg.get("data"), cfg.get("seed"),
                          f"smoothed accuracy {_num(c['accuracy'])}; certified at radius 1: "
                          + (f"{_num(r1['certified_accuracy'])} {format_ci(r1['certified_accuracy_ci95'], 3)}" if r1 else "0")])
         elif item.kind == "certify":

@@ -53,8 +53,8 @@ from textaudit.sentence import Sentence, restore_case
 __all__ = ["PerturbationSets", "delta", "certified_radius", "lower_bound", "SAFER", "RanMASK", "kept_words",
            "ranmask_delta", "ranmask_radius", "certified_accuracy", "SMOOTHING"]
 
-#: the randomized-smoothing methods of ``audit certify --method``
-SMOOTHING = ("safer", "ranmask")
+#: the randomized-smoothing methods of ``audit certify --method`` and their names in print
+SMOOTHING = {"safer": "SAFER", "ranmask": "RanMASK"}
 
 
 class PerturbationSets:
@@ -155,8 +155,8 @@ class SAFER:
     #: the second-order view's "certified": right with a certified radius ≥ this (0: the smoothed prediction is
     #: right at confidence 1 − α; 1: no single substitution changes it)
     view_radius: int = 0
-    #: the smoothing (what the results header and the summary say) and its name in print
-    method, title = "safer", "SAFER"
+    #: the smoothing (what the results header and the summary say; :data:`SMOOTHING` names it in print)
+    method = "safer"
 
     def __post_init__(self) -> None:
         if self.sets is None:
@@ -325,7 +325,7 @@ class RanMASK(SAFER):
     rate: float = 0.9
     mask_token: str = "[MASK]"
     min_keep: int = 2
-    method, title = "ranmask", "RanMASK"
+    method = "ranmask"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -336,9 +336,9 @@ class RanMASK(SAFER):
 
     def config(self) -> dict:
         out = super().config()
-        for key in ("max_subs", "hops"):  # the synonym sets serve only the second-order view's patches here
-            if not out.get("neighbors_k"):
-                out.pop(key, None)
+        if not out.get("neighbors_k"):  # the synonym sets serve only the second-order view's patches here
+            out.pop("max_subs", None)
+            out.pop("hops", None)
         return {**out, "mask_rate": self.rate, "mask_token": self.mask_token, "min_keep": self.min_keep}
 
     def _positions(self, s: Sentence) -> list[int]:
@@ -464,7 +464,7 @@ def run_certify(safer: SAFER, texts: Sequence[str], labels: Sequence[int], ids: 
                 raise TextAuditError(f"{output}: the record of id {r['id']} is of another text than the data's; "
                                      "resume with the data it was written with, or write a new --output")
         done = 0
-        for key, cert in run.results(jobs, lambda: CertifyJob(safer, in_flight), desc=f"certify ({safer.title})", unit="ex",
+        for key, cert in run.results(jobs, lambda: CertifyJob(safer, in_flight), desc=f"certify ({SMOOTHING[safer.method]})", unit="ex",
                                      backend=backend, group=in_flight_for(safer.classifier, in_flight)):
             job = job_of[key]
             run.write({"id": key, "text": job[1], "label": job[2], **cert})
