@@ -36,6 +36,7 @@ from textaudit.errors import TextAuditError
 from textaudit.fairness.replay import BiasFindings, bias_status, estimate_fields, read_bias_findings
 from textaudit.merge import REPLAY_STATUSES as STATUSES
 from textaudit.models.batched import TIE, Classifier, decisions
+from textaudit.stats import check_margin
 
 __all__ = ["Finding", "BiasFindings", "Replay", "read_findings", "replay", "attack_files", "STATUSES"]
 
@@ -205,7 +206,7 @@ class Replay:
         (:func:`textaudit.merge.summarize_replay`: ``results.load`` of a replay file gives the same)."""
         from textaudit.merge import summarize_replay
 
-        return summarize_replay(self.records, self.model, self.baseline)
+        return summarize_replay(self.records, self.model, self.baseline, self.config.get("margin"))
 
 
 def _bias_records(found: BiasFindings, clf: Classifier, base: Classifier | None) -> list[dict]:
@@ -227,11 +228,15 @@ def _bias_records(found: BiasFindings, clf: Classifier, base: Classifier | None)
 
 
 def replay(findings: str | Path | Sequence[str | Path] | Sequence[Finding | BiasFindings], model: object,
-           baseline: object | None = None) -> Replay:
+           baseline: object | None = None, *, margin: float | None = None) -> Replay:
     """Replay ``findings`` (results files or folders, or what :func:`read_findings` returned) on ``model``
     (and ``baseline``): any model spec or classifier :func:`~textaudit.models.load_classifier` takes.
+    ``margin`` (with a baseline): the summary says whether the model's still-rate is non-inferior to
+    (and equivalent with) the baseline's at that margin, a share (0.02: 2 points).
     See the module docstring for what each status means."""
     from textaudit.models import load_classifier
+
+    check_margin(margin, baseline is not None)
 
     if isinstance(findings, (str, Path)):
         findings = [findings]
@@ -266,4 +271,6 @@ def replay(findings: str | Path | Sequence[str | Path] | Sequence[Finding | Bias
               "findings": sorted({f.file for f in found} | {b.file for b in biased})}
     if base is not None:
         config.update(baseline=base.name, baseline_fingerprint=getattr(base, "fingerprint", None))
+    if margin is not None:
+        config["margin"] = float(margin)
     return Replay(clf.name, records, base.name if base is not None else None, config)

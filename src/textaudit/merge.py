@@ -93,7 +93,7 @@ def summarize_records(header: dict, records: list[dict]) -> dict[str, Any]:
             raise TextAuditError("an IBP certification has one record per model: there is nothing to merge")
         return {**summarize_certify(records, config["method"]), "model": config.get("model")}
     if command == "replay":
-        return summarize_replay(records, str(config.get("model")), config.get("baseline"))
+        return summarize_replay(records, str(config.get("model")), config.get("baseline"), config.get("margin"))
     if command == "perturbscore build":
         from textaudit.robustness.perturbscore.tuples import summarize_tuples
 
@@ -105,12 +105,15 @@ def summarize_records(header: dict, records: list[dict]) -> dict[str, Any]:
 REPLAY_STATUSES = ("still", "fixed", "not_applicable")
 
 
-def summarize_replay(records: list[dict], model: str, baseline: str | None = None) -> dict[str, Any]:
+def summarize_replay(records: list[dict], model: str, baseline: str | None = None,
+                     margin: float | None = None) -> dict[str, Any]:
     """An ``audit replay``'s summary from its records: still / fixed / not_applicable overall and per
     (method, pair), the share still holding among the applicable ones with its Wilson interval; with a
     baseline, the paired counts (``fixed_by_model``, ``regressed``) and McNemar's exact p of "still"
-    on the baseline vs the model over the findings applicable on both."""
-    from textaudit.stats import mcnemar, wilson
+    on the baseline vs the model over the findings applicable on both; with a ``margin`` too, the
+    non-inferiority and equivalence of the model's still-rate to the baseline's
+    (:func:`textaudit.stats.non_inferiority`: ``non_inferiority``), regressions being the harmful flips."""
+    from textaudit.stats import mcnemar, non_inferiority, wilson
 
     def count(key: str, status: str) -> int:
         return sum(r.get(key) == status for r in records)
@@ -138,4 +141,7 @@ def summarize_replay(records: list[dict], model: str, baseline: str | None = Non
                    fixed_by_model=sum(r.get("baseline_status") == "still" and r["status"] == "fixed" for r in records),
                    regressed=sum(r.get("baseline_status") == "fixed" and r["status"] == "still" for r in records),
                    paired=len(both), mcnemar_p=round(float(test["p"]), 6))
+        if margin is not None and both:
+            out["non_inferiority"] = non_inferiority([r["baseline_status"] == "still" for r in both],
+                                                     [r["status"] == "still" for r in both], float(margin))
     return out

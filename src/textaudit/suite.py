@@ -29,12 +29,20 @@ results must meet::
     baseline = "cnn-v1"              # optional: pairs the findings, counts the regressions
     max_still = 0.2                  # at most 20 % of the applicable findings may still hold
     max_regressed = 0                # none fixed on the baseline may hold again (needs baseline)
+    margin = 0.02                    # the model's still-rate non-inferior to the baseline's at 2 points
+    equivalence = false              # true: equivalent within ±margin instead (TOST)
 
     [thresholds]
     so_beam.success_rate_max = 0.5             # every model's so-beam cell
     genetic.cnn.success_rate_max = 0.9         # one model's cell
     bias."he,she".abs_B_k1_max = 0.01          # |B_{p,1}| of the bias model
     certify.cnn-ibp.certified_accuracy_min = 0.6
+
+``margin`` in ``[replay]`` (with a baseline) or ``[compare]`` (two models or more: each later model
+against the first, under every method) is a gate of its own: the harm (the model's still-rate or
+success rate minus the baseline's) must be non-inferior at that margin — its 90% Newcombe interval's
+upper end below it, the one-sided test at α = 0.05 — or, with ``equivalence = true``, equivalent
+(the interval inside ±margin, TOST); see :func:`textaudit.stats.non_inferiority`.
 
 A threshold is ``<what>.<metric>_max`` (the value must be ≤ the limit) or ``_min`` (≥). Attack
 metrics: the cells' numbers (``success_rate``, ``mean_l0``, ``sec_per_example``,
@@ -55,10 +63,10 @@ from textaudit.errors import TextAuditError
 __all__ = ["Suite", "Check", "load_suite", "run_suite", "check_thresholds"]
 
 SECTIONS = {"suite": {"name", "data", "limit", "output_dir", "report", "seed", "track"},
-            "compare": {"models", "methods", "k", "mlm"},
+            "compare": {"models", "methods", "k", "mlm", "margin", "equivalence"},
             "bias": {"model", "pairs", "k", "mlm", "enumerate_k", "sample", "ci", "max_sources", "limit"},
             "certify": {"models"},
-            "replay": {"findings", "model", "baseline", "max_still", "max_regressed"},
+            "replay": {"findings", "model", "baseline", "max_still", "max_regressed", "margin", "equivalence"},
             "thresholds": None}
 ATTACK_METRICS = ("success_rate", "mean_l0", "sec_per_example", "queries_per_example", "success_rate_ci_low",
                   "success_rate_ci_high")
@@ -76,14 +84,16 @@ SUITE_KEYS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "track": ("mlflow (log the suite as a run with one nested run per audit)", lambda v: v == "mlflow"),
 }
 _INT = lambda low: (f"a whole number >= {low}", lambda v: isinstance(v, int) and v >= low)  # noqa: E731
+_BOOL = ("true or false", lambda v: isinstance(v, bool))
+_MARGIN = ("a share between 0 and 1 (0.02: 2 points)", lambda v: isinstance(v, (int, float)) and 0 < v < 1)
 #: the other sections' single values, checked when the suite is read (before any model loads); lists
 #: (models, methods, pairs) and the bias model are checked in :func:`load_suite`
 SECTION_KEYS: dict[str, dict[str, tuple[str, Callable[[Any], bool]]]] = {
     "suite": SUITE_KEYS,
-    "compare": {"k": _INT(1), "mlm": ("a masked LM name", _NAME)},
+    "compare": {"k": _INT(1), "mlm": ("a masked LM name", _NAME), "margin": _MARGIN, "equivalence": _BOOL},
     "replay": {"model": ("a model name", _NAME), "baseline": ("a model name", _NAME),
                "max_still": ("a share from 0 to 1", lambda v: isinstance(v, (int, float)) and 0 <= v <= 1),
-               "max_regressed": _INT(0)},
+               "max_regressed": _INT(0), "margin": _MARGIN, "equivalence": _BOOL},
     "bias": {"k": _INT(0), "mlm": ("a masked LM name", _NAME), "enumerate_k": _INT(0), "sample": _INT(2),
              "max_sources": _INT(1), "limit": _INT(1),
              "ci": ("clustered or bootstrap", lambda v: v in ("clustered", "bootstrap"))},
@@ -96,7 +106,7 @@ class Check:
 
     name: str
     value: float | None
-    op: str  # "<=" or ">="
+    op: str  # "<=", ">=", "<" or ">"
     limit: float
     passed: bool
 
@@ -159,7 +169,7 @@ def load_suite(path: str | Path) -> Suite:
             if key not in keys:
                 continue
             want, ok = keys[key]
-            if isinstance(value, bool) or not ok(value):
+            if (isinstance(value, bool) and keys[key] is not _BOOL) or not ok(value):
                 raise TextAuditError(f"{path}: [{section}] {key} must be {want} (got {value!r})")
     if not any(s in spec for s in ("compare", "bias", "certify", "replay")):
         raise TextAuditError(f"{path} declares no audit; add [compare], [bias], [certify] or [replay]")
@@ -174,6 +184,9 @@ def load_suite(path: str | Path) -> Suite:
         if "max_regressed" in rp and "baseline" not in rp:
             raise TextAuditError(f"{path}: [replay] max_regressed needs baseline = \"<the previous model>\" (a regression "
                                  "is a finding fixed on the baseline that holds again)")
+        if ("margin" in rp or "equivalence" in rp) and "baseline" not in rp:
+            raise TextAuditError(f"{path}: [replay] margin needs baseline = \"<the previous model>\" (non-inferiority "
+                                 "compares the model with it)")
         for f in rp["findings"]:
             where = Path(f) if Path(f).is_absolute() else path.parent / f
             if not where.exists():
@@ -183,6 +196,12 @@ def load_suite(path: str | Path) -> Suite:
             v = spec[section].get(key)
             if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
                 raise TextAuditError(f"{path}: [{section}] {key} must be a non-empty list of names")
+    for section in ("compare", "replay"):
+        if "equivalence" in spec.get(section, {}) and "margin" not in spec[section]:
+            raise TextAuditError(f"{path}: [{section}] equivalence needs margin = <a share, e.g. 0.02>")
+    if "margin" in spec.get("compare", {}) and len(spec["compare"]["models"]) < 2:
+        raise TextAuditError(f"{path}: [compare] margin needs two models or more (each later one is tested against the "
+                             "first)")
     if "bias" in spec:
         if not isinstance(spec["bias"].get("model"), str):
             raise TextAuditError(f"{path}: [bias] needs model = \"<name>\"")
@@ -277,9 +296,38 @@ def _bias_value(pair: tuple, k: int, absolute: bool) -> Callable[[dict], float |
     return value
 
 
+def _margin_gates(name: str, margin: float | None, equivalence: bool,
+                  test_of: Callable[[dict], dict | None]) -> list[tuple[str, str, float, Callable[[dict], float | None]]]:
+    """A non-inferiority gate as thresholds on the ends of the harm's interval: the upper end < m, and
+    with ``equivalence`` the lower end > −m too (``test_of(results)``: the test, None when missing)."""
+    if margin is None:
+        return []
+
+    def end(i: int) -> Callable[[dict], float | None]:
+        return lambda res: None if test_of(res) is None else test_of(res)["harm_ci"][i]  # type: ignore[index]
+
+    out = [(f"{name}.harm_ci_high", "<", float(margin), end(1))]
+    if equivalence:
+        out.append((f"{name}.harm_ci_low", ">", -float(margin), end(0)))
+    return out
+
+
+def _compare_test(res: dict, model: str, base: str, method: str) -> dict | None:
+    return next((p.get("non_inferiority") for p in res["compare"]["paired"]
+                 if p["a"] == f"{base}/{method}" and p["b"] == f"{model}/{method}"), None)
+
+
 def _replay_thresholds(suite: Suite) -> list[tuple[str, str, float, Callable[[dict], float | None]]]:
-    """``[replay]``'s own limits as thresholds: the share of applicable findings still holding, regressions."""
-    out = []
+    """``[replay]``'s own limits as thresholds: the share of applicable findings still holding, regressions,
+    and the margin gates of ``[replay]`` and ``[compare]``."""
+    out = _margin_gates("replay.non_inferiority", suite.get("replay", "margin"), suite.get("replay", "equivalence", False),
+                        lambda res: res["replay"].get("non_inferiority"))
+    models = suite.get("compare", "models", [])
+    for method in suite.get("compare", "methods", []):
+        for model in models[1:]:
+            out += _margin_gates(f"compare.{method}.{model}.vs_{models[0]}", suite.get("compare", "margin"),
+                                 suite.get("compare", "equivalence", False),
+                                 lambda res, m=model, a=method: _compare_test(res, m, models[0], a))
     if suite.get("replay", "max_still") is not None:
         out.append(("replay.still_share_max", "<=", float(suite.get("replay", "max_still")),
                     lambda res: res["replay"]["still_share"]))
@@ -294,7 +342,7 @@ def check_thresholds(suite: Suite, results: dict) -> list[Check]:
     checks = []
     for name, op, limit, value_of in _thresholds(suite) + _replay_thresholds(suite):
         v = value_of(results)
-        ok = v is not None and (v <= limit if op == "<=" else v >= limit)
+        ok = v is not None and {"<=": v <= limit, ">=": v >= limit, "<": v < limit, ">": v > limit}[op]
         checks.append(Check(name, None if v is None else round(float(v), 6), op, limit, bool(ok)))
     return checks
 
@@ -328,7 +376,8 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
     if "compare" in suite.spec:
         results["compare"] = run_compare(suite.get("compare", "models"), suite.get("compare", "methods"), out / "compare",
                                          data=data, limit=limit, k=suite.get("compare", "k"),
-                                         mlm=suite.get("compare", "mlm"), seed=seed, progress=progress)
+                                         mlm=suite.get("compare", "mlm"), seed=seed, progress=progress,
+                                         margin=suite.get("compare", "margin"))
         inputs.append(out / "compare")
     if "bias" in suite.spec:
         k = suite.get("bias", "k", 3)
@@ -363,7 +412,7 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
         from textaudit.findings import replay
 
         files = [Path(f) if Path(f).is_absolute() else suite.path.parent / f for f in suite.get("replay", "findings")]
-        rep = replay(files, suite.get("replay", "model"), suite.get("replay", "baseline"))
+        rep = replay(files, suite.get("replay", "model"), suite.get("replay", "baseline"), margin=suite.get("replay", "margin"))
         results["replay"] = rep.summary()
         path = out / "replay.jsonl"  # replayed again at every run (seconds): the file is the latest replay's
         if path.exists() and (read_header(path) or {}).get("command") == "replay":

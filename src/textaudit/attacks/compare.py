@@ -28,14 +28,16 @@ def _outcomes(records: Iterable[dict]) -> dict[str, bool]:
     return {r["id"]: r["status"] == "success" for r in records if r.get("status") in ("success", "failed")}
 
 
-def compare_cells(cells: dict[tuple[str, str], Sequence[dict]]) -> dict:
+def compare_cells(cells: dict[tuple[str, str], Sequence[dict]], margin: float | None = None) -> dict:
     """``{"cells": [...], "paired": [...]}`` for ``{(model, method): records}``.
 
     ``cells``: one summary per cell (:data:`MATRIX_COLUMNS`). ``paired``: for every two cells with
     the same method (two models) or the same model (two methods), McNemar's exact test on the
-    examples both attacked: ``{"a", "b", "n", "only_a", "only_b", "p", "rate_a", "rate_b"}``."""
+    examples both attacked: ``{"a", "b", "n", "only_a", "only_b", "p", "rate_a", "rate_b"}``.
+    ``margin``: two models under one method also get ``non_inferiority``: is b's success rate no
+    worse than a's (a: the model named first) by ``margin`` or more (:func:`textaudit.stats.non_inferiority`)."""
     from textaudit.attacks.registry import method_spec
-    from textaudit.stats import mcnemar
+    from textaudit.stats import mcnemar, non_inferiority
 
     out_cells = []
     for (model, method), records in cells.items():
@@ -55,7 +57,9 @@ def compare_cells(cells: dict[tuple[str, str], Sequence[dict]]) -> dict:
         paired.append({"a": f"{a[0]}/{a[1]}", "b": f"{b[0]}/{b[1]}",
                        "by": "method" if a[0] == b[0] else "model", **test,
                        "rate_a": round(sum(xa) / len(xa), 4), "rate_b": round(sum(xb) / len(xb), 4)})
-    return {"cells": out_cells, "paired": paired}
+        if margin is not None and a[0] != b[0]:  # two models, one method: is b no less robust than a?
+            paired[-1]["non_inferiority"] = non_inferiority(xa, xb, margin)
+    return {"cells": out_cells, "paired": paired, **({"margin": margin} if margin is not None else {})}
 
 
 def cells_from_files(files: Iterable[tuple[dict, Sequence[dict]]]) -> dict[tuple[str, str], list[dict]]:
@@ -90,13 +94,13 @@ def cells_from_files(files: Iterable[tuple[dict, Sequence[dict]]]) -> dict[tuple
 
 def run_compare(models: Sequence[str], methods: Sequence[str], output_dir: str | Path, *, data: str = "sst2:dev",
                 limit: int | None = None, k: int | None = None, mlm: str | None = None, ppl: bool = False,
-                seed: int = 0, progress: bool = True, in_flight: int | None = None) -> dict:
+                seed: int = 0, progress: bool = True, in_flight: int | None = None, margin: float | None = None) -> dict:
     """Run (or resume) every method on every model into ``output_dir`` (:func:`cell_path`), write
     :data:`SUMMARY` there and return it: ``{"data", "mlm", "seed", "cells", "paired", "files"}``.
     ``in_flight``: examples each attack searches at once (:func:`~textaudit.attacks.run.run_attack`).
 
     ``k`` goes to the methods that have one (None: each method's default). Every option and every
-    cell file is checked before any model loads."""
+    cell file is checked before any model loads. ``margin``: see :func:`compare_cells` (two models or more)."""
     from textaudit.attacks.registry import check_options, make_attack, method_spec
     from textaudit.attacks.run import run_attack
     from textaudit.data import dataset_id, load_dataset
@@ -110,6 +114,9 @@ def run_compare(models: Sequence[str], methods: Sequence[str], output_dir: str |
     output_dir = Path(output_dir)
     if output_dir.exists() and not output_dir.is_dir():
         raise TextAuditError(f"--output-dir {output_dir} is a file; give a directory")
+    from textaudit.stats import check_margin
+
+    check_margin(margin, len(models) > 1, "two models or more")
     specs = {method: method_spec(method) for method in methods}
     given = {method: {"seed": seed, **({"k": k} if k is not None and "k" in spec.options else {})}
              for method, spec in specs.items()}  # k goes to the methods that have a k
@@ -135,7 +142,7 @@ def run_compare(models: Sequence[str], methods: Sequence[str], output_dir: str |
             _, records = run_attack(atk, ds["text"], ds["label"], ids=ids, output=path, resume=path.exists(), ppl=lm,
                                     config={"data": data_id}, progress=progress, in_flight=in_flight)
             cells[(model, method)] = records
-    result = {"data": data_id, "mlm": getattr(masked_lm, "name", None), "seed": seed, **compare_cells(cells),
+    result = {"data": data_id, "mlm": getattr(masked_lm, "name", None), "seed": seed, **compare_cells(cells, margin),
               "files": [cell_path(output_dir, m, a).name for m in models for a in methods]}
     with atomic_path(output_dir / SUMMARY) as tmp:
         tmp.write_text(json.dumps({"header": {"command": "compare"}, **result}, indent=1))

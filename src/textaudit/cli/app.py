@@ -501,3 +501,21 @@ def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
 def notice(msg: str) -> None:
     """Print a one-line notice on stderr."""
     typer.echo(msg, err=True)
+
+
+#: the columns of a non-inferiority table (audit replay --margin, audit compare --margin)
+MARGIN_COLUMNS = ["model", "vs", "n", "rate vs", "rate model", "harm", "90% CI", "margin", "harmful", "beneficial",
+                  "non-inferior", "equivalent"]
+
+
+def print_margins(rate: str, tests: list[tuple[str, str, dict]]) -> None:
+    """The non-inferiority table of ``rate`` (higher is worse) for ``(model, baseline, non_inferiority(...))``
+    triples, harm = the model's rate − the baseline's, then each verdict as a sentence."""
+    margin = tests[0][2]["margin"]
+    print_table(f"non-inferiority of the {rate} at m = {margin:g} (harm = model − vs; non-inferior when the 90% CI's "
+                "upper end < m, equivalent when it lies within ±m)", MARGIN_COLUMNS,
+                [[m, b, t["n"], f"{t['rate_before']:.4f}", f"{t['rate_after']:.4f}", f"{t['harm']:+.4f}",
+                  f"[{t['harm_ci'][0]:+.4f}, {t['harm_ci'][1]:+.4f}]", t["margin"], t["harmful"], t["beneficial"],
+                  "yes" if t["non_inferior"] else "no", "yes" if t["equivalent"] else "no"] for m, b, t in tests])
+    for m, b, t in tests:
+        typer.echo(f"{m} vs {b}: {t['verdict']} ({t['harmful']} harmful, {t['beneficial']} beneficial flips)")

@@ -21,6 +21,7 @@ from textaudit.cli.app import (
     finished,
     format_ci,
     notice,
+    print_margins,
     print_table,
     with_model_options,
     with_store_option,
@@ -52,13 +53,18 @@ def compare(
     k: Optional[int] = typer.Option(None, "--k", min=0, help="k of the neighbourhood methods (default: each method's own)."),
     mlm: MlmOpt = None,
     ppl: bool = typer.Option(False, "--ppl/--no-ppl", help="Perplexities of successes (SmolLM2); off by default."),
+    margin: Optional[float] = typer.Option(None, "--margin", help=(
+        "A non-inferiority margin m, a share (0.02 = 2 points): under each method, is every model's success rate no "
+        "worse than the first model's by m or more (one-sided test at α = 0.05, Newcombe's paired interval), and "
+        "equivalent within ±m (TOST)? Harmful and beneficial flips beside it.")),
     seed: SeedOpt = 0,
     json_out: JsonOpt = False,
 ) -> None:
     """Run (or reuse) every method on every model and print the comparison matrix with 95% intervals."""
 
     model_names, method_names = _names(models, "models"), _names(methods, "methods")
-    result = run_compare(model_names, method_names, output_dir, data=data, limit=limit, k=k, mlm=mlm, ppl=ppl, seed=seed)
+    result = run_compare(model_names, method_names, output_dir, data=data, limit=limit, k=k, mlm=mlm, ppl=ppl, seed=seed,
+                         margin=margin)
     notice(f"cells: {output_dir}/<model>.<method>.jsonl; summary: {output_dir / SUMMARY}")
     finished(result, [output_dir])
     if json_out:
@@ -88,3 +94,6 @@ def print_compare(result: dict) -> None:
                                                                                   "only a", "only b", "p"],
                     [[p["a"], p["b"], p["n"], p["rate_a"], p["rate_b"], p["only_a"], p["only_b"], p["p"]]
                      for p in result["paired"]])
+    tests = [(p["b"], p["a"], p["non_inferiority"]) for p in result["paired"] if "non_inferiority" in p]
+    if tests:
+        print_margins("success rate", tests)

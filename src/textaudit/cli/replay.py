@@ -15,6 +15,7 @@ from textaudit.cli.app import (
     emit_json,
     finished,
     notice,
+    print_margins,
     print_table,
     with_model_options,
     with_track_option,
@@ -37,6 +38,10 @@ def replay(
     baseline: Optional[str] = typer.Option(None, "--baseline", help=(
         "A second model (the previous version): the findings are replayed on both and paired — fixed by --model, "
         "regressed (fixed on the baseline, holding again), McNemar's exact p.")),
+    margin: Optional[float] = typer.Option(None, "--margin", help=(
+        "With --baseline: a non-inferiority margin m, a share (0.02 = 2 points). Says whether the model's still-rate "
+        "is no worse than the baseline's by m or more (the one-sided test at α = 0.05 on Newcombe's paired interval) "
+        "and whether the two are equivalent within ±m (TOST); the harmful and beneficial flips beside it.")),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="JSONL file: one record per finding (must not exist)."),
     json_out: JsonOpt = False,
 ) -> None:
@@ -45,11 +50,13 @@ def replay(
     from textaudit.findings import read_findings
     from textaudit.findings import replay as run_replay
     from textaudit.formats.jsonl import check_output, write_results
+    from textaudit.stats import check_margin
 
+    check_margin(margin, baseline is not None)
     found = read_findings(findings)  # every file checked before any model loads
     if output is not None:
         check_output(output, None)  # never over a file: refused before anything runs
-    result = run_replay(found, model, baseline)
+    result = run_replay(found, model, baseline, margin=margin)
     if output is not None:
         write_results(output, result.records, command="replay", config=result.config)
         notice(f"replayed findings: {output}")
@@ -71,6 +78,8 @@ def replay(
         title += (f"; vs {out['baseline']}: {out['fixed_by_model']} fixed, {out['regressed']} regressed, "
                   f"McNemar p = {out['mcnemar_p']:.4g}")
     print_table(title, COLUMNS, rows)
+    if "non_inferiority" in out:
+        print_margins("still-rate", [(out["model"], out["baseline"], out["non_inferiority"])])
     bias = [r for r in result.records if r.get("order") == "bias"]
     if bias:
         from textaudit.fairness.replay import REPLAY_COLUMNS, replay_row

@@ -1,0 +1,188 @@
+"""Statistics that decide ([5/7]): non-inferiority and equivalence of paired rates, checked by hand and
+by simulation, and through ``audit replay``, ``audit compare`` and a suite's gates on planted models."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest, norm
+
+from textaudit.stats import non_inferiority, paired_difference
+
+
+def _table(n11: int, n10: int, n01: int, n00: int) -> tuple[list[bool], list[bool]]:
+    a = [True] * n11 + [True] * n10 + [False] * n01 + [False] * n00
+    b = [True] * n11 + [False] * n10 + [True] * n01 + [False] * n00
+    return a, b
+
+
+def test_newcombes_paired_interval_by_hand():
+    """Newcombe (1998) method 10 written out from the paper's recipe, with scipy's Wilson intervals."""
+    n11, n10, n01, n00 = 30, 12, 4, 54
+    n = n11 + n10 + n01 + n00
+    a, b = _table(n11, n10, n01, n00)
+    got = paired_difference(a, b)
+    w1 = binomtest(n11 + n10, n).proportion_ci(0.95, method="wilson")
+    w2 = binomtest(n11 + n01, n).proportion_ci(0.95, method="wilson")
+    p1, p2 = (n11 + n10) / n, (n11 + n01) / n
+    A = n11 * n00 - n10 * n01  # 1572 > n/2: φ's numerator is A − n/2
+    phi = (A - n / 2) / math.sqrt((n11 + n10) * (n01 + n00) * (n11 + n01) * (n10 + n00))
+    lo = (p2 - p1) - math.sqrt((p2 - w2.low) ** 2 - 2 * phi * (p2 - w2.low) * (w1.high - p1) + (w1.high - p1) ** 2)
+    hi = (p2 - p1) + math.sqrt((w2.high - p2) ** 2 - 2 * phi * (w2.high - p2) * (p1 - w1.low) + (p1 - w1.low) ** 2)
+    assert got["difference"] == pytest.approx(-0.08)
+    assert got["ci"] == pytest.approx([lo, hi], abs=1e-6)
+    assert (got["only_a"], got["only_b"]) == (12, 4)
+    assert got["ci"][0] < -0.08 < got["ci"][1] < 0  # 12 vs 4 discordant: worse, and the interval says so
+
+
+def test_the_interval_meets_the_wald_interval_at_large_n_and_covers_at_its_level():
+    """For many pairs Newcombe's interval approaches the Wald interval of a paired difference; on simulated
+    correlated pairs its 95% interval covers the true difference about 95% of the time."""
+    a, b = _table(4000, 300, 200, 5500)
+    n, d = 10000, (200 - 300) / 10000
+    se = math.sqrt((300 + 200) / n - d * d) / math.sqrt(n)
+    got = paired_difference(a, b)["ci"]
+    assert got == pytest.approx([d - 1.96 * se, d + 1.96 * se], abs=5e-4)
+    rng = np.random.default_rng(0)
+    probs = [0.40, 0.06, 0.02, 0.52]  # n11, n10, n01, n00: Δ = 0.02 − 0.06 = −0.04
+    hits = 0
+    for _ in range(1500):
+        counts = rng.multinomial(150, probs)
+        lo, hi = paired_difference(*_table(*counts))["ci"]
+        hits += lo <= -0.04 <= hi
+    assert 0.93 <= hits / 1500 <= 0.975
+
+
+def test_a_model_identical_to_its_baseline_on_99_percent_is_non_inferior_at_2_points_not_at_half_a_point():
+    before, after = _table(840, 10, 0, 150)  # accuracy: 10 right → wrong flips out of 1000 (harm = 1 point)
+    at2 = non_inferiority(before, after, 0.02, higher_is_worse=False)
+    at05 = non_inferiority(before, after, 0.005, higher_is_worse=False)
+    assert at2["harm"] == pytest.approx(0.01) and (at2["harmful"], at2["beneficial"]) == (10, 0)
+    assert at2["non_inferior"] and at2["equivalent"] and at2["harm_ci"][1] < 0.02
+    assert not at05["non_inferior"] and not at05["equivalent"] and at05["harm_ci"][1] > 0.005
+    assert at2["verdict"] == "non-inferior at m = 2 points; equivalent"
+    # the one-sided bound is the 90% interval's end: the level is 1 − 2α
+    assert at2["harm_ci"] == pytest.approx(sorted(-x for x in paired_difference(before, after, 0.90)["ci"]))
+    # the same model with the flips the other way is better: non-inferior at any margin, not equivalent at 0.5
+    better = non_inferiority(after, before, 0.005, higher_is_worse=False)
+    assert better["non_inferior"] and not better["equivalent"] and better["beneficial"] == 10
+    assert norm.ppf(0.95) == pytest.approx(1.6449, abs=1e-4)
+
+
+# -- through the commands, on planted models ---------------------------------------------------------------------
+N = 1000
+REGRESSED = set(range(1, 20, 2))  # ten odd findings: fixed on the baseline, holding again on the new model
+PLANTED = '''
+REGRESSED = {regressed}
+def clf(texts):  # "item i a" / "item i b": the finding holds (a → 0, b → 1) for even i (and for REGRESSED)
+    out = []
+    for t in texts:
+        words = t.split()
+        if len(words) != 3 or not words[1].isdigit():  # a text of the loader's own probe
+            out.append([0.5, 0.5])
+            continue
+        _, i, side = words
+        holds = int(i) % 2 == 0 or int(i) in REGRESSED
+        out.append([0.2, 0.8] if side == "b" and holds else [0.8, 0.2])
+    return out
+'''
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    """1,000 second-order findings (x̃ = "item i a", x̃ ⊕ p = "item i b") and two models identical but on 1%."""
+    from textaudit.formats.jsonl import write_results
+
+    d = tmp_path_factory.mktemp("margin")
+    (d / "base.py").write_text(PLANTED.format(regressed="set()"))
+    (d / "new.py").write_text(PLANTED.format(regressed=sorted(REGRESSED)))
+    records = [{"id": str(i), "status": "success", "method": "so-enum", "text": f"item {i} a", "label": 0,
+                "vulnerable": f"item {i} a", "vulnerable_patched": f"item {i} b", "pair": ["a", "b"], "l0": 0,
+                "seconds": 0.0, "queries": 2} for i in range(N)]
+    write_results(d / "found.jsonl", records, command="attack", config={"method": "so-enum", "model": "base.py:clf"})
+    return d
+
+
+def test_replay_with_a_margin_says_non_inferior_at_2_points_not_at_half(planted, cli, tmp_path):
+    d = planted
+    args = ["replay", str(d / "found.jsonl"), "--model", f"{d}/new.py:clf", "--baseline", f"{d}/base.py:clf"]
+    r = cli(*args, "--margin", "0.02", "--json", "--output", str(tmp_path / "r.jsonl"))
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    t = out["non_inferiority"]
+    assert (out["regressed"], out["fixed_by_model"], out["paired"]) == (10, 0, N)
+    assert (t["harm"], t["harmful"], t["beneficial"], t["non_inferior"]) == (0.01, 10, 0, True)
+    # the file read back gives the same verdict (the margin is in its header)
+    from textaudit.results import load
+
+    assert load(tmp_path / "r.jsonl").summary()["non_inferiority"] == t
+    r = cli(*args, "--margin", "0.005")
+    assert r.exit_code == 0 and "not shown non-inferior at m = 0.5 points" in r.output, r.output
+    assert "harmful" in r.output and "beneficial" in r.output
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--margin", "0.02"], "--margin needs --baseline"),
+    (["--margin", "2", "--baseline", "x.py:clf"], "--margin is a share between 0 and 1"),
+    (["--margin", "0", "--baseline", "x.py:clf"], "--margin is a share between 0 and 1"),
+])
+def test_a_bad_margin_is_one_line_before_anything_loads(planted, cli, extra, message):
+    r = cli("replay", str(planted / "found.jsonl"), "--model", f"{planted}/new.py:clf", *extra)
+    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output
+
+
+def test_compare_margin_needs_two_models(cli, tmp_path):
+    r = cli("compare", "--models", "cnn", "--methods", "so-beam", "--output-dir", str(tmp_path / "c"), "--margin", "0.02")
+    assert r.exit_code == 2 and "--margin needs two models or more" in r.output, r.output
+    assert not (tmp_path / "c").exists()
+
+
+def test_compare_cells_test_each_later_model_against_the_first(planted):
+    from textaudit.attacks.compare import compare_cells
+
+    def cell(successes: set[int]) -> list[dict]:
+        return [{"id": str(i), "status": "success" if i in successes else "failed", "k": 2, "l0": 1, "seconds": 0.0,
+                 "queries": 1}
+                for i in range(N)]
+
+    base = set(range(0, N, 2))
+    cells = {("a", "so-enum"): cell(base), ("b", "so-enum"): cell(base | REGRESSED)}
+    out = compare_cells(cells, margin=0.02)
+    (p,) = out["paired"]
+    assert (p["a"], p["b"], p["only_b"]) == ("a/so-enum", "b/so-enum", 10)
+    assert p["non_inferiority"]["non_inferior"] and p["non_inferiority"]["harmful"] == 10
+    assert not compare_cells(cells, margin=0.005)["paired"][0]["non_inferiority"]["non_inferior"]
+    assert "non_inferiority" not in compare_cells(cells)["paired"][0]
+
+
+def _suite(d: Path, tmp: Path, name: str, extra: str) -> Path:
+    path = tmp / f"{name}.toml"
+    path.write_text(f'[suite]\noutput_dir = "{name}"\n[replay]\nfindings = ["{d / "found.jsonl"}"]\n'
+                    f'model = "{d}/new.py:clf"\nbaseline = "{d}/base.py:clf"\n{extra}')
+    return path
+
+
+def test_a_suite_gate_with_a_margin_passes_at_2_points_and_fails_at_half(planted, cli, tmp_path):
+    r = cli("run", str(_suite(planted, tmp_path, "ok", "margin = 0.02\n")), "--json")
+    assert r.exit_code == 0, r.output
+    checks = json.loads(r.stdout.strip().splitlines()[-1])["checks"]
+    assert [(c["name"], c["op"], c["limit"], c["passed"]) for c in checks] == [
+        ("replay.non_inferiority.harm_ci_high", "<", 0.02, True)]
+    r = cli("run", str(_suite(planted, tmp_path, "bad", "margin = 0.005\n")))
+    assert r.exit_code == 1 and "replay.non_inferiority.harm_ci_high" in r.output, r.output
+    r = cli("run", str(_suite(planted, tmp_path, "eq", "margin = 0.02\nequivalence = true\n")), "--json")
+    assert r.exit_code == 0, r.output
+    names = [c["name"] for c in json.loads(r.stdout.strip().splitlines()[-1])["checks"]]
+    assert names == ["replay.non_inferiority.harm_ci_high", "replay.non_inferiority.harm_ci_low"]
+    (tmp_path / "nobase.toml").write_text(f'[replay]\nfindings = ["{planted / "found.jsonl"}"]\nmodel = "cnn"\n'
+                                          "margin = 0.02\n")
+    r = cli("run", str(tmp_path / "nobase.toml"))
+    assert r.exit_code == 2 and "margin needs baseline" in r.output, r.output
+    r = cli("run", str(_suite(planted, tmp_path, "badm", "margin = 1.5\n")))
+    assert r.exit_code == 2 and "margin must be a share between 0 and 1" in r.output, r.output
+    r = cli("run", str(_suite(planted, tmp_path, "eqonly", "equivalence = true\n")))
+    assert r.exit_code == 2 and "equivalence needs margin" in r.output, r.output
