@@ -186,3 +186,146 @@ def test_a_suite_gate_with_a_margin_passes_at_2_points_and_fails_at_half(planted
     assert r.exit_code == 2 and "margin must be a share between 0 and 1" in r.output, r.output
     r = cli("run", str(_suite(planted, tmp_path, "eqonly", "equivalence = true\n")))
     assert r.exit_code == 2 and "equivalence needs margin" in r.output, r.output
+
+
+# -- a control pair for B_{p,k} -------------------------------------------------------------------------------
+NOISY = '''
+import math, zlib
+BONUS = {bonus}
+def clf(texts):  # P(positive) = sigmoid(noise(text) + BONUS·[she ∈ x]): no word but "she" moves it on average
+    out = []
+    for t in texts:
+        words = t.lower().split()
+        z = (zlib.crc32(t.lower().encode()) % 1000) / 1000 - 0.5 + BONUS * ("she" in words)
+        p = 1 / (1 + math.exp(-z))
+        out.append([1 - p, p])
+    return out
+'''
+SUBJECTS = ["the film", "the story", "the cast", "the plot", "this movie", "the ending", "the score", "the script"]
+VERBS = ["was", "felt", "seemed", "looked"]
+ADJ = ["deep", "slow", "warm", "funny", "dull", "moving", "long", "bright", "clever", "flat"]
+
+
+@pytest.fixture(scope="module")
+def bias_data(tmp_path_factory, tiny_mlm):
+    d = tmp_path_factory.mktemp("control")
+    for name, bonus in (("she", 0.4), ("none", 0.0)):
+        (d / f"{name}.py").write_text(NOISY.format(bonus=bonus))
+    rows = [f"{w} said {s} {v} {a} ." for i, (s, v, a) in enumerate(
+        (s, v, a) for s in SUBJECTS for v in VERBS for a in ADJ) for w in ("he" if i % 2 else "she",)]
+    (d / "data.tsv").write_text("text\n" + "".join(f"{r}\n" for r in rows[:120]))
+    tiny_mlm.model.save_pretrained(d / "mlm")
+    tiny_mlm.tokenizer.save_pretrained(d / "mlm")
+    return d
+
+
+def _bias(cli, d: Path, model: str, *extra: str) -> dict:
+    r = cli("bias", "--pair", "he,she", "--model", f"{d}/{model}.py:clf", "--data", str(d / "data.tsv"), "--k", "0",
+            "--control", "auto", "--json", *extra)
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_a_control_pair_covers_0_where_the_planted_pair_does_not(bias_data, cli):
+    """he→she moves the model (BONUS); this→that (the built-in control of a pronoun pair) does not beyond the
+    text-level noise: B_control's interval covers 0, B_p's and B_p − B_control's exclude it."""
+    out = _bias(cli, bias_data, "she")
+    bp = out["pairs"][0]["by_k"]["0"]
+    (c,) = out["control"]["pairs"]
+    bc, diff = c["by_k"]["0"], out["control_difference"]["pairs"][0]["by_k"]["0"]
+    assert c["pair"] == ["he", "she"] and bp["sources"] == bc["sources"] == 120
+    assert bp["ci95"][0] > 0.05  # sigmoid slope ~0.24 × 0.4, plus noise
+    assert bc["ci95"][0] < 0 < bc["ci95"][1]
+    assert diff["ci95"][0] > 0
+    assert diff["B"] == pytest.approx(bp["B"] - bc["B"], abs=2e-6)  # each rounded to 6 places
+    none = _bias(cli, bias_data, "none")  # no protected-word effect: neither interval excludes 0
+    for part in (none["pairs"], none["control"]["pairs"], none["control_difference"]["pairs"]):
+        lo, hi = part[0]["by_k"]["0"]["ci95"]
+        assert lo < 0 < hi
+
+
+def test_the_control_difference_is_the_clustered_interval_of_the_paired_shifts(bias_data, cli, tmp_path):
+    """k = 1 with the tiny masked LM: the file holds the control's shifts beside the model's, B_p − B_c read back
+    (results.load, the report) equals the run's, and its interval is the clustered one of F_p − F_c."""
+    from textaudit.fairness.bias import CONTROL, DIFFERENCE, estimates_from_records
+    from textaudit.fairness.estimates import clustered_mean
+    from textaudit.formats.jsonl import read_header, read_jsonl
+    from textaudit.results import load
+
+    out_file = tmp_path / "b.jsonl"
+    r = cli("bias", "--pair", "he,she", "--model", f"{bias_data}/she.py:clf", "--data", str(bias_data / "data.tsv"),
+            "--k", "1", "--mlm", str(bias_data / "mlm"), "--kappa", "3", "--delta", "1e9", "--max-sources", "12",
+            "--control", "this,that", "--json", "--output", str(out_file))
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert read_header(out_file)["config"]["controls"] == {"he,she": "this,that"}
+    records = read_jsonl(out_file)
+    assert {x["model"] for x in records} == {"she.py:clf", CONTROL}
+    rows = {(x["unit"], x["i"], x["model"]): x for x in records if "unit" in x}
+    # a control line is the same sentence as the model's line, with this/that swapped where he/she stands
+    assert {(u, i) for u, i, m in rows if m == CONTROL} == {(u, i) for u, i, m in rows if m != CONTROL}
+    back = estimates_from_records(records, 1, 2)
+    for kk in ("0", "1"):
+        assert back[DIFFERENCE][("he", "she")][int(kk)].to_dict() == out["control_difference"]["pairs"][0]["by_k"][kk]
+    sums: dict[str, float] = {}
+    sizes: dict[str, int] = {}
+    for (u, i, m), x in rows.items():
+        if m == CONTROL:
+            continue
+        d = x["F"] - rows[(u, i, CONTROL)]["F"]
+        sums[x["source"]] = sums.get(x["source"], 0.0) + d
+        sizes[x["source"]] = sizes.get(x["source"], 0) + 1
+    B, half, _ = clustered_mean(list(sums.values()), list(sizes.values()))
+    got = out["control_difference"]["pairs"][0]["by_k"]["1"]
+    assert got["B"] == pytest.approx(float(B), abs=2e-6)
+    assert got["ci95"] == pytest.approx([float(B - half), float(B + half)], abs=2e-6)
+    assert load(out_file).summary()["control_difference"] == out["control_difference"]
+    r = cli("report", str(out_file), "--out", str(tmp_path / "r.md"))
+    assert r.exit_code == 0, r.output
+    md = (tmp_path / "r.md").read_text()
+    assert "this→that (control of he→she)" in md and DIFFERENCE in md
+    r = cli("bias", "--pair", "he,she", "--model", f"{bias_data}/she.py:clf", "--data", str(bias_data / "data.tsv"),
+            "--k", "1", "--mlm", str(bias_data / "mlm"), "--kappa", "3", "--delta", "1e9", "--max-sources", "12",
+            "--control", "these,those", "--output", str(out_file), "--resume")
+    assert r.exit_code == 2 and "controls" in r.output, r.output
+
+
+@pytest.mark.parametrize("control, message", [
+    ("he,it", "shares a word with the pair"),
+    ("this,him", "is itself protected"),
+    ("this", "is not a word pair"),
+])
+def test_a_bad_control_is_one_line(bias_data, cli, control, message):
+    r = cli("bias", "--pair", "he,she", "--model", f"{bias_data}/she.py:clf", "--data", str(bias_data / "data.tsv"),
+            "--k", "0", "--control", control)
+    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output
+
+
+def test_auto_controls_are_matched_neutral_words_of_the_same_kind():
+    from textaudit.fairness.controls import control_for, word_class
+    from wordfreq import zipf_frequency
+
+    assert control_for(("he", "she")) == ("this", "that") and word_class("their") == "plural pronoun"
+    assert control_for(("men", "women")) == ("people", "folks")
+    assert word_class("actress") == "person" and word_class("muslim") == "adjective" and word_class("film") is None
+    for pair in (("man", "woman"), ("gay", "straight"), ("john", "mary")):
+        c = control_for(pair)
+        assert abs(sum(zipf_frequency(w, "en") for w in c) - sum(zipf_frequency(w, "en") for w in pair)) / 2 < 1.5
+    from textaudit.errors import TextAuditError
+
+    with pytest.raises(TextAuditError, match="no built-in control for film/movie"):
+        control_for(("film", "movie"))
+
+
+def test_a_suite_bias_section_takes_the_control(bias_data, cli, tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(f'[suite]\ndata = "{bias_data / "data.tsv"}"\noutput_dir = "out"\n[bias]\n'
+                    f'model = "{bias_data}/she.py:clf"\npairs = ["he,she"]\nk = 0\ncontrol = "auto"\n')
+    r = cli("run", str(path), "--json")
+    assert r.exit_code == 0, r.output
+    from textaudit.formats.jsonl import read_header
+
+    assert read_header(tmp_path / "out" / "bias.jsonl")["config"]["controls"] == {"he,she": "this,that"}
+    path.write_text(path.read_text().replace('control = "auto"', 'control = "he,it"'))
+    r = cli("run", str(path))
+    assert r.exit_code == 2 and "shares a word with the pair" in r.output, r.output

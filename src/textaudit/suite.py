@@ -19,6 +19,7 @@ results must meet::
     pairs = ["he,she"]
     k = 1
     max_sources = 30                 # bounds the work: the first 30 sentences of X_p per pair
+    control = "auto"                 # optional: B of a matched neutral pair on the same sentences, and B_p − B_c
 
     [certify]                        # IBP certification
     models = ["cnn-ibp"]
@@ -64,7 +65,7 @@ __all__ = ["Suite", "Check", "load_suite", "run_suite", "check_thresholds"]
 
 SECTIONS = {"suite": {"name", "data", "limit", "output_dir", "report", "seed", "track"},
             "compare": {"models", "methods", "k", "mlm", "margin", "equivalence"},
-            "bias": {"model", "pairs", "k", "mlm", "enumerate_k", "sample", "ci", "max_sources", "limit"},
+            "bias": {"model", "pairs", "k", "mlm", "enumerate_k", "sample", "ci", "max_sources", "limit", "control"},
             "certify": {"models"},
             "replay": {"findings", "model", "baseline", "max_still", "max_regressed", "margin", "equivalence"},
             "thresholds": None}
@@ -96,7 +97,8 @@ SECTION_KEYS: dict[str, dict[str, tuple[str, Callable[[Any], bool]]]] = {
                "max_regressed": _INT(0), "margin": _MARGIN, "equivalence": _BOOL},
     "bias": {"k": _INT(0), "mlm": ("a masked LM name", _NAME), "enumerate_k": _INT(0), "sample": _INT(2),
              "max_sources": _INT(1), "limit": _INT(1),
-             "ci": ("clustered or bootstrap", lambda v: v in ("clustered", "bootstrap"))},
+             "ci": ("clustered or bootstrap", lambda v: v in ("clustered", "bootstrap")),
+             "control": ("auto or a pair \"w1,w2\" of neutral words", _NAME)},
 }
 
 
@@ -209,6 +211,11 @@ def load_suite(path: str | Path) -> Suite:
 
         for p in spec["bias"]["pairs"]:
             parse_pair(p)
+        if "control" in spec["bias"]:
+            from textaudit.fairness.controls import controls_for
+            from textaudit.perturbations.gender import gender_words
+
+            controls_for([parse_pair(p) for p in spec["bias"]["pairs"]], spec["bias"]["control"], None, gender_words())
     if "certify" in spec:
         from textaudit.models.zoo.names import ROBUST_ARCHS, ZOO_MODELS, parse_name
 
@@ -386,7 +393,14 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
                                  enumerate_k=suite.get("bias", "enumerate_k", 2), sample=suite.get("bias", "sample", 200),
                                  ci=suite.get("bias", "ci", "clustered"))
         path = out / "bias.jsonl"
+        controls = None
+        if suite.get("bias", "control"):
+            from textaudit.fairness.controls import controls_for
+            from textaudit.perturbations.gender import gender_words
+
+            controls = controls_for(pairs, suite.get("bias", "control"), None, gender_words())
         results["bias"] = run_bias(est, pairs, k, list(bias_data["text"]), ids=bias_data["id"], output=path,
+                                   controls=controls,
                                    resume=path.exists(), config={"data": data_id, **({"limit": bias_limit} if bias_limit else {})},
                                    max_sources=suite.get("bias", "max_sources"), progress=progress)
         inputs.append(path)

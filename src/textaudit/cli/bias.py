@@ -44,6 +44,7 @@ from textaudit.data import check_side, data_config, dataset_id, load_dataset, sp
 from textaudit.errors import TextAuditError
 from textaudit.fairness import CounterfactualBias, load_pairs_file, parse_pair, report, run_bias
 from textaudit.fairness.bias import BIAS_COLUMNS, K0_NOTE, bias_rows, small_samples
+from textaudit.fairness.controls import controls_for
 from textaudit.fairness.estimates import CI_METHODS
 from textaudit.fairness.groups import group_pairs
 from textaudit.fairness.pairs import check_some_source
@@ -51,6 +52,7 @@ from textaudit.fairness.plots import plot_bias
 from textaudit.models import load_classifier
 from textaudit.models.batched import PairView
 from textaudit.neighborhoods.mlm import load_mlm
+from textaudit.perturbations.gender import gender_words
 from textaudit.sentence import check_language, guess_language
 
 
@@ -69,6 +71,10 @@ def bias(
         "names: male vs female by rank) or all (every two members).")),
     model: ModelOpt = "lstm",
     compare: Optional[str] = typer.Option(None, "--compare", help="A second model scored on the same sentences."),
+    control: Optional[str] = typer.Option(None, "--control", help=(
+        "A control pair c = w1,w2 of neutral words (or auto: the built-in one for each pair's kind of word, matched in "
+        "frequency): B_c on the same sentences, c swapped where p stands, and B_p − B_c with its interval — how much "
+        "of B is the protected meaning rather than any swap of two such words.")),
     k: int = typer.Option(3, "--k", min=0, help="Largest neighbourhood distance k (B is reported for 0..k)."),
     enumerate_k: int = typer.Option(2, "--enumerate-k", min=0, help="Enumerate Neighbor_k up to this k; sample above it."),
     sample: int = typer.Option(200, "--sample", min=2, help="Uniform draws per source sentence at each sampled k."),
@@ -112,6 +118,7 @@ def bias(
         pairs = [parse_pair(pair)] if pair else load_pairs_file(str(pairs_file))
     if ci not in CI_METHODS:
         raise TextAuditError(f"unknown --ci '{ci}'; use one of {', '.join(CI_METHODS)}")
+    controls = controls_for(pairs, control, blacklists, gender_words()) if control else None
     runner = make_backend(backend, address=address, workers=workers, gpus_per_worker=gpus_per_worker,
                           cpus_per_worker=cpus_per_worker)
     data_id = dataset_id(data, "dev")
@@ -119,7 +126,8 @@ def bias(
     lang = check_language(language or guess_language(mlm))
     part = check_output(output, resume, shard, k=k, enumerate_k=enumerate_k, sample=sample, kappa=kappa, delta=delta, seed=seed,
                  data=data_id, perturb_side=perturb_side if pair_column else None, data_sample=sample_examples,
-                 group=group, group_pairs=group_pairs_mode if group else None)
+                 group=group, group_pairs=group_pairs_mode if group else None,
+                 controls={f"{p[0]},{p[1]}": f"{c[0]},{c[1]}" for p, c in controls.items()} if controls else None)
     ds = load_dataset(data, text_column=text_column, pair_column=pair_column, default_split="dev", limit=limit,
                       sample=sample_examples, seed=seed, require_labels=False)
     texts, contexts = split_sides(ds, perturb_side)
@@ -138,7 +146,7 @@ def bias(
         config.update(group=group, group_pairs=group_pairs_mode)
     results = run_bias(est, pairs, k, texts, ids=ds["id"], compare=other, output=output, resume=resume,
                        filtered=filtered, epsilon=epsilon, max_sources=max_sources, config=config,
-                       shard=part, backend=runner, contexts=contexts, in_flight=in_flight)
+                       shard=part, backend=runner, contexts=contexts, in_flight=in_flight, controls=controls)
     if output:
         notice(f"scored sentence pairs: {output}")
     if plot:
@@ -169,6 +177,6 @@ def bias(
         return
     columns = BIAS_COLUMNS + (["B per class"] if classes else [])
     print_table(f"B_(p,k) on {data}{' (X_filter)' if filtered else ''}, mlm={out['mlm']}", columns,
-                bias_rows(results, classes))
+                bias_rows(results, classes, controls))
     if any(kk == 0 for per_pair in results.values() for by_k in per_pair.values() for kk in by_k):
         typer.echo(K0_NOTE)

@@ -30,6 +30,9 @@ For a protected pair p = (p(1), p(2)) (he/she, actor/actress, …):
   ``--samples N`` f_soft is the sampled frequency.
 * X_filter = {x ∈ X_p : |F_soft(x; p)| < ε} (ε = 0.005): the sentences where the naive k = 0 test
   shows no bias.
+* A control pair c (``controls``, :mod:`textaudit.fairness.controls`): B_{c,k} on the very sentences of
+  Neighbor_k(X_p), c(1) and c(2) swapped at p's position, and B_{p,k} − B_{c,k} with the clustered
+  interval of the per-sentence differences F_p − F_c.
 """
 
 from __future__ import annotations
@@ -54,7 +57,13 @@ from textaudit.runner import ResumableRun
 from textaudit.sentence import Sentence, check_language, restore_case
 from textaudit.shards import Shard
 
-__all__ = ["CounterfactualBias", "run_bias", "estimates_from_records", "report", "bias_rows", "BIAS_COLUMNS"]
+__all__ = ["CounterfactualBias", "ControlShift", "run_bias", "estimates_from_records", "report", "bias_rows",
+           "BIAS_COLUMNS", "CONTROL", "DIFFERENCE"]
+
+#: the name a control pair's scores go under (records, results, tables)
+CONTROL = "control"
+#: the name of B_p − B_control (computed, never written)
+DIFFERENCE = "p − control"
 
 
 class CounterfactualBias:
@@ -263,6 +272,27 @@ class CounterfactualBias:
 
 
 
+class ControlShift(CounterfactualBias):
+    """The estimator's classifier and neighbourhoods with the control pair c of each protected pair p
+    swapped at p's position instead of p: F_c(x) = f_soft(x with c(2)) − f_soft(x with c(1))."""
+
+    def __init__(self, estimator: CounterfactualBias, controls: Mapping[tuple[str, str], tuple[str, str]]):
+        self.__dict__.update(estimator.__dict__)  # the same classifier, masked LM and settings
+        self.controls = {tuple(p): tuple(c) for p, c in controls.items()}
+
+    def check_pair(self, pair: tuple[str, str]) -> None:
+        super().check_pair(self.controls[tuple(pair)])  # type: ignore[arg-type]
+
+    def ask_pair_shift(self, sentences: Sequence[Sentence], position: int | Sequence[int], pair: tuple[str, str],
+                       context: str | Sequence[str | None] | None = None) -> Search:
+        return (yield from super().ask_pair_shift(sentences, position, self.controls[tuple(pair)], context))  # type: ignore[index]
+
+
+def difference_units(main: Sequence[ScoredUnit], control: Sequence[ScoredUnit]) -> list[ScoredUnit]:
+    """Units of F_p − F_c, sentence by sentence (the two lists hold the same units in the same order)."""
+    return [ScoredUnit(u.source, u.k, u.texts, u.distance, u.F - c.F, u.weight) for u, c in zip(main, control)]
+
+
 def _word_vocabulary(classifier: Classifier) -> set[str] | None:
     """The word vocabulary of a zoo word model (None for sub-word or opaque models)."""
     tok = getattr(getattr(classifier, "forward", None), "tokenizer", None)
@@ -343,10 +373,19 @@ def estimates_from_records(records: Sequence[dict], k: int, enumerate_k: int,
     """{model: {pair: {k′: BiasEstimate}}} from the finished units of a results file alone (its
     shards merged, for instance): every unit counts (X_filter is not in the records)."""
     units: dict[str, dict[tuple[str, str], list[ScoredUnit]]] = {}
-    for (_, model), (m, rows) in _finished_units(list(records)).items():
+    finished = _finished_units(list(records))
+    for (_, model), (m, rows) in finished.items():
         # only the id of the source is needed here: aggregate pools F by unit
         src = Source(m["source"], None, -1, bool(rows and rows[0]["reversed"]))  # type: ignore[arg-type]
         units.setdefault(model, {}).setdefault((m["pair"][0], m["pair"][1]), []).append(_read_unit(src, m, rows))
+    if CONTROL in units:  # B_p − B_c over the units both have, sentence by sentence
+        main = next(n for n in units if n != CONTROL)
+        both = [(uid, m) for (uid, m) in finished if m == main and (uid, CONTROL) in finished]
+        for uid, _ in both:
+            marker, rows = finished[(uid, main)]
+            src = Source(marker["source"], None, -1, False)  # type: ignore[arg-type]
+            (d,) = difference_units([_read_unit(src, marker, rows)], [_read_unit(src, *finished[(uid, CONTROL)])])
+            units.setdefault(DIFFERENCE, {}).setdefault((marker["pair"][0], marker["pair"][1]), []).append(d)
     return {model: {pair: aggregate(us, pair, k, enumerate_k, ci) for pair, us in per.items()} for model, per in units.items()}
 
 
@@ -355,7 +394,8 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
              resume: bool = False, filtered: bool = False, epsilon: float = 0.005, max_sources: int | None = None,
              progress: bool = True, config: dict | None = None,
              shard: Shard | None = None, backend: Backend | None = None,
-             contexts: Sequence[str] | None = None, in_flight: int | None = None
+             contexts: Sequence[str] | None = None, in_flight: int | None = None,
+             controls: Mapping[tuple[str, str], tuple[str, str]] | None = None
              ) -> dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]]:
     """Return {model name: {pair: {k′: BiasEstimate}}} for k′ = 0..k over ``texts``.
 
@@ -371,7 +411,9 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
     sentence pairs, the kept text of each of ``texts`` (the estimators' ``side`` says which text of
     the pair ``texts`` are). ``in_flight``: units built and scored at once, their asks merged into one
     forward per step (:mod:`textaudit.engine.scheduler`; default: from the device); the scored
-    sentences do not depend on it.
+    sentences do not depend on it. ``controls``: ``{pair: control pair}``: B of each pair's control on
+    the same sentences (under :data:`CONTROL`) and B_p − B_c (under :data:`DIFFERENCE`; see the module
+    docstring).
     """
     if len(texts) == 0:
         raise TextAuditError("no sentences to measure bias on (empty dataset)")
@@ -382,8 +424,11 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
     ids = list(ids) if ids is not None else [str(i) for i in range(len(texts))]
     scorers = [estimator] + ([compare] if compare is not None else [])
     names = [getattr(s.classifier, "name", f"model{i}") for i, s in enumerate(scorers)]
-    if len(set(names)) < len(names):
+    if len(set(names)) < len(names) or CONTROL in names:
         names = [f"{n}#{i}" for i, n in enumerate(names)]
+    if controls:
+        scorers.append(ControlShift(estimator, controls))
+        names.append(CONTROL)
     plans = []
     estimator.skipped_pairs = []  # several pairs (a group, a pairs file): those the data or a model cannot measure
     for pair in pairs:
@@ -398,8 +443,11 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
             continue
         sources = sources[:max_sources] if max_sources is not None else sources
         if filtered:
-            # X_filter is each model's own: the sentences where *its* naive k = 0 test shows no bias
-            keep = {n: sc.filter_sources(sources, pair, epsilon) for n, sc in zip(names, scorers)}
+            # X_filter is each model's own: the sentences where *its* naive k = 0 test shows no bias; the control
+            # is measured where the model's own X_filter is
+            keep = {n: sc.filter_sources(sources, pair, epsilon) for n, sc in zip(names, scorers) if n != CONTROL}
+            if controls:
+                keep[CONTROL] = keep[names[0]]
             used = {s.id for ks in keep.values() for s in ks}
             sources = [s for s in sources if s.id in used]
         else:
@@ -423,6 +471,8 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
         settings["perturb_side"] = estimator.side
     if compare is not None:
         settings.update(compare=compare.config()["model"], compare_fingerprint=compare.config()["model_fingerprint"])
+    if controls:
+        settings["controls"] = {f"{p[0]},{p[1]}": f"{c[0]},{c[1]}" for p, c in controls.items()}
     with ResumableRun(output, resume=resume, id_key="unit_done", keep=False, progress=progress, command="bias",
                       config=settings, shard=shard) as run:
         previous = _finished_units(run.previous)
@@ -461,6 +511,11 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
                     marker["context"] = src.context  # the kept text of the pair, verbatim
                 run.write(*rows, marker)
             run.show(pair="/".join(pair))
+    if controls:
+        names.append(DIFFERENCE)
+        for pair, _, keep_ids in plans:
+            units[(pair, DIFFERENCE)] = difference_units(units[(pair, names[0])], units[(pair, CONTROL)])
+            keep_ids[DIFFERENCE] = keep_ids[names[0]]
     return {n: {pair: aggregate([u for u in units[(pair, n)] if u.source.id in keep_ids[n]], pair, k,
                                 estimator.enumerate_k, estimator.ci)
                 for pair, _, keep_ids in plans}
@@ -470,7 +525,7 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
 def report(results: dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]]) -> dict:
     """The ``--json`` object: ``{"model", "pairs": [{"pair", "by_k": {"0": {...}}}], "compare"?}``; with no
     results (a run stopped before it scored its first sentence pair), ``{"model": None, "pairs": [], "note"}``."""
-    names = list(results)
+    names = [n for n in results if n not in (CONTROL, DIFFERENCE)]
     if not names:
         return {"model": None, "pairs": [], "note": NOTHING_SCORED}
 
@@ -481,6 +536,9 @@ def report(results: dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]]) -
     out = one(names[0])
     if len(names) > 1:
         out["compare"] = one(names[1])
+    if CONTROL in results:  # {"pairs": [...]} each: the control's B on the pair's sentences, and B_p − B_c
+        out["control"] = {"pairs": one(CONTROL)["pairs"]}
+        out["control_difference"] = {"pairs": one(DIFFERENCE)["pairs"]}
     return out
 
 
@@ -514,14 +572,22 @@ K0_NOTE = ("k = 0: the source sentences themselves, with only the pair's word sw
 BIAS_COLUMNS = ["model", "pair", "k", "B", "95% CI", "sentences", "sources", "CI excludes 0"]
 
 
-def bias_rows(results: dict, classes: Sequence[str] | None = None) -> list[list]:
+def bias_rows(results: dict, classes: Sequence[str] | None = None,
+              controls: Mapping[tuple[str, str], tuple[str, str]] | None = None) -> list[list]:
     """The table rows of ``{model: {pair: {k: BiasEstimate}}}``; with ``classes`` (C > 2) a last column
-    of the per-class mean shifts (B is then their L1 norm)."""
+    of the per-class mean shifts (B is then their L1 norm); ``controls``: the pair column of a control
+    row names its control pair."""
     def per_class(e) -> list:
         if not classes or e.per_class is None:
             return []
         return [" ".join(f"{c}:{v:+.4f}" for c, v in zip(classes, e.per_class))]
 
-    return [[name, f"{p[0]}→{p[1]}", kk, f"{e.B:+.5f}", f"[{e.ci95[0]:+.5f}, {e.ci95[1]:+.5f}]", int(e.n), e.sources,
+    def label(name: str, p: tuple[str, str]) -> str:
+        c = (controls or {}).get(tuple(p))  # type: ignore[arg-type]
+        if name == CONTROL and c:
+            return f"{c[0]}→{c[1]} (control of {p[0]}→{p[1]})"
+        return f"{p[0]}→{p[1]}" + (f" − {c[0]}→{c[1]}" if name == DIFFERENCE and c else "")
+
+    return [[name, label(name, p), kk, f"{e.B:+.5f}", f"[{e.ci95[0]:+.5f}, {e.ci95[1]:+.5f}]", int(e.n), e.sources,
              "yes" if e.significant else "no"] + per_class(e)
             for name, per_pair in results.items() for p, by_k in per_pair.items() for kk, e in by_k.items()]

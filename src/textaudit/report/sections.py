@@ -189,7 +189,8 @@ def _compare(item: Loaded, n: int, where: str | Path | None = None) -> Section:
 
 # -- bias ------------------------------------------------------------------------------------------
 def _bias(item: Loaded, n: int) -> Section:
-    from textaudit.fairness.bias import BIAS_COLUMNS, bias_rows, estimates_from_records, small_samples
+    from textaudit.fairness.bias import BIAS_COLUMNS, DIFFERENCE, bias_rows, estimates_from_records, small_samples
+    from textaudit.fairness.pairs import parse_pair
     from textaudit.fairness.plots import plot_bias
 
     cfg = item.config
@@ -199,10 +200,12 @@ def _bias(item: Loaded, n: int) -> Section:
                                    "mlm", "data", "seed")))
     labels = cfg.get("labels") or []
     classes = labels if len(labels) > 2 else None  # C > 2: B is the L1 norm of the per-class shifts, shown too
-    sec.tables.append(Table("B_(p,k) with 95% intervals", BIAS_COLUMNS + (["B per class"] if classes else []),
-                            bias_rows(results, classes)))
+    controls = {parse_pair(p): parse_pair(c) for p, c in (cfg.get("controls") or {}).items()}
+    sec.tables.append(Table("B_(p,k) with 95% intervals" + (" (control pairs: B_c on the same sentences, and B_p − B_c)"
+                                                           if controls else ""),
+                            BIAS_COLUMNS + (["B per class"] if classes else []), bias_rows(results, classes, controls)))
     sec.figures, sec.notes = _figures(lambda d: plot_bias(results, d), _bias_title)
-    sec.notes.extend(small_samples(results))  # as audit bias warns: an interval on few sources is rough
+    sec.notes.extend(small_samples({m: r for m, r in results.items() if m != DIFFERENCE}))  # few sources: rough
     if not results:
         from textaudit.fairness.bias import NOTHING_SCORED
 
