@@ -329,3 +329,99 @@ def test_a_suite_bias_section_takes_the_control(bias_data, cli, tmp_path):
     path.write_text(path.read_text().replace('control = "auto"', 'control = "he,it"'))
     r = cli("run", str(path))
     assert r.exit_code == 2 and "shares a word with the pair" in r.output, r.output
+
+
+# -- hit@k on an endpoint that samples its answers ---------------------------------------------------------------
+SAMPLING_PROMPT = ('template = "Review: {text}\\nSentiment:"\n[labels]\nnegative = ["negative"]\npositive = ["positive"]\n'
+                   '[endpoint]\nmodel = "sampler"\n')
+
+
+def _sampling_server():
+    """An OpenAI-compatible completions server without log-probabilities that samples its answer: "positive"
+    with probability 0.3 for a text ending in " b", 0.7 for a text holding "movie", else "negative"; each
+    draw seeded by the request's seed and the text, as a server honouring ``seed`` is."""
+    import random
+    import re
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Sampler(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            prompts = body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
+            choices = []
+            for i, p in enumerate(prompts):
+                text = re.search(r"Review: (.*)\nSentiment:$", p, re.S).group(1)
+                q = 0.3 if text.endswith(" b") else 0.7 if "movie" in text.split() else 0.0
+                draw = random.Random(f"{body.get('seed')}|{text}").random()
+                choices.append({"index": i, "text": " positive" if draw < q else " negative"})
+            blob = json.dumps({"choices": choices}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(blob)))
+            self.end_headers()
+            self.wfile.write(blob)
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Sampler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+@pytest.fixture(scope="module")
+def sampler(tmp_path_factory):
+    srv = _sampling_server()
+    d = tmp_path_factory.mktemp("sampler")
+    (d / "prompt.toml").write_text(SAMPLING_PROMPT)
+    yield f"http://127.0.0.1:{srv.server_address[1]}/v1/completions", d / "prompt.toml"
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_replayed_findings_on_a_sampling_endpoint_give_hit_at_k(planted, sampler, cli, tmp_path):
+    """Each x̃ ⊕ p answers class 1 with probability 0.3: hit@5 = 1 − 0.7⁵ ≈ 0.832 lies in its interval, and each
+    finding's flips are its draws naming class 1."""
+    from textaudit.findings import read_findings
+    from textaudit.formats.jsonl import write_results
+    from textaudit.stats import hit_at_k
+
+    url, prompt = sampler
+    found = [f for f in read_findings([planted / "found.jsonl"])][:150]
+    write_results(tmp_path / "f.jsonl", [{"id": f.id, "status": "success", "method": "so-enum", "text": f.text,
+                                          "label": 0, "vulnerable": f.vulnerable, "vulnerable_patched": f.vulnerable_patched,
+                                          "pair": ["a", "b"], "l0": 0, "seconds": 0.0, "queries": 2} for f in found],
+                  command="attack", config={"method": "so-enum", "model": "x"})
+    r = cli("replay", str(tmp_path / "f.jsonl"), "--model", url, "--prompt-file", str(prompt), "--scores", "labels",
+            "--samples", "20", "--json", "--output", str(tmp_path / "r.jsonl"))
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    s = out["sampled"]
+    assert s["findings"] == 150 and s["draws"] == 20
+    lo, hi = s["hit_at_k_ci95"]["5"]
+    assert lo <= 1 - 0.7 ** 5 <= hi and hi - lo < 0.1
+    lo, hi = s["flip_rate_ci95"]
+    assert lo <= 0.3 <= hi
+    recs = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()[1:]]
+    for x in recs[:20]:  # the flips are the draws of x̃ ⊕ p that name class 1
+        assert x["flips"] == round(x["probs"][1][1] * 20) and x["draws"] == 20
+    assert s["hit_at_k"]["5"] == pytest.approx(np.mean([hit_at_k(20, x["flips"], 5) for x in recs]), abs=1e-4)
+    assert s["hit_at_k"]["20"] > s["hit_at_k"]["5"] > s["hit_at_k"]["1"] == pytest.approx(s["flip_rate"], abs=1e-4)
+
+
+def test_an_attack_on_a_sampling_endpoint_states_hit_at_k_of_its_findings(bias_data, sampler, cli, tmp_path):
+    url, prompt = sampler
+    (tmp_path / "d.tsv").write_text("label\ttext\n" + "".join(f"0\tthe film was {a} .\n" for a in ADJ[:4]))
+    (tmp_path / "pairs.txt").write_text("film,movie\n")
+    r = cli("attack", "--model", url, "--prompt-file", str(prompt), "--scores", "labels", "--samples", "10",
+            "--data", str(tmp_path / "d.tsv"), "--method", "so-enum", "--k", "1", "--mlm", str(bias_data / "mlm"),
+            "--pairs-file", str(tmp_path / "pairs.txt"), "--no-ppl", "--json", "--output", str(tmp_path / "a.jsonl"))
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    recs = [json.loads(x) for x in (tmp_path / "a.jsonl").read_text().splitlines()[1:]]
+    wins = [x for x in recs if x["status"] == "success"]
+    assert len(wins) == out["success"] > 0 and all(x["draws"] == 10 and 5 < x["flips"] <= 10 for x in wins)
+    from textaudit.stats import hit_rates
+
+    assert out["sampled"] == hit_rates([x["flips"] for x in wins], 10)

@@ -10,6 +10,12 @@ exactly those texts — no masked LM, no search — and says of each finding whe
 * first order: **not_applicable** when M misclassifies x itself (or ties on it: there is nothing to
   attack), else **still** when M misclassifies x' (a tie is not a misclassification), else **fixed**.
 
+On an endpoint that samples N answers per text (``--samples N``) each applicable finding also gets
+``flips``: the draws of its changed text (x̃ ⊕ p, or x') naming another class than the reference
+(M's decision on x̃, or the label y), and the summary the mean flip rate and hit@k for k ≤ N with
+intervals (:func:`textaudit.stats.hit_rates`): a finding "fixed" by the majority may still flip in
+some draws.
+
 With a ``baseline`` M0 the same findings are replayed on M0 too and paired: **fixed_by_model** (held
 on M0, fixed on M), **regressed** (fixed on M0, holding again on M — what a release must not ship),
 and McNemar's exact test of "still" on M0 vs M over the findings applicable on both.
@@ -35,7 +41,7 @@ import numpy as np
 from textaudit.errors import TextAuditError
 from textaudit.fairness.replay import BiasFindings, bias_status, estimate_fields, read_bias_findings
 from textaudit.merge import REPLAY_STATUSES as STATUSES
-from textaudit.models.batched import TIE, Classifier, decisions
+from textaudit.models.batched import TIE, Classifier, decisions, flips_in_draws, sampled_draws, unknown_class
 from textaudit.stats import check_margin
 
 __all__ = ["Finding", "BiasFindings", "Replay", "read_findings", "replay", "attack_files", "STATUSES"]
@@ -256,10 +262,14 @@ def replay(findings: str | Path | Sequence[str | Path] | Sequence[Finding | Bias
     status, probs = _statuses(found, clf)
     base_status, base_probs = _statuses(found, base) if base is not None else (None, None)
     records = []
+    draws = sampled_draws(clf)
     for i, (f, s) in enumerate(zip(found, status)):
         texts = (f.vulnerable, f.vulnerable_patched) if f.second_order else (f.text, f.vulnerable)
         rec = {**{k: v for k, v in asdict(f).items() if k != "line"}, "line": f.line,
                "order": "second" if f.second_order else "first", "status": s, "probs": [probs[t] for t in texts]}
+        if draws is not None and s != "not_applicable":  # how often the finding flips over the model's N draws
+            ref = int(np.argmax(probs[texts[0]])) if f.second_order else f.label
+            rec.update(draws=draws, flips=flips_in_draws(probs[texts[1]], ref, unknown_class(clf), draws))
         if f.pair is not None:
             rec["pair"] = list(f.pair)
         if base_status is not None:

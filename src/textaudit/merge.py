@@ -133,6 +133,12 @@ def summarize_replay(records: list[dict], model: str, baseline: str | None = Non
         g[r["status"]] += 1
         g["regressed"] += r.get("baseline_status") == "fixed" and r["status"] == "still"
     out["by_method"] = list(groups.values())
+    sampled = [r for r in records if isinstance(r.get("draws"), int) and isinstance(r.get("flips"), int)]
+    if sampled:  # a sampling endpoint: how often the findings flip over their draws
+        from textaudit.stats import hit_rates
+
+        out["sampled"] = hit_rates([r["flips"] for r in sampled if r["draws"] == sampled[0]["draws"]],
+                                   sampled[0]["draws"])
     if baseline is not None:
         both = [r for r in records if "not_applicable" not in (r["status"], r.get("baseline_status"))]
         test = mcnemar([r["baseline_status"] == "still" for r in both], [r["status"] == "still" for r in both])

@@ -42,8 +42,10 @@ from textaudit.models.batched import (
     PairView,
     as_classifier,
     decisions,
+    flips_in_draws,
     model_scores,
     reduced_precision,
+    sampled_draws,
     unknown_class,
 )
 from textaudit.sentence import Sentence
@@ -283,7 +285,9 @@ class Attack:
             if found is None:
                 res.reason = budget.reason or self.no_result
             else:
-                yield from self._verified(found, goal)
+                draws = yield from self._verified(found, goal)
+                if draws is not None:  # a sampling endpoint: how often the finding flips over its N draws
+                    res.extra.update(draws=draws[0], flips=draws[1])
                 res.status, res.vulnerable, res.vulnerable_prediction = "success", found.sentence.text(), found.prediction
                 res.l0 = len(x0.diff(found.sentence))
                 if goal.patch is not None:
@@ -305,12 +309,15 @@ class Attack:
     def _verified(self, found: Found, goal: Goal) -> Search:
         """Re-score x̃ (and x̃ ⊕ p) once and refuse a success the classifier does not confirm; a
         remote model is asked again at the edge (its cache bypassed), since the endpoint, not our
-        copy of its answers, is what is audited."""
+        copy of its answers, is what is audited. Returns ``(N, flips)`` for an endpoint sampling N
+        answers per text: the draws of the changed text (x̃ ⊕ p; first order, x′) that name another
+        class than the reference (x̃'s; first order, the attacked class c), else None."""
         sents = [found.sentence]
         if goal.patch is not None:
             sents.append(apply_patch(found.sentence, goal.patch))
         remote = getattr(getattr(self.classifier, "classifier", self.classifier), "remote", False)
-        pred = decisions((yield classify(self.classifier, sents, fresh=bool(remote))))
+        probs = yield classify(self.classifier, sents, fresh=bool(remote))
+        pred = decisions(probs)
         if goal.patch is not None:
             ok = pred[0] != pred[1] and (pred[0], pred[1]) == (found.prediction, found.patched_prediction)
         else:
@@ -318,6 +325,11 @@ class Attack:
         if not ok:
             raise TextAuditError(f"post-condition failed: re-scoring the {self.method} answer gives predictions "
                                  f"{pred.tolist()}, which do not confirm the search's {found.prediction}")
+        draws = sampled_draws(self.classifier)
+        if draws is None:
+            return None
+        reference = int(pred[0]) if goal.patch is not None else goal.c
+        return draws, flips_in_draws(probs[-1], reference, unknown_class(self.classifier), draws)
 
 
 def check_budgets(max_queries: int | None, time_budget: float | None) -> None:

@@ -18,7 +18,7 @@ from textaudit.lm import CausalLM, LazyCausalLM
 from textaudit.models.batched import PairView
 from textaudit.runner import ResumableRun
 from textaudit.shards import Shard
-from textaudit.stats import wilson
+from textaudit.stats import hit_rates, wilson
 
 __all__ = ["run_attack", "summarize", "AttackSummary"]
 
@@ -30,7 +30,10 @@ class AttackSummary:
     (and per gold class when there are more than two classes);
     mean ℓ0 of successes;
     median perplexities; seconds of search and of perplexity (SmolLM2, its loading included) and
-    classifier queries per attacked example."""
+    classifier queries per attacked example; on an endpoint that samples N answers per text
+    (``--samples N``), ``sampled``: the successes' mean flip rate over their N draws and hit@k for
+    k ≤ N — the chance that a finding flips in at least one of k draws — with intervals
+    (:func:`textaudit.stats.hit_rates`)."""
 
     def __init__(self, method: str, k: int, classes: Sequence[str] | None = None):
         self.method, self.k = method, k
@@ -46,6 +49,8 @@ class AttackSummary:
         self.ppl_seconds = 0.0
         self.queries = 0
         self.mlm: str | None = None
+        self.flips: list[int] = []  # a sampling endpoint: each success's flipping draws out of self.draws
+        self.draws: int | None = None
 
     def add(self, r: dict) -> None:
         self.n += 1
@@ -59,6 +64,10 @@ class AttackSummary:
                 self.ppl_original.append(r["ppl_original"])
             if r.get("ppl_perturbed") is not None:
                 self.ppl_perturbed.append(r["ppl_perturbed"])
+            if isinstance(r.get("draws"), int) and isinstance(r.get("flips"), int):
+                self.draws = self.draws or r["draws"]
+                if r["draws"] == self.draws:
+                    self.flips.append(r["flips"])
         if status in ("success", "failed") and r.get("label") is not None:
             cell = self.by_class.setdefault(int(r["label"]), [0, 0])
             cell[0] += status == "success"
@@ -93,6 +102,7 @@ class AttackSummary:
             "queries_per_example": round(self.queries / ran, 1) if ran else None,
             "mlm": self.mlm,
             **({"per_class": self.per_class()} if len(self.by_class) > 2 or self.classes and len(self.classes) > 2 else {}),
+            **({"sampled": hit_rates(self.flips, self.draws)} if self.flips and self.draws else {}),
         }
 
     def per_class(self) -> dict[str, dict]:

@@ -493,6 +493,21 @@ def unknown_class(classifier: Classifier) -> int | None:
     return getattr(classifier, "unknown_class", None)
 
 
+def sampled_draws(classifier: Classifier) -> int | None:
+    """N when ``classifier`` answers with the frequencies of N sampled label-only answers (an endpoint with
+    ``--samples N``, N > 1), else None: its probabilities are then counts / N."""
+    inner = getattr(classifier, "classifier", classifier)  # a PairView's model
+    n = getattr(inner, "samples", None)
+    return int(n) if unknown_class(inner) is not None and isinstance(n, int) and n > 1 else None
+
+
+def flips_in_draws(row: Sequence[float], reference: int, unknown: int | None, draws: int) -> int:
+    """How many of ``draws`` sampled answers (``row``: their frequencies) name a known class other than
+    ``reference``: the draws in which a finding flips (an ``unknown`` answer never counts as a flip)."""
+    other = sum(float(p) for c, p in enumerate(row) if c not in (reference, unknown))
+    return int(round(other * draws))
+
+
 def model_scores(classifier: Classifier) -> dict:
     """``{"model_scores": ...}`` for a results header where ``classifier`` says how it was scored (an
     OpenAI-compatible endpoint: log-probabilities, one-hot labels or sampled frequencies), else ``{}``."""
