@@ -425,3 +425,99 @@ def test_an_attack_on_a_sampling_endpoint_states_hit_at_k_of_its_findings(bias_d
     from textaudit.stats import hit_rates
 
     assert out["sampled"] == hit_rates([x["flips"] for x in wins], 10)
+
+
+# -- calibration under perturbation -----------------------------------------------------------------------------
+def test_ece_and_brier_by_hand_and_against_scikit_learn():
+    from sklearn.metrics import brier_score_loss
+
+    from textaudit.stats import calibration
+
+    probs = [[0.9, 0.1], [0.22, 0.78], [0.62, 0.38], [0.3, 0.7]]
+    labels = [0, 1, 1, 1]
+    c = calibration(probs, labels, bins=5)
+    # bin (0.6, 0.8]: 0.78 right, 0.62 wrong, 0.7 right: |2/3 − 0.7| · 3/4; bin (0.8, 1]: 0.9 right: |1 − 0.9| · 1/4
+    assert c["ece"] == pytest.approx(abs(2 / 3 - 0.7) * 3 / 4 + 0.1 / 4, abs=1e-6)
+    assert c["brier"] == pytest.approx((0.02 + 0.0968 + 0.7688 + 0.18) / 4, abs=1e-6)
+    # for two classes the multi-class Brier score is twice scikit-learn's binary one
+    assert c["brier"] == pytest.approx(2 * brier_score_loss(labels, [p[1] for p in probs]), abs=1e-6)
+    assert (c["accuracy"], c["confidence"]) == (0.75, pytest.approx(0.75, abs=1e-6))
+    assert [r["n"] for r in c["reliability"]] == [0, 0, 0, 3, 1]
+
+
+CALIBRATED = '''
+import zlib
+def clf(texts):  # P(positive) = a fixed function of the exact text: the data's labels are drawn from it
+    out = []
+    for t in texts:
+        p = 0.05 + 0.9 * (zlib.crc32(t.encode()) % 1000) / 1000
+        out.append([1 - p, p])
+    return out
+'''
+
+
+@pytest.fixture(scope="module")
+def calibrated(tmp_path_factory):
+    """3,000 texts whose labels are drawn from the planted model's own P(positive): it is calibrated."""
+    import zlib
+
+    d = tmp_path_factory.mktemp("calibrated")
+    (d / "model.py").write_text(CALIBRATED)
+    rng = np.random.default_rng(0)
+    texts = [f"sample number {i} of the planted set" for i in range(3000)]
+    p = np.array([0.05 + 0.9 * (zlib.crc32(t.encode()) % 1000) / 1000 for t in texts])
+    labels = (rng.random(len(texts)) < p).astype(int)
+    (d / "data.tsv").write_text("label\ttext\n" + "".join(f"{y}\t{t}\n" for y, t in zip(labels, texts)))
+    return d
+
+
+def test_a_calibrated_model_has_ece_near_0_and_loses_it_where_the_perturbation_breaks_it(calibrated, cli, tmp_path):
+    """ECE of the calibrated planted model is within its binning error; butter-fingers typos change every text's
+    score (the model reads the exact text) while the label stays: its calibration is lost, and the paired
+    difference's interval says so."""
+    r = cli("evaluate", "--model", f"{calibrated}/model.py:clf", "--data", str(calibrated / "data.tsv"),
+            "--perturbed", "butter_fingers_perturbation", "--bins", "10", "--plot", str(tmp_path / "plots"), "--json")
+    assert r.exit_code == 0, r.output
+    c = json.loads(r.stdout.strip().splitlines()[-1])["calibration"]
+    o = c["original"]
+    # the sampling error of a calibrated model's ECE: Σ_b (n_b / n) · sd(acc_b) with sd = √(conf_b (1 − conf_b) / n_b)
+    binning = sum(b["n"] / o["n"] * math.sqrt(b["confidence"] * (1 - b["confidence"]) / b["n"])
+                  for b in o["reliability"] if b["n"])
+    assert o["ece"] <= 2 * binning and binning < 0.03
+    assert c["changed"] > 2000 and c["perturbed"]["ece"] > 0.15  # typos reach about 3 texts in 4
+    assert c["difference"]["ece_ci95"][0] > 0.1 and c["difference"]["brier_ci95"][0] > 0
+    assert (tmp_path / "plots" / "reliability.png").stat().st_size > 10_000
+    r = cli("evaluate", "--model", f"{calibrated}/model.py:clf", "--data", str(calibrated / "data.tsv"),
+            "--perturbed", "butter_fingers_perturbation", "--limit", "300")
+    assert r.exit_code == 0 and "ECE" in r.output and "Brier score" in r.output, r.output
+
+
+def test_calibration_on_an_attacks_findings_and_on_masked_lm_neighbours(planted, bias_data, cli):
+    r = cli("evaluate", "--model", f"{planted}/base.py:clf", "--data", str(bias_data / "data.tsv"),
+            "--perturbed", str(planted / "found.jsonl"), "--json")
+    assert r.exit_code == 2 and "label" in r.output  # data without labels: evaluate needs them
+    (planted / "labels.tsv").write_text("label\ttext\n0\titem 0 a\n")
+    r = cli("evaluate", "--model", f"{planted}/base.py:clf", "--data", str(planted / "labels.tsv"),
+            "--perturbed", str(planted / "found.jsonl"), "--json")
+    assert r.exit_code == 0, r.output
+    c = json.loads(r.stdout.strip().splitlines()[-1])["calibration"]
+    # 1,000 findings of label 0: every x̃ is answered 0 at 0.8; x̃ ⊕ p is answered 1 at 0.8 for the 500 even ones
+    assert c["n"] == N and c["original"]["accuracy"] == 1.0 and c["perturbed"]["accuracy"] == 0.5
+    assert c["original"]["ece"] == pytest.approx(0.2, abs=1e-6) and c["perturbed"]["ece"] == pytest.approx(0.3, abs=1e-6)
+    from textaudit.robustness.calibration import perturb
+
+    texts = ["he said the film was deep .", "the story was slow ."]
+    a = perturb(texts, "neighbors", seed=3, mlm=str(bias_data / "mlm"))
+    assert a == perturb(list(reversed(texts)), "neighbors", seed=3, mlm=str(bias_data / "mlm"))[::-1]  # per text
+    assert all(len(x.split()) == len(t.split()) and sum(u != v for u, v in zip(x.split(), t.split())) <= 1
+               for x, t in zip(a, texts))
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--perturbed", "nonsense"], "is neither a results file nor a method"),
+    (["--plot", "p"], "--plot draws the reliability diagram of --perturbed"),
+    (["--perturbed", "shuffle_word", "--bins", "0"], "--bins"),
+])
+def test_bad_calibration_options_are_one_line(calibrated, cli, extra, message):
+    r = cli("evaluate", "--model", f"{calibrated}/model.py:clf", "--data", str(calibrated / "data.tsv"), *extra)
+    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output

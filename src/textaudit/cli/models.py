@@ -46,6 +46,7 @@ from textaudit.formats.jsonl import write_results
 from textaudit.models import load_classifier
 from textaudit.models.zoo import ARCHS, parse_name, train_model
 from textaudit.models.zoo.names import ROBUST_ARCHS, ZOO_MODELS
+from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.neighborhoods.train_mlm import TrainMLMConfig, default_out
 from textaudit.neighborhoods.train_mlm import train as train_minilm_mlm
 from textaudit.stats import wilson
@@ -127,11 +128,28 @@ def evaluate(
     pair_column: PairColumnOpt = None,
     limit: LimitOpt = None,
     sample: SampleOpt = None,
+    perturbed: Optional[str] = typer.Option(None, "--perturbed", help=(
+        "Calibration under perturbation: METHOD (neighbors: a masked-LM neighbour one word away; or a noise "
+        "perturbation: whitespace_perturbation, butter_fingers_perturbation, …) or FILE (an audit attack results "
+        "file: each finding's original beside its vulnerable example). ECE, Brier score and mean confidence on the "
+        "originals and the perturbed texts, paired, with 95% intervals; the perturbed text keeps the original's label.")),
+    bins: int = typer.Option(10, "--bins", min=1, help="With --perturbed: the equal-width confidence bins of the ECE."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="With --perturbed: a directory for the reliability diagram."),
+    mlm: MlmOpt = None,
     seed: SeedOpt = 0,
     json_out: JsonOpt = False,
 ) -> None:
-    """Report a model's accuracy on a labelled dataset (overall and per class, with Wilson intervals)."""
+    """Report a model's accuracy on a labelled dataset (overall and per class, with Wilson intervals); with
+    --perturbed, its calibration on the originals and on perturbed versions of them."""
 
+    if perturbed is None and plot is not None:
+        raise TextAuditError("--plot draws the reliability diagram of --perturbed: give --perturbed METHOD|FILE too")
+    if perturbed is not None and not Path(perturbed).exists():
+        from textaudit.robustness.calibration import perturbation_methods
+
+        if perturbed not in perturbation_methods():
+            raise TextAuditError(f"--perturbed {perturbed!r} is neither a results file nor a method; use a file of audit "
+                                 f"attack --output or one of {', '.join(perturbation_methods())}")
     ds = load_dataset(data, text_column=text_column, label_column=label_column, pair_column=pair_column,
                       default_split="dev", limit=limit, sample=sample, seed=seed)
     clf = load_classifier(model)
@@ -152,11 +170,15 @@ def evaluate(
     if collapsed:
         notice(collapsed)
         extra["warnings"] = [collapsed]
+    if perturbed is not None:
+        extra["calibration"] = _calibration(clf, ds, perturbed, bins, plot, mlm, seed)
     out = finished({"model": clf.name, "data": data, "accuracy": round(acc, 4), "accuracy_ci95": list(ci or ()),
                     "n": len(ds), "labels": classes, "per_class": per_class, **extra})
     if json_out:
         emit_json(out)
         return
+    if perturbed is not None:
+        print_calibration(out["calibration"])
     print_table(f"accuracy of {clf.name}", ["model", "data", "n", "accuracy", "95% CI"],
                 [[clf.name, data, len(ds), f"{acc:.4f}", format_ci(ci)]])
     if "scores" in extra:
@@ -167,6 +189,46 @@ def evaluate(
         print_table("per class (recall)", ["class", "n", "accuracy", "95% CI"],
                     [[r["class"], r["n"], f"{r['accuracy']:.4f}", format_ci(tuple(r["accuracy_ci95"]) or None)]
                      for r in per_class])
+
+
+def _calibration(clf, ds, perturbed: str, bins: int, plot: Path | None, mlm: str | None, seed: int) -> dict:
+    """``evaluate --perturbed``: the originals and their perturbed versions (a method's, or a results file's
+    findings), scored and compared (:func:`textaudit.robustness.calibration.calibration_under_perturbation`)."""
+    from textaudit.robustness.calibration import calibration_under_perturbation, perturb, plot_reliability
+
+    if pairs_of(ds) is not None:
+        raise TextAuditError("--perturbed takes single texts for now, not sentence pairs")
+    if Path(perturbed).exists():
+        from textaudit.findings import read_findings
+
+        found = [f for f in read_findings([perturbed], bias=False) if f.label is not None]
+        texts, labels = [f.text for f in found], [f.label for f in found]
+        changed = [f.vulnerable_patched or f.vulnerable for f in found]
+        source = f"the findings of {perturbed} (x beside x' or x̃ ⊕ p)"
+    else:
+        texts, labels = list(ds["text"]), list(ds["label"])
+        changed = perturb(texts, perturbed, seed=seed, mlm=mlm)
+        source = f"{perturbed} of each text (seed {seed})"
+    res = calibration_under_perturbation(clf, texts, changed, labels, bins, seed)
+    res["perturbed_by"] = source
+    if plot is not None:
+        path = plot_reliability(res, Path(plot) / "reliability.png", f"{clf.name}: originals vs {perturbed}")
+        notice(f"plot: {path}")
+    return res
+
+
+#: the rows of the calibration table: metric key, shown name
+CALIBRATION_METRICS = (("ece", "ECE"), ("brier", "Brier score"), ("confidence", "mean confidence"), ("accuracy", "accuracy"))
+
+
+def print_calibration(res: dict) -> None:
+    """The calibration table: each metric on the originals, on the perturbed texts, and their difference."""
+    o, p, d = res["original"], res["perturbed"], res["difference"]
+    print_table(f"calibration on {res['n']} originals and {res['perturbed_by']} ({res['bins']} bins; 95% CI; "
+                "difference: perturbed − original, paired)", ["metric", "original", "95% CI", "perturbed", "95% CI",
+                                                             "difference", "95% CI"],
+                [[name, f"{o[k]:.4f}", format_ci(o[f"{k}_ci95"]), f"{p[k]:.4f}", format_ci(p[f"{k}_ci95"]),
+                  f"{d[k]:+.4f}", format_ci(d[f"{k}_ci95"])] for k, name in CALIBRATION_METRICS])
 
 
 @app.command(cls=AuditCommand)
@@ -296,7 +358,6 @@ def _certify_safer(model: str, data: str, limit, output, resume: bool, samples: 
     builder = None
     if k:
         from textaudit.neighborhoods.builder import NeighborhoodBuilder
-        from textaudit.neighborhoods.mlm import load_mlm
 
         builder = NeighborhoodBuilder(load_mlm(mlm), seed=seed)
     # RanMASK draws no synonyms: its sets serve only the second-order view's patches
