@@ -408,6 +408,9 @@ def test_replayed_findings_on_a_sampling_endpoint_give_hit_at_k(planted, sampler
         assert x["flips"] == round(x["probs"][1][1] * 20) and x["draws"] == 20
     assert s["hit_at_k"]["5"] == pytest.approx(np.mean([hit_at_k(20, x["flips"], 5) for x in recs]), abs=1e-4)
     assert s["hit_at_k"]["20"] > s["hit_at_k"]["5"] > s["hit_at_k"]["1"] == pytest.approx(s["flip_rate"], abs=1e-4)
+    r = cli("replay", str(tmp_path / "f.jsonl"), "--model", url, "--prompt-file", str(prompt), "--scores", "labels",
+            "--samples", "20")
+    assert r.exit_code == 0 and "hit@5" in r.output and f"{s['hit_at_k']['5']}" in r.output, r.output
 
 
 def test_an_attack_on_a_sampling_endpoint_states_hit_at_k_of_its_findings(bias_data, sampler, cli, tmp_path):
@@ -515,9 +518,33 @@ def test_calibration_on_an_attacks_findings_and_on_masked_lm_neighbours(planted,
 
 @pytest.mark.parametrize("extra, message", [
     (["--perturbed", "nonsense"], "is neither a results file nor a method"),
-    (["--plot", "p"], "--plot draws the reliability diagram of --perturbed"),
+    (["--plot", "p"], "--plot is for the calibration of --perturbed"),
     (["--perturbed", "shuffle_word", "--bins", "0"], "--bins"),
 ])
 def test_bad_calibration_options_are_one_line(calibrated, cli, extra, message):
     r = cli("evaluate", "--model", f"{calibrated}/model.py:clf", "--data", str(calibrated / "data.tsv"), *extra)
     assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output
+
+
+def test_calibration_records_read_back_and_drawn_in_the_report(calibrated, cli, tmp_path):
+    out_file = tmp_path / "cal.jsonl"
+    args = ["evaluate", "--model", f"{calibrated}/model.py:clf", "--data", str(calibrated / "data.tsv"),
+            "--perturbed", "random_upper_transformation", "--limit", "400"]
+    r = cli(*args, "--output", str(out_file), "--json")
+    assert r.exit_code == 0, r.output
+    c = json.loads(r.stdout.strip().splitlines()[-1])["calibration"]
+    from textaudit.results import load
+
+    back = load(out_file).summary()
+    assert {k: back[k] for k in ("original", "perturbed", "difference", "n", "changed")} == \
+        {k: c[k] for k in ("original", "perturbed", "difference", "n", "changed")}
+    r = cli("report", str(out_file), "--out", str(tmp_path / "r.html"))
+    assert r.exit_code == 0, r.output
+    page = (tmp_path / "r.html").read_text()
+    assert "Calibration of model.py:clf under perturbation" in page and "Reliability diagram" in page
+    assert page.count("data:image/png;base64") >= 1 and f"{c['perturbed']['ece']:.4f}" in page
+    r = cli(*args, "--output", str(out_file))
+    assert r.exit_code == 2 and "Traceback" not in r.output  # never over a results file
+    r = cli("evaluate", "--model", f"{calibrated}/model.py:clf", "--data", str(calibrated / "data.tsv"),
+            "--output", str(tmp_path / "x.jsonl"))
+    assert r.exit_code == 2 and "--output is for the calibration of --perturbed" in r.output, r.output

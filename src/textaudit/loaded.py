@@ -86,7 +86,7 @@ class Results:
 
             if cfg.get("method") not in SMOOTHING:  # IBP: one record per model
                 return {r["id"]: {k: v for k, v in r.items() if k != "id"} for r in self.records}
-        if self.command in ("attack", "bias", "learnability", "perturbscore build", "replay", "certify"):
+        if self.command in ("attack", "bias", "learnability", "perturbscore build", "replay", "certify", "evaluate"):
             from textaudit.merge import summarize_records
 
             return summarize_records({"command": self.command, "config": cfg}, self.records)

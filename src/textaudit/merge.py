@@ -92,6 +92,11 @@ def summarize_records(header: dict, records: list[dict]) -> dict[str, Any]:
         if config.get("method") not in SMOOTHING:
             raise TextAuditError("an IBP certification has one record per model: there is nothing to merge")
         return {**summarize_certify(records, config["method"]), "model": config.get("model")}
+    if command == "evaluate":
+        from textaudit.robustness.calibration import summarize_calibration
+
+        return {"model": config.get("model"), "perturbed_by": config.get("perturbed_by"),
+                **summarize_calibration(records, int(config.get("bins", 10)), int(config.get("seed", 0)))}
     if command == "replay":
         return summarize_replay(records, str(config.get("model")), config.get("baseline"), config.get("margin"))
     if command == "perturbscore build":

@@ -519,3 +519,13 @@ def print_margins(rate: str, tests: list[tuple[str, str, dict]]) -> None:
                   "yes" if t["non_inferior"] else "no", "yes" if t["equivalent"] else "no"] for m, b, t in tests])
     for m, b, t in tests:
         typer.echo(f"{m} vs {b}: {t['verdict']} ({t['harmful']} harmful, {t['beneficial']} beneficial flips)")
+
+
+def print_sampled(sampled: dict, what: str = "findings") -> None:
+    """hit@k of findings on an endpoint that samples N answers per text: the mean flip rate and hit@k for
+    k ≤ N with their intervals (:func:`textaudit.stats.hit_rates`)."""
+    ks = list(sampled["hit_at_k"])
+    rows = [["flip rate", sampled["flip_rate"], format_ci(sampled["flip_rate_ci95"])]]
+    rows += [[f"hit@{k}", sampled["hit_at_k"][k], format_ci(sampled["hit_at_k_ci95"][k])] for k in ks]
+    print_table(f"{sampled['findings']} {what} over {sampled['draws']} sampled answers each: hit@k = the chance that at "
+                f"least one of k draws flips ({sampled['ci_method']})", ["", "mean", "95% CI"], rows)

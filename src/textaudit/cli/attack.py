@@ -40,6 +40,7 @@ from textaudit.cli.app import (
     conclude,
     format_ci,
     notice,
+    print_sampled,
     print_table,
     store_fields,
     with_model_options,
@@ -200,6 +201,7 @@ def attack(
     if conclude(summary, output, json_out):
         return
     per_class = summary.pop("per_class", None)
+    sampled = summary.pop("sampled", None)
     rows = [[key, "-" if v is None else v] for key, v in summary.items()]
     title = f"{summary['method']} on {clf.name} ({f'k={atk.k}, ' if atk.k else ''}{data})"
     print_table(title, ["metric", "value"], rows)
@@ -207,6 +209,8 @@ def attack(
         print_table("per gold class", ["class", "attacked", "success", "success rate", "95% CI"],
                     [[c, v["attacked"], v["success"], v["success_rate"], format_ci(tuple(v["success_rate_ci95"] or ()) or None)]
                      for c, v in per_class.items()])
+    if sampled:
+        print_sampled(sampled)
     show_examples(records, clf.labels)
 
 

@@ -42,6 +42,7 @@ from textaudit.cli.app import (
 )
 from textaudit.data import align_labels, as_pairs, check_labels, dataset_id, load_dataset, pairs_of
 from textaudit.errors import TextAuditError
+from textaudit.formats.jsonl import check_output as results_check_output
 from textaudit.formats.jsonl import write_results
 from textaudit.models import load_classifier
 from textaudit.models.zoo import ARCHS, parse_name, train_model
@@ -135,6 +136,7 @@ def evaluate(
         "originals and the perturbed texts, paired, with 95% intervals; the perturbed text keeps the original's label.")),
     bins: int = typer.Option(10, "--bins", min=1, help="With --perturbed: the equal-width confidence bins of the ECE."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="With --perturbed: a directory for the reliability diagram."),
+    output: OutputOpt = None,
     mlm: MlmOpt = None,
     seed: SeedOpt = 0,
     json_out: JsonOpt = False,
@@ -142,8 +144,11 @@ def evaluate(
     """Report a model's accuracy on a labelled dataset (overall and per class, with Wilson intervals); with
     --perturbed, its calibration on the originals and on perturbed versions of them."""
 
-    if perturbed is None and plot is not None:
-        raise TextAuditError("--plot draws the reliability diagram of --perturbed: give --perturbed METHOD|FILE too")
+    if perturbed is None and (plot is not None or output is not None):
+        raise TextAuditError(f"--{'plot' if plot is not None else 'output'} is for the calibration of --perturbed: give "
+                             "--perturbed METHOD|FILE too")
+    if output is not None:
+        results_check_output(output, None)  # never over a file: refused before anything runs
     if perturbed is not None and not Path(perturbed).exists():
         from textaudit.robustness.calibration import perturbation_methods
 
@@ -171,9 +176,9 @@ def evaluate(
         notice(collapsed)
         extra["warnings"] = [collapsed]
     if perturbed is not None:
-        extra["calibration"] = _calibration(clf, ds, perturbed, bins, plot, mlm, seed)
+        extra["calibration"] = _calibration(clf, ds, perturbed, bins, plot, mlm, seed, output, dataset_id(data, "dev"))
     out = finished({"model": clf.name, "data": data, "accuracy": round(acc, 4), "accuracy_ci95": list(ci or ()),
-                    "n": len(ds), "labels": classes, "per_class": per_class, **extra})
+                    "n": len(ds), "labels": classes, "per_class": per_class, **extra}, [output])
     if json_out:
         emit_json(out)
         return
@@ -191,9 +196,11 @@ def evaluate(
                      for r in per_class])
 
 
-def _calibration(clf, ds, perturbed: str, bins: int, plot: Path | None, mlm: str | None, seed: int) -> dict:
+def _calibration(clf, ds, perturbed: str, bins: int, plot: Path | None, mlm: str | None, seed: int,
+                 output: Path | None, data_id: str) -> dict:
     """``evaluate --perturbed``: the originals and their perturbed versions (a method's, or a results file's
-    findings), scored and compared (:func:`textaudit.robustness.calibration.calibration_under_perturbation`)."""
+    findings), scored and compared (:func:`textaudit.robustness.calibration.calibration_under_perturbation`);
+    ``output``: their records as a results file (``audit report`` draws its reliability diagram)."""
     from textaudit.robustness.calibration import calibration_under_perturbation, perturb, plot_reliability
 
     if pairs_of(ds) is not None:
@@ -202,33 +209,32 @@ def _calibration(clf, ds, perturbed: str, bins: int, plot: Path | None, mlm: str
         from textaudit.findings import read_findings
 
         found = [f for f in read_findings([perturbed], bias=False) if f.label is not None]
-        texts, labels = [f.text for f in found], [f.label for f in found]
+        texts, labels, ids = [f.text for f in found], [f.label for f in found], [f.id for f in found]
         changed = [f.vulnerable_patched or f.vulnerable for f in found]
-        source = f"the findings of {perturbed} (x beside x' or x̃ ⊕ p)"
+        source = f"the findings of {Path(perturbed).name} (x beside x' or x̃ ⊕ p)"
     else:
-        texts, labels = list(ds["text"]), list(ds["label"])
+        texts, labels, ids = list(ds["text"]), list(ds["label"]), list(ds["id"])
         changed = perturb(texts, perturbed, seed=seed, mlm=mlm)
         source = f"{perturbed} of each text (seed {seed})"
-    res = calibration_under_perturbation(clf, texts, changed, labels, bins, seed)
+    res, records = calibration_under_perturbation(clf, texts, changed, labels, bins, seed, ids)
     res["perturbed_by"] = source
+    if output is not None:
+        write_results(output, records, command="evaluate", config={
+            "model": clf.name, "model_fingerprint": getattr(clf, "fingerprint", None), "data": data_id,
+            "perturbed": perturbed, "perturbed_by": source, "bins": bins, "seed": seed})
+        notice(f"calibration records: {output}")
     if plot is not None:
         path = plot_reliability(res, Path(plot) / "reliability.png", f"{clf.name}: originals vs {perturbed}")
         notice(f"plot: {path}")
     return res
 
 
-#: the rows of the calibration table: metric key, shown name
-CALIBRATION_METRICS = (("ece", "ECE"), ("brier", "Brier score"), ("confidence", "mean confidence"), ("accuracy", "accuracy"))
-
-
 def print_calibration(res: dict) -> None:
     """The calibration table: each metric on the originals, on the perturbed texts, and their difference."""
-    o, p, d = res["original"], res["perturbed"], res["difference"]
+    from textaudit.robustness.calibration import CALIBRATION_COLUMNS, calibration_rows
+
     print_table(f"calibration on {res['n']} originals and {res['perturbed_by']} ({res['bins']} bins; 95% CI; "
-                "difference: perturbed − original, paired)", ["metric", "original", "95% CI", "perturbed", "95% CI",
-                                                             "difference", "95% CI"],
-                [[name, f"{o[k]:.4f}", format_ci(o[f"{k}_ci95"]), f"{p[k]:.4f}", format_ci(p[f"{k}_ci95"]),
-                  f"{d[k]:+.4f}", format_ci(d[f"{k}_ci95"])] for k, name in CALIBRATION_METRICS])
+                "difference: perturbed − original, paired)", CALIBRATION_COLUMNS, calibration_rows(res))
 
 
 @app.command(cls=AuditCommand)

@@ -16,6 +16,7 @@ from textaudit.cli.app import (
     finished,
     notice,
     print_margins,
+    print_sampled,
     print_table,
     with_model_options,
     with_track_option,
@@ -78,6 +79,8 @@ def replay(
         title += (f"; vs {out['baseline']}: {out['fixed_by_model']} fixed, {out['regressed']} regressed, "
                   f"McNemar p = {out['mcnemar_p']:.4g}")
     print_table(title, COLUMNS, rows)
+    if "sampled" in out:
+        print_sampled(out["sampled"], "applicable findings")
     if "non_inferiority" in out:
         print_margins("still-rate", [(out["model"], out["baseline"], out["non_inferiority"])])
     bias = [r for r in result.records if r.get("order") == "bias"]

@@ -23,7 +23,8 @@ from textaudit.formats.jsonl import check_results, read_header, read_jsonl
 __all__ = ["Loaded", "load_inputs", "KINDS"]
 
 #: the commands whose results a report shows, in the order of its sections
-KINDS = ("harden", "replay", "compare", "attack", "bias", "wordorder", "certify", "learnability", "perturbscore build")
+KINDS = ("harden", "replay", "compare", "attack", "bias", "wordorder", "certify", "evaluate", "learnability",
+         "perturbscore build")
 
 
 @dataclass
@@ -61,7 +62,8 @@ def _load_file(path: Path) -> Loaded:
     if header is None or header.get("command") not in KINDS:
         what = "has no header record" if header is None else f"was written by '{header.get('command')}'"
         raise TextAuditError(f"{path} {what}; give results files written with --output by attack, bias, wordorder, "
-                             "certify, learnability, perturbscore build or replay, or an audit compare --output-dir")
+                             "certify, evaluate --perturbed, learnability, perturbscore build or replay, or an audit "
+                             "compare --output-dir")
     records = read_jsonl(path)
     check_results(path, header, records)
     return Loaded(header["command"], path, header, records)

@@ -419,9 +419,29 @@ def _replay(item: Loaded, n: int) -> Section:
     return sec
 
 
+def _evaluate(item: Loaded, n: int) -> Section:
+    """Calibration under perturbation: ECE, Brier score and confidence on the originals and the perturbed
+    texts, their paired differences, and the reliability diagram."""
+    from textaudit.merge import summarize_records
+    from textaudit.robustness.calibration import CALIBRATION_COLUMNS, calibration_rows, plot_reliability
+
+    cfg = item.config
+    s = summarize_records(item.header, item.records)
+    sec = Section(f"evaluate-{n}", f"Calibration of {cfg.get('model')} under perturbation", "evaluate",
+                  _settings(item, ("model", "data", "perturbed_by", "bins", "seed")))
+    sec.tables.append(Table(f"{s['n']} originals and {cfg.get('perturbed_by')}: ECE ({s['bins']} bins), Brier score, "
+                            "confidence and accuracy, with 95% intervals (difference: perturbed − original, paired)",
+                            CALIBRATION_COLUMNS, calibration_rows(s)))
+    sec.figures, sec.notes = _figures(lambda d: [plot_reliability(s, Path(d) / "reliability.png",
+                                                                  f"{cfg.get('model')}: originals vs perturbed")],
+                                      lambda p: "Reliability diagram: accuracy against confidence per bin (area: the "
+                                                "bin's share of the examples)")
+    return sec
+
+
 BUILDERS: dict[str, Callable[[Loaded, int], Section]] = {
     "replay": _replay, "harden": _harden, "compare": _compare, "attack": _attack, "bias": _bias, "wordorder": _wordorder,
-    "certify": _certify,
+    "certify": _certify, "evaluate": _evaluate,
     "learnability": _learnability, "perturbscore build": _perturbscore}
 
 
@@ -548,6 +568,13 @@ def headline_rows(items: Sequence[Loaded]) -> list[list[Any]]:
             base = f"; vs {cfg.get('baseline')}: {s['regressed']} regressed" if cfg.get("baseline") else ""
             rows.append(["replay", cfg.get("model"), f"{s['findings']} findings", "–", "–", "–",
                          f"still {s['still']} of {s['still'] + s['fixed']} applicable{base}"])
+        elif item.kind == "evaluate":
+            from textaudit.merge import summarize_records
+
+            c = summarize_records(item.header, item.records)
+            rows.append(["evaluate", cfg.get("model"), f"calibration vs {cfg.get('perturbed')}", "–", cfg.get("data"),
+                         cfg.get("seed"), f"ECE {c['original']['ece']:.4f} → {c['perturbed']['ece']:.4f} (difference "
+                         f"{format_ci(c['difference']['ece_ci95'], 4)})"])
         elif item.kind == "perturbscore build":
             rows.append(["perturbscore", cfg.get("model"), cfg.get("perturbation"), "–", "–", cfg.get("seed"),
                          f"{len(item.records)} tuples"])

@@ -20,9 +20,10 @@ from typing import Sequence
 from textaudit.errors import TextAuditError
 from textaudit.perturbations.noise import NOISE_PERTURBATIONS, get_perturbation
 from textaudit.sentence import Sentence
-from textaudit.stats import paired_calibration
+from textaudit.stats import format_ci, paired_calibration
 
-__all__ = ["NEIGHBORS", "perturbation_methods", "perturb", "calibration_under_perturbation", "plot_reliability"]
+__all__ = ["NEIGHBORS", "perturbation_methods", "perturb", "calibration_under_perturbation", "summarize_calibration",
+           "plot_reliability", "calibration_rows", "CALIBRATION_COLUMNS"]
 
 #: the method that replaces each text by one of its masked-LM neighbours one word away
 NEIGHBORS = "neighbors"
@@ -61,10 +62,12 @@ def perturb(texts: Sequence[str], method: str, *, seed: int = 0, mlm=None, kappa
 
 
 def calibration_under_perturbation(classifier, texts: Sequence, perturbed: Sequence, labels: Sequence[int],
-                                   bins: int = 10, seed: int = 0) -> dict:
-    """ECE, Brier score, mean confidence and accuracy of ``classifier`` on ``texts`` and on ``perturbed``
-    (their perturbed versions, same ``labels``), with the paired differences and their intervals (see the
-    module docstring); one batched call for both sides."""
+                                   bins: int = 10, seed: int = 0, ids: Sequence[str] | None = None
+                                   ) -> tuple[dict, list[dict]]:
+    """``(summary, records)``: ECE, Brier score, mean confidence and accuracy of ``classifier`` on ``texts``
+    and on ``perturbed`` (their perturbed versions, same ``labels``), with the paired differences and their
+    intervals (see the module docstring), and one record per example (both texts, both probability rows,
+    the label); one batched call for both sides."""
     if len(texts) != len(perturbed) or len(texts) != len(labels):
         raise TextAuditError("calibration under perturbation needs one perturbed text and one label per text")
     if not len(texts):
@@ -73,8 +76,17 @@ def calibration_under_perturbation(classifier, texts: Sequence, perturbed: Seque
         raise TextAuditError(f"--bins must be at least 1 (got {bins})")
     probs = classifier.predict_proba(list(texts) + list(perturbed))
     n = len(texts)
-    out = paired_calibration(probs[:n], probs[n:], labels, bins, seed=seed)
-    out["changed"] = sum(a != b for a, b in zip(texts, perturbed))
+    records = [{"id": str(ids[i]) if ids is not None else str(i), "label": int(labels[i]), "text": texts[i],
+                "perturbed": perturbed[i], "probs": [round(float(x), 6) for x in probs[i]],
+                "perturbed_probs": [round(float(x), 6) for x in probs[n + i]]} for i in range(n)]
+    return summarize_calibration(records, bins, seed), records
+
+
+def summarize_calibration(records: Sequence[dict], bins: int = 10, seed: int = 0) -> dict:
+    """The summary of :func:`calibration_under_perturbation` from its records alone (a results file read back)."""
+    out = paired_calibration([r["probs"] for r in records], [r["perturbed_probs"] for r in records],
+                             [r["label"] for r in records], bins, seed=seed)
+    out["changed"] = sum(r["text"] != r["perturbed"] for r in records)
     return out
 
 
@@ -105,3 +117,16 @@ def plot_reliability(result: dict, path: str | Path, title: str = "") -> Path:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+#: the rows of a calibration table: metric key, shown name
+CALIBRATION_METRICS = (("ece", "ECE"), ("brier", "Brier score"), ("confidence", "mean confidence"), ("accuracy", "accuracy"))
+#: its columns (the CLI's and the report's)
+CALIBRATION_COLUMNS = ["metric", "original", "95% CI", "perturbed", "95% CI", "difference", "95% CI"]
+
+
+def calibration_rows(res: dict) -> list[list]:
+    """Each metric on the originals, on the perturbed texts, and their difference, with intervals."""
+    o, p, d = res["original"], res["perturbed"], res["difference"]
+    return [[name, f"{o[k]:.4f}", format_ci(o[f"{k}_ci95"]), f"{p[k]:.4f}", format_ci(p[f"{k}_ci95"]), f"{d[k]:+.4f}",
+             format_ci(d[f"{k}_ci95"])] for k, name in CALIBRATION_METRICS]
