@@ -302,8 +302,9 @@ def test_a_bad_control_is_one_line(bias_data, cli, control, message):
 
 
 def test_auto_controls_are_matched_neutral_words_of_the_same_kind():
-    from textaudit.fairness.controls import control_for, word_class
     from wordfreq import zipf_frequency
+
+    from textaudit.fairness.controls import control_for, word_class
 
     assert control_for(("he", "she")) == ("this", "that") and word_class("their") == "plural pronoun"
     assert control_for(("men", "women")) == ("people", "folks")

@@ -131,26 +131,75 @@ PAPERS: dict[str, str] = {
   booktitle = {Proceedings of the 2019 AAAI/ACM Conference on AI, Ethics, and Society (AIES)},
   year = {2019}
 }""",
+    "newcombe1998paired": """@article{newcombe1998paired,
+  title = {Improved Confidence Intervals for the Difference between Binomial Proportions Based on Paired Data},
+  author = {Newcombe, Robert G.},
+  journal = {Statistics in Medicine},
+  volume = {17},
+  number = {22},
+  pages = {2635--2650},
+  year = {1998}
+}""",
+    "schuirmann1987tost": """@article{schuirmann1987tost,
+  title = {A Comparison of the Two One-Sided Tests Procedure and the Power Approach for Assessing the Equivalence of Average Bioavailability},
+  author = {Schuirmann, Donald J.},
+  journal = {Journal of Pharmacokinetics and Biopharmaceutics},
+  volume = {15},
+  number = {6},
+  pages = {657--680},
+  year = {1987}
+}""",
+    "chen2021codex": """@article{chen2021codex,
+  title = {Evaluating Large Language Models Trained on Code},
+  author = {Chen, Mark and Tworek, Jerry and Jun, Heewoo and Yuan, Qiming and others},
+  journal = {arXiv preprint arXiv:2107.03374},
+  year = {2021}
+}""",
+    "guo2017calibration": """@inproceedings{guo2017calibration,
+  title = {On Calibration of Modern Neural Networks},
+  author = {Guo, Chuan and Pleiss, Geoff and Sun, Yu and Weinberger, Kilian Q.},
+  booktitle = {Proceedings of the 34th International Conference on Machine Learning (ICML)},
+  year = {2017}
+}""",
+    "brier1950verification": """@article{brier1950verification,
+  title = {Verification of Forecasts Expressed in Terms of Probability},
+  author = {Brier, Glenn W.},
+  journal = {Monthly Weather Review},
+  volume = {78},
+  number = {1},
+  pages = {1--3},
+  year = {1950}
+}""",
+    "speer2022wordfreq": """@software{speer2022wordfreq,
+  title = {wordfreq},
+  author = {Speer, Robyn},
+  version = {3.0},
+  year = {2022}
+}""",
 }
 
 _NEIGHBOURHOODS = ["zhang2021double", "wang2020minilm"]
+#: the statistics of paired decisions: non-inferiority and equivalence at a margin (--margin)
+_DECISIONS = ["newcombe1998paired", "schuirmann1987tost"]
 _SST2 = ["socher2013recursive"]
 
 #: Each command and what it implements or reads (after the software itself, which every command cites).
 COMMANDS: dict[str, list[str]] = {
     "attack": [*_NEIGHBOURHOODS, "mrksic2016counter", "alzantot2018generating", "jia2019certified",
-               "garg2020bae", "morris2020textattack", *_SST2],
+               "garg2020bae", "morris2020textattack", "chen2021codex", *_SST2],
     "compare": [*_NEIGHBOURHOODS, "mrksic2016counter", "alzantot2018generating", "jia2019certified",
-                "garg2020bae", *_SST2],
+                "garg2020bae", *_DECISIONS, *_SST2],
     "neighbors": _NEIGHBOURHOODS,
-    "bias": [*_NEIGHBOURHOODS, "zhao2018gender", "ribeiro2020beyond", *_SST2],
+    "replay": [*_DECISIONS, "chen2021codex", "zhang2021double"],
+    "bias": [*_NEIGHBOURHOODS, "zhao2018gender", "ribeiro2020beyond", "speer2022wordfreq", *_SST2],
     "certify": ["jia2019certified", "ye2020safer", "zeng2023ranmask", "cohen2019certified", "mrksic2016counter", *_NEIGHBOURHOODS, *_SST2],
     "train": ["jia2019certified", "zhang2021double", *_SST2],
     "train-mlm": ["wang2020minilm", "hu2022lora", "zhang2021double"],
     "wordorder": ["clouatre2021demystifying", *_SST2],
     "learnability": ["zhang2022interpreting", *_SST2],
     "perturbscore": ["li2023perturbscore", *_SST2],
-    "evaluate": _SST2,
+    "evaluate": ["guo2017calibration", "brier1950verification", *_SST2],
+    "run": [*_DECISIONS, *_NEIGHBOURHOODS],
     # mining = the second-order attacks; adversarial training as TextAttack's; the consistency loss is
     # stability training's (on natural neighbours) and, on protected pairs, counterfactual logit pairing
     "harden": [*_NEIGHBOURHOODS, "morris2020textattack", "zheng2016stability", "garg2019counterfactual",
