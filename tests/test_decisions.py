@@ -549,3 +549,55 @@ def test_calibration_records_read_back_and_drawn_in_the_report(calibrated, cli, 
     r = cli("evaluate", "--model", f"{calibrated}/model.py:clf", "--data", str(calibrated / "data.tsv"),
             "--output", str(tmp_path / "x.jsonl"))
     assert r.exit_code == 2 and "--output is for the calibration of --perturbed" in r.output, r.output
+
+
+def test_a_suite_compare_gate_on_planted_cells(tmp_path):
+    """[compare] margin: each later model's success rate and accuracy against the first model's, at the margin."""
+    from textaudit.attacks.compare import compare_cells
+    from textaudit.suite import check_thresholds, load_suite
+
+    def cell(successes: set[int], wrong: set[int]) -> list[dict]:
+        return [{"id": str(i), "status": "success" if i in successes else "failed", "k": 2, "l0": 1, "seconds": 0.0,
+                 "queries": 1, "label": 1, "prediction": 0 if i in wrong else 1} for i in range(N)]
+
+    base = set(range(0, N, 2))
+    cells = {("a", "so-beam"): cell(base, set()), ("b", "so-beam"): cell(base | REGRESSED, set(range(10)))}
+    for margin, passed in ((0.02, True), (0.005, False)):
+        path = tmp_path / f"s{margin}.toml"
+        path.write_text(f'[compare]\nmodels = ["a", "b"]\nmethods = ["so-beam"]\nmargin = {margin}\n')
+        suite = load_suite(path)
+        results = {"compare": compare_cells(cells, margin=margin)}
+        checks = check_thresholds(suite, results)
+        assert [c.name for c in checks] == ["compare.so-beam.b.vs_a.harm_ci_high", "compare.accuracy.b.vs_a.harm_ci_high"]
+        assert [c.passed for c in checks] == [passed, passed]
+        acc = results["compare"]["accuracy"][0]["non_inferiority"]
+        assert (acc["harm"], acc["harmful"], acc["higher_is_worse"]) == (0.01, 10, False)
+    (tmp_path / "one.toml").write_text('[compare]\nmodels = ["a"]\nmethods = ["so-beam"]\nmargin = 0.02\n')
+    from textaudit.errors import TextAuditError
+
+    with pytest.raises(TextAuditError, match="margin needs two models or more"):
+        load_suite(tmp_path / "one.toml")
+
+
+def test_audit_compare_with_a_margin_prints_both_tests(cli, tmp_path):
+    """A real compare run (Genetic, two plug-in models, four sentences): the success rate and the accuracy of the
+    second model tested against the first's, in --json and in the tables."""
+    from test_report import ROBUST, WEAK
+
+    for name, code in (("weak", WEAK), ("robust", ROBUST)):
+        (tmp_path / f"{name}.py").write_text(code)
+    (tmp_path / "d.tsv").write_text("label\ttext\n" + "".join(
+        f"1\t{t}\n" for t in ("a deep and meaningful film .", "the film is long but good .", "one more film that is deep .",
+                              "a warm and funny film here .")))
+    args = ["compare", "--models", f"{tmp_path}/weak.py:clf,{tmp_path}/robust.py:clf", "--methods", "genetic",
+            "--data", str(tmp_path / "d.tsv"), "--output-dir", str(tmp_path / "cmp"), "--margin", "0.3"]
+    r = cli(*args, "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    (p,) = out["paired"]
+    t = p["non_inferiority"]
+    assert p["a"].startswith(f"{tmp_path}/weak.py") and t["rate_before"] == p["rate_a"] and t["rate_after"] == p["rate_b"]
+    assert t["harm"] == pytest.approx(p["rate_b"] - p["rate_a"], abs=1e-6) and out["accuracy"][0]["non_inferiority"]["n"] == 4
+    r = cli(*args)  # the cells are reused: the tables only
+    assert r.exit_code == 0 and "non-inferiority of the success rate at m = 0.3" in r.output, r.output
+    assert "non-inferiority of the error rate (1 − accuracy)" in r.output

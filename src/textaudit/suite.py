@@ -330,11 +330,14 @@ def _replay_thresholds(suite: Suite) -> list[tuple[str, str, float, Callable[[di
     out = _margin_gates("replay.non_inferiority", suite.get("replay", "margin"), suite.get("replay", "equivalence", False),
                         lambda res: res["replay"].get("non_inferiority"))
     models = suite.get("compare", "models", [])
-    for method in suite.get("compare", "methods", []):
-        for model in models[1:]:
-            out += _margin_gates(f"compare.{method}.{model}.vs_{models[0]}", suite.get("compare", "margin"),
-                                 suite.get("compare", "equivalence", False),
+    margin, equivalence = suite.get("compare", "margin"), suite.get("compare", "equivalence", False)
+    for model in models[1:]:
+        for method in suite.get("compare", "methods", []):
+            out += _margin_gates(f"compare.{method}.{model}.vs_{models[0]}", margin, equivalence,
                                  lambda res, m=model, a=method: _compare_test(res, m, models[0], a))
+        out += _margin_gates(f"compare.accuracy.{model}.vs_{models[0]}", margin, equivalence,
+                             lambda res, m=model: next((t["non_inferiority"] for t in res["compare"].get("accuracy", [])
+                                                        if t["b"] == m), None))
     if suite.get("replay", "max_still") is not None:
         out.append(("replay.still_share_max", "<=", float(suite.get("replay", "max_still")),
                     lambda res: res["replay"]["still_share"]))

@@ -35,7 +35,8 @@ def compare_cells(cells: dict[tuple[str, str], Sequence[dict]], margin: float | 
     the same method (two models) or the same model (two methods), McNemar's exact test on the
     examples both attacked: ``{"a", "b", "n", "only_a", "only_b", "p", "rate_a", "rate_b"}``.
     ``margin``: two models under one method also get ``non_inferiority``: is b's success rate no
-    worse than a's (a: the model named first) by ``margin`` or more (:func:`textaudit.stats.non_inferiority`)."""
+    worse than a's (a: the model named first) by ``margin`` or more (:func:`textaudit.stats.non_inferiority`);
+    and ``accuracy`` holds each later model's accuracy tested against the first model's the same way."""
     from textaudit.attacks.registry import method_spec
     from textaudit.stats import mcnemar, non_inferiority
 
@@ -59,7 +60,31 @@ def compare_cells(cells: dict[tuple[str, str], Sequence[dict]], margin: float | 
                        "rate_a": round(sum(xa) / len(xa), 4), "rate_b": round(sum(xb) / len(xb), 4)})
         if margin is not None and a[0] != b[0]:  # two models, one method: is b no less robust than a?
             paired[-1]["non_inferiority"] = non_inferiority(xa, xb, margin)
-    return {"cells": out_cells, "paired": paired, **({"margin": margin} if margin is not None else {})}
+    out = {"cells": out_cells, "paired": paired}
+    if margin is not None:
+        out.update(margin=margin, accuracy=_accuracy_tests(cells, margin))
+    return out
+
+
+def _accuracy_tests(cells: dict[tuple[str, str], Sequence[dict]], margin: float) -> list[dict]:
+    """Each later model's accuracy against the first model's, non-inferior at ``margin``, on the examples both
+    predicted (a model's prediction of an example is the same in every method's cell)."""
+    from textaudit.stats import non_inferiority
+
+    right: dict[str, dict[str, bool]] = {}
+    for (model, _), records in cells.items():
+        seen = right.setdefault(model, {})
+        for r in records:
+            if r.get("prediction") is not None and r.get("label") is not None:
+                seen.setdefault(r["id"], r["prediction"] == r["label"])
+    models = list(right)
+    out = []
+    for b in models[1:]:
+        both = sorted(set(right[models[0]]) & set(right[b]))
+        if both:
+            out.append({"a": models[0], "b": b, "non_inferiority": non_inferiority(
+                [right[models[0]][i] for i in both], [right[b][i] for i in both], margin, higher_is_worse=False)})
+    return out
 
 
 def cells_from_files(files: Iterable[tuple[dict, Sequence[dict]]]) -> dict[tuple[str, str], list[dict]]:

@@ -512,8 +512,8 @@ def print_margins(rate: str, tests: list[tuple[str, str, dict]]) -> None:
     """The non-inferiority table of ``rate`` (higher is worse) for ``(model, baseline, non_inferiority(...))``
     triples, harm = the model's rate − the baseline's, then each verdict as a sentence."""
     margin = tests[0][2]["margin"]
-    print_table(f"non-inferiority of the {rate} at m = {margin:g} (harm = model − vs; non-inferior when the 90% CI's "
-                "upper end < m, equivalent when it lies within ±m)", MARGIN_COLUMNS,
+    print_table(f"non-inferiority of the {rate} at m = {margin:g} (harm = how much worse the model is than vs; "
+                "non-inferior when the 90% CI's upper end < m, equivalent when it lies within ±m)", MARGIN_COLUMNS,
                 [[m, b, t["n"], f"{t['rate_before']:.4f}", f"{t['rate_after']:.4f}", f"{t['harm']:+.4f}",
                   f"[{t['harm_ci'][0]:+.4f}, {t['harm_ci'][1]:+.4f}]", t["margin"], t["harmful"], t["beneficial"],
                   "yes" if t["non_inferior"] else "no", "yes" if t["equivalent"] else "no"] for m, b, t in tests])

@@ -97,3 +97,5 @@ def print_compare(result: dict) -> None:
     tests = [(p["b"], p["a"], p["non_inferiority"]) for p in result["paired"] if "non_inferiority" in p]
     if tests:
         print_margins("success rate", tests)
+    if result.get("accuracy"):
+        print_margins("error rate (1 − accuracy)", [(t["b"], t["a"], t["non_inferiority"]) for t in result["accuracy"]])
