@@ -555,6 +555,8 @@ def small_samples(results: dict, ci: str = "clustered") -> list[str]:
     their clustered (CLT) interval is rough, and "CI excludes 0" says little there."""
     out = []
     for name, per_pair in results.items():
+        if name in (CONTROL, DIFFERENCE):  # the model's own sources: said once, for the model
+            continue
         for p, by_k in per_pair.items():
             n = min((e.sources for e in by_k.values()), default=0)
             if n < MIN_SOURCES:

@@ -189,7 +189,7 @@ def _compare(item: Loaded, n: int, where: str | Path | None = None) -> Section:
 
 # -- bias ------------------------------------------------------------------------------------------
 def _bias(item: Loaded, n: int) -> Section:
-    from textaudit.fairness.bias import BIAS_COLUMNS, DIFFERENCE, bias_rows, estimates_from_records, small_samples
+    from textaudit.fairness.bias import BIAS_COLUMNS, bias_rows, estimates_from_records, small_samples
     from textaudit.fairness.pairs import parse_pair
     from textaudit.fairness.plots import plot_bias
 
@@ -205,7 +205,7 @@ def _bias(item: Loaded, n: int) -> Section:
                                                            if controls else ""),
                             BIAS_COLUMNS + (["B per class"] if classes else []), bias_rows(results, classes, controls)))
     sec.figures, sec.notes = _figures(lambda d: plot_bias(results, d), _bias_title)
-    sec.notes.extend(small_samples({m: r for m, r in results.items() if m != DIFFERENCE}))  # few sources: rough
+    sec.notes.extend(small_samples(results))  # as audit bias warns: an interval on few sources is rough
     if not results:
         from textaudit.fairness.bias import NOTHING_SCORED
 
