@@ -14,8 +14,10 @@ Where the run goes is MLflow's own business: ``MLFLOW_TRACKING_URI`` (else MLflo
 The audit never depends on the tracker: it is logged after it finished, and a tracker that is down or
 refuses costs one warning — the run's content is then kept beside the first results file
 (``<file>.track.json``) and ``audit track <file>`` logs exactly it later. No secret reaches the
-tracker: URLs lose their user:password@ and query, and the values of the API-key variables are
-replaced by ``***`` in every form :func:`textaudit.models.http.secret_forms` knows.
+tracker: URLs lose their user:password@ and query, and every secret the process knows (the API-key
+and tracker variables', a model URL's credentials: :mod:`textaudit.secrets`) is replaced by ``***`` in
+every form :func:`textaudit.secrets.secret_forms` knows — in params, metric names, tags, the run's name,
+the kept file and the tracker's own error messages.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from textaudit.errors import TextAuditError
+from textaudit.secrets import public_url, redact_obj, register, register_env
+from textaudit.secrets import redact as redact_secrets
 from textaudit.version import __version__
 
 __all__ = ["TRACKERS", "TrackRun", "Target", "check_tracker", "metrics_of", "params_of", "run_of_summary",
@@ -80,7 +84,7 @@ class TrackRun:
     children: list["TrackRun"] = field(default_factory=list)
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return redact_obj(asdict(self))
 
     @classmethod
     def from_json(cls, d: Mapping) -> "TrackRun":
@@ -129,29 +133,22 @@ def metrics_of(summary: Any, prefix: str = "") -> dict[str, float]:
         for i, item in enumerate(summary):
             out.update(metrics_of(item, f"{prefix}.{_label(item, i)}" if prefix else _label(item, i)))
     elif _numbers(summary) and math.isfinite(float(summary)) and prefix:
-        out[_key(prefix)] = float(summary)
+        out[_key(redact(prefix))] = float(summary)  # a metric's name may hold a model's spec
     return out
 
 
 def _secrets(extra_env: Iterable[str] = ()) -> list[str]:
-    """The values of the API-key variables set here, in every form a text may hold them."""
-    from textaudit.models.http import secret_forms
+    """The values of the API-key and tracker variables set here (and of ``extra_env``), made known to
+    :func:`textaudit.secrets.redact`; returned for the callers that list them."""
+    register_env((*KEY_VARIABLES, *extra_env))
+    return [os.environ[n].strip() for n in (*KEY_VARIABLES, *extra_env) if len(os.environ.get(n, "").strip()) >= 4]
 
-    return [f for name in (*KEY_VARIABLES, *extra_env) if len(os.environ.get(name, "").strip()) >= 4
-            for f in secret_forms(os.environ[name].strip())]
 
-
-def redact(value: str, secrets: Sequence[str]) -> str:
-    """``value`` with URLs' user:password@ and query removed and every secret replaced by ``***``."""
-    from textaudit.models.http import public_url
-
-    def url(m: re.Match) -> str:
-        return public_url(m.group(0))
-
-    value = re.sub(r"https?://[^\s\"',]+", url, value)
-    for s in secrets:
-        value = value.replace(s, "***")
-    return value
+def redact(value: str, secrets: Sequence[str] = ()) -> str:
+    """``value`` with URLs' user:password@ and query removed and every known secret (and ``secrets``)
+    replaced by ``***`` (:func:`textaudit.secrets.redact`)."""
+    register(*secrets)
+    return redact_secrets(re.sub(r"https?://[^\s\"',]+", lambda m: public_url(m.group(0)), value))
 
 
 def params_of(config: Mapping[str, Any], secrets: Sequence[str] = ()) -> dict[str, str]:
@@ -263,7 +260,7 @@ def _log(client, run: TrackRun, experiment_id: str, parent: str | None) -> str:
     for i in range(0, max(len(params), len(metrics), 1), BATCH):
         client.log_batch(rid, metrics=metrics[i:i + BATCH], params=params[i:i + BATCH])
     with tempfile.TemporaryDirectory(prefix="textaudit-track-") as tmp:
-        (Path(tmp) / "summary.json").write_text(json.dumps({"metrics": run.metrics, "params": run.params}, indent=1))
+        (Path(tmp) / "summary.json").write_text(json.dumps(redact_obj({"metrics": run.metrics, "params": run.params}), indent=1))
         client.log_artifact(rid, str(Path(tmp) / "summary.json"))
         report = _report(run.artifacts, Path(tmp))
         if report is not None:
@@ -297,7 +294,7 @@ def log_run(run: TrackRun, target: Target) -> str:
         msg = " ".join(str(e).split())
         if any(w in msg for w in ("Max retries exceeded", "Connection refused", "NewConnectionError", "timed out")):
             raise TextAuditError(f"the tracking server at {redact(mlflow.get_tracking_uri(), [])} did not answer") from None
-        raise TextAuditError(f"{type(e).__name__}: {msg[:200]}") from None
+        raise TextAuditError(f"{type(e).__name__}: {redact(msg)[:200]}") from None  # a server may echo a credential
 
 
 def suite_run(name: str, checks: Sequence, config: Mapping[str, Any], inputs: Sequence[Path], report: Path | None

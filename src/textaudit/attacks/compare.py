@@ -19,6 +19,7 @@ from typing import Iterable, Sequence
 from textaudit.attacks.run import summarize
 from textaudit.errors import TextAuditError
 from textaudit.formats.compare import MATRIX_COLUMNS, SUMMARY, cell_path
+from textaudit.secrets import redact_obj
 
 __all__ = ["cell_path", "compare_cells", "cells_from_files", "run_compare", "MATRIX_COLUMNS", "SUMMARY"]
 
@@ -170,5 +171,5 @@ def run_compare(models: Sequence[str], methods: Sequence[str], output_dir: str |
     result = {"data": data_id, "mlm": getattr(masked_lm, "name", None), "seed": seed, **compare_cells(cells, margin),
               "files": [cell_path(output_dir, m, a).name for m in models for a in methods]}
     with atomic_path(output_dir / SUMMARY) as tmp:
-        tmp.write_text(json.dumps({"header": {"command": "compare"}, **result}, indent=1))
+        tmp.write_text(json.dumps(redact_obj({"header": {"command": "compare"}, **result}), indent=1))
     return result

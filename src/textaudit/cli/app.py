@@ -8,13 +8,15 @@ and nowhere else.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
 import os
+import sys
 import typing
 from pathlib import Path
-from typing import Annotated, Any, Callable, NoReturn, Optional
+from typing import Annotated, Any, Callable, Iterator, NoReturn, Optional, Sequence
 
 import typer
 from typer.core import TyperCommand, TyperGroup
@@ -339,6 +341,26 @@ def os_error_message(e: OSError) -> str:
     return f"{e.filename}: {what}" if e.filename else f"{what}: {e}"
 
 
+@contextlib.contextmanager
+def redacted_streams(argv: Sequence[str] = ()) -> Iterator[None]:
+    """Run a command with its stdout and stderr passing :func:`textaudit.secrets.redact`: the secrets of the
+    environment (API keys, tracker tokens) and of every URL among ``argv`` (a model spec's user:password@
+    and credential query values) are known before the command reads any of them."""
+    from textaudit.secrets import RedactingStream, register_env, register_url
+
+    register_env()
+    for a in argv:
+        for part in str(a).split(","):  # --models a,b,c
+            if "://" in part:
+                register_url(part.strip())
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = RedactingStream(out), RedactingStream(err)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
 class AuditGroup(_FlagsShowNoType, TyperGroup):
     """The one place that turns every failure the user can fix into one line on stderr and exit 2:
     :class:`TextAuditError` from the library (bad input, a model that raised), typer/click usage
@@ -354,6 +376,10 @@ class AuditGroup(_FlagsShowNoType, TyperGroup):
 
     def invoke(self, ctx):  # type: ignore[override]
         argv = [*getattr(ctx, "_protected_args", []), *ctx.args]  # the subcommand and its arguments
+        with redacted_streams(argv):  # every line the command prints passes the one redaction
+            return self._invoke(ctx, argv)
+
+    def _invoke(self, ctx, argv: list[str]):
         check_numbers(ctx)  # the group's own (--threads)
         try:
             return super().invoke(ctx)

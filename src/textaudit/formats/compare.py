@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from textaudit.errors import TextAuditError
+from textaudit.secrets import safe_name
 
 __all__ = ["SUMMARY", "MATRIX_COLUMNS", "cell_path", "read_compare", "plain_name", "folder_file"]
 
@@ -20,8 +21,9 @@ MATRIX_COLUMNS = ("model", "method", "k", "n", "attacked", "success_rate", "succ
 
 
 def cell_path(output_dir: str | Path, model: str, method: str) -> Path:
-    """The results file of one cell; characters a file name cannot hold become ``_``."""
-    safe = lambda s: re.sub(r"[^\w.+-]+", "_", s).strip("_") or "_"  # noqa: E731
+    """The results file of one cell: the model's public name (no credential of a URL: :func:`textaudit.secrets.safe_name`)
+    and the method, characters a file name cannot hold as ``_``."""
+    safe = lambda s: re.sub(r"[^\w.+-]+", "_", safe_name(s)).strip("_") or "_"  # noqa: E731
     return Path(output_dir) / f"{safe(model)}.{safe(method)}.jsonl"
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Hashable, Iterator
 
 from textaudit.errors import TextAuditError
+from textaudit.secrets import redact, redact_obj
 
 __all__ = ["read_jsonl", "read_header", "JsonlWriter", "HEADER", "config_conflicts", "check_output", "write_results",
            "check_results", "record_key", "record_lines"]
@@ -121,14 +122,15 @@ def config_conflicts(saved: dict, wanted: dict, *, exact: bool = False) -> list[
     options a user typed, compared before the defaults are known)."""
     if exact:
         keys = list(saved) + [k for k in wanted if k not in saved]
-        return [f"{k}: {saved.get(k, 'missing')} → {wanted.get(k, 'missing')}" for k in keys
+        return [f"{k}: {_norm(saved.get(k, 'missing'))} → {_norm(wanted.get(k, 'missing'))}" for k in keys
                 if _norm(saved.get(k)) != _norm(wanted.get(k)) or (k in saved) != (k in wanted)]
-    return [f"{k}: {saved[k]} → {v}" for k, v in wanted.items()
+    return [f"{k}: {_norm(saved[k])} → {_norm(v)}" for k, v in wanted.items()
             if v is not None and k in saved and _norm(saved[k]) != _norm(v)]
 
 
 def _norm(v: Any) -> Any:
-    return json.loads(json.dumps(v, default=_default))  # tuples → lists, numpy → numbers, as written
+    """``v`` as a results file holds it: tuples → lists, numpy → numbers, and no secret (:func:`textaudit.secrets.redact`)."""
+    return redact_obj(json.loads(json.dumps(v, default=_default)))
 
 
 def check_output(path: str | Path | None, resume: bool | None, settings: dict | None = None, shard: str | None = None,
@@ -293,7 +295,8 @@ class JsonlWriter:
     def _append_lines(self, records: list[dict[str, Any]]) -> None:
         assert self.path is not None
         with open(self.path, "a", encoding="utf-8") as f:
-            f.write("".join(json.dumps(r, default=_default) + "\n" for r in records))
+            # the one way a record reaches a file: each line redacted (a substring test when no secret is known)
+            f.write("".join(redact(json.dumps(r, default=_default)) + "\n" for r in records))
             f.flush()
             os.fsync(f.fileno())
 

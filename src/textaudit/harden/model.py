@@ -16,6 +16,7 @@ from typing import Any
 
 from textaudit.errors import TextAuditError
 from textaudit.models.batched import BatchedClassifier
+from textaudit.secrets import redact_obj
 
 __all__ = ["Trainable", "check_trainable", "load_trainable"]
 
@@ -97,7 +98,7 @@ class Trainable:
             module.save_pretrained(path)
             self.tokenizer.save_pretrained(path)
             with atomic_path(path / "textaudit-harden.json") as tmp:
-                tmp.write_text(json.dumps(info, indent=1))
+                tmp.write_text(json.dumps(redact_obj(info), indent=1))
             return path
         # what the original's training measured does not describe the hardened model
         stale = ("dev_accuracy", "history", "best_holdout_accuracy", "train_seconds", "created")

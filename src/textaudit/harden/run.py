@@ -41,6 +41,7 @@ import numpy as np
 
 from textaudit.errors import TextAuditError
 from textaudit.formats.harden import SUMMARY  # the summary audit report and results.load read
+from textaudit.secrets import redact_obj
 
 __all__ = ["HardenSettings", "harden", "METHODS", "SUMMARY", "parse_eval_attacks"]
 
@@ -274,7 +275,7 @@ def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: i
                              "sentences or a larger --eval-limit")
     out.mkdir(parents=True, exist_ok=True)
     with atomic_path(out / SETTINGS) as tmp:
-        tmp.write_text(json.dumps(s.to_dict(), indent=1))
+        tmp.write_text(json.dumps(redact_obj(s.to_dict()), indent=1))
     needs_mlm = s.method == "consistency" or any(_needs_mlm(m) for m, _ in evals) or _needs_mlm(s.attack)
     mlm = load_mlm(s.mlm) if needs_mlm else None
     model_dir = out / MODEL_DIR
@@ -415,7 +416,7 @@ def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: i
         "found_files": found_files, "cost": _round(cost), **({"replay_found": replayed} if replayed else {}),
         **({"warnings": warnings} if warnings else {})}
     with atomic_path(out / SUMMARY) as tmp:
-        tmp.write_text(json.dumps({"header": {"command": "harden", "config": s.to_dict()}, **summary}, indent=1))
+        tmp.write_text(json.dumps(redact_obj({"header": {"command": "harden", "config": s.to_dict()}, **summary}), indent=1))
     return summary
 
 

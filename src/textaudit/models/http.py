@@ -48,7 +48,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -56,6 +56,14 @@ from textaudit.errors import StopRun, TextAuditError
 from textaudit.models.batched import BatchedClassifier
 from textaudit.models.options import ModelOptions
 from textaudit.models.prompt import Prompt, default_prompt
+from textaudit.secrets import (  # noqa: F401 - public_url and secret_forms re-exported
+    public_url,
+    redact,
+    register,
+    register_url,
+    secret_forms,
+    unencoded_credentials,
+)
 
 __all__ = ["HttpClassifier", "load_http_classifier", "protocol_of", "public_url", "read_label", "RETRY_STATUS"]
 
@@ -111,43 +119,12 @@ def _header_key(key: str, name: str) -> str:
     return key
 
 
-def secret_forms(secret: str) -> list[str]:
-    """Every form in which a server may echo ``secret``: as sent, white space removed, URL-encoded (%2F or
-    %2f, and + for spaces), JSON-escaped (with \\/ for /, \\uXXXX or \\uxxxx for every non-alphanumeric
-    character, or escaped twice: a JSON string inside a JSON string), HTML-escaped and base64-encoded
-    (standard or URL-safe, with or without padding); longest first, so a longer form is replaced whole."""
-    import base64
-    import html
-    import re
-    from urllib.parse import quote, quote_plus
-
-    plain = "".join(secret.split())
-    json_form = json.dumps(plain)[1:-1]
-    escaped = "".join(ch if ch.isalnum() else f"\\u{ord(ch):04x}" for ch in plain)
-    url = quote(plain, safe="")
-    b64 = [base64.b64encode(plain.encode()).decode(), base64.urlsafe_b64encode(plain.encode()).decode()]
-    forms = {secret, plain, url, re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), url), quote_plus(plain, safe=""),
-             json_form, json_form.replace("/", "\\/"), json.dumps(json_form)[1:-1],
-             json.dumps(json_form.replace("/", "\\/"))[1:-1], escaped,
-             re.sub(r"\\u([0-9a-f]{4})", lambda m: "\\u" + m.group(1).upper(), escaped), html.escape(plain),
-             *b64, *(b.rstrip("=") for b in b64)}
-    return sorted((f for f in forms if f), key=len, reverse=True)
-
-
 def protocol_of(url: str) -> str:
     """``chat`` (…/chat/completions), ``completions`` (…/completions) or ``json`` (anything else)."""
     path = urlsplit(url).path.rstrip("/")
     if path.endswith("/chat/completions"):
         return "chat"
     return "completions" if path.endswith("/completions") else "json"
-
-
-def public_url(url: str) -> str:
-    """``url`` without user:password@ and without its query string (either may hold a secret)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def _logsumexp(values: list[float]) -> float:
@@ -165,9 +142,14 @@ class HttpClassifier(BatchedClassifier):
 
     def __init__(self, url: str, *, options: ModelOptions | None = None, prompt: Prompt | None = None,
                  batch_size: int | None = None, cache_size: int = 100_000):
+        register_url(url)  # its user:password@ and credential query values: redacted from every output from now on
+        if unencoded_credentials(url):
+            raise TextAuditError(f"the user:password of {public_url(url)} holds a / ? or # that a URL cannot carry "
+                                 "unencoded; percent-encode it (/ as %2F, ? as %3F, # as %23)")
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise TextAuditError(f"'{public_url(url)}' is not an http(s) URL with a host")
+        register(parts.query)  # and the whole query, as this endpoint has always treated it
         self.url = url
         self.protocol = protocol_of(url)
         self.options = options or ModelOptions()
@@ -197,6 +179,7 @@ class HttpClassifier(BatchedClassifier):
                 raise TextAuditError(f"prompt {self.prompt.source}: [endpoint] max_tokens must be a whole number "
                                      f"of at least 1 (got {mt!r})")
         self._key = self._read_key()
+        register(self._key)
         self.per_request = PER_REQUEST[self.protocol]
         if self.protocol == "completions" and self.options.prompts_per_request:
             self.per_request = self.options.prompts_per_request
@@ -238,11 +221,7 @@ class HttpClassifier(BatchedClassifier):
     def _redact(self, text: str) -> str:
         """``text`` without any secret (the API key, the URL's password and query) in any form a server may
         echo it: as sent, URL-encoded, JSON- or HTML-escaped (see :func:`secret_forms`)."""
-        text = " ".join(str(text).split())
-        for secret in filter(None, (self._key, urlsplit(self.url).password, urlsplit(self.url).query)):
-            for form in secret_forms(secret):
-                text = text.replace(form, "***")
-        return text
+        return redact(" ".join(str(text).split()))  # the key and the URL's secrets were registered when it was built
 
     def __getstate__(self) -> dict:
         state = super().__getstate__()

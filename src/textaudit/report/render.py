@@ -13,6 +13,7 @@ from textaudit.errors import TextAuditError
 from textaudit.files import atomic_path
 from textaudit.report.load import Loaded, load_inputs
 from textaudit.report.sections import build_sections, headline_rows
+from textaudit.secrets import redact
 
 __all__ = ["render_report", "write_report", "FORMATS", "HEADLINE_COLUMNS"]
 
@@ -121,5 +122,5 @@ def write_report(inputs: Iterable[str | Path], out: str | Path, fmt: str | None 
                              "report); give another --out")
     text = render_report(inputs, fmt, title, checks, where=out.resolve().parent)
     with atomic_path(out) as tmp:
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_text(redact(text), encoding="utf-8")  # a report shows what results files hold: no secret
     return out
