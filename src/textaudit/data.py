@@ -40,11 +40,17 @@ if TYPE_CHECKING:  # pragma: no cover
     import datasets
 
 __all__ = ["load_dataset", "read_table", "dataset_id", "example_ids", "check_labels", "align_labels", "label_names",
+           "parse_label_map", "CORPUS_LABELS",
            "pairs_of", "as_pairs", "split_sides", "check_side", "data_config", "parse_hf_spec", "CORPORA", "SIDES", "FILE_SUFFIXES"]
 
 TEXT_COLUMNS = ("text", "sentence", "content")
 LABEL_COLUMNS = ("label",)
 CORPORA = {"sst2": ("train", "dev", "test")}
+#: the class names of the corpora's labels, by id (shared/data's README: SST-2's 0 is negative, 1 positive)
+CORPUS_LABELS: dict[str, list[str]] = {"sst2": ["negative", "positive"]}
+#: a dataset's ``info.description`` when its class names were strings of the data, numbered in sorted order (no
+#: file said which id each means): they are matched to a model's names, never used as its ids (:func:`align_labels`)
+SORTED_NAMES = "textaudit: class names read as strings, numbered in sorted order"
 FILE_SUFFIXES = (".csv", ".tsv", ".jsonl", ".json", ".parquet", ".arrow")
 #: which text of a sentence pair the neighbourhood and the patch word act on (the other stays verbatim)
 SIDES = ("first", "second")
@@ -188,9 +194,10 @@ def _as_label(value, where: str, lineno: int) -> int | str:
 
 
 def _validate(table: Table, text_column: str | None, label_column: str | None, pair_column: str | None,
-              require_labels: bool) -> tuple[list[str], list[str] | None, list[int], list[str] | None]:
-    """Return ``(texts, pairs, labels, class names)`` of a table, validated (labels -1 where none are needed
-    and the table has none)."""
+              require_labels: bool) -> tuple[list[str], list[str] | None, list[int], list[str] | None, bool]:
+    """Return ``(texts, pairs, labels, class names, sorted_names)`` of a table, validated (labels -1 where none
+    are needed and the table has none); ``sorted_names``: the names were strings of the data, numbered in sorted
+    order (no schema declared their ids)."""
     if not table.rows:
         raise TextAuditError(f"data file '{table.name}' has no rows")
     tcol = _pick(table.columns, text_column, TEXT_COLUMNS, "text", table.name)
@@ -220,18 +227,18 @@ def _validate(table: Table, text_column: str | None, label_column: str | None, p
         if lcol is not None:
             raw.append(_as_label(row.get(lcol), table.name, i))
     if lcol is None:
-        return texts, pairs, [-1] * len(texts), None
+        return texts, pairs, [-1] * len(texts), None, False
     names = table.label_names.get(lcol)
     strings = sorted({y for y in raw if isinstance(y, str)})
     if strings and len(strings) < len(raw) and any(isinstance(y, int) for y in raw):
         first = next(i for i, y in enumerate(raw, table.first_row) if isinstance(y, int))
         raise TextAuditError(f"{table.name}: column '{lcol}' mixes class names ({strings[0]!r}, …) and class ids "
                              f"(row {first}); use one or the other")
-    if strings:
+    if strings:  # names only: numbered in sorted order, which says nothing of what a model means (align_labels)
         names = strings
         index = {n: i for i, n in enumerate(names)}
-        return texts, pairs, [index[y] for y in raw], names  # type: ignore[index]
-    return texts, pairs, [int(y) for y in raw], names
+        return texts, pairs, [index[y] for y in raw], names, True  # type: ignore[index]
+    return texts, pairs, [int(y) for y in raw], names, False
 
 
 def read_table(path: str | Path, text_column: str | None = None, label_column: str | None = None,
@@ -241,7 +248,7 @@ def read_table(path: str | Path, text_column: str | None = None, label_column: s
     path = Path(path)
     if not path.is_file():
         raise TextAuditError(f"data file '{path}' does not exist")
-    texts, _, labels, _ = _validate(_rows_from_file(path), text_column, label_column, None, require_labels)
+    texts, _, labels, _, _ = _validate(_rows_from_file(path), text_column, label_column, None, require_labels)
     return texts, labels
 
 
@@ -385,7 +392,7 @@ def load_dataset(spec: str, *, text_column: str | None = None, label_column: str
         if not path.is_file():
             raise TextAuditError(f"data file '{path}' does not exist")
         table = _rows_from_file(path)
-    texts, pairs, labels, names = _validate(table, text_column, label_column, pair_column, require_labels)
+    texts, pairs, labels, names, sorted_names = _validate(table, text_column, label_column, pair_column, require_labels)
     ids = example_ids(spec, len(texts), default_split)
     keep = list(range(len(texts)))
     if limit is not None:
@@ -402,7 +409,9 @@ def load_dataset(spec: str, *, text_column: str | None = None, label_column: str
         cols["pair"] = [pairs[i] for i in keep]
         feats["pair"] = datasets.Value("string")
     feats["label"] = datasets.ClassLabel(names=names) if names and min(labels) >= 0 else datasets.Value("int64")
-    return datasets.Dataset.from_dict(cols, features=datasets.Features(feats))
+    features = datasets.Features(feats)
+    info = datasets.DatasetInfo(description=SORTED_NAMES if sorted_names else "", features=features)
+    return datasets.Dataset.from_dict(cols, features=features, info=info)
 
 
 def label_names(ds: "datasets.Dataset") -> list[str] | None:
@@ -418,30 +427,81 @@ def pairs_of(ds: "datasets.Dataset") -> list[str] | None:
     return list(ds["pair"]) if "pair" in ds.column_names else None
 
 
-def align_labels(ds: "datasets.Dataset", classifier) -> tuple["datasets.Dataset", list[str] | None]:
-    """Re-number a dataset's class *names* in the model's own class order (its ``labels``, e.g. a
-    HuggingFace ``id2label`` or a zoo checkpoint's classes) and return it with the label map
-    (id → name) a results file records. Bare ids are kept as they are; names the model does not
-    have are a one-line error. Without model class names the sorted order stands."""
+def parse_label_map(text: str | None) -> dict[str, int] | None:
+    """``--label-map happy=1,unhappy=0`` as ``{"happy": 1, "unhappy": 0}`` (None when not given)."""
+    if text is None:
+        return None
+    out: dict[str, int] = {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        name, eq, cid = part.rpartition("=")
+        if not eq or not name.strip() or not cid.strip().isdigit():
+            raise TextAuditError(f"--label-map takes name=id pairs, comma-separated, e.g. happy=1,unhappy=0 (got {part!r})")
+        if name.strip().lower() in out:
+            raise TextAuditError(f"--label-map names {name.strip()!r} twice")
+        out[name.strip().lower()] = int(cid)
+    if not out:
+        raise TextAuditError("--label-map takes name=id pairs, comma-separated, e.g. happy=1,unhappy=0")
+    return out
+
+
+def align_labels(ds: "datasets.Dataset", classifier, label_map: dict[str, int] | None = None
+                 ) -> tuple["datasets.Dataset", list[str] | None]:
+    """Re-number a dataset's class *names* in the model's own class order and return it with the label
+    map (id → name) a results file records: by ``label_map`` (``--label-map``: name → the model's class
+    id) when given, else by the model's class names (its ``labels``, e.g. a HuggingFace ``id2label`` or a
+    zoo checkpoint's classes). Bare ids are kept as they are; names the model does not have are a one-line
+    error. A model without class names keeps the ids a file declared for its names (a ``ClassLabel``),
+    but names that were only strings of the data are never numbered by their sort order: that is a
+    one-line error asking for ids or a ``--label-map`` (a file labelled happy/unhappy read by sort order
+    would invert a model that means 1 = happy, silently)."""
     names = label_names(ds)
     model_names = [str(n) for n in (getattr(classifier, "labels", None) or [])]
+    if model_names == [str(i) for i in range(len(model_names))]:
+        model_names = []  # bare ids: no names to match
+    who = getattr(classifier, "name", "?")
     if names is None:
+        if label_map is not None:
+            raise TextAuditError("--label-map maps class names, but the data's labels are class ids already; drop it")
         return ds, model_names or None
-    if not model_names or model_names == [str(i) for i in range(len(model_names))]:
-        return ds, names
+    if label_map is not None:
+        n_classes = getattr(classifier, "num_classes", None)
+        missing = [n for n in names if n.lower() not in label_map]
+        bad = [f"{k}={v}" for k, v in label_map.items() if n_classes is not None and not 0 <= v < n_classes]
+        if missing or bad:
+            raise TextAuditError(f"--label-map does not map the data's class {missing[0]!r}" if missing else
+                                 f"--label-map {bad[0]}: model {who} has classes 0..{n_classes - 1}")
+        remap = [label_map[n.lower()] for n in names]
+        by_id = {v: k for k, v in label_map.items() if k in {n.lower() for n in names}}
+        size = n_classes or (max(by_id) + 1)
+        classes = model_names or [next((n for n in names if n.lower() == by_id[i]), by_id[i]) if i in by_id else str(i)
+                                  for i in range(size)]
+        return _renumbered(ds, remap, classes), classes
+    if not model_names:
+        if ds.info.description != SORTED_NAMES:
+            return ds, names  # the file declared each name's id
+        example = ",".join(f"{n}={i}" for i, n in enumerate(names[:2]))
+        raise TextAuditError(f"the data's labels are class names ({', '.join(names[:4])}{', …' if len(names) > 4 else ''}) "
+                             f"but model {who} has no class names, so which class each name means is not known; give "
+                             f"class ids in the data, or map the names to the model's ids (audit attack, evaluate and "
+                             f"compare take --label-map {example}, as the model means them)")
     lower = {n.lower(): i for i, n in enumerate(model_names)}
     missing = [n for n in names if n.lower() not in lower]
     if missing:
-        raise TextAuditError(f"the data's class {missing[0]!r} is not a class of model "
-                             f"{getattr(classifier, 'name', '?')} ({', '.join(model_names)}); check --label-column")
-    remap = [lower[n.lower()] for n in names]
+        raise TextAuditError(f"the data's class {missing[0]!r} is not a class of model {who} ({', '.join(model_names)}); "
+                             f"check --label-column, or map the data's names to the model's ids: --label-map "
+                             f"{missing[0]}=<id>")
+    return _renumbered(ds, [lower[n.lower()] for n in names], model_names), model_names
+
+
+def _renumbered(ds: "datasets.Dataset", remap: list[int], classes: list[str]) -> "datasets.Dataset":
+    """``ds`` with label y replaced by ``remap[y]`` and the classes named ``classes`` (id → name)."""
     import datasets
 
     cols = {c: ds[c] for c in ds.column_names}
     cols["label"] = [remap[y] for y in cols["label"]]
     feats = ds.features.copy()
-    feats["label"] = datasets.ClassLabel(names=model_names)
-    return datasets.Dataset.from_dict(cols, features=feats), model_names
+    feats["label"] = datasets.ClassLabel(names=classes)
+    return datasets.Dataset.from_dict(cols, features=feats)
 
 
 def check_labels(labels: Iterable[int], num_classes: int, model: str) -> None:

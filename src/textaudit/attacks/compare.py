@@ -120,16 +120,18 @@ def cells_from_files(files: Iterable[tuple[dict, Sequence[dict]]]) -> dict[tuple
 
 def run_compare(models: Sequence[str], methods: Sequence[str], output_dir: str | Path, *, data: str = "sst2:dev",
                 limit: int | None = None, k: int | None = None, mlm: str | None = None, ppl: bool = False,
-                seed: int = 0, progress: bool = True, in_flight: int | None = None, margin: float | None = None) -> dict:
+                seed: int = 0, progress: bool = True, in_flight: int | None = None, margin: float | None = None,
+                label_map: dict[str, int] | None = None) -> dict:
     """Run (or resume) every method on every model into ``output_dir`` (:func:`cell_path`), write
     :data:`SUMMARY` there and return it: ``{"data", "mlm", "seed", "cells", "paired", "files"}``.
     ``in_flight``: examples each attack searches at once (:func:`~textaudit.attacks.run.run_attack`).
 
     ``k`` goes to the methods that have one (None: each method's default). Every option and every
-    cell file is checked before any model loads. ``margin``: see :func:`compare_cells` (two models or more)."""
+    cell file is checked before any model loads. ``margin``: see :func:`compare_cells` (two models or more).
+    ``label_map``: the model's class id of each class name of the data (:func:`textaudit.data.align_labels`)."""
     from textaudit.attacks.registry import check_options, make_attack, method_spec
     from textaudit.attacks.run import run_attack
-    from textaudit.data import dataset_id, load_dataset
+    from textaudit.data import align_labels, dataset_id, load_dataset
     from textaudit.errors import TextAuditError
     from textaudit.files import atomic_path
     from textaudit.formats.jsonl import check_output
@@ -160,12 +162,13 @@ def run_compare(models: Sequence[str], methods: Sequence[str], output_dir: str |
     cells = {}
     for model in models:
         clf = load_classifier(model)
+        model_ds, _ = align_labels(ds, clf, label_map)  # class names by the model's, never by their sort order
         for method in methods:
             path = cell_path(output_dir, model, method)
             atk = make_attack(method, clf, **given[method], **({"mlm": masked_lm} if specs[method].needs_mlm else {}))
             if hasattr(atk, "rank_patch_words"):
                 atk.rank_patch_words(ds["text"])
-            _, records = run_attack(atk, ds["text"], ds["label"], ids=ids, output=path, resume=path.exists(), ppl=lm,
+            _, records = run_attack(atk, ds["text"], model_ds["label"], ids=ids, output=path, resume=path.exists(), ppl=lm,
                                     config={"data": data_id}, progress=progress, in_flight=in_flight)
             cells[(model, method)] = records
     result = {"data": data_id, "mlm": getattr(masked_lm, "name", None), "seed": seed, **compare_cells(cells, margin),

@@ -54,6 +54,9 @@ DataOpt = Annotated[str, typer.Option("--data", help=(
     ".csv/.tsv/.jsonl/.parquet/.arrow file."))]
 TextColumnOpt = Annotated[Optional[str], typer.Option("--text-column", help="Column of a data file holding the text.")]
 LabelColumnOpt = Annotated[Optional[str], typer.Option("--label-column", help="Column of a data file holding the label.")]
+LabelMapOpt = Annotated[Optional[str], typer.Option("--label-map", help=(
+    "Which class id of the model each class name of the data means, e.g. happy=1,unhappy=0 (needed when the data's "
+    "labels are names and the model has no class names; recorded in the results header)."))]
 LimitOpt = Annotated[Optional[int], typer.Option("--limit", min=1, help="Use only the first N examples.")]
 SampleOpt = Annotated[Optional[int], typer.Option("--sample", min=1, help=(
     "Use N examples drawn at random with --seed (each keeps its row's id; not with --limit)."))]

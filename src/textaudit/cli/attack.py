@@ -22,6 +22,7 @@ from textaudit.cli.app import (
     InFlightOpt,
     JsonOpt,
     LabelColumnOpt,
+    LabelMapOpt,
     LanguageOpt,
     LimitOpt,
     MlmOpt,
@@ -47,7 +48,7 @@ from textaudit.cli.app import (
     with_store_option,
     with_track_option,
 )
-from textaudit.data import align_labels, check_side, data_config, dataset_id, load_dataset, split_sides
+from textaudit.data import align_labels, check_side, data_config, dataset_id, load_dataset, parse_label_map, split_sides
 from textaudit.errors import TextAuditError
 from textaudit.fairness.pairs import load_pairs_file
 from textaudit.lm import LazyCausalLM
@@ -108,6 +109,7 @@ def attack(
     data: DataOpt = "sst2:dev",
     text_column: TextColumnOpt = None,
     label_column: LabelColumnOpt = None,
+    label_map: LabelMapOpt = None,
     pair_column: PairColumnOpt = None,
     perturb_side: PerturbSideOpt = "second",
     limit: LimitOpt = None,
@@ -176,7 +178,7 @@ def attack(
     # SmolLM2 is loaded on first use: a run (or a --resume) without a success never loads it
     lm = LazyCausalLM() if ppl or lm_constraint else None
     options["lm"] = lm if lm_constraint else None
-    ds, classes = align_labels(ds, clf)
+    ds, classes = align_labels(ds, clf, parse_label_map(label_map))
     if synonyms is not None:
         options["patch_words"] = PatchWords(clf, synonyms)
     atk = make_attack(method, clf, **options)

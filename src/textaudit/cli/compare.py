@@ -13,6 +13,7 @@ from textaudit.cli.app import (
     AuditCommand,
     DataOpt,
     JsonOpt,
+    LabelMapOpt,
     LimitOpt,
     MlmOpt,
     SeedOpt,
@@ -27,6 +28,7 @@ from textaudit.cli.app import (
     with_store_option,
     with_track_option,
 )
+from textaudit.data import parse_label_map
 from textaudit.errors import TextAuditError
 
 
@@ -49,6 +51,7 @@ def compare(
     output_dir: Path = typer.Option(..., "--output-dir", help="One results file per cell (<model>.<method>.jsonl) "
                                     "and compare.json; a rerun reuses (resumes) every cell."),
     data: DataOpt = "sst2:dev",
+    label_map: LabelMapOpt = None,
     limit: LimitOpt = None,
     k: Optional[int] = typer.Option(None, "--k", min=0, help="k of the neighbourhood methods (default: each method's own)."),
     mlm: MlmOpt = None,
@@ -64,7 +67,7 @@ def compare(
 
     model_names, method_names = _names(models, "models"), _names(methods, "methods")
     result = run_compare(model_names, method_names, output_dir, data=data, limit=limit, k=k, mlm=mlm, ppl=ppl, seed=seed,
-                         margin=margin)
+                         margin=margin, label_map=parse_label_map(label_map))
     notice(f"cells: {output_dir}/<model>.<method>.jsonl; summary: {output_dir / SUMMARY}")
     finished(result, [output_dir])
     if json_out:

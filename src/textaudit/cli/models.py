@@ -19,6 +19,7 @@ from textaudit.cli.app import (
     InFlightOpt,
     JsonOpt,
     LabelColumnOpt,
+    LabelMapOpt,
     LimitOpt,
     MlmOpt,
     ModelOpt,
@@ -40,7 +41,7 @@ from textaudit.cli.app import (
     with_store_option,
     with_track_option,
 )
-from textaudit.data import align_labels, as_pairs, check_labels, dataset_id, load_dataset, pairs_of
+from textaudit.data import align_labels, as_pairs, check_labels, dataset_id, load_dataset, pairs_of, parse_label_map
 from textaudit.errors import TextAuditError
 from textaudit.formats.jsonl import check_output as results_check_output
 from textaudit.formats.jsonl import write_results
@@ -126,6 +127,7 @@ def evaluate(
     data: DataOpt = "sst2:dev",
     text_column: TextColumnOpt = None,
     label_column: LabelColumnOpt = None,
+    label_map: LabelMapOpt = None,
     pair_column: PairColumnOpt = None,
     limit: LimitOpt = None,
     sample: SampleOpt = None,
@@ -158,7 +160,7 @@ def evaluate(
     ds = load_dataset(data, text_column=text_column, label_column=label_column, pair_column=pair_column,
                       default_split="dev", limit=limit, sample=sample, seed=seed)
     clf = load_classifier(model)
-    ds, classes = align_labels(ds, clf)
+    ds, classes = align_labels(ds, clf, parse_label_map(label_map))
     probs = clf.predict_proba(as_pairs(ds["text"], pairs_of(ds)))  # C from the model's own answer (pairs too)
     check_labels(ds["label"], probs.shape[1], clf.name)
     labels = np.asarray(ds["label"])
@@ -304,6 +306,7 @@ def certify(
     check_output(output, None, data=dataset_id(data, "dev"))
     ds = load_dataset(data, default_split="dev", limit=limit)  # bad data is an error before any model trains
     clf = load_classifier(model)
+    ds, _ = align_labels(ds, clf)  # class names by the model's, never by their sort order
     check_labels(ds["label"], clf.num_classes, clf.name)
     res = certify_classifier(clf, ds["text"], ds["label"])
     res["model"] = model
@@ -352,6 +355,7 @@ def _certify_safer(model: str, data: str, limit, output, resume: bool, samples: 
                  view_radius=view_radius if k else None, **mask)
     ds = load_dataset(data, default_split="dev", limit=limit)
     clf = load_classifier(model)
+    ds, _ = align_labels(ds, clf)  # class names by the model's, never by their sort order
     check_labels(ds["label"], clf.num_classes, clf.name)
     n = len(ds)
     budget = " (an endpoint's --query-budget and --cost-budget stop it, results kept)" if getattr(clf, "protocol", None) else ""

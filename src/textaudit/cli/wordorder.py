@@ -24,7 +24,7 @@ from textaudit.cli.app import (
     with_model_options,
     with_track_option,
 )
-from textaudit.data import check_labels, dataset_id, load_dataset
+from textaudit.data import align_labels, check_labels, dataset_id, load_dataset
 from textaudit.errors import TextAuditError
 from textaudit.formats.jsonl import write_results
 from textaudit.models import load_classifier
@@ -62,6 +62,7 @@ def wordorder(
     check_output(output, None, **config)
     ds = load_dataset(data, default_split="dev", limit=limit)
     clf = load_classifier(model)
+    ds, _ = align_labels(ds, clf)  # class names by the model's, never by their sort order
     check_labels(ds["label"], clf.num_classes, clf.name)
 
     def save(rows: list[dict], extra: dict) -> None:

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from textaudit.data import CORPORA, align_labels, as_pairs, label_names, load_dataset, pairs_of
+from textaudit.data import CORPORA, CORPUS_LABELS, align_labels, as_pairs, label_names, load_dataset, pairs_of
 from textaudit.errors import TextAuditError
 from textaudit.files import lock_or_fail, wait_for_lock
 from textaudit.models.batched import BatchedClassifier
@@ -93,7 +93,7 @@ def _train(full_name: str, arch: str, path: Path, *, data: str, epochs: int | No
            robust: str | None, announce: bool, columns: dict[str, str | None] | None = None) -> dict[str, Any]:
     columns = columns or {}
     train = load_dataset(data, default_split="train", **columns)
-    names = label_names(train)
+    names = label_names(train) or CORPUS_LABELS.get(data.split(":")[0].lower())  # SST-2's classes have names
     texts, labels = as_pairs(train["text"], pairs_of(train)), list(train["label"])
     if columns.get("pair_column") and (augment or robust):
         raise TextAuditError("--augment and --robust train on single texts; drop them for sentence-pair data")

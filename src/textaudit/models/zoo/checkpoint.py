@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from textaudit.data import CORPUS_LABELS
 from textaudit.errors import TextAuditError
 from textaudit.files import atomic_path, fingerprint_dir
 from textaudit.models.batched import BatchedClassifier
@@ -123,6 +124,17 @@ def load_module(path: Path):
     return module.eval(), WordTokenizer(vocab, max_len=int(cfg.get("max_len", 256))), cfg
 
 
+def class_names(cfg: dict[str, Any]) -> list[str] | None:
+    """A checkpoint's class names: those it was saved with, or — for a model trained on a corpus whose classes are
+    known (SST-2: negative, positive), saved with bare ids before zoo models named them — the corpus's."""
+    labels = cfg.get("labels")
+    n = int(cfg.get("num_classes", 0))
+    if labels and list(labels) != [str(i) for i in range(len(labels))]:
+        return list(labels)
+    known = CORPUS_LABELS.get(str(cfg.get("data") or "").split(":")[0].lower())
+    return list(known) if known and len(known) == n else labels
+
+
 def load_checkpoint(path: Path, *, device: str | None = None, batch_size: int | None = None,
                     name: str | None = None) -> BatchedClassifier:
     """Return a :class:`BatchedClassifier` over the checkpoint in directory ``path``."""
@@ -130,7 +142,7 @@ def load_checkpoint(path: Path, *, device: str | None = None, batch_size: int | 
     module, tok, cfg = load_module(Path(path))
     encode = batch_encoder(cfg["arch"], tok, int(cfg.get("max_len", 128)))
     clf = torch_classifier(module, encode, name=name or cfg.get("name", cfg["arch"]), device=device,
-                           batch_size=batch_size, num_classes=int(cfg["num_classes"]), labels=cfg.get("labels"),
+                           batch_size=batch_size, num_classes=int(cfg["num_classes"]), labels=class_names(cfg),
                            ids=id_encoder(cfg["arch"], tok, int(cfg.get("max_len", 128))))
     clf.fingerprint = lambda: fingerprint_dir(path)
     clf.checkpoint = Path(path)  # type: ignore[attr-defined]
