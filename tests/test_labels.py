@@ -58,7 +58,7 @@ def test_an_explicit_label_map_is_used_and_recorded(files, cli, tmp_path):
 
 @pytest.mark.parametrize("label_map, message", [
     ("happy=1", "does not map the data's class 'unhappy'"),
-    ("happy=1,unhappy=2", "--label-map unhappy=2: model nameless.py:clf has classes 0..1"),
+    ("happy=1,unhappy=2", "has label 2, but model nameless.py:clf has 2 classes (0..1)"),
     ("happy:1,unhappy=0", "--label-map takes name=id pairs"),
     ("happy=1,happy=0", "names 'happy' twice"),
 ])

@@ -135,15 +135,16 @@ def test_cli_attack_and_bias_on_a_pair_file(cli, tmp_path):
     data.write_text("".join(json.dumps({"premise": p, "hypothesis": h, "label": "entailment"}) + "\n"
                             for p, h in zip(PREMISES, HYPOTHESES)))
     out = tmp_path / "a.jsonl"
+    # the plug-in names no classes: its class 0 is entailment (a name is never numbered by its sort order)
     r = cli("attack", "--model", f"{plugin}:classify", "--data", str(data), "--text-column", "premise",
-            "--pair-column", "hypothesis", "--label-column", "label", "--k", "3", "--no-ppl", "--output", str(out),
-            "--mlm", "minilm-mlm", "--json")
+            "--pair-column", "hypothesis", "--label-column", "label", "--label-map", "entailment=0", "--k", "3",
+            "--no-ppl", "--output", str(out), "--mlm", "minilm-mlm", "--json")
     assert r.exit_code == 0, r.output
     summary = json.loads(r.stdout.strip().splitlines()[-1])
     assert summary["attacked"] == 3 and summary["success"] >= 2
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     header, recs = lines[0]["header"], lines[1:]
-    assert header["config"]["perturb_side"] == "second" and header["config"]["labels"] == ["entailment"]
+    assert header["config"]["perturb_side"] == "second" and header["config"]["labels"] == ["entailment"]  # the map given
     assert [r["context"] for r in recs] == PREMISES and [r["id"] for r in recs] == [f"nli.jsonl:{i}" for i in range(3)]
     # bad pair input: one line, exit 2
     r = cli("attack", "--model", f"{plugin}:classify", "--data", str(data), "--text-column", "premise",

@@ -80,15 +80,23 @@ def register(*secrets: str | None) -> None:
 
 
 def _split_url(url: str) -> tuple[str, str | None, str]:
-    """``(scheme://, userinfo or None, the rest)``, the userinfo taken by hand — everything before the last
-    ``@`` of the authority — so that a password with an unencoded ``/``, ``?`` or ``#`` is still found whole."""
+    """``(scheme://, userinfo or None, the rest)``. The userinfo is the authority's part before its last ``@``
+    (the authority ends at the first ``/ ? #``), as every URL parser reads it; and when a password holds an
+    unencoded ``/ ? #`` — the authority then ends inside it, with a "port" that is not a number, and the
+    ``@`` that closes the userinfo comes after — the userinfo runs to that ``@``, so the secret is found whole."""
     scheme, sep, rest = url.partition("://")
     if not sep:
         return "", None, url
-    if "@" not in rest:
-        return scheme + "://", None, rest
-    userinfo, _, tail = rest.rpartition("@")
-    return scheme + "://", userinfo, tail
+    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    authority, tail = rest[:end], rest[end:]
+    if "@" in authority:
+        userinfo, _, host = authority.rpartition("@")
+        return scheme + "://", userinfo, host + tail
+    port = authority.rpartition(":")[2] if ":" in authority else ""
+    if port and not port.isdigit() and "@" in tail:  # "user:pa/ss@host": the password runs past the first /
+        at = tail.index("@")
+        return scheme + "://", authority + tail[:at], tail[at + 1:]
+    return scheme + "://", None, rest
 
 
 def _url_secrets(url: str) -> list[str]:
