@@ -98,3 +98,12 @@ def tiny_mlm():
     cfg = DistilBertConfig(vocab_size=tok.vocab_size, dim=32, hidden_dim=64, n_layers=1, n_heads=2)
     model = DistilBertForMaskedLM(cfg).eval()
     return HFMaskedLM(model, tok, name="tiny-distilbert", device="cpu")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_secrets():
+    """Each test starts knowing no secret, as each run of audit does (textaudit.secrets keeps them per process)."""
+    from textaudit.secrets import _forget_all
+
+    _forget_all()
+    yield

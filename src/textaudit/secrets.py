@@ -155,6 +155,15 @@ def register_env(names: Iterable[str] = ()) -> None:
         register(*_url_secrets(uri))
 
 
+def _forget_all() -> None:
+    """Forget every secret (the tests' isolation: one test's secrets are not the next one's; a process, one CLI
+    run, keeps what it learnt)."""
+    global _forms
+    with _lock:
+        _secrets.clear()
+        _forms = []
+
+
 def known() -> int:
     """How many secrets are known (for tests and ``audit doctor``)."""
     return len(_secrets)
