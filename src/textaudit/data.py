@@ -17,10 +17,10 @@ Specs understood by :func:`load_dataset`:
 Columns: the text is found by name (``text``/``sentence``/``content``) or ``--text-column``; the
 label by ``label`` or ``--label-column``; a second text (NLI hypothesis, paraphrase, QA passage)
 by ``--pair-column``. Labels are integer class ids 0..C-1 (strings of digits are accepted) or
-class *names* (strings): names are mapped to ids in sorted order, or in the model's own class order
-(:func:`align_labels`), and the map travels with the dataset as a ``ClassLabel`` feature (results
-files record it). ``limit`` keeps the first N examples; ``sample`` N picks N at random
-(``seed``); each example's ``id`` (``<data>:<row>``) is its row in the full file either way, so
+class *names* (strings): names are numbered in sorted order when read, then mapped onto the model's own
+class order or a ``--label-map`` (:func:`align_labels`; never used as a model's ids by their sort order), and
+the map travels with the dataset as a ``ClassLabel`` feature (results files record it). ``limit`` keeps
+the first N examples; ``sample`` N picks N at random (``seed``); each example's ``id`` (``<data>:<row>``) is its row in the full file either way, so
 results resume and merge whichever subset ran. Every problem with a file — missing, empty, a
 missing column, a bad label — is a one-line :class:`~textaudit.errors.TextAuditError`.
 """
@@ -243,8 +243,8 @@ def _validate(table: Table, text_column: str | None, label_column: str | None, p
 
 def read_table(path: str | Path, text_column: str | None = None, label_column: str | None = None,
                *, require_labels: bool = True) -> tuple[list[str], list[int]]:
-    """Return ``(texts, labels)`` read from a local data file, validated (class names mapped to
-    ids in sorted order)."""
+    """Return ``(texts, labels)`` read from a local data file, validated (class names numbered in sorted
+    order: give them a model's meaning with :func:`align_labels`)."""
     path = Path(path)
     if not path.is_file():
         raise TextAuditError(f"data file '{path}' does not exist")
