@@ -14,15 +14,15 @@ Specs understood by :func:`load_dataset`:
   in it) is the split, otherwise the config; dev means validation;
 - a local ``.csv``, ``.tsv``, ``.jsonl`` (or ``.json`` lines), ``.parquet`` or ``.arrow`` file.
 
-Columns: the text is found by name (``text``/``sentence``/``content``) or ``--text-column``; the
-label by ``label`` or ``--label-column``; a second text (NLI hypothesis, paraphrase, QA passage)
-by ``--pair-column``. Labels are integer class ids 0..C-1 (strings of digits are accepted) or
-class *names* (strings): names are numbered in sorted order when read, then mapped onto the model's own
-class order or a ``--label-map`` (:func:`align_labels`; never used as a model's ids by their sort order), and
-the map travels with the dataset as a ``ClassLabel`` feature (results files record it). ``limit`` keeps
-the first N examples; ``sample`` N picks N at random (``seed``); each example's ``id`` (``<data>:<row>``) is its row in the full file either way, so
-results resume and merge whichever subset ran. Every problem with a file — missing, empty, a
-missing column, a bad label — is a one-line :class:`~textaudit.errors.TextAuditError`.
+Columns: the text is found by name (``text``/``sentence``/``content``) or ``--text-column``; the label by
+``label`` or ``--label-column``; a second text (NLI hypothesis, paraphrase, QA passage) by ``--pair-column``.
+Labels are integer class ids 0..C-1 (strings of digits are accepted) or class *names* (strings): names are
+numbered in sorted order when read, then mapped onto the model's own class order or a ``--label-map``
+(:func:`align_labels`; never used as a model's ids by their sort order), and the map travels with the dataset
+as a ``ClassLabel`` feature (results files record it). ``limit`` keeps the first N examples; ``sample`` N
+picks N at random (``seed``); each example's ``id`` (``<data>:<row>``) is its row in the full file either way,
+so results resume and merge whichever subset ran. Every problem with a file — missing, empty, a missing
+column, a bad label — is a one-line :class:`~textaudit.errors.TextAuditError`.
 """
 
 from __future__ import annotations
