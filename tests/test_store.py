@@ -132,8 +132,8 @@ def test_a_damaged_store_file_is_set_aside_and_rebuilt(tiny_mlm, tmp_path, capsy
     data = bytearray(path.read_bytes())
     if damage == "truncated":
         data = data[: len(data) // 2 + 100]
-    elif damage == "garbage":
-        data = bytearray(b"not a database at all" * 200)
+    elif damage == "garbage":  # our store's header (its mark) kept, garbage behind it: a file wholly foreign to
+        data = data[:100] + bytearray(b"not a database at all" * 200)  # textaudit is left alone (test_ownership)
     else:  # a b-tree page's header: quick_check sees it
         page = int.from_bytes(data[16:18], "big")
         for p in range(1, len(data) // page):

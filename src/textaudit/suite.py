@@ -372,6 +372,12 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
     out = suite.output_dir
     if out.exists() and not out.is_dir():
         raise TextAuditError(f"output_dir {out} is a file; give a directory")
+    mark = {"suite": str(suite.path.resolve())}  # the replay file this suite writes, and may replace, carries it
+    replay_file = out / "replay.jsonl"
+    if "replay" in suite.spec and replay_file.exists() and \
+            ((read_header(replay_file) or {}).get("config") or {}).get("suite") != mark["suite"]:
+        raise TextAuditError(f"{replay_file} was not written by this suite ({suite.path.name}): it is left as it is; "
+                             "move it, or give the suite another output_dir")
     data = suite.get("suite", "data", "sst2:dev")
     limit, seed = suite.get("suite", "limit"), suite.get("suite", "seed", 0)
     data_id = dataset_id(data, "dev")
@@ -431,10 +437,10 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
         files = [Path(f) if Path(f).is_absolute() else suite.path.parent / f for f in suite.get("replay", "findings")]
         rep = replay(files, suite.get("replay", "model"), suite.get("replay", "baseline"), margin=suite.get("replay", "margin"))
         results["replay"] = rep.summary()
-        path = out / "replay.jsonl"  # replayed again at every run (seconds): the file is the latest replay's
-        if path.exists() and (read_header(path) or {}).get("command") == "replay":
+        path = replay_file  # replayed again at every run (seconds): the file is the latest replay's, this suite's own
+        if path.exists():
             path.unlink()
-        write_results(path, rep.records, command="replay", config=rep.config)
+        write_results(path, rep.records, command="replay", config={**rep.config, **mark})
         inputs.append(path)
     checks = check_thresholds(suite, results)
     report = suite.report_path

@@ -18,8 +18,11 @@ carries a CRC-32: a damaged entry is a miss (and is dropped), never an answer.
 
 **Safety.** SQLite in WAL mode (``synchronous=NORMAL``): several processes read and write at once, a
 transaction is atomic, and a process killed mid-write (kill -9) leaves a database that opens with every
-committed entry. A file that is not a database or fails ``PRAGMA quick_check`` is set aside
-(``<name>.damaged-<time>``) with a one-line notice and rebuilt. A full disk or a read-only location
+committed entry. A store carries textaudit's mark (SQLite's ``application_id``, :data:`APPLICATION_ID`): a
+file that does not — another program's database, a text file, a device — is never opened for writing, set
+aside or changed (``--store`` naming one is a one-line error; found at run time, a notice and no store). A
+store of ours that fails ``PRAGMA quick_check`` is set aside (``<name>.damaged-<time>``) with a one-line
+notice and rebuilt. A full disk or a read-only location
 degrades to reading (or to no store) with a notice; the audit goes on.
 
 Why SQLite and not LMDB: it is in the standard library (no dependency, no native wheel to match), its
@@ -48,12 +51,16 @@ from textaudit.backends import register_sync
 from textaudit.errors import TextAuditError
 
 __all__ = ["NeighborhoodStore", "StoredMaskedLM", "StoreStats", "default_store_path", "open_store", "context_key", "mlm_fingerprint",
-           "STORE_TOP", "FORMAT", "use_store", "current_store", "parse_store"]
+           "STORE_TOP", "FORMAT", "APPLICATION_ID", "use_store", "current_store", "parse_store", "not_a_store"]
 
 #: every entry holds at least this many candidates (κ = 20 by default; a larger κ stores more)
 STORE_TOP = 32
-#: the store's format; a file of another format is set aside and rebuilt
+#: the store's format; a store of ours of another format is set aside and rebuilt
 FORMAT = "textaudit-neighborhoods-1"
+#: textaudit's mark in a store's SQLite header (``PRAGMA application_id``: "TAUD")
+APPLICATION_ID = 0x54415544
+#: the tables of a store (a database holding any other is not one)
+STORE_TABLES = frozenset({"meta", "mlms", "entries"})
 #: ``PRAGMA quick_check`` on open up to this size (it reads every page)
 CHECK_BYTES = 2 << 30
 #: rows per SELECT ... IN (...)
@@ -260,6 +267,10 @@ class NeighborhoodStore:
             except OSError:
                 pass
         fresh = not self.path.exists()
+        if not fresh:
+            foreign = not_a_store(self.path)
+            if foreign:  # nothing of it is read, written, set aside or removed
+                raise OSError(f"is not a textaudit store ({foreign}); left as it is")
         if self.readonly or (not fresh and not os.access(self.path, os.W_OK)) or \
                 (fresh and not os.access(self.path.parent if self.path.parent.exists() else Path.cwd(), os.W_OK)):
             if fresh:
@@ -268,7 +279,7 @@ class NeighborhoodStore:
                 self._notice("is read-only: reading it, saving nothing new")
             self._writable = False
             try:
-                return self._checked(sqlite3.connect(f"file:{self.path}?mode=ro&immutable=1", uri=True,
+                return self._checked(sqlite3.connect(_read_only_uri(self.path, immutable=True), uri=True,
                                                      check_same_thread=False), fresh=False)
             except sqlite3.DatabaseError as e:  # damaged, or not a store: nothing to read, nothing set aside
                 raise OSError(f"not a readable store ({e})") from None
@@ -301,6 +312,8 @@ class NeighborhoodStore:
         if self._writable:
             conn.executescript(_SCHEMA)
             conn.execute("INSERT OR IGNORE INTO meta VALUES ('format', ?)", (FORMAT,))
+            if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:  # the mark, written once
+                conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
         fmt = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
         if not fmt or fmt[0] != FORMAT:
             conn.close()
@@ -745,13 +758,64 @@ _OPEN: dict[str, NeighborhoodStore] = {}
 
 
 def parse_store(value: str | None) -> str | None:
-    """Check a ``--store`` value: ``off``, or a file path (not a directory); None is the default path."""
+    """Check a ``--store`` value: ``off``, or a file path (not a directory, and not a file of another kind
+    than a store: it would never be touched); None is the default path."""
     if value is None or value.strip().lower() == "off":
         return None if value is None else "off"
     p = Path(value).expanduser()
     if p.is_dir():
         raise TextAuditError(f"--store {value} is a directory; give a file, e.g. {p / 'neighborhoods.sqlite'}, or off")
+    foreign = not_a_store(p) if p.exists() else None
+    if foreign:
+        raise TextAuditError(f"--store {value} is not a textaudit store ({foreign}); it is left as it is: give a new "
+                             "file name, or off")
     return str(p)
+
+
+def _read_only_uri(path: Path, *, immutable: bool = False) -> str:
+    """A read-only SQLite URI for ``path``: percent-encoded (a ``%``, ``#`` or ``?`` in a name stays itself)."""
+    return path.expanduser().resolve().as_uri() + "?mode=ro" + ("&immutable=1" if immutable else "")
+
+
+def not_a_store(path: str | Path) -> str | None:
+    """Why the existing file ``path`` is not one of textaudit's stores (None when it is one), read through SQLite
+    without writing anything: textaudit's mark (:data:`APPLICATION_ID`); without it, a store made before the
+    mark or one another process is creating (its mark still in the WAL): a database whose tables are all the
+    store's, its format textaudit's. An empty regular file holds nothing to lose: a store may be made in it.
+
+    Read with a file descriptor of its own only when SQLite cannot read it: on POSIX, closing any descriptor of a
+    database file drops every lock this process's SQLite connections hold on it (SQLite's "how to corrupt",
+    §2.2; a concurrent test corrupted a store that way)."""
+    p = Path(path)
+    if not p.is_file():
+        return "not a regular file"
+    if p.stat().st_size == 0:
+        return None
+    try:  # a plain connection that only reads: no journal or WAL mode is set, nothing is written
+        conn = sqlite3.connect(str(p), timeout=60)
+        try:
+            app = conn.execute("PRAGMA application_id").fetchone()[0]
+            if app == APPLICATION_ID:
+                return None
+            if app != 0:
+                return f"another program's database (application_id {app:#x})"
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            fmt = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone() if "meta" in tables else None
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as e:
+        # SQLite cannot read it, so no lock of this process's connections protects anything in it: its header may
+        # be read directly — a store of ours that is damaged still carries the mark (set aside by the caller)
+        with open(p, "rb") as f:
+            head = f.read(100)
+        if head.startswith(b"SQLite format 3\x00") and int.from_bytes(head[68:72], "big") == APPLICATION_ID:
+            return None
+        return "not an SQLite database" if "not a database" in str(e) else f"an SQLite database that cannot be read ({e})"
+    if not tables <= STORE_TABLES:
+        return f"an SQLite database of another program (tables {', '.join(sorted(tables - STORE_TABLES)[:3])})"
+    if fmt and not str(fmt[0]).startswith("textaudit-"):
+        return f"an SQLite database of another program (format {fmt[0]!r})"
+    return None
 
 
 class use_store:
