@@ -20,6 +20,15 @@ def _state(folder: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()}
 
 
+def _filled(tiny_mlm, path: Path) -> list:
+    """A store at ``path`` holding the test queries' contexts, closed; returns the queries."""
+    q = _queries()
+    s = NeighborhoodStore(path)
+    _fresh(tiny_mlm, s).candidates(q, top=20)
+    s.close()
+    return q
+
+
 def _app_db(path: Path) -> None:
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
@@ -65,10 +74,7 @@ def test_a_device_is_not_a_store(tmp_path):
 
 def test_a_store_carries_the_mark_and_a_store_from_before_the_mark_is_still_ours(tiny_mlm, tmp_path):
     path = tmp_path / "s.sqlite"
-    q = _queries()
-    s = NeighborhoodStore(path)
-    _fresh(tiny_mlm, s).candidates(q, top=20)
-    s.close()
+    q = _filled(tiny_mlm, path)
     assert int.from_bytes(path.read_bytes()[68:72], "big") == APPLICATION_ID and not_a_store(path) is None
     conn = sqlite3.connect(path)  # as a store written before the mark: application_id 0
     conn.execute("PRAGMA application_id = 0")
@@ -85,10 +91,7 @@ def test_a_store_carries_the_mark_and_a_store_from_before_the_mark_is_still_ours
 
 def test_a_damaged_store_of_ours_is_still_set_aside(tiny_mlm, tmp_path, capsys):
     path = tmp_path / "s.sqlite"
-    q = _queries()
-    s = NeighborhoodStore(path)
-    _fresh(tiny_mlm, s).candidates(q, top=20)
-    s.close()
+    q = _filled(tiny_mlm, path)
     data = bytearray(path.read_bytes())
     path.write_bytes(bytes(data[: len(data) // 2 + 100]))  # cut short: the header and its mark remain
     _fresh(tiny_mlm, NeighborhoodStore(path)).candidates(q, top=20)
@@ -98,10 +101,7 @@ def test_a_damaged_store_of_ours_is_still_set_aside(tiny_mlm, tmp_path, capsys):
 def test_a_read_only_store_with_url_characters_in_its_name(tiny_mlm, tmp_path):
     """A path is a path: a name with %, # and ? is not read as a file: URI's escapes, query or fragment."""
     path = tmp_path / "a%20b#c?d.sqlite"
-    q = _queries()
-    s = NeighborhoodStore(path)
-    _fresh(tiny_mlm, s).candidates(q, top=20)
-    s.close()
+    q = _filled(tiny_mlm, path)
     ro = NeighborhoodStore(path, readonly=True)
     assert ro.available and ro.info()["entries"] == len({(tuple(w), i) for w, i in q})
 
