@@ -601,3 +601,17 @@ def test_audit_compare_with_a_margin_prints_both_tests(cli, tmp_path):
     r = cli(*args)  # the cells are reused: the tables only
     assert r.exit_code == 0 and "non-inferiority of the success rate at m = 0.3" in r.output, r.output
     assert "non-inferiority of the error rate (1 − accuracy)" in r.output
+
+
+def test_calibration_on_findings_of_another_task_is_one_line(planted, cli, tmp_path):
+    """Findings whose label the model has no class for (another task's): one line, not an IndexError."""
+    from textaudit.formats.jsonl import write_results
+
+    write_results(tmp_path / "other.jsonl", [{"id": "0", "status": "success", "method": "genetic", "text": "item 0 a",
+                                              "label": 4, "vulnerable": "item 0 b", "l0": 1, "seconds": 0.0,
+                                              "queries": 2}], command="attack", config={"method": "genetic", "model": "x"})
+    (tmp_path / "d.tsv").write_text("label\ttext\n0\titem 0 a\n")
+    r = cli("evaluate", "--model", f"{planted}/base.py:clf", "--data", str(tmp_path / "d.tsv"),
+            "--perturbed", str(tmp_path / "other.jsonl"))
+    assert r.exit_code == 2 and "has label 4, but model base.py:clf has 2 classes" in r.output, r.output
+    assert "Traceback" not in r.output

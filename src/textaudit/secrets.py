@@ -19,7 +19,7 @@ import threading
 from typing import Any, Iterable
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
-__all__ = ["register", "register_url", "unencoded_credentials", "register_env", "known", "redact", "redact_obj", "safe_name", "public_url",
+__all__ = ["register", "register_url", "unencoded_credentials", "register_env", "redact", "redact_obj", "safe_name", "public_url",
            "secret_forms", "RedactingStream", "MASK", "MIN_SECRET", "CREDENTIAL_KEYS", "ENV_SECRETS"]
 
 #: what a secret becomes
@@ -162,11 +162,6 @@ def _forget_all() -> None:
     with _lock:
         _secrets.clear()
         _forms = []
-
-
-def known() -> int:
-    """How many secrets are known (for tests and ``audit doctor``)."""
-    return len(_secrets)
 
 
 def redact(text: str) -> str:

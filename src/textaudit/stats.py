@@ -302,14 +302,20 @@ def paired_calibration(before: Sequence[Sequence[float]], after: Sequence[Sequen
         raise ValueError(f"paired probabilities need equal shapes ({P0.shape} vs {P1.shape})")
     c0, c1 = calibration(P0, y, bins), calibration(P1, y, bins)
     a0, a1 = _calibration_arrays(P0, y, bins), _calibration_arrays(P1, y, bins)
-    idx = np.random.default_rng(seed).integers(0, len(y), size=(n_resamples, len(y)))
-
-    def metrics(a: dict) -> dict[str, np.ndarray]:
-        conf, right, b = a["conf"][idx], a["right"][idx], a["bin"][idx]
-        return {"ece": _ece(conf, right, b, bins), "brier": a["sq"][idx].mean(1), "confidence": conf.mean(1),
-                "accuracy": right.mean(1)}
-
-    m0, m1 = metrics(a0), metrics(a1)
+    rng = np.random.default_rng(seed)
+    keys = ("ece", "brier", "confidence", "accuracy")
+    m0: dict[str, list] = {k: [] for k in keys}
+    m1: dict[str, list] = {k: [] for k in keys}
+    step = max(1, 2_000_000 // max(1, len(y)))  # resamples at once: memory bounded whatever n (the same draws)
+    for start in range(0, n_resamples, step):
+        idx = rng.integers(0, len(y), size=(min(step, n_resamples - start), len(y)))
+        for a, m in ((a0, m0), (a1, m1)):
+            conf, right = a["conf"][idx], a["right"][idx]
+            for k, v in (("ece", _ece(conf, right, a["bin"][idx], bins)), ("brier", a["sq"][idx].mean(1)),
+                         ("confidence", conf.mean(1)), ("accuracy", right.mean(1))):
+                m[k].append(v)
+    m0 = {k: np.concatenate(v) for k, v in m0.items()}  # type: ignore[misc]
+    m1 = {k: np.concatenate(v) for k, v in m1.items()}  # type: ignore[misc]
     q = [(1 - confidence) / 2 * 100, (1 + confidence) / 2 * 100]
 
     def ci(v: np.ndarray) -> list[float]:
@@ -318,7 +324,7 @@ def paired_calibration(before: Sequence[Sequence[float]], after: Sequence[Sequen
 
     out: dict = {"n": len(y), "bins": bins, "original": c0, "perturbed": c1, "difference": {},
                  "ci_method": f"percentile bootstrap over examples, resampled in pairs ({n_resamples} resamples)"}
-    for key in ("ece", "brier", "confidence", "accuracy"):
+    for key in keys:
         c0[f"{key}_ci95"], c1[f"{key}_ci95"] = ci(m0[key]), ci(m1[key])
         out["difference"][key] = round(c1[key] - c0[key], 6)
         out["difference"][f"{key}_ci95"] = ci(m1[key] - m0[key])

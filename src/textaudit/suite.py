@@ -211,11 +211,7 @@ def load_suite(path: str | Path) -> Suite:
 
         for p in spec["bias"]["pairs"]:
             parse_pair(p)
-        if "control" in spec["bias"]:
-            from textaudit.fairness.controls import controls_for
-            from textaudit.perturbations.gender import gender_words
-
-            controls_for([parse_pair(p) for p in spec["bias"]["pairs"]], spec["bias"]["control"], None, gender_words())
+        _bias_controls(spec["bias"])  # a control that cannot be chosen is an error now, before anything runs
     if "certify" in spec:
         from textaudit.models.zoo.names import ROBUST_ARCHS, ZOO_MODELS, parse_name
 
@@ -232,6 +228,17 @@ def load_suite(path: str | Path) -> Suite:
         raise TextAuditError(f"{path}: [suite] report = {str(spec['suite'].get('report', 'report.html'))!r} would replace "
                              f"{report}, which is not a textaudit report; name another file")
     return suite
+
+
+def _bias_controls(bias: dict) -> dict | None:
+    """``[bias] control``'s pair for each of its pairs (:func:`textaudit.fairness.controls.controls_for`), or None."""
+    if not bias.get("control"):
+        return None
+    from textaudit.fairness import parse_pair
+    from textaudit.fairness.controls import controls_for
+    from textaudit.perturbations.gender import gender_words
+
+    return controls_for([parse_pair(p) for p in bias["pairs"]], bias["control"], None, gender_words())
 
 
 def _split(name: str) -> tuple[str, str]:
@@ -402,12 +409,7 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
                                  enumerate_k=suite.get("bias", "enumerate_k", 2), sample=suite.get("bias", "sample", 200),
                                  ci=suite.get("bias", "ci", "clustered"))
         path = out / "bias.jsonl"
-        controls = None
-        if suite.get("bias", "control"):
-            from textaudit.fairness.controls import controls_for
-            from textaudit.perturbations.gender import gender_words
-
-            controls = controls_for(pairs, suite.get("bias", "control"), None, gender_words())
+        controls = _bias_controls(suite.spec["bias"])
         results["bias"] = run_bias(est, pairs, k, list(bias_data["text"]), ids=bias_data["id"], output=path,
                                    controls=controls,
                                    resume=path.exists(), config={"data": data_id, **({"limit": bias_limit} if bias_limit else {})},

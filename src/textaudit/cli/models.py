@@ -213,6 +213,7 @@ def _calibration(clf, ds, perturbed: str, bins: int, plot: Path | None, mlm: str
         found = [f for f in read_findings([perturbed], bias=False) if f.label is not None]
         texts, labels, ids = [f.text for f in found], [f.label for f in found], [f.id for f in found]
         changed = [f.vulnerable_patched or f.vulnerable for f in found]
+        check_labels(labels, clf.num_classes, clf.name)  # another task's findings: one line, not an IndexError
         source = f"the findings of {Path(perturbed).name} (x beside x' or x̃ ⊕ p)"
     else:
         texts, labels, ids = list(ds["text"]), list(ds["label"]), list(ds["id"])

@@ -279,7 +279,7 @@ class NeighborhoodStore:
                 self._notice("is read-only: reading it, saving nothing new")
             self._writable = False
             try:
-                return self._checked(sqlite3.connect(_read_only_uri(self.path, immutable=True), uri=True,
+                return self._checked(sqlite3.connect(_read_only_uri(self.path), uri=True,
                                                      check_same_thread=False), fresh=False)
             except sqlite3.DatabaseError as e:  # damaged, or not a store: nothing to read, nothing set aside
                 raise OSError(f"not a readable store ({e})") from None
@@ -772,9 +772,9 @@ def parse_store(value: str | None) -> str | None:
     return str(p)
 
 
-def _read_only_uri(path: Path, *, immutable: bool = False) -> str:
-    """A read-only SQLite URI for ``path``: percent-encoded (a ``%``, ``#`` or ``?`` in a name stays itself)."""
-    return path.expanduser().resolve().as_uri() + "?mode=ro" + ("&immutable=1" if immutable else "")
+def _read_only_uri(path: Path) -> str:
+    """A read-only, immutable SQLite URI for ``path``: percent-encoded (a ``%``, ``#`` or ``?`` in a name stays itself)."""
+    return path.expanduser().resolve().as_uri() + "?mode=ro&immutable=1"
 
 
 def not_a_store(path: str | Path) -> str | None:
@@ -803,6 +803,8 @@ def not_a_store(path: str | Path) -> str | None:
             fmt = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone() if "meta" in tables else None
         finally:
             conn.close()
+    except sqlite3.OperationalError as e:  # busy, locked or not openable now: not a verdict on what it is
+        raise OSError(f"cannot be read now ({e})") from None
     except sqlite3.DatabaseError as e:
         # SQLite cannot read it, so no lock of this process's connections protects anything in it: its header may
         # be read directly — a store of ours that is damaged still carries the mark (set aside by the caller)
