@@ -272,7 +272,6 @@ def main() -> None:
                                               "--paths", "in_flight", "--rounds", "1", "--floor", "--device", args.device,
                                               "--json"], caps["engine"].get(model, 120), deadline, log, steps)
             results["figures"][f"engine-{model}"] = last_json(out)
-            log.write(out)
         out = run_step("bert-base-bf16", [py, "-c", BERT_SCRIPT, str(200 if args.tiny else 40000), args.device,
                                           "/tmp/bert-base-random"], caps["bert"], deadline, log, steps)
         results["figures"]["bert-base-bf16"] = last_json(out)
