@@ -78,11 +78,34 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}"
 
 
+def _paper_value(paper: dict, model: str, method: str) -> float | None:
+    """The paper's Table 2 success rate (%) of ``model``'s row under ``method`` (None: no such cell)."""
+    v = paper.get("table2", {}).get(model, {}).get(method)
+    return float(v) if isinstance(v, (int, float)) else None
+
+
 def _paper_cell(paper: dict, model: str, method: str) -> str:
-    row = paper.get("table2", {}).get(model, {})
-    if method not in row:
+    v = _paper_value(paper, model, method)
+    return "–" if v is None else f"{v:.1f}"
+
+
+def _inside(paper: dict, model: str, method: str, cell: dict) -> str:
+    """Whether the paper's success rate lies inside our Wilson 95% interval: ``✓``, ``✗`` or ``–``."""
+    v, ci = _paper_value(paper, model, method), cell.get("success_rate_ci95")
+    if v is None or not ci:
         return "–"
-    return ("≈" if method in row.get("approx", []) else "") + f"{row[method]:.1f}"
+    return "✓" if ci[0] <= v / 100 <= ci[1] else "✗"
+
+
+def _partial(c: dict) -> str:
+    """For a cell that finished fewer examples than it was given: how many, and the bounds of the
+    whole set's rate whatever the unfinished ones would give (each one a success, or a failure)."""
+    left = c.get("requested", 0) - c.get("finished", 0)
+    if left <= 0:
+        return ""
+    n = c["attacked"] + left
+    return (f"; partial: {c['finished']} of {c['requested']} examples finished, so over all of them between "
+            f"{_pct(c['success'] / n)} and {_pct((c['success'] + left) / n)}")
 
 
 def _markdown(header: list[str], rows: list[list]) -> str:
@@ -94,6 +117,8 @@ def _markdown(header: list[str], rows: list[list]) -> str:
 def run_attacks(scale: Scale, args, runs: Path) -> dict:
     """Table 2/3 cells: ``{(model, method): summary}``, each over its own first N examples (the
     slow methods over fewer); a cell file may hold more (a larger run before): only those N count."""
+    import os
+
     from textaudit.attacks.compare import cell_path, compare_cells, run_compare
     from textaudit.attacks.run import summarize
     from textaudit.data import load_dataset
@@ -105,15 +130,21 @@ def run_attacks(scale: Scale, args, runs: Path) -> dict:
     for methods, limit, out in groups:
         if not methods:
             continue
-        run_compare(scale.models, methods, out, data=args.data, limit=limit, k=args.attack_k, mlm=args.mlm,
-                    ppl=not args.no_ppl, seed=args.seed, progress=not args.no_progress, in_flight=args.in_flight)
+        if not args.render:
+            run_compare(scale.models, methods, out, data=args.data, limit=limit, k=args.attack_k, mlm=args.mlm,
+                        ppl=not args.no_ppl, seed=args.seed, progress=not args.no_progress, in_flight=args.in_flight)
         ids = set(load_dataset(args.data, default_split="dev", limit=limit)["id"])
         records = {(model, method): [r for r in read_jsonl(cell_path(out, model, method)) if r.get("id") in ids]
-                   for model in scale.models for method in methods}
+                   for model in scale.models for method in methods if os.path.isfile(cell_path(out, model, method))}
+        records = {key: recs for key, recs in records.items() if recs}
+        if not records:
+            continue
         for c in compare_cells(records)["cells"]:
-            s = summarize(records[(c["model"], c["method"])], c["method"], c["k"])  # the perplexities and counts too
+            recs = records[(c["model"], c["method"])]
+            s = summarize(recs, c["method"], c["k"])  # the perplexities and counts too
             cells[(c["model"], c["method"])] = {**c, "success": s["success"], "median_ppl_original": s["median_ppl_original"],
-                                                "median_ppl_perturbed": s["median_ppl_perturbed"]}
+                                                "median_ppl_perturbed": s["median_ppl_perturbed"],
+                                                "finished": len({r.get("id") for r in recs}), "requested": len(ids)}
     return cells
 
 
@@ -175,13 +206,16 @@ def run_gender_bias(scale: Scale, args, runs: Path) -> tuple[dict, dict]:
 
 
 def table2(scale: Scale, cells: dict, acc: dict, paper: dict) -> str:
-    header = ["model", "accuracy (paper)", "certified acc."] + [f"{m} (paper)" for m in scale.methods]
+    header = (["model", "paper's row", "accuracy (paper)", "certified acc."] + [f"{m} (paper)" for m in scale.methods]
+              + ["paper inside our 95% interval"])
     rows = []
     for model in scale.models:
         a = acc.get(model, {})
         paper_acc = paper.get("accuracy", {}).get(model)
-        row = [model, f"{_pct(a.get('accuracy'))} ({paper_acc if paper_acc is not None else '–'})",
+        row = [model, paper.get("rows", {}).get(model, "–"),
+               f"{_pct(a.get('accuracy'))} ({paper_acc if paper_acc is not None else '–'})",
                _pct(a.get("certified_accuracy")) if "certified_accuracy" in a else ""]
+        inside = []
         for method in scale.methods:
             c = cells.get((model, method))
             if c is None or not c.get("attacked"):
@@ -189,21 +223,25 @@ def table2(scale: Scale, cells: dict, acc: dict, paper: dict) -> str:
                 continue
             lo, hi = c["success_rate_ci95"] or (None, None)
             row.append(f"**{_pct(c['success_rate'])}** [{_pct(lo)}, {_pct(hi)}] {c['success']}/{c['attacked']} "
-                       f"({_paper_cell(paper, model, method)})")
-        rows.append(row)
+                       f"({_paper_cell(paper, model, method)}){_partial(c)}")
+            inside.append(f"{method} {_inside(paper, model, method, c)}")
+        rows.append(row + [" · ".join(inside) or "–"])
     rng = paper.get("table2", {}).get("range", {}).get("so-beam")
     foot = ("\nAccuracy and certified accuracy (%): all of the data. Success rate (%) = successes / attacked "
             "examples (examples the model already misclassifies are skipped), Wilson 95% interval, "
-            "successes/attacked; the paper's number in parentheses (– : not known offline, see "
-            "`benchmarks/data/double_perturbation_paper.toml`).")
+            "successes/attacked; the paper's number in parentheses (– : the paper has no such model; "
+            "`benchmarks/data/double_perturbation_paper.toml` gives the source of each), ✓ when it lies inside our "
+            "interval. minilm stands in for the paper's BERT-base (a smaller model: compare with care). A partial "
+            "cell finished only some of its examples: its rate is over those, and the bounds say where the whole "
+            "set's would lie whatever the rest gave.")
     if rng:
         foot += f" The paper's abstract: SO-Beam {rng[0]}–{rng[1]}% on base and robust CNNs and Transformers."
     return _markdown(header, rows) + foot + "\n"
 
 
-def table3(scale: Scale, cells: dict) -> str:
-    header = ["model", "method", "success", "mean ℓ0", "median ppl original", "median ppl perturbed", "ratio",
-              "s / example"]
+def table3(scale: Scale, cells: dict, paper: dict | None = None) -> str:
+    header = ["model", "method", "success", "mean ℓ0 (paper)", "median ppl original", "median ppl perturbed", "ratio",
+              "paper's ratio (GPT-2)", "s / example"]
     rows = []
     for model in scale.models:
         for method in scale.methods:
@@ -212,8 +250,12 @@ def table3(scale: Scale, cells: dict) -> str:
                 continue
             po, pp = c.get("median_ppl_original"), c.get("median_ppl_perturbed")
             dash = lambda v: "–" if v is None else v  # noqa: E731
-            rows.append([model, method, f"{c['success']}/{c['attacked']}", dash(c.get("mean_l0")), dash(po), dash(pp),
-                         f"{pp / po:.2f}" if po and pp else "–", dash(c.get("sec_per_example"))])
+            ref = (paper or {}).get("table3", {}).get(model, {}).get(method, {})
+            paper_ratio = (f"{ref['ppl_perturbed'] / ref['ppl_original']:.2f} ({ref['ppl_perturbed']}/{ref['ppl_original']})"
+                           if ref else "–")
+            rows.append([model, method, f"{c['success']}/{c['attacked']}",
+                         f"{dash(c.get('mean_l0'))} ({ref.get('l0', '–')})", dash(po), dash(pp),
+                         f"{pp / po:.2f}" if po and pp else "–", paper_ratio, dash(c.get("sec_per_example"))])
     return _markdown(header, rows) + ("\nℓ0: words changed from the original (second-order: x̃0's distance to x0 plus "
                                       "the swap). Perplexity: SmolLM2-135M; ratio = perturbed / original (lower "
                                       "is more natural).\n")
@@ -294,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-ppl", action="store_true", help="skip the perplexities of Table 3")
     ap.add_argument("--skip", default="", help="comma-separated stages to leave out: attacks, accuracy, bias")
     ap.add_argument("--no-progress", action="store_true")
+    ap.add_argument("--render", action="store_true",
+                    help="attack nothing: render Tables 2-3 from the cells' files as they are (a run in progress, a partial cell)")
     ap.add_argument("--default-gc", action="store_true",
                     help="leave Python's garbage-collector thresholds (to measure textaudit's tuning beside them)")
     ap.add_argument("--in-flight", type=int, default=None,
@@ -339,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
             seconds["accuracy"] = round(time.perf_counter() - t0, 1)
         if cells:  # (a run that skips the attacks keeps the tables it finds)
             (out / "table2.md").write_text("# Table 2: attack success rates\n\n" + table2(scale, cells, acc, paper))
-            (out / "table3.md").write_text("# Table 3: ℓ0 and perplexity\n\n" + table3(scale, cells))
+            (out / "table3.md").write_text("# Table 3: ℓ0 and perplexity\n\n" + table3(scale, cells, paper))
         report["table2"] = [{"model": m, "method": a, **c} for (m, a), c in cells.items()]
         report["accuracy"] = acc
         if "bias" not in skip:

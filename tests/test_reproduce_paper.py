@@ -117,3 +117,64 @@ def test_a_second_run_resumes_and_bad_input_is_one_line(paper):
     bad = _run(d, "--skip", "attacks,accuracy", "--pairs", "he,he")
     assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1].startswith("error: ")
     assert "Traceback" not in bad.stderr
+
+
+def test_render_shows_a_partial_cell_with_its_bounds_and_attacks_nothing(paper):
+    """A cell that finished only some of its examples (a GPU run stopped at its deadline): ``--render``
+    reads it as it is, gives the rate over what finished and the bounds over all of the examples."""
+    import shutil
+
+    d, _ = paper
+    part = d / "partial"
+    shutil.copytree(d / "paper" / "runs", part / "runs")
+    cell = cell_path(part / "runs" / "attacks", f"{d}/weak.py:clf", "so-beam")
+    lines = cell.read_text().splitlines(keepends=True)
+    cell.write_text("".join(lines[:-3]))  # the header and the first five records
+    kept = [r for r in read_jsonl(cell)]
+    before = cell.read_text()
+    r = _run(d, "--render", "--skip", "accuracy,bias", "--out", str(part))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert cell.read_text() == before  # nothing attacked, nothing appended
+    ok = sum(x["status"] == "success" for x in kept)
+    ran = sum(x["status"] in ("success", "failed") for x in kept)
+    row = next(line for line in (part / "table2.md").read_text().splitlines() if line.startswith(f"| {d}/weak.py:clf"))
+    lo, hi = ok / (ran + 3), (ok + 3) / (ran + 3)
+    assert f"{ok}/{ran} (–); partial: {len(kept)} of {len(ROWS)} examples finished, so over all of them between " \
+           f"{100 * lo:.1f} and {100 * hi:.1f}" in row
+
+
+PAPER_TEXT = REPO.parent / "shared" / "papers" / "double-perturbation-naacl2021.txt"
+
+
+@pytest.mark.skipif(not PAPER_TEXT.is_file(), reason="the paper's text is not beside the repository")
+def test_the_paper_numbers_are_the_papers():
+    """Every Table 2 and Table 3 cell of ``double_perturbation_paper.toml`` is read back from the
+    paper's own text (its tables come out column by column: five base models, then four robust)."""
+    import re
+
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: the backport
+        import tomli as tomllib
+
+    numbers = tomllib.loads((REPO / "benchmarks" / "data" / "double_perturbation_paper.toml").read_text())
+    text = PAPER_TEXT.read_text()
+    table = text[text.index("Attack Success Rate ( % ) Genetic BAE"):text.index("Table 2 : The average rates")]
+    runs = [[float(x) for x in line.split()] for line in table.splitlines() if re.fullmatch(r"[\d. ]+", line.strip())]
+    base = ["bow", "cnn", "lstm", "transformer", "minilm"]
+    robust = ["bow-ibp", "cnn-ibp", "lstm-ibp"]  # the paper's fourth robust row (Transformer) has no model here
+    t2 = {m: r for m, r in numbers["table2"].items() if m != "range"}
+    assert set(t2) == set(base + robust)
+    # success rates: (base, robust) pairs of runs for Genetic, BAE, SO-Enum, SO-Beam, in that order
+    for i, method in enumerate(("genetic", "bae", "so-enum", "so-beam")):
+        b, r = runs[2 * i], runs[2 * i + 1]
+        assert [t2[m][method] for m in base] == b
+        assert [t2[m][method] for m in robust] == r[:3]
+    # Table 3: ℓ0 SO-Enum, PPL pert. SO-Enum, ℓ0 SO-Beam, PPL orig. SO-Enum, PPL pert. SO-Beam, PPL orig. SO-Beam
+    t3 = numbers["table3"]
+    order = [("so-enum", "l0"), ("so-enum", "ppl_perturbed"), ("so-beam", "l0"), ("so-enum", "ppl_original"),
+             ("so-beam", "ppl_perturbed"), ("so-beam", "ppl_original")]
+    for j, (method, key) in enumerate(order):
+        b, r = runs[8 + 2 * j], runs[8 + 2 * j + 1]
+        assert [t3[m][method][key] for m in base] == b
+        assert [t3[m][method][key] for m in robust] == r[:3]
