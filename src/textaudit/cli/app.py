@@ -32,7 +32,7 @@ __all__ = ["AuditGroup", "fail", "AuditCommand", "app", "emit_json", "print_tabl
            "DataOpt", "TextColumnOpt", "LabelColumnOpt", "LimitOpt", "SampleOpt", "PairColumnOpt",
            "PerturbSideOpt", "MlmOpt", "LanguageOpt", "OutputOpt", "ResumeOpt", "SeedOpt", "ShardOpt", "JsonOpt",
            "BackendOpt", "AddressOpt", "WorkersOpt", "InFlightOpt", "GpusOpt", "CpusOpt", "format_ci",
-           "MODEL_HELP", "with_model_options", "with_store_option", "StoreOpt", "store_fields", "with_track_option",
+           "MODEL_HELP", "with_model_options", "with_store_option", "StoreOpt", "store_fields", "score_fields", "with_track_option",
            "finished", "finished_run", "conclude", "TrackExperimentOpt", "TrackRunIdOpt"]
 
 #: what an interrupted command keeps, and how to continue: commands with a results file (--output)
@@ -167,6 +167,9 @@ def with_model_options(command: Callable | None = None, *, exclude: tuple[str, .
 StoreOpt = Annotated[Optional[str], typer.Option("--store", help=(
     "The neighbourhood store: masked-LM answers kept on disk and shared by every run, model, process and worker "
     "(default: $TEXTAUDIT_CACHE/neighborhoods.sqlite, or TEXTAUDIT_STORE); a file path, or off."))]
+ScoreCacheOpt = Annotated[Optional[str], typer.Option("--score-cache", help=(
+    "The classifiers' scores kept in the store across runs: auto (models with fingerprinted weights: zoo, hf:, "
+    "llm:), all (plug-ins and endpoints too), off. Default: TEXTAUDIT_SCORE_CACHE, else auto."))]
 
 
 def with_store_option(command: Callable) -> Callable:
@@ -178,14 +181,15 @@ def with_store_option(command: Callable) -> Callable:
 
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> Any:
-        from textaudit.neighborhoods.store import use_store
+        from textaudit.neighborhoods.store import use_score_cache, use_store
 
-        with use_store(kwargs.pop("store")):
+        with use_store(kwargs.pop("store")), use_score_cache(kwargs.pop("score_cache")):
             return command(*args, **kwargs)
 
-    extra = inspect.Parameter("store", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=StoreOpt)
-    run.__signature__ = sig.replace(parameters=[*sig.parameters.values(), extra])  # type: ignore[attr-defined]
-    run.__annotations__ = {**hints, "store": StoreOpt}
+    extra = [inspect.Parameter("store", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=StoreOpt),
+             inspect.Parameter("score_cache", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=ScoreCacheOpt)]
+    run.__signature__ = sig.replace(parameters=[*sig.parameters.values(), *extra])  # type: ignore[attr-defined]
+    run.__annotations__ = {**hints, "store": StoreOpt, "score_cache": ScoreCacheOpt}
     return run
 
 
@@ -302,6 +306,15 @@ def store_fields(mlm: Any) -> dict:
         return {}
     return {"store_hits": s["hits"], "store_misses": s["misses"], "store_hit_rate": s["hit_rate"],
             "mlm_seconds_saved": s["mlm_seconds_saved"]}
+
+
+def score_fields(classifier: Any) -> dict:
+    """A summary's score-cache fields: ``score_hits`` (texts the store answered) and ``score_forwards``
+    (texts the model computed), or nothing when the classifier's scores are not kept."""
+    if getattr(classifier, "score_cache", None) is None:
+        return {}
+    st = classifier.stats
+    return {"score_hits": st.store_hits, "score_forwards": st.unique_forwards}
 
 
 class _FlagsShowNoType:

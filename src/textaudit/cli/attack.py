@@ -43,6 +43,7 @@ from textaudit.cli.app import (
     notice,
     print_sampled,
     print_table,
+    score_fields,
     store_fields,
     with_model_options,
     with_store_option,
@@ -195,6 +196,7 @@ def attack(
                                   contexts=contexts, side=perturb_side, in_flight=in_flight)
     summary["model"] = clf.name
     summary.update(store_fields(options["mlm"]))
+    summary.update(score_fields(clf))
     if getattr(clf.stats, "requests", 0):  # a remote model: what this run cost the endpoint
         summary.update(http_requests=clf.stats.requests, http_retries=clf.stats.retries,
                        **({"http_tokens": clf.stats.tokens} if clf.stats.tokens else {}))

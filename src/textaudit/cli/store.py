@@ -30,7 +30,7 @@ def _store(path: str | None, *, must_exist: bool = True):
 
 @store_app.command("info", cls=AuditCommand)
 def info(store: StoreOpt = None, json_out: JsonOpt = False) -> None:
-    """Size, entries, bytes per entry and hit rate of the store, per masked LM."""
+    """Size, entries, bytes per entry and hit rate of the store, per masked LM and per classifier (scores)."""
     s = _store(store)
     out = s.info()
     if json_out:
@@ -43,6 +43,9 @@ def info(store: StoreOpt = None, json_out: JsonOpt = False) -> None:
     if out["mlms"]:
         print_table("masked LMs", ["name", "fingerprint", "entries", "hits", "misses"],
                     [[m["name"], m["fingerprint"][:16], m["entries"], m["hits"], m["misses"]] for m in out["mlms"]])
+    if out["scores"]["classifiers"]:
+        print_table("classifiers' scores", ["name", "identity", "entries", "hits", "misses"],
+                    [[c["name"], c["identity"], c["entries"], c["hits"], c["misses"]] for c in out["scores"]["classifiers"]])
 
 
 @store_app.command("prune", cls=AuditCommand)

@@ -17,7 +17,10 @@ which perturbs one text, runs on pair classifiers unchanged.
 
 - batching (``batch_size``; texts are sorted by length inside a call so that batches pad little),
 - de-duplication of repeated texts within a call,
-- an LRU cache text → probabilities (``cache_size`` entries),
+- an LRU cache text → probabilities (``cache_size`` entries), and behind it the *score cache*: the
+  same answers kept on disk across runs, keyed by the model's fingerprint (weights, tokenizer,
+  precision, device kind) and the text (:data:`SCORE_CACHE`, provided by
+  :mod:`textaudit.neighborhoods.store`; :attr:`BatchedClassifier.score_kind` says who may use it),
 - validation of what the forward returns (shape, NaN, row sums) with one-line errors,
 - a query counter (:class:`QueryStats`): unique forwards vs cache hits, time spent in forwards and,
   for torch models, inside the bare module calls (``device_seconds``).
@@ -96,9 +99,18 @@ class QueryStats:
     retries: int = 0
     tokens: int = 0
     device_seconds: float = 0.0
+    #: asked-for texts answered by the score cache on disk (neither the memory cache nor a forward)
+    store_hits: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+#: ``[provider]``: ``provider(classifier)`` returns the classifier's view of the score cache on disk (an object
+#: with ``lookup(keys) -> {key: row}`` and ``keep(rows)``), or None. Set by :mod:`textaudit.neighborhoods.store`
+#: (a layer above this one), asked once per classifier, on its first miss.
+SCORE_CACHE: list[Callable[["BatchedClassifier"], object | None] | None] = [None]
+_UNASKED = object()
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
@@ -193,6 +205,12 @@ class BatchedClassifier:
         #: answering texts of any length from anyone (``audit serve``) must not keep gigabytes of them
         self.cache_chars: int | None = None
         self._cache_chars = 0
+        #: who may keep this model's scores on disk (:data:`SCORE_CACHE`): ``"weights"`` (answers are a function
+        #: of fingerprinted weights: by default), ``"code"`` (a plug-in: it may read state its file does not show)
+        #: or ``"remote"`` (an endpoint can change behind its URL) — those two only when asked for
+        self.score_kind = "code" if user_code else "weights"
+        self._score_cache: object = _UNASKED
+        self._fresh = False  # predict_proba_fresh: the model itself answers (the disk keeps its new answers)
 
     @property
     def fingerprint(self) -> str | None:
@@ -237,19 +255,47 @@ class BatchedClassifier:
         self.stats.cache_hits += len(keys) - len(missing)
         if not missing:
             return np.stack([cache[k] for k in keys])
-        probs = self._forward_missing([by_key[k] if type(by_key[k]) is Sentence else k for k in missing])
-        self.stats.unique_forwards += len(missing)
+        disk = self.score_cache
+        stored = disk.lookup(missing) if disk is not None and not self._fresh else {}  # type: ignore[attr-defined]
+        if stored:
+            self.stats.store_hits += len(stored)
+            if self._num_classes is None:  # a model whose every answer so far came from the disk
+                self._num_classes = len(next(iter(stored.values())))
+            missing = [k for k in missing if k not in stored]
+        if missing:
+            probs = self._forward_missing([by_key[k] if type(by_key[k]) is Sentence else k for k in missing])
+            self.stats.unique_forwards += len(missing)
+            if disk is not None:
+                disk.keep(zip(missing, probs))  # type: ignore[attr-defined]
+        else:
+            probs = np.zeros((0, len(next(iter(stored.values())))), dtype=np.float32)
         if len(missing) == len(keys):  # every text new and distinct: the rows as they came
             out = probs.copy()
         else:
-            rows = {**{k: cache[k] for k in by_key if k in cache}, **dict(zip(missing, probs))}
+            rows = {**{k: cache[k] for k in by_key if k in cache}, **stored, **dict(zip(missing, probs))}
             out = np.stack([rows[k] for k in keys])
         if self.cache_size:
+            cache.update(stored)
             cache.update(zip(missing, probs))
+            self._cache_chars += sum(map(_chars, stored))
             self._cache_chars += sum(map(_chars, missing))
             while len(cache) > self.cache_size or (self.cache_chars is not None and self._cache_chars > self.cache_chars):
                 self._cache_chars -= _chars(cache.popitem(last=False)[0])
         return out
+
+    @property
+    def score_cache(self) -> object | None:
+        """This model's view of the score cache on disk (None: its scores are not kept): asked of the
+        provider (:data:`SCORE_CACHE`) once, on the first miss; never with the memory cache off
+        (``cache_size=0``) or without a fingerprint."""
+        if self._score_cache is _UNASKED:
+            provider = SCORE_CACHE[0]
+            self._score_cache = provider(self) if provider is not None and self.cache_size else None
+        return self._score_cache  # type: ignore[return-value]
+
+    @score_cache.setter
+    def score_cache(self, value: object | None) -> None:
+        self._score_cache = value
 
     def _forward_missing(self, items: list) -> np.ndarray:
         """Probabilities of ``items``, one row each in their order: spliced ids in token-packed
@@ -288,7 +334,11 @@ class BatchedClassifier:
             key = (t._text or t.text()) if type(t) is Sentence else _checked_input(t)
             if self._cache.pop(key, None) is not None:
                 self._cache_chars -= _chars(key)
-        return self.predict_proba(texts)
+        self._fresh = True
+        try:
+            return self.predict_proba(texts)
+        finally:
+            self._fresh = False
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
         return self.predict_proba(texts)

@@ -194,6 +194,7 @@ class HttpClassifier(BatchedClassifier):
         self._client = None
         self._pool: ThreadPoolExecutor | None = None
         self.fingerprint = self._identity()
+        self.score_kind = "remote"  # kept on disk only when asked for (an endpoint can change behind its URL)
         #: ``logprobs`` or ``labels`` (OpenAI-compatible endpoints), None (plain JSON: its own probabilities)
         self.scores: str | None = None
         self.samples = self.options.samples

@@ -25,6 +25,18 @@ store of ours that fails ``PRAGMA quick_check`` is set aside (``<name>.damaged-<
 notice and rebuilt. A full disk or a read-only location
 degrades to reading (or to no store) with a notice; the audit goes on.
 
+**Scores.** The same file keeps the classifiers' answers too (the *score cache*, tables ``classifiers``
+and ``scores``): key = the classifier's identity — its fingerprint (weights and tokenizer; an ``llm:``
+model's prompt; an endpoint's URL, model, prompt and scoring), its precision, the kind of device, and
+:data:`SCORES_FORMAT` — and a 16-byte BLAKE2b digest of the text (or of a sentence pair's two texts);
+value = the float32 row of class probabilities as the forward gave it, with its CRC-32, so a run that
+reads it gives the records a run that computes it gives. On by default for models whose answers are a
+function of fingerprinted weights (zoo, ``hf:``, ``llm:``); for plug-ins (``file.py:obj``, callables:
+they may read state their file does not show) and endpoints only with ``--score-cache all``
+(``TEXTAUDIT_SCORE_CACHE``); never for label-only answers sampled from an endpoint (each run draws
+anew), never with ``--score-cache off`` or ``--store off``. Pruning drops the least recently used of
+both kinds of entries. Ray workers on other machines than the driver's read and write no scores.
+
 Why SQLite and not LMDB: it is in the standard library (no dependency, no native wheel to match), its
 WAL mode gives many readers with concurrent writers across processes, and its crash guarantees are
 documented and tested; LMDB's single memory map needs a size chosen up front and a lock file that
@@ -47,11 +59,14 @@ from array import array
 from pathlib import Path
 from typing import Iterable, Sequence
 
+import numpy as np
+
 from textaudit.backends import register_sync
 from textaudit.errors import TextAuditError
 
 __all__ = ["NeighborhoodStore", "StoredMaskedLM", "StoreStats", "default_store_path", "open_store", "context_key", "mlm_fingerprint",
-           "STORE_TOP", "FORMAT", "APPLICATION_ID", "use_store", "current_store", "parse_store", "not_a_store"]
+           "STORE_TOP", "FORMAT", "APPLICATION_ID", "use_store", "current_store", "parse_store", "not_a_store",
+           "score_key", "score_identity", "use_score_cache", "score_cache_choice", "SCORES_FORMAT"]
 
 #: every entry holds at least this many candidates (κ = 20 by default; a larger κ stores more)
 STORE_TOP = 32
@@ -60,7 +75,9 @@ FORMAT = "textaudit-neighborhoods-1"
 #: textaudit's mark in a store's SQLite header (``PRAGMA application_id``: "TAUD")
 APPLICATION_ID = 0x54415544
 #: the tables of a store (a database holding any other is not one)
-STORE_TABLES = frozenset({"meta", "mlms", "entries"})
+STORE_TABLES = frozenset({"meta", "mlms", "entries", "classifiers", "scores"})
+#: part of every classifier's identity in the score cache: raised when the way scores are computed changes
+SCORES_FORMAT = 1
 #: ``PRAGMA quick_check`` on open up to this size (it reads every page)
 CHECK_BYTES = 2 << 30
 #: rows per SELECT ... IN (...)
@@ -76,6 +93,13 @@ CREATE TABLE IF NOT EXISTS entries (
     mlm INTEGER NOT NULL, k BLOB NOT NULL, n INTEGER NOT NULL, v BLOB NOT NULL, crc INTEGER NOT NULL,
     used INTEGER NOT NULL, PRIMARY KEY (mlm, k)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS entries_used ON entries (used);
+CREATE TABLE IF NOT EXISTS classifiers (
+    id INTEGER PRIMARY KEY, identity TEXT NOT NULL UNIQUE, name TEXT NOT NULL, classes INTEGER NOT NULL,
+    hits INTEGER NOT NULL DEFAULT 0, misses INTEGER NOT NULL DEFAULT 0, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS scores (
+    clf INTEGER NOT NULL, k BLOB NOT NULL, v BLOB NOT NULL, crc INTEGER NOT NULL, used INTEGER NOT NULL,
+    PRIMARY KEY (clf, k)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS scores_used ON scores (used);
 """
 
 
@@ -208,6 +232,8 @@ class NeighborhoodStore:
         self._used: dict[int, set[bytes]] = {}
         self._pending: dict[int, tuple[int, int]] = {}
         self._fingerprints: dict[int, str] = {}  # id -> fingerprint, of the masked LMs this object met
+        self._used_scores: dict[int, set[bytes]] = {}  # the score cache's last-use days and counters, like _used/_pending
+        self._pending_scores: dict[int, tuple[int, int]] = {}
         #: on a Ray worker on another machine than the driver's: what it computed, for the driver (see _StoreSync)
         self._outbox: dict | None = None
         self._since: dict[str, tuple[int, int]] = {}  # hits and misses per asking masked LM, since the last drain
@@ -217,7 +243,7 @@ class NeighborhoodStore:
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state.update(_conn=None, _pid=None, _mlm_ids={}, stats=StoreStats(), _used={}, _pending={}, _fingerprints={},
-                     _outbox=None, _since={})
+                     _outbox=None, _since={}, _used_scores={}, _pending_scores={})
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -479,6 +505,10 @@ class NeighborhoodStore:
             conn.executemany("UPDATE entries SET used = ? WHERE mlm = ? AND k = ? AND used < ?",
                              [(today, mlm, k, today) for k in keys])
         self._used = {}
+        for clf, keys in self._used_scores.items():
+            conn.executemany("UPDATE scores SET used = ? WHERE clf = ? AND k = ? AND used < ?",
+                             [(today, clf, k, today) for k in keys])
+        self._used_scores = {}
 
     def record(self, mlm: int, hits: int, misses: int, source: str | None = None) -> None:
         """Add this call's hits and misses to the store's counters (``audit store info``'s hit rate);
@@ -499,10 +529,17 @@ class NeighborhoodStore:
     def flush(self) -> None:
         """Write the counters and last-use days gathered since the last write."""
         pending, self._pending = self._pending, {}
-        if not pending and not self._used:
+        scores, self._pending_scores = self._pending_scores, {}
+        if not pending and not self._used and not scores and not self._used_scores:
             return
-        self._write(lambda c: c.executemany("UPDATE mlms SET hits = hits + ?, misses = misses + ? WHERE id = ?",
-                                            [(h, m, mlm) for mlm, (h, m) in pending.items()]))
+
+        def write(c: sqlite3.Connection) -> None:
+            c.executemany("UPDATE mlms SET hits = hits + ?, misses = misses + ? WHERE id = ?",
+                          [(h, m, mlm) for mlm, (h, m) in pending.items()])
+            c.executemany("UPDATE classifiers SET hits = hits + ?, misses = misses + ? WHERE id = ?",
+                          [(h, m, clf) for clf, (h, m) in scores.items()])
+
+        self._write(write)
 
     def close(self) -> None:
         """Flush and close this process's connection."""
@@ -514,19 +551,99 @@ class NeighborhoodStore:
                 pass
         self._conn = None
 
+    # -- the score cache ------------------------------------------------------------------------
+    def classifier_id(self, identity: str, name: str, classes: int | None) -> tuple[int, int] | None:
+        """``(id, classes)`` of a classifier's identity (:func:`score_identity`) in the store, registered on first
+        use; with ``classes`` None (a model that has not answered yet) only looked up."""
+        conn = self._connection()
+        if conn is None:
+            return None
+        try:
+            q = "SELECT id, classes FROM classifiers WHERE identity = ?"
+            row = conn.execute(q, (identity,)).fetchone()
+            if row is None and classes and self._writable:
+                self._write(lambda c: c.execute("INSERT OR IGNORE INTO classifiers (identity, name, classes, created) "
+                                                "VALUES (?, ?, ?, ?)", (identity, name, classes, time.time())))
+                row = conn.execute(q, (identity,)).fetchone()
+        except sqlite3.Error as e:
+            self._failed(e, "read")
+            return None
+        return (row[0], row[1]) if row else None
+
+    def get_scores(self, clf: int, keys: Sequence[bytes], classes: int) -> dict[bytes, "np.ndarray"]:
+        """``{key: float32 row}`` for the ``keys`` the store holds (each checked by its CRC; a damaged
+        entry is dropped and recomputed)."""
+
+        conn = self._connection()
+        out: dict = {}
+        if conn is None or not keys:
+            return out
+        bad: list[bytes] = []
+        try:
+            for s in range(0, len(keys), _CHUNK):
+                chunk = keys[s:s + _CHUNK]
+                q = f"SELECT k, v, crc FROM scores WHERE clf = ? AND k IN ({','.join('?' * len(chunk))})"
+                for k, v, crc in conn.execute(q, (clf, *chunk)):
+                    if zlib.crc32(k + v) != crc or len(v) != 4 * classes:
+                        bad.append(k)
+                        continue
+                    out[k] = np.frombuffer(v, dtype="<f4").astype(np.float32)
+        except sqlite3.Error as e:
+            self._failed(e, "read")
+            return {}
+        if bad:
+            self.stats.damaged += len(bad)
+            self._notice(f"{len(bad)} damaged score{'' if len(bad) == 1 else 's'} dropped (recomputed)")
+            self._write(lambda c: c.executemany("DELETE FROM scores WHERE clf = ? AND k = ?", [(clf, k) for k in bad]))
+        if self._writable and out:
+            self._used_scores.setdefault(clf, set()).update(out)
+        h, m = self._pending_scores.get(clf, (0, 0))
+        self._pending_scores[clf] = (h + len(out), m + len(keys) - len(out))
+        return out
+
+    def put_scores(self, clf: int, rows: Iterable[tuple[bytes, "np.ndarray"]]) -> None:
+        """Keep ``(key, row)`` rows of class probabilities (float32, as computed)."""
+
+        today = int(time.time() // 86400)
+        data = []
+        for k, row in rows:
+            v = np.ascontiguousarray(row, dtype="<f4").tobytes()
+            data.append((clf, k, v, zlib.crc32(k + v), today))
+        if data and self._outbox is None and self._write(lambda c: c.executemany(
+                "INSERT INTO scores (clf, k, v, crc, used) VALUES (?, ?, ?, ?, ?) ON CONFLICT (clf, k) DO UPDATE "
+                "SET v = excluded.v, crc = excluded.crc, used = excluded.used", data)):
+            self.stats.written += len(data)
+
+    def classifiers(self) -> list[dict]:
+        """Every classifier whose scores the store keeps: ``{"name", "identity", "entries", "hits", "misses"}``."""
+        conn = self._connection()
+        if conn is None:
+            return []
+        rows = conn.execute("SELECT c.name, c.identity, c.hits, c.misses, (SELECT COUNT(*) FROM scores s WHERE s.clf = c.id) "
+                            "FROM classifiers c ORDER BY c.id").fetchall()
+        return [{"name": r[0], "identity": r[1], "hits": r[2], "misses": r[3], "entries": r[4]} for r in rows]
+
     # -- maintenance -----------------------------------------------------------------------------
     def info(self) -> dict:
-        """Size, entries, bytes per entry and hit rate, per masked LM and in all."""
+        """Size, entries, bytes per entry (of both kinds) and hit rate, per masked LM and in all; ``scores``: the
+        score cache's entries and hit rate, per classifier."""
         conn = self._connection()
         self.flush()
         size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
         mlms = self.mlms() if conn is not None else []
         entries = sum(m["entries"] for m in mlms)
         hits, misses = sum(m["hits"] for m in mlms), sum(m["misses"] for m in mlms)
+        clfs = self.classifiers() if conn is not None else []
+        sh, sm = sum(c["hits"] for c in clfs), sum(c["misses"] for c in clfs)
+        every = entries + sum(c["entries"] for c in clfs)  # masked contexts and scored texts
         return {"path": str(self.path), "bytes": size, "entries": entries,
-                "bytes_per_entry": round(size / entries, 1) if entries else None,
+                "bytes_per_entry": round(size / every, 1) if every else None,
                 "hits": hits, "misses": misses, "hit_rate": round(hits / (hits + misses), 4) if hits + misses else None,
-                "mlms": [{k: m[k] for k in ("name", "fingerprint", "entries", "hits", "misses")} for m in mlms]}
+                "mlms": [{k: m[k] for k in ("name", "fingerprint", "entries", "hits", "misses")} for m in mlms],
+                "scores": {"entries": sum(c["entries"] for c in clfs), "hits": sh, "misses": sm,
+                           "hit_rate": round(sh / (sh + sm), 4) if sh + sm else None,
+                           "classifiers": [{"name": c["name"], "identity": c["identity"][:16], "entries": c["entries"],
+                                            "hits": c["hits"], "misses": c["misses"]} for c in clfs]}}
 
     def prune(self, max_bytes: int) -> int:
         """Drop the least recently used entries until the file is at most ``max_bytes``; return how many."""
@@ -537,13 +654,21 @@ class NeighborhoodStore:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         size = self.path.stat().st_size
         entries = conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
-        if size <= max_bytes or not entries:
+        scores = conn.execute("SELECT COUNT(*) FROM scores").fetchone()[0]
+        if size <= max_bytes or not entries + scores:
             return 0
-        drop = min(entries, int(entries * (1 - max_bytes / size)) + 1)
-        self._write(lambda c: c.execute("DELETE FROM entries WHERE (mlm, k) IN "
-                                        "(SELECT mlm, k FROM entries ORDER BY used, k LIMIT ?)", (drop,)))
+        share = 1 - max_bytes / size  # the same share of each kind, the least recently used first
+        drop = min(entries, int(entries * share) + 1) if entries else 0
+        drop_scores = min(scores, int(scores * share) + 1) if scores else 0
+
+        def write(c: sqlite3.Connection) -> None:
+            c.execute("DELETE FROM entries WHERE (mlm, k) IN (SELECT mlm, k FROM entries ORDER BY used, k LIMIT ?)", (drop,))
+            c.execute("DELETE FROM scores WHERE (clf, k) IN (SELECT clf, k FROM scores ORDER BY used, k LIMIT ?)",
+                      (drop_scores,))
+
+        self._write(write)
         conn.execute("VACUUM")
-        return drop
+        return drop + drop_scores
 
     def export(self, out: str | Path, *, mlm: str | None = None) -> int:
         """Copy the entries (of one masked LM: a name or fingerprint prefix) into a new store file ``out``."""
@@ -858,3 +983,117 @@ def close_stores() -> None:
     """Flush and close every store this process opened (at exit, too)."""
     for store in _OPEN.values():
         store.close()
+
+
+# -- the score cache: classifiers' answers across runs ---------------------------------------------
+_SCORE_CHOICE: list[str | None] = [None]
+SCORE_CACHE_CHOICES = ("auto", "all", "off")
+
+
+def score_cache_choice() -> str:
+    """``--score-cache`` in effect (``TEXTAUDIT_SCORE_CACHE`` else ``auto``): ``auto`` keeps the scores of
+    models with fingerprinted weights, ``all`` those of plug-ins and endpoints too, ``off`` none."""
+    choice = (_SCORE_CHOICE[0] or os.environ.get("TEXTAUDIT_SCORE_CACHE") or "auto").strip().lower()
+    if choice not in SCORE_CACHE_CHOICES:
+        raise TextAuditError(f"--score-cache must be one of {', '.join(SCORE_CACHE_CHOICES)} (got {choice!r})")
+    return choice
+
+
+class use_score_cache:
+    """``with use_score_cache("auto" | "all" | "off"): ...``: the score cache of classifiers loaded inside."""
+
+    def __init__(self, value: str | None):
+        self.value = value.strip().lower() if value is not None else None
+        if self.value is not None and self.value not in SCORE_CACHE_CHOICES:
+            raise TextAuditError(f"--score-cache must be one of {', '.join(SCORE_CACHE_CHOICES)} (got {value!r})")
+
+    def __enter__(self) -> None:
+        self._prev = _SCORE_CHOICE[0]
+        _SCORE_CHOICE[0] = self.value
+
+    def __exit__(self, *exc: object) -> None:
+        _SCORE_CHOICE[0] = self._prev
+
+
+def score_key(text: object) -> bytes:
+    """A text's key in the score cache: a 16-byte BLAKE2b digest of it (a sentence pair: of both texts, marked)."""
+    if isinstance(text, tuple):
+        data = b"\x01" + text[0].encode("utf-8", "surrogatepass") + b"\x00" + text[1].encode("utf-8", "surrogatepass")
+    else:
+        data = b"\x00" + str(text).encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def score_identity(clf) -> str | None:
+    """What a classifier's answers are a function of, or None when they may not be kept: its fingerprint,
+    precision, device kind, classes and :data:`SCORES_FORMAT`. None without a fingerprint, for label-only
+    answers sampled from an endpoint (samples > 1 or a temperature above 0: every run draws anew), for a
+    plug-in or an endpoint unless ``--score-cache all``, and with ``--score-cache off``."""
+    choice = score_cache_choice()
+    kind = getattr(clf, "score_kind", "code")
+    if choice == "off" or (kind != "weights" and choice != "all"):
+        return None
+    if getattr(clf, "scores", None) == "labels" and (getattr(clf, "samples", 1) > 1 or getattr(clf, "temperature", 0) > 0):
+        return None
+    fp = clf.fingerprint
+    if not fp:
+        return None
+    fwd = getattr(clf, "forward", None)
+    device = str(getattr(fwd, "device", "") or "").split(":")[0] or "-"
+    return f"{fp}|{getattr(fwd, 'precision', None) or '-'}|{device}|{kind}|scores-{SCORES_FORMAT}"
+
+
+class _ScoreView:
+    """One classifier's view of the score cache (:data:`textaudit.models.batched.SCORE_CACHE`): its identity is
+    read at every call (an endpoint learns how it scores at its first answer), so answers are looked up and kept
+    under the identity they were computed under."""
+
+    def __init__(self, store: NeighborhoodStore, clf):
+        self.store, self._clf = store, weakref.ref(clf)
+        self._ids: dict[str, int | None] = {}
+
+    def _id(self) -> tuple[int, int] | None:
+        clf = self._clf()
+        identity = score_identity(clf) if clf is not None else None
+        if identity is None:
+            return None
+        if identity not in self._ids:
+            classes = clf._num_classes
+            found = self.store.classifier_id(identity, str(clf.name), int(classes) if classes else None)
+            if found is None:  # not in the store, and the model has not answered yet to register it
+                return None
+            self._ids[identity] = found
+        return self._ids[identity]
+
+    def lookup(self, keys: Sequence) -> dict:
+        found = self._id()
+        if found is None:
+            return {}
+        digests = {score_key(k): k for k in keys}
+        got = self.store.get_scores(found[0], list(digests), found[1])
+        return {digests[d]: row for d, row in got.items()}
+
+    def keep(self, rows) -> None:
+        found = self._id()
+        if found is not None:
+            self.store.put_scores(found[0], ((score_key(k), row) for k, row in rows))
+
+
+def _score_cache_for(clf) -> _ScoreView | None:
+    """The provider of :data:`textaudit.models.batched.SCORE_CACHE`: the store in effect, if its choice lets
+    this classifier's scores be kept (:func:`score_identity` is asked again at every call)."""
+    if score_identity(clf) is None:  # (an endpoint's identity may grow once it answers: asked again at every call)
+        return None
+    store = current_store()
+    if store is None or store.readonly:
+        return None
+    return _ScoreView(store, clf)
+
+
+def _install_score_cache() -> None:
+    from textaudit.models.batched import SCORE_CACHE
+
+    SCORE_CACHE[0] = _score_cache_for
+
+
+_install_score_cache()

@@ -1,0 +1,212 @@
+"""The score cache (textaudit.neighborhoods.store, tables ``classifiers`` and ``scores``): a classifier's
+answers kept on disk across runs, keyed by what they are a function of; answers from it are the
+forward's, bit for bit; records are the same with and without it; plug-ins and endpoints only when
+asked; safe under two writers and a kill -9; covered by ``audit store info`` and ``prune``."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from textaudit.models import load_classifier
+from textaudit.neighborhoods.store import NeighborhoodStore, score_identity, use_score_cache, use_store
+
+TEXTS = ["a deep and meaningful film .", "the plot is thin and the acting is worse .",
+         "an unflinching look at the mess we make .", "it is not the worst , is it ?", "good", "bad bad bad"]
+
+
+@pytest.fixture(scope="module")
+def tiny_hf(tmp_path_factory):
+    """A tiny BERT sequence classifier saved as a HuggingFace directory (random weights, seeded)."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+
+    d = tmp_path_factory.mktemp("tiny-hf")
+    words = sorted({w for t in TEXTS for w in t.split()} | {"film", "great", "awful"})
+    (d / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
+    tok = BertTokenizerFast(vocab_file=str(d / "vocab.txt"), do_lower_case=True)
+    torch.manual_seed(0)
+    model = BertForSequenceClassification(BertConfig(vocab_size=len(words) + 5, hidden_size=32, num_hidden_layers=2,
+                                                     num_attention_heads=2, intermediate_size=64, num_labels=2))
+    model.save_pretrained(d)
+    tok.save_pretrained(d)
+    return d
+
+
+def _scores(path, spec, texts, **options):
+    """A fresh classifier object (an empty memory cache, as a new process has) scoring ``texts`` with the store
+    ``path``: ``(probabilities, forwards, store hits)``."""
+    from textaudit.models.options import ModelOptions, use_model_options
+
+    precision = options.pop("precision", None)
+    with use_store(str(path)), use_score_cache(options.pop("choice", None)), \
+            use_model_options(ModelOptions(precision=precision)):
+        clf = load_classifier(spec, device="cpu")
+        probs = clf.predict_proba(texts)
+        return probs, clf.stats.unique_forwards, clf.stats.store_hits
+
+
+def test_answers_from_the_cache_are_the_forwards_bit_for_bit(tiny_hf, tmp_path):
+    store = tmp_path / "s.sqlite"
+    first, f1, h1 = _scores(store, f"hf:{tiny_hf}", TEXTS)
+    again, f2, h2 = _scores(store, f"hf:{tiny_hf}", TEXTS + [TEXTS[0]])
+    assert (f1, h1) == (len(TEXTS), 0) and (f2, h2) == (0, len(TEXTS))  # the second object ran no forward
+    assert again.dtype == np.float32 and np.array_equal(again[:-1], first) and np.array_equal(again[-1], first[0])
+    off, f3, h3 = _scores(store, f"hf:{tiny_hf}", TEXTS, choice="off")
+    assert (f3, h3) == (len(TEXTS), 0) and np.array_equal(off, first)
+    info = NeighborhoodStore(store).info()["scores"]
+    assert info["entries"] == len(TEXTS) and info["hits"] == len(TEXTS) and info["misses"] == len(TEXTS)
+
+
+def test_other_weights_or_precision_are_another_key(tiny_hf, tmp_path):
+    """A retrained model (same directory, other weights) and another precision never read the entries."""
+    import shutil
+
+    import torch
+    from transformers import BertForSequenceClassification
+
+    store = tmp_path / "s.sqlite"
+    d = tmp_path / "model"
+    shutil.copytree(tiny_hf, d)
+    _scores(store, f"hf:{d}", TEXTS)
+    _, forwards, hits = _scores(store, f"hf:{d}", TEXTS, precision="bf16")
+    assert hits == 0 and forwards == len(TEXTS)
+    m = BertForSequenceClassification.from_pretrained(d)
+    with torch.no_grad():
+        m.classifier.bias += 1.0  # "retrained"
+    m.save_pretrained(d)
+    probs, forwards, hits = _scores(store, f"hf:{d}", TEXTS)
+    assert hits == 0 and forwards == len(TEXTS)
+    assert len(NeighborhoodStore(store).classifiers()) == 3
+
+
+PLUGIN = '''
+def clf(texts):  # positive when "good" or "deep" is there
+    return [[0.2, 0.8] if ("good" in t.split() or "deep" in t.split()) else [0.9, 0.1] for t in texts]
+'''
+
+
+def test_a_plugin_is_kept_only_when_asked_and_records_are_the_same(tmp_path, cli):
+    """A plug-in may read state its file does not show: its scores are kept only with --score-cache all;
+    then a second attack computes nothing and its records equal a run without any store."""
+    (tmp_path / "p.py").write_text(PLUGIN)
+    data = tmp_path / "d.tsv"
+    data.write_text("label\ttext\n" + "".join(f"{int('good' in t or 'deep' in t)}\t{t}\n" for t in TEXTS[:4]))
+    store = tmp_path / "s.sqlite"
+
+    def attack(out, *extra):
+        r = cli("attack", "--model", f"{tmp_path}/p.py:clf", "--method", "so-enum", "--k", "1", "--data", str(data),
+                "--no-ppl", "--output", str(tmp_path / out), "--json", *extra)
+        assert r.exit_code == 0, r.output
+        return json.loads(r.stdout.strip().splitlines()[-1])
+
+    default = attack("a.jsonl", "--store", str(store))
+    assert "score_hits" not in default and NeighborhoodStore(store).info()["scores"]["entries"] == 0
+    first = attack("b.jsonl", "--store", str(store), "--score-cache", "all")
+    second = attack("c.jsonl", "--store", str(store), "--score-cache", "all")
+    cold = attack("d.jsonl", "--store", "off")
+    assert first["score_hits"] == 0 and first["score_forwards"] > 0
+    assert second["score_forwards"] == 0 and second["score_hits"] == first["score_forwards"]
+    from textaudit.results import read_jsonl
+
+    def records(name):
+        return sorted(({k: v for k, v in r.items() if k != "seconds"} for r in read_jsonl(tmp_path / name)),
+                      key=lambda r: r["id"])
+
+    assert records("c.jsonl") == records("d.jsonl") == records("b.jsonl")
+    assert any(r["status"] == "success" for r in records("c.jsonl"))
+    bad = cli("attack", "--model", f"{tmp_path}/p.py:clf", "--score-cache", "sometimes", "--data", str(data))
+    assert bad.exit_code == 2 and "--score-cache must be one of auto, all, off" in bad.output
+
+
+class _Endpoint:
+    """What score_identity reads of an endpoint's classifier (its loader sets these)."""
+
+    score_kind, fingerprint, forward, _num_classes, name = "remote", "http://127.0.0.1:9/v1#m+prompt:ab", None, 3, "ep"
+
+    def __init__(self, scores, samples=1, temperature=0.0):
+        self.scores, self.samples, self.temperature = scores, samples, temperature
+
+
+def test_endpoints_only_when_asked_and_label_only_sampling_never():
+    with use_score_cache("auto"):
+        assert score_identity(_Endpoint("logprobs")) is None
+    with use_score_cache("all"):
+        assert score_identity(_Endpoint("logprobs")).startswith("http://127.0.0.1:9/v1#m+prompt:ab|")
+        assert score_identity(_Endpoint("labels")) is not None  # one greedy completion: one answer
+        assert score_identity(_Endpoint("labels", samples=5)) is None  # every run draws again
+        assert score_identity(_Endpoint("labels", temperature=0.7)) is None
+    with use_score_cache("off"):
+        assert score_identity(_Endpoint("logprobs")) is None
+
+
+WRITER = r'''
+import sys, time
+from textaudit.models import load_classifier
+from textaudit.neighborhoods.store import use_store
+model, store, texts, pause = sys.argv[1], sys.argv[2], open(sys.argv[3]).read().splitlines(), float(sys.argv[4])
+with use_store(store):
+    clf = load_classifier("hf:" + model, device="cpu")
+    print("ready", flush=True)
+    for s in range(0, len(texts), 20):
+        clf.predict_proba(texts[s:s + 20])
+        time.sleep(pause)
+print("done", clf.stats.unique_forwards, clf.stats.store_hits, flush=True)
+'''
+
+
+def test_two_writers_and_a_kill_leave_a_cache_that_answers_as_one_process(tiny_hf, tmp_path):
+    rng = np.random.default_rng(0)
+    words = [w for t in TEXTS for w in t.split()]
+    texts = list(dict.fromkeys(" ".join(rng.choice(words, rng.integers(3, 12))) for _ in range(1200)))
+    (tmp_path / "texts.txt").write_text("\n".join(texts))
+    (tmp_path / "w.py").write_text(WRITER)
+    store = tmp_path / "s.sqlite"
+    env = {**os.environ, "TEXTAUDIT_THREADS": "1"}
+    args = [sys.executable, str(tmp_path / "w.py"), str(tiny_hf), str(store), str(tmp_path / "texts.txt")]
+    writers = [subprocess.Popen(args + ["0"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for _ in range(2)]
+    victim = subprocess.Popen(args + ["0.05"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert victim.stdout.readline().strip() == "ready"
+    deadline = time.time() + 300
+    while time.time() < deadline and (not store.exists() or NeighborhoodStore(store).info()["scores"]["entries"] < 100):
+        time.sleep(0.1)
+    victim.send_signal(signal.SIGKILL)  # mid-run: it is still writing
+    victim.wait()
+    for w in writers:
+        out, err = w.communicate(timeout=600)
+        assert w.returncode == 0, err
+        assert out.strip().splitlines()[-1].startswith("done")
+    with sqlite3.connect(store) as c:
+        assert c.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+    alone, _, _ = _scores(tmp_path / "alone.sqlite", f"hf:{tiny_hf}", texts)
+    cached, forwards, hits = _scores(store, f"hf:{tiny_hf}", texts)
+    assert forwards == 0 and hits == len(texts)  # every text, once, in the cache
+    # a row computed in another batch may differ in its last bit (padding, BLAS blocking): nothing more
+    assert np.abs(cached - alone).max() < 1e-6
+
+
+def test_prune_drops_scores_too_and_info_counts_them(tiny_hf, tmp_path, cli):
+    store = tmp_path / "s.sqlite"
+    rng = np.random.default_rng(1)
+    texts = [f"film {i} " + " ".join(rng.choice(["good", "bad", "deep"], 5)) for i in range(3000)]
+    _scores(store, f"hf:{tiny_hf}", texts)
+    r = cli("store", "info", "--store", str(store), "--json")
+    assert r.exit_code == 0, r.output
+    info = json.loads(r.stdout)
+    assert info["scores"]["entries"] == len(texts) and info["scores"]["classifiers"][0]["entries"] == len(texts)
+    size = store.stat().st_size
+    r = cli("store", "prune", "--store", str(store), "--max-gb", str(size / 2 / 1e9))
+    assert r.exit_code == 0, r.output
+    left = NeighborhoodStore(store).info()["scores"]["entries"]
+    assert 0 < left < len(texts)
+    _, forwards, hits = _scores(store, f"hf:{tiny_hf}", texts)
+    assert hits == left and forwards == len(texts) - left
