@@ -210,3 +210,23 @@ def test_prune_drops_scores_too_and_info_counts_them(tiny_hf, tmp_path, cli):
     assert 0 < left < len(texts)
     _, forwards, hits = _scores(store, f"hf:{tiny_hf}", texts)
     assert hits == left and forwards == len(texts) - left
+
+
+def test_replay_on_the_attacked_model_reads_the_scores_the_attack_kept(tmp_path, cli):
+    """The findings' sentences were scored by the attack: replayed on the same model, the store answers them."""
+    from textaudit.findings import replay
+
+    (tmp_path / "p.py").write_text(PLUGIN)
+    data = tmp_path / "d.tsv"
+    data.write_text("label\ttext\n" + "".join(f"{int('good' in t or 'deep' in t)}\t{t}\n" for t in TEXTS[:4]))
+    store = tmp_path / "s.sqlite"
+    r = cli("attack", "--model", f"{tmp_path}/p.py:clf", "--method", "so-enum", "--k", "1", "--data", str(data),
+            "--no-ppl", "--store", str(store), "--score-cache", "all", "--output", str(tmp_path / "a.jsonl"), "--json")
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.stdout.strip().splitlines()[-1])
+    assert summary["score_forwards"] > 0 and summary["success"] >= 1, summary
+    with use_store(str(store)), use_score_cache("all"):
+        clf = load_classifier(f"{tmp_path}/p.py:clf")
+        result = replay(tmp_path / "a.jsonl", clf)
+    assert result.records and clf.stats.unique_forwards == 0 and clf.stats.store_hits > 0
+    assert all(rec["status"] == "still" for rec in result.records)  # the same model: every finding holds
