@@ -230,3 +230,21 @@ def test_replay_on_the_attacked_model_reads_the_scores_the_attack_kept(tmp_path,
         result = replay(tmp_path / "a.jsonl", clf)
     assert result.records and clf.stats.unique_forwards == 0 and clf.stats.store_hits > 0
     assert all(rec["status"] == "still" for rec in result.records)  # the same model: every finding holds
+
+
+def test_a_run_that_finds_nothing_stops_looking_but_keeps_what_it_computes(tmp_path):
+    """Looking up texts the disk has not got only costs: after a window of misses the classifier stops looking
+    (its answers unchanged), yet keeps writing, so the next run finds everything."""
+    from textaudit.models.batched import DiskWeigher
+
+    (tmp_path / "p.py").write_text(PLUGIN)
+    store = tmp_path / "s.sqlite"
+    texts = [f"film number {i} is good" if i % 3 else f"film number {i}" for i in range(3 * DiskWeigher.WINDOW)]
+    with use_store(str(store)), use_score_cache("all"):
+        first = load_classifier(f"{tmp_path}/p.py:clf")
+        probs = np.concatenate([first.predict_proba(texts[s:s + 1000]) for s in range(0, len(texts), 1000)])
+        assert not first._disk.looking and first.stats.store_hits == 0
+        again = load_classifier(f"{tmp_path}/p.py:clf")
+        probs2 = np.concatenate([again.predict_proba(texts[s:s + 1000]) for s in range(0, len(texts), 1000)])
+        assert again._disk.looking and again.stats.store_hits == len(texts) and again.stats.unique_forwards == 0
+    assert np.array_equal(probs, probs2)

@@ -113,6 +113,42 @@ SCORE_CACHE: list[Callable[["BatchedClassifier"], object | None] | None] = [None
 _UNASKED = object()
 
 
+class DiskWeigher:
+    """Whether looking texts up in the score cache pays for a model, judged on windows of :attr:`WINDOW` texts
+    asked of it: it does while ``l < h · f`` — ``l`` the seconds per text of looking up, ``h`` the share the disk
+    answered, ``f`` the seconds the model takes per text it computes (splicing, forward, checks). A cheap model
+    on a CPU (a word CNN: microseconds per text) asked mostly new texts computes them faster than SQLite finds
+    that it has not got them; then this run stops looking (:attr:`looking`) but still keeps what it computes,
+    for the next run. Records are the same either way: the disk only ever answers what the forward answered."""
+
+    WINDOW = 8192
+
+    def __init__(self) -> None:
+        self.looking = True
+        self._reset()
+
+    def _reset(self) -> None:
+        self.asked = self.hits = self.computed_n = 0
+        self.lookup_s = self.compute_s = 0.0
+
+    def add(self, asked: int, hits: int, seconds: float) -> None:
+        self.asked += asked
+        self.hits += hits
+        self.lookup_s += seconds
+
+    def computed(self, n: int, seconds: float) -> None:
+        self.computed_n += n
+        self.compute_s += seconds
+
+    def worse(self) -> bool:
+        """At the end of a window: True when looking up cost more than it saved over it (then a new window)."""
+        if self.asked < self.WINDOW or not self.computed_n:
+            return False
+        worse = self.lookup_s / self.asked > self.hits / self.asked * self.compute_s / self.computed_n
+        self._reset()
+        return worse
+
+
 def softmax(logits: np.ndarray) -> np.ndarray:
     """Return the row-wise softmax of a 2-D array (numerically stable)."""
     z = logits - logits.max(axis=1, keepdims=True)
@@ -211,6 +247,7 @@ class BatchedClassifier:
         self.score_kind = "code" if user_code else "weights"
         self._score_cache: object = _UNASKED
         self._fresh = False  # predict_proba_fresh: the model itself answers (the disk keeps its new answers)
+        self._disk = DiskWeigher()
 
     @property
     def fingerprint(self) -> str | None:
@@ -256,17 +293,24 @@ class BatchedClassifier:
         if not missing:
             return np.stack([cache[k] for k in keys])
         disk = self.score_cache
-        stored = disk.lookup(missing) if disk is not None and not self._fresh else {}  # type: ignore[attr-defined]
+        stored: dict = {}
+        if disk is not None and not self._fresh and self._disk.looking:
+            t0 = time.perf_counter()
+            stored = disk.lookup(missing)  # type: ignore[attr-defined]
+            self._disk.add(len(missing), len(stored), time.perf_counter() - t0)
         if stored:
             self.stats.store_hits += len(stored)
             if self._num_classes is None:  # a model whose every answer so far came from the disk
                 self._num_classes = len(next(iter(stored.values())))
             missing = [k for k in missing if k not in stored]
         if missing:
+            t0 = time.perf_counter()
             probs = self._forward_missing([by_key[k] if type(by_key[k]) is Sentence else k for k in missing])
+            t1 = time.perf_counter()
             self.stats.unique_forwards += len(missing)
             if disk is not None:
                 disk.keep(zip(missing, probs))  # type: ignore[attr-defined]
+                self._disk.computed(len(missing), t1 - t0)
         else:
             probs = np.zeros((0, len(next(iter(stored.values())))), dtype=np.float32)
         if len(missing) == len(keys):  # every text new and distinct: the rows as they came
@@ -274,6 +318,8 @@ class BatchedClassifier:
         else:
             rows = {**{k: cache[k] for k in by_key if k in cache}, **stored, **dict(zip(missing, probs))}
             out = np.stack([rows[k] for k in keys])
+        if disk is not None and self._disk.worse():  # looking up costs this model more than its forwards
+            self._disk.looking = False
         if self.cache_size:
             cache.update(stored)
             cache.update(zip(missing, probs))
