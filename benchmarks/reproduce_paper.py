@@ -108,6 +108,39 @@ def _partial(c: dict) -> str:
             f"{_pct(c['success'] / n)} and {_pct((c['success'] + left) / n)}")
 
 
+def pack_cells(runs: Path, cells: Path) -> int:
+    """Copy every results file under ``runs`` into ``cells`` gzip-compressed (what is committed: a full-scale
+    run grows over days and machines, and no computed cell may be lost); return the files packed."""
+    import gzip
+
+    n = 0
+    for f in sorted(runs.rglob("*.jsonl")):
+        dest = cells / f.relative_to(runs).with_suffix(".jsonl.gz")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        data = f.read_bytes()
+        data = data[:data.rfind(b"\n") + 1]  # a line still being written stays out
+        with gzip.GzipFile(dest, "wb", mtime=0) as g:  # the same bytes give the same file (no churn in git)
+            g.write(data)
+        n += 1
+    return n
+
+
+def unpack_cells(cells: Path, runs: Path) -> int:
+    """Restore the committed cells (``pack_cells``) whose results file ``runs`` lacks (a fresh clone or
+    machine), so that the run resumes from them; a results file that exists is never touched."""
+    import gzip
+
+    n = 0
+    for g in sorted(cells.rglob("*.jsonl.gz")) if cells.is_dir() else []:
+        dest = runs / g.relative_to(cells).with_suffix("")
+        if dest.exists():
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(gzip.decompress(g.read_bytes()))
+        n += 1
+    return n
+
+
 def _markdown(header: list[str], rows: list[list]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
     lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
@@ -336,6 +369,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-ppl", action="store_true", help="skip the perplexities of Table 3")
     ap.add_argument("--skip", default="", help="comma-separated stages to leave out: attacks, accuracy, bias")
     ap.add_argument("--no-progress", action="store_true")
+    ap.add_argument("--pack", action="store_true",
+                    help="also pack every results file into <out>/cells/ (gzip; what is committed as the run grows)")
     ap.add_argument("--render", action="store_true",
                     help="attack nothing: render Tables 2-3 from the cells' files as they are (a run in progress, a partial cell)")
     ap.add_argument("--default-gc", action="store_true",
@@ -363,6 +398,10 @@ def main(argv: list[str] | None = None) -> int:
     skip = {s for s in args.skip.split(",") if s}
     out, runs = args.out, args.out / "runs"
     runs.mkdir(parents=True, exist_ok=True)
+    restored = unpack_cells(out / "cells", runs)
+    if restored:
+        print(f"restored {restored} results files from {out / 'cells'} (the committed cells); resuming from them",
+              file=sys.stderr)
     paper = _paper_numbers()
     seconds: dict[str, float] = {}
     report: dict = {"scale": "quick" if args.quick else "paper", "settings": {**asdict(scale), "data": args.data,
@@ -403,6 +442,8 @@ def main(argv: list[str] | None = None) -> int:
     except TextAuditError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if args.pack:
+        print(f"packed {pack_cells(runs, out / 'cells')} results files into {out / 'cells'}", file=sys.stderr)
     report["seconds"] = seconds
     report["device"] = _device()
     report["date"] = time.strftime("%Y-%m-%d")

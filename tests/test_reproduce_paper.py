@@ -178,3 +178,25 @@ def test_the_paper_numbers_are_the_papers():
         b, r = runs[8 + 2 * j], runs[8 + 2 * j + 1]
         assert [t3[m][method][key] for m in base] == b
         assert [t3[m][method][key] for m in robust] == r[:3]
+
+
+def test_packed_cells_restore_a_run_on_a_fresh_clone(paper):
+    """--pack keeps every results file gzip-compressed in <out>/cells (committed as a long run grows); a run
+    without the ignored runs/ folder (a fresh clone) restores them and resumes: nothing is recomputed."""
+    import shutil
+
+    d, _ = paper
+    out = d / "clone"
+    shutil.copytree(d / "paper" / "runs", out / "runs")
+    r = _run(d, "--render", "--pack", "--skip", "accuracy,bias", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    files = {f.relative_to(out / "runs"): f.read_bytes() for f in (out / "runs").rglob("*.jsonl")}
+    assert files and sorted(p.relative_to(out / "cells") for p in (out / "cells").rglob("*.jsonl.gz")) == sorted(
+        p.with_suffix(".jsonl.gz") for p in files)
+    table2 = (out / "table2.md").read_text()
+    shutil.rmtree(out / "runs")
+    r = _run(d, "--skip", "accuracy,bias", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert f"restored {len(files)} results files" in r.stderr
+    assert {f.relative_to(out / "runs"): f.read_bytes() for f in (out / "runs").rglob("*.jsonl")} == files
+    assert (out / "table2.md").read_text() == table2
