@@ -17,7 +17,11 @@ deadline, whichever comes first; a step that fails or overruns is logged and the
    (the causal LM does not travel; they are added afterwards on the CPU). The examples are taken in
    a seeded random order (a permutation of dev, seed 0): a run stopped at its deadline has finished
    a uniformly random subset, the longest prefix of the permutation it completed (read it with
-   :func:`finished_prefix`); a resume, here or on a CPU, continues the same order.
+   :func:`finished_prefix`); a resume, here or on a CPU, continues the same order. Measured on the first
+   run (H200, 2026-11-27): stopped twice, minilm finished 699 of 872, and the 173 left were the long
+   examples (each stopped in flight both times), so that prefix was a single example — with 256 in
+   flight, a stop strands the slow ones. ``reproduce_paper.py`` shows such a cell as partial, with the
+   bounds of the whole set's rate whatever the rest would give.
 
 ``minilm`` is trained on the GPU first (``train_model``, what ``audit train --model minilm`` runs): its checkpoint and the MiniLM
 encoder the masked LM needs do not both fit in what may travel. Its checkpoint comes back (fp16, in
