@@ -174,6 +174,10 @@ def test_a_suite_gate_with_a_margin_passes_at_2_points_and_fails_at_half(planted
         ("replay.non_inferiority.harm_ci_high", "<", 0.02, True)]
     r = cli("run", str(_suite(planted, tmp_path, "bad", "margin = 0.005\n")))
     assert r.exit_code == 1 and "replay.non_inferiority.harm_ci_high" in r.output, r.output
+    noted = _suite(planted, tmp_path, "noted", "margin = 0.005\n")  # a gate that says what its exit 1 demonstrates
+    noted.write_text(noted.read_text().replace("[suite]\n", '[suite]\nnote = "meant to fail: 10 planted regressions"\n'))
+    r = cli("run", str(noted))
+    assert r.exit_code == 1 and "note: meant to fail: 10 planted regressions" in r.output, r.output
     r = cli("run", str(_suite(planted, tmp_path, "eq", "margin = 0.02\nequivalence = true\n")), "--json")
     assert r.exit_code == 0, r.output
     names = [c["name"] for c in json.loads(r.stdout.strip().splitlines()[-1])["checks"]]

@@ -34,7 +34,10 @@ def test_a_busy_machine_gets_a_notice(monkeypatch, cli):
     given = msg.split("faster: ")[1].split(" <command>")[0].split()
     assert given == ["audit", "--threads", "1"]
     assert cli(*given[1:], "cite", "--json").exit_code == 0
-    assert cli("cite", "--threads", "1").exit_code == 2
+    # and after the command too, where users put options (#67: "No such option" before)
+    assert cli("cite", "--threads", "1", "--json").exit_code == 0
+    r = cli("cite", "--threads", "0")
+    assert r.exit_code == 2 and "--threads must be at least 1" in r.output
     monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     assert free_cores() == cores and busy_notice(torch_threads=cores) is None
 
@@ -67,6 +70,31 @@ def test_the_busy_notice_comes_with_long_work_once_and_never_before_an_error(mon
     try:
         for _ in range(2):
             progress(total=1, desc="work", unit="x").close()
+        applied = torch.get_num_threads()
     finally:
         torch.set_num_threads(before)
-    assert capsys.readouterr().err.count("notice: the machine is busy") == 1
+    err = capsys.readouterr().err
+    assert err.count("notice: the machine is busy") == 1
+    # inference follows the load: the one free core, said once (the numbers do not change with the threads)
+    assert applied == 1 and "torch uses 1 thread for this run instead of 2" in err
+
+
+def test_training_on_a_busy_machine_keeps_its_threads_and_gets_advice(monkeypatch, capsys):
+    """Training's floats depend on the thread count: the same seed must keep giving the same model, so a busy
+    machine only gets the advice, also in a process that infers before it trains (audit harden)."""
+    import textaudit.device as device
+    from textaudit.progress import progress
+
+    monkeypatch.delenv("TEXTAUDIT_THREADS", raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (float(os.cpu_count()) + 3, 0.0, 0.0))
+    before = torch.get_num_threads()
+    try:
+        for kwargs, keep in (({"training": True}, []), ({}, [True])):  # a training bar; an attack's bar in harden
+            monkeypatch.setattr(device, "_noticed", [])
+            monkeypatch.setattr(device, "_keep", keep)
+            torch.set_num_threads(2)
+            progress(total=1, desc="train", unit="batch", **kwargs).close()
+            assert torch.get_num_threads() == 2
+            assert "fewer is likely faster: audit --threads 1" in capsys.readouterr().err
+    finally:
+        torch.set_num_threads(before)

@@ -89,6 +89,8 @@ def test_a_baseline_pairs_the_findings_fixed_and_regressed_with_mcnemar(found, c
     assert out["mcnemar_p"] == pytest.approx(binomtest(0, n, 0.5).pvalue, rel=1e-3)  # (as --json rounds it)
     r = cli("replay", *files, "--model", f"{found}/robust.py:clf", "--baseline", f"{found}/weak.py:clf")
     assert r.exit_code == 0 and f"{n} fixed, 0 regressed" in " ".join(r.stdout.split()), r.output
+    # and what "fixed" does not mean, under the table: not a fresh audit of the model
+    assert "fixed means only that this very x̃" in r.output and "attack it afresh" in " ".join(r.output.split())
 
 
 def test_bad_findings_are_one_line_errors_and_nothing_is_written(found, cli, tmp_path):

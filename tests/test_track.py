@@ -122,6 +122,10 @@ def test_an_attack_is_one_run_with_the_json_summarys_numbers_its_settings_and_re
                                                                                    "3.0")
     assert p["model_fingerprint"] and p["textaudit_version"] and p["data"] == "data.tsv"
     assert run.data.tags["textaudit.command"] == "attack" and run.info.run_name == "attack weak.py:clf"
+    # the run's time is the audit's: it began before the results were last written, and ended after (not the
+    # logging's few hundred milliseconds after the audit)
+    written = int(out.stat().st_mtime * 1000)
+    assert run.info.start_time <= written <= run.info.end_time
     client = mlflow.MlflowClient(server)
     assert {a.path for a in client.list_artifacts(run.info.run_id)} == {"report.html", "results", "summary.json"}
     assert [a.path for a in client.list_artifacts(run.info.run_id, "results")] == ["results/so-enum.jsonl"]

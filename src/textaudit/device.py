@@ -10,7 +10,8 @@ import sys
 
 from textaudit.errors import TextAuditError
 
-__all__ = ["pick_device", "check_device", "cpu_threads", "free_cores", "busy_notice", "notice_if_busy", "small_batch_threads"]
+__all__ = ["pick_device", "check_device", "cpu_threads", "free_cores", "busy_notice", "notice_if_busy", "small_batch_threads",
+           "keep_threads"]
 
 
 def pick_device(device: str | None = None) -> str:
@@ -52,6 +53,14 @@ def check_device(spec: str, where: str = "TEXTAUDIT_DEVICE") -> str:
 
 _applied: list[int] = []
 _noticed: list[bool] = []
+#: set by work that trains after it infers (audit harden): a busy machine then gets advice, never fewer threads
+_keep: list[bool] = []
+
+
+def keep_threads() -> None:
+    """This process trains (perhaps after inferring): leave torch's thread count as it is, whatever the load —
+    training's floats depend on it, and the same seed must keep giving the same model."""
+    _keep[:] = [True]
 
 
 def free_cores() -> int | None:
@@ -91,8 +100,8 @@ def busy_notice(torch_threads: int) -> str | None:
     free = free_cores()
     if free is not None and free < torch_threads:
         return (f"notice: the machine is busy ({free} of {os.cpu_count()} cores free) and torch uses "
-                f"{torch_threads} threads; fewer is likely faster: audit --threads {free} <command> ... (before the "
-                f"command), or TEXTAUDIT_THREADS={free}")
+                f"{torch_threads} threads; fewer is likely faster: audit --threads {free} <command> ..., or "
+                f"TEXTAUDIT_THREADS={free}")
     return None
 
 
@@ -116,13 +125,26 @@ def _apply_threads(torch) -> None:
         _applied[:] = [n]
 
 
-def notice_if_busy() -> None:
-    """Print :func:`busy_notice` once per process, when long work starts (not before: a bad input
-    must still get its one-line error alone). Only when torch is in use and no thread count was set."""
+def notice_if_busy(apply: bool = True) -> None:
+    """When long work starts on a busy machine (other work leaves fewer free cores than torch's threads), once per
+    process: with ``apply``, torch uses the free cores for the rest of the run (inference gives bit-identical
+    outputs with 1 and 2 threads; ``benchmarks/threads.py``: 1.97× faster beside another busy process) and a
+    notice says so; for training (``apply=False``: its floats depend on the thread count, so the same seed must
+    keep giving the same model) only the advice. Never when a thread count was set (``--threads``,
+    ``TEXTAUDIT_THREADS``), nor before a bad input's one-line error (it is called when long work starts)."""
     torch = sys.modules.get("torch")
     if _noticed or torch is None or os.environ.get("TEXTAUDIT_THREADS"):
         return
     _noticed.append(True)
-    msg = busy_notice(torch.get_num_threads())
-    if msg:
-        print(msg, file=sys.stderr)
+    threads = torch.get_num_threads()
+    msg = busy_notice(threads)
+    if not msg:
+        return
+    free = free_cores() or 1
+    if apply and not _keep and free < threads:
+        torch.set_num_threads(free)
+        print(f"notice: the machine is busy ({free} of {os.cpu_count()} cores free): torch uses {free} thread"
+              f"{'s' if free != 1 else ''} for this run instead of {threads} (the numbers do not change; "
+              "audit --threads N chooses)", file=sys.stderr)
+        return
+    print(msg, file=sys.stderr)

@@ -146,16 +146,18 @@ class LogProgress:
                 self._emit()
 
 
-def progress(*, total: int | None, desc: str, unit: str, initial: int = 0, enabled: bool = True):
+def progress(*, total: int | None, desc: str, unit: str, initial: int = 0, enabled: bool = True,
+             training: bool = False):
     """A progress reporter for ``total`` steps: a tqdm bar on a terminal, :class:`LogProgress`
-    lines otherwise, nothing when not ``enabled``."""
+    lines otherwise, nothing when not ``enabled``. Starting one is when a busy machine is noticed
+    (:func:`~textaudit.device.notice_if_busy`: fewer threads for inference, only advice for ``training``)."""
     # tqdm reads its TQDM_* defaults when first imported: importing it here, not at the top, lets
     # quiet_third_party_bars() run first
     from tqdm.auto import tqdm
 
     if not enabled:
         return tqdm(total=total, initial=initial, disable=True)
-    notice_if_busy()
+    notice_if_busy(apply=not training)
     if sys.stderr.isatty() and _columns() > 0:
         return tqdm(total=total, initial=initial, desc=desc, unit=unit, file=sys.stderr, disable=False)
     return LogProgress(total=total, desc=desc, unit=unit, initial=initial)

@@ -33,6 +33,15 @@ def round_p(p: float) -> float | None:
     return None if p is None or math.isnan(p) else float(f"{float(p):.3g}")
 
 
+def format_p(p: float | None) -> str:
+    """A p-value as a table shows it: three significant digits, in scientific notation below 1e-4 (never rounded
+    to 0: McNemar's p of 1e-13 is not 0.0), ``–`` when undefined."""
+    if p is None or (isinstance(p, float) and math.isnan(p)):
+        return "–"
+    p = float(p)
+    return f"{p:.3g}" if p >= 1e-4 or p == 0 else f"{p:.2e}"
+
+
 def rank_correlation(x: Sequence[float], y: Sequence[float], method: str = "spearman") -> dict:
     """``{"rho", "p", "n"}`` (Spearman ρ, or Kendall τ with ``method="kendall"``) of ``x`` with ``y``;
     ``rho``/``p`` None plus a ``note`` when it is undefined (a constant series, or under 3 points)."""

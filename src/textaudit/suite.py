@@ -63,7 +63,7 @@ from textaudit.errors import TextAuditError
 
 __all__ = ["Suite", "Check", "load_suite", "run_suite", "check_thresholds"]
 
-SECTIONS = {"suite": {"name", "data", "limit", "output_dir", "report", "seed", "track"},
+SECTIONS = {"suite": {"name", "data", "limit", "output_dir", "report", "seed", "track", "note"},
             "compare": {"models", "methods", "k", "mlm", "margin", "equivalence"},
             "bias": {"model", "pairs", "k", "mlm", "enumerate_k", "sample", "ci", "max_sources", "limit", "control"},
             "certify": {"models"},
@@ -83,6 +83,7 @@ SUITE_KEYS: dict[str, tuple[str, Callable[[Any], bool]]] = {
                and Path(v).name == v),
     "seed": ("a whole number >= 0", lambda v: isinstance(v, int) and v >= 0),
     "track": ("mlflow (log the suite as a run with one nested run per audit)", lambda v: v == "mlflow"),
+    "note": ("a string (printed under the verdict: what the suite shows)", _NAME),
 }
 _INT = lambda low: (f"a whole number >= {low}", lambda v: isinstance(v, int) and v >= low)  # noqa: E731
 _BOOL = ("true or false", lambda v: isinstance(v, bool))

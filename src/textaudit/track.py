@@ -82,6 +82,9 @@ class TrackRun:
     tags: dict[str, str]
     artifacts: list[str] = field(default_factory=list)
     children: list["TrackRun"] = field(default_factory=list)
+    #: when the audit itself began and ended (Unix ms): the run's duration is the audit's, not the logging's
+    start_ms: int | None = None
+    end_ms: int | None = None
 
     def to_json(self) -> dict:
         return redact_obj(asdict(self))
@@ -89,8 +92,9 @@ class TrackRun:
     @classmethod
     def from_json(cls, d: Mapping) -> "TrackRun":
         kids = [cls.from_json(c) for c in d.get("children", [])]
+        ms = lambda v: int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None  # noqa: E731
         return cls(str(d["name"]), str(d["command"]), dict(d["params"]), {k: float(v) for k, v in d["metrics"].items()},
-                   dict(d["tags"]), list(d.get("artifacts", [])), kids)
+                   dict(d["tags"]), list(d.get("artifacts", [])), kids, ms(d.get("start_ms")), ms(d.get("end_ms")))
 
 
 # -- what a run holds ----------------------------------------------------------------------------------------
@@ -252,7 +256,7 @@ def _log(client, run: TrackRun, experiment_id: str, parent: str | None) -> str:
     tags = dict(run.tags)
     if parent:
         tags["mlflow.parentRunId"] = parent
-    r = client.create_run(experiment_id, tags=tags, run_name=run.name)
+    r = client.create_run(experiment_id, start_time=run.start_ms, tags=tags, run_name=run.name)
     rid = r.info.run_id
     now = int(time.time() * 1000)
     params = [Param(k, v) for k, v in run.params.items()]
@@ -275,7 +279,7 @@ def _log(client, run: TrackRun, experiment_id: str, parent: str | None) -> str:
                 client.log_artifact(rid, str(p), artifact_path="results")
     for child in run.children:
         _log(client, child, experiment_id, rid)
-    client.set_terminated(rid, "FINISHED")
+    client.set_terminated(rid, "FINISHED", end_time=run.end_ms)
     return rid
 
 

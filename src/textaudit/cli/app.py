@@ -14,6 +14,7 @@ import inspect
 import json
 import os
 import sys
+import time
 import typing
 from pathlib import Path
 from typing import Annotated, Any, Callable, Iterator, NoReturn, Optional, Sequence
@@ -244,6 +245,8 @@ def _log_finished(command: str, options: dict, target: Any) -> None:
                              [options["api_key_env"]] if options.get("api_key_env") else [])
     else:
         return
+    if run.start_ms is None and "started_ms" in _FINISHED:  # the audit's own time, not the logging's
+        run.start_ms, run.end_ms = _FINISHED["started_ms"], _FINISHED.get("ended_ms")
     try:
         rid = log_run(run, target)
     except TextAuditError as e:
@@ -281,12 +284,15 @@ def with_track_option(command: Callable) -> Callable:
             elif experiment or parent:
                 notice("warning: --track-experiment and --track-run-id go with --track mlflow; nothing was logged")
 
+        started = int(time.time() * 1000)
         try:
             result = command(*args, **kwargs)
         except typer.Exit as e:
             if e.exit_code in (0, 1):  # finished (1: a failed threshold): the run is still worth logging
+                _FINISHED.update(started_ms=started, ended_ms=int(time.time() * 1000))
                 log()
             raise
+        _FINISHED.update(started_ms=started, ended_ms=int(time.time() * 1000))
         log()
         return result
 
@@ -377,18 +383,61 @@ def redacted_streams(argv: Sequence[str] = ()) -> Iterator[None]:
         sys.stdout, sys.stderr = out, err
 
 
+#: the group's own options (``audit --threads 1 attack ...``), also taken where users put options: after the command
+GLOBAL_OPTIONS = {"--threads": True, "--trust-remote-code": False}  # name: takes a value
+
+
+def hoist_global_options(args: list[str], own: Callable[[str], set[str]] = lambda command: set()) -> list[str]:
+    """``audit attack --threads 1 ...`` as ``audit --threads 1 attack ...``: the group's options given after the
+    command are moved before it, unless the command has an option of that name itself (``own(command)``:
+    ``audit train-mlm --threads`` is its own)."""
+    first, i = None, 0
+    while i < len(args):  # the command: the first word that is no option's value
+        a = args[i]
+        if not a.startswith("-"):
+            first = i
+            break
+        i += 2 if GLOBAL_OPTIONS.get(a) else 1
+    if first is None:
+        return args
+    mine = own(args[first])
+    head, tail, moved = args[:first], [], []
+    i = first
+    while i < len(args):
+        a = args[i]
+        name = a.split("=", 1)[0]
+        if a == "--":  # what follows is the command's, whatever it looks like
+            tail += args[i:]
+            break
+        if name in GLOBAL_OPTIONS and name not in mine and i > first:
+            takes = GLOBAL_OPTIONS[name] and "=" not in a
+            moved += args[i:i + 1 + takes]
+            i += 1 + takes
+            continue
+        tail.append(a)
+        i += 1
+    return head + moved + tail
+
+
 class AuditGroup(_FlagsShowNoType, TyperGroup):
     """The one place that turns every failure the user can fix into one line on stderr and exit 2:
     :class:`TextAuditError` from the library (bad input, a model that raised), typer/click usage
     errors (unknown command, ``--k abc``, a missing ``--model``) and ``OSError`` on our files."""
 
     def make_context(self, info_name, args, parent=None, **extra):  # type: ignore[override]
+        if parent is None:
+            args = hoist_global_options(list(args), self._own_options)
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
         except TyperException as e:  # the group's own options, e.g. --threads abc
             if _is_help(e):
                 raise
             fail(usage_message(e))
+
+    def _own_options(self, name: str) -> set[str]:
+        """The option names of command ``name`` (none for an unknown one: its error comes later)."""
+        cmd = self.commands.get(name)
+        return {o for p in getattr(cmd, "params", []) for o in getattr(p, "opts", [])} if cmd is not None else set()
 
     def invoke(self, ctx):  # type: ignore[override]
         argv = [*getattr(ctx, "_protected_args", []), *ctx.args]  # the subcommand and its arguments
@@ -482,8 +531,9 @@ app = typer.Typer(
 def _global_options(
     ctx: typer.Context,
     threads: Optional[int] = typer.Option(None, "--threads", help=(
-        "CPU threads torch uses (default: $TEXTAUDIT_THREADS, else one per core; on a busy machine fewer "
-        "is faster, and a notice says so; benchmarks/threads.py measures it)."), show_default=False),
+        "CPU threads torch uses, before or after the command (default: $TEXTAUDIT_THREADS, else one per core; on a "
+        "busy machine inference uses the free cores and a notice says so, training keeps the count: "
+        "benchmarks/threads.py measures it)."), show_default=False),
     trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help=(
         "Let a HuggingFace model you name (hf:<dir-or-id>, --mlm) run the Python code it ships (auto_map in "
         "its config.json). Off by default: such a model is refused with a one-line error.")),

@@ -98,6 +98,7 @@ def harden(
 def print_before_after(result: dict) -> None:
     """The before/after tables: clean accuracy, every evaluation attack, B_(p,k), and the cost."""
     from textaudit.formats import harden as ba
+    from textaudit.stats import format_p
 
     print_table(f"{result['from']} → {result['method']} on {result['held_out']['eval_examples']} held-out examples of "
                 f"{result['eval_data']}", ba.SUMMARY_COLUMNS, ba.summary_rows(result))
@@ -106,7 +107,7 @@ def print_before_after(result: dict) -> None:
     rp = result.get("replay_found")
     if rp:
         notice(f"the {rp['findings']} findings it trained on, replayed: {rp['baseline_still']} held before, {rp['still']} "
-               f"after ({rp['fixed_by_model']} fixed, {rp['regressed']} regressed; McNemar p {rp['mcnemar_p']})")
+               f"after ({rp['fixed_by_model']} fixed, {rp['regressed']} regressed; McNemar p {format_p(rp['mcnemar_p'])})")
     print_table("cost (seconds)", ba.COST_COLUMNS, ba.cost_rows(result))
     for w in result.get("warnings", []):  # said again under the tables: nothing found, too few sources
         notice(w)

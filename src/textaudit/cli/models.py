@@ -192,10 +192,9 @@ def evaluate(
         typer.echo(f"scores: {extra['scores']}" + (
             f"; unknown completions (matching no verbaliser, counted as wrong): {extra['unknown']} of {len(ds)} "
             f"({extra['unknown_share']:.1%})" if "unknown" in extra else ""))
-    if len(per_class) > 2 or names != [str(i) for i in range(probs.shape[1])]:
-        print_table("per class (recall)", ["class", "n", "accuracy", "95% CI"],
-                    [[r["class"], r["n"], f"{r['accuracy']:.4f}", format_ci(tuple(r["accuracy_ci95"]) or None)]
-                     for r in per_class])
+    print_table("per class (recall)", ["class", "n", "accuracy", "95% CI"],  # as the usage line promises: always
+                [[r["class"], r["n"], f"{r['accuracy']:.4f}", format_ci(tuple(r["accuracy_ci95"]) or None)]
+                 for r in per_class])
 
 
 def _calibration(clf, ds, perturbed: str, bins: int, plot: Path | None, mlm: str | None, seed: int,

@@ -25,6 +25,10 @@ from textaudit.cli.app import (
 #: the replay table's columns: one row per method (per method and pair: --json, --output and the report)
 COLUMNS = ["method", "findings", "still", "fixed", "not applicable", "regressed"]
 #: the title of the table of a bias run's findings
+#: what the table measures and what it does not (said under it: a replay after hardening is not a fresh audit)
+FIXED_MEANS = ("fixed means only that this very x̃ (or adversarial example) no longer flips on the model; it says nothing "
+               "of the neighbours an attack would find now: to know whether the model is more robust, attack it afresh "
+               "on held-out examples (audit attack, or audit harden's before/after) and read both")
 BIAS_TITLE = "B_(p,k) on the bias runs' own sentences (a finding: the run's 95% CI excluded 0)"
 
 
@@ -79,6 +83,7 @@ def replay(
         title += (f"; vs {out['baseline']}: {out['fixed_by_model']} fixed, {out['regressed']} regressed, "
                   f"McNemar p = {out['mcnemar_p']:.4g}")
     print_table(title, COLUMNS, rows)
+    notice(FIXED_MEANS)
     if "sampled" in out:
         print_sampled(out["sampled"], "applicable findings")
     if "non_inferiority" in out:

@@ -44,6 +44,9 @@ def run_suite_command(
     else:
         print_table(f"thresholds: {len(checks) - len(failed)} of {len(checks)} met", ["threshold", "value", "must be", "result"],
                     [c.row for c in checks])
+    note = suite.get("suite", "note")
     if failed:
-        notice(f"{len(failed)} threshold(s) failed: {', '.join(c.name for c in failed)}")
+        notice(f"{len(failed)} threshold(s) failed: {', '.join(c.name for c in failed)}" + (f"\nnote: {note}" if note else ""))
         raise typer.Exit(1)
+    if note:
+        notice(f"note: {note}")

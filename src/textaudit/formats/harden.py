@@ -10,7 +10,7 @@ from pathlib import Path
 from textaudit.errors import TextAuditError
 from textaudit.formats.compare import folder_file, plain_name
 from textaudit.formats.jsonl import check_results, read_header, read_jsonl
-from textaudit.stats import format_ci
+from textaudit.stats import format_ci, format_p
 
 __all__ = ["SUMMARY", "read_harden", "read_harden_folder", "summary_rows", "bias_rows", "cost_rows", "SUMMARY_COLUMNS", "BIAS_COLUMNS",
            "COST_COLUMNS"]
@@ -97,11 +97,11 @@ def summary_rows(summary: dict) -> list[list]:
 
     acc = summary["accuracy"]
     rows = [["clean accuracy", r3(acc["before"]["rate"]), format_ci(acc["before"]["ci95"], 3), r3(acc["after"]["rate"]),
-             format_ci(acc["after"]["ci95"], 3), acc["mcnemar"]["p"]]]
+             format_ci(acc["after"]["ci95"], 3), format_p(acc["mcnemar"]["p"])]]
     for a in summary["attacks"]:
         name = a["method"] + (f" k={a['k']}" if a["k"] is not None else "")
         rows.append([f"{name}: success rate", r3(a["before"]["success_rate"]), format_ci(a["before"]["ci95"], 3),
-                     r3(a["after"]["success_rate"]), format_ci(a["after"]["ci95"], 3), a["mcnemar"]["p"]])
+                     r3(a["after"]["success_rate"]), format_ci(a["after"]["ci95"], 3), format_p(a["mcnemar"]["p"])])
         rows.append([f"{name}: mean ℓ0 of successes", r3(a["before"]["mean_l0"]), "", r3(a["after"]["mean_l0"]), "", ""])
     return rows
 

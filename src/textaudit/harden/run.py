@@ -226,6 +226,7 @@ def harden(settings: HardenSettings, out: str | Path, *, progress: bool = True, 
 
 def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: int | None, device: str | None) -> dict:
     from textaudit.data import check_labels, dataset_id, load_dataset
+    from textaudit.device import keep_threads
     from textaudit.fairness.pairs import measurable_sources
     from textaudit.files import atomic_path
     from textaudit.formats.jsonl import read_jsonl
@@ -233,6 +234,8 @@ def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: i
     from textaudit.harden.model import load_trainable
     from textaudit.harden.weaknesses import found_examples, mine
     from textaudit.neighborhoods.mlm import load_mlm
+
+    keep_threads()  # it trains after its attacks: a busy machine must not change the threads training runs on
 
     s = settings
     evals = parse_eval_attacks([f"{m}:{k}" if k is not None else m for m, k in s.eval_attacks])

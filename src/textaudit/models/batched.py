@@ -309,7 +309,7 @@ class BatchedClassifier:
             t1 = time.perf_counter()
             self.stats.unique_forwards += len(missing)
             if disk is not None:
-                disk.keep(zip(missing, probs))  # type: ignore[attr-defined]
+                disk.keep(zip(missing, probs), replace=self._fresh)  # type: ignore[attr-defined]
                 self._disk.computed(len(missing), t1 - t0)
         else:
             probs = np.zeros((0, len(next(iter(stored.values())))), dtype=np.float32)

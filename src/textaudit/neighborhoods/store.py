@@ -99,7 +99,6 @@ CREATE TABLE IF NOT EXISTS classifiers (
 CREATE TABLE IF NOT EXISTS scores (
     clf INTEGER NOT NULL, k BLOB NOT NULL, v BLOB NOT NULL, crc INTEGER NOT NULL, used INTEGER NOT NULL,
     PRIMARY KEY (clf, k)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS scores_used ON scores (used);
 """
 
 
@@ -601,17 +600,21 @@ class NeighborhoodStore:
         self._pending_scores[clf] = (h + len(out), m + len(keys) - len(out))
         return out
 
-    def put_scores(self, clf: int, rows: Iterable[tuple[bytes, "np.ndarray"]]) -> None:
-        """Keep ``(key, row)`` rows of class probabilities (float32, as computed)."""
+    def put_scores(self, clf: int, rows: Iterable[tuple[bytes, "np.ndarray"]], *, replace: bool = False) -> None:
+        """Keep ``(key, row)`` rows of class probabilities (float32, as computed); ``replace``: over what is kept."""
 
         today = int(time.time() // 86400)
         data = []
         for k, row in rows:
             v = np.ascontiguousarray(row, dtype="<f4").tobytes()
             data.append((clf, k, v, zlib.crc32(k + v), today))
-        if data and self._outbox is None and self._write(lambda c: c.executemany(
-                "INSERT INTO scores (clf, k, v, crc, used) VALUES (?, ?, ?, ?, ?) ON CONFLICT (clf, k) DO UPDATE "
-                "SET v = excluded.v, crc = excluded.crc, used = excluded.used", data)):
+        # the first answer kept stays (another process's of the same identity is the same answer, up to the last bit
+        # of a float32 computed in another batch); a fresh answer (predict_proba_fresh) replaces it. No index on
+        # ``used``: it would cost every write a second B-tree, and only a prune reads it
+        verb = ("INSERT INTO scores (clf, k, v, crc, used) VALUES (?, ?, ?, ?, ?) ON CONFLICT (clf, k) DO UPDATE "
+                "SET v = excluded.v, crc = excluded.crc, used = excluded.used") if replace else \
+            "INSERT OR IGNORE INTO scores (clf, k, v, crc, used) VALUES (?, ?, ?, ?, ?)"
+        if data and self._outbox is None and self._write(lambda c: c.executemany(verb, data)):
             self.stats.written += len(data)
 
     def classifiers(self) -> list[dict]:
@@ -1073,10 +1076,10 @@ class _ScoreView:
         got = self.store.get_scores(found[0], list(digests), found[1])
         return {digests[d]: row for d, row in got.items()}
 
-    def keep(self, rows) -> None:
+    def keep(self, rows, *, replace: bool = False) -> None:
         found = self._id()
         if found is not None:
-            self.store.put_scores(found[0], ((score_key(k), row) for k, row in rows))
+            self.store.put_scores(found[0], ((score_key(k), row) for k, row in rows), replace=replace)
 
 
 def _score_cache_for(clf) -> _ScoreView | None:

@@ -445,7 +445,7 @@ def _train(args: TrainMLMConfig, command: str) -> dict:
             "step": step, "best": best, "history": history, "t_loop": t_loop,
             "seconds": elapsed()})
 
-    bar = progress(total=args.steps, initial=start, desc="train minilm-mlm", unit="step")
+    bar = progress(total=args.steps, initial=start, desc="train minilm-mlm", unit="step", training=True)
     model.train()
     step, last_save = start, time.perf_counter()
     for step in range(start + 1, args.steps + 1):

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from textaudit.report.load import Loaded
-from textaudit.stats import format_ci
+from textaudit.stats import format_ci, format_p
 
 __all__ = ["Section", "Table", "Figure", "Example", "build_sections", "headline_rows", "marked"]
 
@@ -182,7 +182,7 @@ def _compare(item: Loaded, n: int, where: str | Path | None = None) -> Section:
     if c.get("paired"):
         sec.tables.append(Table("Paired comparisons (McNemar's exact test on the examples both attacked)",
                                 ["a", "b", "examples", "rate a", "rate b", "only a", "only b", "p"],
-                                [[p["a"], p["b"], p["n"], p["rate_a"], p["rate_b"], p["only_a"], p["only_b"], p["p"]]
+                                [[p["a"], p["b"], p["n"], p["rate_a"], p["rate_b"], p["only_a"], p["only_b"], format_p(p["p"])]
                                  for p in c["paired"]]))
     return sec
 
@@ -234,7 +234,7 @@ def _wordorder(item: Loaded, n: int) -> Section:
     corr = cfg.get("correlations")
     if corr:
         sec.tables.append(Table("Spearman correlation of accuracy with each metric", ["metric", "ρ", "p"],
-                                [[k.replace("accuracy_vs_", ""), v["rho"], v["p"]] for k, v in corr.items()
+                                [[k.replace("accuracy_vs_", ""), v["rho"], format_p(v["p"])] for k, v in corr.items()
                                  if isinstance(v, dict)]))
         sec.figures, sec.notes = _figures(lambda d: [plot_wordorder(rows, corr, d, str(cfg.get("model")))],
                                           lambda p: "Accuracy against DND and IDC")
@@ -354,7 +354,7 @@ def _harden(item: Loaded, n: int) -> Section:
         sec.tables.append(Table(
             f"The {rp['findings']} findings it trained on, replayed (on the training examples: compare with the "
             f"held-out audit above): still {rp['baseline_still']} before → {rp['still']} after; {rp['fixed_by_model']} "
-            f"fixed, {rp['regressed']} regressed; McNemar p {rp['mcnemar_p']}",
+            f"fixed, {rp['regressed']} regressed; McNemar p {format_p(rp['mcnemar_p'])}",
             ["method", "pair", "still after", "fixed after", "not applicable"],
             [[g["method"], "/".join(g["pair"]) if g.get("pair") else "–", g["still"], g["fixed"], g["not_applicable"]]
              for g in rp["by_method"]]))
@@ -390,7 +390,7 @@ def _replay(item: Loaded, n: int) -> Section:
     sec.tables.append(Table(f"Still holding: {s['still']} of {s['still'] + s['fixed']} applicable "
                             f"({_num(s['still_share'])} {format_ci(s.get('still_share_ci95'), 3)})"
                             + (f"; vs {cfg.get('baseline')}: {s['fixed_by_model']} fixed, {s['regressed']} regressed, "
-                               f"McNemar p {s['mcnemar_p']}" if base else ""),
+                               f"McNemar p {format_p(s['mcnemar_p'])}" if base else ""),
                             ["method", "pair", "still", "fixed", "not applicable", "regressed"], rows))
     bias = [r for r in item.records if r.get("order") == "bias"]
     if bias:  # a bias run's (p, k′): B as found, on the model (and the baseline), on the run's own sentences
@@ -561,7 +561,7 @@ def headline_rows(items: Sequence[Loaded]) -> list[list[Any]]:
             rows.append(["harden", h.get("from"), f"{h.get('method')}; {h['before']['attack']} before → after",
                          h.get("mlm") or cfg.get("mlm") or "–", h.get("eval_data"), cfg.get("seed"),
                          f"success {_num(h['before']['success_rate'])} → {_num(h['after']['success_rate'])} "
-                         f"(McNemar p {h.get('mcnemar_p')}); accuracy {_num(h['before']['accuracy'])} → "
+                         f"(McNemar p {format_p(h.get('mcnemar_p'))}); accuracy {_num(h['before']['accuracy'])} → "
                          f"{_num(h['after']['accuracy'])}"])
         elif item.kind == "replay":
             s = _replay_summary(item)

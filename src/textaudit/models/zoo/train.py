@@ -236,7 +236,7 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
         result.history = saved["history"]
         t0 -= saved["seconds"]
         print(f"notice: resuming training of {arch} after epoch {start_epoch} ({state_path})", file=sys.stderr)
-    bar = progress_bar(total=total, initial=step, desc=f"train {arch}", unit="batch", enabled=progress)
+    bar = progress_bar(total=total, initial=step, desc=f"train {arch}", unit="batch", enabled=progress, training=True)
     module.train()
     for epoch in range(start_epoch, cfg.epochs):
         batches = _batches(lengths[tr], cfg.batch_size, rng)

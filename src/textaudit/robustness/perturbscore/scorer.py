@@ -76,7 +76,7 @@ class PerturbScorer:
         opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
         self.encoder.train()
         steps = epochs * ((len(X) + batch_size - 1) // batch_size)
-        bar = progress_bar(total=steps, desc="train PerturbScorer", unit="batch", enabled=progress)
+        bar = progress_bar(total=steps, desc="train PerturbScorer", unit="batch", enabled=progress, training=True)
         for _ in range(epochs):
             order = rng.permutation(len(X))
             for s in range(0, len(X), batch_size):
