@@ -421,36 +421,49 @@ class NeighborhoodStore:
         return json.loads(zlib.decompress(row[0]).decode("utf-8", "surrogatepass"))
 
     # -- entries ---------------------------------------------------------------------------------
+    def _valid_rows(self, table: str, owner: str, oid: int, keys: Sequence[bytes]) -> tuple[list[tuple[bytes, bytes]], list[bytes]]:
+        """``(good, bad)``: the ``(key, value)`` rows of ``table`` (masked-LM ``entries`` or ``scores``) that ``owner``
+        ``oid`` holds for ``keys`` and whose CRC matches, and the keys whose CRC does not (raises sqlite3.Error)."""
+        conn = self._connection()
+        good: list[tuple[bytes, bytes]] = []
+        bad: list[bytes] = []
+        if conn is None:
+            return good, bad
+        for s in range(0, len(keys), _CHUNK):
+            chunk = keys[s:s + _CHUNK]
+            q = f"SELECT k, v, crc FROM {table} WHERE {owner} = ? AND k IN ({','.join('?' * len(chunk))})"
+            for k, v, crc in conn.execute(q, (oid, *chunk)):
+                (good.append((k, v)) if zlib.crc32(k + v) == crc else bad.append(k))
+        return good, bad
+
+    def _drop_damaged(self, table: str, owner: str, oid: int, bad: Sequence[bytes], noun: str) -> None:
+        """Count, say and delete the damaged rows ``bad`` (a miss, recomputed; never an answer)."""
+        if not bad:
+            return
+        self.stats.damaged += len(bad)
+        self._notice(f"{len(bad)} damaged {noun} dropped (recomputed)")
+        self._write(lambda c: c.executemany(f"DELETE FROM {table} WHERE {owner} = ? AND k = ?", [(oid, k) for k in bad]))
+
     def get(self, mlm: int, keys: Sequence[bytes], top: int) -> dict[bytes, tuple[int, list[int], list[float]]]:
         """``{key: (n, ids, logits)}`` (the top n, best first) for the ``keys`` the store holds with n ≥ ``top``
         candidates (or every candidate the masked LM has there); the others are missing."""
-        conn = self._connection()
         out: dict[bytes, tuple[int, list[int], list[float]]] = {}
-        if conn is None or not keys:
+        if self._connection() is None or not keys:
             return out
-        bad: list[bytes] = []
         try:
-            for s in range(0, len(keys), _CHUNK):
-                chunk = keys[s:s + _CHUNK]
-                q = f"SELECT k, n, v, crc FROM entries WHERE mlm = ? AND k IN ({','.join('?' * len(chunk))})"
-                for k, _n, v, crc in conn.execute(q, (mlm, *chunk)):
-                    if zlib.crc32(k + v) != crc:
-                        bad.append(k)
-                        continue
-                    try:
-                        n_, ids, vals = _unpack(v)
-                    except (struct.error, ValueError):
-                        bad.append(k)
-                        continue
-                    if n_ >= top or len(ids) < n_:  # enough, or the masked LM has no more whole words there
-                        out[k] = (n_, ids, vals)
+            good, bad = self._valid_rows("entries", "mlm", mlm, keys)
         except sqlite3.Error as e:
             self._failed(e, "read")
             return {}
-        if bad:
-            self.stats.damaged += len(bad)
-            self._notice(f"{len(bad)} damaged entr{'y' if len(bad) == 1 else 'ies'} dropped (recomputed)")
-            self._write(lambda c: c.executemany("DELETE FROM entries WHERE mlm = ? AND k = ?", [(mlm, k) for k in bad]))
+        for k, v in good:
+            try:
+                n_, ids, vals = _unpack(v)
+            except (struct.error, ValueError):
+                bad.append(k)
+                continue
+            if n_ >= top or len(ids) < n_:  # enough, or the masked LM has no more whole words there
+                out[k] = (n_, ids, vals)
+        self._drop_damaged("entries", "mlm", mlm, bad, "entry" if len(bad) == 1 else "entries")
         if self._writable:  # their last-use day, written with the next write (prune drops the oldest)
             self._used.setdefault(mlm, set()).update(out)
         return out
@@ -572,28 +585,20 @@ class NeighborhoodStore:
     def get_scores(self, clf: int, keys: Sequence[bytes], classes: int) -> dict[bytes, "np.ndarray"]:
         """``{key: float32 row}`` for the ``keys`` the store holds (each checked by its CRC; a damaged
         entry is dropped and recomputed)."""
-
-        conn = self._connection()
         out: dict = {}
-        if conn is None or not keys:
+        if self._connection() is None or not keys:
             return out
-        bad: list[bytes] = []
         try:
-            for s in range(0, len(keys), _CHUNK):
-                chunk = keys[s:s + _CHUNK]
-                q = f"SELECT k, v, crc FROM scores WHERE clf = ? AND k IN ({','.join('?' * len(chunk))})"
-                for k, v, crc in conn.execute(q, (clf, *chunk)):
-                    if zlib.crc32(k + v) != crc or len(v) != 4 * classes:
-                        bad.append(k)
-                        continue
-                    out[k] = np.frombuffer(v, dtype="<f4").astype(np.float32)
+            good, bad = self._valid_rows("scores", "clf", clf, keys)
         except sqlite3.Error as e:
             self._failed(e, "read")
             return {}
-        if bad:
-            self.stats.damaged += len(bad)
-            self._notice(f"{len(bad)} damaged score{'' if len(bad) == 1 else 's'} dropped (recomputed)")
-            self._write(lambda c: c.executemany("DELETE FROM scores WHERE clf = ? AND k = ?", [(clf, k) for k in bad]))
+        for k, v in good:
+            if len(v) != 4 * classes:
+                bad.append(k)
+                continue
+            out[k] = np.frombuffer(v, dtype="<f4").astype(np.float32)
+        self._drop_damaged("scores", "clf", clf, bad, "score" if len(bad) == 1 else "scores")
         if self._writable and out:
             self._used_scores.setdefault(clf, set()).update(out)
         h, m = self._pending_scores.get(clf, (0, 0))
