@@ -113,6 +113,7 @@ def test_a_plugin_is_kept_only_when_asked_and_records_are_the_same(tmp_path, cli
     first = attack("b.jsonl", "--store", str(store), "--score-cache", "all")
     second = attack("c.jsonl", "--store", str(store), "--score-cache", "all")
     cold = attack("d.jsonl", "--store", "off")
+    assert "score_hits" not in cold  # no store: nothing kept, nothing read
     assert first["score_hits"] == 0 and first["score_forwards"] > 0
     assert second["score_forwards"] == 0 and second["score_hits"] == first["score_forwards"]
     from textaudit.results import read_jsonl

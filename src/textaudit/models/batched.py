@@ -406,6 +406,9 @@ class BatchedClassifier:
         state = dict(self.__dict__)
         state["_cache"] = OrderedDict()
         state["_cache_chars"] = 0
+        # nor the score cache: a worker knows neither the driver's --store nor its --score-cache, so it reads and
+        # writes no scores (what it computes comes back in its records)
+        state["_score_cache"] = None
         return state
 
     def __repr__(self) -> str:

@@ -35,7 +35,8 @@ function of fingerprinted weights (zoo, ``hf:``, ``llm:``); for plug-ins (``file
 they may read state their file does not show) and endpoints only with ``--score-cache all``
 (``TEXTAUDIT_SCORE_CACHE``); never for label-only answers sampled from an endpoint (each run draws
 anew), never with ``--score-cache off`` or ``--store off``. Pruning drops the least recently used of
-both kinds of entries. Ray workers on other machines than the driver's read and write no scores.
+both kinds of entries. Ray workers read and write no scores (a classifier sent to another process knows
+neither ``--store`` nor ``--score-cache``).
 
 Why SQLite and not LMDB: it is in the standard library (no dependency, no native wheel to match), its
 WAL mode gives many readers with concurrent writers across processes, and its crash guarantees are
