@@ -151,8 +151,10 @@ def test_endpoints_only_when_asked_and_label_only_sampling_never():
 
 WRITER = r'''
 import sys, time
+import textaudit.neighborhoods.store as store_module
 from textaudit.models import load_classifier
 from textaudit.neighborhoods.store import use_store
+store_module.SCORE_BATCH = 40  # written every two calls (16,384 rows at a time by default): killed mid-run, mid-write
 model, store, texts, pause = sys.argv[1], sys.argv[2], open(sys.argv[3]).read().splitlines(), float(sys.argv[4])
 with use_store(store):
     clf = load_classifier("hf:" + model, device="cpu")

@@ -79,6 +79,8 @@ APPLICATION_ID = 0x54415544
 STORE_TABLES = frozenset({"meta", "mlms", "entries", "classifiers", "scores"})
 #: part of every classifier's identity in the score cache: raised when the way scores are computed changes
 SCORES_FORMAT = 1
+#: scores gathered before they are written in one transaction
+SCORE_BATCH = 16384
 #: ``PRAGMA quick_check`` on open up to this size (it reads every page)
 CHECK_BYTES = 2 << 30
 #: rows per SELECT ... IN (...)
@@ -233,6 +235,7 @@ class NeighborhoodStore:
         self._pending: dict[int, tuple[int, int]] = {}
         self._fingerprints: dict[int, str] = {}  # id -> fingerprint, of the masked LMs this object met
         self._used_scores: dict[int, set[bytes]] = {}  # the score cache's last-use days and counters, like _used/_pending
+        self._score_buffer: dict[tuple[int, bytes], tuple] = {}  # scores not yet written (put_scores), read by get_scores
         self._pending_scores: dict[int, tuple[int, int]] = {}
         #: on a Ray worker on another machine than the driver's: what it computed, for the driver (see _StoreSync)
         self._outbox: dict | None = None
@@ -243,7 +246,7 @@ class NeighborhoodStore:
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state.update(_conn=None, _pid=None, _mlm_ids={}, stats=StoreStats(), _used={}, _pending={}, _fingerprints={},
-                     _outbox=None, _since={}, _used_scores={}, _pending_scores={})
+                     _outbox=None, _since={}, _used_scores={}, _pending_scores={}, _score_buffer={})
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -541,6 +544,7 @@ class NeighborhoodStore:
 
     def flush(self) -> None:
         """Write the counters and last-use days gathered since the last write."""
+        self._write_scores()  # the gathered scores first
         pending, self._pending = self._pending, {}
         scores, self._pending_scores = self._pending_scores, {}
         if not pending and not self._used and not scores and not self._used_scores:
@@ -589,8 +593,14 @@ class NeighborhoodStore:
         out: dict = {}
         if self._connection() is None or not keys:
             return out
+        buffered = self._score_buffer
+        if buffered:  # gathered by this process, not yet written
+            for k in keys:
+                row = buffered.get((clf, k))
+                if row is not None:
+                    out[k] = np.frombuffer(row[2], dtype="<f4").astype(np.float32)
         try:
-            good, bad = self._valid_rows("scores", "clf", clf, keys)
+            good, bad = self._valid_rows("scores", "clf", clf, [k for k in keys if k not in out] if out else keys)
         except sqlite3.Error as e:
             self._failed(e, "read")
             return {}
@@ -607,20 +617,37 @@ class NeighborhoodStore:
         return out
 
     def put_scores(self, clf: int, rows: Iterable[tuple[bytes, "np.ndarray"]], *, replace: bool = False) -> None:
-        """Keep ``(key, row)`` rows of class probabilities (float32, as computed); ``replace``: over what is kept."""
-
+        """Keep ``(key, row)`` rows of class probabilities (float32, as computed); ``replace``: over what is kept.
+        Rows are gathered and written :data:`SCORE_BATCH` at a time (and at every :meth:`flush`, at the end of a
+        command, at exit): one transaction per classifier call cost a cheap model more than its forwards. A process
+        killed before a write loses only those rows of the cache (they are recomputed), never a committed one."""
         today = int(time.time() // 86400)
         data = []
         for k, row in rows:
             v = np.ascontiguousarray(row, dtype="<f4").tobytes()
             data.append((clf, k, v, zlib.crc32(k + v), today))
-        # the first answer kept stays (another process's of the same identity is the same answer, up to the last bit
-        # of a float32 computed in another batch); a fresh answer (predict_proba_fresh) replaces it. No index on
-        # ``used``: it would cost every write a second B-tree, and only a prune reads it
+        if not data or self._outbox is not None:
+            return
+        if replace:  # a fresh answer (predict_proba_fresh) replaces the kept one, now
+            self._write_scores(data, replace=True)
+            return
+        for row in data:
+            self._score_buffer.setdefault((row[0], row[1]), row)  # the first answer kept stays, as in the file
+        if len(self._score_buffer) >= SCORE_BATCH:
+            self._write_scores()
+
+    def _write_scores(self, data: list | None = None, *, replace: bool = False) -> None:
+        """Write ``data`` (default: the gathered rows). The first answer kept stays (another process's of the same
+        identity is the same answer, up to the last bit of a float32 computed in another batch). No index on
+        ``used``: it would cost every write a second B-tree, and only a prune reads it."""
+        if data is None:
+            data, self._score_buffer = list(self._score_buffer.values()), {}
+        if not data:
+            return
         verb = ("INSERT INTO scores (clf, k, v, crc, used) VALUES (?, ?, ?, ?, ?) ON CONFLICT (clf, k) DO UPDATE "
                 "SET v = excluded.v, crc = excluded.crc, used = excluded.used") if replace else \
             "INSERT OR IGNORE INTO scores (clf, k, v, crc, used) VALUES (?, ?, ?, ?, ?)"
-        if data and self._outbox is None and self._write(lambda c: c.executemany(verb, data)):
+        if self._write(lambda c: c.executemany(verb, data)):
             self.stats.written += len(data)
 
     def classifiers(self) -> list[dict]:
@@ -1059,9 +1086,12 @@ class _ScoreView:
 
     def __init__(self, store: NeighborhoodStore, clf):
         self.store, self._clf = store, weakref.ref(clf)
-        self._ids: dict[str, int | None] = {}
+        self._ids: dict[str, tuple[int, int]] = {}
+        self._fixed: tuple[int, int] | None = None
 
     def _id(self) -> tuple[int, int] | None:
+        if self._fixed is not None:
+            return self._fixed
         clf = self._clf()
         identity = score_identity(clf) if clf is not None else None
         if identity is None:
@@ -1072,6 +1102,8 @@ class _ScoreView:
             if found is None:  # not in the store, and the model has not answered yet to register it
                 return None
             self._ids[identity] = found
+            if clf.score_kind != "remote":  # only an endpoint's identity can change (once it has answered)
+                self._fixed = found
         return self._ids[identity]
 
     def lookup(self, keys: Sequence) -> dict:
