@@ -35,6 +35,7 @@ from textaudit.cli.app import (
     finished,
     notice,
     print_table,
+    score_fields,
     store_fields,
     with_model_options,
     with_store_option,
@@ -162,9 +163,12 @@ def bias(
         out["classes"] = list(classes)
     out["mlm"] = getattr(masked_lm, "name", None)
     out.update(store_fields(masked_lm))
+    out.update(score_fields(clf))
     if "store_hits" in out:
         notice(f"neighbourhood store: {out['store_hits']} masked contexts answered from it, {out['store_misses']} "
-               f"computed; {out['mlm_seconds_saved']} s of masked-LM time saved")
+               f"computed; {out['mlm_seconds_saved']} s of masked-LM time saved"
+               + (f"; {out['score_hits']} classifier scores from it, {out['score_forwards']} computed"
+                  if "score_hits" in out else ""))
     out["filtered"] = filtered
     warnings = small_samples(results, ci)
     for w in warnings:
