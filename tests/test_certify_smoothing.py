@@ -81,6 +81,16 @@ def test_a_model_that_flips_on_one_synonym_is_not_certified_beyond_radius_0(cli,
     assert [(recs[t]["prediction"], recs[t]["radius"]) for _, t in ROWS] == [(1, 0), (0, 0), (0, 0), (0, 0)]
     assert 5 / 9 - 0.1 < recs[ROWS[0][1]]["n_a"] / 200 < 5 / 9 + 0.1
     assert all(row["certified"] == 0 for row in out["curve"][1:]) and out["certified_accuracy_r0"] == 0.5
+    # the table says so: "certified" at radius 0 is only "right" (#67: it read as a certified model)
+    r = cli("certify", "--model", f"{world}/m.py:on_film", "--method", "safer", "--data", str(world / "d.tsv"),
+            "--synonyms", str(world / "syn.json"), "--hops", "1", "--samples", "200", "--selection", "20")
+    assert r.exit_code == 0, r.output
+    assert "0 (right; nothing certified)" in r.stdout
+    assert "no input is certified against any substitution: radius 0 means only that the smoothed prediction is right" \
+        in " ".join(r.stderr.split())
+    r = cli("certify", "--model", f"{world}/m.py:on_class", "--method", "safer", "--data", str(world / "d.tsv"),
+            "--synonyms", str(world / "syn.json"), "--hops", "1", "--samples", "200", "--selection", "20")
+    assert r.exit_code == 0 and "no input is certified" not in r.stderr  # radius 3 certified there
 
 
 def test_certificates_do_not_depend_on_in_flight_or_on_a_killed_run_resumed(cli, world):

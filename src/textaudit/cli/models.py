@@ -406,8 +406,15 @@ def _certify_safer(model: str, data: str, limit, output, resume: bool, samples: 
     print_table(f"{what} certification of {clf.name} on {data}: {n} examples, smoothed accuracy {acc}, "
                 f"{summary['abstain']} abstained", [f"radius (words {'replaced' if ranmask else 'substituted'})",
                                                     "certified", "certified accuracy", "95% CI"],
-                [[r["radius"], r["certified"], r["certified_accuracy"], format_ci(tuple(r["certified_accuracy_ci95"]))]
-                 for r in summary["curve"]])
+                [[RADIUS_0 if r["radius"] == 0 else r["radius"], r["certified"], r["certified_accuracy"],
+                  format_ci(tuple(r["certified_accuracy_ci95"]))] for r in summary["curve"]])
+    if not any(r["radius"] >= 1 and r["certified"] for r in summary["curve"]):  # (#67: it read as a certified model)
+        notice(f"no input is certified against any {'replacement' if ranmask else 'substitution'}: radius 0 means only "
+               "that the smoothed prediction is right")
+
+
+#: the curve's first row: right, but certified against no substitution at all
+RADIUS_0 = "0 (right; nothing certified)"
 
 
 @app.command(cls=AuditCommand)

@@ -87,12 +87,21 @@ def plot_certified_curve(curves: dict[str, list[dict]], out_dir: str | Path, ibp
         acc = [x["certified_accuracy"] or 0.0 for x in rows]
         lo = [x["certified_accuracy_ci95"][0] for x in rows]
         hi = [x["certified_accuracy_ci95"][1] for x in rows]
-        ax.step(r, acc, where="post", label=name)
+        # a marker on every radius: a curve of one point (nothing certified beyond radius 0) is still drawn
+        (line,) = ax.step(r, acc, where="post", label=name, marker="o", markersize=4)
+        if len(r) == 1:  # and its interval, as a bar (a step band of one point has no width)
+            ax.errorbar(r, acc, yerr=[[acc[0] - lo[0]], [hi[0] - acc[0]]], fmt="none", capsize=4, alpha=0.5,
+                        color=line.get_color())
         ax.fill_between(r, lo, hi, step="post", alpha=0.15)
     dashes = [(4, 2), (1, 2), (6, 2, 1, 2), (2, 4)]
     for j, (name, res) in enumerate((ibp or {}).items()):  # levels in the legend: close ones stay readable
         ax.axhline(res["certified_accuracy"], dashes=dashes[j % len(dashes)], color="#444444", linewidth=1.2,
                    label=f"{name} (IBP, every word)")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # radii are whole words
+    top = max((x["radius"] for rows in curves.values() for x in rows), default=0)
+    ax.set_xlim(-0.5, max(top, 1) + 0.5)
     ax.set_xlabel("radius: words substituted (SAFER) or replaced (RanMASK)")
     ax.set_ylabel("certified accuracy (95% CI)")
     ax.set_ylim(0, 1.05)
