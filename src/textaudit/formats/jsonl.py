@@ -155,7 +155,8 @@ def check_output(path: str | Path | None, resume: bool | None, settings: dict | 
         if resume is None:  # a command without --resume
             raise TextAuditError(f"{path} already exists; choose another --output or remove it")
         if not resume:
-            raise TextAuditError(f"{path} already exists; pass --resume to continue it or choose another --output")
+            raise TextAuditError(f"{path} already exists; pass --resume (in Python: resume=True) to continue it or "
+                                 "choose another --output")
         header = _checked_header(path)
         bad = config_conflicts(header.get("config", {}), settings or {}, exact=exact and bool(header))
         if header and header.get("shard") != shard:
