@@ -64,6 +64,13 @@ def test_the_notebook_runs_top_to_bottom(path, cache, tmp_path, monkeypatch):
         assert "accuracy on these 5 dev sentences" in out and "'method': 'so-enum'" in out
         assert (tmp_path / "own-model-results.jsonl").is_file()
         assert "success" in out  # the pandas table's status column
+        # a second run, its results file there (#67: it failed), continues it: the same records, nothing appended
+        first = (tmp_path / "own-model-results.jsonl").read_text()
+        again = nbformat.read(path, as_version=4)
+        nbclient.NotebookClient(again, timeout=1800, kernel_name="python3",
+                                resources={"metadata": {"path": str(tmp_path)}}).execute()
+        assert (tmp_path / "own-model-results.jsonl").read_text() == first
+        assert "'method': 'so-enum'" in _outputs(again)
     elif path.name.startswith("02"):
         assert "k=0: B = " in out and "k=1: B = " in out and "95% CI" in out
         assert any("image/png" in o.get("data", {}) for c in book.cells for o in c.get("outputs", []))
