@@ -251,3 +251,17 @@ def test_a_run_that_finds_nothing_stops_looking_but_keeps_what_it_computes(tmp_p
         probs2 = np.concatenate([again.predict_proba(texts[s:s + 1000]) for s in range(0, len(texts), 1000)])
         assert again._disk.looking and again.stats.store_hits == len(texts) and again.stats.unique_forwards == 0
     assert np.array_equal(probs, probs2)
+
+
+def test_a_server_keeps_no_score_on_disk(tiny_hf, tmp_path):
+    """audit serve answers texts from anyone, without end: none of them goes to the store."""
+    pytest.importorskip("fastapi")
+    from textaudit.serve import make_app
+
+    with use_store(str(tmp_path / "s.sqlite")):
+        clf = load_classifier(f"hf:{tiny_hf}", device="cpu")
+        assert clf.score_cache is not None  # an audit would keep them
+        make_app(clf)
+        clf.predict_proba(TEXTS)
+        assert clf.score_cache is None and clf.stats.store_hits == 0
+    assert NeighborhoodStore(tmp_path / "s.sqlite").info()["scores"]["entries"] == 0

@@ -80,6 +80,8 @@ def make_app(classifier, *, max_body_bytes: int = MAX_BODY_BYTES, max_batch: int
 
     if getattr(classifier, "cache_chars", False) is None:
         classifier.cache_chars = CACHE_CHARS
+    if hasattr(classifier, "score_cache"):  # texts from anyone, without end: nothing of them is kept on disk
+        classifier.score_cache = None
     lock = FairLock()
     app = FastAPI(title=f"textaudit: {classifier.name}", docs_url=None, redoc_url=None)
 
