@@ -265,3 +265,19 @@ def test_a_server_keeps_no_score_on_disk(tiny_hf, tmp_path):
         clf.predict_proba(TEXTS)
         assert clf.score_cache is None and clf.stats.store_hits == 0
     assert NeighborhoodStore(tmp_path / "s.sqlite").info()["scores"]["entries"] == 0
+
+
+def test_the_store_keeps_no_credential_of_an_identity(tmp_path):
+    """An endpoint's identity holds its URL: what the store file keeps of it passes the one redaction."""
+    from textaudit.secrets import register
+
+    secret = "sk-verysecretkey-0123456789"
+    register(secret)
+    store = NeighborhoodStore(tmp_path / "s.sqlite")
+    found = store.classifier_id(f"https://user:{secret}@api.example.com/v1#m|-|-|remote|scores-1",
+                                f"https://api.example.com/v1?key={secret}", 2)
+    assert found is not None and store.classifier_id(
+        f"https://user:{secret}@api.example.com/v1#m|-|-|remote|scores-1", "x", None) == found  # the same key
+    store.close()
+    assert secret.encode() not in (tmp_path / "s.sqlite").read_bytes()
+    assert all(secret not in c["identity"] + c["name"] for c in NeighborhoodStore(tmp_path / "s.sqlite").classifiers())

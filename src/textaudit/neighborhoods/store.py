@@ -64,6 +64,7 @@ import numpy as np
 
 from textaudit.backends import register_sync
 from textaudit.errors import TextAuditError
+from textaudit.secrets import redact
 
 __all__ = ["NeighborhoodStore", "StoredMaskedLM", "StoreStats", "default_store_path", "open_store", "context_key", "mlm_fingerprint",
            "STORE_TOP", "FORMAT", "APPLICATION_ID", "use_store", "current_store", "parse_store", "not_a_store",
@@ -575,6 +576,7 @@ class NeighborhoodStore:
         conn = self._connection()
         if conn is None:
             return None
+        identity, name = redact(identity), redact(name)  # the file keeps no credential (an endpoint's URL, key)
         try:
             q = "SELECT id, classes FROM classifiers WHERE identity = ?"
             row = conn.execute(q, (identity,)).fetchone()
