@@ -180,8 +180,9 @@ def last_json(text: str) -> list[dict]:
     return found
 
 
-def pack_checkpoint(model: str, out: Path, part_mib: int = 15) -> None:
-    """The zoo checkpoint ``model`` (fp16 tensors) as ``<model>.tar.partNN`` files under ``out``."""
+def pack_checkpoint(model: str, out: Path, part_mib: int = 15, half: bool = True) -> None:
+    """The zoo checkpoint ``model`` (fp16 tensors with ``half``, else as trained) as ``<model>.tar.partNN``
+    files under ``out``."""
     import io
 
     from safetensors import safe_open
@@ -197,7 +198,7 @@ def pack_checkpoint(model: str, out: Path, part_mib: int = 15) -> None:
         for f in sorted(src.iterdir()):
             if f.name.startswith("."):
                 continue
-            if f.suffix == ".safetensors":
+            if f.suffix == ".safetensors" and half:
                 t = load_file(str(f))
                 with safe_open(str(f), "pt") as h:
                     meta = h.metadata()
@@ -211,6 +212,46 @@ def pack_checkpoint(model: str, out: Path, part_mib: int = 15) -> None:
     blob, step = buf.getvalue(), part_mib << 20
     for i in range(0, len(blob), step):
         (out / f"{model}.tar.part{i // step:02d}").write_bytes(blob[i:i + step])
+
+
+PAPER_STEPS = (("so-beam", 150), ("bae", 120), ("genetic", 90), ("so-enum", 10_000))
+
+
+def paper_plan(args, deadline: float, log, steps: list[dict], results: dict) -> None:
+    """The second GPU run's plan: Table 2's cells of ``--paper-models`` at the paper's scale, into
+    ``benchmarks/reproduce_paper.py``'s own layout (``<out>/paper-runs.tar.gz`` holds its ``runs/``).
+
+    The zoo models the bundle did not carry are trained here first (``train_model``, on the GPU) and
+    their checkpoints come back whole (fp32, ``<model>.tar.partNN``), so that the CPU computes the
+    same models' accuracy and finishes their cells. Every cell runs in **fp32** (``--precision fp32``,
+    the classifier and the masked LM): its header then matches a CPU run's, so the CPU resumes any
+    cell stopped at the deadline, and no number in the table rests on bf16. No perplexities (the
+    causal LM does not travel): ``reproduce_paper.py --fill-ppl`` adds them on the CPU. One method
+    at a time over every model (SO-Beam, BAE, Genetic on the first 100, then SO-Enum with what is
+    left), so a stop leaves the fast methods finished; the masked LM's answers stay in this run's
+    store for the next method."""
+    from textaudit.resources import cache_dir
+
+    py = sys.executable
+    models = args.paper_models.split(",")
+    for model in models:
+        if not (cache_dir() / "models" / model / "textaudit.json").is_file():
+            out = run_step(f"train-{model}", [py, "-c", TRAIN_SCRIPT, model], 120, deadline, log, steps)
+            results["figures"][f"train-{model}"] = last_json(out)
+            pack_checkpoint(model, args.out, half=False)
+    out_dir = Path("/tmp/gpu-day-paper")
+    limit = ["--limit", "6", "--few-limit", "3"] if args.tiny else []
+    for method, cap in PAPER_STEPS:
+        run_step(f"paper-{method}", [py, str(HERE / "reproduce_paper.py"), "--out", str(out_dir), "--models",
+                                     ",".join(models), "--methods", method, "--skip", "accuracy,bias", "--no-ppl",
+                                     "--precision", "fp32", "--no-progress", *limit],
+                 cap, deadline - 12, log, steps)
+    runs = out_dir / "runs"
+    if runs.is_dir():
+        with tarfile.open(args.out / "paper-runs.tar.gz", "w:gz") as tar:
+            tar.add(runs, arcname="runs")
+        results["figures"]["paper-cells"] = {
+            str(p.relative_to(runs)): sum(1 for _ in p.open()) - 1 for p in sorted(runs.rglob("*.jsonl"))}  # records
 
 
 def environment() -> dict:
@@ -242,6 +283,8 @@ def main() -> None:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--engine-models", default="lstm,minilm")
     ap.add_argument("--paper-models", default="minilm,lstm")
+    ap.add_argument("--plan", choices=["engine", "paper"], default="engine",
+                    help="engine: the first run's steps (above); paper: Table 2's cells only (paper_plan)")
     ap.add_argument("--tiny", action="store_true", help="a few examples each: try the run on a CPU first")
     ap.add_argument("--commit", default=None, help="the commit the working tree is at (no .git travels)")
     args = ap.parse_args()
@@ -267,27 +310,30 @@ def main() -> None:
     steps: list[dict] = []
     results: dict = {"environment": env, "budget_s": args.budget, "tiny": args.tiny, "steps": steps, "figures": {}}
     with open(args.out / "gpu_day.log", "w") as log:
-        if not args.tiny:
-            out = run_step("train-minilm", [py, "-c", TRAIN_SCRIPT, "minilm"], caps["train"], deadline, log, steps)
-            results["figures"]["train-minilm"] = last_json(out)
-            pack_checkpoint("minilm", args.out)
-        for model in args.engine_models.split(","):
-            out = run_step(f"engine-{model}", [py, str(HERE / "engine.py"), "--model", model, "--limit", str(limit),
-                                              "--paths", "in_flight", "--rounds", "1", "--floor", "--device", args.device,
-                                              "--json"], caps["engine"].get(model, 120), deadline, log, steps)
-            results["figures"][f"engine-{model}"] = last_json(out)
-        out = run_step("bert-base-bf16", [py, "-c", BERT_SCRIPT, str(200 if args.tiny else 40000), args.device,
-                                          "/tmp/bert-base-random"], caps["bert"], deadline, log, steps)
-        results["figures"]["bert-base-bf16"] = last_json(out)
-        runs = Path("/tmp/gpu-day-paper/runs")
-        for model in args.paper_models.split(","):
-            run_step(f"paper-so-enum-{model}", [py, "-c", SO_ENUM_SCRIPT, model, str(runs / "few"),
-                                                str(3 if args.tiny else 872)], 10_000, deadline - 10, log, steps)
-        if runs.is_dir():
-            with tarfile.open(args.out / "paper-runs.tar.gz", "w:gz") as tar:
-                tar.add(runs, arcname="runs")
-            results["figures"]["paper-so-enum"] = {
-                p.name: sum(1 for _ in p.open()) for p in sorted(runs.rglob("*.jsonl"))}  # lines, header included
+        if args.plan == "paper":
+            paper_plan(args, deadline, log, steps, results)
+        else:
+            if not args.tiny:
+                out = run_step("train-minilm", [py, "-c", TRAIN_SCRIPT, "minilm"], caps["train"], deadline, log, steps)
+                results["figures"]["train-minilm"] = last_json(out)
+                pack_checkpoint("minilm", args.out)
+            for model in args.engine_models.split(","):
+                out = run_step(f"engine-{model}", [py, str(HERE / "engine.py"), "--model", model, "--limit", str(limit),
+                                                  "--paths", "in_flight", "--rounds", "1", "--floor", "--device", args.device,
+                                                  "--json"], caps["engine"].get(model, 120), deadline, log, steps)
+                results["figures"][f"engine-{model}"] = last_json(out)
+            out = run_step("bert-base-bf16", [py, "-c", BERT_SCRIPT, str(200 if args.tiny else 40000), args.device,
+                                              "/tmp/bert-base-random"], caps["bert"], deadline, log, steps)
+            results["figures"]["bert-base-bf16"] = last_json(out)
+            runs = Path("/tmp/gpu-day-paper/runs")
+            for model in args.paper_models.split(","):
+                run_step(f"paper-so-enum-{model}", [py, "-c", SO_ENUM_SCRIPT, model, str(runs / "few"),
+                                                    str(3 if args.tiny else 872)], 10_000, deadline - 10, log, steps)
+            if runs.is_dir():
+                with tarfile.open(args.out / "paper-runs.tar.gz", "w:gz") as tar:
+                    tar.add(runs, arcname="runs")
+                results["figures"]["paper-so-enum"] = {
+                    p.name: sum(1 for _ in p.open()) for p in sorted(runs.rglob("*.jsonl"))}  # lines, header included
     if smi is not None:
         smi.terminate()
     results["seconds"] = round(time.time() - t_start, 1)

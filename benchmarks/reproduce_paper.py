@@ -181,6 +181,37 @@ def run_attacks(scale: Scale, args, runs: Path) -> dict:
     return cells
 
 
+def fill_perplexities(runs: Path) -> dict[str, int]:
+    """Add SmolLM2's perplexities of the original and the vulnerable sentence (Table 3) to every
+    success of the attack cells under ``runs`` that were run with ``--no-ppl`` (a GPU that the causal
+    LM did not travel to): ``{cell file: successes filled}``. Each file is rewritten whole, through
+    a temporary file (a kill leaves the old one), with ``"ppl": true`` in its header, so that a later
+    run with perplexities resumes it; the records are otherwise unchanged."""
+    from textaudit.files import atomic_path
+    from textaudit.formats.jsonl import read_header
+    from textaudit.lm import LazyCausalLM
+
+    lm, filled = None, {}
+    for path in sorted([*runs.glob("attacks/*.jsonl"), *runs.glob("few/*.jsonl")]):
+        header = read_header(path) or {}
+        config = header.get("config") or {}
+        if header.get("command") != "attack" or config.get("ppl") is not False:
+            continue
+        lines = path.read_text(encoding="utf-8").splitlines()
+        records = [json.loads(line) for line in lines[1:] if line.strip()]
+        todo = [r for r in records if r.get("status") == "success" and r.get("ppl_original") is None]
+        lm = lm or LazyCausalLM()
+        for r in todo:
+            t0 = time.perf_counter()
+            r["ppl_original"], r["ppl_perturbed"] = (round(x, 3) for x in lm.perplexity([r["text"], r["vulnerable"]]))
+            r["ppl_seconds"] = round(time.perf_counter() - t0, 3)
+        config["ppl"] = True
+        with atomic_path(path) as tmp:
+            tmp.write_text("".join(json.dumps(x) + "\n" for x in [{"header": header}, *records]), encoding="utf-8")
+        filled[str(path)] = len(todo)
+    return filled
+
+
 def model_accuracy(scale: Scale, args, runs: Path) -> dict:
     """Accuracy of every model, and certified accuracy of the certified ones (IBP bounds), on all of
     ``--data`` (cheap next to the attacks; the paper reports them on the whole dev set)."""
@@ -367,6 +398,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--epsilon", type=float, default=0.005, help="ε of X_filter")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-ppl", action="store_true", help="skip the perplexities of Table 3")
+    ap.add_argument("--fill-ppl", action="store_true",
+                    help="add Table 3's perplexities to the cells run with --no-ppl (e.g. on a GPU without the LM)")
+    ap.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto",
+                    help="of the classifiers and the masked LM (auto: bf16 on CUDA, fp32 on a CPU; a cell's "
+                         "header keeps it, and a resume needs the same)")
     ap.add_argument("--skip", default="", help="comma-separated stages to leave out: attacks, accuracy, bias")
     ap.add_argument("--no-progress", action="store_true")
     ap.add_argument("--pack", action="store_true",
@@ -408,40 +444,52 @@ def main(argv: list[str] | None = None) -> int:
                     "mlm": args.mlm, "bias_model": args.bias_model, "bias_compare": args.bias_compare,
                     "pairs": args.pairs, "k": args.k, "epsilon": args.epsilon, "seed": args.seed},
                     "command": "python benchmarks/reproduce_paper.py " + " ".join(sys.argv[1:] if argv is None else argv)}
-    try:
-        cells, acc = {}, {}
-        if "attacks" not in skip:
-            t0 = time.perf_counter()
-            print(f"[1/3] attacks: {', '.join(scale.methods)} on {', '.join(scale.models)}", file=sys.stderr)
-            cells = run_attacks(scale, args, runs)
-            seconds["attacks"] = round(time.perf_counter() - t0, 1)
-        if "accuracy" not in skip:
-            t0 = time.perf_counter()
-            print("[2/3] dev accuracy and certified accuracy", file=sys.stderr)
-            acc = model_accuracy(scale, args, runs)
-            seconds["accuracy"] = round(time.perf_counter() - t0, 1)
-        if cells:  # (a run that skips the attacks keeps the tables it finds)
-            (out / "table2.md").write_text("# Table 2: attack success rates\n\n" + table2(scale, cells, acc, paper))
-            (out / "table3.md").write_text("# Table 3: ℓ0 and perplexity\n\n" + table3(scale, cells, paper))
-        report["table2"] = [{"model": m, "method": a, **c} for (m, a), c in cells.items()]
-        report["accuracy"] = acc
-        if "bias" not in skip:
-            from textaudit.fairness import report as bias_report
-            from textaudit.fairness.plots import plot_bias
+    from textaudit.models.options import ModelOptions, use_model_options
 
-            t0 = time.perf_counter()
-            print(f"[3/3] bias: {args.bias_model} vs {args.bias_compare}, k <= {args.k}, X_filter", file=sys.stderr)
-            results, sizes = run_gender_bias(scale, args, runs)
-            seconds["bias"] = round(time.perf_counter() - t0, 1)
-            (out / "table5.md").write_text("# Table 5: X_filter and neighbourhood sizes\n\n" + table5(results, sizes, args.k)
-                                           + "\n## B_{p,k} on X_filter\n\n" + bias_table(results))
-            figures = plot_bias(results, out / "figures")
-            report["bias"] = bias_report(results)
-            report["table5"] = [{"pair": list(p), "X_p": n} for p, n in sizes.items()]
-            report["figures"] = [str(f.relative_to(out)) for f in figures]
+    try:
+        with use_model_options(ModelOptions(precision=None if args.precision == "auto" else args.precision)):
+            return _run(args, scale, skip, out, runs, paper, seconds, report)
     except TextAuditError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+
+
+def _run(args, scale: Scale, skip: set[str], out: Path, runs: Path, paper: dict, seconds: dict, report: dict) -> int:
+    if args.fill_ppl:
+        t0 = time.perf_counter()
+        for path, n in fill_perplexities(runs).items():
+            print(f"perplexities added to {n} successes of {path}", file=sys.stderr)
+        seconds["fill_ppl"] = round(time.perf_counter() - t0, 1)
+    cells, acc = {}, {}
+    if "attacks" not in skip:
+        t0 = time.perf_counter()
+        print(f"[1/3] attacks: {', '.join(scale.methods)} on {', '.join(scale.models)}", file=sys.stderr)
+        cells = run_attacks(scale, args, runs)
+        seconds["attacks"] = round(time.perf_counter() - t0, 1)
+    if "accuracy" not in skip:
+        t0 = time.perf_counter()
+        print("[2/3] dev accuracy and certified accuracy", file=sys.stderr)
+        acc = model_accuracy(scale, args, runs)
+        seconds["accuracy"] = round(time.perf_counter() - t0, 1)
+    if cells:  # (a run that skips the attacks keeps the tables it finds)
+        (out / "table2.md").write_text("# Table 2: attack success rates\n\n" + table2(scale, cells, acc, paper))
+        (out / "table3.md").write_text("# Table 3: ℓ0 and perplexity\n\n" + table3(scale, cells, paper))
+    report["table2"] = [{"model": m, "method": a, **c} for (m, a), c in cells.items()]
+    report["accuracy"] = acc
+    if "bias" not in skip:
+        from textaudit.fairness import report as bias_report
+        from textaudit.fairness.plots import plot_bias
+
+        t0 = time.perf_counter()
+        print(f"[3/3] bias: {args.bias_model} vs {args.bias_compare}, k <= {args.k}, X_filter", file=sys.stderr)
+        results, sizes = run_gender_bias(scale, args, runs)
+        seconds["bias"] = round(time.perf_counter() - t0, 1)
+        (out / "table5.md").write_text("# Table 5: X_filter and neighbourhood sizes\n\n" + table5(results, sizes, args.k)
+                                       + "\n## B_{p,k} on X_filter\n\n" + bias_table(results))
+        figures = plot_bias(results, out / "figures")
+        report["bias"] = bias_report(results)
+        report["table5"] = [{"pair": list(p), "X_p": n} for p, n in sizes.items()]
+        report["figures"] = [str(f.relative_to(out)) for f in figures]
     if args.pack:
         print(f"packed {pack_cells(runs, out / 'cells')} results files into {out / 'cells'}", file=sys.stderr)
     report["seconds"] = seconds
