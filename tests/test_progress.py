@@ -78,12 +78,39 @@ def test_an_attack_says_its_time_before_it_spends_it(tmp_path):
     lines = r.stderr.splitlines()
     cost = next(i for i, ln in enumerate(lines) if ln.startswith("cost: up to "))
     queries = int(lines[cost].split("up to ")[1].split(" ")[0].replace(",", ""))
-    time_line = next(i for i, ln in enumerate(lines) if ln.startswith("time: p.py:classify answers about "))
-    m = re.search(r"answers about ([\d,]+) texts/s here: up to (\S+) per example on the classifier alone "
-                  r"\(up to (\S+) for 2\)", lines[time_line])
+    time_line = next(i for i, ln in enumerate(lines) if ln.startswith("time: about "))
+    # both parts of the work, each at its pace measured here: the classifier's and the masked LM's
+    m = re.search(r"time: about (\S+) for 2 examples here \(classifier (\S+) at ([\d,]+) texts/s; "
+                  r"masked LM (\S+) at ([\d,]+) contexts/s", lines[time_line])
     assert m, lines[time_line]
-    assert queries > 0 and int(m.group(1).replace(",", "")) > 0
+    assert queries > 0 and int(m.group(3).replace(",", "")) > 0 and int(m.group(5).replace(",", "")) > 0
     ranking = next(i for i, ln in enumerate(lines) if ln.startswith("ranking patch words for p.py:classify"))
     ranked = next(i for i, ln in enumerate(lines) if re.match(r"ranked patch words for p\.py:classify in [\d.]+ s; attacking", ln))
     first_progress = next(i for i, ln in enumerate(lines) if ln.startswith("so-enum k=1: "))
-    assert cost < time_line < ranking < ranked < first_progress, r.stderr
+    assert cost < ranking < ranked < time_line < first_progress, r.stderr
+
+
+STUBBORN = '''
+import numpy as np
+
+def classify(texts):  # no swap flips it: every search runs its whole neighbourhood
+    return np.array([[0.2, 0.8] for t in texts])
+'''
+
+
+def test_progress_moves_while_every_example_is_in_flight(tmp_path):
+    """32 in flight, none finishes until its whole neighbourhood is searched: the progress lines still move
+    — the texts and contexts asked so far grow between two lines with the same count of examples."""
+    (tmp_path / "p.py").write_text(STUBBORN)
+    env = {**os.environ, "TEXTAUDIT_PROGRESS_SECONDS": "0.2", "TEXTAUDIT_CACHE": str(tmp_path / "cache")}  # an empty store
+    r = subprocess.run([sys.executable, "-m", "textaudit", "attack", "--model", f"{tmp_path / 'p.py'}:classify",
+                        "--method", "so-beam", "--k", "2", "--data", "sst2:dev", "--limit", "6", "--in-flight", "32",
+                        "--no-ppl", "--seed", "0"], capture_output=True, text=True, env=env, timeout=1800)
+    assert r.returncode == 0, r.stderr
+    seen = [(int(m.group(1)), int(m.group(2).replace(",", "")), int(m.group(3).replace(",", "")))
+            for m in re.finditer(r"so-beam k=2: (\d)/6 ex .*asked=([\d,]+), contexts=([\d,]+)", r.stderr)]
+    assert seen, r.stderr
+    assert [c for _, _, c in seen] == sorted(c for _, _, c in seen)  # the work only grows
+    moved = [a for a, b in zip(seen, seen[1:]) if a[0] == b[0] < 6 and b[2] > a[2]]
+    assert moved, r.stderr  # a line with no more examples done, but more contexts asked
+    assert seen[-1][0] == 6 and "failed" in r.stdout

@@ -25,11 +25,11 @@ import os
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 from textaudit.device import notice_if_busy
 
-__all__ = ["progress", "LogProgress", "log_interval", "quiet_third_party_bars", "eta_text", "duration", "FIRST_LINE_SECONDS"]
+__all__ = ["progress", "LogProgress", "log_interval", "quiet_third_party_bars", "eta_text", "duration", "FIRST_LINE_SECONDS", "follow"]
 
 #: the longest a plain-lines log waits for its second line (the first comes when the work starts)
 FIRST_LINE_SECONDS = 10.0
@@ -86,6 +86,8 @@ class LogProgress:
         self.postfix: dict[str, Any] = {}
         self.closed = False
         self.cost: tuple[float, float] | None = None  # (done, remaining) cost, from weigh()
+        #: (fields, seconds left) read at each line, from follow(): work inside the units
+        self.live: tuple[Callable[[], dict[str, Any]], Callable[[], float | None]] | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         if total != 0:
@@ -116,13 +118,20 @@ class LogProgress:
             parts[0] += f" ({100 * self.n / self.total:.0f}%)"
         parts.append(f"{rate:.3g} {self.unit}/s" if rate else f"0 {self.unit}/s")
         parts.append(f"elapsed {duration(elapsed)}")
-        if self.total and done and self.n < self.total:
+        fields = dict(self.postfix)
+        if self.live is not None:
+            live_fields, left = self.live
+            fields.update(live_fields())
+            seconds = left()
+            if self.total and self.n < self.total and seconds is not None and elapsed > 0:
+                parts.append(f"ETA {duration(seconds)}")
+        elif self.total and done and self.n < self.total:
             eta = eta_text(elapsed, *self.cost) if self.cost else eta_text(elapsed, done, self.total - self.n)
             if eta:
                 parts.append(eta)
         text = f"{self.desc}: " + ", ".join(parts)
-        if self.postfix:
-            text += ", " + ", ".join(f"{k}={v}" for k, v in self.postfix.items())
+        if fields:
+            text += ", " + ", ".join(f"{k}={v}" for k, v in fields.items())
         return text
 
     def _emit(self) -> None:
@@ -176,6 +185,33 @@ def weigh(bar: Any, done: float, remaining: float, fields: dict[str, Any]) -> No
     bar.bar_format = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}, {rate_fmt}{postfix}]"
     eta = eta_text(bar.format_dict["elapsed"], done, remaining)
     bar.set_postfix(refresh=False, **({"ETA": eta[4:]} if eta else {}), **fields)
+
+
+def follow(bar: Any, fields: Callable[[], dict[str, Any]], left: Callable[[], float | None],
+           shown: Callable[[], dict[str, Any]] | None = None, interval: float = 1.0) -> Callable[[], None]:
+    """Show the work done *inside* the units on ``bar`` while they run: ``fields()`` (e.g. texts and
+    contexts asked so far) and an ETA of ``left()`` seconds, read at each plain line, or every
+    ``interval`` seconds on a tqdm bar (beside ``shown()``, the caller's own fields) — so the line moves
+    while many units are in flight and none has finished. Returns the function that stops it."""
+    if isinstance(bar, LogProgress):
+        bar.live = (fields, left)
+        return lambda: None
+    if getattr(bar, "disable", False):
+        return lambda: None
+    stop = threading.Event()
+    bar.bar_format = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}, {rate_fmt}{postfix}]"
+
+    def refresh() -> None:
+        while not stop.wait(interval):
+            try:
+                seconds = left()
+                bar.set_postfix(refresh=True, **({"ETA": duration(seconds)} if seconds is not None else {}),
+                                **(shown() if shown else {}), **fields())
+            except Exception:  # noqa: BLE001 — a progress line never stops the work
+                return
+
+    threading.Thread(target=refresh, daemon=True, name="textaudit-progress-follow").start()
+    return stop.set
 
 
 def _columns() -> int:

@@ -20,8 +20,8 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 from textaudit.backends import Backend, SerialBackend
 from textaudit.errors import StopRun
 from textaudit.formats.jsonl import JsonlWriter
+from textaudit.progress import follow, weigh
 from textaudit.progress import progress as progress_bar
-from textaudit.progress import weigh
 from textaudit.shards import Shard, in_shard, shard_name
 
 __all__ = ["ResumableRun"]
@@ -69,7 +69,9 @@ class ResumableRun:
                 unit: str, skip: Callable[[str], bool] | None = None,
                 backend: Backend | None = None, cost: Callable[[T], float] | None = None,
                 group: int | None = None, first: Callable[[T, Any, float], None] | None = None,
-                weighted_eta: bool = False) -> Iterator[tuple[str, Any]]:
+                weighted_eta: bool = False,
+                live: tuple[Callable[[], dict[str, Any]], Callable[[], float | None]] | None = None
+                ) -> Iterator[tuple[str, Any]]:
         """Run the jobs still to do (default: id not in :attr:`done`) in this run's shard on ``backend``
         (default: here, in order) with the workers ``make_worker`` builds; yield ``(id, work(job))`` as
         jobs finish, advancing the progress bar. ``cost(job)``: its expected work, relative to the
@@ -82,26 +84,30 @@ class ResumableRun:
         skip = skip or (lambda job_id: job_id in self.done)
         todo = [(job_id, job) for job_id, job in jobs if in_shard(job_id, self.shard) and not skip(job_id)]
         self._bar = progress_bar(total=len(todo), desc=desc, unit=unit, enabled=self.progress)
+        stop_following = follow(self._bar, *live, shown=lambda: self._fields) if live else (lambda: None)
         runner = backend or SerialBackend()
         left = dict(todo)
         weighted = weighted_eta and cost is not None
         done_cost, remaining = 0.0, sum(cost(j) for j in left.values()) if weighted else 0.0  # type: ignore[misc]
-        t0 = time.monotonic()
-        batches = [todo[:1], todo[1:]] if first is not None and todo else [todo]
-        for batch in batches:
-            for job_id, result in runner.map(make_worker, batch, cost, group):
-                job = left.pop(job_id)
-                if first is not None and batch is batches[0] and len(batches) > 1:
-                    first(job, result, time.monotonic() - t0)
-                    if weighted:  # ``first`` may have refined the costs: summed again once
-                        remaining = sum(cost(j) for j in left.values()) + cost(job)  # type: ignore[misc]
-                if weighted:
-                    c = cost(job)  # type: ignore[misc]
-                    done_cost, remaining = done_cost + c, remaining - c
-                    self._cost = (done_cost, max(remaining, 0.0))
-                    weigh(self._bar, *self._cost, self._fields)
-                yield job_id, result
-                self._bar.update(1)
+        try:
+            t0 = time.monotonic()
+            batches = [todo[:1], todo[1:]] if first is not None and todo else [todo]
+            for batch in batches:
+                for job_id, result in runner.map(make_worker, batch, cost, group):
+                    job = left.pop(job_id)
+                    if first is not None and batch is batches[0] and len(batches) > 1:
+                        first(job, result, time.monotonic() - t0)
+                        if weighted:  # ``first`` may have refined the costs: summed again once
+                            remaining = sum(cost(j) for j in left.values()) + cost(job)  # type: ignore[misc]
+                    if weighted:
+                        c = cost(job)  # type: ignore[misc]
+                        done_cost, remaining = done_cost + c, remaining - c
+                        self._cost = (done_cost, max(remaining, 0.0))
+                        weigh(self._bar, *self._cost, self._fields)
+                    yield job_id, result
+                    self._bar.update(1)
+        finally:
+            stop_following()
         self._bar.close()
 
     def write(self, *records: dict) -> None:

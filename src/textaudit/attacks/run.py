@@ -9,6 +9,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from textaudit.attacks.base import Attack
+from textaudit.attacks.estimate import AttackClock, Pace
 from textaudit.backends import Backend, SerialBackend, place_on_device
 from textaudit.data import check_labels
 from textaudit.engine import frozen_heap
@@ -17,7 +18,7 @@ from textaudit.errors import TextAuditError
 from textaudit.lm import CausalLM, LazyCausalLM
 from textaudit.models.batched import PairView
 from textaudit.runner import ResumableRun
-from textaudit.shards import Shard
+from textaudit.shards import Shard, in_shard
 from textaudit.stats import hit_rates, wilson
 
 __all__ = ["run_attack", "summarize", "AttackSummary"]
@@ -180,6 +181,17 @@ def engine_counters(attack: Attack) -> np.ndarray:
                      getattr(mlm, "forwards", 0) or 0, getattr(clock, "calls", 0) or 0], dtype=float)
 
 
+def work_counters(attack: Attack) -> tuple[float, float, float, float]:
+    """What the attack asked so far, for its :class:`~textaudit.attacks.estimate.AttackClock`: classifier
+    texts, masked-LM contexts (forwarded, or answered by its cache or the store), and the seconds of each."""
+    stats = getattr(attack.classifier, "stats", None)
+    mlm = attack.mlm
+    contexts = sum(getattr(mlm, a, 0) or 0 for a in ("forwards", "cache_hits", "store_hits")) if mlm is not None else 0
+    clock = getattr(mlm, "clock", None)
+    return (float(getattr(stats, "texts", 0) or 0), float(contexts), classifier_seconds(attack.classifier),
+            float(getattr(clock, "seconds", 0.0) or 0.0))
+
+
 def engine_summary(attack: Attack, since: np.ndarray, wall: float, ppl: float = 0.0) -> dict:
     """Where a run's ``wall_seconds`` went since the counters ``since`` (:func:`engine_counters`):
     ``classifier_seconds`` (the model audited: its forwards, or the whole call of a plug-in or an
@@ -219,7 +231,8 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
                ppl: CausalLM | LazyCausalLM | None = None, on_result: Callable[[dict], None] | None = None,
                config: dict | None = None, shard: Shard | None = None,
                backend: Backend | None = None, contexts: Sequence[str] | None = None,
-               side: str = "second", in_flight: int | None = None) -> tuple[dict, list[dict]]:
+               side: str = "second", in_flight: int | None = None,
+               pace: Pace | None = None, say: Callable[[str], None] | None = None) -> tuple[dict, list[dict]]:
     """Attack every example (skipping ids already in ``output`` when ``resume``) and return
     ``(summary, records)``; each record is appended to ``output`` (JSONL) and flushed as it finishes.
 
@@ -234,6 +247,10 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
     ``in_flight``: examples searched at once, their asks merged into one forward per step
     (:mod:`textaudit.engine.scheduler`; default: from the device). Records do not depend on it;
     they are written as examples finish (in completion order, with their ids).
+    Where the examples run here, an :class:`~textaudit.attacks.estimate.AttackClock` follows the run: the
+    progress line shows the texts and contexts asked so far and an ETA of the work left. ``pace``
+    (:func:`~textaudit.attacks.estimate.measure_pace`): the time of the examples to do is said through
+    ``say`` before they start, and again when the run proves it wrong by more than 2×.
     """
     if in_flight is not None:
         check_in_flight(in_flight)
@@ -260,10 +277,21 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
             summary.add(r)
         jobs = [(id_, (texts[i], None if labels is None else int(labels[i]), None if contexts is None else contexts[i]))
                 for i, id_ in enumerate(ids)]
+        live = None
+        if local:
+            todo = [texts[i] for i, id_ in enumerate(ids) if id_ not in run.done and in_shard(id_, shard)]
+            clock = AttackClock(attack.method, todo, pace, lambda: work_counters(attack), say=say,
+                                in_flight=in_flight_for(attack.classifier, in_flight))
+            line = clock.estimate_line(len(todo)) if todo else None
+            if line and say is not None:
+                say(line)
+            live = (clock.fields, clock.remaining)
         for id_, rec in run.results(jobs, lambda: AttackJob(attack, ppl, side, in_flight), desc=title, unit="ex",
                                    backend=backend, cost=lambda job: len(job[0].split()),  # neighbourhoods grow with length
-                                   group=in_flight_for(attack.classifier, in_flight)):
+                                   group=in_flight_for(attack.classifier, in_flight), live=live):
             rec = {"id": id_, **rec}
+            if live is not None:
+                clock.finish(rec)
             ppl_seconds += float(rec.get("ppl_seconds") or 0.0)
             run.write(rec)
             summary.add(rec)

@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from textaudit.attacks import run_attack
+from textaudit.attacks.estimate import measure_pace
 from textaudit.attacks.patch import PatchWords
 from textaudit.attacks.registry import METHODS, check_options, default_method, estimate_queries, make_attack
 from textaudit.backends import make_backend
@@ -55,7 +56,6 @@ from textaudit.fairness.pairs import load_pairs_file
 from textaudit.lm import LazyCausalLM
 from textaudit.models import load_classifier
 from textaudit.neighborhoods.mlm import load_mlm
-from textaudit.progress import duration
 from textaudit.sentence import check_language, guess_language
 
 METHOD_HELP = (" | ".join(METHODS) + " | textattack:<recipe> (default: so-enum if k <= 2 else so-beam). "
@@ -76,27 +76,6 @@ def say_cost(method: str, k: int | None, beam: int | None, kappa: int | None, te
     notice(f"cost: up to {n:,} classifier queries per example ({how}); a search stops at its first vulnerable "
            "example, usually far sooner. A quick first try: --k 2 --limit 5, or cap it with --max-queries")
     return n
-
-
-#: texts of the data timed for the classifier's pace (asked first by the attack anyway: then cached)
-PACE_TEXTS = 8
-
-
-def say_time(clf, texts, queries: int | None, examples: int) -> None:
-    """Once the classifier is loaded: its pace here, measured on the data's first texts (the attack asks
-    for their predictions first anyway, and then reads them from the cache), and what that makes of
-    the cost line's queries in time — the classifier's share; the masked LM adds its own, and the
-    progress line's ETA (after the first example) is the better guide."""
-    sample = [t for t in texts[:PACE_TEXTS] if isinstance(t, str)]
-    if not sample or queries is None or getattr(clf, "remote", False):  # an endpoint's queries are not spent on this
-        return
-    t0 = time.perf_counter()
-    clf.predict_proba(sample)
-    pace = len(sample) / max(time.perf_counter() - t0, 1e-6)
-    per = queries / pace
-    notice(f"time: {clf.name} answers about {pace:,.0f} texts/s here: up to {duration(per)} per example on the "
-           f"classifier alone (up to {duration(per * examples)} for {examples}), usually far less; the ETA comes "
-           "after the first example")
 
 
 @app.command(cls=AuditCommand)
@@ -170,11 +149,9 @@ def attack(
                       default_split="dev", limit=limit, sample=sample, seed=seed)
     if chosen is None:
         notice(f"method: {method} (the default for {'k <= 2' if method == 'so-enum' else 'k > 2'}; choose with --method)")
-    queries = say_cost(method, k, beam, kappa, ds["text"])
+    say_cost(method, k, beam, kappa, ds["text"])
     runner.start()  # workers import their libraries while the models load here
     clf = load_classifier(model)
-    if pair_column is None and part is None:  # (a shard attacks only some of the data's first texts)
-        say_time(clf, list(ds["text"]), queries, len(ds))
     options["mlm"] = load_mlm(mlm) if spec.needs_mlm else None
     # SmolLM2 is loaded on first use: a run (or a --resume) without a success never loads it
     lm = LazyCausalLM() if ppl or lm_constraint else None
@@ -191,9 +168,11 @@ def attack(
         notice(f"ranked patch words for {clf.name} in {time.perf_counter() - t0:.1f} s; attacking")
     if not ppl:
         lm = None
+    # the time, measured on the data's first texts (a shard's are others'; pairs are timed as they run)
+    pace = measure_pace(clf, options["mlm"], list(texts), kappa or 20) if pair_column is None and part is None else None
     summary, records = run_attack(atk, texts, ds["label"], ids=ds["id"], output=output, resume=resume, ppl=lm,
                                   config=data_config(data_id, classes, sample=sample), shard=part, backend=runner,
-                                  contexts=contexts, side=perturb_side, in_flight=in_flight)
+                                  contexts=contexts, side=perturb_side, in_flight=in_flight, pace=pace, say=notice)
     summary["model"] = clf.name
     summary.update(store_fields(options["mlm"]))
     summary.update(score_fields(clf))

@@ -1,0 +1,224 @@
+"""How long an attack will take: said before it is spent, followed while it runs, said again when wrong.
+
+An example's cost is what its search asks: classifier texts and masked-LM contexts (a sentence with one
+position masked; the masked LM proposes its κ candidates). Both grow with the sentence's length, so
+the estimate before the run is
+
+    T ≈ Σ_x |x| · (q_w · s_q + m_w · s_m)
+
+with |x| the words of example x, q_w and m_w the texts and contexts a search asks per word, and
+s_q, s_m the seconds one text and one context take here. s_q and s_m are measured on the data's own
+first texts (the run asks them anyway; the classifier's cache and the masked LM's store keep the
+answers, so a context the store already holds is timed as the store answers it). q_w and m_w start
+from :data:`WORK_PER_WORD`, measured at the paper's scale, and are replaced by the run's own as its
+examples finish (each record says what it asked: ``queries``, ``mlm_queries``).
+
+While examples are in flight none may finish for minutes: :meth:`AttackClock.fields` gives the texts
+and contexts asked so far (the progress line moves with them) and :meth:`AttackClock.remaining` the
+seconds left — the unfinished examples' expected cost at the measured pace, less what the engine
+already spent on those in flight. When the projection leaves [½, 2]× of what was last said, it is
+said again, with why.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from textaudit.progress import duration
+
+__all__ = ["WORK_PER_WORD", "Pace", "AttackClock", "measure_pace"]
+
+#: (classifier texts, masked-LM contexts) a search asks per word of the attacked sentence: the means
+#: over SST-2 dev at the paper's scale on the zoo's lstm (``paper/scale/cells``, 2026-11-27: SO-Beam
+#: k = 6, β = 20 and SO-Enum k = 2 over all 872, BAE over 872, Genetic over the first 100). A robust
+#: model asks more (its searches run longer): the run's own records replace these as examples finish.
+WORK_PER_WORD: dict[str, tuple[float, float]] = {
+    "so-beam": (96.0, 5.4),
+    "so-enum": (499.0, 41.0),
+    "bae": (3.9, 0.11),
+    "genetic": (43.0, 0.0),
+}
+
+#: words of finished examples that weigh as much as the prior (about ten SST-2 sentences)
+PRIOR_WORDS = 200.0
+#: the projection is said again when it leaves [1/REVISE, REVISE] × what was said last
+REVISE = 2.0
+#: ... but not before this many examples finished (one quick success says little)
+REVISE_AFTER = 3
+#: ... nor for a difference under this many seconds (a 2 s run said to take 5 s is no news)
+REVISE_SECONDS = 15.0
+#: classifier texts timed for its pace (the data's first ones: the attack asks them first anyway)
+PACE_TEXTS = 64
+#: masked-LM contexts timed for its pace, in one call (the data's first sentences, each position masked)
+PACE_CONTEXTS = 64
+
+
+@dataclass
+class Pace:
+    """Seconds per classifier text and per masked-LM context, measured here (None: not measured)."""
+
+    text_seconds: float
+    context_seconds: float | None
+    store_share: float | None = None  # contexts of the sample the store (or cache) already held
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def measure_pace(classifier: Any, mlm: Any, texts: Sequence[str], kappa: int = 20) -> Pace | None:
+    """Time the classifier on up to :data:`PACE_TEXTS` of ``texts`` and the masked LM on up to
+    :data:`PACE_CONTEXTS` contexts of the first texts (each position masked in turn), one warm-up call
+    each first; the share of those contexts its cache or the store already held. None for a remote model
+    (its queries are not spent on a pace) or without texts."""
+    sample = [t for t in texts[:PACE_TEXTS] if isinstance(t, str) and t.strip()]
+    if not sample or getattr(classifier, "remote", False):
+        return None
+    classifier.predict_proba(sample[:1])  # a first call's set-up is not the pace
+    rest = sample[1:] or sample
+    t0 = time.perf_counter()
+    classifier.predict_proba(rest)
+    text_s = (time.perf_counter() - t0) / len(rest)
+    ctx_s, share = None, None
+    queries = [(t.split(), i) for t in sample for i in range(len(t.split())) if len(t.split()) >= 2][:PACE_CONTEXTS]
+    if mlm is not None and queries:
+        # its set-up (the first forward's kernels, the store's fingerprint) is not the pace: a context that
+        # no store holds (a hit would skip it)
+        mlm.candidates([(["textaudit", "times", "the", "masked", "lm", str(time.time_ns())], 2)], top=kappa)
+        hits0 = getattr(mlm, "cache_hits", 0) + getattr(mlm, "store_hits", 0)
+        t0 = time.perf_counter()
+        mlm.candidates(queries, top=kappa)  # one batch, as the engine asks them
+        ctx_s = (time.perf_counter() - t0) / len(queries)
+        share = (getattr(mlm, "cache_hits", 0) + getattr(mlm, "store_hits", 0) - hits0) / len(queries)
+    return Pace(text_s, ctx_s, share)
+
+
+class AttackClock:
+    """The time of one attack run: the estimate before it, the fields and ETA of its progress line, and
+    a revision when the pace proves the estimate wrong by more than 2×.
+
+    ``counters()`` returns (texts asked, contexts asked, classifier seconds, masked-LM seconds) so far."""
+
+    def __init__(self, method: str, texts: Sequence[str], pace: Pace | None,
+                 counters: Callable[[], tuple[float, float, float, float]],
+                 say: Callable[[str], None] | None = None, in_flight: int = 1):
+        self.method, self.pace, self.counters = method, pace, counters
+        self.in_flight = max(in_flight, 1)
+        self.say = say or (lambda msg: None)
+        self.prior = WORK_PER_WORD.get(method)
+        self.words_left = float(sum(_words(t) for t in texts))
+        self.examples_left = len(texts)
+        self.done_words = self.done_texts = self.done_contexts = 0.0
+        self.finished = 0
+        self.t0 = time.monotonic()
+        self.start = counters()
+        self.said: float | None = None  # the total seconds said last
+
+    # -- what one word costs -------------------------------------------------------------------
+    def per_word(self) -> tuple[float, float] | None:
+        """Texts and contexts per word: the prior, then the finished examples' own (weighed by words)."""
+        if self.prior is None and not self.done_words:
+            return None
+        q0, m0 = self.prior or (0.0, 0.0)
+        w0 = PRIOR_WORDS if self.prior else 0.0
+        w = w0 + self.done_words
+        return (q0 * w0 + self.done_texts) / w, (m0 * w0 + self.done_contexts) / w
+
+    def unit_seconds(self) -> tuple[float, float, float]:
+        """Seconds per text asked, per context asked, and the wall per second of them (the host's share):
+        measured in this run once it asked enough, else the pace measured before it."""
+        texts, contexts, clf_s, mlm_s = (a - b for a, b in zip(self.counters(), self.start))
+        s_q = clf_s / texts if texts >= 100 else (self.pace.text_seconds if self.pace else 0.0)
+        s_m = mlm_s / contexts if contexts >= 20 else ((self.pace.context_seconds or 0.0) if self.pace else 0.0)
+        elapsed = time.monotonic() - self.t0
+        device = clf_s + mlm_s
+        host = elapsed / device if device > 1.0 and elapsed > device else 1.0
+        return s_q, s_m, host
+
+    def total_seconds(self) -> float | None:
+        """The whole run's projected seconds: those elapsed and :meth:`remaining`."""
+        left = self.remaining()
+        return None if left is None else time.monotonic() - self.t0 + left
+
+    def remaining(self) -> float | None:
+        """Seconds left: the unfinished examples' expected cost, less what was spent on those in flight."""
+        rates = self.per_word()
+        if rates is None:
+            return None
+        s_q, s_m, host = self.unit_seconds()
+        if not s_q and not s_m:
+            return None  # no pace yet
+        q_w, m_w = rates
+        per_example = (self.words_left / max(self.examples_left, 1)) * (q_w * s_q + m_w * s_m)
+        texts, contexts, _, _ = (a - b for a, b in zip(self.counters(), self.start))
+        spent = max(texts - self.done_texts, 0.0) * s_q + max(contexts - self.done_contexts, 0.0) * s_m
+        flying = min(self.in_flight, self.examples_left)
+        # the examples in flight: their expected cost less what they spent, but at least half of that again
+        # (a search that ran long is one that has far to go: the costs are heavy-tailed)
+        flying_left = max(flying * per_example - spent, spent / 2)
+        return ((self.examples_left - flying) * per_example + flying_left) * host
+
+    # -- said and shown --------------------------------------------------------------------------
+    def estimate_line(self, examples: int) -> str | None:
+        """The line said before the run (None without a pace or a prior for the method)."""
+        if self.pace is None or self.prior is None:
+            return None
+        q_w, m_w = self.prior
+        s_q, s_m = self.pace.text_seconds, self.pace.context_seconds or 0.0
+        clf, mlm = self.words_left * q_w * s_q, self.words_left * m_w * s_m
+        total = clf + mlm
+        self.said = total
+        parts = [f"classifier {duration(clf)} at {1 / s_q:,.0f} texts/s" if s_q else "classifier –"]
+        if m_w:
+            held = (f", {100 * self.pace.store_share:.0f}% of a sample already in the store"
+                    if self.pace.store_share else "")
+            parts.append(f"masked LM {duration(mlm)} at {1 / s_m:,.0f} contexts/s{held}" if s_m else "masked LM –")
+        return (f"time: about {duration(total)} for {examples} examples here ({'; '.join(parts)}), for a search "
+                f"that asks what an SST-2 one does on the zoo's lstm ({q_w:g} texts and {m_w:g} contexts per word); "
+                "a more robust model asks more. Said again if the run proves it wrong by more than 2×")
+
+    def fields(self) -> dict[str, str]:
+        """The work done inside the examples, for the progress line (it moves while none finishes)."""
+        texts, contexts, _, _ = (a - b for a, b in zip(self.counters(), self.start))
+        out = {"asked": f"{int(texts):,}"}
+        if contexts:
+            out["contexts"] = f"{int(contexts):,}"
+        return out
+
+    def finish(self, record: dict) -> None:
+        """An example finished: its own asks replace the prior's share of it; revise if needed."""
+        w = _words(record.get("text") or "")
+        self.words_left = max(self.words_left - w, 0.0)
+        self.examples_left -= 1
+        self.finished += 1
+        self.done_words += w  # skipped examples too: the examples left have their share of them
+        self.done_texts += float(record.get("queries") or 0)
+        self.done_contexts += float(record.get("mlm_queries") or 0)
+        self.check()
+
+    def check(self) -> None:
+        """Say the projection again when it left [½, 2]× of what was said (after a few examples, or
+        as soon as the time elapsed alone is over twice the estimate)."""
+        if self.said is None or self.examples_left <= 0:
+            return
+        elapsed = time.monotonic() - self.t0
+        total = self.total_seconds()
+        if total is None:
+            return
+        if abs(total - self.said) < REVISE_SECONDS:
+            return
+        over = elapsed > REVISE * self.said
+        if not over and (self.finished < REVISE_AFTER or 1 / REVISE <= total / max(self.said, 1e-9) <= REVISE):
+            return
+        why = (f"the {self.finished} examples finished asked {self.done_texts / self.done_words:.0f} texts and "
+               f"{self.done_contexts / self.done_words:.1f} contexts per word" if self.done_words else "no example finished yet")
+        self.say(f"time: revised to about {duration(total)} in all ({duration(max(total - elapsed, 0.0))} more; "
+                 f"said before: {duration(self.said)}): {why}, at {self._pace_text()} measured in this run")
+        self.said = total
+
+    def _pace_text(self) -> str:
+        s_q, s_m, host = self.unit_seconds()
+        parts = [f"{1 / s_q:,.0f} texts/s" if s_q else "", f"{1 / s_m:,.0f} contexts/s" if s_m else ""]
+        return " and ".join(p for p in parts if p) or "the measured pace"

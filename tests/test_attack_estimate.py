@@ -1,0 +1,75 @@
+"""The attack's time: the estimate before it (both the classifier's and the masked LM's share), the
+work in flight on the progress line, and a revision when the run proves the estimate wrong by 2×.
+
+The clock's arithmetic is checked on counters given here (exact figures); the real runs are in
+``test_progress.py`` (a plug-in with the shipped masked LM) and the measured accuracy of the estimate in
+``benchmarks/estimate_time.py`` (a speed figure: not a test)."""
+
+from __future__ import annotations
+
+import pytest
+
+from textaudit.attacks.estimate import REVISE_AFTER, WORK_PER_WORD, AttackClock, Pace
+
+
+class Counters:
+    """What a run asked so far: texts, contexts, and their seconds (set by the test)."""
+
+    def __init__(self) -> None:
+        self.now = [0.0, 0.0, 0.0, 0.0]
+
+    def __call__(self) -> tuple[float, float, float, float]:
+        return tuple(self.now)  # type: ignore[return-value]
+
+
+TEXTS = ["one two three four five six seven eight nine ten"] * 10  # 100 words
+
+
+def test_the_estimate_counts_the_masked_lm_at_its_measured_pace():
+    """100 words × (96 texts × 1 ms + 5.4 contexts × 10 ms) = 9.6 s + 5.4 s: the masked LM's share is
+    there (the old line counted the classifier alone)."""
+    said: list[str] = []
+    clock = AttackClock("so-beam", TEXTS, Pace(0.001, 0.01), Counters(), say=said.append)
+    line = clock.estimate_line(10)
+    assert line is not None and line.startswith("time: about 15s for 10 examples here (classifier 10s at 1,000 texts/s; "
+                                                "masked LM 5s at 100 contexts/s)")
+    assert clock.said == pytest.approx(15.0)
+    assert WORK_PER_WORD["so-beam"] == (96.0, 5.4)
+
+
+def test_no_line_without_a_pace_or_a_prior():
+    assert AttackClock("so-beam", TEXTS, None, Counters()).estimate_line(10) is None
+    assert AttackClock("textattack:pwws", TEXTS, Pace(0.001, 0.01), Counters()).estimate_line(10) is None
+
+
+def test_the_finished_examples_replace_the_prior_and_a_2x_miss_is_said_again(monkeypatch):
+    """Each finished example asked 10× the prior's contexts: after REVISE_AFTER of them, the projection
+    is more than 2× what was said, and it is said again, with why; before that it is not."""
+    import textaudit.attacks.estimate as est
+
+    now = [1000.0]
+    monkeypatch.setattr(est.time, "monotonic", lambda: now[0])
+    counters = Counters()
+    said: list[str] = []
+    clock = AttackClock("so-beam", TEXTS, Pace(0.001, 0.1), counters, say=said.append, in_flight=1)
+    clock.estimate_line(10)  # 100 × (0.096 + 0.54) = 63.6 s
+    for i in range(REVISE_AFTER):
+        now[0] += 60.0
+        counters.now = [96.0 * 10 * (i + 1), 54.0 * 10 * (i + 1), 0.96 * (i + 1), 54.0 * (i + 1)]
+        clock.finish({"text": TEXTS[0], "status": "success", "queries": 960, "mlm_queries": 540})
+        assert bool(said) == (i + 1 >= REVISE_AFTER), said
+    assert said[0].startswith("time: revised to about ") and "the 3 examples finished asked 96 texts and 54.0 contexts per word" in said[0]
+    # the prior (200 words) and 30 words of 54 contexts each: (5.4·200 + 54·30) / 230 = 11.7 per word
+    q_w, m_w = clock.per_word()
+    assert m_w == pytest.approx((5.4 * 200 + 540 * 3) / 230)
+
+
+def test_the_fields_grow_with_the_work_in_flight_and_the_eta_keeps_some_for_it():
+    counters = Counters()
+    clock = AttackClock("so-enum", TEXTS, Pace(0.001, 0.01), counters, in_flight=32)
+    assert clock.fields() == {"asked": "0"}
+    counters.now = [12_345.0, 678.0, 12.3, 6.8]
+    assert clock.fields() == {"asked": "12,345", "contexts": "678"}
+    # nothing finished, everything in flight, and more spent than the prior expected: still time left
+    counters.now = [1e7, 1e6, 100.0, 100.0]
+    assert clock.remaining() > 0
