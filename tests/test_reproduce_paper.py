@@ -200,3 +200,36 @@ def test_packed_cells_restore_a_run_on_a_fresh_clone(paper):
     assert f"restored {len(files)} results files" in r.stderr
     assert {f.relative_to(out / "runs"): f.read_bytes() for f in (out / "runs").rglob("*.jsonl")} == files
     assert (out / "table2.md").read_text() == table2
+
+
+def test_fill_ppl_adds_table_3s_perplexities_to_cells_run_without_them(paper):
+    """Cells run with --no-ppl (a GPU the causal LM did not travel to): --fill-ppl adds SmolLM2's
+    perplexities of each success's original and vulnerable sentence — those a run with them computes —
+    marks the header, leaves every other field as it was, and a second --fill-ppl has nothing to do."""
+    import shutil
+
+    from textaudit.lm import LazyCausalLM
+
+    d, _ = paper
+    out = d / "filled"
+    shutil.copytree(d / "paper" / "runs", out / "runs")
+    before = {f: read_jsonl(f) for f in sorted((out / "runs").rglob("*.jsonl")) if "so-beam" in f.name or "genetic" in f.name}
+    r = _run(d, "--render", "--fill-ppl", "--skip", "accuracy,bias", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    lm = LazyCausalLM()
+    filled = 0
+    for f, old in before.items():
+        new = read_jsonl(f)
+        assert len(new) == len(old)
+        for a, b in zip(old, new):
+            assert {k: v for k, v in b.items() if not k.startswith("ppl_")} == {k: v for k, v in a.items() if not k.startswith("ppl_")}
+            if b["status"] == "success":
+                po, pp = lm.perplexity([b["text"], b["vulnerable"]])
+                assert (b["ppl_original"], b["ppl_perturbed"]) == (round(po, 3), round(pp, 3))
+                filled += 1
+            else:
+                assert "ppl_original" not in b
+        assert json.loads(f.read_text().splitlines()[0])["header"]["config"]["ppl"] is True
+    assert filled and r.stderr.count("perplexities added to") == len(before)
+    again = _run(d, "--render", "--fill-ppl", "--skip", "accuracy,bias", "--out", str(out))
+    assert again.returncode == 0 and "perplexities added" not in again.stderr
