@@ -221,9 +221,13 @@ def paper_plan(args, deadline: float, log, steps: list[dict], results: dict) -> 
     """The second GPU run's plan: Table 2's cells of ``--paper-models`` at the paper's scale, into
     ``benchmarks/reproduce_paper.py``'s own layout (``<out>/paper-runs.tar.gz`` holds its ``runs/``).
 
-    The zoo models the bundle did not carry are trained here first (``train_model``, on the GPU) and
-    their checkpoints come back whole (fp32, ``<model>.tar.partNN``), so that the CPU computes the
-    same models' accuracy and finishes their cells. Every cell runs in **fp32** (``--precision fp32``,
+    The zoo models the bundle did not carry would be trained here first (``train_model``, their
+    checkpoints back whole as ``<model>.tar.partNN``) — but the zoo's training needs GloVe, which does
+    not travel (measured on the second run: every training step failed at once). So carry the model
+    (``gpu-bundle --models lstm``: one checkpoint fits beside the masked LM's encoder) and first store this
+    machine's copy as the bundle restores it there (fp16-rounded, saved as fp32), so that both
+    machines hold the same file and fingerprint. Keep the SST-2 train file in the bundle: the data's
+    resource is whole only with it. Every cell runs in **fp32** (``--precision fp32``,
     the classifier and the masked LM): its header then matches a CPU run's, so the CPU resumes any
     cell stopped at the deadline, and no number in the table rests on bf16. No perplexities (the
     causal LM does not travel): ``reproduce_paper.py --fill-ppl`` adds them on the CPU. One method
