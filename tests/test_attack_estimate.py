@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from textaudit.attacks.estimate import REVISE_AFTER, WORK_PER_WORD, AttackClock, Pace
+from textaudit.attacks.estimate import FAILED_PER_WORD, REVISE_AFTER, WORK_PER_WORD, AttackClock, Pace, Probe
 
 
 class Counters:
@@ -73,3 +73,32 @@ def test_the_fields_grow_with_the_work_in_flight_and_the_eta_keeps_some_for_it()
     # nothing finished, everything in flight, and more spent than the prior expected: still time left
     counters.now = [1e7, 1e6, 100.0, 100.0]
     assert clock.remaining() > 0
+
+
+def test_a_probe_costs_the_unsettled_share_as_searches_that_find_nothing():
+    """A first round settled 4 of 16 at (10, 1) per word: the prior is ¼ of that and ¾ of a failed search —
+    SO-Beam's per round × k, SO-Enum's the whole of Neighbor_2."""
+    probe = Probe(examples=16, settled=4, per_word=(10.0, 1.0), pace=Pace(0.001, 0.01), seconds=2.0)
+    q, m = probe.prior("so-beam", 6)
+    assert (q, m) == pytest.approx((0.25 * 10 + 0.75 * 6 * FAILED_PER_WORD["so-beam"][0],
+                                    0.25 * 1 + 0.75 * 6 * FAILED_PER_WORD["so-beam"][1]))
+    assert probe.prior("so-enum", 2) == pytest.approx((0.25 * 10 + 0.75 * 1949.0, 0.25 * 1 + 0.75 * 168.0))
+    clock = AttackClock("so-beam", TEXTS, None, Counters(), probe=probe, k=6)
+    assert clock.pace == probe.pace and clock.prior == pytest.approx((q, m))
+    assert "a first round (k = 1) on 16 of the examples settled 4 in 2.0 s" in clock.estimate_line(10)
+
+
+def test_the_quick_examples_that_finish_first_do_not_revise_the_estimate_down(monkeypatch):
+    """Skipped examples finish at once and ask nothing: a projection from them is far below what was
+    said, but it is not said until half the examples are done."""
+    import textaudit.attacks.estimate as est
+
+    now = [1000.0]
+    monkeypatch.setattr(est.time, "monotonic", lambda: now[0])
+    said: list[str] = []
+    clock = AttackClock("so-beam", TEXTS, Pace(0.001, 0.1), Counters(), say=said.append, in_flight=1)
+    clock.estimate_line(10)  # 63.6 s
+    for i in range(10):
+        now[0] += 0.1
+        clock.finish({"text": TEXTS[0], "status": "skipped", "queries": 1, "mlm_queries": 0})
+        assert bool(said) == (i + 1 >= 5), (i, said)  # (half of the 10 done: the projection may go down)

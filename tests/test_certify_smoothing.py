@@ -311,3 +311,41 @@ def _ranmask_cli(cli, model, *extra):
             "--neighbors", "0", "--json", *extra)
     assert r.exit_code == 0, r.output
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+SLOW = '''
+import time
+
+def on_class(texts):  # a model that takes its time: 20 ms a batch
+    time.sleep(0.02)
+    return [[0.2, 0.8] if {"film", "movie", "picture"} & set(t.lower().split()) else [0.8, 0.2] for t in texts]
+'''
+
+
+def test_certify_says_its_time_and_its_progress_moves_with_the_texts_answered(world):
+    """Before the draws: their time at the pace measured here; while every example is in flight (their draws
+    in one call, answered batch by batch) the progress line's texts grow (#67: the bar sat at 0/5 for minutes)."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    (world / "slow.py").write_text(SLOW)
+    env = {**os.environ, "TEXTAUDIT_PROGRESS_SECONDS": "0.2", "TEXTAUDIT_CACHE": str(world / "cache")}
+    # SST-2 sentences and the counter-fitted synonyms: thousands of distinct draws, answered 128 a batch
+    r = subprocess.run([sys.executable, "-m", "textaudit", "certify", "--model", f"{world}/slow.py:on_class", "--method",
+                        "safer", "--data", "sst2:dev", "--limit", "4", "--samples", "3000", "--selection", "100",
+                        "--neighbors", "0", "--json"], capture_output=True, text=True, env=env, timeout=1800, cwd=world)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stderr.splitlines()
+    cost = next(i for i, x in enumerate(lines) if x.startswith("cost: up to 12,400 texts"))
+    time_line = next(i for i, x in enumerate(lines) if x.startswith("time: about "))
+    assert re.search(r"for the draws at [\d,]+ texts/s measured here; the progress line follows", lines[time_line])
+    first = next(i for i, x in enumerate(lines) if x.startswith("certify (SAFER): "))
+    assert cost < time_line < first
+    seen = [(int(m.group(1)), int(m.group(2).replace(",", "")))
+            for m in re.finditer(r"certify \(SAFER\): (\d)/4 ex .*asked=([\d,]+)", r.stderr)]
+    assert seen and [a for _, a in seen] == sorted(a for _, a in seen)  # the work only grows
+    # it moves between two lines with no more examples done
+    assert any(a[0] == b[0] < 4 and b[1] > a[1] for a, b in zip(seen, seen[1:])), r.stderr[-3000:]
+    assert seen[-1][1] <= 12_400

@@ -29,7 +29,8 @@ from typing import Any, Callable
 
 from textaudit.device import notice_if_busy
 
-__all__ = ["progress", "LogProgress", "log_interval", "quiet_third_party_bars", "eta_text", "duration", "FIRST_LINE_SECONDS", "follow"]
+__all__ = ["progress", "LogProgress", "log_interval", "quiet_third_party_bars", "eta_text", "duration",
+           "FIRST_LINE_SECONDS", "follow", "WorkClock"]
 
 #: the longest a plain-lines log waits for its second line (the first comes when the work starts)
 FIRST_LINE_SECONDS = 10.0
@@ -212,6 +213,35 @@ def follow(bar: Any, fields: Callable[[], dict[str, Any]], left: Callable[[], fl
 
     threading.Thread(target=refresh, daemon=True, name="textaudit-progress-follow").start()
     return stop.set
+
+
+class WorkClock:
+    """Work inside the units, for :func:`follow`: ``asked()`` counts what was done so far (e.g. texts a
+    classifier was asked), ``expected()`` the whole run's (re-read at each line, so a caller refines it
+    as units finish). The ETA is the elapsed time × what is left / what was done."""
+
+    def __init__(self, asked: Callable[[], float], expected: Callable[[], float], unit: str = "asked",
+                 more: dict[str, Callable[[], float]] | None = None):
+        self.asked, self.expected, self.unit = asked, expected, unit
+        self.more = {name: (fn, fn()) for name, fn in (more or {}).items()}  # other work shown (e.g. contexts)
+        self.start = asked()
+        self.t0 = time.monotonic()
+
+    def done(self) -> float:
+        return self.asked() - self.start
+
+    def fields(self) -> dict[str, Any]:
+        out = {self.unit: f"{int(self.done()):,}"}
+        for name, (fn, start) in self.more.items():
+            if fn() - start:
+                out[name] = f"{int(fn() - start):,}"
+        return out
+
+    def remaining(self) -> float | None:
+        done = self.done()
+        if done <= 0:
+            return None
+        return max(self.expected() - done, 0.0) * (time.monotonic() - self.t0) / done
 
 
 def _columns() -> int:

@@ -9,7 +9,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from textaudit.attacks.base import Attack
-from textaudit.attacks.estimate import AttackClock, Pace
+from textaudit.attacks.estimate import AttackClock, Pace, probe_attack
 from textaudit.backends import Backend, SerialBackend, place_on_device
 from textaudit.data import check_labels
 from textaudit.engine import frozen_heap
@@ -183,12 +183,13 @@ def engine_counters(attack: Attack) -> np.ndarray:
 
 def work_counters(attack: Attack) -> tuple[float, float, float, float]:
     """What the attack asked so far, for its :class:`~textaudit.attacks.estimate.AttackClock`: classifier
-    texts, masked-LM contexts (forwarded, or answered by its cache or the store), and the seconds of each."""
+    texts answered (counted as each batch of a forward returns), masked-LM contexts (forwarded, or answered by
+    its cache or the store), and the seconds of each."""
     stats = getattr(attack.classifier, "stats", None)
     mlm = attack.mlm
     contexts = sum(getattr(mlm, a, 0) or 0 for a in ("forwards", "cache_hits", "store_hits")) if mlm is not None else 0
     clock = getattr(mlm, "clock", None)
-    return (float(getattr(stats, "texts", 0) or 0), float(contexts), classifier_seconds(attack.classifier),
+    return (float(getattr(stats, "answered", 0) or 0), float(contexts), classifier_seconds(attack.classifier),
             float(getattr(clock, "seconds", 0.0) or 0.0))
 
 
@@ -250,7 +251,9 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
     Where the examples run here, an :class:`~textaudit.attacks.estimate.AttackClock` follows the run: the
     progress line shows the texts and contexts asked so far and an ETA of the work left. ``pace``
     (:func:`~textaudit.attacks.estimate.measure_pace`): the time of the examples to do is said through
-    ``say`` before they start, and again when the run proves it wrong by more than 2×.
+    ``say`` before they start — for SO-Beam and SO-Enum after a first round (k = 1) on the first few of
+    them (:func:`~textaudit.attacks.estimate.probe_attack`: how many it settles says how robust the model
+    is; what it asks stays cached for the run) — and again when the run proves it wrong by more than 2×.
     """
     if in_flight is not None:
         check_in_flight(in_flight)
@@ -279,9 +282,16 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
                 for i, id_ in enumerate(ids)]
         live = None
         if local:
-            todo = [texts[i] for i, id_ in enumerate(ids) if id_ not in run.done and in_shard(id_, shard)]
-            clock = AttackClock(attack.method, todo, pace, lambda: work_counters(attack), say=say,
-                                in_flight=in_flight_for(attack.classifier, in_flight))
+            rows = [i for i, id_ in enumerate(ids) if id_ not in run.done and in_shard(id_, shard)]
+            todo = [texts[i] for i in rows]
+            group = in_flight_for(attack.classifier, in_flight)
+            probe = None
+            if pace is not None and say is not None and todo:  # the CLI's estimate: a first round on a few first
+                probe = probe_attack(attack, todo, None if labels is None else [labels[i] for i in rows],
+                                     in_flight=group, counters=lambda: work_counters(attack), side=side,
+                                     contexts=None if contexts is None else [contexts[i] for i in rows])
+            clock = AttackClock(attack.method, todo, pace, lambda: work_counters(attack), say=say, in_flight=group,
+                                probe=probe, k=attack.k)
             line = clock.estimate_line(len(todo)) if todo else None
             if line and say is not None:
                 say(line)

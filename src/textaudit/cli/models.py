@@ -13,6 +13,7 @@ from typing import Optional
 import numpy as np
 import typer
 
+from textaudit.attacks.estimate import measure_pace
 from textaudit.cli.app import (
     AuditCommand,
     DataOpt,
@@ -51,6 +52,7 @@ from textaudit.models.zoo.names import ROBUST_ARCHS, ZOO_MODELS
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.neighborhoods.train_mlm import TrainMLMConfig, default_out
 from textaudit.neighborhoods.train_mlm import train as train_minilm_mlm
+from textaudit.progress import duration
 from textaudit.stats import wilson
 
 
@@ -365,6 +367,12 @@ def _certify_safer(model: str, data: str, limit, output, resume: bool, samples: 
     drawn = "maskings" if ranmask else "synonym substitutions"
     notice(f"cost: up to {n * per_text:,} texts to {clf.name} — {selection} + {samples} random {drawn} "
            f"of each of {n} examples (repeats are asked once){more}{budget}; --samples and --limit bound it")
+    pace = measure_pace(clf, None, list(ds["text"]))  # (the data's first texts: asked again from the cache)
+    if pace is not None:
+        view = (f"; the second-order view adds up to {duration(n * per * (1 + patches) * per_text * pace.text_seconds)}"
+                " (its neighbours' draws, for the inputs it certifies), and its masked LM's own time") if k else ""
+        notice(f"time: about {duration(n * per_text * pace.text_seconds)} for the draws at {1 / pace.text_seconds:,.0f} "
+               f"texts/s measured here{view}; the progress line follows the texts asked")
     builder = None
     if k:
         from textaudit.neighborhoods.builder import NeighborhoodBuilder

@@ -101,6 +101,9 @@ class QueryStats:
     device_seconds: float = 0.0
     #: asked-for texts answered by the score cache on disk (neither the memory cache nor a forward)
     store_hits: int = 0
+    #: asked-for texts answered so far, counted as each batch of a forward returns (``texts`` counts a call's
+    #: texts when it starts): what a progress line shows while one long call runs
+    answered: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -290,6 +293,7 @@ class BatchedClassifier:
                 if k in cache:
                     cache.move_to_end(k)
         self.stats.cache_hits += len(keys) - len(missing)
+        self.stats.answered += len(keys) - len(missing)
         if not missing:
             return np.stack([cache[k] for k in keys])
         disk = self.score_cache
@@ -300,6 +304,7 @@ class BatchedClassifier:
             self._disk.add(len(missing), len(stored), time.perf_counter() - t0)
         if stored:
             self.stats.store_hits += len(stored)
+            self.stats.answered += len(stored)
             if self._num_classes is None:  # a model whose every answer so far came from the disk
                 self._num_classes = len(next(iter(stored.values())))
             missing = [k for k in missing if k not in stored]
@@ -357,6 +362,7 @@ class BatchedClassifier:
                 if out is None:
                     out = np.empty((len(items), probs.shape[1]), dtype=np.float32)
                 out[batch] = probs
+                self.stats.answered += len(batch)
             return out  # type: ignore[return-value]
         texts = [t.text() if type(t) is Sentence else t for t in items]
         order = sorted(range(len(texts)), key=lambda i: text_length(texts[i]))  # similar lengths: less padding
@@ -366,6 +372,7 @@ class BatchedClassifier:
             if out is None:
                 out = np.empty((len(items), probs.shape[1]), dtype=np.float32)
             out[chunk] = probs
+            self.stats.answered += len(chunk)
         return out  # type: ignore[return-value]
 
     def predict(self, texts: Sequence[str]) -> np.ndarray:

@@ -177,6 +177,14 @@ class SAFER:
                 "max_subs": self.sets.max_subs if self.sets else None, "hops": self.sets.hops if self.sets else None,
                 **second}
 
+    def expected_texts(self, examples: int, view_share: float | None = None) -> float:
+        """Texts the classifier is asked for ``examples`` inputs: the ``selection + samples`` draws of each,
+        and, with the second-order view, up to ``neighbors × (1 + patches)`` times as many again for each
+        input it views (a ``view_share`` of them: measured as the run goes; before that, every one)."""
+        per = self.selection + self.samples
+        view = self.neighbors * (1 + self.patches) * per if self.builder is not None else 0
+        return examples * (per + (1.0 if view_share is None else view_share) * view)
+
     def draws(self, text: str, key: str, n: int, stream: int) -> list[str]:
         """``n`` texts drawn from Π_x (seeded by the seed, ``key`` and ``stream``)."""
         s = Sentence.parse(text, self.language)
@@ -451,7 +459,9 @@ def run_certify(safer: SAFER, texts: Sequence[str], labels: Sequence[int], ids: 
                 resume: bool = False, progress: bool = True, in_flight: int | None = None, config: dict | None = None,
                 backend=None) -> tuple[dict, list[dict]]:
     """Certify every example (appended to ``output`` as it finishes; ``resume`` continues it) and return
-    ``(summary, records)``."""
+    ``(summary, records)``. Where the examples run here, the progress line shows the texts the classifier
+    was asked so far and an ETA from them (:meth:`expected_texts`): it moves while examples are in flight."""
+    from textaudit.progress import WorkClock
     from textaudit.runner import ResumableRun
 
     jobs = [(str(i), (str(i), t, int(y))) for i, t, y in zip(ids, texts, labels)]
@@ -463,11 +473,22 @@ def run_certify(safer: SAFER, texts: Sequence[str], labels: Sequence[int], ids: 
             if r.get("id") in text_of and r.get("text") != text_of[r["id"]]:
                 raise TextAuditError(f"{output}: the record of id {r['id']} is of another text than the data's; "
                                      "resume with the data it was written with, or write a new --output")
-        done = 0
+        done, finished, viewed = 0, 0, 0
+        todo = sum(1 for k, _ in jobs if k not in run.done)
+        stats = getattr(safer.classifier, "stats", None)
+        mlm = getattr(safer.builder, "mlm", None)
+        clock = WorkClock(lambda: float(getattr(stats, "answered", 0) or 0),
+                          lambda: safer.expected_texts(todo, viewed / finished if finished else None),
+                          more={"contexts": lambda: float(sum(getattr(mlm, a, 0) or 0 for a in
+                                                                  ("forwards", "cache_hits", "store_hits")))})
+        local = backend is None or type(backend).__name__ == "SerialBackend"
         for key, cert in run.results(jobs, lambda: CertifyJob(safer, in_flight), desc=f"certify ({SMOOTHING[safer.method]})", unit="ex",
-                                     backend=backend, group=in_flight_for(safer.classifier, in_flight)):
+                                     backend=backend, group=in_flight_for(safer.classifier, in_flight),
+                                     live=(clock.fields, clock.remaining) if local and stats is not None else None):
             job = job_of[key]
             run.write({"id": key, "text": job[1], "label": job[2], **cert})
+            finished += 1
+            viewed += bool(cert.get("neighbors"))
             done += bool(cert["correct"] and cert["radius"])
             run.show(certified_r1=done)
         records = list(run.records)
