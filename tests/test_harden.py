@@ -58,6 +58,12 @@ def test_consistency_removes_the_planted_flip_and_the_report_says_so(cli, plante
                  "--consistency-weight", "5", "--json")
     r = cli(*args)
     assert r.exit_code == 0, r.output
+    # before anything is spent, what it will take here: the pairs' neighbours, the fine-tuning at the model's own
+    # training pace (its checkpoint records it), the before/after audit (#67: harden gave no estimate)
+    time_line = next(ln for ln in r.stderr.splitlines() if ln.startswith("time: about "))
+    assert ("the natural neighbours of 100 training sentences" in time_line and "(at its own training pace)" in time_line
+            and "the before/after audit of 40 held-out examples" in time_line), time_line
+    assert r.stderr.index(time_line) < r.stderr.index("harden: building consistency pairs")
     res = json.loads(r.stdout.strip().splitlines()[-1])
     # the headline: SO-Enum k=1 with p = (film, movie) finds a flipping neighbour of (almost) every
     # held-out sentence before, and of far fewer after; McNemar on the paired examples says it is no accident

@@ -282,6 +282,9 @@ def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: i
     needs_mlm = s.method == "consistency" or any(_needs_mlm(m) for m, _ in evals) or _needs_mlm(s.attack)
     mlm = load_mlm(s.mlm) if needs_mlm else None
     model_dir = out / MODEL_DIR
+    if not (model_dir / "textaudit-harden.json").is_file() and not _hardened_checkpoint(model_dir):
+        _say_time(s, original, before, mlm, [train_texts[i] for i in order], len(train_texts), list(held["text"]), evals,
+                  progress)
     cost: dict[str, float] = {}
     found_files: list[str] = []
     mined: list[dict] = []
@@ -448,6 +451,59 @@ def _given_findings(paths: list[str], found: Path, held_texts, progress: bool) -
     _say(f"harden: training on {len(recs)} findings of --from (no mining in round 1) → {found}", progress)
     write_results(found, recs, command="attack", config={"from": [str(p) for p in paths]})
     return recs
+
+
+def _say_time(s: HardenSettings, original, before, mlm, sources: list[str], n_train: int, held: list[str],
+              evals: list[tuple[str, int | None]], progress: bool) -> None:
+    """Before anything is spent: what harden will take here — mining (or building pairs), fine-tuning, and
+    the before/after audit — from this machine's pace (:func:`~textaudit.attacks.estimate.measure_pace`), what
+    an SST-2 search asks per word (:data:`~textaudit.attacks.estimate.WORK_PER_WORD`) and, for a zoo model,
+    its own training time per example and epoch (its checkpoint records it)."""
+    from textaudit.attacks.estimate import WORK_PER_WORD, measure_pace
+    from textaudit.progress import duration
+
+    if not progress:
+        return
+    pace = measure_pace(before, mlm, sources)
+    if pace is None:
+        return
+    s_q, s_m = pace.text_seconds, pace.context_seconds or 0.0
+
+    def attack_seconds(method: str, texts: list[str]) -> float | None:
+        work = WORK_PER_WORD.get(method)
+        return None if work is None else sum(len(t.split()) for t in texts) * (work[0] * s_q + work[1] * s_m)
+
+    mined = sources[:s.train_sample]
+    parts, total = [], 0.0
+    if s.method in ("augment", "adversarial"):
+        t = attack_seconds(s.attack, mined)
+        parts.append(f"mining {len(mined)} training examples with {s.attack} {duration(t)}" if t is not None else
+                     f"mining {len(mined)} training examples with {s.attack} (not estimated)")
+        total += t or 0.0
+        found = int(0.9 * len(mined)) * s.found_weight  # an SST-2 model: about nine in ten are found
+        example_epochs = (s.epochs if s.method == "augment" else s.rounds) * (n_train + found)
+    else:
+        t = sum(len(x.split()) for x in mined) * s_m
+        parts.append(f"the natural neighbours of {len(mined)} training sentences {duration(t)}")
+        total += t
+        example_epochs = s.epochs * (n_train + len(mined) * s.neighbors)
+    cfg = getattr(original, "config", None) or {}
+    history = cfg.get("history") or []
+    seconds, trained = cfg.get("train_seconds"), cfg.get("n_train")
+    if seconds and trained and history:
+        t = float(seconds) / (float(trained) * float(history[-1].get("epoch") or 1)) * example_epochs
+        parts.append(f"fine-tuning {duration(t)} (at its own training pace)")
+        total += t
+    else:
+        parts.append("fine-tuning (not estimated: the model's training time is not recorded)")
+    audit = [attack_seconds(m, held) for m, _ in evals]
+    if all(a is not None for a in audit):
+        t = 2 * sum(audit)  # type: ignore[arg-type]
+        parts.append(f"the before/after audit of {len(held)} held-out examples {duration(t)}")
+        total += t
+    _say(f"time: about {duration(total)} here — {'; '.join(parts)} (at {1 / s_q:,.0f} texts/s and "
+         f"{(1 / s_m) if s_m else 0:,.0f} masked-LM contexts/s measured; a search costed as an SST-2 one on the zoo's "
+         "lstm asks: a more robust model takes longer). Each attack says its own time again when it starts", progress)
 
 
 def _warnings(s: HardenSettings, mined: list[dict], bias: list[dict]) -> list[str]:
