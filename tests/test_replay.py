@@ -253,3 +253,33 @@ def test_bad_bias_findings_are_one_line_errors(bias_found, cli, tmp_path):
         r = cli("replay", str(path), "--model", model, "--output", str(tmp_path / "out.jsonl"))
         assert r.exit_code == 2 and msg in r.output and len(r.output.strip().splitlines()) == 1, r.output
         assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_fresh_attacks_the_model_again_beside_the_files_own_records(found, cli):
+    """--fresh N: the replay says these x̃ no longer flip on the constant model; the fresh attack, with each
+    file's method and settings on the same examples, says what the replay cannot — it finds nothing now either,
+    beside the file's own successes there, paired (McNemar)."""
+    from scipy.stats import binomtest
+
+    files = [str(found / "so-enum.jsonl"), str(found / "genetic.jsonl")]
+    r = cli("replay", *files, "--model", f"{found}/robust.py:clf", "--fresh", "3", "--pairs-file", str(found / "pairs.txt"),
+            "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    fresh = {g["method"]: g for g in out["fresh"]}
+    assert set(fresh) == {"so-enum", "genetic"}
+    for method, g in fresh.items():
+        attacked = {x["id"]: x for x in _records(found / f"{method}.jsonl") if x["status"] in ("success", "failed")}
+        assert g["examples"] == g["paired"] == min(3, len(attacked)) and g["then_model"].endswith("weak.py:clf")
+        assert g["now_success"] == 0 and g["then_success"] > 0  # the constant model: no flip found afresh
+        assert g["mcnemar_p"] == pytest.approx(binomtest(g["then_success"], g["then_success"], 0.5).pvalue, rel=1e-3)
+        if method == "so-enum":
+            assert g["k"] == 1  # the file's own k
+    # the same sample under the same seed: the same figures again; and the table in text mode
+    again = cli("replay", *files, "--model", f"{found}/robust.py:clf", "--fresh", "3", "--pairs-file",
+                str(found / "pairs.txt"), "--json")
+    assert json.loads(again.stdout.strip().splitlines()[-1])["fresh"] == out["fresh"]
+    text = cli("replay", *files, "--model", f"{found}/robust.py:clf", "--fresh", "3", "--pairs-file", str(found / "pairs.txt"))
+    assert text.exit_code == 0 and "fresh attack on" in text.stdout and "success now" in text.stdout, text.output
+    bad = cli("replay", *files, "--model", f"{found}/robust.py:clf", "--pairs-file", str(found / "pairs.txt"))
+    assert bad.exit_code == 2 and "--pairs-file goes with --fresh" in bad.output

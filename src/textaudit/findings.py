@@ -284,3 +284,64 @@ def replay(findings: str | Path | Sequence[str | Path] | Sequence[Finding | Bias
     if margin is not None:
         config["margin"] = float(margin)
     return Replay(clf.name, records, base.name if base is not None else None, config)
+
+
+def fresh_attacks(paths: Sequence[str | Path], model: object, n: int, *, seed: int = 0,
+                  pairs: Sequence[tuple[str, str]] | None = None, in_flight: int | None = None,
+                  progress: bool = True) -> list[dict]:
+    """Attack ``model`` afresh on ``n`` examples drawn (``seed``) from the attacked examples of each attack
+    results file of ``paths``, with that file's method and settings (k, β, κ, δ, its seed and masked LM;
+    patch words: ``pairs``, else the default ones): what a replay cannot say — whether the model is more
+    robust now, not only whether these x̃ still flip. One dict per file: the examples, the successes
+    there of the file's own model (its records) and of ``model`` now, each with its Wilson interval, and
+    McNemar's exact p on the paired examples."""
+    from textaudit.attacks.patch import PatchWords
+    from textaudit.attacks.registry import make_attack, method_spec
+    from textaudit.attacks.run import run_attack
+    from textaudit.formats.jsonl import read_header, read_jsonl
+    from textaudit.models import load_classifier
+    from textaudit.neighborhoods.mlm import load_mlm
+    from textaudit.stats import mcnemar, wilson
+
+    if n < 1:
+        raise TextAuditError(f"--fresh must be at least 1 example (got {n})")
+    clf = model if hasattr(model, "predict_proba") and not isinstance(model, str) else load_classifier(model)
+    out = []
+    for given in paths:
+        for path in attack_files(Path(given).expanduser()):
+            header = read_header(path) or {}
+            if header.get("command") != "attack":
+                continue  # a bias run's findings: B is replayed on its own sentences, no attack to repeat
+            cfg = header.get("config", {})
+            method = str(cfg.get("method"))
+            if method.startswith("textattack:"):
+                continue
+            attacked = [r for r in read_jsonl(path) if r.get("status") in ("success", "failed")
+                        and isinstance(r.get("text"), str) and isinstance(r.get("label"), int)]
+            if not attacked:
+                continue
+            rng = np.random.default_rng(seed)
+            pick = sorted(rng.choice(len(attacked), size=min(n, len(attacked)), replace=False).tolist())
+            sample = [attacked[i] for i in pick]
+            spec = method_spec(method)
+            options = {k: cfg.get(k) for k in ("k", "beam", "kappa", "delta", "seed", "max_queries", "threshold")
+                       if k in spec.options and cfg.get(k) is not None}
+            if spec.needs_mlm:
+                options["mlm"] = load_mlm(cfg.get("mlm"))
+            if pairs is not None and "patch_words" in spec.options:
+                options["patch_words"] = PatchWords(clf, pairs)
+            atk = make_attack(method, clf, **options)
+            texts = [r["text"] for r in sample]
+            if hasattr(atk, "rank_patch_words"):
+                atk.rank_patch_words(texts)
+            _, now = run_attack(atk, texts, [r["label"] for r in sample], ids=[str(r.get("id")) for r in sample],
+                                progress=progress, in_flight=in_flight)
+            pairs_ok = [(a, b) for a, b in zip(sample, now) if b.get("status") in ("success", "failed")]
+            before = [a["status"] == "success" for a, _ in pairs_ok]
+            after = [b["status"] == "success" for _, b in pairs_ok]
+            out.append({"file": str(path), "method": method, "k": cfg.get("k"), "examples": len(sample),
+                        "paired": len(pairs_ok), "then_model": cfg.get("model"), "model": clf.name,
+                        "then_success": sum(before), "then_ci95": list(wilson(sum(before), len(before)) or ()),
+                        "now_success": sum(after), "now_ci95": list(wilson(sum(after), len(after)) or ()),
+                        "mcnemar_p": mcnemar(before, after)["p"] if pairs_ok else None})
+    return out

@@ -21,6 +21,7 @@ from textaudit.cli.app import (
     with_model_options,
     with_track_option,
 )
+from textaudit.errors import TextAuditError
 
 #: the replay table's columns: one row per method (per method and pair: --json, --output and the report)
 COLUMNS = ["method", "findings", "still", "fixed", "not applicable", "regressed"]
@@ -48,6 +49,13 @@ def replay(
         "is no worse than the baseline's by m or more (the one-sided test at α = 0.05 on Newcombe's paired interval) "
         "and whether the two are equivalent within ±m (TOST); the harmful and beneficial flips beside it.")),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="JSONL file: one record per finding (must not exist)."),
+    fresh: Optional[int] = typer.Option(None, "--fresh", min=1, help=(
+        "Beside the replay, attack --model afresh on N examples drawn from each attack file's attacked examples, with "
+        "the file's method and settings: its success rate now beside the file's own on the same examples (McNemar) — "
+        "whether the model is more robust, which the replay alone does not say.")),
+    pairs_file: Optional[Path] = typer.Option(None, "--pairs-file", help=(
+        "With --fresh: the synonym pairs 'w1,w2' the patch words come from, as the attack was given them (default: the "
+        "counter-fitted neighbours).")),
     json_out: JsonOpt = False,
 ) -> None:
     """Replay the vulnerable pairs and adversarial examples an attack found, and the sentences a bias run scored, on
@@ -61,11 +69,23 @@ def replay(
     found = read_findings(findings)  # every file checked before any model loads
     if output is not None:
         check_output(output, None)  # never over a file: refused before anything runs
+    if pairs_file is not None and fresh is None:
+        raise TextAuditError("--pairs-file goes with --fresh (the patch words of the fresh attack)")
     result = run_replay(found, model, baseline, margin=margin)
+    again = None
+    if fresh is not None:
+        from textaudit.fairness.pairs import load_pairs_file
+        from textaudit.findings import fresh_attacks
+
+        notice(f"fresh attack: {fresh} examples of each attack file, on {result.model} …")
+        again = fresh_attacks(findings, model, fresh, pairs=load_pairs_file(str(pairs_file)) if pairs_file else None,
+                              progress=not json_out)
     if output is not None:
         write_results(output, result.records, command="replay", config=result.config)
         notice(f"replayed findings: {output}")
     out = result.summary()
+    if again is not None:
+        out["fresh"] = again
     finished(out, [output])
     if json_out:
         emit_json(out)
@@ -84,6 +104,15 @@ def replay(
                   f"McNemar p = {out['mcnemar_p']:.4g}")
     print_table(title, COLUMNS, rows)
     notice(FIXED_MEANS)
+    if again:
+        from textaudit.stats import format_ci, format_p
+
+        print_table(f"fresh attack on {result.model}, beside each file's own records on the same examples",
+                    ["method", "examples", "then (model)", "success then", "success now", "McNemar p"],
+                    [[f"{g['method']}{'' if g['k'] is None else ' k=' + str(g['k'])}", g["paired"], g["then_model"],
+                      f"{g['then_success']}/{g['paired']} {format_ci(g['then_ci95'] or None)}",
+                      f"{g['now_success']}/{g['paired']} {format_ci(g['now_ci95'] or None)}", format_p(g["mcnemar_p"])]
+                     for g in again])
     if "sampled" in out:
         print_sampled(out["sampled"], "applicable findings")
     if "non_inferiority" in out:
