@@ -389,13 +389,34 @@ def test_separate_attack_files_get_their_matrix_too(results, tmp_path):
 
     cells = sorted(str(p) for p in (results["dir"] / "cmp").glob("*.jsonl"))
     md = render_report(cells, "md")
-    assert "## Comparison matrix" in md and "4 attack files" in md
+    assert "## Comparison matrix on " in md and "4 attack files" in md
+    data = results["compare"]["data"]
     for c in results["compare"]["cells"]:  # the same numbers as audit compare printed (models by their names)
         k = c["k"] if c["k"] is not None else "–"
-        row = f"| {Path(c['model']).name} | {c['method']} | {k} | {c['attacked']} | {c['success_rate']} |"
+        row = f"| {Path(c['model']).name} | {c['method']} | {data} | {k} | {c['attacked']} | {c['success_rate']} |"
         assert row in md, row
     assert md.count("only a") == 1  # the paired tests too
     assert "Comparison matrix" not in render_report(cells[:1], "md")  # one attack: no matrix
+
+
+def test_attack_files_of_two_data_sets_are_never_one_matrix_row(results, tmp_path):
+    """#67: explicit files on two data sets (here the fixture's data and another file, other k) pooled into one row
+    of one matrix; now one matrix per data set, each named, and the every-cell table has a data column."""
+    from textaudit.attacks.compare import run_compare
+    from textaudit.report import render_report
+
+    d = results["dir"]
+    (tmp_path / "other.tsv").write_text("label\ttext\n1\ta film that is deep .\n1\tthe film works here .\n")
+    run_compare([f"{d}/weak.py:clf", f"{d}/robust.py:clf"], ["so-beam"], tmp_path / "other", data=str(tmp_path / "other.tsv"),
+                k=2, mlm=str(d / "mlm"), progress=False)
+    ours = sorted(str(p) for p in (d / "cmp").glob("*.jsonl"))
+    other = sorted(str(p) for p in (tmp_path / "other").glob("*.jsonl"))
+    md = render_report(ours + other, "md")
+    first, second = results["compare"]["data"], "other.tsv"  # (a data file is named by its file name)
+    assert md.count("## Comparison matrix on ") == 2 and "4 attack files" in md and "2 attack files" in md
+    rows = [ln for ln in md.splitlines() if ln.startswith("| weak.py:clf | so-beam | ")]
+    # the weak model's SO-Beam on each data set: two rows of the every-cell tables, one per data set, own k each
+    assert sorted(r.split(" | ")[2:4] for r in rows) == sorted([[first, "1"], [second, "2"]]), rows
 
 
 def test_a_report_replaces_an_earlier_report_and_nothing_else(results, tmp_path):

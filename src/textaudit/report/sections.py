@@ -170,13 +170,15 @@ def _compare(item: Loaded, n: int, where: str | Path | None = None) -> Section:
     def cell(x: dict | None) -> str:
         return "–" if not x or x["success_rate"] is None else f"{x['success_rate']:.2f} {format_ci(x['success_rate_ci95'], 2)}"
 
-    sec = Section(f"compare-{n}", "Comparison matrix", "compare",
+    several = ", " in str(c.get("data") or "")  # (a compare summary is of one data set; so is each matrix built here)
+    sec = Section(f"compare-{n}", "Comparison matrix" + ("" if several or not c.get("data") else f" on {c['data']}"), "compare",
                   [("summary", shown_path(item.path, where)), ("data", c.get("data")), ("mlm", c.get("mlm")), ("seed", c.get("seed"))])
     sec.tables.append(Table("Success rate [95% CI], model × method", ["model", *methods],
                             [[m, *(cell(by.get((m, a))) for a in methods)] for m in models]))
-    sec.tables.append(Table("Every cell", ["model", "method", "k", "attacked", "success rate", "95% CI", "mean ℓ0",
+    sec.tables.append(Table("Every cell", ["model", "method", "data", "k", "attacked", "success rate", "95% CI", "mean ℓ0",
                                            "s / example", "queries / example"],
-                            [[x["model"], x["method"], _num(x["k"]), x["attacked"], _num(x["success_rate"]),
+                            [[x["model"], x["method"], x.get("data") or c.get("data"), _num(x["k"]), x["attacked"],
+                              _num(x["success_rate"]),
                               format_ci(x["success_rate_ci95"], 3), _num(x["mean_l0"]), _num(x["sec_per_example"]),
                               _num(x["queries_per_example"], 1)] for x in cells]))
     if c.get("paired"):
@@ -455,14 +457,21 @@ def build_sections(items: Sequence[Loaded], where: str | Path | None = None) -> 
     ordered = sorted(enumerate(items), key=lambda t: (KINDS.index(t[1].kind), t[0]))
     sections = [_compare(item, i, where) if item.kind == "compare" else BUILDERS[item.kind](item, i) for i, item in ordered]
     attacks = [i for i in items if i.kind == "attack"]
-    if len(attacks) >= 2 and not any(i.kind == "compare" for i in items):
-        cells = cells_from_files((i.header, i.records) for i in attacks)
-        data = sorted({str(i.config.get("data")) for i in attacks})
-        mlm = sorted({str(i.config.get("mlm")) for i in attacks if i.config.get("mlm")})
-        seeds = sorted({str(i.config.get("seed")) for i in attacks})
-        summary = {"data": ", ".join(data), "mlm": ", ".join(mlm) or None, "seed": ", ".join(seeds),
-                   **compare_cells(cells)}
-        sections.insert(0, _compare(Loaded("compare", Path(f"{len(attacks)} attack files"), {}, summary=summary), len(items)))
+    by_data: dict[str, list[Loaded]] = {}
+    for i in attacks:  # one matrix per data set: a row never pools two data sets' examples
+        by_data.setdefault(str(i.config.get("data")), []).append(i)
+    if not any(i.kind == "compare" for i in items):
+        at = 0
+        for data, group in sorted(by_data.items()):
+            if len(group) < 2:
+                continue
+            cells = cells_from_files((i.header, i.records) for i in group)
+            mlm = sorted({str(i.config.get("mlm")) for i in group if i.config.get("mlm")})
+            seeds = sorted({str(i.config.get("seed")) for i in group})
+            summary = {"data": data, "mlm": ", ".join(mlm) or None, "seed": ", ".join(seeds), **compare_cells(cells)}
+            sections.insert(at, _compare(Loaded("compare", Path(f"{len(group)} attack files"), {}, summary=summary),
+                                         len(items) + at))
+            at += 1
     from textaudit.robustness.smoothing import SMOOTHING
 
     certified = [i for i in items if i.kind == "certify"]
