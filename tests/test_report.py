@@ -468,9 +468,9 @@ def test_the_word_diff_stays_linear_on_long_repetitive_texts():
     assert out[0] == ("a", False) and out[-1] == ("z", False) and all(changed for _, changed in out[1:-1])
 
 
-def _attack_file(path: Path, method: str, data: str, ids: list[str], shard: str | None = None) -> Path:
+def _attack_file(path: Path, method: str, data: str, ids: list[str], shard: str | None = None, seed: int = 0) -> Path:
     """A small attack results file: every example a success with ℓ0 1 except the last (failed)."""
-    header = {"header": {"command": "attack", "config": {"method": method, "model": "cnn", "k": 2, "seed": 0,
+    header = {"header": {"command": "attack", "config": {"method": method, "model": "cnn", "k": 2, "seed": seed,
                                                          "data": data}, **({"shard": shard} if shard else {})}}
     recs = [{"id": i, "text": "a film .", "status": "success" if n < len(ids) - 1 else "failed", "l0": 1,
              "seconds": 0.1, "queries": 5, "method": method, "k": 2} for n, i in enumerate(ids)]
@@ -480,20 +480,26 @@ def _attack_file(path: Path, method: str, data: str, ids: list[str], shard: str 
 
 def test_the_matrix_counts_an_example_once_and_never_pools_runs_on_other_data(cli, tmp_path):
     """Class 4 of #38: a merged file reported with its shards counted every record twice, and runs on
-    other data were pooled into one cell. Now a cell's files must be runs of the same audit, and an
-    example in several of them counts once."""
+    other data were pooled into one cell. Now a cell's files must be runs of the same audit, an example in
+    several of them counts once, and files on other data are a matrix of their own (#67: not a refusal)."""
     from textaudit.report import render_report
 
     merged = _attack_file(tmp_path / "merged.jsonl", "so-beam", "sst2:dev", ["0", "1", "2", "3"])
     shard = _attack_file(tmp_path / "shard0.jsonl", "so-beam", "sst2:dev", ["0", "2"], shard="0/2")
     other = _attack_file(tmp_path / "genetic.jsonl", "genetic", "sst2:dev", ["0", "1", "2", "3"])
     md = render_report([merged, shard, other], "md")
-    assert "| cnn | so-beam | 2 | 4 | 0.75 |" in md and "| cnn | genetic | – | 4 | 0.75 |" in md, md
+    assert "| cnn | so-beam | sst2:dev | 2 | 4 | 0.75 |" in md and "| cnn | genetic | sst2:dev | – | 4 | 0.75 |" in md, md
     elsewhere = _attack_file(tmp_path / "test.jsonl", "so-beam", "sst2:test", ["0", "1"])
+    md = render_report([merged, elsewhere, other], "md")
+    # the dev matrix counts dev's 4 examples; the test split's run is its own section, in no dev row
+    assert md.count("## Comparison matrix on ") == 1 and "| cnn | so-beam | sst2:dev | 2 | 4 | 0.75 |" in md, md
+    assert "| attack | cnn | so-beam, k=2 | – | sst2:test | 0 | success rate 0.5 " in md
+    # runs of one cell on the same data with other settings are still refused, naming what differs
+    reseeded = _attack_file(tmp_path / "seed1.jsonl", "so-beam", "sst2:dev", ["0", "1"], seed=1)
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
-    r = cli("report", str(merged), str(elsewhere), str(other), "--out", str(tmp_path / "r.html"))
+    r = cli("report", str(merged), str(reseeded), str(other), "--out", str(tmp_path / "r.html"))
     assert r.exit_code == 2 and "Traceback" not in r.output, r.output
-    assert "run with other settings (data: 'sst2:dev' vs 'sst2:test')" in r.output
+    assert "run with other settings (seed: 0 vs 1)" in r.output
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # no report written
 
 
