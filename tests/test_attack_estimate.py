@@ -80,10 +80,12 @@ def test_a_probe_costs_the_unsettled_share_as_searches_that_find_nothing():
     SO-Beam's per round × k, SO-Enum's the whole of Neighbor_2."""
     probe = Probe(examples=16, settled=4, per_word=(10.0, 1.0), pace=Pace(0.001, 0.01), seconds=2.0)
     q, m = probe.prior("so-beam", 6)
-    assert (q, m) == pytest.approx((0.25 * 10 + 0.75 * 6 * FAILED_PER_WORD["so-beam"][0],
-                                    0.25 * 1 + 0.75 * 6 * FAILED_PER_WORD["so-beam"][1]))
+    assert (q, m) == pytest.approx((0.25 * 10 + 0.75 * FAILED_PER_WORD["so-beam"][0],
+                                    0.25 * 1 + 0.75 * FAILED_PER_WORD["so-beam"][1]))
+    # k = 2, β = 20: the first round expands x0, the second 20 sentences — 21 of k = 6's 101
+    assert probe.prior("so-beam", 2) == pytest.approx((0.25 * 10 + 0.75 * 1238.0 * 21 / 101, 0.25 * 1 + 0.75 * 71.2 * 21 / 101))
     assert probe.prior("so-enum", 2) == pytest.approx((0.25 * 10 + 0.75 * 1949.0, 0.25 * 1 + 0.75 * 168.0))
-    clock = AttackClock("so-beam", TEXTS, None, Counters(), probe=probe, k=6)
+    clock = AttackClock("so-beam", TEXTS, None, Counters(), probe=probe, k=6, beam=20)
     assert clock.pace == probe.pace and clock.prior == pytest.approx((q, m))
     assert "a first round (k = 1) on 16 of the examples settled 4 in 2.0 s" in clock.estimate_line(10)
 

@@ -43,8 +43,9 @@ WORK_PER_WORD: dict[str, tuple[float, float]] = {
 
 #: what a search asks per word when it does not find p at all (a robust example): SO-Enum k = 2, the whole
 #: of Neighbor_2 (lstm's 26 and bow's 14 failed SST-2 dev examples at the paper's scale agree within 5%);
-#: SO-Beam per round of its k (the 12 of 20 SST-2 dev examples a plug-in resisted at k = 6, ÷ 6)
-FAILED_PER_WORD: dict[str, tuple[float, float]] = {"so-enum": (1949.0, 168.0), "so-beam": (206.0, 11.9)}
+#: SO-Beam at k = 6, β = 20 (the 12 of 20 SST-2 dev examples a plug-in resisted) — its rounds expand 1, then
+#: β sentences each, so another k and β scale it by (1 + β(k − 1)) / (1 + 20 · 5)
+FAILED_PER_WORD: dict[str, tuple[float, float]] = {"so-enum": (1949.0, 168.0), "so-beam": (1238.0, 71.2)}
 #: examples the probe searches at k = 1 before the run (the first of the data; its answers stay cached): a fifth
 #: of the run, at least PROBE_MIN and at most PROBE_EXAMPLES
 PROBE_EXAMPLES = 16
@@ -85,13 +86,14 @@ class Probe:
     pace: Pace | None
     seconds: float
 
-    def prior(self, method: str, k: int) -> tuple[float, float]:
+    def prior(self, method: str, k: int, beam: int = 20) -> tuple[float, float]:
         """Per word of the run's examples: the settled share at what they asked, the rest at the cost of a
         search that runs to k and finds nothing (:data:`FAILED_PER_WORD`) — an upper bound for those found
         in rounds 2..k."""
         q_f, m_f = FAILED_PER_WORD[method]
         if method == "so-beam":
-            q_f, m_f = q_f * k, m_f * k
+            scale = (1 + beam * (k - 1)) / (1 + 20 * 5)
+            q_f, m_f = q_f * scale, m_f * scale
         share = self.settled / max(self.examples, 1)
         q_s, m_s = self.per_word
         return share * q_s + (1 - share) * q_f, share * m_s + (1 - share) * m_f
@@ -172,14 +174,14 @@ class AttackClock:
     def __init__(self, method: str, texts: Sequence[str], pace: Pace | None,
                  counters: Callable[[], tuple[float, float, float, float]],
                  say: Callable[[str], None] | None = None, in_flight: int = 1, probe: Probe | None = None,
-                 k: int | None = None):
+                 k: int | None = None, beam: int | None = None):
         self.method, self.pace, self.counters = method, pace, counters
         self.in_flight = max(in_flight, 1)
         self.say = say or (lambda msg: None)
         self.probe = probe
-        self.prior = probe.prior(method, k or 1) if probe is not None else WORK_PER_WORD.get(method)
-        if probe is not None and probe.pace is not None:
-            self.pace = probe.pace
+        self.prior = probe.prior(method, k or 1, beam or 20) if probe is not None else WORK_PER_WORD.get(method)
+        if probe is not None and probe.pace is not None and probe.seconds >= 1.0 and probe.pace.context_seconds:
+            self.pace = probe.pace  # the engine's own batches, when they ran long enough to time
         self.words_left = float(sum(_words(t) for t in texts))
         self.examples_left = len(texts)
         self.done_words = self.done_texts = self.done_contexts = 0.0

@@ -291,7 +291,7 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
                                      in_flight=group, counters=lambda: work_counters(attack), side=side,
                                      contexts=None if contexts is None else [contexts[i] for i in rows])
             clock = AttackClock(attack.method, todo, pace, lambda: work_counters(attack), say=say, in_flight=group,
-                                probe=probe, k=attack.k)
+                                probe=probe, k=attack.k, beam=getattr(attack, "beam", None))
             line = clock.estimate_line(len(todo)) if todo else None
             if line and say is not None:
                 say(line)
