@@ -118,3 +118,17 @@ def test_progress_moves_while_every_example_is_in_flight(tmp_path):
     # every example is costed as a search that finds nothing
     line = next(ln for ln in r.stderr.splitlines() if ln.startswith("time: about "))
     assert "a first round (k = 1) on 4 of the examples settled 0 in " in line, line
+
+
+def test_a_bias_unit_in_progress_shows_its_contexts_growing(tmp_path):
+    """#67: a bias unit sat at 0/3 for 40 s; its masked-LM contexts now grow on the line while it runs."""
+    (tmp_path / "p.py").write_text(PLUGIN)
+    env = {**os.environ, "TEXTAUDIT_PROGRESS_SECONDS": "0.1", "TEXTAUDIT_CACHE": str(tmp_path / "cache")}  # an empty store
+    r = subprocess.run([sys.executable, "-m", "textaudit", "bias", "--model", f"{tmp_path / 'p.py'}:classify", "--pair",
+                        "he,she", "--data", "sst2:dev", "--k", "2", "--max-sources", "1"], capture_output=True, text=True,
+                       env=env, timeout=1800)
+    assert r.returncode == 0, r.stderr[-3000:]
+    seen = [(int(m.group(1)), int(m.group(2).replace(",", "")))
+            for m in re.finditer(r"bias k<=2: (\d)/\d+ unit .*contexts=([\d,]+)", r.stderr)]
+    assert seen and [c for _, c in seen] == sorted(c for _, c in seen)
+    assert any(a[0] == b[0] and b[1] > a[1] for a, b in zip(seen, seen[1:])), r.stderr[-3000:]

@@ -70,7 +70,7 @@ class ResumableRun:
                 backend: Backend | None = None, cost: Callable[[T], float] | None = None,
                 group: int | None = None, first: Callable[[T, Any, float], None] | None = None,
                 weighted_eta: bool = False,
-                live: tuple[Callable[[], dict[str, Any]], Callable[[], float | None]] | None = None
+                live: tuple[Callable[[], dict[str, Any]], Callable[[], float | None] | None] | None = None
                 ) -> Iterator[tuple[str, Any]]:
         """Run the jobs still to do (default: id not in :attr:`done`) in this run's shard on ``backend``
         (default: here, in order) with the workers ``make_worker`` builds; yield ``(id, work(job))`` as
@@ -84,13 +84,21 @@ class ResumableRun:
         skip = skip or (lambda job_id: job_id in self.done)
         todo = [(job_id, job) for job_id, job in jobs if in_shard(job_id, self.shard) and not skip(job_id)]
         self._bar = progress_bar(total=len(todo), desc=desc, unit=unit, enabled=self.progress)
-        stop_following = follow(self._bar, *live, shown=lambda: self._fields) if live else (lambda: None)
         runner = backend or SerialBackend()
         left = dict(todo)
         weighted = weighted_eta and cost is not None
         done_cost, remaining = 0.0, sum(cost(j) for j in left.values()) if weighted else 0.0  # type: ignore[misc]
+        t0 = time.monotonic()
+        if live is not None and live[1] is None:  # the work's fields, the ETA of the jobs' weighted cost
+
+            def weighted_left() -> float | None:
+                if not self._cost or not self._cost[0]:
+                    return None
+                return (time.monotonic() - t0) * self._cost[1] / self._cost[0]
+
+            live = (live[0], weighted_left)
+        stop_following = follow(self._bar, *live, shown=lambda: self._fields) if live else (lambda: None)
         try:
-            t0 = time.monotonic()
             batches = [todo[:1], todo[1:]] if first is not None and todo else [todo]
             for batch in batches:
                 for job_id, result in runner.map(make_worker, batch, cost, group):

@@ -495,9 +495,19 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
             def first(job, scored, seconds):
                 cost.measure(job, scored[0].distance)
                 cost.say_estimate([j for _, j in todo], job, len(scored[0].texts), seconds)
+        live = None
+        if backend is None or isinstance(backend, SerialBackend):  # the work inside the units, as it is done
+            from textaudit.progress import WorkClock
+
+            counted = [getattr(getattr(sc, "classifier", sc), "stats", None) for sc in scorers]
+            clock = WorkClock(lambda: float(sum(getattr(st, "answered", 0) or 0 for st in counted if st is not None)),
+                              lambda: 0.0, unit="scored",  # (the masked LM as loaded, on first use: k = 0 loads none)
+                              more={"contexts": lambda: float(sum(getattr(estimator._mlm, a, 0) or 0 for a in
+                                                                  ("forwards", "cache_hits", "store_hits")))})
+            live = (clock.fields, None)
         for uid, scored in run.results(todo, make_worker, desc=f"bias k<={k}", unit="unit", skip=lambda _: False,
                                        backend=backend, cost=cost.sentences, first=first, weighted_eta=True,
-                                       group=in_flight_for(estimator.classifier, in_flight)):
+                                       group=in_flight_for(estimator.classifier, in_flight), live=live):
             pair, src, sampled_k = job_of[uid]
             for n, u in zip(names, scored):
                 units[(pair, n)].append(u)
