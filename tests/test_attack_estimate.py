@@ -9,7 +9,16 @@ from __future__ import annotations
 
 import pytest
 
-from textaudit.attacks.estimate import FAILED_PER_WORD, REVISE_AFTER, WORK_PER_WORD, AttackClock, Pace, Probe
+from textaudit.attacks.estimate import (
+    FAILED_PER_WORD,
+    FOUND_LATER,
+    LATER_PER_WORD,
+    REVISE_AFTER,
+    WORK_PER_WORD,
+    AttackClock,
+    Pace,
+    Probe,
+)
 
 
 class Counters:
@@ -76,14 +85,18 @@ def test_the_fields_grow_with_the_work_in_flight_and_the_eta_keeps_some_for_it()
 
 
 def test_a_probe_costs_the_unsettled_share_as_searches_that_find_nothing():
-    """A first round settled 4 of 16 at (10, 1) per word: the prior is ¼ of that and ¾ of a failed search —
-    SO-Beam's per round × k, SO-Enum's the whole of Neighbor_2."""
+    """A first round settled 4 of 16 at (10, 1) per word: the prior is ¼ of that and ¾ of what the rest ask —
+    SO-Beam: 0.8 found in a later round, 0.2 failed searches (their cost scaled by the rounds' sentences);
+    SO-Enum: the whole of Neighbor_2."""
     probe = Probe(examples=16, settled=4, per_word=(10.0, 1.0), pace=Pace(0.001, 0.01), seconds=2.0)
     q, m = probe.prior("so-beam", 6)
-    assert (q, m) == pytest.approx((0.25 * 10 + 0.75 * FAILED_PER_WORD["so-beam"][0],
-                                    0.25 * 1 + 0.75 * FAILED_PER_WORD["so-beam"][1]))
-    # k = 2, β = 20: the first round expands x0, the second 20 sentences — 21 of k = 6's 101
-    assert probe.prior("so-beam", 2) == pytest.approx((0.25 * 10 + 0.75 * 1238.0 * 21 / 101, 0.25 * 1 + 0.75 * 71.2 * 21 / 101))
+    rest = [FOUND_LATER * a + (1 - FOUND_LATER) * b for a, b in zip(LATER_PER_WORD["so-beam"], FAILED_PER_WORD["so-beam"])]
+    assert (q, m) == pytest.approx((0.25 * 10 + 0.75 * rest[0], 0.25 * 1 + 0.75 * rest[1]))
+    # k = 2, β = 20: the first round expands x0, the second 20 sentences — 21 of k = 6's 101 (and a later find costs
+    # no more than a failed search)
+    failed = [1238.0 * 21 / 101, 71.2 * 21 / 101]
+    rest = [FOUND_LATER * min(a, b) + (1 - FOUND_LATER) * b for a, b in zip(LATER_PER_WORD["so-beam"], failed)]
+    assert probe.prior("so-beam", 2) == pytest.approx((0.25 * 10 + 0.75 * rest[0], 0.25 * 1 + 0.75 * rest[1]))
     assert probe.prior("so-enum", 2) == pytest.approx((0.25 * 10 + 0.75 * 1949.0, 0.25 * 1 + 0.75 * 168.0))
     clock = AttackClock("so-beam", TEXTS, None, Counters(), probe=probe, k=6, beam=20)
     assert clock.pace == probe.pace and clock.prior == pytest.approx((q, m))
