@@ -122,6 +122,16 @@ class ResumableRun:
         """Append records to the file (one write and flush)."""
         self.writer.extend(list(records), keep=self.keep)
 
+    def say(self, msg: str) -> None:
+        """A line on stderr that does not break the progress bar (a tqdm bar redraws itself below it)."""
+        import sys
+
+        bar = self._bar
+        if bar is not None and hasattr(bar, "write") and not getattr(bar, "disable", True):
+            bar.write(msg, file=sys.stderr)
+        else:
+            print(msg, file=sys.stderr, flush=True)
+
     def show(self, **fields: Any) -> None:
         """Show ``fields`` next to the progress bar, from its next update on: the fields count the record
         just written, which the bar counts when the job's update comes (refreshing now would show the new

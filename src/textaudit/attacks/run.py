@@ -290,7 +290,8 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
                 probe = probe_attack(attack, todo, None if labels is None else [labels[i] for i in rows],
                                      in_flight=group, counters=lambda: work_counters(attack), side=side,
                                      contexts=None if contexts is None else [contexts[i] for i in rows])
-            clock = AttackClock(attack.method, todo, pace, lambda: work_counters(attack), say=say, in_flight=group,
+            clock = AttackClock(attack.method, todo, pace, lambda: work_counters(attack),
+                                say=run.say if say is not None else None, in_flight=group,
                                 probe=probe, k=attack.k, beam=getattr(attack, "beam", None))
             line = clock.estimate_line(len(todo)) if todo else None
             if line and say is not None:
