@@ -189,7 +189,7 @@ class AttackClock:
         self.say = say or (lambda msg: None)
         self.probe = probe
         self.prior = probe.prior(method, k or 1, beam or 20) if probe is not None else WORK_PER_WORD.get(method)
-        if probe is not None and probe.pace is not None and probe.seconds >= 1.0 and probe.pace.context_seconds:
+        if probe is not None and probe.pace is not None and probe.seconds >= 5.0 and probe.pace.context_seconds:
             self.pace = probe.pace  # the engine's own batches, when they ran long enough to time
         self.words_left = float(sum(_words(t) for t in texts))
         self.examples_left = len(texts)
