@@ -98,9 +98,12 @@ def test_a_probe_costs_the_unsettled_share_as_searches_that_find_nothing():
     rest = [FOUND_LATER * min(a, b) + (1 - FOUND_LATER) * b for a, b in zip(LATER_PER_WORD["so-beam"], failed)]
     assert probe.prior("so-beam", 2) == pytest.approx((0.25 * 10 + 0.75 * rest[0], 0.25 * 1 + 0.75 * rest[1]))
     assert probe.prior("so-enum", 2) == pytest.approx((0.25 * 10 + 0.75 * 1949.0, 0.25 * 1 + 0.75 * 168.0))
-    clock = AttackClock("so-beam", TEXTS, None, Counters(), probe=probe, k=6, beam=20)
-    assert clock.pace == probe.pace and clock.prior == pytest.approx((q, m))
+    measured = Pace(0.002, 0.02)
+    clock = AttackClock("so-beam", TEXTS, measured, Counters(), probe=probe, k=6, beam=20)
+    assert clock.pace == measured and clock.prior == pytest.approx((q, m))  # a 2 s probe is too short to time
     assert "a first round (k = 1) on 16 of the examples settled 4 in 2.0 s" in clock.estimate_line(10)
+    long = Probe(examples=16, settled=4, per_word=(10.0, 1.0), pace=Pace(0.001, 0.01), seconds=6.0)
+    assert AttackClock("so-beam", TEXTS, measured, Counters(), probe=long, k=6).pace == long.pace  # the engine's own
 
 
 def test_the_quick_examples_that_finish_first_do_not_revise_the_estimate_down(monkeypatch):

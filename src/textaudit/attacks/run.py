@@ -9,7 +9,7 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from textaudit.attacks.base import Attack
-from textaudit.attacks.estimate import AttackClock, Pace, probe_attack
+from textaudit.attacks.estimate import AttackClock, measure_pace, probe_attack
 from textaudit.backends import Backend, SerialBackend, place_on_device
 from textaudit.data import check_labels
 from textaudit.engine import frozen_heap
@@ -233,7 +233,7 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
                config: dict | None = None, shard: Shard | None = None,
                backend: Backend | None = None, contexts: Sequence[str] | None = None,
                side: str = "second", in_flight: int | None = None,
-               pace: Pace | None = None, say: Callable[[str], None] | None = None) -> tuple[dict, list[dict]]:
+               estimate: bool = False, say: Callable[[str], None] | None = None) -> tuple[dict, list[dict]]:
     """Attack every example (skipping ids already in ``output`` when ``resume``) and return
     ``(summary, records)``; each record is appended to ``output`` (JSONL) and flushed as it finishes.
 
@@ -249,11 +249,12 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
     (:mod:`textaudit.engine.scheduler`; default: from the device). Records do not depend on it;
     they are written as examples finish (in completion order, with their ids).
     Where the examples run here, an :class:`~textaudit.attacks.estimate.AttackClock` follows the run: the
-    progress line shows the texts and contexts asked so far and an ETA of the work left. ``pace``
-    (:func:`~textaudit.attacks.estimate.measure_pace`): the time of the examples to do is said through
-    ``say`` before they start — for SO-Beam and SO-Enum after a first round (k = 1) on the first few of
-    them (:func:`~textaudit.attacks.estimate.probe_attack`: how many it settles says how robust the model
-    is; what it asks stays cached for the run) — and again when the run proves it wrong by more than 2×.
+    progress line shows the texts and contexts asked so far and an ETA of the work left. ``estimate``:
+    the time of the examples to do is said through ``say`` before they start (once the results file has
+    its header), at the pace measured on their first texts (:func:`~textaudit.attacks.estimate.measure_pace`)
+    — for SO-Beam and SO-Enum after a first round (k = 1) on the first few of them
+    (:func:`~textaudit.attacks.estimate.probe_attack`: how many it settles says how robust the model is;
+    what it asks stays cached for the run) — and again when the run proves it wrong by more than 2×.
     """
     if in_flight is not None:
         check_in_flight(in_flight)
@@ -285,8 +286,11 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
             rows = [i for i, id_ in enumerate(ids) if id_ not in run.done and in_shard(id_, shard)]
             todo = [texts[i] for i in rows]
             group = in_flight_for(attack.classifier, in_flight)
-            probe = None
-            if pace is not None and say is not None and todo:  # the CLI's estimate: a first round on a few first
+            probe = pace = None
+            if estimate and say is not None and todo and contexts is None:  # (pairs: timed as they run)
+                kappa = getattr(getattr(attack, "builder", None), "kappa", 20)
+                pace = measure_pace(attack.classifier, attack.mlm, todo, kappa)
+            if pace is not None:
                 probe = probe_attack(attack, todo, None if labels is None else [labels[i] for i in rows],
                                      in_flight=group, counters=lambda: work_counters(attack), side=side,
                                      contexts=None if contexts is None else [contexts[i] for i in rows])

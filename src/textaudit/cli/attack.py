@@ -9,7 +9,6 @@ from typing import Optional
 import typer
 
 from textaudit.attacks import run_attack
-from textaudit.attacks.estimate import measure_pace
 from textaudit.attacks.patch import PatchWords
 from textaudit.attacks.registry import METHODS, check_options, default_method, estimate_queries, make_attack
 from textaudit.backends import make_backend
@@ -168,11 +167,10 @@ def attack(
         notice(f"ranked patch words for {clf.name} in {time.perf_counter() - t0:.1f} s; attacking")
     if not ppl:
         lm = None
-    # the time, measured on the data's first texts (a shard's are others'; pairs are timed as they run)
-    pace = measure_pace(clf, options["mlm"], list(texts), kappa or 20) if pair_column is None and part is None else None
     summary, records = run_attack(atk, texts, ds["label"], ids=ds["id"], output=output, resume=resume, ppl=lm,
                                   config=data_config(data_id, classes, sample=sample), shard=part, backend=runner,
-                                  contexts=contexts, side=perturb_side, in_flight=in_flight, pace=pace, say=notice)
+                                  contexts=contexts, side=perturb_side, in_flight=in_flight, say=notice,
+                                  estimate=pair_column is None and part is None)  # (a shard: the data's first are others')
     summary["model"] = clf.name
     summary.update(store_fields(options["mlm"]))
     summary.update(score_fields(clf))
