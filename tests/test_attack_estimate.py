@@ -120,3 +120,34 @@ def test_the_quick_examples_that_finish_first_do_not_revise_the_estimate_down(mo
         now[0] += 0.1
         clock.finish({"text": TEXTS[0], "status": "skipped", "queries": 1, "mlm_queries": 0})
         assert bool(said) == (i + 1 >= 5), (i, said)  # (half of the 10 done: the projection may go down)
+
+
+def test_a_sample_the_store_held_gives_a_range_up_to_computing_the_neighbours():
+    """The data's first sentences were attacked before: their contexts come from the store (fast), their
+    neighbours' may not — the line gives both ends; a revision is measured against the middle."""
+    pace = Pace(0.001, 0.0001, store_share=1.0, computed_seconds=0.01)
+    clock = AttackClock("so-beam", TEXTS, pace, Counters())
+    line = clock.estimate_line(10)
+    # 100 words: classifier 9.6 s; masked LM 5.4 contexts/word at 0.1 ms = 0.054 s, or at 10 ms = 5.4 s
+    assert line.startswith("time: about 10s to 15s for 10 examples here (classifier 10s at 1,000 texts/s; masked LM 0s at "
+                           "10,000 contexts/s; 100% of the first sentences' contexts were in the store: if their "
+                           "neighbours' are not, 5s at 100 contexts/s)"), line
+    assert clock.said == pytest.approx((9.654 * 15.0) ** 0.5)
+
+
+def test_the_pace_of_a_plugin_and_the_shipped_masked_lm_is_measured_on_the_data(tmp_path):
+    """measure_pace on real objects: the classifier's texts/s and the masked LM's contexts/s, and the store's share
+    of the timed contexts (an empty store: none; the same again: all of them, from its memory cache)."""
+    from textaudit.attacks.estimate import measure_pace
+    from textaudit.models import load_classifier
+    from textaudit.neighborhoods.mlm import load_mlm
+
+    (tmp_path / "p.py").write_text("def clf(texts):\n    return [[0.3, 0.7] for t in texts]\n")
+    clf = load_classifier(f"{tmp_path}/p.py:clf")
+    mlm = load_mlm("minilm-mlm")
+    texts = ["a deep and meaningful film .", "the plot is thin and the acting is worse .", "one more film ."]
+    first = measure_pace(clf, mlm, texts)
+    assert first.text_seconds > 0 and first.context_seconds > 0 and first.store_share == 0.0
+    again = measure_pace(clf, mlm, texts)
+    assert again.store_share == 1.0
+    assert measure_pace(clf, None, texts).context_seconds is None

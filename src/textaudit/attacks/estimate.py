@@ -80,6 +80,9 @@ class Pace:
     text_seconds: float
     context_seconds: float | None
     store_share: float | None = None  # contexts of the sample the store (or cache) already held
+    #: seconds a context takes to compute, when the sample came mostly from the store: the run's other contexts
+    #: (the neighbours') may not be there — the estimate is then a range
+    computed_seconds: float | None = None
 
 
 @dataclass
@@ -161,7 +164,7 @@ def measure_pace(classifier: Any, mlm: Any, texts: Sequence[str], kappa: int = 2
     t0 = time.perf_counter()
     classifier.predict_proba(rest)
     text_s = (time.perf_counter() - t0) / len(rest)
-    ctx_s, share = None, None
+    ctx_s, share, computed = None, None, None
     queries = [(t.split(), i) for t in sample for i in range(len(t.split())) if len(t.split()) >= 2][:PACE_CONTEXTS]
     if mlm is not None and len(queries) >= 2:
         # its set-up (the first forward's kernels, the store's fingerprint) is not the pace: the first half of the
@@ -175,7 +178,8 @@ def measure_pace(classifier: Any, mlm: Any, texts: Sequence[str], kappa: int = 2
         n = len(queries) - half
         ctx_s = (time.perf_counter() - t0) / n
         share = (getattr(mlm, "cache_hits", 0) + getattr(mlm, "store_hits", 0) - hits0) / n
-    return Pace(text_s, ctx_s, share)
+        computed = getattr(mlm, "seconds_per_context", lambda: None)() if share > 0.5 else None
+    return Pace(text_s, ctx_s, share, computed if computed and computed > (ctx_s or 0) else None)
 
 
 class AttackClock:
@@ -256,11 +260,13 @@ class AttackClock:
         s_q, s_m = self.pace.text_seconds, self.pace.context_seconds or 0.0
         clf, mlm = self.words_left * q_w * s_q, self.words_left * m_w * s_m
         total = clf + mlm
-        self.said = total
+        computed = self.pace.computed_seconds if m_w else None
+        high = clf + self.words_left * m_w * computed if computed else None
+        self.said = total if high is None else (total * high) ** 0.5  # (a range: revised against its middle)
         parts = [f"classifier {duration(clf)} at {1 / s_q:,.0f} texts/s" if s_q else "classifier –"]
         if m_w:
-            held = (f", {100 * self.pace.store_share:.0f}% of a sample already in the store"
-                    if self.pace.store_share else "")
+            held = (f"; {100 * (self.pace.store_share or 0):.0f}% of the first sentences' contexts were in the store: "
+                    f"if their neighbours' are not, {duration(high - clf)} at {1 / computed:,.0f} contexts/s" if high else "")
             parts.append(f"masked LM {duration(mlm)} at {1 / s_m:,.0f} contexts/s{held}" if s_m else "masked LM –")
         if self.probe is not None:
             pr = self.probe
@@ -270,7 +276,8 @@ class AttackClock:
         else:
             how = (f"for a search that asks what an SST-2 one does on the zoo's lstm ({q_w:g} texts and {m_w:g} contexts "
                    "per word); a more robust model asks more")
-        return (f"time: about {duration(total)} for {examples} examples here ({'; '.join(parts)}), {how}. "
+        about = duration(total) if high is None else f"{duration(total)} to {duration(high)}"
+        return (f"time: about {about} for {examples} examples here ({'; '.join(parts)}), {how}. "
                 "Said again if the run proves it wrong by more than 2×")
 
     def fields(self) -> dict[str, str]:

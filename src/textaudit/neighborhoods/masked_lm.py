@@ -333,6 +333,14 @@ class HFMaskedLM:
                 cache.popitem(last=False)
         return rows
 
+    def seconds_per_context(self) -> float | None:
+        """Seconds a masked context takes to compute here (a forward, not an answer from the cache or the
+        store): measured in this process, else as the store recorded it for this masked LM; None unknown."""
+        if self.forwards:
+            return self.forward_seconds / self.forwards
+        mlm_id = self._store_id() if self.store is not None else None
+        return (self._seconds_per_entry(mlm_id) or None) if mlm_id is not None else None
+
     def _seconds_per_entry(self, mlm_id: int) -> float:
         """Masked-LM seconds per masked sentence: measured in this process, else as the store recorded it."""
         if self.forwards:
