@@ -151,3 +151,14 @@ def test_the_pace_of_a_plugin_and_the_shipped_masked_lm_is_measured_on_the_data(
     again = measure_pace(clf, mlm, texts)
     assert again.store_share == 1.0
     assert measure_pace(clf, None, texts).context_seconds is None
+
+
+def test_the_work_per_word_follows_k():
+    """SO-Enum at k = 1 is one round (Neighbor_1 of x0), not Neighbor_2's enumeration: harden's before/after at
+    k = 1 was estimated 17× over when every SO-Enum was costed at k = 2."""
+    from textaudit.attacks.estimate import WORK_BY_K, work_per_word
+
+    assert work_per_word("so-enum", 1) == WORK_BY_K[("so-enum", 1)] and work_per_word("so-enum", 2) == WORK_PER_WORD["so-enum"]
+    assert work_per_word("so-beam", 3) == work_per_word("so-beam", 4) == WORK_BY_K[("so-beam", 3)]
+    assert work_per_word("so-beam", 6) == WORK_PER_WORD["so-beam"] and work_per_word("genetic", None) == WORK_PER_WORD["genetic"]
+    assert work_per_word("so-enum", 1)[1] < WORK_PER_WORD["so-enum"][1] / 20

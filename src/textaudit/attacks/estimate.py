@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 
 from textaudit.progress import duration
 
-__all__ = ["WORK_PER_WORD", "FAILED_PER_WORD", "Pace", "Probe", "AttackClock", "measure_pace", "probe_attack"]
+__all__ = ["WORK_PER_WORD", "WORK_BY_K", "work_per_word", "FAILED_PER_WORD", "Pace", "Probe", "AttackClock", "measure_pace", "probe_attack"]
 
 #: (classifier texts, masked-LM contexts) a search asks per word of the attacked sentence: the means
 #: over SST-2 dev at the paper's scale on the zoo's lstm (``paper/scale/cells``, 2026-11-27: SO-Beam
@@ -40,6 +40,24 @@ WORK_PER_WORD: dict[str, tuple[float, float]] = {
     "bae": (3.9, 0.11),
     "genetic": (43.0, 0.0),
 }
+
+#: where k changes it: one round (k = 1: Neighbor_1 of x0 only) and SO-Beam at k = 3 (harden's default), measured on
+#: the zoo's cnn over 100 SST-2 dev and train examples (2026-11-27, a fresh clone's `audit harden`)
+WORK_BY_K: dict[tuple[str, int], tuple[float, float]] = {("so-enum", 1): (12.3, 0.61), ("so-beam", 1): (12.3, 0.61),
+                                                         ("so-beam", 3): (75.8, 4.73)}
+
+
+def work_per_word(method: str, k: int | None) -> tuple[float, float] | None:
+    """(texts, contexts) a search of ``method`` at ``k`` asks per word on an SST-2-like model: measured at that k
+    (:data:`WORK_BY_K`), else SO-Beam at the nearest k below, else the paper-scale mean (:data:`WORK_PER_WORD`)."""
+    if k is not None and (method, k) in WORK_BY_K:
+        return WORK_BY_K[(method, k)]
+    if method == "so-beam" and k is not None and k < 6:
+        below = [kk for (m, kk) in WORK_BY_K if m == method and kk <= k]
+        if below:
+            return WORK_BY_K[(method, max(below))]
+    return WORK_PER_WORD.get(method)
+
 
 #: what a search asks per word when it does not find p at all (a robust example): SO-Enum k = 2, the whole
 #: of Neighbor_2 (lstm's 26 and bow's 14 failed SST-2 dev examples at the paper's scale agree within 5%);
@@ -196,7 +214,7 @@ class AttackClock:
         self.in_flight = max(in_flight, 1)
         self.say = say or (lambda msg: None)
         self.probe = probe
-        self.prior = probe.prior(method, k or 1, beam or 20) if probe is not None else WORK_PER_WORD.get(method)
+        self.prior = probe.prior(method, k or 1, beam or 20) if probe is not None else work_per_word(method, k)
         if probe is not None and probe.pace is not None and probe.seconds >= 5.0 and probe.pace.context_seconds:
             self.pace = probe.pace  # the engine's own batches, when they ran long enough to time
         self.words_left = float(sum(_words(t) for t in texts))

@@ -457,9 +457,9 @@ def _say_time(s: HardenSettings, original, before, mlm, sources: list[str], n_tr
               evals: list[tuple[str, int | None]], progress: bool) -> None:
     """Before anything is spent: what harden will take here — mining (or building pairs), fine-tuning, and
     the before/after audit — from this machine's pace (:func:`~textaudit.attacks.estimate.measure_pace`), what
-    an SST-2 search asks per word (:data:`~textaudit.attacks.estimate.WORK_PER_WORD`) and, for a zoo model,
+    an SST-2 search asks per word at its k (:func:`~textaudit.attacks.estimate.work_per_word`) and, for a zoo model,
     its own training time per example and epoch (its checkpoint records it)."""
-    from textaudit.attacks.estimate import WORK_PER_WORD, measure_pace
+    from textaudit.attacks.estimate import measure_pace, work_per_word
     from textaudit.progress import duration
 
     if not progress:
@@ -469,14 +469,14 @@ def _say_time(s: HardenSettings, original, before, mlm, sources: list[str], n_tr
         return
     s_q, s_m = pace.text_seconds, pace.context_seconds or 0.0
 
-    def attack_seconds(method: str, texts: list[str]) -> float | None:
-        work = WORK_PER_WORD.get(method)
+    def attack_seconds(method: str, texts: list[str], k: int | None) -> float | None:
+        work = work_per_word(method, k)
         return None if work is None else sum(len(t.split()) for t in texts) * (work[0] * s_q + work[1] * s_m)
 
     mined = sources[:s.train_sample]
     parts, total = [], 0.0
     if s.method in ("augment", "adversarial"):
-        t = attack_seconds(s.attack, mined)
+        t = attack_seconds(s.attack, mined, s.k)
         parts.append(f"mining {len(mined)} training examples with {s.attack} {duration(t)}" if t is not None else
                      f"mining {len(mined)} training examples with {s.attack} (not estimated)")
         total += t or 0.0
@@ -496,7 +496,7 @@ def _say_time(s: HardenSettings, original, before, mlm, sources: list[str], n_tr
         total += t
     else:
         parts.append("fine-tuning (not estimated: the model's training time is not recorded)")
-    audit = [attack_seconds(m, held) for m, _ in evals]
+    audit = [attack_seconds(m, held, k if k is not None else (2 if m == "so-enum" else 6)) for m, k in evals]
     if all(a is not None for a in audit):
         t = 2 * sum(audit)  # type: ignore[arg-type]
         parts.append(f"the before/after audit of {len(held)} held-out examples {duration(t)}")
