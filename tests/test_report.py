@@ -499,7 +499,8 @@ def test_the_matrix_counts_an_example_once_and_never_pools_runs_on_other_data(cl
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     r = cli("report", str(merged), str(reseeded), str(other), "--out", str(tmp_path / "r.html"))
     assert r.exit_code == 2 and "Traceback" not in r.output, r.output
-    assert "run with other settings (seed: 0 vs 1)" in r.output
+    # the error names both files (#67: in a folder, it named neither)
+    assert f"run with other settings ({merged} and {reseeded}) (seed: 0 vs 1)" in " ".join(r.output.split()), r.output
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # no report written
 
 

@@ -88,9 +88,10 @@ def _accuracy_tests(cells: dict[tuple[str, str], Sequence[dict]], margin: float)
     return out
 
 
-def cells_from_files(files: Iterable[tuple[dict, Sequence[dict]]]) -> dict[tuple[str, str], list[dict]]:
-    """``{(model, method): records}`` of attack results, given as ``(header, records)`` pairs (the
-    cells of a matrix that ``audit compare`` did not write: separate ``audit attack`` runs).
+def cells_from_files(files: Iterable[tuple]) -> dict[tuple[str, str], list[dict]]:
+    """``{(model, method): records}`` of attack results, given as ``(header, records)`` pairs, or
+    ``(header, records, path)`` (the error then names the files) — the cells of a matrix that
+    ``audit compare`` did not write: separate ``audit attack`` runs.
 
     Files of one cell are pooled only when they are runs of the same audit: their settings must
     agree (data, k, seed, the model's fingerprint …; a shard and the file merged from the shards do),
@@ -98,17 +99,22 @@ def cells_from_files(files: Iterable[tuple[dict, Sequence[dict]]]) -> dict[tuple
     with its shards, a file given twice) counts once."""
     cells: dict[tuple[str, str], list[dict]] = {}
     settings: dict[tuple[str, str], dict] = {}
+    where: dict[tuple[str, str], object] = {}
     seen: dict[tuple[str, str], set] = {}
-    for header, records in files:
+    for item in files:
+        header, records = item[0], item[1]
+        path = item[2] if len(item) > 2 else None
         if header.get("command") != "attack":
             continue
         cfg = header.get("config", {})
         key = (str(cfg.get("model")), str(cfg.get("method")))
         first = settings.setdefault(key, cfg)
+        where.setdefault(key, path)
         differ = sorted(k for k in set(first) | set(cfg) if first.get(k) != cfg.get(k))
         if differ:
             shown = "; ".join(f"{k}: {first.get(k)!r} vs {cfg.get(k)!r}" for k in differ[:3])
-            raise TextAuditError(f"two {key[1]} results on {key[0]} were run with other settings ({shown}): "
+            files_ = f" ({where[key]} and {path})" if path is not None and where[key] is not None else ""
+            raise TextAuditError(f"two {key[1]} results on {key[0]} were run with other settings{files_} ({shown}): "
                                  "a matrix would pool them; report them separately")
         ids = seen.setdefault(key, set())
         for r in records:

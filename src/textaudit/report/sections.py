@@ -465,7 +465,7 @@ def build_sections(items: Sequence[Loaded], where: str | Path | None = None) -> 
         for data, group in sorted(by_data.items()):
             if len(group) < 2:
                 continue
-            cells = cells_from_files((i.header, i.records) for i in group)
+            cells = cells_from_files((i.header, i.records, i.path) for i in group)
             mlm = sorted({str(i.config.get("mlm")) for i in group if i.config.get("mlm")})
             seeds = sorted({str(i.config.get("seed")) for i in group})
             summary = {"data": data, "mlm": ", ".join(mlm) or None, "seed": ", ".join(seeds), **compare_cells(cells)}
