@@ -14,6 +14,7 @@ from textaudit.attacks.estimate import (
     FOUND_LATER,
     LATER_PER_WORD,
     REVISE_AFTER,
+    SETTLED_FOR_FOUND_LATER,
     WORK_PER_WORD,
     AttackClock,
     Pace,
@@ -86,16 +87,20 @@ def test_the_fields_grow_with_the_work_in_flight_and_the_eta_keeps_some_for_it()
 
 def test_a_probe_costs_the_unsettled_share_as_searches_that_find_nothing():
     """A first round settled 4 of 16 at (10, 1) per word: the prior is ¼ of that and ¾ of what the rest ask —
-    SO-Beam: 0.8 found in a later round, 0.2 failed searches (their cost scaled by the rounds' sentences);
-    SO-Enum: the whole of Neighbor_2."""
+    SO-Beam: a share found in a later round (0.8 × ¼ / 0.6: a first round that settles little says the model
+    resists), the others failed searches (their cost scaled by the rounds' sentences); SO-Enum: the whole of
+    Neighbor_2."""
     probe = Probe(examples=16, settled=4, per_word=(10.0, 1.0), pace=Pace(0.001, 0.01), seconds=2.0)
+    later = FOUND_LATER * 0.25 / SETTLED_FOR_FOUND_LATER
+    assert probe.found_later() == pytest.approx(later)
+    assert Probe(10, 6, (1.0, 1.0), None, 1.0).found_later() == FOUND_LATER == Probe(10, 9, (1.0, 1.0), None, 1.0).found_later()
     q, m = probe.prior("so-beam", 6)
-    rest = [FOUND_LATER * a + (1 - FOUND_LATER) * b for a, b in zip(LATER_PER_WORD["so-beam"], FAILED_PER_WORD["so-beam"])]
+    rest = [later * a + (1 - later) * b for a, b in zip(LATER_PER_WORD["so-beam"], FAILED_PER_WORD["so-beam"])]
     assert (q, m) == pytest.approx((0.25 * 10 + 0.75 * rest[0], 0.25 * 1 + 0.75 * rest[1]))
     # k = 2, β = 20: the first round expands x0, the second 20 sentences — 21 of k = 6's 101 (and a later find costs
     # no more than a failed search)
     failed = [1238.0 * 21 / 101, 71.2 * 21 / 101]
-    rest = [FOUND_LATER * min(a, b) + (1 - FOUND_LATER) * b for a, b in zip(LATER_PER_WORD["so-beam"], failed)]
+    rest = [later * min(a, b) + (1 - later) * b for a, b in zip(LATER_PER_WORD["so-beam"], failed)]
     assert probe.prior("so-beam", 2) == pytest.approx((0.25 * 10 + 0.75 * rest[0], 0.25 * 1 + 0.75 * rest[1]))
     assert probe.prior("so-enum", 2) == pytest.approx((0.25 * 10 + 0.75 * 1949.0, 0.25 * 1 + 0.75 * 168.0))
     measured = Pace(0.002, 0.02)
