@@ -283,3 +283,8 @@ def test_fresh_attacks_the_model_again_beside_the_files_own_records(found, cli):
     assert text.exit_code == 0 and "fresh attack on" in text.stdout and "success now" in text.stdout, text.output
     bad = cli("replay", *files, "--model", f"{found}/robust.py:clf", "--pairs-file", str(found / "pairs.txt"))
     assert bad.exit_code == 2 and "--pairs-file goes with --fresh" in bad.output
+    out = found / "never.jsonl"
+    missing = cli("replay", *files, "--model", f"{found}/robust.py:clf", "--fresh", "3", "--pairs-file",
+                  str(found / "none.txt"), "--output", str(out))
+    assert missing.exit_code == 2 and "not found" in missing.output and "Traceback" not in missing.output
+    assert not out.exists() and "fresh attack:" not in missing.output  # refused before anything ran

@@ -71,15 +71,18 @@ def replay(
         check_output(output, None)  # never over a file: refused before anything runs
     if pairs_file is not None and fresh is None:
         raise TextAuditError("--pairs-file goes with --fresh (the patch words of the fresh attack)")
+    pairs = None
+    if pairs_file is not None:  # read before anything runs
+        from textaudit.fairness.pairs import load_pairs_file
+
+        pairs = load_pairs_file(str(pairs_file))
     result = run_replay(found, model, baseline, margin=margin)
     again = None
     if fresh is not None:
-        from textaudit.fairness.pairs import load_pairs_file
         from textaudit.findings import fresh_attacks
 
         notice(f"fresh attack: {fresh} examples of each attack file, on {result.model} …")
-        again = fresh_attacks(findings, model, fresh, pairs=load_pairs_file(str(pairs_file)) if pairs_file else None,
-                              progress=not json_out)
+        again = fresh_attacks(findings, model, fresh, pairs=pairs, progress=not json_out)
     if output is not None:
         write_results(output, result.records, command="replay", config=result.config)
         notice(f"replayed findings: {output}")
