@@ -188,7 +188,7 @@ def fill_perplexities(runs: Path) -> dict[str, int]:
     a temporary file (a kill leaves the old one), with ``"ppl": true`` in its header, so that a later
     run with perplexities resumes it; the records are otherwise unchanged."""
     from textaudit.files import atomic_path
-    from textaudit.formats.jsonl import read_header
+    from textaudit.formats.jsonl import check_results, read_header, read_jsonl
     from textaudit.lm import LazyCausalLM
 
     lm, filled = None, {}
@@ -197,8 +197,8 @@ def fill_perplexities(runs: Path) -> dict[str, int]:
         config = header.get("config") or {}
         if header.get("command") != "attack" or config.get("ppl") is not False:
             continue
-        lines = path.read_text(encoding="utf-8").splitlines()
-        records = [json.loads(line) for line in lines[1:] if line.strip()]
+        records = read_jsonl(path)  # a line cut off by a stop at a deadline is left out, as a resume does
+        check_results(path, header, records)  # a damaged record: the file and line, before anything is rewritten
         todo = [r for r in records if r.get("status") == "success" and r.get("ppl_original") is None]
         lm = lm or LazyCausalLM()
         for r in todo:

@@ -214,6 +214,9 @@ def test_fill_ppl_adds_table_3s_perplexities_to_cells_run_without_them(paper):
     out = d / "filled"
     shutil.copytree(d / "paper" / "runs", out / "runs")
     before = {f: read_jsonl(f) for f in sorted((out / "runs").rglob("*.jsonl")) if "so-beam" in f.name or "genetic" in f.name}
+    cut = next(iter(before))  # a cell stopped at a deadline mid-write: its last line cut off
+    with cut.open("a", encoding="utf-8") as fh:
+        fh.write('{"id": "cut", "text": "a line the stop cut')
     r = _run(d, "--render", "--fill-ppl", "--skip", "accuracy,bias", "--out", str(out))
     assert r.returncode == 0, r.stderr[-3000:]
     lm = LazyCausalLM()

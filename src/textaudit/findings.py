@@ -298,7 +298,7 @@ def fresh_attacks(paths: Sequence[str | Path], model: object, n: int, *, seed: i
     from textaudit.attacks.patch import PatchWords
     from textaudit.attacks.registry import make_attack, method_spec
     from textaudit.attacks.run import run_attack
-    from textaudit.formats.jsonl import read_header, read_jsonl
+    from textaudit.formats.jsonl import check_results, read_header, read_jsonl
     from textaudit.models import load_classifier
     from textaudit.neighborhoods.mlm import load_mlm
     from textaudit.stats import mcnemar, wilson
@@ -316,7 +316,9 @@ def fresh_attacks(paths: Sequence[str | Path], model: object, n: int, *, seed: i
             method = str(cfg.get("method"))
             if method.startswith("textattack:"):
                 continue
-            attacked = [r for r in read_jsonl(path) if r.get("status") in ("success", "failed")
+            records = read_jsonl(path)
+            check_results(path, header, records)  # (read_findings checks them too; this is also a Python API)
+            attacked = [r for r in records if r.get("status") in ("success", "failed")
                         and isinstance(r.get("text"), str) and isinstance(r.get("label"), int)]
             if not attacked:
                 continue
