@@ -288,3 +288,5 @@ def test_fresh_attacks_the_model_again_beside_the_files_own_records(found, cli):
                   str(found / "none.txt"), "--output", str(out))
     assert missing.exit_code == 2 and "not found" in missing.output and "Traceback" not in missing.output
     assert not out.exists() and "fresh attack:" not in missing.output  # refused before anything ran
+    zero = cli("replay", *files, "--model", f"{found}/robust.py:clf", "--fresh", "0")
+    assert zero.exit_code == 2 and "--fresh" in zero.output and "Traceback" not in zero.output
