@@ -8,6 +8,7 @@ import os
 import re
 import sys
 
+import textaudit.notices as notices
 from textaudit.errors import TextAuditError
 
 __all__ = ["pick_device", "check_device", "cpu_threads", "free_cores", "busy_notice", "notice_if_busy", "small_batch_threads",
@@ -143,8 +144,8 @@ def notice_if_busy(apply: bool = True) -> None:
     free = free_cores() or 1
     if apply and not _keep and free < threads:
         torch.set_num_threads(free)
-        print(f"notice: the machine is busy ({free} of {os.cpu_count()} cores free): torch uses {free} thread"
-              f"{'s' if free != 1 else ''} for this run instead of {threads} (the numbers do not change; "
-              "audit --threads N chooses)", file=sys.stderr)
+        notices.notice(f"the machine is busy ({free} of {os.cpu_count()} cores free): torch uses {free} thread"
+                       f"{'s' if free != 1 else ''} for this run instead of {threads} (the numbers do not change; "
+                       "audit --threads N chooses)")
         return
-    print(msg, file=sys.stderr)
+    notices.say(msg)

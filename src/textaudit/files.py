@@ -14,11 +14,11 @@ import contextlib
 import hashlib
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator
 
+import textaudit.notices as notices
 from textaudit.errors import TextAuditError
 
 __all__ = ["atomic_path", "atomic_dir", "file_lock", "lock_or_fail", "wait_for_lock", "sha256_file", "fingerprint_files",
@@ -121,7 +121,7 @@ def wait_for_lock(target: str | Path, waiting: str) -> Iterator[None]:
     try:
         lock.acquire()
     except Timeout:
-        print(f"notice: {waiting}", file=sys.stderr)
+        notices.notice(waiting)
         lock.acquire(timeout=-1)
     try:
         yield

@@ -27,6 +27,7 @@ import threading
 import time
 from typing import Any, Callable
 
+import textaudit.notices as notices
 from textaudit.device import notice_if_busy
 
 __all__ = ["progress", "LogProgress", "log_interval", "quiet_third_party_bars", "eta_text", "duration",
@@ -137,7 +138,7 @@ class LogProgress:
 
     def _emit(self) -> None:
         with self._lock:
-            print(self.line(), file=sys.stderr, flush=True)
+            notices.say(self.line())
             self.last = time.monotonic()
 
     def update(self, n: int = 1) -> None:
@@ -168,7 +169,7 @@ def progress(*, total: int | None, desc: str, unit: str, initial: int = 0, enabl
     if not enabled:
         return tqdm(total=total, initial=initial, disable=True)
     notice_if_busy(apply=not training)
-    if sys.stderr.isatty() and _columns() > 0:
+    if notices.to_terminal() and sys.stderr.isatty() and _columns() > 0:
         return tqdm(total=total, initial=initial, desc=desc, unit=unit, file=sys.stderr, disable=False)
     return LogProgress(total=total, desc=desc, unit=unit, initial=initial)
 

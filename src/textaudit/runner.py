@@ -13,10 +13,12 @@ per worker; :mod:`textaudit.backends` decides where the jobs run)::
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
+import textaudit.notices as notices
 from textaudit.backends import Backend, SerialBackend
 from textaudit.errors import StopRun
 from textaudit.formats.jsonl import JsonlWriter
@@ -123,14 +125,13 @@ class ResumableRun:
         self.writer.extend(list(records), keep=self.keep)
 
     def say(self, msg: str) -> None:
-        """A line on stderr that does not break the progress bar (a tqdm bar redraws itself below it)."""
-        import sys
-
+        """A line through the notices channel that does not break the progress bar (a tqdm bar on the terminal
+        redraws itself below it)."""
         bar = self._bar
-        if bar is not None and hasattr(bar, "write") and not getattr(bar, "disable", True):
+        if bar is not None and hasattr(bar, "write") and not getattr(bar, "disable", True) and notices.to_terminal():
             bar.write(msg, file=sys.stderr)
         else:
-            print(msg, file=sys.stderr, flush=True)
+            notices.say(msg)
 
     def show(self, **fields: Any) -> None:
         """Show ``fields`` next to the progress bar, from its next update on: the fields count the record

@@ -15,10 +15,10 @@ file that needs anything else is refused like a corrupt one.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Iterable
 
+import textaudit.notices as notices
 from textaudit.files import atomic_path
 
 __all__ = ["load_train_state", "save_train_state", "state_digest"]
@@ -68,21 +68,20 @@ def load_train_state(path: str | Path | None, fingerprint: str, keys: Iterable[s
         saved = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001 - truncated, corrupt, or not plain data: never fatal, start afresh
         if "weights_only" in str(e) or "Unsupported" in str(e):
-            print(f"notice: refusing {path}: it holds more than plain data (never unpickled); starting afresh",
-                  file=sys.stderr)
+            notices.notice(f"refusing {path}: it holds more than plain data (never unpickled); starting afresh")
         else:
-            print(f"notice: cannot read {path} ({type(e).__name__}); starting afresh", file=sys.stderr)
+            notices.notice(f"cannot read {path} ({type(e).__name__}); starting afresh")
         return None
     if not isinstance(saved, dict) or saved.get("fingerprint") != fingerprint:
-        print(f"notice: {path} belongs to another run (data or config differ); starting afresh", file=sys.stderr)
+        notices.notice(f"{path} belongs to another run (data or config differ); starting afresh")
         return None
     checksum = saved.pop("checksum", None)
     if checksum != state_digest(saved):
-        print(f"notice: {path} is damaged (its checksum disagrees with its content); starting afresh", file=sys.stderr)
+        notices.notice(f"{path} is damaged (its checksum disagrees with its content); starting afresh")
         return None
     missing = [k for k in keys if k not in saved]
     if missing:
-        print(f"notice: {path} lacks {', '.join(missing)}; starting afresh", file=sys.stderr)
+        notices.notice(f"{path} lacks {', '.join(missing)}; starting afresh")
         return None
     return saved
 

@@ -5,6 +5,7 @@ Each command is thin: parse, call the library, print (table or ``--json`` last l
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from pathlib import Path
@@ -494,7 +495,8 @@ def train_mlm(
                          threads=threads, sst_share=sst_share, corpus=tuple(corpus or ()), corpus_share=corpus_share,
                          init=init, device=device, max_minutes=max_minutes,
                          save_minutes=save_minutes, out=out or default_out())
-    train_minilm_mlm(cfg, command=shlex.join(["audit", *sys.argv[1:]]))  # train() validates cfg first
+    summary = train_minilm_mlm(cfg, command=shlex.join(["audit", *sys.argv[1:]]))  # train() validates cfg first
+    typer.echo(json.dumps(summary))
 
 
 @app.command("mlm-corpus", cls=AuditCommand)

@@ -11,12 +11,12 @@ every source. Before that first unit, r_j = :data:`PRIOR_PER_POSITION` ** j.
 
 from __future__ import annotations
 
-import sys
 from math import comb
 from typing import Sequence
 
 import numpy as np
 
+import textaudit.notices as notices
 from textaudit.fairness.pairs import Source
 from textaudit.progress import duration
 
@@ -67,9 +67,9 @@ class BiasCost:
     def say_plan(self, pairs: Sequence[tuple[str, str]], jobs: Sequence[Job], done: int) -> None:
         sources = len({(p, s.id) for p, s, _ in jobs})
         resumed = f" ({done} done before)" if done else ""
-        print(f"cost: {len(jobs)} units to score{resumed} — {sources} source sentences of X_p for "
-              f"{', '.join('/'.join(p) for p in pairs[:4])}{' …' if len(pairs) > 4 else ''}, k ≤ {self.k}; "
-              "the first unit is timed for an estimate", file=sys.stderr, flush=True)
+        notices.say(f"cost: {len(jobs)} units to score{resumed} — {sources} source sentences of X_p for "
+                    f"{', '.join('/'.join(p) for p in pairs[:4])}{' …' if len(pairs) > 4 else ''}, k ≤ {self.k}; "
+                    "the first unit is timed for an estimate")
 
     def say_estimate(self, jobs: Sequence[Job], first: Job, first_sentences: int, seconds: float) -> None:
         """After the first unit: the sentences per k (k = 0 exact) and the time, at its pace."""
@@ -82,6 +82,6 @@ class BiasCost:
         pace = first_sentences / seconds if seconds > 0 else float("inf")
         shown = ", ".join(f"k={j}: {'' if j == 0 else '~'}{int(round(n)):,}" for j, n in sorted(per.items()))
         eta = duration(rest / pace) if np.isfinite(pace) and rest > 0 else "0s"
-        print(f"cost: about {int(round(total)):,} neighbourhood sentences to score ({shown}; estimated from the first "
-              f"unit: {first_sentences:,} sentences in {seconds:.1f} s) — about {eta} more at that pace; "
-              "--max-sources N or a smaller --k bounds it", file=sys.stderr, flush=True)
+        notices.say(f"cost: about {int(round(total)):,} neighbourhood sentences to score ({shown}; estimated from the first "
+                    f"unit: {first_sentences:,} sentences in {seconds:.1f} s) — about {eta} more at that pace; "
+                    "--max-sources N or a smaller --k bounds it")

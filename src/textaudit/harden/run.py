@@ -31,7 +31,6 @@ its last epoch.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -39,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+import textaudit.notices as notices
 from textaudit.errors import TextAuditError
 from textaudit.formats.harden import SUMMARY  # the summary audit report and results.load read
 from textaudit.secrets import redact_obj
@@ -164,7 +164,7 @@ class HardenSettings:
 
 def _say(msg: str, progress: bool) -> None:
     if progress:
-        print(msg, file=sys.stderr, flush=True)
+        notices.say(msg)
 
 
 def _check_out(out: Path, settings: HardenSettings) -> None:

@@ -44,7 +44,6 @@ import math
 import os
 import random
 import re
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -52,6 +51,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+import textaudit.notices as notices
 from textaudit.errors import StopRun, TextAuditError
 from textaudit.models.batched import BatchedClassifier
 from textaudit.models.options import ModelOptions
@@ -393,8 +393,8 @@ class HttpClassifier(BatchedClassifier):
             (self._top_completions if self.protocol == "completions" else self._top_chat)(answer)
             return "logprobs"
         except StopRun:
-            print(f"notice: endpoint {self.name} returns no log-probabilities: the class is read from the generated text "
-                  f"(label-only scores, as --scores labels; {self._describe('labels')})", file=sys.stderr)
+            notices.notice(f"endpoint {self.name} returns no log-probabilities: the class is read from the generated text "
+                           f"(label-only scores, as --scores labels; {self._describe('labels')})")
             return "labels"
 
     def _use_scores(self, mode: str) -> None:
@@ -442,9 +442,8 @@ class HttpClassifier(BatchedClassifier):
             self.per_request, self._switched = 1, True
         if first:
             why = str(e).split(" answered ", 1)[-1]
-            print(f"notice: endpoint {self.name} refused a list of prompts ({why}); sending one prompt per request "
-                  f"from now on, {self.options.concurrency} at a time (--prompts-per-request 1 says so up front)",
-                  file=sys.stderr)
+            notices.notice(f"endpoint {self.name} refused a list of prompts ({why}); sending one prompt per request "
+                           f"from now on, {self.options.concurrency} at a time (--prompts-per-request 1 says so up front)")
 
     # -- protocols --------------------------------------------------------------------------------
     def _remote(self, texts: list) -> np.ndarray:

@@ -3,9 +3,9 @@ HuggingFace wrapper are in :mod:`textaudit.neighborhoods.masked_lm`)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
+import textaudit.notices as notices
 from textaudit.errors import TextAuditError
 from textaudit.neighborhoods.masked_lm import HFMaskedLM, MaskedLM
 from textaudit.neighborhoods.minilm_mlm import load_minilm_mlm
@@ -43,8 +43,7 @@ def load_mlm(name: str | None = None, *, device: str | None = None, quiet: bool 
                                  "import one with audit store import, or give --store PATH")
         mlm = StoredMaskedLM(store, name[len("store:"):])
         if not quiet:
-            print(f"notice: masked LM in use: {mlm.name}, answered from the store {store.path} (no weights loaded)",
-                  file=sys.stderr)
+            notices.notice(f"masked LM in use: {mlm.name}, answered from the store {store.path} (no weights loaded)")
         return mlm
     if name is not None and "+" in name and not Path(name).expanduser().exists():
         from textaudit.lm import load_causal_lm
@@ -56,7 +55,7 @@ def load_mlm(name: str | None = None, *, device: str | None = None, quiet: bool 
         inner = load_mlm(base, device=device, quiet=True, batch_size=batch_size, cache_size=cache_size)
         mlm = RerankedMaskedLM(inner, load_causal_lm(lm_name, device=device))
         if not quiet:
-            print(f"notice: masked LM in use: {mlm.name} (candidates of {base} re-ranked by {lm_name})", file=sys.stderr)
+            notices.notice(f"masked LM in use: {mlm.name} (candidates of {base} re-ranked by {lm_name})")
         return mlm
     chosen = name
     if name is None:
@@ -77,5 +76,5 @@ def load_mlm(name: str | None = None, *, device: str | None = None, quiet: bool 
 
     mlm.store = current_store()
     if not quiet:
-        print(f"notice: masked LM in use: {label}", file=sys.stderr)
+        notices.notice(f"masked LM in use: {label}")
     return mlm

@@ -52,7 +52,6 @@ import json
 import os
 import sqlite3
 import struct
-import sys
 import time
 import weakref
 import zlib
@@ -62,6 +61,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+import textaudit.notices as notices
 from textaudit.backends import register_sync
 from textaudit.errors import TextAuditError
 from textaudit.secrets import redact
@@ -261,7 +261,7 @@ class NeighborhoodStore:
 
     def _notice(self, msg: str) -> None:
         if not self.quiet:
-            print(f"notice: neighbourhood store {self.path}: {msg}", file=sys.stderr)
+            notices.notice(f"neighbourhood store {self.path}: {msg}")
 
     @property
     def available(self) -> bool:

@@ -41,13 +41,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+import textaudit.notices as notices
 from textaudit.data import read_table
 from textaudit.device import pick_device
 from textaudit.errors import TextAuditError
@@ -369,19 +369,19 @@ def _train(args: TrainMLMConfig, command: str) -> dict:
     sst = sst_corpus(args.sst_train)
     gen = general_corpus(args.corpus) if args.corpus else {"train": [], "dev": []}
     sources = corpus_sources(args.corpus) if args.corpus else []  # read now: a bad index fails before training
-    print(f"corpus: wordnet train {len(wn['train'])}, dev {len(wn['dev'])}, heldout {len(wn['heldout'])}; "
-          f"sst2-train train {len(sst['train'])}, dev {len(sst['dev'])}"
-          + (f"; --corpus train {len(gen['train'])}, dev {len(gen['dev'])}" if args.corpus else ""), file=sys.stderr)
+    notices.say(f"corpus: wordnet train {len(wn['train'])}, dev {len(wn['dev'])}, heldout {len(wn['heldout'])}; "
+                f"sst2-train train {len(sst['train'])}, dev {len(sst['dev'])}"
+                + (f"; --corpus train {len(gen['train'])}, dev {len(gen['dev'])}" if args.corpus else ""))
 
     model, tok = build_base()
     scale = args.alpha / args.rank
     add_lora(model.bert, TARGETS, r=args.rank, alpha=args.alpha)
     if args.init is not None:
         n = load_into_lora_model(model, args.init)
-        print(f"warm start: {n} tensors from {args.init}", file=sys.stderr)
+        notices.say(f"warm start: {n} tensors from {args.init}")
     model.to(device)
     params = _trainable(model)
-    print(f"trainable parameters: {sum(p.numel() for p in params):,}", file=sys.stderr)
+    notices.say(f"trainable parameters: {sum(p.numel() for p in params):,}")
     m_wn, m_sst = Masker(tok, wn["train"]), Masker(tok, sst["train"])
     m_gen = Masker(tok, gen["train"]) if args.corpus else None
     vocab = tok.get_vocab()
@@ -435,7 +435,7 @@ def _train(args: TrainMLMConfig, command: str) -> dict:
             torch.cuda.set_rng_state(saved["cuda_rng"], device)
         start, best, history, t_loop = saved["step"], saved["best"], saved["history"], saved["t_loop"]
         prior_seconds = saved["seconds"]
-        print(f"notice: resuming after step {start} ({state_path})", file=sys.stderr)
+        notices.notice(f"resuming after step {start} ({state_path})")
 
     def save_state(step: int) -> None:
         save_train_state(state_path, fingerprint, {
@@ -480,7 +480,7 @@ def _train(args: TrainMLMConfig, command: str) -> dict:
             rec = evaluate(step)
             history.append(rec)
             score = np.mean([rec[k]["top10"] for k in dev_sets])
-            print(json.dumps(rec), file=sys.stderr)
+            notices.say(json.dumps(rec))
             if score > best:
                 best = score
                 info = {"command": command,
@@ -498,13 +498,12 @@ def _train(args: TrainMLMConfig, command: str) -> dict:
             save_state(step)
             last_save = time.perf_counter()
         if out_of_time:
-            print(f"--max-minutes {args.max_minutes} reached after step {step}; stopping "
-                  "(run the same command again to resume)", file=sys.stderr)
+            notices.say(f"--max-minutes {args.max_minutes} reached after step {step}; stopping "
+                        "(run the same command again to resume)")
             break
     bar.close()
     if step >= args.steps:
         state_path.unlink(missing_ok=True)  # finished: nothing left to resume
     summary = {"best_mean_top10": best, "out": str(args.out), "steps": step,
                "steps_per_s": round(step / t_loop, 2) if t_loop else None, "wall_seconds": round(elapsed(), 1)}
-    print(json.dumps(summary))
     return summary

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import textaudit.notices as notices
 from textaudit.data import CORPORA, CORPUS_LABELS, align_labels, as_pairs, label_names, load_dataset, pairs_of
 from textaudit.errors import TextAuditError
 from textaudit.files import lock_or_fail, wait_for_lock
@@ -103,7 +103,7 @@ def _train(full_name: str, arch: str, path: Path, *, data: str, epochs: int | No
         raise TextAuditError(f"the training data ({data}) has a single class ({labels[0] if labels else 'none'}); a classifier "
                              "needs examples of at least two classes")
     if announce:
-        print(f"training {full_name} on {data} (train split; dev is only reported) ...", file=sys.stderr)
+        notices.say(f"training {full_name} on {data} (train split; dev is only reported) ...")
     if augment == "gender-swap":
         swapped = [(s, y) for t, y in zip(texts, labels) if (s := gender_swap(t)) != " ".join(t.split()).lower()]
         texts += [s for s, _ in swapped]
@@ -150,9 +150,8 @@ def load_zoo_model(name: str, *, train_if_missing: bool = True, device: str | No
         if not train_if_missing:
             raise TextAuditError(f"no checkpoint for '{name}' in {path.parent}; run: audit train --model {name}")
         arch, _ = parse_name(name)
-        print(f"notice: no checkpoint for '{name}' in {path.parent}; training it now on SST-2 train "
-              f"({'about 20 minutes' if arch == 'minilm' else 'about a minute'} on an idle 2-core CPU, longer on a busy one)",
-              file=sys.stderr)
+        notices.notice(f"no checkpoint for '{name}' in {path.parent}; training it now on SST-2 train "
+                       f"({'about 20 minutes' if arch == 'minilm' else 'about a minute'} on an idle 2-core CPU, longer on a busy one)")
         train_model(name, if_missing=True)
     return load_checkpoint(path, device=device, batch_size=batch_size, name=name)
 

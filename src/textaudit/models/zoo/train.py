@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+import textaudit.notices as notices
 from textaudit.device import pick_device
 from textaudit.errors import TextAuditError
 from textaudit.models.batched import BatchedClassifier
@@ -235,7 +235,7 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
         best, best_state, bad = saved["best"], saved["best_state"], saved["bad"]
         result.history = saved["history"]
         t0 -= saved["seconds"]
-        print(f"notice: resuming training of {arch} after epoch {start_epoch} ({state_path})", file=sys.stderr)
+        notices.notice(f"resuming training of {arch} after epoch {start_epoch} ({state_path})")
     bar = progress_bar(total=total, initial=step, desc=f"train {arch}", unit="batch", enabled=progress, training=True)
     module.train()
     for epoch in range(start_epoch, cfg.epochs):
