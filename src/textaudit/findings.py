@@ -40,7 +40,8 @@ import numpy as np
 
 from textaudit.errors import TextAuditError
 from textaudit.fairness.replay import BiasFindings, bias_status, estimate_fields, read_bias_findings
-from textaudit.merge import REPLAY_STATUSES as STATUSES
+from textaudit.kinds import REPLAY_STATUSES as STATUSES
+from textaudit.kinds import summarize_replay
 from textaudit.models.batched import TIE, Classifier, decisions, flips_in_draws, sampled_draws, unknown_class
 from textaudit.stats import check_margin
 
@@ -209,9 +210,7 @@ class Replay:
 
     def summary(self) -> dict[str, Any]:
         """Counts overall and per (method, pair); with a baseline the paired counts and McNemar's p
-        (:func:`textaudit.merge.summarize_replay`: ``results.load`` of a replay file gives the same)."""
-        from textaudit.merge import summarize_replay
-
+        (:func:`textaudit.kinds.summarize_replay`: ``results.load`` of a replay file gives the same)."""
         return summarize_replay(self.records, self.model, self.baseline, self.config.get("margin"))
 
 

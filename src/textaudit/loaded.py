@@ -16,7 +16,7 @@ an ``audit compare`` folder or an ``audit harden`` folder and returns a :class:`
   success rate with its Wilson interval, ``mean_l0``, …; B_{p,k} with its interval per model, pair
   and k for bias; the matrix and paired tests of a compare folder; learnability's per-(model,
   perturbation) table and Spearman correlations; certify's accuracies per model); other commands
-  (word order): the count. The same as ``audit merge`` prints (:func:`textaudit.merge.summarize_records`).
+  (word order): the count. The same as ``audit merge`` prints (:func:`textaudit.kinds.summarize_records`).
   A harden folder: its ``harden.json`` (clean accuracy is not in any results file, so it is read, not
   recomputed). The folder's other files (``found*.jsonl``, ``bias.jsonl``) are results files ``load`` reads;
 - in Jupyter, the object shows itself as a small table (``_repr_html_``, every value escaped).
@@ -35,6 +35,7 @@ from textaudit.formats.compare import cell_path, folder_file, read_compare
 from textaudit.formats.harden import SUMMARY as HARDEN_SUMMARY
 from textaudit.formats.harden import read_harden_folder
 from textaudit.formats.jsonl import check_results, read_header, read_jsonl
+from textaudit.kinds import kind_of
 
 __all__ = ["Results", "load"]
 
@@ -78,19 +79,16 @@ class Results:
             from textaudit.attacks.compare import compare_cells
 
             return compare_cells({key: c.records for key, c in self.cells.items()})
-        cfg = self.config
-        if self.command == "bias" and ("k" not in cfg or "enumerate_k" not in cfg):
-            raise TextAuditError(f"{self.path}: its header has no k or enumerate_k; is it a bias results file?")
-        if self.command == "certify":
-            from textaudit.robustness.smoothing import SMOOTHING
-
-            if cfg.get("method") not in SMOOTHING:  # IBP: one record per model
-                return {r["id"]: {k: v for k, v in r.items() if k != "id"} for r in self.records}
-        if self.command in ("attack", "bias", "learnability", "perturbscore build", "replay", "certify", "evaluate"):
-            from textaudit.merge import summarize_records
-
-            return summarize_records({"command": self.command, "config": cfg}, self.records)
-        return {"records": len(self.records)}
+        try:
+            kind = kind_of({"command": self.command, "config": self.config})
+        except TextAuditError:  # a header of a command that keeps no summary: the count
+            return {"records": len(self.records)}
+        if kind.summarize is None:
+            return {"records": len(self.records)}
+        try:
+            return kind.summarize(self.config, self.records)
+        except TextAuditError as e:
+            raise TextAuditError(f"{self.path}: {e}") from None
 
     def _repr_html_(self) -> str:
         what = self.command if self.cells else (self.command or "results")

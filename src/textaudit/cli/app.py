@@ -26,6 +26,7 @@ from typer.exceptions import TyperException
 from textaudit.environment import check_environment
 from textaudit.errors import TextAuditError
 from textaudit.formats.jsonl import check_output as results_check_output
+from textaudit.kinds import resumable_commands
 from textaudit.shards import Shard, parse_shard, shard_name
 from textaudit.stats import format_ci  # noqa: F401 - the commands import it from here
 
@@ -40,7 +41,6 @@ __all__ = ["AuditGroup", "fail", "AuditCommand", "app", "emit_json", "print_tabl
 INTERRUPT_HINT = "results written so far are kept; rerun with --resume to continue"
 #: ... the same commands run without --output
 INTERRUPT_NO_OUTPUT = "nothing was kept (no --output was given); pass --output FILE to keep results as they come"
-RESUMABLE = ("attack", "bias", "learnability", "perturbscore")
 INTERRUPT_HINTS = {
     "train": "the last finished epoch is kept; run the same command again to resume",
     "train-mlm": "the best checkpoint so far is kept at --out; run the same command again to resume",
@@ -549,12 +549,22 @@ def _global_options(
         os.environ["TEXTAUDIT_THREADS"] = str(threads)
 
 
+def _ibp_certification(argv: list[str]) -> bool:
+    """``audit certify`` by IBP (one pass, nothing resumes): --method ibp, or a zoo *-ibp model without --method."""
+    if argv[:1] != ["certify"]:
+        return False
+    methods = [b for a, b in zip(argv, argv[1:]) if a == "--method"] + [a.split("=", 1)[1] for a in argv
+                                                                        if a.startswith("--method=")]
+    return methods[-1:] == ["ibp"] or (not methods and any(a.endswith("-ibp") for a in argv))
+
+
 def interrupt_hint(argv: list[str]) -> str:
     """What an interrupt of ``audit <argv>`` kept and how to continue."""
     command = argv[0] if argv else ""
     if command in INTERRUPT_HINTS:
         return INTERRUPT_HINTS[command]
-    if command not in RESUMABLE:
+    line = " ".join(argv[:2])
+    if not any(line == c or line.startswith(c + " ") for c in resumable_commands()) or _ibp_certification(argv):
         return "nothing to keep"
     has_output = any(a in ("--output", "-o") or a.startswith("--output=") for a in argv)
     return INTERRUPT_HINT if has_output else INTERRUPT_NO_OUTPUT

@@ -19,17 +19,19 @@ from textaudit.formats.compare import folder_file, read_compare
 from textaudit.formats.harden import SUMMARY as HARDEN_SUMMARY
 from textaudit.formats.harden import read_harden_folder
 from textaudit.formats.jsonl import check_results, read_header, read_jsonl
+from textaudit.kinds import KINDS as ALL_KINDS
+from textaudit.kinds import kind_of, listed
 
 __all__ = ["Loaded", "load_inputs", "KINDS"]
 
-#: the commands whose results a report shows, in the order of its sections
-KINDS = ("harden", "replay", "compare", "attack", "bias", "wordorder", "certify", "evaluate", "learnability",
-         "perturbscore build")
+#: the kinds of results a report shows (:data:`textaudit.kinds.KINDS` ids), in the order of its sections
+KINDS = tuple(kind.id for kind in ALL_KINDS)
 
 
 @dataclass
 class Loaded:
-    """One input: its ``kind`` (a :data:`KINDS` entry), path, header and records."""
+    """One input: its ``kind`` (a :data:`KINDS` entry, :func:`textaudit.kinds.kind_of` its header), path, header and
+    records."""
 
     kind: str
     path: Path
@@ -59,14 +61,16 @@ def load_harden(path: Path) -> Loaded:
 
 def _load_file(path: Path) -> Loaded:
     header = read_header(path)
-    if header is None or header.get("command") not in KINDS:
-        what = "has no header record" if header is None else f"was written by '{header.get('command')}'"
-        raise TextAuditError(f"{path} {what}; give results files written with --output by attack, bias, wordorder, "
-                             "certify, evaluate --perturbed, learnability, perturbscore build or replay, or an audit "
-                             "compare --output-dir")
+    if header is None:
+        raise TextAuditError(f"{path} has no header record; give results files written with --output by {listed()}")
+    try:
+        kind = kind_of(header)
+    except TextAuditError:
+        raise TextAuditError(f"{path} was written by '{header.get('command')}'; give results files written with "
+                             f"--output by {listed()}") from None
     records = read_jsonl(path)
     check_results(path, header, records)
-    return Loaded(header["command"], path, header, records)
+    return Loaded(kind.id, path, header, records)
 
 
 def load_inputs(paths: Iterable[str | Path]) -> list[Loaded]:

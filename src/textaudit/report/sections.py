@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from textaudit.kinds import summarize_records
 from textaudit.report.load import Loaded
 from textaudit.stats import format_ci, format_p
 
@@ -243,11 +244,7 @@ def _wordorder(item: Loaded, n: int) -> Section:
     return sec
 
 
-def _certify(item: Loaded, n: int) -> Section:
-    from textaudit.robustness.smoothing import SMOOTHING
-
-    if item.config.get("method") in SMOOTHING:
-        return _certify_safer(item, n)
+def _certify_ibp(item: Loaded, n: int) -> Section:
     sec = Section(f"certify-{n}", f"IBP certification: {item.config.get('model')}", "certify",
                   _settings(item, ("model", "data")))
     sec.tables.append(Table("Clean and certified accuracy", ["model", "n", "accuracy", "95% CI", "certified accuracy",
@@ -304,7 +301,6 @@ def _certify_safer(item: Loaded, n: int) -> Section:
 
 
 def _learnability(item: Loaded, n: int) -> Section:
-    from textaudit.merge import summarize_records
     from textaudit.robustness.plots import plot_study
 
     study = summarize_records(item.header, item.records)
@@ -323,8 +319,6 @@ def _learnability(item: Loaded, n: int) -> Section:
 
 
 def _perturbscore(item: Loaded, n: int) -> Section:
-    from textaudit.merge import summarize_records
-
     s = summarize_records(item.header, item.records)
     sec = Section(f"perturbscore-{n}", f"PerturbScore tuples: {s.get('perturbation')} on {s.get('model')}",
                   "perturbscore build", _settings(item, ("model", "perturbation", "seed", "space", "steps", "max_eps")))
@@ -424,7 +418,6 @@ def _replay(item: Loaded, n: int) -> Section:
 def _evaluate(item: Loaded, n: int) -> Section:
     """Calibration under perturbation: ECE, Brier score and confidence on the originals and the perturbed
     texts, their paired differences, and the reliability diagram."""
-    from textaudit.merge import summarize_records
     from textaudit.robustness.calibration import CALIBRATION_COLUMNS, calibration_rows, plot_reliability
 
     cfg = item.config
@@ -443,7 +436,7 @@ def _evaluate(item: Loaded, n: int) -> Section:
 
 BUILDERS: dict[str, Callable[[Loaded, int], Section]] = {
     "replay": _replay, "harden": _harden, "compare": _compare, "attack": _attack, "bias": _bias, "wordorder": _wordorder,
-    "certify": _certify, "evaluate": _evaluate,
+    "certify": _certify_safer, "certify-ibp": _certify_ibp, "evaluate": _evaluate,
     "learnability": _learnability, "perturbscore build": _perturbscore}
 
 
@@ -472,10 +465,8 @@ def build_sections(items: Sequence[Loaded], where: str | Path | None = None) -> 
             sections.insert(at, _compare(Loaded("compare", Path(f"{len(group)} attack files"), {}, summary=summary),
                                          len(items) + at))
             at += 1
-    from textaudit.robustness.smoothing import SMOOTHING
-
-    certified = [i for i in items if i.kind == "certify"]
-    if any(i.config.get("method") in SMOOTHING for i in certified) and len(certified) >= 2:
+    certified = [i for i in items if i.kind in ("certify", "certify-ibp")]
+    if any(i.kind == "certify" for i in certified) and len(certified) >= 2:
         at = next(n for n, sec in enumerate(sections) if sec.kind == "certify")
         sections.insert(at, _certify_side_by_side(certified))
     return sections
@@ -493,7 +484,7 @@ def _certify_side_by_side(items: Sequence[Loaded]) -> Section:
     for item in items:
         cfg = item.config
         method = cfg.get("method")
-        if method in SMOOTHING:
+        if item.kind == "certify":
             s = summarize_certify(item.records, method)
             name = f"{cfg.get('model')} ({SMOOTHING[method]})"
             curves[name] = s["curve"]
@@ -524,7 +515,7 @@ def headline_rows(items: Sequence[Loaded]) -> list[list[Any]]:
     """The summary table: one row per audit — what was audited, with what, and its headline number."""
     from textaudit.attacks.run import summarize
     from textaudit.fairness.bias import estimates_from_records
-    from textaudit.robustness.smoothing import SMOOTHING
+    from textaudit.robustness.smoothing import SMOOTHING, summarize_certify
 
     rows = []
     for item in items:
@@ -543,15 +534,13 @@ def headline_rows(items: Sequence[Loaded]) -> list[list[Any]]:
                         e = by_k[kk]
                         rows.append(["bias", name, f"{p[0]}→{p[1]}", cfg.get("mlm") or "–", cfg.get("data"), cfg.get("seed"),
                                      f"B_(p,{kk}) = {e.B:+.5f} {format_ci(e.ci95, 5)}"])
-        elif item.kind == "certify" and cfg.get("method") in SMOOTHING:
-            from textaudit.robustness.smoothing import summarize_certify
-
+        elif item.kind == "certify":
             c = summarize_certify(item.records, cfg["method"])
             r1 = next((r for r in c["curve"] if r["radius"] == 1), None)
             rows.append(["certify", cfg.get("model"), SMOOTHING[cfg["method"]], "–", cfg.get("data"), cfg.get("seed"),
                          f"smoothed accuracy {_num(c['accuracy'])}; certified at radius 1: "
                          + (f"{_num(r1['certified_accuracy'])} {format_ci(r1['certified_accuracy_ci95'], 3)}" if r1 else "0")])
-        elif item.kind == "certify":
+        elif item.kind == "certify-ibp":
             for r in item.records:
                 rows.append(["certify", r.get("model"), "IBP", "–", cfg.get("data"), "–",
                              f"certified accuracy {r['certified_accuracy']} {format_ci(r.get('certified_accuracy_ci95'), 3)}"])
@@ -578,8 +567,6 @@ def headline_rows(items: Sequence[Loaded]) -> list[list[Any]]:
             rows.append(["replay", cfg.get("model"), f"{s['findings']} findings", "–", "–", "–",
                          f"still {s['still']} of {s['still'] + s['fixed']} applicable{base}"])
         elif item.kind == "evaluate":
-            from textaudit.merge import summarize_records
-
             c = summarize_records(item.header, item.records)
             rows.append(["evaluate", cfg.get("model"), f"calibration vs {cfg.get('perturbed')}", "–", cfg.get("data"),
                          cfg.get("seed"), f"ECE {c['original']['ece']:.4f} → {c['perturbed']['ece']:.4f} (difference "

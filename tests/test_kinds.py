@@ -1,0 +1,93 @@
+"""The table of results kinds (textaudit.kinds) holds the rest of the package to it: every kind has its report
+section, every command that resumes is a resumable kind and the reverse, a kind that does not merge is refused
+before anything is written, and each reader (results.load, audit merge, audit report) summarizes a file alike."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import typer
+
+from textaudit.cli.app import interrupt_hint
+from textaudit.cli.main import app
+from textaudit.errors import TextAuditError
+from textaudit.formats.jsonl import write_results
+from textaudit.kinds import BY_ID, KINDS, kind_of, resumable_commands, summarize_records
+from textaudit.report.sections import BUILDERS
+
+
+def _commands(group, prefix: str = ""):
+    """Every command of the tree, by its command line (typer's groups are click's, vendored or not)."""
+    for name, command in group.commands.items():
+        if hasattr(command, "commands"):
+            yield from _commands(command, f"{prefix}{name} ")
+        else:
+            yield f"{prefix}{name}", command
+
+
+def test_every_kind_has_its_report_section_and_every_section_its_kind():
+    assert set(BUILDERS) == set(BY_ID)
+    assert len(BY_ID) == len(KINDS)
+
+
+def test_the_commands_that_resume_are_the_resumable_kinds():
+    """A command with --resume writes a kind that resumes, and a resumable kind's command has --resume: the
+    interrupt hint and the readers follow the table, so the table must follow the commands."""
+    tree = dict(_commands(typer.main.get_command(app)))
+    with_resume = {name for name, command in tree.items() if any(p.name == "resume" for p in command.params)}
+    assert with_resume == set(resumable_commands())
+    for name in resumable_commands():
+        assert interrupt_hint([*name.split(), "--output", "x.jsonl"]).endswith("rerun with --resume to continue")
+
+
+@pytest.mark.parametrize("header, kind", [
+    ({"command": "certify", "config": {"method": "safer"}}, "certify"),
+    ({"command": "certify", "config": {"method": "ranmask"}}, "certify"),
+    ({"command": "certify", "config": {"model": "cnn-ibp"}}, "certify-ibp"),  # IBP's header names no method
+    ({"command": "perturbscore build", "config": {}}, "perturbscore build"),
+    ({"command": "attack", "config": {}}, "attack"),
+])
+def test_a_header_names_its_kind(header, kind):
+    assert kind_of(header).id == kind
+
+
+def test_a_header_no_command_writes_is_one_line_naming_the_writers():
+    with pytest.raises(TextAuditError, match="'train' results are not a kind textaudit writes; .*audit attack"):
+        kind_of({"command": "train"})
+
+
+def test_an_ibp_certification_is_refused_by_merge_before_anything_is_written(tmp_path, cli):
+    """IBP's file holds one record per model: audit merge says so and writes no file (it used to write the
+    merged file and fail on its summary after)."""
+    ibp = tmp_path / "ibp.jsonl"
+    write_results(ibp, [{"id": "cnn-ibp", "n": 10, "accuracy": 0.8, "certified_accuracy": 0.5}], command="certify",
+                  config={"model": "cnn-ibp", "data": "sst2:dev"})
+    out = tmp_path / "merged.jsonl"
+    result = cli("merge", str(out), str(ibp))
+    assert result.exit_code == 2
+    assert "one record per model: there is nothing to merge" in result.output
+    assert not out.exists()
+    assert kind_of({"command": "certify", "config": {"model": "cnn-ibp"}}).per_model
+
+
+def test_a_smoothing_file_is_summarized_alike_by_every_reader(tmp_path, cli):
+    """A SAFER file: results.load's summary, audit merge's --json and the table's summarize agree."""
+    from textaudit.results import load
+
+    records = [{"id": str(i), "label": 1, "prediction": 1 if i % 3 else 0, "correct": bool(i % 3), "words": 5,
+                "radius": 1 if i % 2 else 2, "abstain": False} for i in range(6)]
+    header = {"command": "certify", "config": {"method": "safer", "model": "m", "data": "d"}}
+    path = tmp_path / "safer.jsonl"
+    write_results(path, records, command="certify", config=header["config"])
+    direct = summarize_records(header, records)
+    assert load(path).summary() == direct
+    merged = cli("merge", str(tmp_path / "all.jsonl"), str(path), "--json")
+    assert merged.exit_code == 0, merged.output
+    assert json.loads(merged.stdout.strip().splitlines()[-1]) == json.loads(json.dumps(direct))
+
+
+def test_a_certify_interrupt_by_ibp_keeps_nothing():
+    assert interrupt_hint(["certify", "--model", "cnn-ibp", "--output", "x.jsonl"]) == "nothing to keep"
+    assert interrupt_hint(["certify", "--method", "ibp", "--model", "m", "-o", "x"]) == "nothing to keep"
+    assert "rerun with --resume" in interrupt_hint(["certify", "--method=ranmask", "--model", "m", "--output", "x"])
