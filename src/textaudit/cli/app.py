@@ -35,7 +35,8 @@ __all__ = ["AuditGroup", "fail", "AuditCommand", "app", "emit_json", "print_tabl
            "PerturbSideOpt", "MlmOpt", "LanguageOpt", "OutputOpt", "ResumeOpt", "SeedOpt", "ShardOpt", "JsonOpt",
            "BackendOpt", "AddressOpt", "WorkersOpt", "InFlightOpt", "GpusOpt", "CpusOpt", "format_ci",
            "MODEL_HELP", "with_model_options", "with_store_option", "StoreOpt", "store_fields", "score_fields", "with_track_option",
-           "finished", "finished_run", "conclude", "TrackExperimentOpt", "TrackRunIdOpt"]
+           "finished", "finished_run", "conclude", "TrackExperimentOpt", "TrackRunIdOpt", "option_group", "with_backend_options",
+           "BACKEND_OPTIONS"]
 
 #: what an interrupted command keeps, and how to continue: commands with a results file (--output)
 INTERRUPT_HINT = "results written so far are kept; rerun with --resume to continue"
@@ -132,6 +133,36 @@ MODEL_OPTIONS: dict[str, tuple[Any, Any]] = {
 }
 
 
+def option_group(command: Callable, options: dict[str, tuple[Any, Any]],
+                 around: Callable[[dict[str, Any], dict[str, Any], Callable[..., Any]], Any], *,
+                 into: str | None = None) -> Callable:
+    """Give ``command`` a group of options declared once (``options``: name → (annotation, default)).
+
+    At each call the group's values are taken out of the command's arguments and handed to
+    ``around(values, arguments, go)`` (``arguments``: the command's own, to read), which checks them, sets up
+    what they ask for and calls ``go()`` to run the command.
+    ``into``: the name of one of the command's own parameters (not an option) that receives what ``around``
+    passes to ``go(value)`` — e.g. the backend the options describe — and that typer never sees."""
+    sig = inspect.signature(command, eval_str=True)
+    hints = typing.get_type_hints(command, include_extras=True)
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        values = {name: kwargs.pop(name) for name in options}
+
+        def go(built: Any = None) -> Any:
+            return command(*args, **kwargs, **({into: built} if into else {}))
+
+        return around(values, kwargs, go)
+
+    kept = [p for name, p in sig.parameters.items() if name != into]
+    extra = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann)
+             for name, (ann, default) in options.items()]
+    run.__signature__ = sig.replace(parameters=[*kept, *extra])  # type: ignore[attr-defined]
+    run.__annotations__ = {**{k: v for k, v in hints.items() if k != into}, **{p.name: p.annotation for p in extra}}
+    return run
+
+
 def with_model_options(command: Callable | None = None, *, exclude: tuple[str, ...] = ()) -> Callable:
     """Give a command that takes ``--model`` the options of ``llm:`` and ``http(s)://`` models
     (:data:`MODEL_OPTIONS`, in their own help panel) and put them in effect while it runs
@@ -139,30 +170,22 @@ def with_model_options(command: Callable | None = None, *, exclude: tuple[str, .
     the command does not take (one of its own has the name: ``audit certify --samples``), left at their default."""
     if command is None:
         return functools.partial(with_model_options, exclude=exclude)
-    names = [n for n in MODEL_OPTIONS if n not in exclude]
-    sig = inspect.signature(command, eval_str=True)
-    hints = typing.get_type_hints(command, include_extras=True)
 
-    @functools.wraps(command)
-    def run(*args: Any, **kwargs: Any) -> Any:
+    def around(values: dict[str, Any], arguments: dict[str, Any], go: Callable[..., Any]) -> Any:
         from textaudit.models.options import ModelOptions, use_model_options
         from textaudit.models.registry import check_model_options
 
-        opts = ModelOptions(**{name: kwargs.pop(name) for name in names})
-        if isinstance(kwargs.get("model"), str):
-            check_model_options(kwargs["model"], opts)  # before any data or masked LM loads
+        opts = ModelOptions(**values)
+        if isinstance(arguments.get("model"), str):
+            check_model_options(arguments["model"], opts)  # before any data or masked LM loads
         if opts.prompt_file is not None:
             from textaudit.models.prompt import load_prompt
 
             load_prompt(opts.prompt_file)  # a broken prompt file, too
         with use_model_options(opts):
-            return command(*args, **kwargs)
+            return go()
 
-    extra = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann)
-             for name, (ann, default) in MODEL_OPTIONS.items() if name in names]
-    run.__signature__ = sig.replace(parameters=[*sig.parameters.values(), *extra])  # type: ignore[attr-defined]
-    run.__annotations__ = {**hints, **{p.name: p.annotation for p in extra}}
-    return run
+    return option_group(command, {n: MODEL_OPTIONS[n] for n in MODEL_OPTIONS if n not in exclude}, around)
 
 
 StoreOpt = Annotated[Optional[str], typer.Option("--store", help=(
@@ -177,21 +200,34 @@ def with_store_option(command: Callable) -> Callable:
     """Give a command that builds neighbourhoods ``--store PATH|off`` and put it in effect while it runs
     (:class:`textaudit.neighborhoods.store.use_store`) for every masked LM it loads; a bad value is a
     one-line error before anything loads."""
-    sig = inspect.signature(command, eval_str=True)
-    hints = typing.get_type_hints(command, include_extras=True)
 
-    @functools.wraps(command)
-    def run(*args: Any, **kwargs: Any) -> Any:
+    def around(values: dict[str, Any], arguments: dict[str, Any], go: Callable[..., Any]) -> Any:
         from textaudit.neighborhoods.store import use_score_cache, use_store
 
-        with use_store(kwargs.pop("store")), use_score_cache(kwargs.pop("score_cache")):
-            return command(*args, **kwargs)
+        with use_store(values["store"]), use_score_cache(values["score_cache"]):
+            return go()
 
-    extra = [inspect.Parameter("store", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=StoreOpt),
-             inspect.Parameter("score_cache", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=ScoreCacheOpt)]
-    run.__signature__ = sig.replace(parameters=[*sig.parameters.values(), *extra])  # type: ignore[attr-defined]
-    run.__annotations__ = {**hints, "store": StoreOpt, "score_cache": ScoreCacheOpt}
-    return run
+    return option_group(command, {"store": (StoreOpt, None), "score_cache": (ScoreCacheOpt, None)}, around)
+
+
+#: the options of where the work runs, declared once (:func:`with_backend_options`)
+BACKEND_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "backend": (BackendOpt, "serial"), "address": (AddressOpt, None), "workers": (WorkersOpt, 2),
+    "gpus_per_worker": (GpusOpt, 0.0), "cpus_per_worker": (CpusOpt, 1.0)}
+
+
+def with_backend_options(command: Callable) -> Callable:
+    """Give a command that runs jobs ``--backend serial|ray`` with ``--address``, ``--workers``,
+    ``--gpus-per-worker`` and ``--cpus-per-worker``; the command's own parameter ``runner`` receives the backend
+    (:func:`textaudit.backends.make_backend`: checked, not started — a bad value is a one-line error before
+    anything loads)."""
+
+    def around(values: dict[str, Any], arguments: dict[str, Any], go: Callable[..., Any]) -> Any:
+        from textaudit.backends import make_backend
+
+        return go(make_backend(values.pop("backend"), **values))
+
+    return option_group(command, BACKEND_OPTIONS, around, into="runner")
 
 
 TrackOpt = Annotated[Optional[str], typer.Option("--track", help=(
@@ -265,13 +301,10 @@ def with_track_option(command: Callable) -> Callable:
     """Give an audit command ``--track mlflow``, ``--track-experiment`` and ``--track-run-id``: the command runs
     as always, then what it handed :func:`finished` is logged as one run (:mod:`textaudit.track`) — also when
     it exits 1 (a suite's failed threshold). A missing MLflow is a one-line error before anything runs."""
-    sig = inspect.signature(command, eval_str=True)
-    hints = typing.get_type_hints(command, include_extras=True)
 
-    @functools.wraps(command)
-    def run(*args: Any, **kwargs: Any) -> Any:
-        ctx = kwargs.pop("_track_ctx")
-        track, experiment, parent = (kwargs.pop(k) for k in _TRACK_OPTIONS)
+    def around(values: dict[str, Any], arguments: dict[str, Any], go: Callable[..., Any]) -> Any:
+        ctx = values.pop("_track_ctx")
+        track, experiment, parent = (values[k] for k in _TRACK_OPTIONS)
         from textaudit.track import Target, check_tracker
 
         check_tracker(track)  # before anything runs
@@ -280,13 +313,13 @@ def with_track_option(command: Callable) -> Callable:
 
         def log() -> None:
             if track is not None or _FINISHED.get("track"):
-                _log_finished(name, kwargs, target)
+                _log_finished(name, arguments, target)
             elif experiment or parent:
                 notice("warning: --track-experiment and --track-run-id go with --track mlflow; nothing was logged")
 
         started = int(time.time() * 1000)
         try:
-            result = command(*args, **kwargs)
+            result = go()
         except typer.Exit as e:
             if e.exit_code in (0, 1):  # finished (1: a failed threshold): the run is still worth logging
                 _FINISHED.update(started_ms=started, ended_ms=int(time.time() * 1000))
@@ -296,11 +329,8 @@ def with_track_option(command: Callable) -> Callable:
         log()
         return result
 
-    extra = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=a) for n, a in _TRACK_OPTIONS.items()]
-    extra.append(inspect.Parameter("_track_ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context))
-    run.__signature__ = sig.replace(parameters=[*sig.parameters.values(), *extra])  # type: ignore[attr-defined]
-    run.__annotations__ = {**hints, **_TRACK_OPTIONS, "_track_ctx": typer.Context}
-    return run
+    options = {name: (annotation, None) for name, annotation in _TRACK_OPTIONS.items()}
+    return option_group(command, {**options, "_track_ctx": (typer.Context, inspect.Parameter.empty)}, around)
 
 
 def store_fields(mlm: Any) -> dict:

@@ -11,14 +11,10 @@ import typer
 from textaudit.attacks import run_attack
 from textaudit.attacks.patch import PatchWords
 from textaudit.attacks.registry import METHODS, check_options, default_method, estimate_queries, make_attack
-from textaudit.backends import make_backend
+from textaudit.backends import Backend
 from textaudit.cli.app import (
-    AddressOpt,
     AuditCommand,
-    BackendOpt,
-    CpusOpt,
     DataOpt,
-    GpusOpt,
     InFlightOpt,
     JsonOpt,
     LabelColumnOpt,
@@ -35,7 +31,6 @@ from textaudit.cli.app import (
     SeedOpt,
     ShardOpt,
     TextColumnOpt,
-    WorkersOpt,
     app,
     check_output,
     conclude,
@@ -45,6 +40,7 @@ from textaudit.cli.app import (
     print_table,
     score_fields,
     store_fields,
+    with_backend_options,
     with_model_options,
     with_store_option,
     with_track_option,
@@ -81,6 +77,7 @@ def say_cost(method: str, k: int | None, beam: int | None, kappa: int | None, te
 @with_track_option
 @with_store_option
 @with_model_options
+@with_backend_options
 def attack(
     model: ModelOpt,
     k: Optional[int] = typer.Option(None, "--k", help="Words the neighbourhood may change (default 6; SO-Enum: k <= 2, default 2)."),
@@ -96,11 +93,6 @@ def attack(
     output: OutputOpt = None,
     resume: ResumeOpt = False,
     shard: ShardOpt = None,
-    backend: BackendOpt = "serial",
-    address: AddressOpt = None,
-    workers: WorkersOpt = 2,
-    gpus_per_worker: GpusOpt = 0.0,
-    cpus_per_worker: CpusOpt = 1.0,
     in_flight: InFlightOpt = None,
     beam: Optional[int] = typer.Option(None, "--beam", help="SO-Beam width β (default 20)."),
     kappa: Optional[int] = typer.Option(None, "--kappa", help="κ: masked-LM candidates per position (default 20)."),
@@ -118,6 +110,7 @@ def attack(
                                               help="BAE: MiniLM sentence-similarity threshold (default 0.85)."),
     seed: SeedOpt = 0,
     json_out: JsonOpt = False,
+    runner: Backend = None,  # from --backend and its options (with_backend_options)
 ) -> None:
     """Search each example's neighbourhood for a vulnerable example (Double Perturbation)."""
 
@@ -134,8 +127,6 @@ def attack(
         if lang != "en" and synonyms is None:
             raise TextAuditError(f"the counter-fitted synonyms the patch words come from are English; for --language "
                                  f"{lang} give --pairs-file with synonym pairs in that language (w1,w2 per line)")
-    runner = make_backend(backend, address=address, workers=workers, gpus_per_worker=gpus_per_worker,
-                          cpus_per_worker=cpus_per_worker)
     data_id = dataset_id(data, "dev")
     check_side(perturb_side)
     side = perturb_side if pair_column else None

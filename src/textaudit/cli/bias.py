@@ -7,14 +7,10 @@ from typing import Optional
 
 import typer
 
-from textaudit.backends import make_backend
+from textaudit.backends import Backend
 from textaudit.cli.app import (
-    AddressOpt,
     AuditCommand,
-    BackendOpt,
-    CpusOpt,
     DataOpt,
-    GpusOpt,
     InFlightOpt,
     JsonOpt,
     LanguageOpt,
@@ -28,7 +24,6 @@ from textaudit.cli.app import (
     SeedOpt,
     ShardOpt,
     TextColumnOpt,
-    WorkersOpt,
     app,
     check_output,
     emit_json,
@@ -37,6 +32,7 @@ from textaudit.cli.app import (
     print_table,
     score_fields,
     store_fields,
+    with_backend_options,
     with_model_options,
     with_store_option,
     with_track_option,
@@ -61,6 +57,7 @@ from textaudit.sentence import check_language, guess_language
 @with_track_option
 @with_store_option
 @with_model_options
+@with_backend_options
 def bias(
     pair: Optional[str] = typer.Option(None, "--pair", help="Protected pair p = (p(1), p(2)), e.g. he,she."),
     pairs_file: Optional[Path] = typer.Option(None, "--pairs-file", help="File of pairs, one 'w1,w2' per line."),
@@ -97,16 +94,12 @@ def bias(
     output: OutputOpt = None,
     resume: ResumeOpt = False,
     shard: ShardOpt = None,
-    backend: BackendOpt = "serial",
-    address: AddressOpt = None,
-    workers: WorkersOpt = 2,
-    gpus_per_worker: GpusOpt = 0.0,
-    cpus_per_worker: CpusOpt = 1.0,
     in_flight: InFlightOpt = None,
     ci: str = typer.Option("clustered", "--ci", help="95% interval of B: clustered (CLT) or bootstrap (cluster bootstrap, for small X_p)."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Directory for histograms, B vs k and the pair bar chart."),
     seed: SeedOpt = 0,
     json_out: JsonOpt = False,
+    runner: Backend = None,  # from --backend and its options (with_backend_options)
 ) -> None:
     """Measure B_{p,k}: the mean shift of f_soft when p(1) → p(2) over the k-neighbourhood of the data."""
 
@@ -120,8 +113,6 @@ def bias(
     if ci not in CI_METHODS:
         raise TextAuditError(f"unknown --ci '{ci}'; use one of {', '.join(CI_METHODS)}")
     controls = controls_for(pairs, control, blacklists, gender_words()) if control else None
-    runner = make_backend(backend, address=address, workers=workers, gpus_per_worker=gpus_per_worker,
-                          cpus_per_worker=cpus_per_worker)
     data_id = dataset_id(data, "dev")
     check_side(perturb_side)
     lang = check_language(language or guess_language(mlm))

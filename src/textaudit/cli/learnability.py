@@ -7,24 +7,20 @@ from typing import Optional
 
 import typer
 
-from textaudit.backends import make_backend
+from textaudit.backends import Backend
 from textaudit.cli.app import (
-    AddressOpt,
     AuditCommand,
-    BackendOpt,
-    CpusOpt,
-    GpusOpt,
     JsonOpt,
     OutputOpt,
     ResumeOpt,
     ShardOpt,
-    WorkersOpt,
     app,
     check_output,
     emit_json,
     finished,
     notice,
     print_table,
+    with_backend_options,
     with_track_option,
 )
 from textaudit.data import dataset_id
@@ -38,6 +34,7 @@ PERTURBATION_HELP = "A perturbation, a comma list, or all: " + ", ".join(NOISE_P
 
 @app.command(cls=AuditCommand)
 @with_track_option
+@with_backend_options
 def learnability(
     model: str = typer.Option("bow", "--model", "-m", help="Comma-separated zoo architectures, e.g. bow,cnn."),
     perturbation: str = typer.Option("all", "--perturbation", help=PERTURBATION_HELP),
@@ -48,18 +45,12 @@ def learnability(
     output: OutputOpt = None,
     resume: ResumeOpt = False,
     shard: ShardOpt = None,
-    backend: BackendOpt = "serial",
-    address: AddressOpt = None,
-    workers: WorkersOpt = 2,
-    gpus_per_worker: GpusOpt = 0.0,
-    cpus_per_worker: CpusOpt = 1.0,
     plot: Optional[Path] = typer.Option(None, "--plot", help="Directory for the curves and scatter plots."),
     json_out: JsonOpt = False,
+    runner: Backend = None,  # from --backend and its options (with_backend_options)
 ) -> None:
     """Measure how learnable each perturbation is and relate it to robustness and augmentation gain."""
 
-    runner = make_backend(backend, address=address, workers=workers, gpus_per_worker=gpus_per_worker,
-                          cpus_per_worker=cpus_per_worker)
     part = check_output(output, resume, shard, train_size=train_size, data=dataset_id(data, "train"))
     perts = list(NOISE_PERTURBATIONS) if perturbation == "all" else [p.strip() for p in perturbation.split(",") if p.strip()]
     try:

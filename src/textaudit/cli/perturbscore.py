@@ -7,26 +7,22 @@ from pathlib import Path
 
 import typer
 
-from textaudit.backends import make_backend
+from textaudit.backends import Backend
 from textaudit.cli.app import (
-    AddressOpt,
     AuditCommand,
     AuditGroup,
-    BackendOpt,
-    CpusOpt,
     DataOpt,
-    GpusOpt,
     JsonOpt,
     ResumeOpt,
     SeedOpt,
     ShardOpt,
-    WorkersOpt,
     app,
     check_output,
     emit_json,
     finished,
     notice,
     print_table,
+    with_backend_options,
     with_track_option,
 )
 from textaudit.data import load_dataset
@@ -49,6 +45,7 @@ app.add_typer(ps_app, name="perturbscore")
 
 @ps_app.command("build", cls=AuditCommand)
 @with_track_option
+@with_backend_options
 def build(
     model: str = typer.Option("cnn", "--model", "-m", help="A zoo model or hf: classifier (needs input embeddings)."),
     perturbation: str = typer.Option("random-swap", "--perturbation", help="random-swap | synonym-swap"),
@@ -57,17 +54,13 @@ def build(
     output: Path = typer.Option(Path("runs/perturbscore_tuples.jsonl"), "--output", "-o", help="JSONL of tuples, written as it goes."),
     resume: ResumeOpt = False,
     shard: ShardOpt = None,
-    backend: BackendOpt = "serial",
-    address: AddressOpt = None,
-    workers: WorkersOpt = 2,
-    gpus_per_worker: GpusOpt = 0.0,
-    cpus_per_worker: CpusOpt = 1.0,
     space: str = typer.Option("hidden", "--space", help="hidden (pooled representation) | probs"),
     steps: int = typer.Option(5, "--steps", min=1, help="PGD steps per ε."),
     max_eps: float = typer.Option(1.0, "--max-eps", min=0.01, help="Largest ε of the grid (step 0.01)."),
     tolerance: float = typer.Option(0.005, "--tolerance", min=0.0, help="Drop a tuple whose closest shift is off by more."),
     seed: SeedOpt = 0,
     json_out: JsonOpt = False,
+    runner: Backend = None,  # from --backend and its options (with_backend_options)
 ) -> None:
     """Build (x, x′, edit distance, d, ε) tuples with PGD in the model's embedding space."""
 
@@ -76,8 +69,6 @@ def build(
         raise TextAuditError(f"--space must be hidden or probs (got {space})")
     if perturbation not in TUPLE_PERTURBATIONS:
         raise TextAuditError(f"unknown perturbation '{perturbation}'; use one of {', '.join(TUPLE_PERTURBATIONS)}")
-    runner = make_backend(backend, address=address, workers=workers, gpus_per_worker=gpus_per_worker,
-                          cpus_per_worker=cpus_per_worker)
     part = check_output(output, resume, shard, perturbation=perturbation, seed=seed, space=space, steps=steps, max_eps=max_eps,
                  tolerance=tolerance)
     ds = load_dataset(data, default_split="dev", require_labels=False)
