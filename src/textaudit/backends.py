@@ -27,6 +27,7 @@ import os
 import time
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
+from textaudit.device import pick_device
 from textaudit.errors import TextAuditError
 
 __all__ = ["Backend", "SerialBackend", "RayBackend", "make_backend", "BACKENDS", "place_on_device", "Sync",
@@ -296,7 +297,6 @@ def place_on_device(*objects: Any) -> None:
     Ray worker: in the driver, models stay where their loader put them."""
     if not _IN_WORKER:
         return
-    from textaudit.device import pick_device
 
     device = pick_device()
     seen: set[int] = set()

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Callable
 
+from textaudit.device import check_device, cpu_threads
 from textaudit.errors import TextAuditError
 
 __all__ = ["ENVIRONMENT", "check_environment", "tune_garbage_collector"]
@@ -28,8 +29,6 @@ def _existing_directory(name: str, value: str) -> None:
 
 
 def _threads(name: str, value: str) -> None:
-    from textaudit.device import cpu_threads
-
     cpu_threads()  # the one reader of TEXTAUDIT_THREADS says what is wrong with it
 
 
@@ -48,8 +47,6 @@ def _switch(name: str, value: str) -> None:
 
 
 def _device(name: str, value: str) -> None:
-    from textaudit.device import check_device
-
     check_device(value, name)
 
 

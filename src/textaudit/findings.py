@@ -38,12 +38,19 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from textaudit.attacks.patch import PatchWords
+from textaudit.attacks.registry import make_attack, method_spec
+from textaudit.attacks.run import run_attack
 from textaudit.errors import TextAuditError
 from textaudit.fairness.replay import BiasFindings, bias_status, estimate_fields, read_bias_findings
+from textaudit.formats.jsonl import check_results, read_header, read_jsonl, record_lines
 from textaudit.kinds import REPLAY_STATUSES as STATUSES
 from textaudit.kinds import summarize_replay
+from textaudit.loaded import load
+from textaudit.models import load_classifier
 from textaudit.models.batched import TIE, Classifier, decisions, flips_in_draws, sampled_draws, unknown_class
-from textaudit.stats import check_margin
+from textaudit.neighborhoods.mlm import load_mlm
+from textaudit.stats import check_margin, mcnemar, wilson
 
 __all__ = ["Finding", "BiasFindings", "Replay", "read_findings", "replay", "attack_files", "STATUSES"]
 
@@ -78,8 +85,6 @@ class Finding:
 
 def attack_files(path: Path) -> list[Path]:
     """The attack results files under ``path``: itself, or a compare / harden folder's cells."""
-    from textaudit.loaded import load
-
     if not path.is_dir():
         return [path]
     res = load(path)  # the folder's own checks: every file its own
@@ -90,8 +95,6 @@ def read_findings(paths: Sequence[str | Path], *, bias: bool = True) -> list[Fin
     """Every success of the attack results files (or compare / harden folders) ``paths``, in file
     order, and (``bias``) the scored units of bias results files; a path of another kind is a
     one-line error."""
-    from textaudit.formats.jsonl import check_results, read_header, read_jsonl, record_lines
-
     kinds = "audit attack or audit bias" if bias else "audit attack"
     out: list[Finding | BiasFindings] = []
     for given in paths:
@@ -239,8 +242,6 @@ def replay(findings: str | Path | Sequence[str | Path] | Sequence[Finding | Bias
     ``margin`` (with a baseline): the summary says whether the model's still-rate is non-inferior to
     (and equivalent with) the baseline's at that margin, a share (0.02: 2 points).
     See the module docstring for what each status means."""
-    from textaudit.models import load_classifier
-
     check_margin(margin, baseline is not None)
 
     if isinstance(findings, (str, Path)):
@@ -294,14 +295,6 @@ def fresh_attacks(paths: Sequence[str | Path], model: object, n: int, *, seed: i
     robust now, not only whether these x̃ still flip. One dict per file: the examples, the successes
     there of the file's own model (its records) and of ``model`` now, each with its Wilson interval, and
     McNemar's exact p on the paired examples."""
-    from textaudit.attacks.patch import PatchWords
-    from textaudit.attacks.registry import make_attack, method_spec
-    from textaudit.attacks.run import run_attack
-    from textaudit.formats.jsonl import check_results, read_header, read_jsonl
-    from textaudit.models import load_classifier
-    from textaudit.neighborhoods.mlm import load_mlm
-    from textaudit.stats import mcnemar, wilson
-
     if n < 1:
         raise TextAuditError(f"--fresh must be at least 1 example (got {n})")
     clf = model if hasattr(model, "predict_proba") and not isinstance(model, str) else load_classifier(model)

@@ -29,6 +29,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from textaudit.attacks.compare import compare_cells
 from textaudit.errors import TextAuditError
 from textaudit.formats.compare import SUMMARY as COMPARE_SUMMARY
 from textaudit.formats.compare import cell_path, folder_file, read_compare
@@ -76,8 +77,6 @@ class Results:
         if self.stored_summary is not None:
             return dict(self.stored_summary)
         if self.cells:
-            from textaudit.attacks.compare import compare_cells
-
             return compare_cells({key: c.records for key, c in self.cells.items()})
         try:
             kind = kind_of({"command": self.command, "config": self.config})

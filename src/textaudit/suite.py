@@ -59,7 +59,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from textaudit.attacks.compare import run_compare
+from textaudit.data import dataset_id, load_dataset
 from textaudit.errors import TextAuditError
+from textaudit.fairness import CounterfactualBias, parse_pair, run_bias
+from textaudit.fairness.controls import controls_for
+from textaudit.fairness.pairs import check_some_source
+from textaudit.findings import replay
+from textaudit.formats.jsonl import check_output, read_header, read_jsonl, write_results
+from textaudit.models import load_classifier
+from textaudit.models.zoo.names import ROBUST_ARCHS, ZOO_MODELS, parse_name
+from textaudit.neighborhoods.mlm import load_mlm
+from textaudit.perturbations.gender import gender_words
+from textaudit.report import write_report
+from textaudit.report.render import is_report
 
 __all__ = ["Suite", "Check", "load_suite", "run_suite", "check_thresholds"]
 
@@ -208,21 +221,17 @@ def load_suite(path: str | Path) -> Suite:
     if "bias" in spec:
         if not isinstance(spec["bias"].get("model"), str):
             raise TextAuditError(f"{path}: [bias] needs model = \"<name>\"")
-        from textaudit.fairness import parse_pair
 
         for p in spec["bias"]["pairs"]:
             parse_pair(p)
         _bias_controls(spec["bias"])  # a control that cannot be chosen is an error now, before anything runs
     if "certify" in spec:
-        from textaudit.models.zoo.names import ROBUST_ARCHS, ZOO_MODELS, parse_name
-
         for m in spec["certify"]["models"]:
             if m not in ZOO_MODELS or parse_name(m)[0] not in ROBUST_ARCHS:
                 raise TextAuditError(f"{path}: [certify] supports the zoo's {'/'.join(ROBUST_ARCHS)} word models "
                                      f"(e.g. cnn-ibp), not {m}")
     suite = Suite(path, spec)
     _thresholds(suite)  # names checked now, values once the audits ran
-    from textaudit.report.render import is_report
 
     report = suite.report_path
     if report.is_dir() or (report.exists() and not is_report(report)):
@@ -235,9 +244,6 @@ def _bias_controls(bias: dict) -> dict | None:
     """``[bias] control``'s pair for each of its pairs (:func:`textaudit.fairness.controls.controls_for`), or None."""
     if not bias.get("control"):
         return None
-    from textaudit.fairness import parse_pair
-    from textaudit.fairness.controls import controls_for
-    from textaudit.perturbations.gender import gender_words
 
     return controls_for([parse_pair(p) for p in bias["pairs"]], bias["control"], None, gender_words())
 
@@ -368,15 +374,6 @@ def check_thresholds(suite: Suite, results: dict) -> list[Check]:
 def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], Path, list[Path]]:
     """Run (or resume) every audit of ``suite`` into its output directory, write the report, and
     return ``(results, checks, report path, the audits' results files and folders)``."""
-    from textaudit.attacks.compare import run_compare
-    from textaudit.data import dataset_id, load_dataset
-    from textaudit.fairness import CounterfactualBias, parse_pair, run_bias
-    from textaudit.fairness.pairs import check_some_source
-    from textaudit.formats.jsonl import check_output, read_header, read_jsonl, write_results
-    from textaudit.models import load_classifier
-    from textaudit.neighborhoods.mlm import load_mlm
-    from textaudit.report import write_report
-
     out = suite.output_dir
     if out.exists() and not out.is_dir():
         raise TextAuditError(f"output_dir {out} is a file; give a directory")
@@ -417,8 +414,6 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
                                    max_sources=suite.get("bias", "max_sources"), progress=progress)
         inputs.append(path)
     if "certify" in suite.spec:
-        from textaudit.models.zoo.ibp import certify_classifier
-
         results["certify"] = {}
         for model in suite.get("certify", "models"):
             path = out / f"certify.{model}.jsonl"
@@ -430,13 +425,13 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
                 res = read_jsonl(path)[0]
             else:
                 ds = load_dataset(data, default_split="dev", limit=limit)
+                from textaudit.models.zoo.ibp import certify_classifier  # torch at import: only when IBP runs
+
                 res = {"id": model, "model": model, **certify_classifier(clf, ds["text"], ds["label"])}
                 write_results(path, [res], command="certify", config=config)
             results["certify"][model] = res
             inputs.append(path)
     if "replay" in suite.spec:
-        from textaudit.findings import replay
-
         files = [Path(f) if Path(f).is_absolute() else suite.path.parent / f for f in suite.get("replay", "findings")]
         rep = replay(files, suite.get("replay", "model"), suite.get("replay", "baseline"), margin=suite.get("replay", "margin"))
         results["replay"] = rep.summary()

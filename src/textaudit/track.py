@@ -33,6 +33,9 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from textaudit.errors import TextAuditError
+from textaudit.formats.jsonl import read_header
+from textaudit.loaded import load
+from textaudit.report import write_report
 from textaudit.secrets import public_url, redact_obj, register, register_env
 from textaudit.secrets import redact as redact_secrets
 from textaudit.version import __version__
@@ -172,8 +175,6 @@ def run_of_summary(command: str, summary: Mapping, options: Mapping[str, Any], f
                    secret_env: Iterable[str] = ()) -> TrackRun:
     """The run of a command that just finished: its ``--json`` summary's numbers as metrics; its params the
     results file's header settings where it wrote one, else its options."""
-    from textaudit.formats.jsonl import read_header
-
     secrets = _secrets(secret_env)
     config = dict(options)
     for f in files:
@@ -193,8 +194,6 @@ def run_of_summary(command: str, summary: Mapping, options: Mapping[str, Any], f
 def run_of_files(path: Path) -> TrackRun:
     """The run of a finished results file or folder (``audit track``): the content kept beside it when its
     live logging failed, else its header settings and its summary recomputed from its records."""
-    from textaudit.loaded import load
-
     kept = pending_path(path)
     if kept.is_file():
         try:
@@ -239,8 +238,6 @@ def _experiment_id(client, target: Target) -> str:
 
 def _report(paths: Sequence[str], where: Path) -> Path | None:
     """The HTML report of the run's results files, if they make one."""
-    from textaudit.report import write_report
-
     files = [p for p in paths if Path(p).exists() and not str(p).endswith(".track.json")]
     if not files:
         return None

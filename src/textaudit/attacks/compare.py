@@ -16,10 +16,18 @@ import json
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from textaudit.attacks.run import summarize
+from textaudit.attacks.registry import check_options, make_attack, method_spec
+from textaudit.attacks.run import run_attack, summarize
+from textaudit.data import align_labels, dataset_id, load_dataset
 from textaudit.errors import TextAuditError
+from textaudit.files import atomic_path
 from textaudit.formats.compare import MATRIX_COLUMNS, SUMMARY, cell_path
+from textaudit.formats.jsonl import check_output
+from textaudit.lm import LazyCausalLM
+from textaudit.models import load_classifier
+from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.secrets import redact_obj
+from textaudit.stats import check_margin, mcnemar, non_inferiority
 
 __all__ = ["cell_path", "compare_cells", "cells_from_files", "run_compare", "MATRIX_COLUMNS", "SUMMARY"]
 
@@ -38,9 +46,6 @@ def compare_cells(cells: dict[tuple[str, str], Sequence[dict]], margin: float | 
     ``margin``: two models under one method also get ``non_inferiority``: is b's success rate no
     worse than a's (a: the model named first) by ``margin`` or more (:func:`textaudit.stats.non_inferiority`);
     and ``accuracy`` holds each later model's accuracy tested against the first model's the same way."""
-    from textaudit.attacks.registry import method_spec
-    from textaudit.stats import mcnemar, non_inferiority
-
     out_cells = []
     for (model, method), records in cells.items():
         k = next((r["k"] for r in records if r.get("k") is not None), None) if "k" in method_spec(method).options else None
@@ -70,8 +75,6 @@ def compare_cells(cells: dict[tuple[str, str], Sequence[dict]], margin: float | 
 def _accuracy_tests(cells: dict[tuple[str, str], Sequence[dict]], margin: float) -> list[dict]:
     """Each later model's accuracy against the first model's, non-inferior at ``margin``, on the examples both
     predicted (a model's prediction of an example is the same in every method's cell)."""
-    from textaudit.stats import non_inferiority
-
     right: dict[str, dict[str, bool]] = {}
     for (model, _), records in cells.items():
         seen = right.setdefault(model, {})
@@ -135,20 +138,9 @@ def run_compare(models: Sequence[str], methods: Sequence[str], output_dir: str |
     ``k`` goes to the methods that have one (None: each method's default). Every option and every
     cell file is checked before any model loads. ``margin``: see :func:`compare_cells` (two models or more).
     ``label_map``: the model's class id of each class name of the data (:func:`textaudit.data.align_labels`)."""
-    from textaudit.attacks.registry import check_options, make_attack, method_spec
-    from textaudit.attacks.run import run_attack
-    from textaudit.data import align_labels, dataset_id, load_dataset
-    from textaudit.errors import TextAuditError
-    from textaudit.files import atomic_path
-    from textaudit.formats.jsonl import check_output
-    from textaudit.lm import LazyCausalLM
-    from textaudit.models import load_classifier
-    from textaudit.neighborhoods.mlm import load_mlm
-
     output_dir = Path(output_dir)
     if output_dir.exists() and not output_dir.is_dir():
         raise TextAuditError(f"--output-dir {output_dir} is a file; give a directory")
-    from textaudit.stats import check_margin
 
     check_margin(margin, len(models) > 1, "two models or more")
     specs = {method: method_spec(method) for method in methods}

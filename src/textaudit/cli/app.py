@@ -23,12 +23,19 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 from typer.exceptions import TyperException
 
+from textaudit.backends import make_backend
 from textaudit.environment import check_environment
 from textaudit.errors import TextAuditError
 from textaudit.formats.jsonl import check_output as results_check_output
 from textaudit.kinds import resumable_commands
+from textaudit.models.options import ModelOptions, use_model_options
+from textaudit.models.prompt import load_prompt
+from textaudit.models.registry import check_model_options
+from textaudit.neighborhoods.store import use_score_cache, use_store
+from textaudit.secrets import RedactingStream, register_env, register_url
 from textaudit.shards import Shard, parse_shard, shard_name
 from textaudit.stats import format_ci  # noqa: F401 - the commands import it from here
+from textaudit.track import Target, check_tracker, log_run, pending_path, run_of_summary
 
 __all__ = ["AuditGroup", "fail", "AuditCommand", "app", "emit_json", "print_table", "notice", "check_output", "ModelOpt",
            "DataOpt", "TextColumnOpt", "LabelColumnOpt", "LimitOpt", "SampleOpt", "PairColumnOpt",
@@ -172,15 +179,10 @@ def with_model_options(command: Callable | None = None, *, exclude: tuple[str, .
         return functools.partial(with_model_options, exclude=exclude)
 
     def around(values: dict[str, Any], arguments: dict[str, Any], go: Callable[..., Any]) -> Any:
-        from textaudit.models.options import ModelOptions, use_model_options
-        from textaudit.models.registry import check_model_options
-
         opts = ModelOptions(**values)
         if isinstance(arguments.get("model"), str):
             check_model_options(arguments["model"], opts)  # before any data or masked LM loads
         if opts.prompt_file is not None:
-            from textaudit.models.prompt import load_prompt
-
             load_prompt(opts.prompt_file)  # a broken prompt file, too
         with use_model_options(opts):
             return go()
@@ -202,8 +204,6 @@ def with_store_option(command: Callable) -> Callable:
     one-line error before anything loads."""
 
     def around(values: dict[str, Any], arguments: dict[str, Any], go: Callable[..., Any]) -> Any:
-        from textaudit.neighborhoods.store import use_score_cache, use_store
-
         with use_store(values["store"]), use_score_cache(values["score_cache"]):
             return go()
 
@@ -223,8 +223,6 @@ def with_backend_options(command: Callable) -> Callable:
     anything loads)."""
 
     def around(values: dict[str, Any], arguments: dict[str, Any], go: Callable[..., Any]) -> Any:
-        from textaudit.backends import make_backend
-
         return go(make_backend(values.pop("backend"), **values))
 
     return option_group(command, BACKEND_OPTIONS, around, into="runner")
@@ -271,8 +269,6 @@ def finished_run(run: Any, track: str | None = None) -> None:
 
 def _log_finished(command: str, options: dict, target: Any) -> None:
     """Log what the command handed :func:`finished` (a warning, never an error, when the tracker fails)."""
-    from textaudit.track import log_run, pending_path, run_of_summary
-
     if "run" in _FINISHED:
         run = _FINISHED["run"]() if callable(_FINISHED["run"]) else _FINISHED["run"]
     elif "summary" in _FINISHED:
@@ -305,7 +301,6 @@ def with_track_option(command: Callable) -> Callable:
     def around(values: dict[str, Any], arguments: dict[str, Any], go: Callable[..., Any]) -> Any:
         ctx = values.pop("_track_ctx")
         track, experiment, parent = (values[k] for k in _TRACK_OPTIONS)
-        from textaudit.track import Target, check_tracker
 
         check_tracker(track)  # before anything runs
         name, target = " ".join(ctx.command_path.split()[1:]), Target(experiment, parent)
@@ -398,8 +393,6 @@ def redacted_streams(argv: Sequence[str] = ()) -> Iterator[None]:
     """Run a command with its stdout and stderr passing :func:`textaudit.secrets.redact`: the secrets of the
     environment (API keys, tracker tokens) and of every URL among ``argv`` (a model spec's user:password@
     and credential query values) are known before the command reads any of them."""
-    from textaudit.secrets import RedactingStream, register_env, register_url
-
     register_env()
     for a in argv:
         for part in str(a).split(","):  # --models a,b,c

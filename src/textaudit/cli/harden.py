@@ -23,6 +23,11 @@ from textaudit.cli.app import (
     with_store_option,
     with_track_option,
 )
+from textaudit.fairness import parse_pair
+from textaudit.formats import harden as ba
+from textaudit.harden.run import HardenSettings, parse_eval_attacks
+from textaudit.harden.run import harden as run_harden
+from textaudit.stats import format_p
 
 
 @app.command(cls=AuditCommand)
@@ -73,10 +78,6 @@ def harden(
     json_out: JsonOpt = False,
 ) -> None:
     """Harden a model against the weaknesses the audits find, then audit it and the original on the same held-out examples."""
-    from textaudit.fairness import parse_pair
-    from textaudit.harden.run import HardenSettings, parse_eval_attacks
-    from textaudit.harden.run import harden as run_harden
-
     evals = parse_eval_attacks(eval_attack)
     settings = HardenSettings(model=model, method=method, attack=attack, k=k, data=data, train_sample=train_sample,
                               max_train=max_train, epochs=epochs, rounds=rounds, lr=lr,
@@ -97,9 +98,6 @@ def harden(
 
 def print_before_after(result: dict) -> None:
     """The before/after tables: clean accuracy, every evaluation attack, B_(p,k), and the cost."""
-    from textaudit.formats import harden as ba
-    from textaudit.stats import format_p
-
     print_table(f"{result['from']} → {result['method']} on {result['held_out']['eval_examples']} held-out examples of "
                 f"{result['eval_data']}", ba.SUMMARY_COLUMNS, ba.summary_rows(result))
     if result["bias"]:

@@ -31,14 +31,13 @@ from textaudit.cli import (  # noqa: F401
     wordorder,
 )
 from textaudit.cli.app import app
+from textaudit.environment import tune_garbage_collector
 
 __all__ = ["app", "main"]
 
 
 def main(argv: Optional[list[str]] = None) -> None:
     """Run the ``audit`` command line on ``argv`` (default: ``sys.argv[1:]``)."""
-    from textaudit.environment import tune_garbage_collector
-
     tune_garbage_collector()
     app(args=argv, prog_name="audit")
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from textaudit.cli.app import AuditCommand, JsonOpt, app, emit_json, notice, print_table
+from textaudit.fairness.bias import BIAS_COLUMNS, bias_rows, estimates_from_records
 from textaudit.merge import merge_results, summarize_records
 
 
@@ -30,8 +31,6 @@ def merge(
         emit_json(summary)
         return
     if header["command"] == "bias":
-        from textaudit.fairness.bias import BIAS_COLUMNS, bias_rows, estimates_from_records
-
         results = estimates_from_records(records, header["config"]["k"], header["config"]["enumerate_k"])
         print_table(f"B_(p,k) of the merged run ({output})", BIAS_COLUMNS, bias_rows(results))
         return

@@ -45,15 +45,28 @@ from textaudit.cli.app import (
 )
 from textaudit.data import align_labels, as_pairs, check_labels, dataset_id, load_dataset, pairs_of, parse_label_map
 from textaudit.errors import TextAuditError
+from textaudit.findings import read_findings
 from textaudit.formats.jsonl import check_output as results_check_output
 from textaudit.formats.jsonl import write_results
+from textaudit.lexicons import counterfitted_neighbors
 from textaudit.models import load_classifier
 from textaudit.models.zoo import ARCHS, parse_name, train_model
 from textaudit.models.zoo.names import ROBUST_ARCHS, ZOO_MODELS
+from textaudit.neighborhoods.builder import NeighborhoodBuilder
+from textaudit.neighborhoods.corpus import DEBIAN_SOURCES, debian_prose, generate_synthetic
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.neighborhoods.train_mlm import TrainMLMConfig, default_out
 from textaudit.neighborhoods.train_mlm import train as train_minilm_mlm
 from textaudit.progress import duration
+from textaudit.robustness.calibration import (
+    CALIBRATION_COLUMNS,
+    calibration_rows,
+    calibration_under_perturbation,
+    perturb,
+    perturbation_methods,
+    plot_reliability,
+)
+from textaudit.robustness.smoothing import SAFER, SMOOTHING, PerturbationSets, RanMASK, run_certify
 from textaudit.stats import wilson
 
 
@@ -155,8 +168,6 @@ def evaluate(
     if output is not None:
         results_check_output(output, None)  # never over a file: refused before anything runs
     if perturbed is not None and not Path(perturbed).exists():
-        from textaudit.robustness.calibration import perturbation_methods
-
         if perturbed not in perturbation_methods():
             raise TextAuditError(f"--perturbed {perturbed!r} is neither a results file nor a method; use a file of audit "
                                  f"attack --output or one of {', '.join(perturbation_methods())}")
@@ -205,13 +216,9 @@ def _calibration(clf, ds, perturbed: str, bins: int, plot: Path | None, mlm: str
     """``evaluate --perturbed``: the originals and their perturbed versions (a method's, or a results file's
     findings), scored and compared (:func:`textaudit.robustness.calibration.calibration_under_perturbation`);
     ``output``: their records as a results file (``audit report`` draws its reliability diagram)."""
-    from textaudit.robustness.calibration import calibration_under_perturbation, perturb, plot_reliability
-
     if pairs_of(ds) is not None:
         raise TextAuditError("--perturbed takes single texts for now, not sentence pairs")
     if Path(perturbed).exists():
-        from textaudit.findings import read_findings
-
         found = [f for f in read_findings([perturbed], bias=False) if f.label is not None]
         texts, labels, ids = [f.text for f in found], [f.label for f in found], [f.id for f in found]
         changed = [f.vulnerable_patched or f.vulnerable for f in found]
@@ -236,8 +243,6 @@ def _calibration(clf, ds, perturbed: str, bins: int, plot: Path | None, mlm: str
 
 def print_calibration(res: dict) -> None:
     """The calibration table: each metric on the originals, on the perturbed texts, and their difference."""
-    from textaudit.robustness.calibration import CALIBRATION_COLUMNS, calibration_rows
-
     print_table(f"calibration on {res['n']} originals and {res['perturbed_by']} ({res['bins']} bins; 95% CI; "
                 "difference: perturbed − original, paired)", CALIBRATION_COLUMNS, calibration_rows(res))
 
@@ -290,7 +295,6 @@ def certify(
         raise TextAuditError(f"--mask-rate must be at least 0 and below 1 (got {mask_rate}); RanMASK's paper uses 0.9")
     zoo_ibp = model in ZOO_MODELS and model.endswith("-ibp")
     method = method or ("ibp" if zoo_ibp else "safer")
-    from textaudit.robustness.smoothing import SMOOTHING
 
     if method != "ibp" and method not in SMOOTHING:
         raise TextAuditError(f"unknown --method '{method}'; use ibp (zoo bow/cnn/lstm word models), "
@@ -299,7 +303,6 @@ def certify(
         return _certify_safer(model, data, limit, output, resume, samples, selection, alpha, seed, in_flight, json_out,
                               synonyms, hops, (neighbors, neighbor_sample, patches, mlm, view_radius),
                               (mask_rate, mask_token) if method == "ranmask" else None)
-    from textaudit.models.zoo.ibp import certify_classifier
 
     if resume:
         raise TextAuditError("--resume applies to --method safer (an IBP certification is one pass: run it again)")
@@ -311,6 +314,8 @@ def certify(
     clf = load_classifier(model)
     ds, _ = align_labels(ds, clf)  # class names by the model's, never by their sort order
     check_labels(ds["label"], clf.num_classes, clf.name)
+    from textaudit.models.zoo.ibp import certify_classifier  # torch at import: only when IBP runs
+
     res = certify_classifier(clf, ds["text"], ds["label"])
     res["model"] = model
     if output:
@@ -330,9 +335,6 @@ def _certify_safer(model: str, data: str, limit, output, resume: bool, samples: 
     """``audit certify --method safer|ranmask`` (:mod:`textaudit.robustness.smoothing`; ``ranmask``: ρ and the
     mask token)."""
     import json
-
-    from textaudit.lexicons import counterfitted_neighbors
-    from textaudit.robustness.smoothing import SAFER, SMOOTHING, PerturbationSets, RanMASK, run_certify
 
     if not 0 < alpha < 0.5:
         raise TextAuditError(f"--alpha must be above 0 and below 0.5 (got {alpha}); 0.05 is usual")
@@ -376,8 +378,6 @@ def _certify_safer(model: str, data: str, limit, output, resume: bool, samples: 
                f"texts/s measured here{view}; the progress line follows the texts asked")
     builder = None
     if k:
-        from textaudit.neighborhoods.builder import NeighborhoodBuilder
-
         builder = NeighborhoodBuilder(load_mlm(mlm), seed=seed)
     # RanMASK draws no synonyms: its sets serve only the second-order view's patches
     sets = PerturbationSets({} if ranmask and not k else table if synonyms is not None else counterfitted_neighbors(),
@@ -518,8 +518,6 @@ def mlm_corpus(
     continues after the last one; the Debian part is rewritten whole. sources.json names each file's
     source and licence."""
     import json as _json
-
-    from textaudit.neighborhoods.corpus import DEBIAN_SOURCES, debian_prose, generate_synthetic
 
     if not debian and not synthetic_batches:
         raise TextAuditError("nothing to write: keep --debian or give --synthetic-batches N")

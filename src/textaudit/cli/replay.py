@@ -22,6 +22,12 @@ from textaudit.cli.app import (
     with_track_option,
 )
 from textaudit.errors import TextAuditError
+from textaudit.fairness.pairs import load_pairs_file
+from textaudit.fairness.replay import REPLAY_COLUMNS, replay_row
+from textaudit.findings import fresh_attacks, read_findings
+from textaudit.findings import replay as run_replay
+from textaudit.formats.jsonl import check_output, write_results
+from textaudit.stats import check_margin, format_ci, format_p
 
 #: the replay table's columns: one row per method (per method and pair: --json, --output and the report)
 COLUMNS = ["method", "findings", "still", "fixed", "not applicable", "regressed"]
@@ -60,11 +66,6 @@ def replay(
 ) -> None:
     """Replay the vulnerable pairs and adversarial examples an attack found, and the sentences a bias run scored, on
     another model: no masked LM, no search."""
-    from textaudit.findings import read_findings
-    from textaudit.findings import replay as run_replay
-    from textaudit.formats.jsonl import check_output, write_results
-    from textaudit.stats import check_margin
-
     check_margin(margin, baseline is not None)
     found = read_findings(findings)  # every file checked before any model loads
     if output is not None:
@@ -73,14 +74,11 @@ def replay(
         raise TextAuditError("--pairs-file goes with --fresh (the patch words of the fresh attack)")
     pairs = None
     if pairs_file is not None:  # read before anything runs
-        from textaudit.fairness.pairs import load_pairs_file
 
         pairs = load_pairs_file(str(pairs_file))
     result = run_replay(found, model, baseline, margin=margin)
     again = None
     if fresh is not None:
-        from textaudit.findings import fresh_attacks
-
         notice(f"fresh attack: {fresh} examples of each attack file, on {result.model} …")
         again = fresh_attacks(findings, model, fresh, pairs=pairs, progress=not json_out)
     if output is not None:
@@ -108,8 +106,6 @@ def replay(
     print_table(title, COLUMNS, rows)
     notice(FIXED_MEANS)
     if again:
-        from textaudit.stats import format_ci, format_p
-
         print_table(f"fresh attack on {result.model}, beside each file's own records on the same examples",
                     ["method", "examples", "then (model)", "success then", "success now", "McNemar p"],
                     [[f"{g['method']}{'' if g['k'] is None else ' k=' + str(g['k'])}", g["paired"], g["then_model"],
@@ -122,7 +118,5 @@ def replay(
         print_margins("still-rate", [(out["model"], out["baseline"], out["non_inferiority"])])
     bias = [r for r in result.records if r.get("order") == "bias"]
     if bias:
-        from textaudit.fairness.replay import REPLAY_COLUMNS, replay_row
-
         print_table(BIAS_TITLE, REPLAY_COLUMNS, [replay_row(r, baseline is not None) for r in bias])
 

@@ -8,6 +8,7 @@ from typing import List, Optional
 import typer
 
 from textaudit.cli.app import AuditCommand, app, notice
+from textaudit.report import write_report
 
 
 @app.command(cls=AuditCommand)
@@ -19,7 +20,5 @@ def report(
     title: Optional[str] = typer.Option(None, "--title", help="The report's title."),
 ) -> None:
     """Write one self-contained report (no network needed to view it) of the given results."""
-    from textaudit.report import write_report
-
     path = write_report(results, out, fmt, title)
     notice(f"report: {path}")

@@ -17,6 +17,8 @@ from textaudit.cli.app import (
     with_store_option,
     with_track_option,
 )
+from textaudit.suite import load_suite, run_suite
+from textaudit.track import check_tracker, suite_run
 
 
 @app.command("run", cls=AuditCommand)
@@ -27,9 +29,6 @@ def run_suite_command(
     json_out: JsonOpt = False,
 ) -> None:
     """Run a declared suite of audits (resumable), write its report, and exit 1 when a threshold fails."""
-    from textaudit.suite import load_suite, run_suite
-    from textaudit.track import check_tracker, suite_run
-
     suite = load_suite(suite_file)
     track = check_tracker(suite.get("suite", "track"))  # [suite] track = "mlflow": as --track mlflow
     _, checks, report, inputs = run_suite(suite)

@@ -7,6 +7,9 @@ from typing import Annotated
 import typer
 
 from textaudit.cli.app import AuditCommand, ModelOpt, app, notice, with_model_options
+from textaudit.errors import TextAuditError
+from textaudit.models import load_classifier
+from textaudit.serve import serve as run_server
 
 
 @app.command(cls=AuditCommand)
@@ -22,15 +25,10 @@ def serve(
 ) -> None:
     """Serve a model (zoo, hf:, llm:, file.py:obj, …) on POST /predict {"texts": [...]} -> {"probs": [[...]]},
     so that a team can audit it remotely with --model http://host:port/predict."""
-    from textaudit.models import load_classifier
-    from textaudit.serve import serve as run_server
-
     try:  # FastAPI missing is an error before the model loads
         import fastapi  # noqa: F401
         import uvicorn  # noqa: F401
     except ImportError as e:
-        from textaudit.errors import TextAuditError
-
         raise TextAuditError(f"audit serve needs FastAPI and uvicorn ({e}); pip install 'textaudit[serve]'") from None
     run_server(load_classifier(model), host=host, port=port, announce=notice, max_body_bytes=max_body_bytes,
                max_batch=max_batch)

@@ -9,6 +9,7 @@ import typer
 
 from textaudit.cli.app import AuditCommand, AuditGroup, JsonOpt, StoreOpt, app, emit_json, notice, print_table
 from textaudit.errors import TextAuditError
+from textaudit.neighborhoods.store import NeighborhoodStore, current_store, use_store
 
 store_app = typer.Typer(cls=AuditGroup, no_args_is_help=True, help=(
     "The neighbourhood store: masked-LM answers computed once and shared by every run, process and worker."))
@@ -16,8 +17,6 @@ app.add_typer(store_app, name="store")
 
 
 def _store(path: str | None, *, must_exist: bool = True):
-    from textaudit.neighborhoods.store import current_store, use_store
-
     with use_store(path):
         store = current_store()
     if store is None:
@@ -81,8 +80,6 @@ def export(out: Path = typer.Argument(..., help="A new file: the exported store 
 def import_(source: Path = typer.Argument(..., help="A store file written by audit store export (or any store)."),
             store: StoreOpt = None, json_out: JsonOpt = False) -> None:
     """Merge another store's entries into this one (each checked; an entry never replaces a larger one)."""
-    from textaudit.neighborhoods.store import NeighborhoodStore
-
     if not source.is_file():
         raise TextAuditError(f"{source} does not exist; give a file written by audit store export")
     src = NeighborhoodStore(source, readonly=True, quiet=True)

@@ -8,6 +8,7 @@ import typer
 
 from textaudit.cli.app import AuditCommand, JsonOpt, TrackExperimentOpt, TrackRunIdOpt, app, emit_json, notice, print_table
 from textaudit.errors import TextAuditError
+from textaudit.track import Target, check_tracker, log_run, pending_path, run_of_files
 
 
 @app.command(cls=AuditCommand)
@@ -21,8 +22,6 @@ def track(
 ) -> None:
     """Log finished audits as tracker runs: the content a live --track run would have logged (kept beside a file
     whose live logging failed), else the file's settings and its summary recomputed from its records."""
-    from textaudit.track import Target, check_tracker, log_run, pending_path, run_of_files
-
     check_tracker(to)
     runs = []
     for path in results:

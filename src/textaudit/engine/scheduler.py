@@ -32,7 +32,8 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Generator, Iterable, Iterator, Sequence
 
-from textaudit.errors import StopRun
+from textaudit.device import pick_device
+from textaudit.errors import StopRun, TextAuditError
 from textaudit.sentence import Sentence
 
 __all__ = ["Ask", "Meter", "Engine", "Search", "classify", "run_now", "default_in_flight", "in_flight_for",
@@ -224,8 +225,6 @@ def default_in_flight(device: str | None = None) -> int:
     forward is cheapest per sentence at that size — measured on this project's 2-core CPU, bigger
     ones cost more per sentence (the activations outgrow the caches; merged asks mix lengths, so
     more of a forward is padding; ``benchmarks/engine.md``)."""
-    from textaudit.device import pick_device
-
     return 256 if str(device or pick_device()).startswith("cuda") else 32
 
 
@@ -242,7 +241,5 @@ def in_flight_for(classifier: Any, in_flight: int | None = None) -> int:
 
 def check_in_flight(in_flight: int) -> None:
     """One-line error for an ``--in-flight`` below 1."""
-    from textaudit.errors import TextAuditError
-
     if not isinstance(in_flight, int) or isinstance(in_flight, bool) or in_flight < 1:
         raise TextAuditError(f"--in-flight must be a positive whole number of examples (got {in_flight!r})")

@@ -53,6 +53,7 @@ from textaudit.models.batched import Classifier, model_scores, pair_inputs, redu
 from textaudit.neighborhoods.builder import NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
 from textaudit.perturbations.gender import gender_words
+from textaudit.progress import WorkClock
 from textaudit.runner import ResumableRun
 from textaudit.sentence import Sentence, check_language, restore_case
 from textaudit.shards import Shard
@@ -497,7 +498,6 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
                 cost.say_estimate([j for _, j in todo], job, len(scored[0].texts), seconds)
         live = None
         if backend is None or isinstance(backend, SerialBackend):  # the work inside the units, as it is done
-            from textaudit.progress import WorkClock
 
             counted = [getattr(getattr(sc, "classifier", sc), "stats", None) for sc in scorers]
             clock = WorkClock(lambda: float(sum(getattr(st, "answered", 0) or 0 for st in counted if st is not None)),

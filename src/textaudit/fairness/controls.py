@@ -22,7 +22,9 @@ from __future__ import annotations
 from typing import Iterable
 
 from textaudit.errors import TextAuditError
+from textaudit.fairness.groups import protected_group
 from textaudit.fairness.pairs import parse_pair
+from textaudit.perturbations.gender import gender_words
 
 __all__ = ["NEUTRAL_PAIRS", "word_class", "control_for", "controls_for"]
 
@@ -47,9 +49,6 @@ IRREGULAR_PLURALS = frozenset("men women people children gentlemen ladies".split
 def word_class(word: str) -> str | None:
     """The class of a pair word (a key of :data:`NEUTRAL_PAIRS`), from the lexicon that holds it; None when
     no lexicon does."""
-    from textaudit.fairness.groups import protected_group
-    from textaudit.perturbations.gender import gender_words
-
     w = word.lower()
     if w in PRONOUNS:
         return "pronoun"

@@ -23,6 +23,7 @@ from functools import lru_cache
 
 from textaudit.errors import TextAuditError
 from textaudit.fairness.pairs import GENDER_PAIRS
+from textaudit.perturbations.gender import gender_words
 from textaudit.resources import resolve
 
 __all__ = ["ProtectedGroup", "GROUP_NAMES", "protected_group", "group_pairs", "PAIR_MODES"]
@@ -79,7 +80,6 @@ def _checklist() -> dict:
 
 def _build(name: str) -> ProtectedGroup:
     if name == "gender":  # blacklist: every gendered word of the swap map, as --pair has always had
-        from textaudit.perturbations.gender import gender_words
 
         return ProtectedGroup("gender", _single_words(w for p in GENDER_PAIRS for w in p), None, tuple(GENDER_PAIRS),
                               gender_words())

@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any, Callable, Hashable, Iterator
 
 from textaudit.errors import TextAuditError
+from textaudit.files import file_lock
 from textaudit.secrets import redact, redact_obj
+from textaudit.version import __version__
 
 __all__ = ["read_jsonl", "read_header", "JsonlWriter", "HEADER", "config_conflicts", "check_output", "write_results",
            "check_results", "record_key", "record_lines"]
@@ -182,8 +184,6 @@ def _hold_lock(path: Path) -> None:
     """Take (again: it is re-entrant) this process's exclusive lock on results file ``path``."""
     from filelock import Timeout
 
-    from textaudit.files import file_lock
-
     key = path.resolve()
     if key not in _LOCKS:
         try:  # a place we cannot write (read-only, no permission) is named as such, not as "locked"
@@ -260,8 +260,6 @@ class JsonlWriter:
                 check_results(self.path, self.header, self.records)
             self._repair()
         if self.header is None:
-            from textaudit.version import __version__
-
             self.header = {"command": command, "config": _norm(config or {}), "textaudit": __version__}
             if shard is not None:
                 self.header["shard"] = shard

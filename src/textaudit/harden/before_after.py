@@ -19,6 +19,11 @@ from typing import Sequence
 
 import numpy as np
 
+from textaudit.attacks.compare import compare_cells
+from textaudit.attacks.registry import method_spec
+from textaudit.attacks.run import run_attack
+from textaudit.fairness import CounterfactualBias, run_bias
+from textaudit.harden.weaknesses import build_attack
 from textaudit.stats import mcnemar, wilson
 
 __all__ = ["accuracy_before_after", "attack_before_after", "bias_before_after", "attack_file"]
@@ -47,11 +52,6 @@ def attack_before_after(before, after, method: str, k: int | None, texts: Sequen
     """Run ``method`` on both models (resumable files in ``out``) and return both summaries and the
     paired test: ``{"method", "k", "before", "after", "mcnemar", "files"}``. ``pairs``: the
     second-order attacks' p is one of them."""
-    from textaudit.attacks.compare import compare_cells
-    from textaudit.attacks.registry import method_spec
-    from textaudit.attacks.run import run_attack
-    from textaudit.harden.weaknesses import build_attack
-
     spec = method_spec(method)
     cells, summaries, files = {}, {}, []
     for role, clf in (("before", before), ("after", after)):
@@ -79,8 +79,6 @@ def bias_before_after(before, after, pairs: Sequence[tuple[str, str]], texts: Se
                       in_flight: int | None = None, progress: bool = True) -> list[dict]:
     """B_{p,k} of both models on the same sentences (one resumable file), one row per pair:
     ``{"pair", "k", "before": {"B", "ci95", "n"}, "after": {...}, "interval_excludes_before"}``."""
-    from textaudit.fairness import CounterfactualBias, run_bias
-
     est_after = CounterfactualBias(after, mlm, blacklists=blacklists, seed=seed)
     est_before = CounterfactualBias(before, mlm, blacklists=blacklists, seed=seed)
     results = run_bias(est_after, pairs, k, list(texts), ids=list(ids), compare=est_before, output=out,

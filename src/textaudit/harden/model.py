@@ -15,8 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from textaudit.errors import TextAuditError
+from textaudit.files import atomic_path, fingerprint_dir
 from textaudit.models.batched import BatchedClassifier
+from textaudit.models.hf import hf_labels, load_hf_module
+from textaudit.models.registry import MODEL_FACTORIES
+from textaudit.models.torch_backend import hf_tokenize, torch_classifier
+from textaudit.models.zoo.build import train_model
+from textaudit.models.zoo.checkpoint import id_encoder, load_module, save_checkpoint
+from textaudit.models.zoo.names import ZOO_MODELS, checkpoint_dir
 from textaudit.secrets import redact_obj
+from textaudit.token_ids import piece_ids
 
 __all__ = ["Trainable", "check_trainable", "load_trainable"]
 
@@ -26,8 +34,6 @@ _WHY = "audit harden trains zoo models (bow, cnn, lstm, transformer, minilm, a c
 
 def check_trainable(spec: str) -> None:
     """One-line error for a ``--model`` harden cannot train (cheap: nothing loads)."""
-    from textaudit.models.registry import MODEL_FACTORIES
-
     spec = str(spec).strip()
     kind = ("an HTTP endpoint" if spec.startswith(("http://", "https://")) else
             "a prompted causal LM" if spec.startswith("llm:") else
@@ -36,7 +42,6 @@ def check_trainable(spec: str) -> None:
     if kind is not None:
         raise TextAuditError(f"{_WHY}; '{spec}' is {kind}, whose weights textaudit cannot train: harden it where it "
                              "was trained, then audit the result with --model")
-    from textaudit.models.zoo.names import ZOO_MODELS
 
     if not spec.startswith("hf:") and spec not in ZOO_MODELS and not Path(spec).expanduser().is_dir():
         raise TextAuditError(f"unknown model '{spec}'; {_WHY}")
@@ -67,16 +72,10 @@ class Trainable:
 
     def encoder(self):
         """texts → the module's input tensors (a HuggingFace tokenizer's, or the zoo's own)."""
-        from textaudit.models.torch_backend import hf_tokenize
-
         return hf_tokenize(self.tokenizer, max_length=self.max_len) if self.arch in ("hf", "minilm") else self.tokenizer
 
     def classifier(self, name: str, device: str | None = None) -> BatchedClassifier:
         """A fresh classifier over the module's current weights (its own, empty cache)."""
-        from textaudit.models.torch_backend import torch_classifier
-        from textaudit.models.zoo.checkpoint import id_encoder
-        from textaudit.token_ids import piece_ids
-
         encode = self.encoder()
         ids = piece_ids(self.tokenizer, self.max_len) if self.arch == "hf" else id_encoder(self.arch, self.tokenizer,
                                                                                          self.max_len)
@@ -88,9 +87,6 @@ class Trainable:
     def save(self, path: Path, info: dict[str, Any]) -> Path:
         """Write the model where ``--model path`` loads it: a zoo checkpoint, or a HuggingFace
         directory for ``hf`` models; ``info`` (how it was hardened) goes with it."""
-        from textaudit.files import atomic_path
-        from textaudit.models.zoo.checkpoint import save_checkpoint
-
         path = Path(path)
         module = self.module.to("cpu")
         if self.arch == "hf":
@@ -111,12 +107,6 @@ class Trainable:
 
 def load_trainable(spec: str) -> Trainable:
     """The :class:`Trainable` of ``spec`` (a zoo model is trained first when it is missing)."""
-    from textaudit.files import fingerprint_dir
-    from textaudit.models.hf import hf_labels, load_hf_module
-    from textaudit.models.zoo.build import train_model
-    from textaudit.models.zoo.checkpoint import load_module
-    from textaudit.models.zoo.names import ZOO_MODELS, checkpoint_dir
-
     check_trainable(spec)
     spec = str(spec).strip()
     if spec.startswith("hf:") or (Path(spec).expanduser().is_dir() and (Path(spec).expanduser() / "config.json").is_file()

@@ -39,9 +39,31 @@ from typing import Any
 import numpy as np
 
 import textaudit.notices as notices
+from textaudit.attacks.estimate import measure_pace, work_per_word
+from textaudit.attacks.patch import PatchWords
+from textaudit.attacks.registry import check_options, method_spec
+from textaudit.data import check_labels, dataset_id, load_dataset
+from textaudit.device import keep_threads, pick_device
 from textaudit.errors import TextAuditError
+from textaudit.fairness.bias import MIN_SOURCES
+from textaudit.fairness.groups import group_pairs
+from textaudit.fairness.pairs import measurable_sources
+from textaudit.files import atomic_path, lock_or_fail
+from textaudit.findings import attack_files, read_findings, replay
 from textaudit.formats.harden import SUMMARY  # the summary audit report and results.load read
+from textaudit.formats.jsonl import read_header, read_jsonl, write_results
+from textaudit.harden.before_after import accuracy_before_after, attack_before_after, bias_before_after
+from textaudit.harden.losses import consistency_objective
+from textaudit.harden.model import check_trainable, load_trainable
+from textaudit.harden.weaknesses import consistency_pairs, found_examples, mine
+from textaudit.models import load_classifier
+from textaudit.models.zoo.train import DEFAULTS, TrainConfig, fit
+from textaudit.neighborhoods import NeighborhoodBuilder
+from textaudit.neighborhoods.mlm import load_mlm
+from textaudit.progress import duration
 from textaudit.secrets import redact_obj
+from textaudit.text import word_tokenize
+from textaudit.train_state import state_digest
 
 __all__ = ["HardenSettings", "harden", "METHODS", "SUMMARY", "parse_eval_attacks"]
 
@@ -56,8 +78,6 @@ MIN_WORDS = 4
 def parse_eval_attacks(spec: str | list[str] | tuple[str, ...]) -> list[tuple[str, int | None]]:
     """``so-enum:1,so-beam:6,genetic`` → ``[("so-enum", 1), ("so-beam", 6), ("genetic", None)]`` (a
     method without ``:k`` takes its default k); unknown methods and bad k are one-line errors."""
-    from textaudit.attacks.registry import check_options, method_spec
-
     items = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip()]
     if not items:
         raise TextAuditError("--eval-attack needs at least one method, e.g. so-enum:1")
@@ -111,10 +131,6 @@ class HardenSettings:
 
     def check(self) -> None:
         """One-line errors for settings that cannot run (before anything loads)."""
-        from textaudit.attacks.registry import check_options, method_spec
-        from textaudit.data import dataset_id
-        from textaudit.harden.model import check_trainable
-
         check_trainable(self.model)
         if self.method not in METHODS:
             raise TextAuditError(f"unknown --method '{self.method}'; use one of {', '.join(METHODS)}")
@@ -137,7 +153,6 @@ class HardenSettings:
             if self.method not in ("augment", "adversarial"):
                 raise TextAuditError(f"--from gives found examples to train on: it applies to --method augment or "
                                      f"adversarial, not {self.method} (which trains on neighbour pairs)")
-            from textaudit.findings import read_findings
 
             if not read_findings(self.from_findings, bias=False):
                 raise TextAuditError(f"--from {' '.join(self.from_findings)}: no success to train on")
@@ -195,8 +210,6 @@ def _check_out(out: Path, settings: HardenSettings) -> None:
 def _norm(text: str) -> str:
     """A text as the models read it: lower-cased word tokens, clitics and punctuation split, so a
     detokenised copy ("manner." for "manner .", "don't" for "do n't") is the same text."""
-    from textaudit.text import word_tokenize
-
     return " ".join(word_tokenize(str(text)))
 
 
@@ -214,8 +227,6 @@ def harden(settings: HardenSettings, out: str | Path, *, progress: bool = True, 
     success rate, each with its 95% interval), ``mcnemar_p`` (that attack, paired), ``accuracy``,
     ``attacks`` and ``bias`` (every before/after), ``cost`` and ``model`` (the hardened model's path).
     The folder is locked while it runs: a second harden on it is one line naming ``--out``."""
-    from textaudit.files import lock_or_fail
-
     settings.check()
     out = Path(out)
     _check_out(out, settings)
@@ -225,16 +236,6 @@ def harden(settings: HardenSettings, out: str | Path, *, progress: bool = True, 
 
 
 def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: int | None, device: str | None) -> dict:
-    from textaudit.data import check_labels, dataset_id, load_dataset
-    from textaudit.device import keep_threads
-    from textaudit.fairness.pairs import measurable_sources
-    from textaudit.files import atomic_path
-    from textaudit.formats.jsonl import read_jsonl
-    from textaudit.harden.before_after import accuracy_before_after, attack_before_after, bias_before_after
-    from textaudit.harden.model import load_trainable
-    from textaudit.harden.weaknesses import found_examples, mine
-    from textaudit.neighborhoods.mlm import load_mlm
-
     keep_threads()  # it trains after its attacks: a busy machine must not change the threads training runs on
 
     s = settings
@@ -327,10 +328,6 @@ def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: i
                     _save_weights(hardened, round_state)
                 cost["train_seconds"] = cost.get("train_seconds", 0.0) + time.perf_counter() - tt
         else:
-            from textaudit.attacks.patch import PatchWords
-            from textaudit.harden.weaknesses import consistency_pairs
-            from textaudit.neighborhoods import NeighborhoodBuilder
-
             idx = order[:s.train_sample]
             src = [train_texts[i] for i in idx]
             _say(f"harden: building consistency pairs from {len(src)} training sentences and their Neighbor_1 "
@@ -369,7 +366,6 @@ def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: i
         cost = dict(info.get("cost", {}))
         found_files = sorted(p.name for p in out.glob("found*.jsonl"))
         mined = [r for f in found_files for r in read_jsonl(out / f)]
-    from textaudit.models import load_classifier
 
     try:
         after = load_classifier(str(model_dir), device=device)
@@ -398,8 +394,6 @@ def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: i
                                  progress=progress)
     replayed = None
     if found_files and any(r.get("status") == "success" for r in mined):
-        from textaudit.findings import replay
-
         # the mining findings on the hardened model, paired with the original: what training fixed (and broke)
         replayed = replay([out / f for f in found_files], after, baseline=before).summary()
     cost["evaluate_seconds"] = time.perf_counter() - te
@@ -430,9 +424,6 @@ def _given_findings(paths: list[str], found: Path, held_texts, progress: bool) -
     """``--from``: the successes of results files mined by any run, as round 1's found examples, copied into
     ``found`` (so a resume and the report read them as mined here); those whose texts occur in the held-out
     data are left out (training on them would leak into the before/after audit)."""
-    from textaudit.findings import attack_files
-    from textaudit.formats.jsonl import read_header, read_jsonl, write_results
-
     if found.is_file() and (read_header(found) or {}).get("command") == "attack":
         return read_jsonl(found)
     held = {_norm(t) for t in held_texts}
@@ -459,9 +450,6 @@ def _say_time(s: HardenSettings, original, before, mlm, sources: list[str], n_tr
     the before/after audit — from this machine's pace (:func:`~textaudit.attacks.estimate.measure_pace`), what
     an SST-2 search asks per word at its k (:func:`~textaudit.attacks.estimate.work_per_word`) and, for a zoo model,
     its own training time per example and epoch (its checkpoint records it)."""
-    from textaudit.attacks.estimate import measure_pace, work_per_word
-    from textaudit.progress import duration
-
     if not progress:
         return
     pace = measure_pace(before, mlm, sources)
@@ -509,9 +497,6 @@ def _say_time(s: HardenSettings, original, before, mlm, sources: list[str], n_tr
 def _warnings(s: HardenSettings, mined: list[dict], bias: list[dict]) -> list[str]:
     """What the summary must say beside its numbers: nothing was found to harden (the "hardened" model is
     the original fine-tuned on its training data alone), or a before/after B rests on too few sources."""
-    from textaudit.fairness.bias import MIN_SOURCES
-    from textaudit.harden.weaknesses import found_examples
-
     out = []
     if s.method in ("augment", "adversarial") and not found_examples(mined):
         out.append(f"warning: the mining attack found no weakness in the {len({r.get('id') for r in mined})} training "
@@ -531,15 +516,11 @@ def _round(cost: dict) -> dict:
 
 
 def _needs_mlm(method: str) -> bool:
-    from textaudit.attacks.registry import method_spec
-
     return method_spec(method).needs_mlm
 
 
 def _protected_pairs(s: HardenSettings):
     if s.group:
-        from textaudit.fairness.groups import group_pairs
-
         return group_pairs(s.group)
     if s.pairs:
         return [tuple(p) for p in s.pairs], None
@@ -576,9 +557,6 @@ def _save_weights(t, path: Path) -> None:
     fails is one line that says what is kept."""
     import torch
 
-    from textaudit.files import atomic_path
-    from textaudit.train_state import state_digest
-
     weights = t.module.state_dict()
     try:
         with atomic_path(path) as tmp:
@@ -595,8 +573,6 @@ def _load_weights(t, path: Path) -> None:
     import pickle
 
     import torch
-
-    from textaudit.train_state import state_digest
 
     try:
         saved = torch.load(path, map_location="cpu", weights_only=True)
@@ -616,9 +592,6 @@ def _fine_tune(t, texts: list[str], labels: list[int], s: HardenSettings, *, epo
     """Go on training ``t.module`` (in place) on ``texts`` for ``epochs`` epochs, and keep the last
     weights: no early stopping on held-out accuracy, which would pick the epoch that has learned the
     least of what hardening teaches (the held-out before/after judges the result)."""
-    from textaudit.device import pick_device
-    from textaudit.models.zoo.train import DEFAULTS, TrainConfig, fit
-
     base = dict(DEFAULTS.get(t.arch, DEFAULTS["minilm"]))
     base.pop("epochs", None)
     base.pop("tune_embeddings", None)
@@ -636,8 +609,6 @@ def _fine_tune(t, texts: list[str], labels: list[int], s: HardenSettings, *, epo
         embed.weight.requires_grad_(True)
     objective = None
     if pairs:
-        from textaudit.harden.losses import consistency_objective
-
         objective = consistency_objective(pairs, t.encoder(), weight=s.consistency_weight, batch_size=cfg.batch_size,
                                           seed=seed, device=pick_device(device))
     res = fit(t.arch, texts, labels, num_classes=t.num_classes, config=cfg, progress=progress, device=device,

@@ -18,7 +18,12 @@ from typing import Sequence
 
 import numpy as np
 
+from textaudit.attacks.patch import Patch, PatchWords, apply_patch
+from textaudit.attacks.registry import make_attack, method_spec
+from textaudit.attacks.run import run_attack
 from textaudit.errors import TextAuditError
+from textaudit.fairness.pairs import find_sources
+from textaudit.sentence import Sentence
 
 __all__ = ["mine", "build_attack", "found_examples", "consistency_pairs"]
 
@@ -29,8 +34,6 @@ def mine(classifier, texts: Sequence[str], labels: Sequence[int], ids: Sequence[
          pairs: Sequence[tuple[str, str]] | None = None) -> list[dict]:
     """Attack ``texts`` (training examples) with ``method`` into ``output`` (resumed when it exists)
     and return the records. ``pairs``: the second-order attacks' p is one of them (either direction)."""
-    from textaudit.attacks.run import run_attack
-
     atk = build_attack(method, classifier, k=k, mlm=mlm, seed=seed, max_queries=max_queries, pairs=pairs)
     if hasattr(atk, "rank_patch_words"):
         atk.rank_patch_words(texts)
@@ -44,9 +47,6 @@ def build_attack(method: str, classifier, *, k: int | None, mlm, seed: int, max_
                  pairs: Sequence[tuple[str, str]] | None = None):
     """``method`` on ``classifier`` with the options it takes (k, the masked LM); with ``pairs``, a
     second-order attack's p = (w1, w2) is one of them, in either direction."""
-    from textaudit.attacks.patch import PatchWords
-    from textaudit.attacks.registry import make_attack, method_spec
-
     spec = method_spec(method)
     opts = {"seed": seed, "max_queries": max_queries, **({"k": k} if "k" in spec.options else {}),
             **({"mlm": mlm} if spec.needs_mlm else {})}
@@ -79,10 +79,6 @@ def consistency_pairs(texts: Sequence[str], *, builder, pairs: Sequence[tuple[st
     ``patch_words`` (:class:`~textaudit.attacks.patch.PatchWords`): each sentence's ``per_sentence``
     best-ranked patch pairs (1: the p the second-order attacks choose; more: the next ones too, each
     with its own neighbours). The neighbours are drawn with ``seed``."""
-    from textaudit.attacks.patch import Patch, apply_patch
-    from textaudit.fairness.pairs import find_sources
-    from textaudit.sentence import Sentence
-
     if (pairs is None) == (patch_words is None):
         raise TextAuditError("consistency pairs need protected pairs or patch words (one of them)")
     sources: list[tuple[Sentence, Patch]] = []

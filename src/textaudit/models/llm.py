@@ -21,8 +21,11 @@ import inspect
 import numpy as np
 
 from textaudit.device import pick_device
+from textaudit.files import fingerprint_dir, fingerprint_files
+from textaudit.lm import document_prefix, load_lm
 from textaudit.models.batched import BatchedClassifier
 from textaudit.models.prompt import Prompt, default_prompt
+from textaudit.resources import resolve
 
 __all__ = ["LLMForward", "llm_classifier", "load_llm_classifier"]
 
@@ -37,7 +40,6 @@ class LLMForward:
         self.prompt = prompt
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
-        from textaudit.lm import document_prefix
 
         self.prefix = document_prefix(tokenizer)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
@@ -111,10 +113,6 @@ def load_llm_classifier(name: str, prompt: Prompt | None = None, *, device: str 
                         batch_size: int | None = None) -> BatchedClassifier:
     """``llm:<name>``: ``smollm2`` (offline, the shipped GGUF) or a HuggingFace causal LM id or directory."""
     from pathlib import Path
-
-    from textaudit.files import fingerprint_dir, fingerprint_files
-    from textaudit.lm import load_lm
-    from textaudit.resources import resolve
 
     model, tok, resolved = load_lm(name or "smollm2")
     prompt = prompt or default_prompt()

@@ -27,7 +27,10 @@ from textaudit.errors import TextAuditError, user_code_error
 from textaudit.files import fingerprint_files
 from textaudit.models.batched import BatchedClassifier, as_classifier
 from textaudit.models.hf import load_hf_classifier
+from textaudit.models.http import load_http_classifier, protocol_of
+from textaudit.models.llm import load_llm_classifier
 from textaudit.models.options import ModelOptions, current_model_options
+from textaudit.models.prompt import load_prompt
 from textaudit.models.zoo.build import load_zoo_model
 from textaudit.models.zoo.checkpoint import load_checkpoint
 from textaudit.models.zoo.names import ZOO_MODELS
@@ -103,8 +106,6 @@ def check_model_options(spec: str, options: ModelOptions) -> None:
     if not remote and options.http_only():
         raise TextAuditError(f"{', '.join(options.http_only())} apply to http(s):// models, not '{spec}'")
     if remote and options.openai_only():
-        from textaudit.models.http import protocol_of
-
         if protocol_of(str(spec).strip()) == "json":
             raise TextAuditError(f"{', '.join(options.openai_only())} apply to OpenAI-compatible endpoints "
                                  f"(…/completions, …/chat/completions), not the plain JSON endpoint '{spec}'")
@@ -126,11 +127,7 @@ def load_classifier(spec: str, *, device: str | None = None, batch_size: int | N
     check_model_options(spec, opts)
     remote = spec.startswith(("http://", "https://"))
     if spec.startswith("llm:") or remote:
-        from textaudit.models.prompt import load_prompt
-
         if remote:
-            from textaudit.models.http import load_http_classifier, protocol_of
-
             if protocol_of(spec) == "json" and opts.prompt_file is not None:
                 raise TextAuditError("--prompt-file is for llm: models and OpenAI-compatible endpoints (…/completions); "
                                      "a plain JSON endpoint returns probabilities itself")
@@ -138,7 +135,6 @@ def load_classifier(spec: str, *, device: str | None = None, batch_size: int | N
         if remote:
 
             return load_http_classifier(spec, options=opts, prompt=prompt, batch_size=batch_size)
-        from textaudit.models.llm import load_llm_classifier
 
         if not spec[4:].strip():
             raise TextAuditError("llm: needs a causal LM: llm:smollm2 (offline), or a HuggingFace id or directory")

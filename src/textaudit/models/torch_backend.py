@@ -18,6 +18,7 @@ import numpy as np
 from textaudit.device import pick_device
 from textaudit.errors import TextAuditError
 from textaudit.models.batched import BatchedClassifier
+from textaudit.models.options import current_model_options
 from textaudit.token_ids import PieceIds, default_batch_tokens, pad
 
 __all__ = ["TorchForward", "DeviceClock", "hf_tokenize", "torch_classifier", "check_precision", "autocast", "to_device"]
@@ -207,8 +208,6 @@ def torch_classifier(module, tokenizer: Callable[[list[str]], Mapping], *, name:
     (:mod:`textaudit.token_ids`), which lets sentences reach it as spliced ids; the token budget
     of a batch and the precision default to the options in effect (``--batch-tokens``, ``--precision``).
     """
-    from textaudit.models.options import current_model_options
-
     opts = current_model_options()
     fwd = TorchForward(module, tokenizer, device, ids=ids, precision=precision or opts.precision)
     bs = batch_size or (512 if fwd.device.startswith("cuda") else 128)

@@ -31,7 +31,10 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Iterable
 
+from textaudit.device import pick_device
 from textaudit.errors import TextAuditError
+from textaudit.lm import load_lm
+from textaudit.progress import progress
 from textaudit.text import word_tokenize
 
 __all__ = ["DEBIAN_SOURCES", "DOMAINS", "sentences_of", "clean_sentence", "degenerate", "html_paragraphs",
@@ -268,10 +271,6 @@ def generate_synthetic(out: str | Path, *, batches: int, batch_size: int = 32, s
     are done (a re-run continues after the last finished batch). Each record: ``{"batch", "domain",
     "text"}``. Returns counts."""
     import torch
-
-    from textaudit.device import pick_device
-    from textaudit.lm import load_lm
-    from textaudit.progress import progress
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

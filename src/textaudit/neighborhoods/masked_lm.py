@@ -32,10 +32,20 @@ from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from textaudit.device import pick_device
-from textaudit.errors import TextAuditError
-from textaudit.models.torch_backend import forward_inputs, only_inputs
+from textaudit.errors import StopRun, TextAuditError
+from textaudit.models.options import current_model_options
+from textaudit.models.torch_backend import DeviceClock, autocast, check_precision, forward_inputs, only_inputs, to_device
+from textaudit.neighborhoods.store import (
+    STORE_TOP,
+    WORKER_COUNTS,
+    context_key,
+    forget_fingerprint,
+    mlm_fingerprint,
+    recall_fingerprint,
+    remember_fingerprint,
+)
 from textaudit.resources import hub_local_only, remote_code_error, trust_remote_code
-from textaudit.token_ids import SCHEMES, piece_scheme
+from textaudit.token_ids import SCHEMES, PieceIds, default_batch_tokens, pack, pad, piece_scheme
 
 __all__ = ["MaskedLM", "HFMaskedLM", "Query", "word_table", "SCHEMES"]
 
@@ -89,10 +99,6 @@ class HFMaskedLM:
                  cache_size: int = 200_000, precision: str | None = None, batch_tokens: int | None = None,
                  store=None, loader: Callable[[], Any] | None = None, vocab_size: int | None = None,
                  fingerprint_key: str | None = None):
-        from textaudit.models.options import current_model_options
-        from textaudit.models.torch_backend import DeviceClock, check_precision
-        from textaudit.token_ids import PieceIds, default_batch_tokens
-
         if model is None and (loader is None or vocab_size is None):
             raise ValueError("a masked LM without its model needs a loader and the vocabulary size")
         self.device = pick_device(device)
@@ -157,7 +163,6 @@ class HFMaskedLM:
             self._model = model.to(self.device).eval()
             self._forward_inputs = forward_inputs(getattr(model, "base_model", model))
             if self._fingerprint is not None:  # remembered: check it now that the weights are here
-                from textaudit.neighborhoods.store import forget_fingerprint
 
                 real = self._compute_fingerprint()
                 if real != self._fingerprint:
@@ -219,8 +224,6 @@ class HFMaskedLM:
         """What identifies this masked LM's answers (weights, tokenizer, precision, device kind): the
         store's key (:func:`~textaudit.neighborhoods.store.mlm_fingerprint`), computed once."""
         if self._fingerprint is None:
-            from textaudit.neighborhoods.store import recall_fingerprint, remember_fingerprint
-
             known = recall_fingerprint(self._fingerprint_key) if self._model is None else None
             if known is not None:  # the same files, read by another process: the weights need not load
                 self._fingerprint = known
@@ -230,8 +233,6 @@ class HFMaskedLM:
         return self._fingerprint
 
     def _compute_fingerprint(self) -> str:
-        from textaudit.neighborhoods.store import mlm_fingerprint
-
         return mlm_fingerprint(self.model, self.id_to_word, scheme=self.scheme, precision=self.precision,
                                device=str(self.device))
 
@@ -249,7 +250,6 @@ class HFMaskedLM:
         process and in its Ray workers (summaries and ``--json``), or None without a store."""
         if self.store is None:
             return None
-        from textaudit.neighborhoods.store import WORKER_COUNTS
 
         hits, misses, saved = self.store_hits, self.store_misses, self.store_seconds_saved
         if self.token in WORKER_COUNTS:  # a Ray run: its workers' copies of this masked LM asked the store
@@ -272,8 +272,6 @@ class HFMaskedLM:
         processes), and what is computed goes into both. Every forward computes the top
         max(κ, :data:`~textaudit.neighborhoods.store.STORE_TOP`) candidates, so an answer from either
         cache is the first κ of what the forward gives, with the store or without it."""
-        from textaudit.neighborhoods.store import STORE_TOP, context_key
-
         for words, pos in batch:
             if not 0 <= pos < len(words):
                 raise TextAuditError(f"position {pos} is outside a sentence of {len(words)} words")
@@ -364,8 +362,6 @@ class HFMaskedLM:
         """Masked copies as ids (the key), packed to :attr:`batch_tokens`; yields ``(key, ids, logits)``.
         Batch i + 1 is padded and launched before batch i's results are read back (on CUDA the device
         runs one while the host builds the next)."""
-        from textaudit.token_ids import pack, pad
-
         pieces = self.pieces
         assert pieces is not None
         pending = None
@@ -425,8 +421,6 @@ class HFMaskedLM:
         padded inputs already on the device: the encoder, the MLM head, the whole-word mask, top-k."""
         import torch
 
-        from textaudit.models.torch_backend import autocast
-
         with torch.inference_mode(), autocast(self.device, self.precision):
             base = self.model.base_model(**enc)
             hidden = base.last_hidden_state[where]
@@ -443,8 +437,6 @@ class HFMaskedLM:
         import time
 
         import torch
-
-        from textaudit.models.torch_backend import to_device
 
         t0 = time.perf_counter()
         if not bool((is_mask.sum(1) == 1).all()):
@@ -473,7 +465,6 @@ class HFMaskedLM:
         t0 = time.perf_counter()
         vals, idx = launched
         if bool(vals.isnan().any()):  # every sentence would get no neighbour: a robust-looking, empty audit
-            from textaudit.errors import StopRun
 
             raise StopRun(f"masked LM {self.name} gave NaN scores (its weights are damaged, or {self.precision} "
                           "overflowed): reinstall or retrain it (audit train-mlm), or try --precision fp32")

@@ -7,8 +7,11 @@ from pathlib import Path
 
 import textaudit.notices as notices
 from textaudit.errors import TextAuditError
+from textaudit.lm import load_causal_lm
 from textaudit.neighborhoods.masked_lm import HFMaskedLM, MaskedLM
 from textaudit.neighborhoods.minilm_mlm import load_minilm_mlm
+from textaudit.neighborhoods.rerank import RerankedMaskedLM
+from textaudit.neighborhoods.store import StoredMaskedLM, current_store
 from textaudit.resources import locate
 
 __all__ = ["MaskedLM", "HFMaskedLM", "load_mlm", "MLM_NAMES"]
@@ -34,7 +37,6 @@ def load_mlm(name: str | None = None, *, device: str | None = None, quiet: bool 
     ``$TEXTAUDIT_CACHE/neighborhoods.sqlite``; :func:`~textaudit.neighborhoods.store.current_store`).
     """
     if name is not None and name.startswith("store:"):  # answers from the store alone (no weights)
-        from textaudit.neighborhoods.store import StoredMaskedLM, current_store
 
         store = current_store()
         if store is None or not store.path.is_file():
@@ -46,9 +48,6 @@ def load_mlm(name: str | None = None, *, device: str | None = None, quiet: bool 
             notices.notice(f"masked LM in use: {mlm.name}, answered from the store {store.path} (no weights loaded)")
         return mlm
     if name is not None and "+" in name and not Path(name).expanduser().exists():
-        from textaudit.lm import load_causal_lm
-        from textaudit.neighborhoods.rerank import RerankedMaskedLM
-
         base, _, lm_name = name.partition("+")
         if not base or not lm_name:
             raise TextAuditError(f"--mlm {name!r}: the quality mode is MLM+LM, e.g. minilm-mlm+smollm2")
@@ -72,7 +71,6 @@ def load_mlm(name: str | None = None, *, device: str | None = None, quiet: bool 
     else:
         mlm = HFMaskedLM.from_pretrained(chosen, device=device, name="distilbert-base-uncased" if name is None else chosen,
                                          batch_size=batch_size, cache_size=cache_size)
-    from textaudit.neighborhoods.store import current_store
 
     mlm.store = current_store()
     if not quiet:

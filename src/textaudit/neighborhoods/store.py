@@ -64,6 +64,8 @@ import numpy as np
 import textaudit.notices as notices
 from textaudit.backends import register_sync
 from textaudit.errors import TextAuditError
+from textaudit.models.batched import SCORE_CACHE
+from textaudit.resources import cache_dir
 from textaudit.secrets import redact
 
 __all__ = ["NeighborhoodStore", "StoredMaskedLM", "StoreStats", "default_store_path", "open_store", "context_key", "mlm_fingerprint",
@@ -108,8 +110,6 @@ CREATE TABLE IF NOT EXISTS scores (
 
 def default_store_path() -> Path:
     """``$TEXTAUDIT_CACHE/neighborhoods.sqlite`` (default ``~/.cache/textaudit``)."""
-    from textaudit.resources import cache_dir
-
     return cache_dir() / "neighborhoods.sqlite"
 
 
@@ -136,8 +136,6 @@ def mlm_fingerprint(model, vocab: Sequence[str], *, scheme: str, precision: str,
 
 
 def _fingerprints_path() -> Path:
-    from textaudit.resources import cache_dir
-
     return cache_dir() / "mlm-fingerprints.json"
 
 
@@ -1134,8 +1132,6 @@ def _score_cache_for(clf) -> _ScoreView | None:
 
 
 def _install_score_cache() -> None:
-    from textaudit.models.batched import SCORE_CACHE
-
     SCORE_CACHE[0] = _score_cache_for
 
 

@@ -52,11 +52,12 @@ from textaudit.data import read_table
 from textaudit.device import pick_device
 from textaudit.errors import TextAuditError
 from textaudit.files import atomic_path, lock_or_fail
+from textaudit.neighborhoods.corpus import read_corpus
 from textaudit.neighborhoods.minilm_mlm import build_base, read_artifact
 from textaudit.neighborhoods.mlm import HFMaskedLM
 from textaudit.neighborhoods.mlm_eval import fill_mask_accuracy, mask_queries
 from textaudit.progress import progress
-from textaudit.resources import resolve
+from textaudit.resources import cache_dir, resolve
 from textaudit.text import word_tokenize
 from textaudit.train_state import load_train_state, save_train_state
 
@@ -69,8 +70,6 @@ SHIPPED = Path(__file__).resolve().parents[1] / "assets" / "minilm-mlm.safetenso
 def default_out() -> Path:
     """Where ``audit train-mlm`` writes without ``--out``: the user cache, which the resource layer reads
     before the package (so the new artifact is used), never the installed package itself."""
-    from textaudit.resources import cache_dir
-
     return cache_dir() / "minilm-mlm" / "minilm-mlm.safetensors"
 TARGETS = ("query", "key", "value", "output.dense", "intermediate.dense")
 
@@ -115,8 +114,6 @@ def wordnet_corpus(wordnet_dir: str | Path) -> dict[str, list[str]]:
 def general_corpus(paths) -> dict[str, list[str]]:
     """Return ``{"train", "dev"}`` of the ``--corpus`` folders (:func:`textaudit.neighborhoods.corpus.read_corpus`),
     deduplicated, sentences of ≥ 4 words, 2% (by md5) as dev."""
-    from textaudit.neighborhoods.corpus import read_corpus
-
     return _split_dev(dict.fromkeys(t for p in paths for t in read_corpus(p) if len(t.split()) >= 4))
 
 

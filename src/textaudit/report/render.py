@@ -14,6 +14,7 @@ from textaudit.files import atomic_path
 from textaudit.report.load import Loaded, load_inputs
 from textaudit.report.sections import build_sections, headline_rows
 from textaudit.secrets import redact
+from textaudit.version import __version__
 
 __all__ = ["render_report", "write_report", "FORMATS", "HEADLINE_COLUMNS"]
 
@@ -78,8 +79,6 @@ def render_report(inputs: Iterable[str | Path] | Sequence[Loaded], fmt: str = "h
     one HTML or Markdown string; ``checks``: the thresholds of an ``audit run`` suite
     (:class:`textaudit.suite.Check`), shown first; ``where``: the folder the report is written to
     (the files it names are shown relative to it)."""
-    from textaudit.version import __version__
-
     if fmt not in FORMATS:
         raise TextAuditError(f"unknown --format '{fmt}'; use one of {', '.join(FORMATS)}")
     inputs = list(inputs)

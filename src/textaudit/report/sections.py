@@ -16,8 +16,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from textaudit.attacks.compare import cells_from_files, compare_cells
+from textaudit.attacks.run import summarize
+from textaudit.fairness.bias import BIAS_COLUMNS, NOTHING_SCORED, bias_rows, estimates_from_records, small_samples
+from textaudit.fairness.pairs import parse_pair
+from textaudit.fairness.plots import plot_bias
+from textaudit.fairness.replay import REPLAY_COLUMNS, replay_row
+from textaudit.findings import Replay
+from textaudit.formats import harden as ba
+from textaudit.harden.plots import plot_before_after
 from textaudit.kinds import summarize_records
-from textaudit.report.load import Loaded
+from textaudit.report.load import KINDS, Loaded
+from textaudit.robustness.calibration import CALIBRATION_COLUMNS, calibration_rows, plot_reliability
+from textaudit.robustness.plots import plot_certified_curve, plot_study, plot_wordorder
+from textaudit.robustness.smoothing import SMOOTHING, summarize_certify
 from textaudit.stats import format_ci, format_p
 
 __all__ = ["Section", "Table", "Figure", "Example", "build_sections", "headline_rows", "marked"]
@@ -119,8 +131,6 @@ def _settings(item: Loaded, keys: Sequence[str]) -> list[tuple[str, Any]]:
 
 # -- attack ----------------------------------------------------------------------------------------
 def _attack(item: Loaded, n: int) -> Section:
-    from textaudit.attacks.run import summarize
-
     cfg = item.config
     s = summarize(item.records, cfg.get("method"), cfg.get("k"), cfg.get("labels"))
     sec = Section(f"attack-{n}", f"Attack: {cfg.get('method')} on {cfg.get('model')}", "attack",
@@ -192,10 +202,6 @@ def _compare(item: Loaded, n: int, where: str | Path | None = None) -> Section:
 
 # -- bias ------------------------------------------------------------------------------------------
 def _bias(item: Loaded, n: int) -> Section:
-    from textaudit.fairness.bias import BIAS_COLUMNS, bias_rows, estimates_from_records, small_samples
-    from textaudit.fairness.pairs import parse_pair
-    from textaudit.fairness.plots import plot_bias
-
     cfg = item.config
     results = estimates_from_records(item.records, cfg["k"], cfg["enumerate_k"])
     sec = Section(f"bias-{n}", f"Counterfactual token bias B_(p,k) of {cfg.get('model')}", "bias",
@@ -210,8 +216,6 @@ def _bias(item: Loaded, n: int) -> Section:
     sec.figures, sec.notes = _figures(lambda d: plot_bias(results, d), _bias_title)
     sec.notes.extend(small_samples(results))  # as audit bias warns: an interval on few sources is rough
     if not results:
-        from textaudit.fairness.bias import NOTHING_SCORED
-
         sec.notes.append(NOTHING_SCORED)
     return sec
 
@@ -224,8 +228,6 @@ def _bias_title(p: Path) -> str:
 
 # -- word order, certification, learnability, PerturbScore -----------------------------------------
 def _wordorder(item: Loaded, n: int) -> Section:
-    from textaudit.robustness.plots import plot_wordorder
-
     rows = item.records
     cfg = item.config
     sec = Section(f"wordorder-{n}", f"Word order: {cfg.get('model')}", "wordorder",
@@ -257,9 +259,6 @@ def _certify_ibp(item: Loaded, n: int) -> Section:
 def _certify_safer(item: Loaded, n: int) -> Section:
     """Randomized smoothing's certificates (SAFER's or RanMASK's): the smoothed accuracy, abstentions and certified
     accuracy at every radius, and the curve."""
-    from textaudit.robustness.plots import plot_certified_curve
-    from textaudit.robustness.smoothing import SMOOTHING, summarize_certify
-
     cfg = item.config
     ranmask = cfg.get("method") == "ranmask"
     s = summarize_certify(item.records, str(cfg.get("method")))
@@ -301,8 +300,6 @@ def _certify_safer(item: Loaded, n: int) -> Section:
 
 
 def _learnability(item: Loaded, n: int) -> Section:
-    from textaudit.robustness.plots import plot_study
-
     study = summarize_records(item.header, item.records)
     sec = Section(f"learnability-{n}", "Learnability of perturbations", "learnability",
                   _settings(item, ("train_size", "data")))
@@ -328,9 +325,6 @@ def _perturbscore(item: Loaded, n: int) -> Section:
 
 
 def _harden(item: Loaded, n: int) -> Section:
-    from textaudit.formats import harden as ba
-    from textaudit.harden.plots import plot_before_after
-
     h = item.summary
     held = h.get("held_out", {})
     cfg = item.config
@@ -365,8 +359,6 @@ def _harden(item: Loaded, n: int) -> Section:
 
 
 def _replay_summary(item: Loaded) -> dict:
-    from textaudit.findings import Replay
-
     cfg = item.config
     return Replay(str(cfg.get("model")), item.records, cfg.get("baseline"), cfg).summary()
 
@@ -390,7 +382,6 @@ def _replay(item: Loaded, n: int) -> Section:
                             ["method", "pair", "still", "fixed", "not applicable", "regressed"], rows))
     bias = [r for r in item.records if r.get("order") == "bias"]
     if bias:  # a bias run's (p, k′): B as found, on the model (and the baseline), on the run's own sentences
-        from textaudit.fairness.replay import REPLAY_COLUMNS, replay_row
 
         sec.tables.append(Table("B_(p,k) on the bias run's own sentences (a finding: the run's 95% interval excluded 0)",
                                 REPLAY_COLUMNS, [replay_row(r, base) for r in bias]))
@@ -418,8 +409,6 @@ def _replay(item: Loaded, n: int) -> Section:
 def _evaluate(item: Loaded, n: int) -> Section:
     """Calibration under perturbation: ECE, Brier score and confidence on the originals and the perturbed
     texts, their paired differences, and the reliability diagram."""
-    from textaudit.robustness.calibration import CALIBRATION_COLUMNS, calibration_rows, plot_reliability
-
     cfg = item.config
     s = summarize_records(item.header, item.records)
     sec = Section(f"evaluate-{n}", f"Calibration of {cfg.get('model')} under perturbation", "evaluate",
@@ -444,9 +433,6 @@ def build_sections(items: Sequence[Loaded], where: str | Path | None = None) -> 
     """One section per input, grouped by kind in :data:`~textaudit.report.load.KINDS` order; attack
     files given without an ``audit compare`` summary get their matrix too (when there are two or more).
     ``where``: the report's folder (a compare summary is named relative to it)."""
-    from textaudit.attacks.compare import cells_from_files, compare_cells
-    from textaudit.report.load import KINDS
-
     ordered = sorted(enumerate(items), key=lambda t: (KINDS.index(t[1].kind), t[0]))
     sections = [_compare(item, i, where) if item.kind == "compare" else BUILDERS[item.kind](item, i) for i, item in ordered]
     attacks = [i for i in items if i.kind == "attack"]
@@ -475,9 +461,6 @@ def build_sections(items: Sequence[Loaded], where: str | Path | None = None) -> 
 def _certify_side_by_side(items: Sequence[Loaded]) -> Section:
     """Every certification of the report on one curve and in one table: randomized smoothing's certified accuracy
     by radius (SAFER, RanMASK) beside IBP's (every word at once, a level)."""
-    from textaudit.robustness.plots import plot_certified_curve
-    from textaudit.robustness.smoothing import SMOOTHING, summarize_certify
-
     curves: dict[str, list[dict]] = {}
     ibp: dict[str, dict] = {}
     rows = []
@@ -513,10 +496,6 @@ def _certify_side_by_side(items: Sequence[Loaded]) -> Section:
 
 def headline_rows(items: Sequence[Loaded]) -> list[list[Any]]:
     """The summary table: one row per audit — what was audited, with what, and its headline number."""
-    from textaudit.attacks.run import summarize
-    from textaudit.fairness.bias import estimates_from_records
-    from textaudit.robustness.smoothing import SMOOTHING, summarize_certify
-
     rows = []
     for item in items:
         cfg = item.config

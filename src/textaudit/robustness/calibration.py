@@ -18,7 +18,10 @@ from pathlib import Path
 from typing import Sequence
 
 from textaudit.errors import TextAuditError
+from textaudit.neighborhoods.builder import NeighborhoodBuilder
+from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.perturbations.noise import NOISE_PERTURBATIONS, get_perturbation
+from textaudit.plotting import pyplot
 from textaudit.sentence import Sentence
 from textaudit.stats import format_ci, paired_calibration
 
@@ -44,9 +47,6 @@ def perturb(texts: Sequence[str], method: str, *, seed: int = 0, mlm=None, kappa
     uniformly from Neighbor_1(x) of the masked LM ``mlm`` (a loaded one, a name or path, None: the default;
     κ, δ as the neighbourhoods'; a text without any keeps itself); seeded per text."""
     if method == NEIGHBORS:
-        from textaudit.neighborhoods.builder import NeighborhoodBuilder
-        from textaudit.neighborhoods.mlm import load_mlm
-
         masked_lm = mlm if mlm is not None and not isinstance(mlm, (str, Path)) else load_mlm(mlm and str(mlm))
         builder = NeighborhoodBuilder(masked_lm, kappa=kappa, delta=delta, seed=seed)
         sents = [Sentence.parse(t) for t in texts]
@@ -94,8 +94,6 @@ def plot_reliability(result: dict, path: str | Path, title: str = "") -> Path:
     """The reliability diagram of :func:`calibration_under_perturbation`: accuracy against mean confidence per
     bin (a marker's area: the bin's share of the examples), originals and perturbed, the diagonal being
     perfect calibration."""
-    from textaudit.plotting import pyplot
-
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(4.6, 4.2))
     ax.plot([0, 1], [0, 1], color="gray", lw=0.8, ls=":", label="perfect calibration")

@@ -47,8 +47,12 @@ import numpy as np
 
 from textaudit.engine.scheduler import Engine, Search, classify, in_flight_for
 from textaudit.errors import TextAuditError
+from textaudit.lexicons import counterfitted_neighbors
 from textaudit.models.batched import TIE, decisions, unknown_class
+from textaudit.progress import WorkClock
+from textaudit.runner import ResumableRun
 from textaudit.sentence import Sentence, restore_case
+from textaudit.stats import wilson
 
 __all__ = ["PerturbationSets", "delta", "certified_radius", "lower_bound", "SAFER", "RanMASK", "kept_words",
            "ranmask_delta", "ranmask_radius", "certified_accuracy", "SMOOTHING"]
@@ -160,8 +164,6 @@ class SAFER:
 
     def __post_init__(self) -> None:
         if self.sets is None:
-            from textaudit.lexicons import counterfitted_neighbors
-
             self.sets = PerturbationSets(counterfitted_neighbors())
         if not 0 < self.alpha < 0.5:
             raise TextAuditError(f"--alpha must be above 0 and below 0.5 (got {self.alpha}); 0.05 is usual")
@@ -382,8 +384,6 @@ class RanMASK(SAFER):
 def certified_accuracy(records: Sequence[Mapping], max_radius: int | None = None) -> list[dict]:
     """Certified accuracy at radii 0, 1, …: the share of examples predicted right (not abstaining) with a certified
     radius ≥ R, with Wilson intervals; R = 0 is the smoothed classifier's accuracy."""
-    from textaudit.stats import wilson
-
     rows = [r for r in records if "radius" in r]
     n = len(rows)
     top = max([r["radius"] for r in rows if r.get("radius") is not None and r.get("correct")], default=0)
@@ -420,8 +420,6 @@ def summarize_certify(records: Sequence[Mapping], method: str = "safer") -> dict
     """A smoothing run's summary (SAFER's or RanMASK's ``method``) from its records: the smoothed classifier's
     accuracy (an abstention is wrong), the abstentions, and certified accuracy at every radius with Wilson
     intervals."""
-    from textaudit.stats import wilson
-
     rows = [r for r in records if "radius" in r]
     n = len(rows)
     right = sum(1 for r in rows if r.get("correct"))
@@ -461,9 +459,6 @@ def run_certify(safer: SAFER, texts: Sequence[str], labels: Sequence[int], ids: 
     """Certify every example (appended to ``output`` as it finishes; ``resume`` continues it) and return
     ``(summary, records)``. Where the examples run here, the progress line shows the texts the classifier
     was asked so far and an ETA from them (:meth:`expected_texts`): it moves while examples are in flight."""
-    from textaudit.progress import WorkClock
-    from textaudit.runner import ResumableRun
-
     jobs = [(str(i), (str(i), t, int(y))) for i, t, y in zip(ids, texts, labels)]
     settings = {**safer.config(), **(config or {})}
     with ResumableRun(output, resume=resume, progress=progress, command="certify", config=settings) as run:

@@ -17,6 +17,7 @@ from textaudit.files import atomic_path, fingerprint_dir
 from textaudit.models.batched import BatchedClassifier
 from textaudit.models.torch_backend import hf_tokenize, torch_classifier
 from textaudit.models.zoo.vocab import Vocab, WordTokenizer
+from textaudit.token_ids import WordIds, piece_ids
 
 __all__ = ["save_checkpoint", "load_checkpoint", "load_module", "read_config", "id_encoder", "FORMAT"]
 
@@ -33,8 +34,6 @@ def batch_encoder(arch: str, tokenizer, max_len: int):
 def id_encoder(arch: str, tokenizer, max_len: int):
     """The id encoder (:mod:`textaudit.token_ids`) of a zoo model: per-word vocabulary ids for the
     word models, per-word pieces for minilm's WordPiece tokenizer."""
-    from textaudit.token_ids import WordIds, piece_ids
-
     return piece_ids(tokenizer, max_length=max_len) if arch == "minilm" else WordIds(tokenizer.vocab, tokenizer.max_len)
 
 

@@ -20,7 +20,7 @@ from textaudit.device import pick_device
 from textaudit.errors import TextAuditError
 from textaudit.models.batched import BatchedClassifier
 from textaudit.models.torch_backend import TorchForward, hf_tokenize, torch_classifier
-from textaudit.models.zoo.checkpoint import batch_encoder, save_checkpoint
+from textaudit.models.zoo.checkpoint import batch_encoder, id_encoder, save_checkpoint
 from textaudit.models.zoo.names import ARCHS
 from textaudit.models.zoo.vocab import PAIR_SEP, WordTokenizer, build_vocab
 from textaudit.progress import progress as progress_bar
@@ -303,7 +303,6 @@ def fit_classifier(arch: str, texts: Sequence[str], labels: Sequence[int], **kwa
     res = fit(arch, texts, labels, **kwargs)
     encode = batch_encoder(arch, res.tokenizer, res.config.max_len)
     C = int(getattr(res.module, "num_classes", None) or res.module.config.num_labels)
-    from textaudit.models.zoo.checkpoint import id_encoder
 
     return torch_classifier(res.module, encode, name=arch, device=kwargs.get("device"), num_classes=C,
                             ids=id_encoder(arch, res.tokenizer, res.config.max_len))
