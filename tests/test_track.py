@@ -149,7 +149,8 @@ def test_a_bias_run_nested_in_a_training_run_logs_b_per_pair_and_k_with_its_boun
         assert m[f"pairs.he-she.by_k.{k}.B"] == e["B"]
         assert (m[f"pairs.he-she.by_k.{k}.ci95_low"], m[f"pairs.he-she.by_k.{k}.ci95_high"]) == tuple(e["ci95"])
         assert m[f"pairs.he-she.by_k.{k}.n"] == e["n"]
-    assert runs[0].data.params["pair"] == "he,she" and runs[0].data.params["k"] == "1"  # no --output: the options
+    # no --output: the options (--pair repeats, so its value is the list of pairs, as JSON like every list)
+    assert runs[0].data.params["pair"] == '["he,she"]' and runs[0].data.params["k"] == "1"
 
 
 def test_a_tiny_harden_is_a_run_with_before_after_and_mcnemar(server, planted, tmp_path):  # noqa: F811

@@ -15,8 +15,8 @@ results must meet::
     methods = ["so-beam", "genetic"]
 
     [bias]                           # B_{p,k} as audit bias, over the whole data: [suite] limit
-    model = "cnn"                    # counts examples to attack, and few of them would hold the pair
-    pairs = ["he,she"]
+    model = "cnn"                    # counts examples to attack, and few of them would hold the pair;
+    pairs = ["he,she"]               # every option of audit bias is a key (BiasRequest's fields)
     k = 1
     max_sources = 30                 # bounds the work: the first 30 sentences of X_p per pair
     control = "auto"                 # optional: B of a matched neutral pair on the same sentences, and B_p − B_c
@@ -62,23 +62,21 @@ from typing import Any, Callable
 from textaudit.attacks.compare import run_compare
 from textaudit.data import dataset_id, load_dataset
 from textaudit.errors import TextAuditError
-from textaudit.fairness import CounterfactualBias, parse_pair, run_bias
-from textaudit.fairness.controls import controls_for
 from textaudit.fairness.pairs import check_some_source
+from textaudit.fairness.request import BiasRequest
 from textaudit.findings import replay
 from textaudit.formats.jsonl import check_output, read_header, read_jsonl, write_results
 from textaudit.models import load_classifier
 from textaudit.models.zoo.names import ROBUST_ARCHS, ZOO_MODELS, parse_name
-from textaudit.neighborhoods.mlm import load_mlm
-from textaudit.perturbations.gender import gender_words
 from textaudit.report import write_report
 from textaudit.report.render import is_report
+from textaudit.request import from_mapping
 
 __all__ = ["Suite", "Check", "load_suite", "run_suite", "check_thresholds"]
 
 SECTIONS = {"suite": {"name", "data", "limit", "output_dir", "report", "seed", "track", "note"},
             "compare": {"models", "methods", "k", "mlm", "margin", "equivalence"},
-            "bias": {"model", "pairs", "k", "mlm", "enumerate_k", "sample", "ci", "max_sources", "limit", "control"},
+            "bias": None,  # BiasRequest's fields (textaudit.request.from_mapping checks them)
             "certify": {"models"},
             "replay": {"findings", "model", "baseline", "max_still", "max_regressed", "margin", "equivalence"},
             "thresholds": None}
@@ -109,10 +107,6 @@ SECTION_KEYS: dict[str, dict[str, tuple[str, Callable[[Any], bool]]]] = {
     "replay": {"model": ("a model name", _NAME), "baseline": ("a model name", _NAME),
                "max_still": ("a share from 0 to 1", lambda v: isinstance(v, (int, float)) and 0 <= v <= 1),
                "max_regressed": _INT(0), "margin": _MARGIN, "equivalence": _BOOL},
-    "bias": {"k": _INT(0), "mlm": ("a masked LM name", _NAME), "enumerate_k": _INT(0), "sample": _INT(2),
-             "max_sources": _INT(1), "limit": _INT(1),
-             "ci": ("clustered or bootstrap", lambda v: v in ("clustered", "bootstrap")),
-             "control": ("auto or a pair \"w1,w2\" of neutral words", _NAME)},
 }
 
 
@@ -148,6 +142,15 @@ class Suite:
 
     def get(self, section: str, key: str, default: Any = None) -> Any:
         return self.spec.get(section, {}).get(key, default)
+
+    def bias_request(self, output: Path | None = None) -> BiasRequest:
+        """``[bias]`` as the request ``audit bias`` builds (its keys are :class:`BiasRequest`'s fields; ``pairs`` is
+        the older name of ``pair``); the data and seed are the suite's unless the section gives its own."""
+        section = self.spec["bias"]
+        fixed = {"output": output, "resume": output is not None and output.exists()}
+        inherited = {k: self.spec["suite"][k] for k in ("data", "seed") if k in self.spec.get("suite", {}) and k not in section}
+        return from_mapping(BiasRequest, {**inherited, **section}, f"{self.path}: [bias]", aliases={"pairs": "pair"},
+                            **fixed)
 
 
 def _toml(path: Path) -> dict:
@@ -207,7 +210,7 @@ def load_suite(path: str | Path) -> Suite:
             where = Path(f) if Path(f).is_absolute() else path.parent / f
             if not where.exists():
                 raise TextAuditError(f"{path}: [replay] findings {f!r} does not exist (paths are relative to the suite file)")
-    for section, key in (("compare", "models"), ("compare", "methods"), ("bias", "pairs"), ("certify", "models")):
+    for section, key in (("compare", "models"), ("compare", "methods"), ("certify", "models")):
         if section in spec:
             v = spec[section].get(key)
             if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
@@ -221,10 +224,7 @@ def load_suite(path: str | Path) -> Suite:
     if "bias" in spec:
         if not isinstance(spec["bias"].get("model"), str):
             raise TextAuditError(f"{path}: [bias] needs model = \"<name>\"")
-
-        for p in spec["bias"]["pairs"]:
-            parse_pair(p)
-        _bias_controls(spec["bias"])  # a control that cannot be chosen is an error now, before anything runs
+        Suite(path, spec).bias_request().check()  # every value and a control that cannot be chosen: errors now
     if "certify" in spec:
         for m in spec["certify"]["models"]:
             if m not in ZOO_MODELS or parse_name(m)[0] not in ROBUST_ARCHS:
@@ -238,14 +238,6 @@ def load_suite(path: str | Path) -> Suite:
         raise TextAuditError(f"{path}: [suite] report = {str(spec['suite'].get('report', 'report.html'))!r} would replace "
                              f"{report}, which is not a textaudit report; name another file")
     return suite
-
-
-def _bias_controls(bias: dict) -> dict | None:
-    """``[bias] control``'s pair for each of its pairs (:func:`textaudit.fairness.controls.controls_for`), or None."""
-    if not bias.get("control"):
-        return None
-
-    return controls_for([parse_pair(p) for p in bias["pairs"]], bias["control"], None, gender_words())
 
 
 def _split(name: str) -> tuple[str, str]:
@@ -389,10 +381,11 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
     results: dict[str, Any] = {}
     inputs: list[Path] = []
     if "bias" in suite.spec:  # data that holds no pair is said before any audit runs, not after the attacks
-        pairs = [parse_pair(p) for p in suite.get("bias", "pairs")]
-        bias_limit = suite.get("bias", "limit")
-        bias_data = load_dataset(data, default_split="dev", limit=bias_limit, require_labels=False)
-        check_some_source(pairs, list(bias_data["text"]), bias_data["id"], None, limit=bias_limit,
+        bias = suite.bias_request(out / "bias.jsonl")
+        checked = bias.check()
+        bias_data = load_dataset(bias.data, text_column=bias.text_column, default_split="dev", limit=bias.limit,
+                                 require_labels=False)
+        check_some_source(checked.pairs, list(bias_data["text"]), bias_data["id"], None, limit=bias.limit,
                           limit_name="[bias] limit =", bound="[bias] max_sources = N")
     if "compare" in suite.spec:
         results["compare"] = run_compare(suite.get("compare", "models"), suite.get("compare", "methods"), out / "compare",
@@ -401,18 +394,9 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
                                          margin=suite.get("compare", "margin"))
         inputs.append(out / "compare")
     if "bias" in suite.spec:
-        k = suite.get("bias", "k", 3)
-        est = CounterfactualBias(load_classifier(suite.get("bias", "model")),
-                                 load_mlm(suite.get("bias", "mlm")) if k > 0 else None, seed=seed,
-                                 enumerate_k=suite.get("bias", "enumerate_k", 2), sample=suite.get("bias", "sample", 200),
-                                 ci=suite.get("bias", "ci", "clustered"))
-        path = out / "bias.jsonl"
-        controls = _bias_controls(suite.spec["bias"])
-        results["bias"] = run_bias(est, pairs, k, list(bias_data["text"]), ids=bias_data["id"], output=path,
-                                   controls=controls,
-                                   resume=path.exists(), config={"data": data_id, **({"limit": bias_limit} if bias_limit else {})},
-                                   max_sources=suite.get("bias", "max_sources"), progress=progress)
-        inputs.append(path)
+        header = {"limit": bias.limit} if bias.limit else {}
+        results["bias"] = bias.run(progress=progress, config=header, checked=checked).results
+        inputs.append(bias.output)
     if "certify" in suite.spec:
         results["certify"] = {}
         for model in suite.get("certify", "models"):

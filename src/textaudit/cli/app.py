@@ -32,6 +32,7 @@ from textaudit.models.options import ModelOptions, use_model_options
 from textaudit.models.prompt import load_prompt
 from textaudit.models.registry import check_model_options
 from textaudit.neighborhoods.store import use_score_cache, use_store
+from textaudit.request import flags_of, specs
 from textaudit.secrets import RedactingStream, register_env, register_url
 from textaudit.shards import Shard, parse_shard, shard_name
 from textaudit.stats import format_ci  # noqa: F401 - the commands import it from here
@@ -43,6 +44,7 @@ __all__ = ["AuditGroup", "fail", "AuditCommand", "app", "emit_json", "print_tabl
            "BackendOpt", "AddressOpt", "WorkersOpt", "InFlightOpt", "GpusOpt", "CpusOpt", "format_ci",
            "MODEL_HELP", "with_model_options", "with_store_option", "StoreOpt", "store_fields", "score_fields", "with_track_option",
            "finished", "finished_run", "conclude", "TrackExperimentOpt", "TrackRunIdOpt", "option_group", "with_backend_options",
+           "with_request",
            "BACKEND_OPTIONS"]
 
 #: what an interrupted command keeps, and how to continue: commands with a results file (--output)
@@ -142,14 +144,15 @@ MODEL_OPTIONS: dict[str, tuple[Any, Any]] = {
 
 def option_group(command: Callable, options: dict[str, tuple[Any, Any]],
                  around: Callable[[dict[str, Any], dict[str, Any], Callable[..., Any]], Any], *,
-                 into: str | None = None) -> Callable:
+                 into: str | None = None, first: bool = False) -> Callable:
     """Give ``command`` a group of options declared once (``options``: name → (annotation, default)).
 
     At each call the group's values are taken out of the command's arguments and handed to
     ``around(values, arguments, go)`` (``arguments``: the command's own, to read), which checks them, sets up
     what they ask for and calls ``go()`` to run the command.
     ``into``: the name of one of the command's own parameters (not an option) that receives what ``around``
-    passes to ``go(value)`` — e.g. the backend the options describe — and that typer never sees."""
+    passes to ``go(value)`` — e.g. the backend the options describe — and that typer never sees. ``first``: the
+    group's options come before the command's own in its help (a request's fields before ``--json``)."""
     sig = inspect.signature(command, eval_str=True)
     hints = typing.get_type_hints(command, include_extras=True)
 
@@ -165,7 +168,9 @@ def option_group(command: Callable, options: dict[str, tuple[Any, Any]],
     kept = [p for name, p in sig.parameters.items() if name != into]
     extra = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann)
              for name, (ann, default) in options.items()]
-    run.__signature__ = sig.replace(parameters=[*kept, *extra])  # type: ignore[attr-defined]
+    if first:  # typer passes every option by name: the command's own become keyword-only behind the group's
+        kept = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in kept]
+    run.__signature__ = sig.replace(parameters=[*extra, *kept] if first else [*kept, *extra])  # type: ignore[attr-defined]
     run.__annotations__ = {**{k: v for k, v in hints.items() if k != into}, **{p.name: p.annotation for p in extra}}
     return run
 
@@ -208,6 +213,26 @@ def with_store_option(command: Callable) -> Callable:
             return go()
 
     return option_group(command, {"store": (StoreOpt, None), "score_cache": (ScoreCacheOpt, None)}, around)
+
+
+def typer_annotation(hint: Any, name: str, spec: Any) -> Any:
+    """The typer option of a request field (:mod:`textaudit.request`): its flags, help and range."""
+    bounds = {k: v for k, v in (("min", spec.low), ("max", spec.high)) if v is not None}
+    return Annotated[hint, typer.Option(*flags_of(name, spec), help=spec.help, **bounds)]
+
+
+def with_request(cls: type, *, into: str = "request") -> Callable:
+    """Give a command every field of the request class ``cls`` as an option (same default, range and help) and
+    hand the command one ``cls`` built from them in its parameter ``into``."""
+    options = {name: (typer_annotation(hint, name, spec), default) for name, (hint, default, spec) in specs(cls).items()}
+
+    def decorate(command: Callable) -> Callable:
+        def around(values: dict[str, Any], arguments: dict[str, Any], go: Callable[..., Any]) -> Any:
+            return go(cls(**values))
+
+        return option_group(command, options, around, into=into, first=True)
+
+    return decorate
 
 
 #: the options of where the work runs, declared once (:func:`with_backend_options`)

@@ -1,0 +1,181 @@
+"""An audit's request: every option of one audit stated once — its default, its range, its help.
+
+A request is a dataclass next to the audit's run (``fairness.request.BiasRequest`` …) whose fields are made
+with :func:`option`. Everything that starts the audit reads the same fields:
+
+- the command (``audit bias``): its options are the fields (``textaudit.cli.app.with_request``), with the
+  same defaults, ranges and help, so a new field is a new option;
+- a suite section (``[bias]``): its keys are the fields, each value checked by :func:`from_mapping` with the
+  same range before anything runs (a field that only says how a command shows or writes its results is
+  ``scope="command"``; the suite decides those itself);
+- hardening and a notebook: the dataclass itself, ``BiasRequest(pair=["he,she"], k=1).run()``.
+
+``request.check()`` raises every one-line error a bad request can have before anything loads; ``run(...)``
+does the audit and returns its outcome.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from textaudit.errors import TextAuditError
+
+__all__ = ["Spec", "option", "shared", "SHARED", "specs", "flags_of", "from_mapping", "check_value", "describe",
+           "suite_fields"]
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What a field means to a person: ``help``, the command line's ``flags`` (default ``--field-name``), the
+    range ``low``..``high`` (inclusive) or the ``choices``, and ``scope`` (``audit``: any caller sets it;
+    ``command``: only the command line — where results go and how they are shown)."""
+
+    help: str
+    flags: tuple[str, ...] = ()
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] | None = None
+    scope: str = "audit"
+
+
+def option(default: Any = None, *, help: str, flags: tuple[str, ...] = (), low: float | None = None,
+           high: float | None = None, choices: tuple[str, ...] | None = None, scope: str = "audit") -> Any:
+    """A request field with its default and :class:`Spec` (a list default is copied per request)."""
+    return _field(default, Spec(help, flags, low, high, choices, scope))
+
+
+def _field(default: Any, spec: Spec) -> Any:
+    if isinstance(default, list):
+        return dataclasses.field(default_factory=lambda: list(default), metadata={"spec": spec})
+    return dataclasses.field(default=default, metadata={"spec": spec})
+
+
+#: the options many audits share, each stated once (``shared("seed")`` in a request; the commands' ``SeedOpt`` …)
+SHARED: dict[str, Spec] = {
+    "model": Spec("Zoo name (bow, cnn, lstm, transformer, minilm[-gender-swap], bow-ibp, cnn-ibp, lstm-ibp), "
+                  "hf:<dir-or-id>, llm:smollm2 (or llm:<causal-LM id or dir>), http(s)://endpoint, checkpoint dir or "
+                  "file.py:obj.", ("--model", "-m")),
+    "data": Spec("sst2[:train|dev|test], hf:<dataset>[:config][:split] (a hub id or a saved/local dataset folder), or a "
+                 ".csv/.tsv/.jsonl/.parquet/.arrow file."),
+    "text_column": Spec("Column of a data file holding the text."),
+    "pair_column": Spec("Column of a sentence pair's second text (NLI hypothesis, paraphrase, QA passage); "
+                        "--text-column is the first."),
+    "perturb_side": Spec("Text of a pair the neighbourhood and the patch word change: second (default) or first; the "
+                         "other stays verbatim."),
+    "limit": Spec("Use only the first N examples.", low=1),
+    "mlm": Spec("Masked LM of the neighbourhood: minilm-mlm, or any HF fill-mask id or directory "
+                "(distilbert-base-uncased, xlm-roberta-base, camembert-base, ...; default: distilbert if available, else "
+                "minilm-mlm); minilm-mlm+smollm2 re-ranks the candidates by SmolLM2's sentence likelihood (quality "
+                "mode, slower)."),
+    "language": Spec("Language of the text (en, fr, de, ...): how words split (fr/it/ca split elisions such as "
+                     "l'homme); default: from --mlm's name (camembert: fr), else en."),
+    "in_flight": Spec("Examples searched at once (per Ray worker), their model calls merged into one batched forward "
+                      "per step (default: 32 on a CPU, 256 on a GPU, 1 for an http(s):// or OpenAI-compatible "
+                      "endpoint). Records are the same whatever it is.", low=1),
+    "seed": Spec("Seed of every random choice.", low=0),
+    "output": Spec("JSONL results file, written as it goes.", ("--output", "-o"), scope="command"),
+    "resume": Spec("Continue --output: skip the work already in it.", scope="command"),
+    "shard": Spec("i/N: do only the i-th of N disjoint parts of the work (0 <= i < N), e.g. one per machine; join "
+                  "the parts' --output files with audit merge.", scope="command"),
+}
+
+
+def shared(name: str, default: Any = None, **changes: Any) -> Any:
+    """A request field of the shared option ``name`` (:data:`SHARED`), its spec changed by ``changes``."""
+    return _field(default, dataclasses.replace(SHARED[name], **changes))
+
+
+def specs(cls: type) -> dict[str, tuple[Any, Any, Spec]]:
+    """``name → (type, default, spec)`` of every field of the request class ``cls``, in order."""
+    hints = typing.get_type_hints(cls)
+    out = {}
+    for f in dataclasses.fields(cls):
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        out[f.name] = (hints[f.name], default, f.metadata["spec"])
+    return out
+
+
+def flags_of(name: str, spec: Spec) -> tuple[str, ...]:
+    """The command line's names of field ``name``: its spec's, else ``--name-with-dashes``."""
+    return spec.flags or ("--" + name.replace("_", "-"),)
+
+
+def _base(hint: Any) -> tuple[Any, bool]:
+    """The type inside Optional[...] and whether None is allowed."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        return args[0], len(args) < len(typing.get_args(hint))
+    return hint, False
+
+
+def describe(hint: Any, spec: Spec) -> str:
+    """What a value must be, for a one-line error: ``a whole number >= 0``, ``clustered or bootstrap`` …"""
+    base, _ = _base(hint)
+    if spec.choices:
+        return " or ".join(spec.choices)
+    if typing.get_origin(base) is list:
+        return "a list of strings"
+    word = {int: "a whole number", float: "a number", bool: "true or false", str: "a string", Path: "a path"}[base]
+    bounds = [f">= {spec.low:g}" if spec.low is not None else "", f"<= {spec.high:g}" if spec.high is not None else ""]
+    return " ".join([word, *[b for b in bounds if b]])
+
+
+def check_value(hint: Any, spec: Spec, value: Any, where: str) -> Any:
+    """``value`` as the field's type (a path from a string, a number from an int, one string as a list of one)
+    when it is one; else a one-line error that says ``where`` and what it must be."""
+    base, optional = _base(hint)
+    if value is None:
+        if optional:
+            return None
+        raise TextAuditError(f"{where} must be {describe(hint, spec)}")
+    ok = True
+    if typing.get_origin(base) is list:
+        value = [value] if isinstance(value, str) else value
+        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+    elif base is bool:
+        ok = isinstance(value, bool)
+    elif base is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif base is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        value = float(value) if ok else value
+    elif base is Path:
+        ok = isinstance(value, (str, Path)) and str(value) != ""
+        value = Path(value) if ok else value
+    elif base is str:
+        ok = isinstance(value, str) and value.strip() != ""
+    if ok and spec.choices is not None:
+        ok = value in spec.choices
+    if ok and spec.low is not None and isinstance(value, (int, float)):
+        ok = value >= spec.low
+    if ok and spec.high is not None and isinstance(value, (int, float)):
+        ok = value <= spec.high
+    if not ok:
+        raise TextAuditError(f"{where} must be {describe(hint, spec)} (got {value!r})")
+    return value
+
+
+def suite_fields(cls: type) -> dict[str, tuple[Any, Any, Spec]]:
+    """The fields a suite section takes: all but those only the command line sets."""
+    return {name: s for name, s in specs(cls).items() if s[2].scope != "command"}
+
+
+def from_mapping(cls: type, values: Mapping[str, Any], where: str, *, aliases: Mapping[str, str] | None = None,
+                 **fixed: Any) -> Any:
+    """A request of ``cls`` from a suite section's ``values`` (checked: an unknown key or a bad value is a
+    one-line error naming ``where``, e.g. ``suite.toml: [bias]``); ``aliases``: older key → field;
+    ``fixed``: fields the caller decides (the output file, resume), not the section."""
+    fields = suite_fields(cls)
+    given: dict[str, Any] = {}
+    for key, value in values.items():
+        name = (aliases or {}).get(key, key)
+        if name not in fields:
+            raise TextAuditError(f"{where}: unknown key '{key}'; use {', '.join(sorted(fields))}")
+        hint, _, spec = fields[name]
+        given[name] = check_value(hint, spec, value, f"{where} {key}")
+    return cls(**{**given, **fixed})

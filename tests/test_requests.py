@@ -1,0 +1,119 @@
+"""Each audit stated once (textaudit.request): the command's options are the request's fields, a suite section
+takes the same fields with the same defaults and ranges, and a suite audit writes the records the command writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+
+from textaudit.cli.app import BACKEND_OPTIONS, MODEL_OPTIONS, _TRACK_OPTIONS
+from textaudit.cli.main import app
+from textaudit.errors import TextAuditError
+from textaudit.fairness.request import BiasRequest
+from textaudit.request import flags_of, from_mapping, specs, suite_fields
+
+#: options a command takes from the groups declared once in textaudit.cli.app, and how it prints
+GROUPS = {*MODEL_OPTIONS, *BACKEND_OPTIONS, *_TRACK_OPTIONS, "store", "score_cache", "json_out"}
+#: each request and its command
+REQUESTS = {"bias": BiasRequest}
+
+
+def _command(name: str):
+    return dict(typer.main.get_command(app).commands)[name]
+
+
+@pytest.mark.parametrize("name", sorted(REQUESTS))
+def test_every_option_of_the_command_is_a_field_of_its_request(name):
+    """The command line is the request: every option outside the shared groups is a field, with the field's
+    flags, default, range and help — so an option added to the command alone cannot exist."""
+    cls = REQUESTS[name]
+    fields = specs(cls)
+    params = {p.name: p for p in _command(name).params if p.name not in GROUPS}
+    assert set(params) == set(fields)
+    for field, (hint, default, spec) in fields.items():
+        p = params[field]
+        assert tuple(p.opts) + tuple(p.secondary_opts) == flags_of(field, spec) or \
+            tuple(p.opts) == flags_of(field, spec), field
+        assert p.default == default or (p.default in ((), None) and default in (None, [])), field
+        assert p.help == spec.help, field
+        low, high = getattr(p, "min", None), getattr(p, "max", None)
+        assert (low, high) == (spec.low, spec.high), field
+
+
+@pytest.mark.parametrize("name", sorted(REQUESTS))
+def test_a_suite_section_takes_every_field_of_the_request_with_its_range(name, tmp_path):
+    """Every field a suite may set is accepted at its default, and refused out of range in one line that names the
+    section and the key; the fields only the command line sets (output, resume, shard, plot) are refused."""
+    cls = REQUESTS[name]
+    where = f"s.toml: [{name}]"
+    for field, (hint, default, spec) in suite_fields(cls).items():
+        if default is not None:
+            request = from_mapping(cls, {field: default}, where)
+            assert getattr(request, field) == default
+        if spec.low is not None:
+            bad = spec.low - 1
+            with pytest.raises(TextAuditError, match=rf"^s\.toml: \[{name}\] {field} must be .* >= {spec.low:g} "):
+                from_mapping(cls, {field: bad}, where)
+        if spec.choices:
+            with pytest.raises(TextAuditError, match=rf"\[{name}\] {field} must be {' or '.join(spec.choices)}"):
+                from_mapping(cls, {field: "neither"}, where)
+    for field in set(specs(cls)) - set(suite_fields(cls)):
+        with pytest.raises(TextAuditError, match=f"unknown key '{field}'"):
+            from_mapping(cls, {field: "x"}, where)
+
+
+def test_a_bad_bias_request_is_one_line_before_anything_loads():
+    with pytest.raises(TextAuditError, match="give exactly one of --pair"):
+        BiasRequest(pair=["he,she"], group="gender").check()
+    with pytest.raises(TextAuditError, match="unknown --ci 'wald'"):
+        BiasRequest(pair=["he,she"], ci="wald").check()
+    with pytest.raises(TextAuditError, match="--shard needs --output"):
+        BiasRequest(pair=["he,she"], shard="0/2").check()
+    checked = BiasRequest(pair=["he,she", "man,woman"]).check()
+    assert checked.pairs == [("he", "she"), ("man", "woman")]
+
+
+NOISY = '''
+import math, zlib
+def clf(texts):  # P(positive) = sigmoid(noise(text) + 0.4·[she ∈ x])
+    out = []
+    for t in texts:
+        z = (zlib.crc32(t.lower().encode()) % 1000) / 1000 - 0.5 + 0.4 * ("she" in t.lower().split())
+        p = 1 / (1 + math.exp(-z))
+        out.append([1 - p, p])
+    return out
+'''
+
+
+def _records(path: Path) -> list[dict]:
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return sorted((r for r in rows if "header" not in r), key=lambda r: json.dumps(r, sort_keys=True))
+
+
+def test_a_suite_bias_section_writes_the_records_the_command_writes(cli, tmp_path, tiny_mlm):
+    """The same request from the command line and from [bias]: the same scored sentences, record for record."""
+    (tmp_path / "m.py").write_text(NOISY)
+    rows = [f"{'he' if i % 2 else 'she'} said the film was {a} ." for i, a in
+            enumerate(["deep", "slow", "warm", "funny", "dull", "moving", "long", "bright", "clever", "flat"])]
+    (tmp_path / "data.tsv").write_text("text\n" + "".join(f"{r}\n" for r in rows))
+    tiny_mlm.model.save_pretrained(tmp_path / "mlm")
+    tiny_mlm.tokenizer.save_pretrained(tmp_path / "mlm")
+    settings = {"model": f"{tmp_path}/m.py:clf", "pair": "he,she", "k": 1, "mlm": str(tmp_path / "mlm"), "kappa": 3,
+                "max_sources": 4, "sample": 5, "control": "auto"}
+    args = [a for key, value in settings.items() for a in (f"--{key.replace('_', '-')}", str(value))]
+    r = cli("bias", *args, "--data", str(tmp_path / "data.tsv"), "--output", str(tmp_path / "cli.jsonl"), "--json")
+    assert r.exit_code == 0, r.output
+    toml = "\n".join(f"{k} = {json.dumps(v)}" for k, v in settings.items())
+    (tmp_path / "s.toml").write_text(f'[suite]\ndata = "{tmp_path / "data.tsv"}"\noutput_dir = "out"\n[bias]\n{toml}\n')
+    r = cli("run", str(tmp_path / "s.toml"), "--json")
+    assert r.exit_code == 0, r.output
+    command, suite = _records(tmp_path / "cli.jsonl"), _records(tmp_path / "out" / "bias.jsonl")
+    strip = [{k: v for k, v in rec.items() if "seconds" not in k} for rec in command]
+    assert len(strip) > 10 and strip == [{k: v for k, v in rec.items() if "seconds" not in k} for rec in suite]
+    # and the suite's older key for the pairs still reads the same
+    (tmp_path / "s.toml").write_text((tmp_path / "s.toml").read_text().replace('pair = "he,she"', 'pairs = ["he,she"]'))
+    r = cli("run", str(tmp_path / "s.toml"), "--json")
+    assert r.exit_code == 0, r.output
