@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import typer
 
-from textaudit.cli.app import BACKEND_OPTIONS, MODEL_OPTIONS, _TRACK_OPTIONS
+from textaudit.cli.app import _TRACK_OPTIONS, BACKEND_OPTIONS, MODEL_OPTIONS
 from textaudit.cli.main import app
 from textaudit.errors import TextAuditError
 from textaudit.fairness.request import BiasRequest
