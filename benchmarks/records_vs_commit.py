@@ -129,6 +129,8 @@ def run_case(src: Path, argv: list[str], out: Path, prev: Path) -> tuple[int, fl
         args = args[:-4]  # replay builds no neighbourhood: it has no store options
     code = f"import sys; sys.path.insert(0, {str(src)!r}); from textaudit.cli.main import main; main({args!r})"
     env = {**os.environ, "TEXTAUDIT_PROGRESS_SECONDS": "600"}
+    if env.get("TEXTAUDIT_DATA"):  # each audit runs in its own folder: a relative path would point elsewhere
+        env["TEXTAUDIT_DATA"] = str(Path(env["TEXTAUDIT_DATA"]).resolve())
     t0 = time.perf_counter()
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=out)
     (out / "suite.toml").unlink(missing_ok=True)
