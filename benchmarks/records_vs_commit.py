@@ -7,7 +7,8 @@ The base commit is checked out into a temporary git worktree (removed after); ea
 twice, once with the base's ``src/`` and once with this checkout's, each in its own process and its own output
 folder, with ``--store off --score-cache off`` so neither run answers from the other's work. Every JSON and
 JSONL file the audit wrote is then compared record by record, every field but the clocks (:func:`comparable`:
-keys naming seconds, a wall or a rate per second) — the results header too, textaudit's version aside.
+keys naming seconds, a wall or a rate per second); a results file's header is compared apart (a difference
+there is said beside the verdict), textaudit's version aside, and the side's own folder reads ``<out>``.
 
 The set is the one [1/7] names: SO-Beam, SO-Enum, Genetic, BAE, bias with ``--group``, certify (IBP, SAFER,
 RanMASK), harden, replay, compare and a suite, each small (a few SST-2 dev examples on the zoo's cnn and cnn-ibp,
@@ -47,7 +48,7 @@ CASES: dict[str, list[str]] = {
     "replay": ["replay", "{prev}/r.jsonl", "--model", "bow", "--baseline", "cnn", "--output", "{out}/r.jsonl"],
     "compare": ["compare", "--models", "cnn,bow", "--methods", "so-enum", "--k", "1", "--limit", "3",
                 "--output-dir", "{out}/cmp"],
-    "harden": ["harden", "--model", "bow", "--attack", "so-enum", "--k", "1", "--train-sample", "6", "--max-train",
+    "harden": ["harden", "--model", "bow", "--method", "augment", "--attack", "so-enum", "--k", "1", "--train-sample", "6", "--max-train",
                "300", "--epochs", "1", "--eval-limit", "4", "--eval-attack", "so-enum:1", "--out", "{out}/h"],
     "suite": ["run", "{out}/suite.toml"],
 }
@@ -74,7 +75,7 @@ max_sources = 3
 so_enum.success_rate_max = 1.0
 """
 #: fields that are clocks, not results
-CLOCK_WORDS = ("seconds", "wall", "_per_s", "per_second", "elapsed", "started_ms", "ended_ms")
+CLOCK_WORDS = ("seconds", "wall", "_per_s", "per_second", "sec_per_", "elapsed", "started_ms", "ended_ms")
 
 
 def comparable(obj):
@@ -87,16 +88,24 @@ def comparable(obj):
     return obj
 
 
-def read_outputs(folder: Path) -> dict[str, object]:
-    """Every JSON and JSONL file under ``folder`` (by its path inside it), its records in id order."""
-    out: dict[str, object] = {}
+def read_outputs(folder: Path, side_root: Path) -> tuple[dict[str, object], dict[str, object]]:
+    """Every JSON and JSONL file under ``folder`` (by its path inside it): ``(records, headers)`` — the records of
+    each file in a fixed order, and each results file's header apart. The side's own folder, which a record may
+    name (a replay's finding names its file), reads ``<out>``."""
+    records: dict[str, object] = {}
+    headers: dict[str, object] = {}
     for path in sorted(folder.rglob("*")):
+        if path.suffix not in (".jsonl", ".json"):
+            continue
+        text = path.read_text().replace(str(side_root), "<out>")
+        name = str(path.relative_to(folder))
         if path.suffix == ".jsonl":
-            records = [comparable(json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
-            out[str(path.relative_to(folder))] = sorted(records, key=lambda r: json.dumps(r, sort_keys=True))
-        elif path.suffix == ".json":
-            out[str(path.relative_to(folder))] = comparable(json.loads(path.read_text()))
-    return out
+            rows = [comparable(json.loads(line)) for line in text.splitlines() if line.strip()]
+            headers[name] = [r for r in rows if "header" in r]
+            records[name] = sorted((r for r in rows if "header" not in r), key=lambda r: json.dumps(r, sort_keys=True))
+        else:
+            records[name] = comparable(json.loads(text))
+    return records, headers
 
 
 def first_difference(a, b, where: str = "") -> str | None:
@@ -161,14 +170,17 @@ def main() -> None:
             sides = {}
             for side, src in (("base", trees["base"] / "src"), ("change", trees["change"] / "src")):
                 rc, seconds, last = run_case(src, CASES[name], work / side / name, work / side / "so-beam")
-                sides[side] = (rc, seconds, last, read_outputs(work / side / name))
-            (rc_a, s_a, last_a, out_a), (rc_b, s_b, last_b, out_b) = sides["base"], sides["change"]
+                sides[side] = (rc, seconds, last, *read_outputs(work / side / name, work / side))
+            (rc_a, s_a, last_a, out_a, head_a), (rc_b, s_b, last_b, out_b, head_b) = sides["base"], sides["change"]
             if rc_a != rc_b:
                 verdict = f"exit {rc_a} ≠ {rc_b} ({last_a!r} / {last_b!r})"
             elif not out_a:
                 verdict = f"no output (exit {rc_a}: {last_a!r})"
             else:
-                verdict = first_difference(out_a, out_b) or f"same ({len(out_a)} files, exit {rc_a})"
+                verdict = first_difference(out_a, out_b) or f"same records ({len(out_a)} files, exit {rc_a})"
+                header = first_difference(head_a, head_b)
+                if header and verdict.startswith("same"):
+                    verdict += f"; a header differs: {header}"
             differ += not verdict.startswith("same")
             print(f"{name:16s} {verdict}   [{s_a:.0f} s / {s_b:.0f} s]", flush=True)
     finally:
