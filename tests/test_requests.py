@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import typer
 
+from textaudit.attacks.request import AttackRequest
 from textaudit.cli.app import _TRACK_OPTIONS, BACKEND_OPTIONS, MODEL_OPTIONS
 from textaudit.cli.main import app
 from textaudit.errors import TextAuditError
@@ -18,7 +19,7 @@ from textaudit.request import flags_of, from_mapping, specs, suite_fields
 #: options a command takes from the groups declared once in textaudit.cli.app, and how it prints
 GROUPS = {*MODEL_OPTIONS, *BACKEND_OPTIONS, *_TRACK_OPTIONS, "store", "score_cache", "json_out"}
 #: each request and its command
-REQUESTS = {"bias": BiasRequest}
+REQUESTS = {"bias": BiasRequest, "attack": AttackRequest}
 
 
 def _command(name: str):
@@ -33,11 +34,14 @@ def test_every_option_of_the_command_is_a_field_of_its_request(name):
     fields = specs(cls)
     params = {p.name: p for p in _command(name).params if p.name not in GROUPS}
     assert set(params) == set(fields)
-    for field, (hint, default, spec) in fields.items():
+    for field, (_, default, spec) in fields.items():
         p = params[field]
-        assert tuple(p.opts) + tuple(p.secondary_opts) == flags_of(field, spec) or \
-            tuple(p.opts) == flags_of(field, spec), field
-        assert p.default == default or (p.default in ((), None) and default in (None, [])), field
+        declared = tuple(part for flag in flags_of(field, spec) for part in flag.split("/"))  # --ppl/--no-ppl
+        assert tuple(p.opts) + tuple(p.secondary_opts) == declared, field
+        if default is ...:
+            assert p.required, field
+        else:
+            assert p.default == default or (p.default in ((), None) and default in (None, [])), field
         assert p.help == spec.help, field
         low, high = getattr(p, "min", None), getattr(p, "max", None)
         assert (low, high) == (spec.low, spec.high), field
@@ -49,20 +53,25 @@ def test_a_suite_section_takes_every_field_of_the_request_with_its_range(name, t
     section and the key; the fields only the command line sets (output, resume, shard, plot) are refused."""
     cls = REQUESTS[name]
     where = f"s.toml: [{name}]"
-    for field, (hint, default, spec) in suite_fields(cls).items():
+    need = {f: "cnn" for f, (_, default, _) in suite_fields(cls).items() if default is ...}
+    for field, (_, default, spec) in suite_fields(cls).items():
+        if default is ...:  # required: a section without it is one line
+            with pytest.raises(TextAuditError, match=f"needs {field} ="):
+                from_mapping(cls, {}, where)
+            continue
         if default is not None:
-            request = from_mapping(cls, {field: default}, where)
+            request = from_mapping(cls, {**need, field: default}, where)
             assert getattr(request, field) == default
         if spec.low is not None:
             bad = spec.low - 1
             with pytest.raises(TextAuditError, match=rf"^s\.toml: \[{name}\] {field} must be .* >= {spec.low:g} "):
-                from_mapping(cls, {field: bad}, where)
+                from_mapping(cls, {**need, field: bad}, where)
         if spec.choices:
             with pytest.raises(TextAuditError, match=rf"\[{name}\] {field} must be {' or '.join(spec.choices)}"):
-                from_mapping(cls, {field: "neither"}, where)
+                from_mapping(cls, {**need, field: "neither"}, where)
     for field in set(specs(cls)) - set(suite_fields(cls)):
         with pytest.raises(TextAuditError, match=f"unknown key '{field}'"):
-            from_mapping(cls, {field: "x"}, where)
+            from_mapping(cls, {**need, field: "x"}, where)
 
 
 def test_a_bad_bias_request_is_one_line_before_anything_loads():

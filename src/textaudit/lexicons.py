@@ -1,13 +1,16 @@
-"""Word lists shared by several audits, read once through the resource layer."""
+"""Word lists and word-pair files shared by several audits (the counter-fitted neighbours, read once through the
+resource layer; a file of pairs p = (w1, w2), the protected pairs of bias and the synonym pairs of the patch words)."""
 
 from __future__ import annotations
 
 import json
 from functools import lru_cache
+from pathlib import Path
 
+from textaudit.errors import TextAuditError
 from textaudit.resources import resolve
 
-__all__ = ["counterfitted_neighbors"]
+__all__ = ["counterfitted_neighbors", "parse_pair", "load_pairs_file"]
 
 
 @lru_cache(maxsize=1)
@@ -15,3 +18,33 @@ def counterfitted_neighbors() -> dict[str, list[str]]:
     """The counter-fitted synonym lists (resource ``counterfitted-neighbors``): {word: [neighbours,
     nearest first]} — the substitution set of the paper's patch words and of the Genetic attack."""
     return json.loads(resolve("counterfitted-neighbors").read_text())
+
+
+def parse_pair(text: str) -> tuple[str, str]:
+    """Parse ``"he,she"`` (or ``he/she``, ``he she``) into a lowercased pair."""
+    parts = [p for p in text.replace("/", ",").replace(" ", ",").split(",") if p]
+    if len(parts) != 2 or not all(p.isalpha() for p in parts):
+        raise TextAuditError(f"'{text}' is not a word pair; write it as two alphabetic words, e.g. --pair he,she")
+    a, b = (p.lower() for p in parts)
+    if a == b:
+        raise TextAuditError(f"the pair '{text}' uses the same word twice; give two different words")
+    return a, b
+
+
+def load_pairs_file(path: str) -> list[tuple[str, str]]:
+    """Read pairs from a file: one pair per line (``w1,w2``, ``w1 w2`` or tab-separated), or a JSON
+    list of two-word lists; ``#`` starts a comment."""
+    p = Path(path)
+    if not p.is_file():
+        raise TextAuditError(f"pairs file {path} not found")
+    text = p.read_text(encoding="utf-8")
+    if text.lstrip().startswith("["):
+        try:
+            return [parse_pair(",".join(x)) for x in json.loads(text)]
+        except (json.JSONDecodeError, TypeError) as e:
+            raise TextAuditError(f"{path} is not a JSON list of word pairs ({e})") from None
+    pairs = [parse_pair(line.split("#")[0].replace("\t", ",").strip())
+             for line in text.splitlines() if line.split("#")[0].strip()]
+    if not pairs:
+        raise TextAuditError(f"{path} holds no word pairs; write one pair per line, e.g. 'he,she'")
+    return pairs

@@ -45,7 +45,8 @@ class Spec:
 
 def option(default: Any = None, *, help: str, flags: tuple[str, ...] = (), low: float | None = None,
            high: float | None = None, choices: tuple[str, ...] | None = None, scope: str = "audit") -> Any:
-    """A request field with its default and :class:`Spec` (a list default is copied per request)."""
+    """A request field with its default and :class:`Spec` (a list default is copied per request; ``...``: required,
+    the command line and a suite section must give it)."""
     return _field(default, Spec(help, flags, low, high, choices, scope))
 
 
@@ -67,7 +68,12 @@ SHARED: dict[str, Spec] = {
                         "--text-column is the first."),
     "perturb_side": Spec("Text of a pair the neighbourhood and the patch word change: second (default) or first; the "
                          "other stays verbatim."),
+    "label_column": Spec("Column of a data file holding the label."),
+    "label_map": Spec("Which class id of the model each class name of the data means, e.g. happy=1,unhappy=0 (needed "
+                      "when the data's labels are names and the model has no class names; recorded in the results "
+                      "header)."),
     "limit": Spec("Use only the first N examples.", low=1),
+    "sample": Spec("Use N examples drawn at random with --seed (each keeps its row's id; not with --limit).", low=1),
     "mlm": Spec("Masked LM of the neighbourhood: minilm-mlm, or any HF fill-mask id or directory "
                 "(distilbert-base-uncased, xlm-roberta-base, camembert-base, ...; default: distilbert if available, else "
                 "minilm-mlm); minilm-mlm+smollm2 re-ranks the candidates by SmolLM2's sentence likelihood (quality "
@@ -171,6 +177,9 @@ def from_mapping(cls: type, values: Mapping[str, Any], where: str, *, aliases: M
     one-line error naming ``where``, e.g. ``suite.toml: [bias]``); ``aliases``: older key → field;
     ``fixed``: fields the caller decides (the output file, resume), not the section."""
     fields = suite_fields(cls)
+    missing = [name for name, (_, default, _) in fields.items() if default is ... and name not in values]
+    if missing:
+        raise TextAuditError(f"{where} needs {missing[0]} = \"<{missing[0]}>\"")
     given: dict[str, Any] = {}
     for key, value in values.items():
         name = (aliases or {}).get(key, key)

@@ -32,7 +32,7 @@ from textaudit.models.options import ModelOptions, use_model_options
 from textaudit.models.prompt import load_prompt
 from textaudit.models.registry import check_model_options
 from textaudit.neighborhoods.store import use_score_cache, use_store
-from textaudit.request import flags_of, specs
+from textaudit.request import SHARED, flags_of, specs
 from textaudit.secrets import RedactingStream, register_env, register_url
 from textaudit.shards import Shard, parse_shard, shard_name
 from textaudit.stats import format_ci  # noqa: F401 - the commands import it from here
@@ -57,47 +57,40 @@ INTERRUPT_HINTS = {
     "mlm-corpus": "the batches generated so far are kept; run the same command again to resume",
 }
 
-MODEL_HELP = ("Zoo name (bow, cnn, lstm, transformer, minilm[-gender-swap], bow-ibp, cnn-ibp, lstm-ibp), hf:<dir-or-id>, "
-              "llm:smollm2 (or llm:<causal-LM id or dir>), http(s)://endpoint, checkpoint dir or file.py:obj.")
-ModelOpt = Annotated[str, typer.Option("--model", "-m", help=MODEL_HELP)]
-DataOpt = Annotated[str, typer.Option("--data", help=(
-    "sst2[:train|dev|test], hf:<dataset>[:config][:split] (a hub id or a saved/local dataset folder), or a "
-    ".csv/.tsv/.jsonl/.parquet/.arrow file."))]
-TextColumnOpt = Annotated[Optional[str], typer.Option("--text-column", help="Column of a data file holding the text.")]
-LabelColumnOpt = Annotated[Optional[str], typer.Option("--label-column", help="Column of a data file holding the label.")]
-LabelMapOpt = Annotated[Optional[str], typer.Option("--label-map", help=(
-    "Which class id of the model each class name of the data means, e.g. happy=1,unhappy=0 (needed when the data's "
-    "labels are names and the model has no class names; recorded in the results header)."))]
-LimitOpt = Annotated[Optional[int], typer.Option("--limit", min=1, help="Use only the first N examples.")]
-SampleOpt = Annotated[Optional[int], typer.Option("--sample", min=1, help=(
-    "Use N examples drawn at random with --seed (each keeps its row's id; not with --limit)."))]
-PairColumnOpt = Annotated[Optional[str], typer.Option("--pair-column", help=(
-    "Column of a sentence pair's second text (NLI hypothesis, paraphrase, QA passage); --text-column is the first."))]
-PerturbSideOpt = Annotated[str, typer.Option("--perturb-side", help=(
-    "Text of a pair the neighbourhood and the patch word change: second (default) or first; the other stays verbatim."))]
-OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="JSONL results file, written as it goes.")]
-ResumeOpt = Annotated[bool, typer.Option("--resume", help="Continue --output: skip the work already in it.")]
-SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Seed of every random choice.")]
-ShardOpt = Annotated[Optional[str], typer.Option("--shard", help=(
-    "i/N: do only the i-th of N disjoint parts of the work (0 <= i < N), e.g. one per machine; join the "
-    "parts' --output files with audit merge."))]
+
+def typer_annotation(hint: Any, name: str, spec: Any) -> Any:
+    """The typer option of a request field or a shared option (:mod:`textaudit.request`): its flags, help, range."""
+    bounds = {k: v for k, v in (("min", spec.low), ("max", spec.high)) if v is not None}
+    return Annotated[hint, typer.Option(*flags_of(name, spec), help=spec.help, **bounds)]
+
+
+def _shared(hint: Any, name: str) -> Any:
+    return typer_annotation(hint, name, SHARED[name])
+
+
+MODEL_HELP = SHARED["model"].help
+ModelOpt = _shared(str, "model")
+DataOpt = _shared(str, "data")
+TextColumnOpt = _shared(Optional[str], "text_column")
+LabelColumnOpt = _shared(Optional[str], "label_column")
+LabelMapOpt = _shared(Optional[str], "label_map")
+LimitOpt = _shared(Optional[int], "limit")
+SampleOpt = _shared(Optional[int], "sample")
+PairColumnOpt = _shared(Optional[str], "pair_column")
+PerturbSideOpt = _shared(str, "perturb_side")
+OutputOpt = _shared(Optional[Path], "output")
+ResumeOpt = _shared(bool, "resume")
+SeedOpt = _shared(int, "seed")
+ShardOpt = _shared(Optional[str], "shard")
 BackendOpt = Annotated[str, typer.Option("--backend", help="serial (here, one example after another) or ray (Ray workers).")]
 AddressOpt = Annotated[Optional[str], typer.Option("--address", help=(
     "Ray cluster to use (auto, ray://host:10001); default: start a local Ray."))]
 WorkersOpt = Annotated[int, typer.Option("--workers", min=1, help="Ray workers (each loads the models once).")]
-InFlightOpt = Annotated[Optional[int], typer.Option("--in-flight", min=1, help=(
-    "Examples searched at once (per Ray worker), their model calls merged into one batched forward per step "
-    "(default: 32 on a CPU, 256 on a GPU, 1 for an http(s):// or OpenAI-compatible endpoint). Records are the "
-    "same whatever it is."))]
+InFlightOpt = _shared(Optional[int], "in_flight")
 GpusOpt = Annotated[float, typer.Option("--gpus-per-worker", min=0.0, help="GPUs per Ray worker (0.25: four share one).")]
 CpusOpt = Annotated[float, typer.Option("--cpus-per-worker", min=0.01, help="CPUs per Ray worker.")]
-MlmOpt = Annotated[Optional[str], typer.Option("--mlm", help=(
-    "Masked LM of the neighbourhood: minilm-mlm, or any HF fill-mask id or directory (distilbert-base-uncased, "
-    "xlm-roberta-base, camembert-base, ...; default: distilbert if available, else minilm-mlm); "
-    "minilm-mlm+smollm2 re-ranks the candidates by SmolLM2's sentence likelihood (quality mode, slower)."))]
-LanguageOpt = Annotated[Optional[str], typer.Option("--language", help=(
-    "Language of the text (en, fr, de, ...): how words split (fr/it/ca split elisions such as l'homme); "
-    "default: from --mlm's name (camembert: fr), else en."))]
+MlmOpt = _shared(Optional[str], "mlm")
+LanguageOpt = _shared(Optional[str], "language")
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object as the last line of stdout.")]
 
 
@@ -213,12 +206,6 @@ def with_store_option(command: Callable) -> Callable:
             return go()
 
     return option_group(command, {"store": (StoreOpt, None), "score_cache": (ScoreCacheOpt, None)}, around)
-
-
-def typer_annotation(hint: Any, name: str, spec: Any) -> Any:
-    """The typer option of a request field (:mod:`textaudit.request`): its flags, help and range."""
-    bounds = {k: v for k, v in (("min", spec.low), ("max", spec.high)) if v is not None}
-    return Annotated[hint, typer.Option(*flags_of(name, spec), help=spec.help, **bounds)]
 
 
 def with_request(cls: type, *, into: str = "request") -> Callable:

@@ -6,12 +6,11 @@ p(2) and no p(1) count too, *with the pair reversed*, so that one B measures one
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Sequence
 
 from textaudit.errors import TextAuditError
+from textaudit.lexicons import load_pairs_file, parse_pair  # re-exported: the pair's format is the lexicons'
 from textaudit.sentence import Sentence
 
 __all__ = ["GENDER_PAIRS", "GROUPS", "parse_pair", "load_pairs_file", "Source", "find_sources", "measurable_sources",
@@ -21,36 +20,6 @@ __all__ = ["GENDER_PAIRS", "GROUPS", "parse_pair", "load_pairs_file", "Source", 
 GENDER_PAIRS: list[tuple[str, str]] = [("he", "she"), ("his", "her"), ("him", "her"), ("men", "women"),
                                         ("man", "woman"), ("actor", "actress")]
 GROUPS = {"gender": GENDER_PAIRS}
-
-
-def parse_pair(text: str) -> tuple[str, str]:
-    """Parse ``"he,she"`` (or ``he/she``, ``he she``) into a lowercased pair."""
-    parts = [p for p in text.replace("/", ",").replace(" ", ",").split(",") if p]
-    if len(parts) != 2 or not all(p.isalpha() for p in parts):
-        raise TextAuditError(f"'{text}' is not a word pair; write it as two alphabetic words, e.g. --pair he,she")
-    a, b = (p.lower() for p in parts)
-    if a == b:
-        raise TextAuditError(f"the pair '{text}' uses the same word twice; give two different words")
-    return a, b
-
-
-def load_pairs_file(path: str) -> list[tuple[str, str]]:
-    """Read pairs from a file: one pair per line (``w1,w2``, ``w1 w2`` or tab-separated), or a JSON
-    list of two-word lists; ``#`` starts a comment."""
-    p = Path(path)
-    if not p.is_file():
-        raise TextAuditError(f"pairs file {path} not found")
-    text = p.read_text(encoding="utf-8")
-    if text.lstrip().startswith("["):
-        try:
-            return [parse_pair(",".join(x)) for x in json.loads(text)]
-        except (json.JSONDecodeError, TypeError) as e:
-            raise TextAuditError(f"{path} is not a JSON list of word pairs ({e})") from None
-    pairs = [parse_pair(line.split("#")[0].replace("\t", ",").strip())
-             for line in text.splitlines() if line.split("#")[0].strip()]
-    if not pairs:
-        raise TextAuditError(f"{path} holds no word pairs; write one pair per line, e.g. 'he,she'")
-    return pairs
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,188 @@
+"""``audit attack`` stated once: :class:`AttackRequest` holds every option of an attack over a dataset.
+
+The command (``audit attack``) and a notebook build the same request; ``check()`` says every one-line error
+before anything loads, ``run(backend)`` attacks the examples (appending each record to ``output`` as it
+finishes) and returns an :class:`AttackOutcome`.
+
+A second-order search looks for x̃ in Neighbor_k(x) — sentences at most k words from x, each word one of the
+masked LM's κ candidates within δ of the best logit — whose prediction flips under one synonym swap
+p = (w1, w2): f(x̃) ≠ f(x̃ ⊕ p). SO-Enum enumerates Neighbor_k (k ≤ 2); SO-Beam keeps the β most promising
+sentences per round (β = 20, k ≤ 6). Genetic and BAE are the first-order baselines (:data:`METHODS`).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from textaudit.attacks.patch import PatchWords
+from textaudit.attacks.registry import METHODS, MethodSpec, check_options, default_method, estimate_queries, make_attack
+from textaudit.attacks.run import run_attack
+from textaudit.backends import Backend, SerialBackend
+from textaudit.data import align_labels, check_side, data_config, dataset_id, load_dataset, parse_label_map, split_sides
+from textaudit.errors import TextAuditError
+from textaudit.formats.jsonl import check_output
+from textaudit.lexicons import load_pairs_file
+from textaudit.lm import LazyCausalLM
+from textaudit.models import load_classifier
+from textaudit.neighborhoods.mlm import load_mlm
+from textaudit.notices import say as say_line
+from textaudit.request import option, shared
+from textaudit.sentence import check_language, guess_language
+from textaudit.shards import Shard, parse_shard, shard_name
+
+__all__ = ["AttackRequest", "AttackOutcome", "CheckedAttack", "METHOD_HELP", "say_cost"]
+
+METHOD_HELP = (" | ".join(METHODS) + " | textattack:<recipe> (default: so-enum if k <= 2 else so-beam). "
+               + "; ".join(f"{name}: {spec.summary}" for name, spec in METHODS.items()))
+
+
+@dataclass
+class CheckedAttack:
+    """What :meth:`AttackRequest.check` found: the method (and whether it was chosen), its spec and options, the
+    language, the synonym pairs of ``--pairs-file``, the data's id, the side of a pair attacked and the shard."""
+
+    method: str
+    chosen: bool
+    spec: MethodSpec
+    options: dict[str, Any]
+    language: str
+    synonyms: list[tuple[str, str]] | None
+    data_id: str
+    side: str | None
+    shard: Shard | None
+
+
+@dataclass
+class AttackOutcome:
+    """A finished attack: its ``summary`` (the command's ``--json`` object), its ``records``, the ``classifier``,
+    the ``attack`` and the causal LM that scored perplexities (None without ``ppl``)."""
+
+    summary: dict
+    records: list[dict]
+    classifier: Any
+    attack: Any
+    lm: LazyCausalLM | None
+    masked_lm: Any
+
+
+@dataclass
+class AttackRequest:
+    """Every option of ``audit attack`` with its default, range and help (:mod:`textaudit.request`)."""
+
+    model: str = shared("model", ...)  # required
+    k: int | None = option(None, help="Words the neighbourhood may change (default 6; SO-Enum: k <= 2, default 2).")
+    method: str | None = option(None, help=METHOD_HELP)
+    data: str = shared("data", "sst2:dev")
+    text_column: str | None = shared("text_column")
+    label_column: str | None = shared("label_column")
+    label_map: str | None = shared("label_map")
+    pair_column: str | None = shared("pair_column")
+    perturb_side: str = shared("perturb_side", "second", choices=("second", "first"))
+    limit: int | None = shared("limit")
+    sample: int | None = shared("sample")
+    output: Path | None = shared("output")
+    resume: bool = shared("resume", False)
+    shard: str | None = shared("shard")
+    in_flight: int | None = shared("in_flight")
+    beam: int | None = option(None, help="SO-Beam width β (default 20).")
+    kappa: int | None = option(None, help="κ: masked-LM candidates per position (default 20).")
+    delta: float | None = option(None, help="δ: keep candidates with logit > best − δ (default 3).")
+    mlm: str | None = shared("mlm")
+    language: str | None = shared("language")
+    pairs_file: Path | None = option(None, help=(
+        "Synonym pairs 'w1,w2' (one per line) the patch word p comes from (default: the English counter-fitted "
+        "neighbours; needed for other languages)."))
+    max_queries: int | None = option(None, help="Classifier query budget per example.")
+    time_budget: float | None = option(None, help="Seconds per example.")
+    ppl: bool = option(True, flags=("--ppl/--no-ppl",), help="Perplexity of originals and vulnerable examples (SmolLM2).")
+    lm_constraint: bool = option(False, help="Genetic: keep the 4 synonyms with the lowest SmolLM2 perplexity.")
+    threshold: float | None = option(None, low=0.0, high=1.0, help="BAE: MiniLM sentence-similarity threshold (default 0.85).")
+    seed: int = shared("seed", 0)
+
+    def check(self) -> CheckedAttack:
+        """Every one-line error this request can have, before any data, masked LM or model loads (or trains)."""
+        method = self.method or default_method(self.k)
+        language = check_language(self.language or guess_language(self.mlm))
+        synonyms = load_pairs_file(str(self.pairs_file)) if self.pairs_file is not None else None
+        options = dict(k=self.k, beam=self.beam, kappa=self.kappa, delta=self.delta, max_queries=self.max_queries,
+                       time_budget=self.time_budget, seed=self.seed, lm=self.lm_constraint, threshold=self.threshold,
+                       patch_words=synonyms, language=self.language)
+        spec = check_options(method, options)
+        if "language" in spec.options:
+            options["language"] = language
+            if language != "en" and synonyms is None:
+                raise TextAuditError(f"the counter-fitted synonyms the patch words come from are English; for --language "
+                                     f"{language} give --pairs-file with synonym pairs in that language (w1,w2 per line)")
+        data_id = dataset_id(self.data, "dev")
+        check_side(self.perturb_side)
+        side = self.perturb_side if self.pair_column else None
+        if side is not None and method.startswith("textattack:"):
+            raise TextAuditError(f"{method} attacks single texts; for sentence pairs use so-beam, so-enum, genetic or bae")
+        part = parse_shard(self.shard)
+        if part is not None and self.output is None:
+            raise TextAuditError("--shard needs --output (each shard writes its own results file for audit merge)")
+        settings = dict(method=method, k=self.k, beam=self.beam, kappa=self.kappa, delta=self.delta,
+                        max_queries=self.max_queries, time_budget=self.time_budget, seed=self.seed,
+                        threshold=self.threshold, data=data_id, ppl=self.ppl,
+                        lm_constraint=self.lm_constraint if method == "genetic" else None, perturb_side=side,
+                        data_sample=self.sample)
+        check_output(self.output, self.resume, settings, shard_name(part))
+        return CheckedAttack(method, self.method is not None, spec, options, language, synonyms, data_id, side, part)
+
+    def run(self, backend: Backend | None = None, *, checked: CheckedAttack | None = None, progress: bool = True,
+            say: Callable[[str], None] = say_line) -> AttackOutcome:
+        """Attack the examples (resuming ``output`` with ``resume``) and return the outcome; ``say``: where the
+        lines for a person go (the method chosen, the cost, the time estimate, the patch words' ranking)."""
+        checked = checked or self.check()
+        backend = backend or SerialBackend()
+        method, options = checked.method, dict(checked.options)
+        ds = load_dataset(self.data, text_column=self.text_column, label_column=self.label_column,
+                          pair_column=self.pair_column, default_split="dev", limit=self.limit, sample=self.sample,
+                          seed=self.seed)
+        if not checked.chosen:
+            say(f"method: {method} (the default for {'k <= 2' if method == 'so-enum' else 'k > 2'}; choose with --method)")
+        say_cost(method, self.k, self.beam, self.kappa, ds["text"], say)
+        backend.start()  # workers import their libraries while the models load here
+        clf = load_classifier(self.model)
+        options["mlm"] = load_mlm(self.mlm) if checked.spec.needs_mlm else None
+        # SmolLM2 is loaded on first use: a run (or a --resume) without a success never loads it
+        lm = LazyCausalLM() if self.ppl or self.lm_constraint else None
+        options["lm"] = lm if self.lm_constraint else None
+        ds, classes = align_labels(ds, clf, parse_label_map(self.label_map))
+        if checked.synonyms is not None:
+            options["patch_words"] = PatchWords(clf, checked.synonyms)
+        atk = make_attack(method, clf, **options)
+        texts, contexts = split_sides(ds, self.perturb_side)
+        if hasattr(atk, "rank_patch_words"):
+            say(f"ranking patch words for {clf.name} ...")
+            t0 = time.perf_counter()
+            atk.rank_patch_words(texts, checked.side)
+            say(f"ranked patch words for {clf.name} in {time.perf_counter() - t0:.1f} s; attacking")
+        if not self.ppl:
+            lm = None
+        summary, records = run_attack(atk, texts, ds["label"], ids=ds["id"], output=self.output, resume=self.resume,
+                                      ppl=lm, config=data_config(checked.data_id, classes, sample=self.sample),
+                                      shard=checked.shard, backend=backend, contexts=contexts, side=self.perturb_side,
+                                      in_flight=self.in_flight, say=say, progress=progress,
+                                      estimate=self.pair_column is None and checked.shard is None)
+        summary["model"] = clf.name  # (a shard's time is not estimated: the data's first examples are others')
+        return AttackOutcome(summary, records, clf, atk, lm, options["mlm"])
+
+
+def say_cost(method: str, k: int | None, beam: int | None, kappa: int | None, texts: Sequence[str],
+             say: Callable[[str], None] = say_line) -> int | None:
+    """Before a run: at most how many classifier queries one example may cost, for the data's
+    median sentence, and how to make a first try quick; that bound (None: the method has none)."""
+    spec_k = k if k is not None else (2 if method == "so-enum" else 6)
+    words = int(statistics.median(sum(w.isalpha() for w in t.split()) for t in texts)) if len(texts) else 0
+    est = estimate_queries(method, spec_k, words, beam=beam or 20, kappa=kappa or 20)
+    if est is None:
+        return None
+    n, how = est
+    say(f"cost: up to {n:,} classifier queries per example ({how}); a search stops at its first vulnerable "
+        "example, usually far sooner. A quick first try: --k 2 --limit 5, or cap it with --max-queries")
+    return n
