@@ -15,11 +15,12 @@ from textaudit.cli.main import app
 from textaudit.errors import TextAuditError
 from textaudit.fairness.request import BiasRequest
 from textaudit.request import flags_of, from_mapping, specs, suite_fields
+from textaudit.robustness.request import CertifyRequest
 
 #: options a command takes from the groups declared once in textaudit.cli.app, and how it prints
 GROUPS = {*MODEL_OPTIONS, *BACKEND_OPTIONS, *_TRACK_OPTIONS, "store", "score_cache", "json_out"}
 #: each request and its command
-REQUESTS = {"bias": BiasRequest, "attack": AttackRequest}
+REQUESTS = {"bias": BiasRequest, "attack": AttackRequest, "certify": CertifyRequest}
 
 
 def _command(name: str):
@@ -32,7 +33,7 @@ def test_every_option_of_the_command_is_a_field_of_its_request(name):
     flags, default, range and help — so an option added to the command alone cannot exist."""
     cls = REQUESTS[name]
     fields = specs(cls)
-    params = {p.name: p for p in _command(name).params if p.name not in GROUPS}
+    params = {p.name: p for p in _command(name).params if p.name in fields or p.name not in GROUPS}
     assert set(params) == set(fields)
     for field, (_, default, spec) in fields.items():
         p = params[field]

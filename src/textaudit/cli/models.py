@@ -14,11 +14,9 @@ from typing import Optional
 import numpy as np
 import typer
 
-from textaudit.attacks.estimate import measure_pace
 from textaudit.cli.app import (
     AuditCommand,
     DataOpt,
-    InFlightOpt,
     JsonOpt,
     LabelColumnOpt,
     LabelMapOpt,
@@ -27,12 +25,10 @@ from textaudit.cli.app import (
     ModelOpt,
     OutputOpt,
     PairColumnOpt,
-    ResumeOpt,
     SampleOpt,
     SeedOpt,
     TextColumnOpt,
     app,
-    check_output,
     conclude,
     emit_json,
     finished,
@@ -40,6 +36,7 @@ from textaudit.cli.app import (
     notice,
     print_table,
     with_model_options,
+    with_request,
     with_store_option,
     with_track_option,
 )
@@ -48,16 +45,11 @@ from textaudit.errors import TextAuditError
 from textaudit.findings import read_findings
 from textaudit.formats.jsonl import check_output as results_check_output
 from textaudit.formats.jsonl import write_results
-from textaudit.lexicons import counterfitted_neighbors
 from textaudit.models import load_classifier
 from textaudit.models.zoo import ARCHS, parse_name, train_model
-from textaudit.models.zoo.names import ROBUST_ARCHS, ZOO_MODELS
-from textaudit.neighborhoods.builder import NeighborhoodBuilder
 from textaudit.neighborhoods.corpus import DEBIAN_SOURCES, debian_prose, generate_synthetic
-from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.neighborhoods.train_mlm import TrainMLMConfig, default_out
 from textaudit.neighborhoods.train_mlm import train as train_minilm_mlm
-from textaudit.progress import duration
 from textaudit.robustness.calibration import (
     CALIBRATION_COLUMNS,
     calibration_rows,
@@ -66,7 +58,8 @@ from textaudit.robustness.calibration import (
     perturbation_methods,
     plot_reliability,
 )
-from textaudit.robustness.smoothing import SAFER, SMOOTHING, PerturbationSets, RanMASK, run_certify
+from textaudit.robustness.request import CertifyRequest
+from textaudit.robustness.smoothing import SMOOTHING
 from textaudit.stats import wilson
 
 
@@ -251,170 +244,54 @@ def print_calibration(res: dict) -> None:
 @with_track_option
 @with_store_option
 @with_model_options(exclude=("samples",))
-def certify(
-    model: ModelOpt,
-    method: Optional[str] = typer.Option(None, "--method", help=(
-        "ibp (interval bound propagation: the zoo's bow/cnn/lstm word models, e.g. cnn-ibp), safer (randomized "
-        "smoothing over synonym substitutions: any model, endpoints and label-only ones too) or ranmask (randomized "
-        "smoothing over masked words: any model; certifies any replacement of up to R words, not only synonyms). "
-        "Default: ibp for a zoo *-ibp model, else safer.")),
-    data: DataOpt = "sst2:dev",
-    limit: LimitOpt = None,
-    output: OutputOpt = None,
-    resume: ResumeOpt = False,
-    samples: int = typer.Option(1000, "--samples", min=1, help="Smoothing: the estimation sample n (draws per example)."),
-    selection: int = typer.Option(100, "--selection", min=1, help="Smoothing: the selection sample n0 that names the class."),
-    alpha: float = typer.Option(0.05, "--alpha", help="Smoothing: 1 − the confidence of p_A's Clopper–Pearson lower bound."),
-    mask_rate: float = typer.Option(0.9, "--mask-rate", help=(
-        "RanMASK: ρ, the share of the words masked in each draw (the paper's 0.9 suits models trained on masked "
-        "text; a model that never saw masks keeps more accuracy with a lower rate, and a smaller radius).")),
-    mask_token: str = typer.Option("[MASK]", "--mask-token", help=(
-        "RanMASK: what a masked word becomes (BERT-like tokenizers: [MASK]; RoBERTa: <mask>).")),
-    synonyms: Optional[Path] = typer.Option(None, "--synonyms", help=(
-        "SAFER: a JSON file {word: [substitutes, closest first]} (default: the counter-fitted neighbours IBP uses).")),
-    hops: int = typer.Option(2, "--hops", min=1, max=2, help=(
-        "SAFER: what smoothing draws from: 1, a word and its substitutes; 2, their substitutes too (tighter).")),
-    neighbors: int = typer.Option(1, "--neighbors", min=0, help=(
-        "Smoothing's second-order view: for each certified input, certify natural neighbours up to k words away (the "
-        "masked LM's) and try synonym patches on those that are not; 0: off.")),
-    neighbor_sample: int = typer.Option(8, "--neighbor-sample", min=1, help="Neighbours certified per certified input."),
-    patches: int = typer.Option(4, "--patches", min=0, help=(
-        "Synonym swaps tried on each neighbour whose radius is below 1 (one synonym may change it).")),
-    view_radius: int = typer.Option(0, "--view-radius", min=0, help=(
-        "The second-order view's 'certified': right with a certified radius of at least this (0: right at confidence "
-        "1 − α; 1: no single substitution changes it).")),
-    mlm: MlmOpt = None,
-    seed: SeedOpt = 0,
-    in_flight: InFlightOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
+@with_request(CertifyRequest)
+def certify(json_out: JsonOpt = False, request: CertifyRequest = None) -> None:
     """Certified accuracy under word substitution: IBP for the zoo's robust word models, randomized smoothing
     (SAFER: synonyms; RanMASK: any word) for any model (the smoothed prediction and its certified radius per
     example)."""
-    if not 0 <= mask_rate < 1:
-        raise TextAuditError(f"--mask-rate must be at least 0 and below 1 (got {mask_rate}); RanMASK's paper uses 0.9")
-    zoo_ibp = model in ZOO_MODELS and model.endswith("-ibp")
-    method = method or ("ibp" if zoo_ibp else "safer")
-
-    if method != "ibp" and method not in SMOOTHING:
-        raise TextAuditError(f"unknown --method '{method}'; use ibp (zoo bow/cnn/lstm word models), "
-                             f"{' or '.join(SMOOTHING)} (any model)")
-    if method in SMOOTHING:
-        return _certify_safer(model, data, limit, output, resume, samples, selection, alpha, seed, in_flight, json_out,
-                              synonyms, hops, (neighbors, neighbor_sample, patches, mlm, view_radius),
-                              (mask_rate, mask_token) if method == "ranmask" else None)
-
-    if resume:
-        raise TextAuditError("--resume applies to --method safer (an IBP certification is one pass: run it again)")
-    if model in ZOO_MODELS and parse_name(model)[0] not in ROBUST_ARCHS:  # before it is trained on first use
-        raise TextAuditError(f"certify --method ibp supports the zoo's {'/'.join(ROBUST_ARCHS)} word models (e.g. cnn-ibp), "
-                             f"not {model}; --method safer certifies any model")
-    check_output(output, None, data=dataset_id(data, "dev"))
-    ds = load_dataset(data, default_split="dev", limit=limit)  # bad data is an error before any model trains
-    clf = load_classifier(model)
-    ds, _ = align_labels(ds, clf)  # class names by the model's, never by their sort order
-    check_labels(ds["label"], clf.num_classes, clf.name)
-    from textaudit.models.zoo.ibp import certify_classifier  # torch at import: only when IBP runs
-
-    res = certify_classifier(clf, ds["text"], ds["label"])
-    res["model"] = model
-    if output:
-        write_results(output, [{"id": model, **res}], command="certify",
-                      config={"model": model, "model_fingerprint": clf.fingerprint, "data": dataset_id(data, "dev")})
-        notice(f"results: {output}")
-    finished(res, [output])
-    if json_out:
-        emit_json(res)
+    table = request.check()  # every one-line error before any data or model loads
+    outcome = request.run(table=table, say=notice)
+    if outcome.method == "ibp":
+        res = outcome.summary
+        if request.output:
+            notice(f"results: {request.output}")
+        finished(res, [request.output])
+        if json_out:
+            emit_json(res)
+            return
+        print_table(f"IBP certification of {request.model} on {request.data}", ["metric", "value"],
+                    [[k, v] for k, v in res.items()])
         return
-    print_table(f"IBP certification of {model} on {data}", ["metric", "value"], [[k, v] for k, v in res.items()])
+    _show_smoothing(request, outcome, json_out)
 
 
-def _certify_safer(model: str, data: str, limit, output, resume: bool, samples: int, selection: int, alpha: float,
-                   seed: int, in_flight, json_out: bool, synonyms: Path | None, hops: int, second: tuple,
-                   ranmask: tuple[float, str] | None = None) -> None:
-    """``audit certify --method safer|ranmask`` (:mod:`textaudit.robustness.smoothing`; ``ranmask``: ρ and the
-    mask token)."""
-    import json
-
-    if not 0 < alpha < 0.5:
-        raise TextAuditError(f"--alpha must be above 0 and below 0.5 (got {alpha}); 0.05 is usual")
-    if ranmask is not None and not ranmask[1].strip():
-        raise TextAuditError("--mask-token must not be empty (BERT-like tokenizers: [MASK]; RoBERTa: <mask>)")
-    what = SMOOTHING["ranmask" if ranmask else "safer"]
-    mask = {"mask_rate": ranmask[0], "mask_token": ranmask[1]} if ranmask else {}
-    lexicon = "counterfitted-neighbors"
-    if synonyms is not None:
-        try:
-            table = json.loads(Path(synonyms).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise TextAuditError(f"--synonyms {synonyms}: not a readable JSON file ({type(e).__name__})") from None
-        if not isinstance(table, dict) or not all(isinstance(v, list) and all(isinstance(x, str) for x in v)
-                                                  for v in table.values()):
-            raise TextAuditError(f"--synonyms {synonyms} must be a JSON object {{word: [substitutes]}}")
-        lexicon = str(synonyms)
-    data_id = dataset_id(data, "dev")
-    k, per, patches, mlm, view_radius = second
-    check_output(output, resume, method="ranmask" if ranmask else "safer", samples=samples, selection=selection,
-                 alpha=alpha, seed=seed, data=data_id, hops=hops if (k or not ranmask) else None,
-                 neighbors_k=k, neighbors=per if k else None, patches=patches if k else None,
-                 view_radius=view_radius if k else None, **mask)
-    ds = load_dataset(data, default_split="dev", limit=limit)
-    clf = load_classifier(model)
-    ds, _ = align_labels(ds, clf)  # class names by the model's, never by their sort order
-    check_labels(ds["label"], clf.num_classes, clf.name)
-    n = len(ds)
-    budget = " (an endpoint's --query-budget and --cost-budget stop it, results kept)" if getattr(clf, "protocol", None) else ""
-    per_text = samples + selection
-    more = (f", and up to {n * per * (1 + patches) * per_text:,} more for the second-order view ({per} neighbours of each "
-            f"certified input, {patches} patches of each one of radius 0; --neighbors 0 turns it off)") if k else ""
-    drawn = "maskings" if ranmask else "synonym substitutions"
-    notice(f"cost: up to {n * per_text:,} texts to {clf.name} — {selection} + {samples} random {drawn} "
-           f"of each of {n} examples (repeats are asked once){more}{budget}; --samples and --limit bound it")
-    pace = measure_pace(clf, None, list(ds["text"]))  # (the data's first texts: asked again from the cache)
-    if pace is not None:
-        view = (f"; the second-order view adds up to {duration(n * per * (1 + patches) * per_text * pace.text_seconds)}"
-                " (its neighbours' draws, for the inputs it certifies), and its masked LM's own time") if k else ""
-        notice(f"time: about {duration(n * per_text * pace.text_seconds)} for the draws at {1 / pace.text_seconds:,.0f} "
-               f"texts/s measured here{view}; the progress line follows the texts asked")
-    builder = None
-    if k:
-        builder = NeighborhoodBuilder(load_mlm(mlm), seed=seed)
-    # RanMASK draws no synonyms: its sets serve only the second-order view's patches
-    sets = PerturbationSets({} if ranmask and not k else table if synonyms is not None else counterfitted_neighbors(),
-                            hops=hops)
-    kind: type[SAFER] = RanMASK if ranmask else SAFER
-    safer = kind(clf, sets, samples=samples, selection=selection, alpha=alpha, seed=seed, builder=builder,
-                 neighbors_k=k, neighbors=per, patches=patches, view_radius=view_radius,
-                 **({"rate": ranmask[0], "mask_token": ranmask[1]} if ranmask else {}))
-    summary, records = run_certify(safer, ds["text"], ds["label"], ds["id"], output=output, resume=resume,
-                                   in_flight=in_flight, config={"data": data_id,
-                                                                "synonyms": lexicon if k or not ranmask else None,
-                                                                "mlm": getattr(builder and builder.mlm, "name", None)})
-    summary["model"] = clf.name
-    said = [r for r in records if r.get("prediction") is not None]
+def _show_smoothing(request: CertifyRequest, outcome, json_out: bool) -> None:
+    """``audit certify --method safer|ranmask``'s warnings, table and curve."""
+    clf, summary, ranmask = outcome.classifier, outcome.summary, outcome.method == "ranmask"
+    said = [r for r in outcome.records if r.get("prediction") is not None]
     collapsed = one_class_warning(clf, np.array([r["prediction"] for r in said]), np.array([r["label"] for r in said]),
                                   clf.labels or [str(i) for i in range(clf.num_classes)])
     if collapsed:  # the smoothed classifier is (nearly) constant: its certificates are a constant's
         collapsed = collapsed.replace("its answers barely depend on the text", "the smoothed classifier barely depends "
                                       "on the text and its certificates are a constant's") + (
-            f"; a model that never saw masked text may answer one class under {mask['mask_rate']:.0%} masks: try a "
+            f"; a model that never saw masked text may answer one class under {request.mask_rate:.0%} masks: try a "
             "lower --mask-rate, a --mask-token it knows, or a model trained on masked copies" if ranmask else "")
         notice(collapsed)
         summary["warnings"] = [collapsed]
-    if conclude(summary, output, json_out):
+    if conclude(summary, request.output, json_out):
         return
     acc = "–" if summary["accuracy"] is None else f"{summary['accuracy']:.4f} {format_ci(tuple(summary['accuracy_ci95']))}"
     so = summary.get("second_order")
     if so:
-        typer.echo(f"second order: of {so['certified_inputs']} certified inputs (right, radius ≥ {view_radius}), "
+        typer.echo(f"second order: of {so['certified_inputs']} certified inputs (right, radius ≥ {request.view_radius}), "
                    f"{so['all_neighbors_certified']} have every "
                    f"sampled natural neighbour certified ({so['all_neighbors_certified_share']:.3f} "
                    f"{format_ci(tuple(so['all_neighbors_certified_ci95']))}); {so['with_patch_flip']} have a neighbour whose "
                    f"smoothed prediction flips under a synonym patch ({so['with_patch_flip_share']:.3f} "
                    f"{format_ci(tuple(so['with_patch_flip_ci95']))})")
-    print_table(f"{what} certification of {clf.name} on {data}: {n} examples, smoothed accuracy {acc}, "
-                f"{summary['abstain']} abstained", [f"radius (words {'replaced' if ranmask else 'substituted'})",
-                                                    "certified", "certified accuracy", "95% CI"],
+    print_table(f"{SMOOTHING[outcome.method]} certification of {clf.name} on {request.data}: {outcome.examples} examples, "
+                f"smoothed accuracy {acc}, {summary['abstain']} abstained",
+                [f"radius (words {'replaced' if ranmask else 'substituted'})", "certified", "certified accuracy", "95% CI"],
                 [[RADIUS_0 if r["radius"] == 0 else r["radius"], r["certified"], r["certified_accuracy"],
                   format_ci(tuple(r["certified_accuracy_ci95"]))] for r in summary["curve"]])
     if not any(r["radius"] >= 1 and r["certified"] for r in summary["curve"]):  # (#67: it read as a certified model)

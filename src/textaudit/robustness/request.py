@@ -1,0 +1,194 @@
+"""``audit certify`` stated once: :class:`CertifyRequest` holds every option of a certification.
+
+Two kinds of certificate (:mod:`textaudit.kinds`): **IBP** (interval bound propagation) bounds the zoo's
+robust word models' logits over every word substituted at once by its counter-fitted neighbours, one pass over
+the data; **randomized smoothing** — SAFER over synonym substitutions, RanMASK over masked words (ρ of the
+words masked per draw) — certifies the smoothed classifier of any model: it names the class with ``selection``
+draws (n0), bounds p_A from below with ``samples`` draws (n, Clopper–Pearson at 1 − α) and gives each example
+its certified radius R (:mod:`textaudit.robustness.smoothing`). ``neighbors`` > 0 adds the second-order view:
+natural neighbours of each certified input (k words away) certified too, synonym patches tried on those that
+are not.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from textaudit.backends import Backend
+from textaudit.data import align_labels, check_labels, dataset_id, load_dataset
+from textaudit.engine.pace import measure_pace
+from textaudit.errors import TextAuditError
+from textaudit.formats.jsonl import check_output, write_results
+from textaudit.lexicons import counterfitted_neighbors
+from textaudit.models import load_classifier
+from textaudit.models.zoo.names import ROBUST_ARCHS, ZOO_MODELS, parse_name
+from textaudit.neighborhoods.builder import NeighborhoodBuilder
+from textaudit.neighborhoods.mlm import load_mlm
+from textaudit.notices import say as say_line
+from textaudit.progress import duration
+from textaudit.request import option, shared
+from textaudit.robustness.smoothing import SAFER, SMOOTHING, PerturbationSets, RanMASK, run_certify
+
+__all__ = ["CertifyRequest", "CertifyOutcome", "METHODS"]
+
+#: the certification methods: IBP, then randomized smoothing's (:data:`textaudit.robustness.smoothing.SMOOTHING`)
+METHODS = ("ibp", *SMOOTHING)
+
+
+@dataclass
+class CertifyOutcome:
+    """A finished certification: its ``method``, ``summary`` (the command's ``--json`` object), ``records`` and
+    the ``classifier``."""
+
+    method: str
+    summary: dict
+    records: list[dict]
+    classifier: Any
+    examples: int = 0
+    synonym_table: dict | None = field(default=None, repr=False)
+
+
+@dataclass
+class CertifyRequest:
+    """Every option of ``audit certify`` with its default, range and help (:mod:`textaudit.request`)."""
+
+    model: str = shared("model", ...)  # required
+    method: str | None = option(None, help=(
+        "ibp (interval bound propagation: the zoo's bow/cnn/lstm word models, e.g. cnn-ibp), safer (randomized "
+        "smoothing over synonym substitutions: any model, endpoints and label-only ones too) or ranmask (randomized "
+        "smoothing over masked words: any model; certifies any replacement of up to R words, not only synonyms). "
+        "Default: ibp for a zoo *-ibp model, else safer."))
+    data: str = shared("data", "sst2:dev")
+    limit: int | None = shared("limit")
+    output: Path | None = shared("output")
+    resume: bool = shared("resume", False)
+    samples: int = option(1000, low=1, help="Smoothing: the estimation sample n (draws per example).")
+    selection: int = option(100, low=1, help="Smoothing: the selection sample n0 that names the class.")
+    alpha: float = option(0.05, help="Smoothing: 1 − the confidence of p_A's Clopper–Pearson lower bound.")
+    mask_rate: float = option(0.9, help=(
+        "RanMASK: ρ, the share of the words masked in each draw (the paper's 0.9 suits models trained on masked "
+        "text; a model that never saw masks keeps more accuracy with a lower rate, and a smaller radius)."))
+    mask_token: str = option("[MASK]", help=(
+        "RanMASK: what a masked word becomes (BERT-like tokenizers: [MASK]; RoBERTa: <mask>)."))
+    synonyms: Path | None = option(None, help=(
+        "SAFER: a JSON file {word: [substitutes, closest first]} (default: the counter-fitted neighbours IBP uses)."))
+    hops: int = option(2, low=1, high=2, help=(
+        "SAFER: what smoothing draws from: 1, a word and its substitutes; 2, their substitutes too (tighter)."))
+    neighbors: int = option(1, low=0, help=(
+        "Smoothing's second-order view: for each certified input, certify natural neighbours up to k words away (the "
+        "masked LM's) and try synonym patches on those that are not; 0: off."))
+    neighbor_sample: int = option(8, low=1, help="Neighbours certified per certified input.")
+    patches: int = option(4, low=0, help="Synonym swaps tried on each neighbour whose radius is below 1 (one synonym "
+                                          "may change it).")
+    view_radius: int = option(0, low=0, help=(
+        "The second-order view's 'certified': right with a certified radius of at least this (0: right at confidence "
+        "1 − α; 1: no single substitution changes it)."))
+    mlm: str | None = shared("mlm")
+    seed: int = shared("seed", 0)
+    in_flight: int | None = shared("in_flight")
+
+    @property
+    def chosen_method(self) -> str:
+        """``method``, or its default: IBP for a zoo *-ibp model, else SAFER."""
+        return self.method or ("ibp" if self.model in ZOO_MODELS and self.model.endswith("-ibp") else "safer")
+
+    def check(self) -> dict | None:
+        """Every one-line error before any data or model loads; returns the ``--synonyms`` table (None: the
+        counter-fitted neighbours)."""
+        if not 0 <= self.mask_rate < 1:
+            raise TextAuditError(f"--mask-rate must be at least 0 and below 1 (got {self.mask_rate}); RanMASK's paper "
+                                 "uses 0.9")
+        method = self.chosen_method
+        if method not in METHODS:
+            raise TextAuditError(f"unknown --method '{method}'; use ibp (zoo bow/cnn/lstm word models), "
+                                 f"{' or '.join(SMOOTHING)} (any model)")
+        if method == "ibp":
+            if self.resume:
+                raise TextAuditError("--resume applies to --method safer (an IBP certification is one pass: run it again)")
+            if self.model in ZOO_MODELS and parse_name(self.model)[0] not in ROBUST_ARCHS:  # before it trains
+                raise TextAuditError(f"certify --method ibp supports the zoo's {'/'.join(ROBUST_ARCHS)} word models (e.g. "
+                                     f"cnn-ibp), not {self.model}; --method safer certifies any model")
+            check_output(self.output, None, {"data": dataset_id(self.data, "dev")})
+            return None
+        if not 0 < self.alpha < 0.5:
+            raise TextAuditError(f"--alpha must be above 0 and below 0.5 (got {self.alpha}); 0.05 is usual")
+        ranmask = method == "ranmask"
+        if ranmask and not self.mask_token.strip():
+            raise TextAuditError("--mask-token must not be empty (BERT-like tokenizers: [MASK]; RoBERTa: <mask>)")
+        table = None
+        if self.synonyms is not None:
+            try:
+                table = json.loads(Path(self.synonyms).read_text(encoding="utf-8"))
+            except (OSError, ValueError) as e:
+                raise TextAuditError(f"--synonyms {self.synonyms}: not a readable JSON file ({type(e).__name__})") from None
+            if not isinstance(table, dict) or not all(isinstance(v, list) and all(isinstance(x, str) for x in v)
+                                                      for v in table.values()):
+                raise TextAuditError(f"--synonyms {self.synonyms} must be a JSON object {{word: [substitutes]}}")
+        k = self.neighbors
+        check_output(self.output, self.resume, dict(
+            method=method, samples=self.samples, selection=self.selection, alpha=self.alpha, seed=self.seed,
+            data=dataset_id(self.data, "dev"), hops=self.hops if (k or not ranmask) else None, neighbors_k=k,
+            neighbors=self.neighbor_sample if k else None, patches=self.patches if k else None,
+            view_radius=self.view_radius if k else None,
+            **({"mask_rate": self.mask_rate, "mask_token": self.mask_token} if ranmask else {})))
+        return table
+
+    def run(self, backend: Backend | None = None, *, table: dict | None = None, progress: bool = True,
+            say: Callable[[str], None] = say_line) -> CertifyOutcome:
+        """Certify the examples and return the outcome (``table``: :meth:`check`'s answer)."""
+        method = self.chosen_method
+        ds = load_dataset(self.data, default_split="dev", limit=self.limit)  # bad data: an error before a model trains
+        clf = load_classifier(self.model)
+        ds, _ = align_labels(ds, clf)  # class names by the model's, never by their sort order
+        check_labels(ds["label"], clf.num_classes, clf.name)
+        if method == "ibp":
+            from textaudit.models.zoo.ibp import certify_classifier  # torch at import: only when IBP runs
+
+            res = {**certify_classifier(clf, ds["text"], ds["label"]), "model": self.model}
+            records = [{"id": self.model, **res}]
+            if self.output:
+                write_results(self.output, records, command="certify",
+                              config={"model": self.model, "model_fingerprint": clf.fingerprint,
+                                      "data": dataset_id(self.data, "dev")})
+            return CertifyOutcome(method, res, records, clf, len(ds))
+        ranmask, k = method == "ranmask", self.neighbors
+        self._say_cost(clf, list(ds["text"]), ranmask, say)
+        builder = NeighborhoodBuilder(load_mlm(self.mlm), seed=self.seed) if k else None
+        # RanMASK draws no synonyms: its sets serve only the second-order view's patches
+        sets = PerturbationSets({} if ranmask and not k else table if table is not None else counterfitted_neighbors(),
+                                hops=self.hops)
+        kind: type[SAFER] = RanMASK if ranmask else SAFER
+        safer = kind(clf, sets, samples=self.samples, selection=self.selection, alpha=self.alpha, seed=self.seed,
+                     builder=builder, neighbors_k=k, neighbors=self.neighbor_sample, patches=self.patches,
+                     view_radius=self.view_radius,
+                     **({"rate": self.mask_rate, "mask_token": self.mask_token} if ranmask else {}))
+        lexicon = str(self.synonyms) if self.synonyms is not None else "counterfitted-neighbors"
+        summary, records = run_certify(safer, ds["text"], ds["label"], ds["id"], output=self.output,
+                                       resume=self.resume, in_flight=self.in_flight, progress=progress, backend=backend,
+                                       config={"data": dataset_id(self.data, "dev"),
+                                               "synonyms": lexicon if k or not ranmask else None,
+                                               "mlm": getattr(builder and builder.mlm, "name", None)})
+        summary["model"] = clf.name
+        return CertifyOutcome(method, summary, records, clf, len(ds))
+
+    def _say_cost(self, clf: Any, texts: list[str], ranmask: bool, say: Callable[[str], None]) -> None:
+        """Before the draws: how many texts they ask at most, and at the pace measured here, how long."""
+        n, per, patches, k = len(texts), self.neighbor_sample, self.patches, self.neighbors
+        budget = (" (an endpoint's --query-budget and --cost-budget stop it, results kept)"
+                  if getattr(clf, "protocol", None) else "")
+        per_text = self.samples + self.selection
+        more = (f", and up to {n * per * (1 + patches) * per_text:,} more for the second-order view ({per} neighbours of "
+                f"each certified input, {patches} patches of each one of radius 0; --neighbors 0 turns it off)") if k else ""
+        drawn = "maskings" if ranmask else "synonym substitutions"
+        say(f"cost: up to {n * per_text:,} texts to {clf.name} — {self.selection} + {self.samples} random {drawn} "
+            f"of each of {n} examples (repeats are asked once){more}{budget}; --samples and --limit bound it")
+        pace = measure_pace(clf, None, texts)  # (the data's first texts: asked again from the cache)
+        if pace is not None:
+            view = (f"; the second-order view adds up to "
+                    f"{duration(n * per * (1 + patches) * per_text * pace.text_seconds)} (its neighbours' draws, for the "
+                    "inputs it certifies), and its masked LM's own time") if k else ""
+            say(f"time: about {duration(n * per_text * pace.text_seconds)} for the draws at "
+                f"{1 / pace.text_seconds:,.0f} texts/s measured here{view}; the progress line follows the texts asked")
