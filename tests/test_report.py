@@ -354,7 +354,10 @@ def test_audit_run_gates_on_thresholds_and_resumes(results, cli):
     ("[bias]\nmodel = 'cnn'\npairs = ['he,she']\nk = 1\n[thresholds]\nbias.'man,woman'.B_k1_max = 1\n",
      "pair 'man,woman' is not among [bias] pairs"),
     ("[bias]\nmodel = 'cnn'\npairs = ['he,she']\nk = 1\n[thresholds]\nbias.'he,she'.B_k3_max = 1\n", "k <= the [bias] k"),
-    ("[certify]\nmodels = ['transformer']\n", "not transformer"),
+    ("[certify]\nmodels = ['transformer']\nmethod = 'ibp'\n", "not transformer"),
+    ("[certify]\nmodels = ['cnn']\nmethod = 'ranmask'\nmask_rate = 1.5\n", "--mask-rate must be at least 0 and below 1"),
+    ("[certify]\nmodels = ['cnn']\nsamples = 0\n", "[certify] samples must be a whole number >= 1 (got 0)"),
+    ("[certify]\nmodel = 'cnn'\nmodels = ['cnn']\n", "[certify] takes models = "),
     ("[compare\nmodels = 1", "is not valid TOML"),
     # values of the wrong type in every section: one line before any model loads (they were tracebacks,
     # or errors after a model had trained)

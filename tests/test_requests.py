@@ -127,3 +127,43 @@ def test_a_suite_bias_section_writes_the_records_the_command_writes(cli, tmp_pat
     (tmp_path / "s.toml").write_text((tmp_path / "s.toml").read_text().replace('pair = "he,she"', 'pairs = ["he,she"]'))
     r = cli("run", str(tmp_path / "s.toml"), "--json")
     assert r.exit_code == 0, r.output
+
+
+SMOOTH = '''
+def clf(texts):  # positive when the text holds "good", a little less sure when it also holds "not"
+    return [[0.1, 0.9] if "good" in t.split() and "not" not in t.split() else
+            [0.4, 0.6] if "good" in t.split() else [0.8, 0.2] for t in texts]
+'''
+
+
+def test_a_suite_certify_section_smooths_as_the_command_does(cli, tmp_path):
+    """[certify] took IBP's zoo models only: now every option of audit certify, for any model. SAFER on a plug-in:
+    the suite's file holds the command's records and its threshold reads the curve (certified_accuracy_r1)."""
+    (tmp_path / "m.py").write_text(SMOOTH)
+    rows = [(f"a {w} film , {a} good" if i % 2 else f"a {w} film , {a} dull", i % 2)
+            for i, (w, a) in enumerate((w, a) for w in ("fine", "great", "nice") for a in ("really", "not", "so"))]
+    (tmp_path / "data.tsv").write_text("text\tlabel\n" + "".join(f"{t}\t{y}\n" for t, y in rows))
+    model = f"{tmp_path}/m.py:clf"
+    opts = {"method": "safer", "samples": 40, "selection": 10, "neighbors": 0, "seed": 3}
+    args = [a for k, v in opts.items() for a in (f"--{k}", str(v))]
+    r = cli("certify", "--model", model, "--data", str(tmp_path / "data.tsv"), *args,
+            "--output", str(tmp_path / "cli.jsonl"), "--json")
+    assert r.exit_code == 0, r.output
+    command = json.loads(r.stdout.strip().splitlines()[-1])
+    toml = "\n".join(f"{k} = {json.dumps(v)}" for k, v in opts.items() if k != "seed")
+    (tmp_path / "s.toml").write_text(
+        f'[suite]\ndata = "{tmp_path / "data.tsv"}"\noutput_dir = "out"\nseed = 3\n[certify]\nmodels = ["{model}"]\n'
+        f'{toml}\n[thresholds]\ncertify."{model}".certified_accuracy_r1_min = 0.0\n'
+        f'certify."{model}".accuracy_min = 0.0\n')
+    r = cli("run", str(tmp_path / "s.toml"), "--json")
+    assert r.exit_code == 0, r.output
+    (written,) = (tmp_path / "out").glob("certify.*.jsonl")
+    strip = lambda recs: [{k: v for k, v in x.items() if "seconds" not in k} for x in recs]  # noqa: E731
+    assert len(_records(written)) == len(rows)
+    assert strip(_records(written)) == strip(_records(tmp_path / "cli.jsonl"))
+    suite = json.loads(r.stdout.strip().splitlines()[-1])
+    checks = {c["name"]: c for c in suite["checks"]}
+    # nothing certified at radius 1 here: the curve stops at 0, and the gate reads 0 (not a missing value)
+    assert command["curve"][-1]["radius"] == 0 and "certified_accuracy_r1" not in command
+    assert checks[f"certify.{model}.certified_accuracy_r1_min"]["value"] == 0.0
+    assert checks[f"certify.{model}.accuracy_min"]["value"] == command["accuracy"]

@@ -21,8 +21,8 @@ results must meet::
     max_sources = 30                 # bounds the work: the first 30 sentences of X_p per pair
     control = "auto"                 # optional: B of a matched neutral pair on the same sentences, and B_p − B_c
 
-    [certify]                        # IBP certification
-    models = ["cnn-ibp"]
+    [certify]                        # audit certify for each model: IBP for a zoo *-ibp model, else SAFER;
+    models = ["cnn-ibp"]             # every option of audit certify is a key (method = "ranmask", samples, …)
 
     [replay]                         # an earlier audit's findings replayed on the model (audit replay)
     findings = ["audits/2026-10"]    # results files or folders, relative to the suite file
@@ -48,12 +48,15 @@ upper end below it, the one-sided test at α = 0.05 — or, with ``equivalence =
 A threshold is ``<what>.<metric>_max`` (the value must be ≤ the limit) or ``_min`` (≥). Attack
 metrics: the cells' numbers (``success_rate``, ``mean_l0``, ``sec_per_example``,
 ``queries_per_example``, and ``success_rate_ci_low``/``_ci_high``, the Wilson interval's ends);
-bias: ``B_k<k>`` and ``abs_B_k<k>``; certify: ``accuracy`` and ``certified_accuracy``. Method names
+bias: ``B_k<k>`` and ``abs_B_k<k>``; certify: ``accuracy`` and ``certified_accuracy`` (IBP's), or
+``certified_accuracy_r<R>`` (randomized smoothing's at radius R). Method names
 may be written with ``_`` for ``-``.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,19 +68,20 @@ from textaudit.errors import TextAuditError
 from textaudit.fairness.pairs import check_some_source
 from textaudit.fairness.request import BiasRequest
 from textaudit.findings import replay
+from textaudit.formats.compare import file_part
 from textaudit.formats.jsonl import check_output, read_header, read_jsonl, write_results
 from textaudit.models import load_classifier
-from textaudit.models.zoo.names import ROBUST_ARCHS, ZOO_MODELS, parse_name
 from textaudit.report import write_report
 from textaudit.report.render import is_report
 from textaudit.request import from_mapping
+from textaudit.robustness.request import CertifyRequest
 
 __all__ = ["Suite", "Check", "load_suite", "run_suite", "check_thresholds"]
 
 SECTIONS = {"suite": {"name", "data", "limit", "output_dir", "report", "seed", "track", "note"},
             "compare": {"models", "methods", "k", "mlm", "margin", "equivalence"},
             "bias": None,  # BiasRequest's fields (textaudit.request.from_mapping checks them)
-            "certify": {"models"},
+            "certify": None,  # models, and CertifyRequest's fields (textaudit.request.from_mapping checks them)
             "replay": {"findings", "model", "baseline", "max_still", "max_regressed", "margin", "equivalence"},
             "thresholds": None}
 ATTACK_METRICS = ("success_rate", "mean_l0", "sec_per_example", "queries_per_example", "success_rate_ci_low",
@@ -142,6 +146,16 @@ class Suite:
 
     def get(self, section: str, key: str, default: Any = None) -> Any:
         return self.spec.get(section, {}).get(key, default)
+
+    def certify_request(self, model: str, output: Path | None = None) -> CertifyRequest:
+        """``[certify]`` for one of its ``models`` as the request ``audit certify`` builds (its other keys are
+        :class:`CertifyRequest`'s fields); the data, seed and limit are the suite's unless the section gives its own
+        ([suite] limit counts the examples certified)."""
+        section = {k: v for k, v in self.spec["certify"].items() if k != "models"}
+        inherited = {k: self.spec["suite"][k] for k in ("data", "seed", "limit")
+                     if k in self.spec.get("suite", {}) and k not in section}
+        return from_mapping(CertifyRequest, {**inherited, **section, "model": model}, f"{self.path}: [certify]",
+                            output=output, resume=False)
 
     def bias_request(self, output: Path | None = None) -> BiasRequest:
         """``[bias]`` as the request ``audit bias`` builds (its keys are :class:`BiasRequest`'s fields; ``pairs`` is
@@ -226,10 +240,14 @@ def load_suite(path: str | Path) -> Suite:
             raise TextAuditError(f"{path}: [bias] needs model = \"<name>\"")
         Suite(path, spec).bias_request().check()  # every value and a control that cannot be chosen: errors now
     if "certify" in spec:
+        if "model" in spec["certify"]:
+            raise TextAuditError(f"{path}: [certify] takes models = [\"<name>\", …], each certified alike")
         for m in spec["certify"]["models"]:
-            if m not in ZOO_MODELS or parse_name(m)[0] not in ROBUST_ARCHS:
-                raise TextAuditError(f"{path}: [certify] supports the zoo's {'/'.join(ROBUST_ARCHS)} word models "
-                                     f"(e.g. cnn-ibp), not {m}")
+            request = Suite(path, spec).certify_request(m)
+            try:
+                request.check()
+            except TextAuditError as e:
+                raise TextAuditError(f"{path}: [certify] {e}") from None
     suite = Suite(path, spec)
     _thresholds(suite)  # names checked now, values once the audits ran
 
@@ -238,6 +256,22 @@ def load_suite(path: str | Path) -> Suite:
         raise TextAuditError(f"{path}: [suite] report = {str(spec['suite'].get('report', 'report.html'))!r} would replace "
                              f"{report}, which is not a textaudit report; name another file")
     return suite
+
+
+def _certify(request: CertifyRequest, progress: bool) -> dict:
+    """One model of ``[certify]``: its summary. A finished IBP certification is reused when its settings are the
+    suite's (one pass: a suite run again with another limit certifies again); smoothing resumes its file."""
+    config = {"limit": request.limit}  # the examples certified are part of the settings
+    path = request.output
+    if request.chosen_method == "ibp" and path.exists():
+        clf = load_classifier(request.model)
+        check_output(path, True, {"model": request.model, "model_fingerprint": clf.fingerprint,
+                                  "data": dataset_id(request.data, "dev"), **config}, exact=True)
+        return read_jsonl(path)[0]
+    if request.chosen_method != "ibp":
+        request = dataclasses.replace(request, resume=path.exists())
+    table = request.check()
+    return request.run(table=table, progress=progress, config=config).summary
 
 
 def _split(name: str) -> tuple[str, str]:
@@ -276,10 +310,11 @@ def _thresholds(suite: Suite) -> list[tuple[str, str, float, Callable[[dict], fl
                 raise TextAuditError(f"threshold {name}: bias metrics are B_k<k> and abs_B_k<k> with k <= the [bias] k")
             out.append((name, op, float(limit), _bias_value(pair, int(kk), base == "abs_B")))
         elif head == "certify":
-            if len(keys) != 3 or keys[1] not in suite.get("certify", "models", []) or metric not in CERTIFY_METRICS:
+            if len(keys) != 3 or keys[1] not in suite.get("certify", "models", []) or not (
+                    metric in CERTIFY_METRICS or re.fullmatch(r"certified_accuracy_r[0-9]+", metric)):
                 raise TextAuditError(f"threshold {name}: write certify.<model>.<{'|'.join(CERTIFY_METRICS)}>_min "
-                                     "for a model of [certify]")
-            out.append((name, op, float(limit), lambda res, m=keys[1], k=metric: res["certify"][m].get(k)))
+                                     "(smoothing: certified_accuracy_r<R>_min) for a model of [certify]")
+            out.append((name, op, float(limit), lambda res, m=keys[1], k=metric: _certify_value(res["certify"][m], k)))
         else:
             method = next((m for m in methods if m == head or m.replace("-", "_") == head), None)
             if method is None:
@@ -292,6 +327,16 @@ def _thresholds(suite: Suite) -> list[tuple[str, str, float, Callable[[dict], fl
                 out.append((name if len(keys) == 3 else f"{head}.{model}.{keys[-1]}", op, float(limit),
                             lambda res, m=model, a=method, k=metric: _cell_value(res["compare"], m, a, k)))
     return out
+
+
+def _certify_value(summary: dict, metric: str) -> float | None:
+    """A certification's metric; smoothing's ``certified_accuracy_r<R>`` read from its curve (0..the largest radius
+    certified: beyond it nothing is certified, 0)."""
+    radius = re.fullmatch(r"certified_accuracy_r([0-9]+)", metric)
+    if radius is None or "curve" not in summary:
+        return summary.get(metric)
+    at = {row["radius"]: row["certified_accuracy"] for row in summary["curve"]}
+    return at.get(int(radius.group(1)), 0.0 if summary.get("n") else None)
 
 
 def _cell_value(compare: dict, model: str, method: str, metric: str) -> float | None:
@@ -377,7 +422,6 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
                              "move it, or give the suite another output_dir")
     data = suite.get("suite", "data", "sst2:dev")
     limit, seed = suite.get("suite", "limit"), suite.get("suite", "seed", 0)
-    data_id = dataset_id(data, "dev")
     results: dict[str, Any] = {}
     inputs: list[Path] = []
     if "bias" in suite.spec:  # data that holds no pair is said before any audit runs, not after the attacks
@@ -400,20 +444,8 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
     if "certify" in suite.spec:
         results["certify"] = {}
         for model in suite.get("certify", "models"):
-            path = out / f"certify.{model}.jsonl"
-            clf = load_classifier(model)
-            # the examples certified are part of the settings: a suite run again with another limit certifies again
-            config = {"model": model, "model_fingerprint": clf.fingerprint, "data": data_id, "limit": limit}
-            if path.exists():  # a finished certification: reused when its settings are the suite's
-                check_output(path, True, config, exact=True)
-                res = read_jsonl(path)[0]
-            else:
-                ds = load_dataset(data, default_split="dev", limit=limit)
-                from textaudit.models.zoo.ibp import certify_classifier  # torch at import: only when IBP runs
-
-                res = {"id": model, "model": model, **certify_classifier(clf, ds["text"], ds["label"])}
-                write_results(path, [res], command="certify", config=config)
-            results["certify"][model] = res
+            path = out / f"certify.{file_part(model)}.jsonl"  # (a plug-in's or an endpoint's name holds / or :)
+            results["certify"][model] = _certify(suite.certify_request(model, path), progress)
             inputs.append(path)
     if "replay" in suite.spec:
         files = [Path(f) if Path(f).is_absolute() else suite.path.parent / f for f in suite.get("replay", "findings")]

@@ -10,7 +10,7 @@ from pathlib import Path
 from textaudit.errors import TextAuditError
 from textaudit.secrets import safe_name
 
-__all__ = ["SUMMARY", "MATRIX_COLUMNS", "cell_path", "read_compare", "plain_name", "folder_file"]
+__all__ = ["file_part", "SUMMARY", "MATRIX_COLUMNS", "cell_path", "read_compare", "plain_name", "folder_file"]
 
 #: the summary file ``audit compare`` writes next to its cells (``audit report`` and ``load`` read it)
 SUMMARY = "compare.json"
@@ -20,11 +20,15 @@ MATRIX_COLUMNS = ("model", "method", "k", "n", "attacked", "success_rate", "succ
                   "sec_per_example", "queries_per_example")
 
 
+def file_part(name: str) -> str:
+    """``name`` (a model's, a method's) as part of a file name: its public form (no credential of a URL:
+    :func:`textaudit.secrets.safe_name`), the characters a file name cannot hold as ``_``."""
+    return re.sub(r"[^\w.+-]+", "_", safe_name(name)).strip("_") or "_"
+
+
 def cell_path(output_dir: str | Path, model: str, method: str) -> Path:
-    """The results file of one cell: the model's public name (no credential of a URL: :func:`textaudit.secrets.safe_name`)
-    and the method, characters a file name cannot hold as ``_``."""
-    safe = lambda s: re.sub(r"[^\w.+-]+", "_", safe_name(s)).strip("_") or "_"  # noqa: E731
-    return Path(output_dir) / f"{safe(model)}.{safe(method)}.jsonl"
+    """The results file of one cell: :func:`file_part` of the model and of the method."""
+    return Path(output_dir) / f"{file_part(model)}.{file_part(method)}.jsonl"
 
 
 def plain_name(name: object) -> bool:

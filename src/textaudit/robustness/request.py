@@ -137,8 +137,9 @@ class CertifyRequest:
         return table
 
     def run(self, backend: Backend | None = None, *, table: dict | None = None, progress: bool = True,
-            say: Callable[[str], None] = say_line) -> CertifyOutcome:
-        """Certify the examples and return the outcome (``table``: :meth:`check`'s answer)."""
+            say: Callable[[str], None] = say_line, config: dict | None = None) -> CertifyOutcome:
+        """Certify the examples and return the outcome (``table``: :meth:`check`'s answer; ``config``: more of the
+        results header's settings, e.g. a suite's limit)."""
         method = self.chosen_method
         ds = load_dataset(self.data, default_split="dev", limit=self.limit)  # bad data: an error before a model trains
         clf = load_classifier(self.model)
@@ -152,7 +153,7 @@ class CertifyRequest:
             if self.output:
                 write_results(self.output, records, command="certify",
                               config={"model": self.model, "model_fingerprint": clf.fingerprint,
-                                      "data": dataset_id(self.data, "dev")})
+                                      "data": dataset_id(self.data, "dev"), **(config or {})})
             return CertifyOutcome(method, res, records, clf, len(ds))
         ranmask, k = method == "ranmask", self.neighbors
         self._say_cost(clf, list(ds["text"]), ranmask, say)
@@ -170,7 +171,8 @@ class CertifyRequest:
                                        resume=self.resume, in_flight=self.in_flight, progress=progress, backend=backend,
                                        config={"data": dataset_id(self.data, "dev"),
                                                "synonyms": lexicon if k or not ranmask else None,
-                                               "mlm": getattr(builder and builder.mlm, "name", None)})
+                                               "mlm": getattr(builder and builder.mlm, "name", None),
+                                               **(config or {})})
         summary["model"] = clf.name
         return CertifyOutcome(method, summary, records, clf, len(ds))
 
