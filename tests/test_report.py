@@ -361,8 +361,8 @@ def test_audit_run_gates_on_thresholds_and_resumes(results, cli):
     ("[compare\nmodels = 1", "is not valid TOML"),
     # values of the wrong type in every section: one line before any model loads (they were tracebacks,
     # or errors after a model had trained)
-    ("[compare]\nmodels = ['cnn']\nmethods = ['so-beam']\nk = '2'\n", "[compare] k must be a whole number >= 1"),
-    ("[compare]\nmodels = ['cnn']\nmethods = ['so-beam']\nmlm = 3\n", "[compare] mlm must be a masked LM name"),
+    ("[compare]\nmodels = ['cnn']\nmethods = ['so-beam']\nk = '2'\n", "[compare] k must be a whole number >= 0"),
+    ("[compare]\nmodels = ['cnn']\nmethods = ['so-beam']\nmlm = 3\n", "[compare] mlm must be a string (got 3)"),
     ("[bias]\nmodel = 'bow'\npairs = ['he,she']\nk = 'two'\n", "[bias] k must be a whole number >= 0"),
     ("[bias]\nmodel = 'bow'\npairs = ['he,she']\nsample = 1.5\n", "[bias] sample must be a whole number >= 2"),
     ("[bias]\nmodel = 'bow'\npairs = ['he,she']\nci = 3\n", "[bias] ci must be clustered or bootstrap"),

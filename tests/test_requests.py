@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import typer
 
-from textaudit.attacks.request import AttackRequest
+from textaudit.attacks.request import AttackRequest, CompareRequest
 from textaudit.cli.app import _TRACK_OPTIONS, BACKEND_OPTIONS, MODEL_OPTIONS
 from textaudit.cli.main import app
 from textaudit.errors import TextAuditError
@@ -20,7 +20,7 @@ from textaudit.robustness.request import CertifyRequest
 #: options a command takes from the groups declared once in textaudit.cli.app, and how it prints
 GROUPS = {*MODEL_OPTIONS, *BACKEND_OPTIONS, *_TRACK_OPTIONS, "store", "score_cache", "json_out"}
 #: each request and its command
-REQUESTS = {"bias": BiasRequest, "attack": AttackRequest, "certify": CertifyRequest}
+REQUESTS = {"bias": BiasRequest, "attack": AttackRequest, "certify": CertifyRequest, "compare": CompareRequest}
 
 
 def _command(name: str):
@@ -41,6 +41,8 @@ def test_every_option_of_the_command_is_a_field_of_its_request(name):
         assert tuple(p.opts) + tuple(p.secondary_opts) == declared, field
         if default is ...:
             assert p.required, field
+        elif spec.sep:  # a list the command line writes as one string
+            assert p.default == (spec.sep.join(default) if default else None), field
         else:
             assert p.default == default or (p.default in ((), None) and default in (None, [])), field
         assert p.help == spec.help, field
@@ -53,26 +55,26 @@ def test_a_suite_section_takes_every_field_of_the_request_with_its_range(name, t
     """Every field a suite may set is accepted at its default, and refused out of range in one line that names the
     section and the key; the fields only the command line sets (output, resume, shard, plot) are refused."""
     cls = REQUESTS[name]
-    where = f"s.toml: [{name}]"
-    need = {f: "cnn" for f, (_, default, _) in suite_fields(cls).items() if default is ...}
+    where = ("s.toml", name)
+    need = {f: ["cnn"] if spec.sep else "cnn" for f, (_, default, spec) in suite_fields(cls).items() if default is ...}
     for field, (_, default, spec) in suite_fields(cls).items():
         if default is ...:  # required: a section without it is one line
             with pytest.raises(TextAuditError, match=f"needs {field} ="):
-                from_mapping(cls, {}, where)
+                from_mapping(cls, {k: v for k, v in need.items() if k != field}, *where)
             continue
         if default is not None:
-            request = from_mapping(cls, {**need, field: default}, where)
+            request = from_mapping(cls, {**need, field: default}, *where)
             assert getattr(request, field) == default
         if spec.low is not None:
             bad = spec.low - 1
             with pytest.raises(TextAuditError, match=rf"^s\.toml: \[{name}\] {field} must be .* >= {spec.low:g} "):
-                from_mapping(cls, {**need, field: bad}, where)
+                from_mapping(cls, {**need, field: bad}, *where)
         if spec.choices:
             with pytest.raises(TextAuditError, match=rf"\[{name}\] {field} must be {' or '.join(spec.choices)}"):
-                from_mapping(cls, {**need, field: "neither"}, where)
+                from_mapping(cls, {**need, field: "neither"}, *where)
     for field in set(specs(cls)) - set(suite_fields(cls)):
         with pytest.raises(TextAuditError, match=f"unknown key '{field}'"):
-            from_mapping(cls, {**need, field: "x"}, where)
+            from_mapping(cls, {**need, field: "x"}, *where)
 
 
 def test_a_bad_bias_request_is_one_line_before_anything_loads():
@@ -167,3 +169,29 @@ def test_a_suite_certify_section_smooths_as_the_command_does(cli, tmp_path):
     assert command["curve"][-1]["radius"] == 0 and "certified_accuracy_r1" not in command
     assert checks[f"certify.{model}.certified_accuracy_r1_min"]["value"] == 0.0
     assert checks[f"certify.{model}.accuracy_min"]["value"] == command["accuracy"]
+
+
+def test_a_suite_compare_section_writes_the_cells_the_command_writes(cli, tmp_path, tiny_mlm):
+    """[compare] took six keys (k at least 1, where the command takes 0): now every option of audit compare, with
+    the command's ranges; the suite's cells hold the command's records."""
+    (tmp_path / "m.py").write_text(SMOOTH)
+    rows = [(f"a {w} film , {a} good" if i % 2 else f"a {w} film , {a} dull", i % 2)
+            for i, (w, a) in enumerate((w, a) for w in ("fine", "great") for a in ("really", "not", "so"))]
+    (tmp_path / "data.tsv").write_text("text\tlabel\n" + "".join(f"{t}\t{y}\n" for t, y in rows))
+    tiny_mlm.model.save_pretrained(tmp_path / "mlm")
+    tiny_mlm.tokenizer.save_pretrained(tmp_path / "mlm")
+    model = f"{tmp_path}/m.py:clf"
+    r = cli("compare", "--models", model, "--methods", "so-enum,bae", "--k", "1", "--mlm", str(tmp_path / "mlm"),
+            "--data", str(tmp_path / "data.tsv"), "--output-dir", str(tmp_path / "cmd"), "--json")
+    assert r.exit_code == 0, r.output
+    (tmp_path / "s.toml").write_text(
+        f'[suite]\ndata = "{tmp_path / "data.tsv"}"\noutput_dir = "out"\n[compare]\nmodels = ["{model}"]\n'
+        f'methods = ["so-enum", "bae"]\nk = 1\nmlm = "{tmp_path / "mlm"}"\n')
+    r = cli("run", str(tmp_path / "s.toml"), "--json")
+    assert r.exit_code == 0, r.output
+    cells = sorted(p.name for p in (tmp_path / "cmd").glob("*.jsonl"))
+    assert len(cells) == 2 and cells == sorted(p.name for p in (tmp_path / "out" / "compare").glob("*.jsonl"))
+    strip = lambda recs: [{k: v for k, v in x.items() if "seconds" not in k} for x in recs]  # noqa: E731
+    for name in cells:
+        mine, suite = _records(tmp_path / "cmd" / name), _records(tmp_path / "out" / "compare" / name)
+        assert len(mine) == len(rows) and strip(mine) == strip(suite)

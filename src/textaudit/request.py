@@ -25,15 +25,16 @@ from typing import Any, Mapping
 
 from textaudit.errors import TextAuditError
 
-__all__ = ["Spec", "option", "shared", "SHARED", "specs", "flags_of", "from_mapping", "check_value", "describe",
-           "suite_fields"]
+__all__ = ["Spec", "option", "shared", "SHARED", "specs", "flags_of", "from_mapping", "from_command", "check_value",
+           "describe", "suite_fields"]
 
 
 @dataclass(frozen=True)
 class Spec:
     """What a field means to a person: ``help``, the command line's ``flags`` (default ``--field-name``), the
     range ``low``..``high`` (inclusive) or the ``choices``, and ``scope`` (``audit``: any caller sets it;
-    ``command``: only the command line — where results go and how they are shown)."""
+    ``command``: only the command line — where results go and how they are shown); ``sep``: a list field the
+    command line takes as one ``sep``-separated string (a suite writes a list)."""
 
     help: str
     flags: tuple[str, ...] = ()
@@ -41,13 +42,15 @@ class Spec:
     high: float | None = None
     choices: tuple[str, ...] | None = None
     scope: str = "audit"
+    sep: str | None = None  # a list the command line writes as one string, e.g. --models cnn,lstm
 
 
 def option(default: Any = None, *, help: str, flags: tuple[str, ...] = (), low: float | None = None,
-           high: float | None = None, choices: tuple[str, ...] | None = None, scope: str = "audit") -> Any:
+           high: float | None = None, choices: tuple[str, ...] | None = None, scope: str = "audit",
+           sep: str | None = None) -> Any:
     """A request field with its default and :class:`Spec` (a list default is copied per request; ``...``: required,
     the command line and a suite section must give it)."""
-    return _field(default, Spec(help, flags, low, high, choices, scope))
+    return _field(default, Spec(help, flags, low, high, choices, scope, sep))
 
 
 def _field(default: Any, spec: Spec) -> Any:
@@ -125,7 +128,7 @@ def describe(hint: Any, spec: Spec) -> str:
     if spec.choices:
         return " or ".join(spec.choices)
     if typing.get_origin(base) is list:
-        return "a list of strings"
+        return "a non-empty list of names" if spec.sep else "a list of strings"
     word = {int: "a whole number", float: "a number", bool: "true or false", str: "a string", Path: "a path"}[base]
     bounds = [f">= {spec.low:g}" if spec.low is not None else "", f"<= {spec.high:g}" if spec.high is not None else ""]
     return " ".join([word, *[b for b in bounds if b]])
@@ -141,8 +144,8 @@ def check_value(hint: Any, spec: Spec, value: Any, where: str) -> Any:
         raise TextAuditError(f"{where} must be {describe(hint, spec)}")
     ok = True
     if typing.get_origin(base) is list:
-        value = [value] if isinstance(value, str) else value
-        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        value = [value] if isinstance(value, str) and not spec.sep else value
+        ok = isinstance(value, list) and all(isinstance(v, str) for v in value) and (bool(value) or not spec.sep)
     elif base is bool:
         ok = isinstance(value, bool)
     elif base is int:
@@ -171,12 +174,13 @@ def suite_fields(cls: type) -> dict[str, tuple[Any, Any, Spec]]:
     return {name: s for name, s in specs(cls).items() if s[2].scope != "command"}
 
 
-def from_mapping(cls: type, values: Mapping[str, Any], where: str, *, aliases: Mapping[str, str] | None = None,
-                 **fixed: Any) -> Any:
-    """A request of ``cls`` from a suite section's ``values`` (checked: an unknown key or a bad value is a
-    one-line error naming ``where``, e.g. ``suite.toml: [bias]``); ``aliases``: older key → field;
-    ``fixed``: fields the caller decides (the output file, resume), not the section."""
+def from_mapping(cls: type, values: Mapping[str, Any], path: str | Path, section: str, *,
+                 aliases: Mapping[str, str] | None = None, **fixed: Any) -> Any:
+    """A request of ``cls`` from the suite section ``[section]`` of ``path`` (checked: an unknown key or a bad value
+    is a one-line error naming the file, the section and the key); ``aliases``: older key → field; ``fixed``:
+    fields the caller decides (the output file, resume), not the section."""
     fields = suite_fields(cls)
+    where = f"{path}: [{section}]"
     missing = [name for name, (_, default, _) in fields.items() if default is ... and name not in values]
     if missing:
         raise TextAuditError(f"{where} needs {missing[0]} = \"<{missing[0]}>\"")
@@ -184,7 +188,17 @@ def from_mapping(cls: type, values: Mapping[str, Any], where: str, *, aliases: M
     for key, value in values.items():
         name = (aliases or {}).get(key, key)
         if name not in fields:
-            raise TextAuditError(f"{where}: unknown key '{key}'; use {', '.join(sorted(fields))}")
+            raise TextAuditError(f"{path}: unknown key '{key}' in [{section}]; use {', '.join(sorted(fields))}")
         hint, _, spec = fields[name]
         given[name] = check_value(hint, spec, value, f"{where} {key}")
     return cls(**{**given, **fixed})
+
+
+def from_command(cls: type, values: Mapping[str, Any]) -> Any:
+    """A request of ``cls`` from a command line's values: a ``sep`` list arrives as one string (``cnn,lstm``)."""
+    fields = specs(cls)
+    out = dict(values)
+    for name, (_, _, spec) in fields.items():
+        if spec.sep and isinstance(out.get(name), str):
+            out[name] = [part.strip() for part in out[name].split(spec.sep) if part.strip()]
+    return cls(**out)

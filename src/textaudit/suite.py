@@ -62,7 +62,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from textaudit.attacks.compare import run_compare
+from textaudit.attacks.request import CompareRequest
 from textaudit.data import dataset_id, load_dataset
 from textaudit.errors import TextAuditError
 from textaudit.fairness.pairs import check_some_source
@@ -79,7 +79,7 @@ from textaudit.robustness.request import CertifyRequest
 __all__ = ["Suite", "Check", "load_suite", "run_suite", "check_thresholds"]
 
 SECTIONS = {"suite": {"name", "data", "limit", "output_dir", "report", "seed", "track", "note"},
-            "compare": {"models", "methods", "k", "mlm", "margin", "equivalence"},
+            "compare": None,  # equivalence, and CompareRequest's fields (textaudit.request.from_mapping checks them)
             "bias": None,  # BiasRequest's fields (textaudit.request.from_mapping checks them)
             "certify": None,  # models, and CertifyRequest's fields (textaudit.request.from_mapping checks them)
             "replay": {"findings", "model", "baseline", "max_still", "max_regressed", "margin", "equivalence"},
@@ -107,7 +107,7 @@ _MARGIN = ("a share between 0 and 1 (0.02: 2 points)", lambda v: isinstance(v, (
 #: (models, methods, pairs) and the bias model are checked in :func:`load_suite`
 SECTION_KEYS: dict[str, dict[str, tuple[str, Callable[[Any], bool]]]] = {
     "suite": SUITE_KEYS,
-    "compare": {"k": _INT(1), "mlm": ("a masked LM name", _NAME), "margin": _MARGIN, "equivalence": _BOOL},
+    "compare": {"equivalence": _BOOL},
     "replay": {"model": ("a model name", _NAME), "baseline": ("a model name", _NAME),
                "max_still": ("a share from 0 to 1", lambda v: isinstance(v, (int, float)) and 0 <= v <= 1),
                "max_regressed": _INT(0), "margin": _MARGIN, "equivalence": _BOOL},
@@ -154,8 +154,18 @@ class Suite:
         section = {k: v for k, v in self.spec["certify"].items() if k != "models"}
         inherited = {k: self.spec["suite"][k] for k in ("data", "seed", "limit")
                      if k in self.spec.get("suite", {}) and k not in section}
-        return from_mapping(CertifyRequest, {**inherited, **section, "model": model}, f"{self.path}: [certify]",
+        return from_mapping(CertifyRequest, {**inherited, **section, "model": model}, self.path, "certify",
                             output=output, resume=False)
+
+    def compare_request(self, output_dir: Path | None = None) -> CompareRequest:
+        """``[compare]`` as the request ``audit compare`` builds (its keys are :class:`CompareRequest`'s fields, and
+        ``equivalence``, a gate of the suite's own); the data, seed and limit are the suite's unless the section
+        gives its own."""
+        section = {k: v for k, v in self.spec["compare"].items() if k != "equivalence"}
+        inherited = {k: self.spec["suite"][k] for k in ("data", "seed", "limit")
+                     if k in self.spec.get("suite", {}) and k not in section}
+        return from_mapping(CompareRequest, {**inherited, **section}, self.path, "compare",
+                            output_dir=output_dir or self.output_dir / "compare")
 
     def bias_request(self, output: Path | None = None) -> BiasRequest:
         """``[bias]`` as the request ``audit bias`` builds (its keys are :class:`BiasRequest`'s fields; ``pairs`` is
@@ -163,7 +173,7 @@ class Suite:
         section = self.spec["bias"]
         fixed = {"output": output, "resume": output is not None and output.exists()}
         inherited = {k: self.spec["suite"][k] for k in ("data", "seed") if k in self.spec.get("suite", {}) and k not in section}
-        return from_mapping(BiasRequest, {**inherited, **section}, f"{self.path}: [bias]", aliases={"pairs": "pair"},
+        return from_mapping(BiasRequest, {**inherited, **section}, self.path, "bias", aliases={"pairs": "pair"},
                             **fixed)
 
 
@@ -224,7 +234,9 @@ def load_suite(path: str | Path) -> Suite:
             where = Path(f) if Path(f).is_absolute() else path.parent / f
             if not where.exists():
                 raise TextAuditError(f"{path}: [replay] findings {f!r} does not exist (paths are relative to the suite file)")
-    for section, key in (("compare", "models"), ("compare", "methods"), ("certify", "models")):
+    if "compare" in spec:
+        Suite(path, spec).compare_request().check()  # every value (the methods' own options: when it runs)
+    for section, key in (("certify", "models"),):
         if section in spec:
             v = spec[section].get(key)
             if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
@@ -420,8 +432,6 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
             ((read_header(replay_file) or {}).get("config") or {}).get("suite") != mark["suite"]:
         raise TextAuditError(f"{replay_file} was not written by this suite ({suite.path.name}): it is left as it is; "
                              "move it, or give the suite another output_dir")
-    data = suite.get("suite", "data", "sst2:dev")
-    limit, seed = suite.get("suite", "limit"), suite.get("suite", "seed", 0)
     results: dict[str, Any] = {}
     inputs: list[Path] = []
     if "bias" in suite.spec:  # data that holds no pair is said before any audit runs, not after the attacks
@@ -432,10 +442,7 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
         check_some_source(checked.pairs, list(bias_data["text"]), bias_data["id"], None, limit=bias.limit,
                           limit_name="[bias] limit =", bound="[bias] max_sources = N")
     if "compare" in suite.spec:
-        results["compare"] = run_compare(suite.get("compare", "models"), suite.get("compare", "methods"), out / "compare",
-                                         data=data, limit=limit, k=suite.get("compare", "k"),
-                                         mlm=suite.get("compare", "mlm"), seed=seed, progress=progress,
-                                         margin=suite.get("compare", "margin"))
+        results["compare"] = suite.compare_request(out / "compare").run(progress=progress)
         inputs.append(out / "compare")
     if "bias" in suite.spec:
         header = {"limit": bias.limit} if bias.limit else {}

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from textaudit.attacks.compare import run_compare
 from textaudit.attacks.patch import PatchWords
 from textaudit.attacks.registry import METHODS, MethodSpec, check_options, default_method, estimate_queries, make_attack
 from textaudit.attacks.run import run_attack
@@ -34,7 +35,7 @@ from textaudit.request import option, shared
 from textaudit.sentence import check_language, guess_language
 from textaudit.shards import Shard, parse_shard, shard_name
 
-__all__ = ["AttackRequest", "AttackOutcome", "CheckedAttack", "METHOD_HELP", "say_cost"]
+__all__ = ["AttackRequest", "AttackOutcome", "CheckedAttack", "CompareRequest", "METHOD_HELP", "say_cost"]
 
 METHOD_HELP = (" | ".join(METHODS) + " | textattack:<recipe> (default: so-enum if k <= 2 else so-beam). "
                + "; ".join(f"{name}: {spec.summary}" for name, spec in METHODS.items()))
@@ -186,3 +187,44 @@ def say_cost(method: str, k: int | None, beam: int | None, kappa: int | None, te
     say(f"cost: up to {n:,} classifier queries per example ({how}); a search stops at its first vulnerable "
         "example, usually far sooner. A quick first try: --k 2 --limit 5, or cap it with --max-queries")
     return n
+
+
+@dataclass
+class CompareRequest:
+    """Every option of ``audit compare`` — the Table-2 matrix: every method on every model, one resumable results
+    file per cell, success rates with Wilson intervals, McNemar's paired tests and, with a ``margin``,
+    non-inferiority of each later model to the first (:func:`textaudit.attacks.compare.run_compare`)."""
+
+    models: list[str] = option(..., sep=",", help="Models, comma-separated (e.g. cnn,lstm,cnn-ibp).")
+    methods: list[str] = option(["so-beam", "so-enum", "genetic", "bae"], sep=",",
+                                help="Attack methods, comma-separated.")
+    output_dir: Path = option(..., scope="command", help=(
+        "One results file per cell (<model>.<method>.jsonl) and compare.json; a rerun reuses (resumes) every cell."))
+    data: str = shared("data", "sst2:dev")
+    label_map: str | None = shared("label_map")
+    limit: int | None = shared("limit")
+    k: int | None = option(None, low=0, help="k of the neighbourhood methods (default: each method's own).")
+    mlm: str | None = shared("mlm")
+    ppl: bool = option(False, flags=("--ppl/--no-ppl",), help="Perplexities of successes (SmolLM2); off by default.")
+    margin: float | None = option(None, low=0.0, high=1.0, help=(
+        "A non-inferiority margin m, a share (0.02 = 2 points): under each method, is every model's success rate no "
+        "worse than the first model's by m or more (one-sided test at α = 0.05, Newcombe's paired interval), and "
+        "equivalent within ±m (TOST)? Harmful and beneficial flips beside it."))
+    seed: int = shared("seed", 0)
+
+    def check(self) -> None:
+        """The names' one-line errors (the rest — methods' options, margin, every cell file — are
+        :func:`run_compare`'s, also before any model loads)."""
+        for what, names in (("models", self.models), ("methods", self.methods)):
+            if not names:
+                raise TextAuditError(f"--{what} needs at least one name, comma-separated")
+            if len(set(names)) != len(names):
+                raise TextAuditError(f"--{what} names one twice: {','.join(names)}")
+        parse_label_map(self.label_map)
+
+    def run(self, *, progress: bool = True) -> dict:
+        """Run (or reuse) every cell and return the comparison (``compare.json``'s content)."""
+        self.check()
+        return run_compare(self.models, self.methods, self.output_dir, data=self.data, limit=self.limit, k=self.k,
+                           mlm=self.mlm, ppl=self.ppl, seed=self.seed, margin=self.margin, progress=progress,
+                           label_map=parse_label_map(self.label_map))

@@ -32,7 +32,7 @@ from textaudit.models.options import ModelOptions, use_model_options
 from textaudit.models.prompt import load_prompt
 from textaudit.models.registry import check_model_options
 from textaudit.neighborhoods.store import use_score_cache, use_store
-from textaudit.request import SHARED, flags_of, specs
+from textaudit.request import SHARED, flags_of, from_command, specs
 from textaudit.secrets import RedactingStream, register_env, register_url
 from textaudit.shards import Shard, parse_shard, shard_name
 from textaudit.stats import format_ci  # noqa: F401 - the commands import it from here
@@ -59,8 +59,11 @@ INTERRUPT_HINTS = {
 
 
 def typer_annotation(hint: Any, name: str, spec: Any) -> Any:
-    """The typer option of a request field or a shared option (:mod:`textaudit.request`): its flags, help, range."""
+    """The typer option of a request field or a shared option (:mod:`textaudit.request`): its flags, help, range
+    (a ``sep`` list: one string, ``--models cnn,lstm``)."""
     bounds = {k: v for k, v in (("min", spec.low), ("max", spec.high)) if v is not None}
+    if spec.sep:
+        hint = str
     return Annotated[hint, typer.Option(*flags_of(name, spec), help=spec.help, **bounds)]
 
 
@@ -211,11 +214,13 @@ def with_store_option(command: Callable) -> Callable:
 def with_request(cls: type, *, into: str = "request") -> Callable:
     """Give a command every field of the request class ``cls`` as an option (same default, range and help) and
     hand the command one ``cls`` built from them in its parameter ``into``."""
-    options = {name: (typer_annotation(hint, name, spec), default) for name, (hint, default, spec) in specs(cls).items()}
+    options = {name: (typer_annotation(hint, name, spec),
+                      spec.sep.join(default) if spec.sep and isinstance(default, list) else default)
+               for name, (hint, default, spec) in specs(cls).items()}
 
     def decorate(command: Callable) -> Callable:
         def around(values: dict[str, Any], arguments: dict[str, Any], go: Callable[..., Any]) -> Any:
-            return go(cls(**values))
+            return go(from_command(cls, values))
 
         return option_group(command, options, around, into=into, first=True)
 

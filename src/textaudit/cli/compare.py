@@ -3,20 +3,11 @@ per cell, success rates with Wilson intervals and paired McNemar tests."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Optional
-
-import typer
-
-from textaudit.attacks.compare import SUMMARY, run_compare
+from textaudit.attacks.compare import SUMMARY
+from textaudit.attacks.request import CompareRequest
 from textaudit.cli.app import (
     AuditCommand,
-    DataOpt,
     JsonOpt,
-    LabelMapOpt,
-    LimitOpt,
-    MlmOpt,
-    SeedOpt,
     app,
     emit_json,
     finished,
@@ -25,51 +16,22 @@ from textaudit.cli.app import (
     print_margins,
     print_table,
     with_model_options,
+    with_request,
     with_store_option,
     with_track_option,
 )
-from textaudit.data import parse_label_map
-from textaudit.errors import TextAuditError
-
-
-def _names(value: str, what: str) -> list[str]:
-    names = [v.strip() for v in value.split(",") if v.strip()]
-    if not names:
-        raise TextAuditError(f"--{what} needs at least one name, comma-separated")
-    if len(set(names)) != len(names):
-        raise TextAuditError(f"--{what} names one twice: {value}")
-    return names
 
 
 @app.command(cls=AuditCommand)
 @with_track_option
 @with_store_option
 @with_model_options
-def compare(
-    models: str = typer.Option(..., "--models", help="Models, comma-separated (e.g. cnn,lstm,cnn-ibp)."),
-    methods: str = typer.Option("so-beam,so-enum,genetic,bae", "--methods", help="Attack methods, comma-separated."),
-    output_dir: Path = typer.Option(..., "--output-dir", help="One results file per cell (<model>.<method>.jsonl) "
-                                    "and compare.json; a rerun reuses (resumes) every cell."),
-    data: DataOpt = "sst2:dev",
-    label_map: LabelMapOpt = None,
-    limit: LimitOpt = None,
-    k: Optional[int] = typer.Option(None, "--k", min=0, help="k of the neighbourhood methods (default: each method's own)."),
-    mlm: MlmOpt = None,
-    ppl: bool = typer.Option(False, "--ppl/--no-ppl", help="Perplexities of successes (SmolLM2); off by default."),
-    margin: Optional[float] = typer.Option(None, "--margin", help=(
-        "A non-inferiority margin m, a share (0.02 = 2 points): under each method, is every model's success rate no "
-        "worse than the first model's by m or more (one-sided test at α = 0.05, Newcombe's paired interval), and "
-        "equivalent within ±m (TOST)? Harmful and beneficial flips beside it.")),
-    seed: SeedOpt = 0,
-    json_out: JsonOpt = False,
-) -> None:
+@with_request(CompareRequest)
+def compare(json_out: JsonOpt = False, request: CompareRequest = None) -> None:
     """Run (or reuse) every method on every model and print the comparison matrix with 95% intervals."""
-
-    model_names, method_names = _names(models, "models"), _names(methods, "methods")
-    result = run_compare(model_names, method_names, output_dir, data=data, limit=limit, k=k, mlm=mlm, ppl=ppl, seed=seed,
-                         margin=margin, label_map=parse_label_map(label_map))
-    notice(f"cells: {output_dir}/<model>.<method>.jsonl; summary: {output_dir / SUMMARY}")
-    finished(result, [output_dir])
+    result = request.run()
+    notice(f"cells: {request.output_dir}/<model>.<method>.jsonl; summary: {request.output_dir / SUMMARY}")
+    finished(result, [request.output_dir])
     if json_out:
         emit_json(result)
         return
