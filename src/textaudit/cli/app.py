@@ -44,7 +44,7 @@ __all__ = ["AuditGroup", "fail", "AuditCommand", "app", "emit_json", "print_tabl
            "BackendOpt", "AddressOpt", "WorkersOpt", "InFlightOpt", "GpusOpt", "CpusOpt", "format_ci",
            "MODEL_HELP", "with_model_options", "with_store_option", "StoreOpt", "store_fields", "score_fields", "with_track_option",
            "finished", "finished_run", "conclude", "TrackExperimentOpt", "TrackRunIdOpt", "option_group", "with_backend_options",
-           "with_request",
+           "with_request", "audit_command",
            "BACKEND_OPTIONS"]
 
 #: what an interrupted command keeps, and how to continue: commands with a results file (--output)
@@ -223,6 +223,24 @@ def with_request(cls: type, *, into: str = "request") -> Callable:
             return go(from_command(cls, values))
 
         return option_group(command, options, around, into=into, first=True)
+
+    return decorate
+
+
+def audit_command(cls: type, *, backend: bool = False, store: bool = True, exclude: tuple[str, ...] = ()) -> Callable:
+    """An audit's command in one line: its request's fields as options (:func:`with_request`), the option groups
+    it takes — ``backend`` (``--backend`` …), the model's transport (less ``exclude``), ``store`` (``--store``,
+    ``--score-cache``) and tracking — and its registration under the function's name. The command itself is
+    check → run → print."""
+
+    def decorate(command: Callable) -> Callable:
+        wrapped = with_request(cls)(command)
+        if backend:
+            wrapped = with_backend_options(wrapped)
+        wrapped = with_model_options(exclude=exclude)(wrapped)
+        if store:
+            wrapped = with_store_option(wrapped)
+        return app.command(cls=AuditCommand)(with_track_option(wrapped))
 
     return decorate
 

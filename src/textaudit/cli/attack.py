@@ -7,9 +7,8 @@ import typer
 from textaudit.attacks.request import AttackRequest
 from textaudit.backends import Backend
 from textaudit.cli.app import (
-    AuditCommand,
     JsonOpt,
-    app,
+    audit_command,
     conclude,
     format_ci,
     notice,
@@ -17,20 +16,10 @@ from textaudit.cli.app import (
     print_table,
     score_fields,
     store_fields,
-    with_backend_options,
-    with_model_options,
-    with_request,
-    with_store_option,
-    with_track_option,
 )
 
 
-@app.command(cls=AuditCommand)
-@with_track_option
-@with_store_option
-@with_model_options
-@with_backend_options
-@with_request(AttackRequest)
+@audit_command(AttackRequest, backend=True)
 def attack(json_out: JsonOpt = False, runner: Backend = None, request: AttackRequest = None) -> None:
     """Search each example's neighbourhood for a vulnerable example (Double Perturbation)."""
     checked = request.check()  # every one-line error before any model is loaded (or trained)

@@ -6,32 +6,21 @@ import typer
 
 from textaudit.backends import Backend
 from textaudit.cli.app import (
-    AuditCommand,
     JsonOpt,
-    app,
+    audit_command,
     emit_json,
     finished,
     notice,
     print_table,
     score_fields,
     store_fields,
-    with_backend_options,
-    with_model_options,
-    with_request,
-    with_store_option,
-    with_track_option,
 )
 from textaudit.fairness.bias import BIAS_COLUMNS, K0_NOTE, bias_rows
 from textaudit.fairness.plots import plot_bias
 from textaudit.fairness.request import BiasOutcome, BiasRequest
 
 
-@app.command(cls=AuditCommand)
-@with_track_option
-@with_store_option
-@with_model_options
-@with_backend_options
-@with_request(BiasRequest)
+@audit_command(BiasRequest, backend=True)
 def bias(json_out: JsonOpt = False, runner: Backend = None, request: BiasRequest = None) -> None:
     """Measure B_{p,k}: the mean shift of f_soft when p(1) → p(2) over the k-neighbourhood of the data."""
     checked = request.check()  # every one-line error before anything loads

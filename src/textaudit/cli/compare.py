@@ -6,27 +6,18 @@ from __future__ import annotations
 from textaudit.attacks.compare import SUMMARY
 from textaudit.attacks.request import CompareRequest
 from textaudit.cli.app import (
-    AuditCommand,
     JsonOpt,
-    app,
+    audit_command,
     emit_json,
     finished,
     format_ci,
     notice,
     print_margins,
     print_table,
-    with_model_options,
-    with_request,
-    with_store_option,
-    with_track_option,
 )
 
 
-@app.command(cls=AuditCommand)
-@with_track_option
-@with_store_option
-@with_model_options
-@with_request(CompareRequest)
+@audit_command(CompareRequest)
 def compare(json_out: JsonOpt = False, request: CompareRequest = None) -> None:
     """Run (or reuse) every method on every model and print the comparison matrix with 95% intervals."""
     result = request.run()

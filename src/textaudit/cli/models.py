@@ -29,6 +29,7 @@ from textaudit.cli.app import (
     SeedOpt,
     TextColumnOpt,
     app,
+    audit_command,
     conclude,
     emit_json,
     finished,
@@ -36,8 +37,6 @@ from textaudit.cli.app import (
     notice,
     print_table,
     with_model_options,
-    with_request,
-    with_store_option,
     with_track_option,
 )
 from textaudit.data import align_labels, as_pairs, check_labels, dataset_id, load_dataset, pairs_of, parse_label_map
@@ -240,11 +239,7 @@ def print_calibration(res: dict) -> None:
                 "difference: perturbed − original, paired)", CALIBRATION_COLUMNS, calibration_rows(res))
 
 
-@app.command(cls=AuditCommand)
-@with_track_option
-@with_store_option
-@with_model_options(exclude=("samples",))
-@with_request(CertifyRequest)
+@audit_command(CertifyRequest, exclude=("samples",))
 def certify(json_out: JsonOpt = False, request: CertifyRequest = None) -> None:
     """Certified accuracy under word substitution: IBP for the zoo's robust word models, randomized smoothing
     (SAFER: synonyms; RanMASK: any word) for any model (the smoothed prediction and its certified radius per
