@@ -14,13 +14,15 @@ from textaudit.cli.app import _TRACK_OPTIONS, BACKEND_OPTIONS, MODEL_OPTIONS
 from textaudit.cli.main import app
 from textaudit.errors import TextAuditError
 from textaudit.fairness.request import BiasRequest
+from textaudit.findings import ReplayRequest
 from textaudit.request import flags_of, from_mapping, specs, suite_fields
 from textaudit.robustness.request import CertifyRequest
 
 #: options a command takes from the groups declared once in textaudit.cli.app, and how it prints
 GROUPS = {*MODEL_OPTIONS, *BACKEND_OPTIONS, *_TRACK_OPTIONS, "store", "score_cache", "json_out"}
 #: each request and its command
-REQUESTS = {"bias": BiasRequest, "attack": AttackRequest, "certify": CertifyRequest, "compare": CompareRequest}
+REQUESTS = {"bias": BiasRequest, "attack": AttackRequest, "certify": CertifyRequest, "compare": CompareRequest,
+            "replay": ReplayRequest}
 
 
 def _command(name: str):
@@ -38,7 +40,10 @@ def test_every_option_of_the_command_is_a_field_of_its_request(name):
     for field, (_, default, spec) in fields.items():
         p = params[field]
         declared = tuple(part for flag in flags_of(field, spec) for part in flag.split("/"))  # --ppl/--no-ppl
-        assert tuple(p.opts) + tuple(p.secondary_opts) == declared, field
+        if spec.argument:
+            assert p.param_type_name == "argument", field
+        else:
+            assert tuple(p.opts) + tuple(p.secondary_opts) == declared, field
         if default is ...:
             assert p.required, field
         elif spec.sep:  # a list the command line writes as one string
@@ -56,7 +61,8 @@ def test_a_suite_section_takes_every_field_of_the_request_with_its_range(name, t
     section and the key; the fields only the command line sets (output, resume, shard, plot) are refused."""
     cls = REQUESTS[name]
     where = ("s.toml", name)
-    need = {f: ["cnn"] if spec.sep else "cnn" for f, (_, default, spec) in suite_fields(cls).items() if default is ...}
+    need = {f: ["cnn"] if spec.sep or spec.argument else "cnn"
+            for f, (_, default, spec) in suite_fields(cls).items() if default is ...}
     for field, (_, default, spec) in suite_fields(cls).items():
         if default is ...:  # required: a section without it is one line
             with pytest.raises(TextAuditError, match=f"needs {field} ="):
@@ -195,3 +201,25 @@ def test_a_suite_compare_section_writes_the_cells_the_command_writes(cli, tmp_pa
     for name in cells:
         mine, suite = _records(tmp_path / "cmd" / name), _records(tmp_path / "out" / "compare" / name)
         assert len(mine) == len(rows) and strip(mine) == strip(suite)
+
+
+def test_a_suite_replay_section_writes_the_records_the_command_writes(cli, tmp_path):
+    """[replay] is audit replay's request (and the suite's gates): the same findings, the same statuses."""
+    from textaudit.formats.jsonl import write_results
+
+    (tmp_path / "m.py").write_text(SMOOTH)
+    records = [{"id": str(i), "status": "success", "method": "so-enum", "text": f"item {i} good", "label": 1,
+                "vulnerable": f"item {i} good", "vulnerable_patched": f"item {i} {'dull' if i % 3 else 'not good'}",
+                "pair": ["good", "dull"], "l0": 0, "seconds": 0.0, "queries": 2} for i in range(12)]
+    write_results(tmp_path / "found.jsonl", records, command="attack", config={"method": "so-enum", "model": "old"})
+    model = f"{tmp_path}/m.py:clf"
+    r = cli("replay", str(tmp_path / "found.jsonl"), "--model", model, "--output", str(tmp_path / "cmd.jsonl"), "--json")
+    assert r.exit_code == 0, r.output
+    (tmp_path / "s.toml").write_text(f'[suite]\noutput_dir = "out"\n[replay]\nfindings = ["found.jsonl"]\n'
+                                     f'model = "{model}"\nmax_still = 1.0\n')
+    r = cli("run", str(tmp_path / "s.toml"), "--json")
+    assert r.exit_code == 0, r.output
+    norm = lambda recs: [{k: v for k, v in x.items() if k != "file"} for x in recs]  # noqa: E731 (the path as given)
+    command, suite = _records(tmp_path / "cmd.jsonl"), _records(tmp_path / "out" / "replay.jsonl")
+    assert len(command) == 12 and {x["status"] for x in command} == {"still", "fixed"}
+    assert norm(command) == norm(suite)

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -43,16 +43,19 @@ from textaudit.attacks.registry import make_attack, method_spec
 from textaudit.attacks.run import run_attack
 from textaudit.errors import TextAuditError
 from textaudit.fairness.replay import BiasFindings, bias_status, estimate_fields, read_bias_findings
-from textaudit.formats.jsonl import check_results, read_header, read_jsonl, record_lines
+from textaudit.formats.jsonl import check_output, check_results, read_header, read_jsonl, record_lines, write_results
 from textaudit.kinds import REPLAY_STATUSES as STATUSES
 from textaudit.kinds import summarize_replay
+from textaudit.lexicons import load_pairs_file
 from textaudit.loaded import load
 from textaudit.models import load_classifier
 from textaudit.models.batched import TIE, Classifier, decisions, flips_in_draws, sampled_draws, unknown_class
 from textaudit.neighborhoods.mlm import load_mlm
+from textaudit.notices import say as say_line
+from textaudit.request import option, shared
 from textaudit.stats import check_margin, mcnemar, wilson
 
-__all__ = ["Finding", "BiasFindings", "Replay", "read_findings", "replay", "attack_files", "STATUSES"]
+__all__ = ["ReplayRequest", "ReplayOutcome", "Finding", "BiasFindings", "Replay", "read_findings", "replay", "attack_files", "STATUSES"]
 
 #: attack methods whose successes are vulnerable pairs (x̃, x̃ ⊕ p); every other method's are adversarial texts
 SECOND_ORDER = ("so-enum", "so-beam", "random")
@@ -339,3 +342,68 @@ def fresh_attacks(paths: Sequence[str | Path], model: object, n: int, *, seed: i
                         "now_success": sum(after), "now_ci95": list(wilson(sum(after), len(after)) or ()),
                         "mcnemar_p": mcnemar(before, after)["p"] if pairs_ok else None})
     return out
+
+
+@dataclass
+class ReplayOutcome:
+    """A finished replay: the :class:`Replay`, its ``summary`` (the command's ``--json`` object; with ``fresh``, the
+    fresh attack's rows under ``"fresh"``) and the fresh attack's rows (None without ``fresh``)."""
+
+    replay: Replay
+    summary: dict
+    fresh: list[dict] | None
+
+
+@dataclass
+class ReplayRequest:
+    """Every option of ``audit replay`` with its default, range and help (:mod:`textaudit.request`): an audit's
+    findings — an attack's successes (x̃, x̃ ⊕ p), a bias run's scored sentences — replayed on ``model``; no masked
+    LM, no search."""
+
+    findings: list[Path] = option(..., argument=True, help=(
+        "Results files of audit attack or audit bias (--output), or audit compare / audit harden folders: an attack's "
+        "successes are its findings; a bias run's, the sentences it scored (B_{p,k} on them)."))
+    model: str = shared("model", ...)
+    baseline: str | None = option(None, help=(
+        "A second model (the previous version): the findings are replayed on both and paired — fixed by --model, "
+        "regressed (fixed on the baseline, holding again), McNemar's exact p."))
+    margin: float | None = option(None, help=(
+        "With --baseline: a non-inferiority margin m, a share (0.02 = 2 points). Says whether the model's still-rate "
+        "is no worse than the baseline's by m or more (the one-sided test at α = 0.05 on Newcombe's paired interval) "
+        "and whether the two are equivalent within ±m (TOST); the harmful and beneficial flips beside it."))
+    output: Path | None = option(None, flags=("--output", "-o"), scope="command",
+                                 help="JSONL file: one record per finding (must not exist).")
+    fresh: int | None = option(None, low=1, help=(
+        "Beside the replay, attack --model afresh on N examples drawn from each attack file's attacked examples, with "
+        "the file's method and settings: its success rate now beside the file's own on the same examples (McNemar) — "
+        "whether the model is more robust, which the replay alone does not say."))
+    pairs_file: Path | None = option(None, help=(
+        "With --fresh: the synonym pairs 'w1,w2' the patch words come from, as the attack was given them (default: the "
+        "counter-fitted neighbours)."))
+
+    def check(self) -> tuple[list, list[tuple[str, str]] | None]:
+        """Every one-line error before any model loads: the findings read and checked, the pairs file read."""
+        check_margin(self.margin, self.baseline is not None)
+        found = read_findings(self.findings)  # every file checked before any model loads
+        if self.output is not None:
+            check_output(self.output, None)  # never over a file: refused before anything runs
+        if self.pairs_file is not None and self.fresh is None:
+            raise TextAuditError("--pairs-file goes with --fresh (the patch words of the fresh attack)")
+        pairs = load_pairs_file(str(self.pairs_file)) if self.pairs_file is not None else None
+        return found, pairs
+
+    def run(self, *, checked: tuple | None = None, progress: bool = True,
+            say: Callable[[str], None] = say_line) -> ReplayOutcome:
+        """Replay the findings (and attack afresh with ``fresh``); the records go to ``output`` when it is given."""
+        found, pairs = checked or self.check()
+        result = replay(found, self.model, self.baseline, margin=self.margin)
+        again = None
+        if self.fresh is not None:
+            say(f"fresh attack: {self.fresh} examples of each attack file, on {result.model} …")
+            again = fresh_attacks(self.findings, self.model, self.fresh, pairs=pairs, progress=progress)
+        if self.output is not None:
+            write_results(self.output, result.records, command="replay", config=result.config)
+        summary = result.summary()
+        if again is not None:
+            summary["fresh"] = again
+        return ReplayOutcome(result, summary, again)

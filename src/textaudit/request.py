@@ -43,14 +43,15 @@ class Spec:
     choices: tuple[str, ...] | None = None
     scope: str = "audit"
     sep: str | None = None  # a list the command line writes as one string, e.g. --models cnn,lstm
+    argument: bool = False  # the command line's argument (no flag): audit replay FILE …
 
 
 def option(default: Any = None, *, help: str, flags: tuple[str, ...] = (), low: float | None = None,
            high: float | None = None, choices: tuple[str, ...] | None = None, scope: str = "audit",
-           sep: str | None = None) -> Any:
+           sep: str | None = None, argument: bool = False) -> Any:
     """A request field with its default and :class:`Spec` (a list default is copied per request; ``...``: required,
     the command line and a suite section must give it)."""
-    return _field(default, Spec(help, flags, low, high, choices, scope, sep))
+    return _field(default, Spec(help, flags, low, high, choices, scope, sep, argument))
 
 
 def _field(default: Any, spec: Spec) -> Any:

@@ -67,7 +67,7 @@ from textaudit.data import dataset_id, load_dataset
 from textaudit.errors import TextAuditError
 from textaudit.fairness.pairs import check_some_source
 from textaudit.fairness.request import BiasRequest
-from textaudit.findings import replay
+from textaudit.findings import ReplayRequest
 from textaudit.formats.compare import file_part
 from textaudit.formats.jsonl import check_output, read_header, read_jsonl, write_results
 from textaudit.models import load_classifier
@@ -82,7 +82,7 @@ SECTIONS = {"suite": {"name", "data", "limit", "output_dir", "report", "seed", "
             "compare": None,  # equivalence, and CompareRequest's fields (textaudit.request.from_mapping checks them)
             "bias": None,  # BiasRequest's fields (textaudit.request.from_mapping checks them)
             "certify": None,  # models, and CertifyRequest's fields (textaudit.request.from_mapping checks them)
-            "replay": {"findings", "model", "baseline", "max_still", "max_regressed", "margin", "equivalence"},
+            "replay": None,  # the gates below, and ReplayRequest's fields (textaudit.request.from_mapping checks them)
             "thresholds": None}
 ATTACK_METRICS = ("success_rate", "mean_l0", "sec_per_example", "queries_per_example", "success_rate_ci_low",
                   "success_rate_ci_high")
@@ -108,10 +108,13 @@ _MARGIN = ("a share between 0 and 1 (0.02: 2 points)", lambda v: isinstance(v, (
 SECTION_KEYS: dict[str, dict[str, tuple[str, Callable[[Any], bool]]]] = {
     "suite": SUITE_KEYS,
     "compare": {"equivalence": _BOOL},
-    "replay": {"model": ("a model name", _NAME), "baseline": ("a model name", _NAME),
-               "max_still": ("a share from 0 to 1", lambda v: isinstance(v, (int, float)) and 0 <= v <= 1),
+    "replay": {"max_still": ("a share from 0 to 1", lambda v: isinstance(v, (int, float)) and 0 <= v <= 1),
                "max_regressed": _INT(0), "margin": _MARGIN, "equivalence": _BOOL},
 }
+
+
+#: [replay]'s keys that are the suite's gates, not options of audit replay
+REPLAY_GATES = ("max_still", "max_regressed", "equivalence")
 
 
 @dataclass
@@ -166,6 +169,15 @@ class Suite:
                      if k in self.spec.get("suite", {}) and k not in section}
         return from_mapping(CompareRequest, {**inherited, **section}, self.path, "compare",
                             output_dir=output_dir or self.output_dir / "compare")
+
+    def replay_request(self) -> ReplayRequest:
+        """``[replay]`` as the request ``audit replay`` builds (its keys are :class:`ReplayRequest`'s fields, and the
+        suite's gates ``max_still``, ``max_regressed``, ``equivalence``); ``findings`` relative to the suite file."""
+        section = {k: v for k, v in self.spec["replay"].items() if k not in REPLAY_GATES}
+        if isinstance(section.get("findings"), list):
+            section["findings"] = [str(Path(f) if Path(f).is_absolute() else self.path.parent / f)
+                                   for f in section["findings"]]
+        return from_mapping(ReplayRequest, section, self.path, "replay")
 
     def bias_request(self, output: Path | None = None) -> BiasRequest:
         """``[bias]`` as the request ``audit bias`` builds (its keys are :class:`BiasRequest`'s fields; ``pairs`` is
@@ -234,6 +246,7 @@ def load_suite(path: str | Path) -> Suite:
             where = Path(f) if Path(f).is_absolute() else path.parent / f
             if not where.exists():
                 raise TextAuditError(f"{path}: [replay] findings {f!r} does not exist (paths are relative to the suite file)")
+        Suite(path, spec).replay_request()  # every value, with audit replay's ranges
     if "compare" in spec:
         Suite(path, spec).compare_request().check()  # every value (the methods' own options: when it runs)
     for section, key in (("certify", "models"),):
@@ -455,9 +468,9 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
             results["certify"][model] = _certify(suite.certify_request(model, path), progress)
             inputs.append(path)
     if "replay" in suite.spec:
-        files = [Path(f) if Path(f).is_absolute() else suite.path.parent / f for f in suite.get("replay", "findings")]
-        rep = replay(files, suite.get("replay", "model"), suite.get("replay", "baseline"), margin=suite.get("replay", "margin"))
-        results["replay"] = rep.summary()
+        outcome = suite.replay_request().run(progress=progress)
+        rep = outcome.replay
+        results["replay"] = outcome.summary
         path = replay_file  # replayed again at every run (seconds): the file is the latest replay's, this suite's own
         if path.exists():
             path.unlink()

@@ -64,6 +64,8 @@ def typer_annotation(hint: Any, name: str, spec: Any) -> Any:
     bounds = {k: v for k, v in (("min", spec.low), ("max", spec.high)) if v is not None}
     if spec.sep:
         hint = str
+    if spec.argument:
+        return Annotated[hint, typer.Argument(help=spec.help, **bounds)]
     return Annotated[hint, typer.Option(*flags_of(name, spec), help=spec.help, **bounds)]
 
 
