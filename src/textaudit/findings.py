@@ -38,6 +38,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+import textaudit.neighborhoods.store  # noqa: F401 - installs the score cache: a replay reads the scores runs kept
 from textaudit.attacks.patch import PatchWords
 from textaudit.attacks.registry import make_attack, method_spec
 from textaudit.attacks.run import run_attack
