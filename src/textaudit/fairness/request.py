@@ -175,6 +175,4 @@ class BiasRequest:
         warnings = small_samples(results, self.ci)
         if warnings:
             out["warnings"] = warnings
-        outcome = BiasOutcome(results, out, clf, masked_lm, classes, checked.controls, checked)
-        outcome.skipped_pairs = est.skipped_pairs  # type: ignore[attr-defined]
-        return outcome
+        return BiasOutcome(results, out, clf, masked_lm, classes, checked.controls, checked)
