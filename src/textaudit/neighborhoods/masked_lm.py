@@ -35,15 +35,8 @@ from textaudit.device import pick_device
 from textaudit.errors import StopRun, TextAuditError
 from textaudit.models.options import current_model_options
 from textaudit.models.torch_backend import DeviceClock, autocast, check_precision, forward_inputs, only_inputs, to_device
-from textaudit.neighborhoods.store import (
-    STORE_TOP,
-    WORKER_COUNTS,
-    context_key,
-    forget_fingerprint,
-    mlm_fingerprint,
-    recall_fingerprint,
-    remember_fingerprint,
-)
+from textaudit.neighborhoods.fingerprints import forget_fingerprint, mlm_fingerprint, recall_fingerprint, remember_fingerprint
+from textaudit.neighborhoods.store import STORE_TOP, WORKER_COUNTS, context_key
 from textaudit.resources import hub_local_only, remote_code_error, trust_remote_code
 from textaudit.token_ids import SCHEMES, PieceIds, default_batch_tokens, pack, pad, piece_scheme
 
@@ -222,7 +215,7 @@ class HFMaskedLM:
     @property
     def fingerprint(self) -> str:
         """What identifies this masked LM's answers (weights, tokenizer, precision, device kind): the
-        store's key (:func:`~textaudit.neighborhoods.store.mlm_fingerprint`), computed once."""
+        store's key (:func:`~textaudit.neighborhoods.fingerprints.mlm_fingerprint`), computed once."""
         if self._fingerprint is None:
             known = recall_fingerprint(self._fingerprint_key) if self._model is None else None
             if known is not None:  # the same files, read by another process: the weights need not load

@@ -6,10 +6,11 @@ them in one SQLite file (``$TEXTAUDIT_CACHE/neighborhoods.sqlite`` unless ``--st
 off`` disables it), in front of which the masked LM's in-memory LRU stays.
 
 **Key.** The masked LM's *fingerprint* — a hash of its weights and tokenizer (vocabulary, piece scheme),
-its precision and the kind of device it runs on (see :func:`mlm_fingerprint`): another or a retrained
-masked LM never reads another's entries — and the masked context: the words left and right of the
-position (:func:`context_key`; under the fingerprinted tokenizer the context's ids are a function of
-these words, so the key determines the value, and a lookup needs neither the weights nor the tokenizer).
+its precision and the kind of device it runs on (:func:`textaudit.neighborhoods.fingerprints.mlm_fingerprint`, with
+its memo per artifact): another or a retrained masked LM never reads another's entries — and the masked
+context: the words left and right of the position (:func:`context_key`; under the fingerprinted tokenizer the
+context's ids are a function of these words, so the key determines the value, and a lookup needs neither the
+weights nor the tokenizer).
 
 **Value.** The top-N whole-word candidates ``(vocabulary id, logit)``, best first, where N ≥ the κ
 asked (:data:`STORE_TOP` at least), so one entry serves every κ ≤ N and every δ; logits are float32, as
@@ -68,7 +69,7 @@ from textaudit.models.batched import SCORE_CACHE
 from textaudit.resources import cache_dir
 from textaudit.secrets import redact
 
-__all__ = ["NeighborhoodStore", "StoredMaskedLM", "StoreStats", "default_store_path", "open_store", "context_key", "mlm_fingerprint",
+__all__ = ["NeighborhoodStore", "StoredMaskedLM", "StoreStats", "default_store_path", "open_store", "context_key",
            "STORE_TOP", "FORMAT", "APPLICATION_ID", "use_store", "current_store", "parse_store", "not_a_store",
            "score_key", "score_identity", "use_score_cache", "score_cache_choice", "SCORES_FORMAT"]
 
@@ -117,76 +118,6 @@ def context_key(words: Sequence[str], pos: int) -> bytes:
     """The 16-byte key of the masked context of ``words`` at ``pos``: the words left and right of it."""
     text = "\x1f".join(words[:pos]) + "\x1e" + "\x1f".join(words[pos + 1:])
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-
-
-def mlm_fingerprint(model, vocab: Sequence[str], *, scheme: str, precision: str, device: str) -> str:
-    """What identifies a masked LM's answers: its weights (every tensor of its state, in order), its
-    vocabulary and piece scheme, its precision and the kind of device (CPU and CUDA logits may differ in
-    the last bits, which can reorder near-ties)."""
-    import torch
-
-    h = hashlib.blake2b(digest_size=20)
-    h.update(f"{FORMAT}|{scheme}|{precision}|{str(device).split(':')[0]}|".encode())
-    h.update(json.dumps(list(vocab), ensure_ascii=False).encode("utf-8", "surrogatepass"))
-    for name, t in model.state_dict().items():
-        t = t.detach().cpu().contiguous()
-        h.update(f"|{name}|{t.dtype}|{tuple(t.shape)}|".encode())
-        h.update(t.view(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
-    return h.hexdigest()
-
-
-def _fingerprints_path() -> Path:
-    return cache_dir() / "mlm-fingerprints.json"
-
-
-def _read_fingerprints() -> dict:
-    try:
-        got = json.loads(_fingerprints_path().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return got if isinstance(got, dict) else {}
-
-
-def _write_fingerprints(table: dict) -> None:
-    path = _fingerprints_path()
-    try:  # written whole and renamed: a reader sees the old table or the new one, never half of one
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(table, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:  # a read-only cache: the fingerprint is computed again next time
-        pass
-
-
-def recall_fingerprint(key: str | None) -> str | None:
-    """The masked-LM fingerprint remembered for ``key`` (what its files are: contents, sizes and times, the
-    code that builds it, precision, device kind), or None. It spares loading the weights of a masked LM whose
-    answers are all in the store; the weights, when they do load, are checked against it."""
-    if not key:
-        return None
-    got = _read_fingerprints().get(key)
-    return got if isinstance(got, str) else None
-
-
-def remember_fingerprint(key: str | None, fingerprint: str) -> None:
-    """Remember ``fingerprint`` for ``key`` in ``$TEXTAUDIT_CACHE/mlm-fingerprints.json`` (at most 64 keys)."""
-    if not key:
-        return
-    table = _read_fingerprints()
-    if table.get(key) == fingerprint:
-        return
-    table.pop(key, None)
-    table[key] = fingerprint
-    while len(table) > 64:
-        table.pop(next(iter(table)))
-    _write_fingerprints(table)
-
-
-def forget_fingerprint(key: str | None) -> None:
-    """Drop what :func:`remember_fingerprint` kept for ``key``."""
-    table = _read_fingerprints()
-    if key and table.pop(key, None) is not None:
-        _write_fingerprints(table)
 
 
 def _pack(n: int, ids: Sequence[int], logits: Sequence[float]) -> bytes:
