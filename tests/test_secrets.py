@@ -203,7 +203,7 @@ NO_SECRET = {
     "robustness/calibration.py": "a figure: its title is a public model name",
     "robustness/perturbscore/scorer.py": "a trained scorer's weights and its head's numbers",
     "neighborhoods/corpus.py": "the masked LM's training corpus (public text) and its settings",
-    "neighborhoods/store.py": "the store's fingerprint table (digests of weights)",
+    "neighborhoods/fingerprints.py": "the masked LM fingerprints' memo (digests of weights, keyed by artifact)",
     "models/zoo/vocab.py": "a zoo model's vocabulary (words of SST-2 train)",
     "models/zoo/checkpoint.py": "a zoo model's weights and architecture",
     "lm.py": "a causal LM's config and tokenizer",
