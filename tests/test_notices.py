@@ -106,3 +106,17 @@ def test_a_library_run_is_captured_whole(tiny_mlm, capsys, monkeypatch):
         return [{k: v for k, v in r.items() if k not in ("seconds", "queries", "mlm_queries")} for r in recs]
 
     assert strip(again) == strip(records)
+
+
+def test_a_captured_line_holds_no_secret():
+    """The channel is a boundary of its own: a handler other than the command's stream (a notebook's list, a
+    logger) gets the line redacted too."""
+    from textaudit.secrets import _forget_all, register
+
+    register("sk-notices-secret-123")
+    try:
+        with notices.captured() as lines:
+            notices.notice("endpoint http://user:pw@host/v1 refused sk-notices-secret-123")
+        assert lines and "sk-notices-secret-123" not in lines[0] and "pw@" not in lines[0], lines
+    finally:
+        _forget_all()

@@ -90,6 +90,8 @@ def test_a_bad_bias_request_is_one_line_before_anything_loads():
         BiasRequest(pair=["he,she"], ci="wald").check()
     with pytest.raises(TextAuditError, match="--shard needs --output"):
         BiasRequest(pair=["he,she"], shard="0/2").check()
+    with pytest.raises(TextAuditError, match="--pair needs a pair"):  # a suite's pair = []
+        BiasRequest(pair=[]).check()
     checked = BiasRequest(pair=["he,she", "man,woman"]).check()
     assert checked.pairs == [("he", "she"), ("man", "woman")]
 

@@ -29,6 +29,8 @@ import threading
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
+from textaudit.secrets import redact
+
 __all__ = ["Handler", "say", "notice", "set_handler", "routed", "captured", "silenced", "to_terminal"]
 
 #: what receives each line (one line of text, no trailing newline)
@@ -46,10 +48,11 @@ _handler: Handler = _to_stderr
 
 
 def say(line: str) -> None:
-    """Hand ``line`` to the current handler (stderr unless a caller chose otherwise)."""
+    """Hand ``line``, without the secrets this process knows (:func:`textaudit.secrets.redact`), to the current
+    handler (stderr unless a caller chose otherwise): a captured or logged line is as clean as a command's stderr."""
     handler = _handler
     with _lock:  # two threads' lines never interleave within one line
-        handler(line)
+        handler(redact(line))
 
 
 def notice(text: str) -> None:

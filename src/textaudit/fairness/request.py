@@ -111,6 +111,8 @@ class BiasRequest:
 
     def check(self) -> CheckedBias:
         """Every one-line error this request can have, before any data, masked LM or model loads."""
+        if self.pair is not None and not self.pair:
+            raise TextAuditError("--pair needs a pair w1,w2 (an empty list of pairs measures nothing)")
         if sum(x is not None for x in (self.pair, self.pairs_file, self.group)) != 1:
             raise TextAuditError("give exactly one of --pair w1,w2, --pairs-file FILE or --group gender")
         blacklists = None
