@@ -704,3 +704,43 @@ def test_harden_from_findings_mined_elsewhere_trains_on_them_and_replays_them(cl
     r = cli(*_args(planted, tmp_path / "c", "--method", "consistency", "--from", str(tmp_path / "mined.jsonl")))
     assert r.exit_code == 2 and "--from gives found examples to train on" in r.output
     assert not (tmp_path / "c").exists()
+
+
+def test_a_suite_harden_section_writes_the_records_the_command_writes(cli, planted, tmp_path):
+    """[harden] is audit harden's request (#62): the same mined findings, the same before/after records and
+    numbers, and its thresholds gate the hardened model."""
+    cmd = tmp_path / "cmd"
+    options = {"method": "augment", "k": 1, "train_sample": 30, "epochs": 1, "found_weight": 5, "eval_limit": 20}
+    flags = [part for key, value in options.items() for part in (f"--{key.replace('_', '-')}", str(value))]
+    r = cli(*_args(planted, cmd, *flags, "--json"))
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    section = "".join(f"{key} = {json.dumps(value)}\n" for key, value in options.items())
+    (tmp_path / "s.toml").write_text(
+        f'[suite]\ndata = "{planted / "dev.tsv"}"\noutput_dir = "out"\n'  # [suite] data: the held-out data
+        f'[harden]\nmodel = "{planted / "bow"}"\ndata = "{planted / "train.tsv"}"\nmlm = "minilm-mlm"\n'
+        f'pair = "film,movie"\n{section}'
+        f'[thresholds]\nharden.after.success_rate_max = {res["after"]["success_rate"]}\n'
+        f'harden.before.accuracy_min = 1.01\n')
+    s = cli("run", str(tmp_path / "s.toml"), "--json")
+    assert s.exit_code == 1, s.output  # the accuracy gate cannot be met; the success-rate one is
+    checks = {c["name"]: c for c in json.loads(s.stdout.strip().splitlines()[-1])["checks"]}
+    assert checks["harden.after.success_rate_max"]["passed"] and not checks["harden.before.accuracy_min"]["passed"]
+    assert checks["harden.after.success_rate_max"]["value"] == res["after"]["success_rate"]
+    suite = tmp_path / "out" / "harden"
+    files = sorted(p.name for p in cmd.glob("*.jsonl"))
+    assert "found.jsonl" in files and "before.so-enum-k1.jsonl" in files and "bias.jsonl" in files
+    assert files == sorted(p.name for p in suite.glob("*.jsonl"))
+    strip = lambda path: [{k: v for k, v in x.items() if "seconds" not in k} for x in read_jsonl(path)]  # noqa: E731
+    for name in files:
+        assert strip(cmd / name) == strip(suite / name), name
+    again = json.loads((suite / "harden.json").read_text())
+    for key in ("before", "after", "mcnemar_p", "held_out", "bias"):
+        assert again[key] == res[key], key
+    # a bad value in the section is one line naming it, before anything runs
+    (tmp_path / "bad.toml").write_text(f'[harden]\nmodel = "{planted / "bow"}"\nmethod = "augment"\nepochs = 0\n')
+    bad = cli("run", str(tmp_path / "bad.toml"))
+    assert bad.exit_code == 2 and "[harden] epochs must be a whole number >= 1" in bad.output
+    (tmp_path / "bad.toml").write_text(f'[harden]\nmodel = "{planted / "bow"}"\nmethod = "augment"\nrounds = 1000\n')
+    bad = cli("run", str(tmp_path / "bad.toml"))
+    assert bad.exit_code == 2 and "[harden] --rounds must be from 1 to 100" in bad.output

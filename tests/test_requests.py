@@ -15,6 +15,7 @@ from textaudit.cli.main import app
 from textaudit.errors import TextAuditError
 from textaudit.fairness.request import BiasRequest
 from textaudit.findings import ReplayRequest
+from textaudit.harden.request import HardenRequest
 from textaudit.request import flags_of, from_mapping, specs, suite_fields
 from textaudit.robustness.request import CertifyRequest
 
@@ -22,7 +23,7 @@ from textaudit.robustness.request import CertifyRequest
 GROUPS = {*MODEL_OPTIONS, *BACKEND_OPTIONS, *_TRACK_OPTIONS, "store", "score_cache", "json_out"}
 #: each request and its command
 REQUESTS = {"bias": BiasRequest, "attack": AttackRequest, "certify": CertifyRequest, "compare": CompareRequest,
-            "replay": ReplayRequest}
+            "replay": ReplayRequest, "harden": HardenRequest}
 
 
 def _command(name: str):
@@ -61,7 +62,7 @@ def test_a_suite_section_takes_every_field_of_the_request_with_its_range(name, t
     section and the key; the fields only the command line sets (output, resume, shard, plot) are refused."""
     cls = REQUESTS[name]
     where = ("s.toml", name)
-    need = {f: ["cnn"] if spec.sep or spec.argument else "cnn"
+    need = {f: ["cnn"] if spec.sep or spec.argument else spec.choices[0] if spec.choices else "cnn"
             for f, (_, default, spec) in suite_fields(cls).items() if default is ...}
     for field, (_, default, spec) in suite_fields(cls).items():
         if default is ...:  # required: a section without it is one line

@@ -33,6 +33,11 @@ results must meet::
     margin = 0.02                    # the model's still-rate non-inferior to the baseline's at 2 points
     equivalence = false              # true: equivalent within ±margin instead (TOST)
 
+    [harden]                         # audit harden into output_dir/harden: train the weaknesses out, then the
+    model = "cnn"                    # before/after on held-out data ([suite] data and limit, unless eval_data and
+    method = "augment"               # eval_limit are given); every option of audit harden is a key
+    train_sample = 100
+
     [thresholds]
     so_beam.success_rate_max = 0.5             # every model's so-beam cell
     genetic.cnn.success_rate_max = 0.9         # one model's cell
@@ -49,7 +54,8 @@ A threshold is ``<what>.<metric>_max`` (the value must be ≤ the limit) or ``_m
 metrics: the cells' numbers (``success_rate``, ``mean_l0``, ``sec_per_example``,
 ``queries_per_example``, and ``success_rate_ci_low``/``_ci_high``, the Wilson interval's ends);
 bias: ``B_k<k>`` and ``abs_B_k<k>``; certify: ``accuracy`` and ``certified_accuracy`` (IBP's), or
-``certified_accuracy_r<R>`` (randomized smoothing's at radius R). Method names
+``certified_accuracy_r<R>`` (randomized smoothing's at radius R); harden: ``harden.<before|after>.<accuracy|
+success_rate>`` and ``harden.mcnemar_p`` (the first evaluation attack's paired test). Method names
 may be written with ``_`` for ``-``.
 """
 
@@ -70,6 +76,7 @@ from textaudit.fairness.request import BiasRequest
 from textaudit.findings import ReplayRequest
 from textaudit.formats.compare import file_part
 from textaudit.formats.jsonl import check_output, read_header, read_jsonl, write_results
+from textaudit.harden.request import HardenRequest
 from textaudit.models import load_classifier
 from textaudit.report import write_report
 from textaudit.report.render import is_report
@@ -83,10 +90,13 @@ SECTIONS = {"suite": {"name", "data", "limit", "output_dir", "report", "seed", "
             "bias": None,  # BiasRequest's fields (textaudit.request.from_mapping checks them)
             "certify": None,  # models, and CertifyRequest's fields (textaudit.request.from_mapping checks them)
             "replay": None,  # the gates below, and ReplayRequest's fields (textaudit.request.from_mapping checks them)
+            "harden": None,  # HardenRequest's fields (textaudit.request.from_mapping checks them)
             "thresholds": None}
 ATTACK_METRICS = ("success_rate", "mean_l0", "sec_per_example", "queries_per_example", "success_rate_ci_low",
                   "success_rate_ci_high")
 CERTIFY_METRICS = ("accuracy", "certified_accuracy")
+#: a harden section's thresholds: harden.<side>.<metric> (the first evaluation attack's) and harden.mcnemar_p
+HARDEN_METRICS = ("accuracy", "success_rate")
 _NAME = lambda v: isinstance(v, str) and v.strip() != ""  # noqa: E731
 #: [suite]'s keys: what each must be, and the check (the other sections' values are checked where they are read)
 SUITE_KEYS: dict[str, tuple[str, Callable[[Any], bool]]] = {
@@ -179,6 +189,20 @@ class Suite:
                                    for f in section["findings"]]
         return from_mapping(ReplayRequest, section, self.path, "replay")
 
+    def harden_request(self) -> HardenRequest:
+        """``[harden]`` as the request ``audit harden`` builds (its keys are :class:`HardenRequest`'s fields), into
+        ``output_dir/harden``; the held-out data and its limit are the suite's ``data`` and ``limit`` and the seed the
+        suite's, unless the section gives ``eval_data``, ``eval_limit``, ``seed``; ``from_findings`` relative to the
+        suite file."""
+        section = dict(self.spec["harden"])
+        if isinstance(section.get("from_findings"), list):
+            section["from_findings"] = [str(Path(f) if Path(f).is_absolute() else self.path.parent / f)
+                                        for f in section["from_findings"]]
+        inherited = {field: self.spec["suite"][key] for key, field in (("data", "eval_data"), ("limit", "eval_limit"),
+                                                                       ("seed", "seed"))
+                     if key in self.spec.get("suite", {}) and field not in section}
+        return from_mapping(HardenRequest, {**inherited, **section}, self.path, "harden", out=self.output_dir / "harden")
+
     def bias_request(self, output: Path | None = None) -> BiasRequest:
         """``[bias]`` as the request ``audit bias`` builds (its keys are :class:`BiasRequest`'s fields; ``pairs`` is
         the older name of ``pair``); the data and seed are the suite's unless the section gives its own."""
@@ -226,8 +250,8 @@ def load_suite(path: str | Path) -> Suite:
             want, ok = keys[key]
             if (isinstance(value, bool) and keys[key] is not _BOOL) or not ok(value):
                 raise TextAuditError(f"{path}: [{section}] {key} must be {want} (got {value!r})")
-    if not any(s in spec for s in ("compare", "bias", "certify", "replay")):
-        raise TextAuditError(f"{path} declares no audit; add [compare], [bias], [certify] or [replay]")
+    if not any(s in spec for s in ("compare", "bias", "certify", "replay", "harden")):
+        raise TextAuditError(f"{path} declares no audit; add [compare], [bias], [certify], [replay] or [harden]")
     if "replay" in spec:
         rp = spec["replay"]
         if isinstance(rp.get("findings"), str):
@@ -273,6 +297,11 @@ def load_suite(path: str | Path) -> Suite:
                 request.check()
             except TextAuditError as e:
                 raise TextAuditError(f"{path}: [certify] {e}") from None
+    if "harden" in spec:
+        try:
+            Suite(path, spec).harden_request().check()  # every value, with audit harden's ranges
+        except TextAuditError as e:
+            raise TextAuditError(str(e) if str(e).startswith(str(path)) else f"{path}: [harden] {e}") from None
     suite = Suite(path, spec)
     _thresholds(suite)  # names checked now, values once the audits ran
 
@@ -334,6 +363,13 @@ def _thresholds(suite: Suite) -> list[tuple[str, str, float, Callable[[dict], fl
             if base not in ("B", "abs_B") or not kk.isdigit() or int(kk) > suite.get("bias", "k", 3):
                 raise TextAuditError(f"threshold {name}: bias metrics are B_k<k> and abs_B_k<k> with k <= the [bias] k")
             out.append((name, op, float(limit), _bias_value(pair, int(kk), base == "abs_B")))
+        elif head == "harden":
+            if "harden" not in suite.spec or keys[1:-1] not in (("before",), ("after",), ()) or \
+                    (metric not in HARDEN_METRICS if len(keys) == 3 else metric != "mcnemar_p"):
+                raise TextAuditError(f"threshold {name}: write harden.<before|after>.<{'|'.join(HARDEN_METRICS)}>_<max|min> "
+                                     "or harden.mcnemar_p_max, and declare [harden]")
+            out.append((name, op, float(limit), lambda res, path=keys[1:-1], k=metric:
+                        (res["harden"][path[0]] if path else res["harden"]).get(k)))
         elif head == "certify":
             if len(keys) != 3 or keys[1] not in suite.get("certify", "models", []) or not (
                     metric in CERTIFY_METRICS or re.fullmatch(r"certified_accuracy_r[0-9]+", metric)):
@@ -343,7 +379,7 @@ def _thresholds(suite: Suite) -> list[tuple[str, str, float, Callable[[dict], fl
         else:
             method = next((m for m in methods if m == head or m.replace("-", "_") == head), None)
             if method is None:
-                raise TextAuditError(f"threshold {name}: '{head}' is not a method of [compare] (nor bias/certify)")
+                raise TextAuditError(f"threshold {name}: '{head}' is not a method of [compare] (nor bias/certify/harden)")
             if len(keys) == 3 and keys[1] not in models:
                 raise TextAuditError(f"threshold {name}: '{keys[1]}' is not a model of [compare]")
             if len(keys) not in (2, 3) or metric not in ATTACK_METRICS:
@@ -467,6 +503,10 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
             path = out / f"certify.{file_part(model)}.jsonl"  # (a plug-in's or an endpoint's name holds / or :)
             results["certify"][model] = _certify(suite.certify_request(model, path), progress)
             inputs.append(path)
+    if "harden" in suite.spec:  # resumes its folder: a suite run again evaluates the hardened model it trained
+        harden = suite.harden_request()
+        results["harden"] = harden.run(progress=progress)
+        inputs.append(harden.out)
     if "replay" in suite.spec:
         outcome = suite.replay_request().run(progress=progress)
         rep = outcome.replay

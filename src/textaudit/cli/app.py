@@ -229,17 +229,19 @@ def with_request(cls: type, *, into: str = "request") -> Callable:
     return decorate
 
 
-def audit_command(cls: type, *, backend: bool = False, store: bool = True, exclude: tuple[str, ...] = ()) -> Callable:
+def audit_command(cls: type, *, backend: bool = False, store: bool = True, exclude: tuple[str, ...] = (),
+                  model_options: bool = True) -> Callable:
     """An audit's command in one line: its request's fields as options (:func:`with_request`), the option groups
-    it takes — ``backend`` (``--backend`` …), the model's transport (less ``exclude``), ``store`` (``--store``,
-    ``--score-cache``) and tracking — and its registration under the function's name. The command itself is
-    check → run → print."""
+    it takes — ``backend`` (``--backend`` …), the model's transport (``model_options``, less ``exclude``),
+    ``store`` (``--store``, ``--score-cache``) and tracking — and its registration under the function's name. The
+    command itself is check → run → print."""
 
     def decorate(command: Callable) -> Callable:
         wrapped = with_request(cls)(command)
         if backend:
             wrapped = with_backend_options(wrapped)
-        wrapped = with_model_options(exclude=exclude)(wrapped)
+        if model_options:
+            wrapped = with_model_options(exclude=exclude)(wrapped)
         if store:
             wrapped = with_store_option(wrapped)
         return app.command(cls=AuditCommand)(with_track_option(wrapped))

@@ -235,189 +235,278 @@ def harden(settings: HardenSettings, out: str | Path, *, progress: bool = True, 
         return _harden(settings, out, progress=progress, in_flight=in_flight, device=device)
 
 
-def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: int | None, device: str | None) -> dict:
-    keep_threads()  # it trains after its attacks: a busy machine must not change the threads training runs on
+@dataclass
+class HeldOut:
+    """The held-out split (phase 1): the training examples harden attacks and trains on — none of them an
+    evaluation sentence as the models read it — the evaluation examples, and the order training examples are
+    drawn in (a permutation by the seed, of those of at least :data:`MIN_WORDS` words)."""
 
-    s = settings
-    evals = parse_eval_attacks([f"{m}:{k}" if k is not None else m for m, k in s.eval_attacks])
-    pairs, blacklists = _protected_pairs(s)
+    train_id: str
+    eval_id: str
+    texts: list[str]
+    labels: list[int]
+    ids: list[str]
+    order: list[int]
+    held: Any  # the evaluation dataset
+    overlap: int  # training examples left out: their text is an evaluation sentence
+
+
+def held_out_split(s: HardenSettings, progress: bool) -> HeldOut:
+    """Phase 1: load both datasets and leave every evaluation sentence out of training."""
     train_id, eval_id = dataset_id(s.data, "train"), dataset_id(s.eval_data, "dev")
     train = load_dataset(s.data, default_split="train")
     held = load_dataset(s.eval_data, default_split="dev", limit=s.eval_limit)
-
-    # -- held out: no evaluation sentence is attacked or trained on --------------------------------
     keep = not_held_out(train["text"], held["text"])
     overlap = len(train) - len(keep)
     if s.max_train is not None:
         keep = keep[:s.max_train]
-    train_texts = [train["text"][i] for i in keep]
-    train_labels = [int(train["label"][i]) for i in keep]
-    train_ids = [train["id"][i] for i in keep]
+    texts = [train["text"][i] for i in keep]
     if overlap:
         _say(f"notice: {overlap} training examples also occur in {eval_id}; left out of training", progress)
     # the examples attacked (or the sources of consistency pairs) are drawn from the training examples of
     # at least MIN_WORDS words: a one- or two-word phrase has no natural neighbourhood worth hardening
     rng = np.random.default_rng(s.seed)
-    order = [i for i in rng.permutation(len(train_texts)) if len(train_texts[i].split()) >= MIN_WORDS]
+    order = [i for i in rng.permutation(len(texts)) if len(texts[i].split()) >= MIN_WORDS]
     if not order:  # the rows are there, but all too short: not "an empty dataset"
-        raise TextAuditError(f"--data {s.data}: none of its {len(train_texts)} training examples has {MIN_WORDS} words or "
+        raise TextAuditError(f"--data {s.data}: none of its {len(texts)} training examples has {MIN_WORDS} words or "
                              "more, and harden attacks (or pairs) only those; give longer training sentences")
+    return HeldOut(train_id, eval_id, texts, [int(train["label"][i]) for i in keep], [train["id"][i] for i in keep],
+                   order, held, overlap)
 
+
+@dataclass
+class Trained:
+    """What phase 2 leaves: the hardened model's record (``info``), its ``cost``, the mined files and records."""
+
+    info: dict
+    cost: dict[str, float]
+    found_files: list[str]
+    mined: list[dict]
+
+
+@dataclass
+class _Hardening:
+    """One harden run's state across its phases (:func:`harden`)."""
+
+    s: HardenSettings
+    out: Path
+    split: HeldOut
+    original: Any  # the trainable model (textaudit.harden.model)
+    before: Any  # its classifier
+    mlm: Any
+    pairs: list[tuple[str, str]] | None
+    blacklists: dict | None
+    progress: bool
+    in_flight: int | None
+    device: str | None
+
+    @property
+    def name(self) -> str:
+        return str(self.s.model)
+
+    @property
+    def model_dir(self) -> Path:
+        return self.out / MODEL_DIR
+
+    @property
+    def trained(self) -> bool:
+        return (self.model_dir / "textaudit-harden.json").is_file() or _hardened_checkpoint(self.model_dir)
+
+    def train(self) -> Trained:
+        """Phase 2: mine and fine-tune (augment, adversarial) or build pairs and fine-tune (consistency), save the
+        hardened model; a finished one is read back instead."""
+        if self.trained:
+            _say(f"harden: {self.model_dir} is already trained; evaluating", self.progress)
+            info = _read_info(self.model_dir)
+            found_files = sorted(p.name for p in self.out.glob("found*.jsonl"))
+            return Trained(info, dict(info.get("cost", {})), found_files,
+                           [r for f in found_files for r in read_jsonl(self.out / f)])
+        s, split = self.s, self.split
+        hardened = self.original.copy()
+        t0 = time.perf_counter()
+        done = self._mine_and_fine_tune(hardened) if s.method in ("augment", "adversarial") else \
+            self._consistency(hardened)
+        done.cost["harden_seconds"] = time.perf_counter() - t0
+        done.info = {"name": f"{self.name}+harden-{s.method}", "from": self.name, "method": s.method,
+                     "settings": s.to_dict(), "n_train": len(split.texts), "found": len(found_examples(done.mined)),
+                     "cost": _round(done.cost)}
+        hardened.save(self.model_dir, done.info)
+        for p in [*self.out.glob(".round*.pt"), *self.out.glob(".train-state*.pt")]:
+            p.unlink()
+        return done
+
+    def _mine_and_fine_tune(self, hardened) -> Trained:
+        """augment (one round) or adversarial (``rounds``): attack a fresh share of the training sample with the
+        current model, fine-tune on train + every found example so far; each round's weights are kept, so a
+        rerun goes on from the last finished round."""
+        s, split, out = self.s, self.split, self.out
+        rounds = 1 if s.method == "augment" else s.rounds
+        per = max(1, s.train_sample // rounds)
+        cost: dict[str, float] = {}
+        found: list[tuple[str, int]] = []
+        files: list[str] = []
+        mined: list[dict] = []
+        for r in range(rounds):
+            tag = "" if s.method == "augment" else f".round{r + 1}"
+            idx = split.order[r * per:(r + 1) * per]
+            f = out / f"found{tag}.jsonl"
+            round_state = out / f".round{r + 1}.pt"
+            clf = self.before if r == 0 else hardened.classifier(f"{self.name}+{s.method}@round{r}", device=self.device)
+            tm = time.perf_counter()
+            if r == 0 and s.from_findings:
+                recs = _given_findings(s.from_findings, f, split.held["text"], self.progress)
+            else:
+                _say(f"harden: attacking {len(idx)} training examples with {s.attack} (round {r + 1}/{rounds}) → {f}",
+                     self.progress)
+                recs = mine(clf, [split.texts[i] for i in idx], [split.labels[i] for i in idx],
+                            [split.ids[i] for i in idx], method=s.attack, k=s.k, mlm=self.mlm, output=f, seed=s.seed,
+                            max_queries=s.max_queries, data=split.train_id, in_flight=self.in_flight,
+                            progress=self.progress, pairs=self.pairs)
+            cost["attack_train_seconds"] = cost.get("attack_train_seconds", 0.0) + time.perf_counter() - tm
+            mined += recs
+            found += found_examples(recs)
+            files.append(f.name)
+            tt = time.perf_counter()
+            if round_state.is_file():
+                _load_weights(hardened, round_state)
+            else:
+                _say(f"harden: fine-tuning on {len(split.texts)} training examples + {len(found)} found", self.progress)
+                w = s.found_weight  # each found example counts w times (TextAttack's share of adversarial examples)
+                _fine_tune(hardened, split.texts + [t for t, _ in found] * w, split.labels + [y for _, y in found] * w,
+                           s, epochs=s.epochs if s.method == "augment" else 1, seed=s.seed + r,
+                           state=out / f".train-state{tag}.pt", device=self.device, progress=self.progress)
+                _save_weights(hardened, round_state)
+            cost["train_seconds"] = cost.get("train_seconds", 0.0) + time.perf_counter() - tt
+        return Trained({}, cost, files, mined)
+
+    def _consistency(self, hardened) -> Trained:
+        """consistency: pairs (x̃, x̃ ⊕ p) from training sentences and their Neighbor_1, then fine-tuning with
+        cross-entropy + λ × the symmetric KL between f(x̃) and f(x̃ ⊕ p)."""
+        s, split = self.s, self.split
+        src = [split.texts[i] for i in split.order[:s.train_sample]]
+        _say(f"harden: building consistency pairs from {len(src)} training sentences and their Neighbor_1 "
+             f"(up to {s.neighbors} each) …", self.progress)
+        # a protected group's neighbourhoods never add one of its words (as audit bias builds them)
+        builder = NeighborhoodBuilder(self.mlm, blacklist=set().union(*self.blacklists.values()) if self.blacklists
+                                      else ())
+        tm = time.perf_counter()
+        cpairs = consistency_pairs(src, builder=builder, pairs=self.pairs,
+                                   patch_words=None if self.pairs else PatchWords(self.before), neighbors=s.neighbors,
+                                   seed=s.seed, per_sentence=s.pairs_per_sentence)
+        if self.pairs:  # every training sentence with a protected word is a pair too (no neighbours: cheap)
+            rest = [split.texts[i] for i in split.order[s.train_sample:]]
+            cpairs += consistency_pairs(rest, builder=builder, pairs=self.pairs, neighbors=0, seed=s.seed)
+        cost: dict[str, float] = {"pairs_seconds": time.perf_counter() - tm}
+        if not cpairs:
+            raise TextAuditError("no consistency pairs: no training sentence holds a word of the pairs; give "
+                                 "more --train-sample or other pairs")
+        _say(f"harden: fine-tuning with the consistency loss on {len(cpairs)} pairs (λ = {s.consistency_weight})",
+             self.progress)
+        tt = time.perf_counter()
+        _fine_tune(hardened, split.texts, split.labels, s, epochs=s.epochs, seed=s.seed,
+                   state=self.out / ".train-state.pt", device=self.device, progress=self.progress, pairs=cpairs)
+        cost["train_seconds"] = time.perf_counter() - tt
+        cost["consistency_pairs"] = len(cpairs)
+        return Trained({}, cost, [], [])
+
+    def hardened_classifier(self, info: dict):
+        try:
+            after = load_classifier(str(self.model_dir), device=self.device)
+        except TextAuditError as e:  # harden wrote it: rerunning harden rebuilds it (audit train would not)
+            why = str(e).split(";")[0]
+            raise TextAuditError(f"the hardened model in {self.model_dir} cannot be loaded ({why}); delete "
+                                 f"{self.model_dir} and rerun the same audit harden to train it again") from None
+        after.name = info["name"]
+        return after
+
+    def before_after(self, trained: Trained, evals: list[tuple[str, int | None]]) -> dict:
+        """Phase 3: the original and the hardened model audited on the same held-out examples — clean accuracy,
+        every evaluation attack, B_{p,k} of the protected pairs, the mined findings replayed — as the summary."""
+        s, split, out, progress = self.s, self.split, self.out, self.progress
+        after, before, cost = self.hardened_classifier(trained.info), self.before, trained.cost
+        te = time.perf_counter()
+        held = split.held
+        texts, labels, ids = list(held["text"]), [int(y) for y in held["label"]], list(held["id"])
+        acc = accuracy_before_after(before, after, texts, labels)
+        attacks = []
+        for method, k in evals:
+            _say(f"harden: {method}{'' if k is None else f' k={k}'} on {len(texts)} held-out examples, before and "
+                 "after", progress)
+            attacks.append(attack_before_after(before, after, method, k, texts, labels, ids, mlm=self.mlm, out=out,
+                                               seed=s.seed, data=split.eval_id, max_queries=s.max_queries,
+                                               in_flight=self.in_flight, progress=progress, pairs=self.pairs))
+        bias = []
+        if self.pairs:
+            _say(f"harden: B_(p,{s.bias_k}) of {len(self.pairs)} pairs on {split.eval_id}, before and after", progress)
+            bias = bias_before_after(before, after, self.pairs, texts, ids, mlm=self.mlm, k=s.bias_k,
+                                     out=out / "bias.jsonl", seed=s.seed, data=split.eval_id,
+                                     blacklists=self.blacklists, in_flight=self.in_flight, progress=progress)
+        mined, found_files = trained.mined, trained.found_files
+        replayed = None
+        if found_files and any(r.get("status") == "success" for r in mined):
+            # the mining findings on the hardened model, paired with the original: what training fixed (and broke)
+            replayed = replay([out / f for f in found_files], after, baseline=before).summary()
+        cost["evaluate_seconds"] = time.perf_counter() - te
+        warnings = _warnings(s, mined, bias)
+        for w in warnings:
+            _say(w, progress)
+        head = attacks[0]
+        side = lambda role: {"accuracy": acc[role]["rate"], "accuracy_ci95": acc[role]["ci95"],  # noqa: E731
+                             "attack": head["method"], "success_rate": head[role]["success_rate"],
+                             "success_rate_ci95": head[role]["ci95"]}
+        return {
+            "model": str(self.model_dir), "from": self.name, "method": s.method, "data": split.train_id,
+            "eval_data": split.eval_id,
+            "mlm": getattr(self.mlm, "name", None),  # the masked LM in use (the settings say None for the default)
+            "before": side("before"), "after": side("after"),
+            "mcnemar_p": head["mcnemar"]["p"], "accuracy": acc, "attacks": attacks, "bias": bias,
+            "held_out": {"eval_examples": len(texts), "train_examples": len(split.texts),
+                         "train_overlap_removed": split.overlap,
+                         "attacked_for_training": len({r.get("id") for r in mined})},
+            "found_files": found_files, "cost": _round(cost), **({"replay_found": replayed} if replayed else {}),
+            **({"warnings": warnings} if warnings else {})}
+
+
+def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: int | None, device: str | None) -> dict:
+    """The three phases: the held-out split, mining and training, the before/after audit."""
+    keep_threads()  # it trains after its attacks: a busy machine must not change the threads training runs on
+    s = settings
+    evals = parse_eval_attacks([f"{m}:{k}" if k is not None else m for m, k in s.eval_attacks])
+    pairs, blacklists = _protected_pairs(s)
+    split = held_out_split(s, progress)
     _say(f"harden: {s.method} of {s.model}: loading the model and the data …", progress)
     original = load_trainable(s.model)
-    name = str(s.model)
-    before = original.classifier(name, device=device)
-    for option, spec, labels in (("--data", s.data, train_labels), ("--eval-data", s.eval_data, held["label"])):
-        try:  # a label the model has no class for: refused here, before anything is mined or trained
-            check_labels(labels, before.num_classes, name)
-        except TextAuditError as e:
-            raise TextAuditError(f"{option} {spec}: {e}") from None
-    if pairs and not any(measurable_sources(list(held["text"]), tuple(p)) for p in pairs):  # B before/after would have nothing to measure
-        shown = ", ".join("/".join(p) for p in pairs[:4]) + (" …" if len(pairs) > 4 else "")
-        raise TextAuditError(f"no held-out sentence ({eval_id}, {len(held)} examples) holds exactly one word of a pair "
-                             f"({shown}), so B before and after cannot be measured; give --eval-data with such "
-                             "sentences or a larger --eval-limit")
+    before = original.classifier(str(s.model), device=device)
+    _check_before(s, split, before, pairs)
     out.mkdir(parents=True, exist_ok=True)
     with atomic_path(out / SETTINGS) as tmp:
         tmp.write_text(json.dumps(redact_obj(s.to_dict()), indent=1))
     needs_mlm = s.method == "consistency" or any(_needs_mlm(m) for m, _ in evals) or _needs_mlm(s.attack)
-    mlm = load_mlm(s.mlm) if needs_mlm else None
-    model_dir = out / MODEL_DIR
-    if not (model_dir / "textaudit-harden.json").is_file() and not _hardened_checkpoint(model_dir):
-        _say_time(s, original, before, mlm, [train_texts[i] for i in order], len(train_texts), list(held["text"]), evals,
-                  progress)
-    cost: dict[str, float] = {}
-    found_files: list[str] = []
-    mined: list[dict] = []
-    if not (model_dir / "textaudit-harden.json").is_file() and not _hardened_checkpoint(model_dir):
-        hardened = original.copy()
-        t0 = time.perf_counter()
-        if s.method in ("augment", "adversarial"):
-            rounds = 1 if s.method == "augment" else s.rounds
-            per = max(1, s.train_sample // rounds)
-            found: list[tuple[str, int]] = []
-            for r in range(rounds):
-                tag = "" if s.method == "augment" else f".round{r + 1}"
-                idx = order[r * per:(r + 1) * per]
-                f = out / f"found{tag}.jsonl"
-                round_state = out / f".round{r + 1}.pt"
-                clf = before if r == 0 else hardened.classifier(f"{name}+{s.method}@round{r}", device=device)
-                tm = time.perf_counter()
-                if r == 0 and s.from_findings:
-                    recs = _given_findings(s.from_findings, f, held["text"], progress)
-                else:
-                    _say(f"harden: attacking {len(idx)} training examples with {s.attack} (round {r + 1}/{rounds}) → {f}",
-                         progress)
-                    recs = mine(clf, [train_texts[i] for i in idx], [train_labels[i] for i in idx],
-                                [train_ids[i] for i in idx], method=s.attack, k=s.k, mlm=mlm, output=f, seed=s.seed,
-                                max_queries=s.max_queries, data=train_id, in_flight=in_flight, progress=progress,
-                                pairs=pairs)
-                cost["attack_train_seconds"] = cost.get("attack_train_seconds", 0.0) + time.perf_counter() - tm
-                mined += recs
-                found += found_examples(recs)
-                found_files.append(f.name)
-                tt = time.perf_counter()
-                if round_state.is_file():
-                    _load_weights(hardened, round_state)
-                else:
-                    _say(f"harden: fine-tuning on {len(train_texts)} training examples + {len(found)} found", progress)
-                    w = s.found_weight  # each found example counts w times (TextAttack's share of adversarial examples)
-                    _fine_tune(hardened, train_texts + [t for t, _ in found] * w, train_labels + [y for _, y in found] * w,
-                               s, epochs=s.epochs if s.method == "augment" else 1, seed=s.seed + r,
-                               state=out / f".train-state{tag}.pt", device=device, progress=progress)
-                    _save_weights(hardened, round_state)
-                cost["train_seconds"] = cost.get("train_seconds", 0.0) + time.perf_counter() - tt
-        else:
-            idx = order[:s.train_sample]
-            src = [train_texts[i] for i in idx]
-            _say(f"harden: building consistency pairs from {len(src)} training sentences and their Neighbor_1 "
-                 f"(up to {s.neighbors} each) …", progress)
-            # a protected group's neighbourhoods never add one of its words (as audit bias builds them)
-            builder = NeighborhoodBuilder(mlm, blacklist=set().union(*blacklists.values()) if blacklists else ())
-            tm = time.perf_counter()
-            cpairs = consistency_pairs(src, builder=builder, pairs=pairs,
-                                       patch_words=None if pairs else PatchWords(before), neighbors=s.neighbors,
-                                       seed=s.seed, per_sentence=s.pairs_per_sentence)
-            if pairs:  # every training sentence with a protected word is a pair too (no neighbours: cheap)
-                rest = [train_texts[i] for i in order[s.train_sample:]]
-                cpairs += consistency_pairs(rest, builder=builder, pairs=pairs, neighbors=0, seed=s.seed)
-            cost["pairs_seconds"] = time.perf_counter() - tm
-            if not cpairs:
-                raise TextAuditError("no consistency pairs: no training sentence holds a word of the pairs; give "
-                                     "more --train-sample or other pairs")
-            _say(f"harden: fine-tuning with the consistency loss on {len(cpairs)} pairs "
-                 f"(λ = {s.consistency_weight})", progress)
-            tt = time.perf_counter()
-            _fine_tune(hardened, train_texts, train_labels, s, epochs=s.epochs, seed=s.seed,
-                       state=out / ".train-state.pt", device=device, progress=progress, pairs=cpairs)
-            cost["train_seconds"] = time.perf_counter() - tt
-            cost["consistency_pairs"] = len(cpairs)
-        cost["harden_seconds"] = time.perf_counter() - t0
-        info = {"name": f"{name}+harden-{s.method}", "from": name, "method": s.method, "settings": s.to_dict(),
-                "n_train": len(train_texts), "found": len(found_examples(mined)), "cost": _round(cost)}
-        hardened.save(model_dir, info)
-        for p in out.glob(".round*.pt"):
-            p.unlink()
-        for p in out.glob(".train-state*.pt"):
-            p.unlink()
-    else:
-        _say(f"harden: {model_dir} is already trained; evaluating", progress)
-        info = _read_info(model_dir)
-        cost = dict(info.get("cost", {}))
-        found_files = sorted(p.name for p in out.glob("found*.jsonl"))
-        mined = [r for f in found_files for r in read_jsonl(out / f)]
-
-    try:
-        after = load_classifier(str(model_dir), device=device)
-    except TextAuditError as e:  # harden wrote it: rerunning harden rebuilds it (audit train would not)
-        why = str(e).split(";")[0]
-        raise TextAuditError(f"the hardened model in {model_dir} cannot be loaded ({why}); delete {model_dir} and "
-                             "rerun the same audit harden to train it again") from None
-    after.name = info["name"]
-
-    # -- the before/after audit on the held-out examples ----------------------------------------------
-    te = time.perf_counter()
-    texts, labels, ids = list(held["text"]), [int(y) for y in held["label"]], list(held["id"])
-    acc = accuracy_before_after(before, after, texts, labels)
-    attacks = []
-    for method, k in evals:
-        _say(f"harden: {method}{'' if k is None else f' k={k}'} on {len(texts)} held-out examples, before and after",
-             progress)
-        attacks.append(attack_before_after(before, after, method, k, texts, labels, ids, mlm=mlm, out=out, seed=s.seed,
-                                           data=eval_id, max_queries=s.max_queries, in_flight=in_flight,
-                                           progress=progress, pairs=pairs))
-    bias = []
-    if pairs:
-        _say(f"harden: B_(p,{s.bias_k}) of {len(pairs)} pairs on {eval_id}, before and after", progress)
-        bias = bias_before_after(before, after, pairs, texts, ids, mlm=mlm, k=s.bias_k, out=out / "bias.jsonl",
-                                 seed=s.seed, data=eval_id, blacklists=blacklists, in_flight=in_flight,
-                                 progress=progress)
-    replayed = None
-    if found_files and any(r.get("status") == "success" for r in mined):
-        # the mining findings on the hardened model, paired with the original: what training fixed (and broke)
-        replayed = replay([out / f for f in found_files], after, baseline=before).summary()
-    cost["evaluate_seconds"] = time.perf_counter() - te
-    warnings = _warnings(s, mined, bias)
-    for w in warnings:
-        _say(w, progress)
-    head = attacks[0]
-    summary = {
-        "model": str(model_dir), "from": name, "method": s.method, "data": train_id, "eval_data": eval_id,
-        "mlm": getattr(mlm, "name", None),  # the masked LM in use (the settings say None for the default)
-        "before": {"accuracy": acc["before"]["rate"], "accuracy_ci95": acc["before"]["ci95"],
-                   "attack": head["method"], "success_rate": head["before"]["success_rate"],
-                   "success_rate_ci95": head["before"]["ci95"]},
-        "after": {"accuracy": acc["after"]["rate"], "accuracy_ci95": acc["after"]["ci95"],
-                  "attack": head["method"], "success_rate": head["after"]["success_rate"],
-                  "success_rate_ci95": head["after"]["ci95"]},
-        "mcnemar_p": head["mcnemar"]["p"], "accuracy": acc, "attacks": attacks, "bias": bias,
-        "held_out": {"eval_examples": len(texts), "train_examples": len(train_texts),
-                     "train_overlap_removed": overlap, "attacked_for_training": len({r.get("id") for r in mined})},
-        "found_files": found_files, "cost": _round(cost), **({"replay_found": replayed} if replayed else {}),
-        **({"warnings": warnings} if warnings else {})}
+    run = _Hardening(s, out, split, original, before, load_mlm(s.mlm) if needs_mlm else None, pairs, blacklists,
+                     progress, in_flight, device)
+    if not run.trained:
+        _say_time(s, original, before, run.mlm, [split.texts[i] for i in split.order], len(split.texts),
+                  list(split.held["text"]), evals, progress)
+    summary = run.before_after(run.train(), evals)
     with atomic_path(out / SUMMARY) as tmp:
         tmp.write_text(json.dumps(redact_obj({"header": {"command": "harden", "config": s.to_dict()}, **summary}), indent=1))
     return summary
+
+
+def _check_before(s: HardenSettings, split: HeldOut, before, pairs) -> None:
+    """Refuse, before anything is mined or trained, a label the model has no class for and protected pairs no
+    held-out sentence can measure."""
+    for option, spec, labels in (("--data", s.data, split.labels), ("--eval-data", s.eval_data, split.held["label"])):
+        try:
+            check_labels(labels, before.num_classes, str(s.model))
+        except TextAuditError as e:
+            raise TextAuditError(f"{option} {spec}: {e}") from None
+    held = split.held
+    if pairs and not any(measurable_sources(list(held["text"]), tuple(p)) for p in pairs):  # B before/after: nothing
+        shown = ", ".join("/".join(p) for p in pairs[:4]) + (" …" if len(pairs) > 4 else "")
+        raise TextAuditError(f"no held-out sentence ({split.eval_id}, {len(held)} examples) holds exactly one word of a "
+                             f"pair ({shown}), so B before and after cannot be measured; give --eval-data with such "
+                             "sentences or a larger --eval-limit")
 
 
 def _given_findings(paths: list[str], found: Path, held_texts, progress: bool) -> list[dict]:
