@@ -17,13 +17,16 @@ from textaudit.fairness.request import BiasRequest
 from textaudit.findings import ReplayRequest
 from textaudit.harden.request import HardenRequest
 from textaudit.request import flags_of, from_mapping, specs, suite_fields
+from textaudit.robustness.learnability import LearnabilityRequest
 from textaudit.robustness.request import CertifyRequest
+from textaudit.robustness.wordorder import WordOrderRequest
 
 #: options a command takes from the groups declared once in textaudit.cli.app, and how it prints
 GROUPS = {*MODEL_OPTIONS, *BACKEND_OPTIONS, *_TRACK_OPTIONS, "store", "score_cache", "json_out"}
 #: each request and its command
 REQUESTS = {"bias": BiasRequest, "attack": AttackRequest, "certify": CertifyRequest, "compare": CompareRequest,
-            "replay": ReplayRequest, "harden": HardenRequest}
+            "replay": ReplayRequest, "harden": HardenRequest, "learnability": LearnabilityRequest,
+            "wordorder": WordOrderRequest}
 
 
 def _command(name: str):

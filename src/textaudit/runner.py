@@ -20,13 +20,13 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import textaudit.notices as notices
 from textaudit.backends import Backend, SerialBackend
-from textaudit.errors import StopRun
-from textaudit.formats.jsonl import JsonlWriter
+from textaudit.errors import StopRun, TextAuditError
+from textaudit.formats.jsonl import JsonlWriter, check_output
 from textaudit.progress import follow, weigh
 from textaudit.progress import progress as progress_bar
-from textaudit.shards import Shard, in_shard, shard_name
+from textaudit.shards import Shard, in_shard, parse_shard, shard_name
 
-__all__ = ["ResumableRun"]
+__all__ = ["ResumableRun", "check_sharded_output"]
 
 T = TypeVar("T")
 
@@ -159,3 +159,14 @@ class ResumableRun:
             stop = StopRun(f"{exc}; {where}")
             stop.where_kept = True  # type: ignore[attr-defined]
             raise stop from None
+
+
+def check_sharded_output(path: str | Path | None, resume: bool | None, shard: str | None,
+                         settings: dict | None = None) -> Shard | None:
+    """:func:`check_output` for a command with ``--shard i/N`` too: a shard needs its own file (``audit merge``
+    joins them), and a file continued by ``--resume`` must be the same shard's. Returns the parsed shard."""
+    part = parse_shard(shard)
+    if part is not None and path is None:
+        raise TextAuditError("--shard needs --output (each shard writes its own results file for audit merge)")
+    check_output(path, resume, settings, shard_name(part))
+    return part

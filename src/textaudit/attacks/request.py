@@ -25,15 +25,15 @@ from textaudit.attacks.run import run_attack
 from textaudit.backends import Backend, SerialBackend
 from textaudit.data import align_labels, check_side, data_config, dataset_id, load_dataset, parse_label_map, split_sides
 from textaudit.errors import TextAuditError
-from textaudit.formats.jsonl import check_output
 from textaudit.lexicons import load_pairs_file
 from textaudit.lm import LazyCausalLM
 from textaudit.models import load_classifier
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.notices import say as say_line
 from textaudit.request import option, shared
+from textaudit.runner import check_sharded_output
 from textaudit.sentence import check_language, guess_language
-from textaudit.shards import Shard, parse_shard, shard_name
+from textaudit.shards import Shard
 
 __all__ = ["AttackRequest", "AttackOutcome", "CheckedAttack", "CompareRequest", "METHOD_HELP", "say_cost"]
 
@@ -123,15 +123,12 @@ class AttackRequest:
         side = self.perturb_side if self.pair_column else None
         if side is not None and method.startswith("textattack:"):
             raise TextAuditError(f"{method} attacks single texts; for sentence pairs use so-beam, so-enum, genetic or bae")
-        part = parse_shard(self.shard)
-        if part is not None and self.output is None:
-            raise TextAuditError("--shard needs --output (each shard writes its own results file for audit merge)")
         settings = dict(method=method, k=self.k, beam=self.beam, kappa=self.kappa, delta=self.delta,
                         max_queries=self.max_queries, time_budget=self.time_budget, seed=self.seed,
                         threshold=self.threshold, data=data_id, ppl=self.ppl,
                         lm_constraint=self.lm_constraint if method == "genetic" else None, perturb_side=side,
                         data_sample=self.sample)
-        check_output(self.output, self.resume, settings, shard_name(part))
+        part = check_sharded_output(self.output, self.resume, self.shard, settings)
         return CheckedAttack(method, self.method is not None, spec, options, language, synonyms, data_id, side, part)
 
     def run(self, backend: Backend | None = None, *, checked: CheckedAttack | None = None, progress: bool = True,

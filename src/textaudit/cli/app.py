@@ -26,15 +26,15 @@ from typer.exceptions import TyperException
 from textaudit.backends import make_backend
 from textaudit.environment import check_environment
 from textaudit.errors import TextAuditError
-from textaudit.formats.jsonl import check_output as results_check_output
 from textaudit.kinds import resumable_commands
 from textaudit.models.options import ModelOptions, use_model_options
 from textaudit.models.prompt import load_prompt
 from textaudit.models.registry import check_model_options
 from textaudit.neighborhoods.store import use_score_cache, use_store
 from textaudit.request import SHARED, flags_of, from_command, specs
+from textaudit.runner import check_sharded_output
 from textaudit.secrets import RedactingStream, register_env, register_url
-from textaudit.shards import Shard, parse_shard, shard_name
+from textaudit.shards import Shard
 from textaudit.stats import format_ci  # noqa: F401 - the commands import it from here
 from textaudit.track import Target, check_tracker, log_run, pending_path, run_of_summary
 
@@ -636,11 +636,7 @@ def check_output(output: Path | None, resume: bool | None, shard: str | None = N
     """Everything about ``--output``/``--resume``/``--shard`` that can fail, before any model loads
     (see :func:`textaudit.formats.jsonl.check_output`; ``settings``: the options a results file's header
     must agree with on ``--resume``, None meaning the default, not compared). Returns the shard."""
-    parsed = parse_shard(shard)
-    if parsed is not None and output is None:
-        raise TextAuditError("--shard needs --output (each shard writes its own results file for audit merge)")
-    results_check_output(output, resume, settings, shard_name(parsed))
-    return parsed
+    return check_sharded_output(output, resume, shard, settings)
 
 
 

@@ -1,71 +1,26 @@
-"""``audit learnability``: learnability, robustness and post-augmentation Δ of perturbations."""
+"""``audit learnability``: learnability, robustness and post-augmentation Δ of perturbations
+(:class:`~textaudit.robustness.learnability.LearnabilityRequest`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Optional
-
-import typer
-
 from textaudit.backends import Backend
-from textaudit.cli.app import (
-    AuditCommand,
-    JsonOpt,
-    OutputOpt,
-    ResumeOpt,
-    ShardOpt,
-    app,
-    check_output,
-    emit_json,
-    finished,
-    notice,
-    print_table,
-    with_backend_options,
-    with_track_option,
-)
-from textaudit.data import dataset_id
-from textaudit.errors import TextAuditError
-from textaudit.perturbations.noise import NOISE_PERTURBATIONS
-from textaudit.robustness.learnability import DEFAULT_PROBABILITIES, run_study
+from textaudit.cli.app import JsonOpt, audit_command, emit_json, finished, notice, print_table
+from textaudit.robustness.learnability import LearnabilityRequest
 from textaudit.robustness.plots import plot_study
 
-PERTURBATION_HELP = "A perturbation, a comma list, or all: " + ", ".join(NOISE_PERTURBATIONS) + "."
 
-
-@app.command(cls=AuditCommand)
-@with_track_option
-@with_backend_options
-def learnability(
-    model: str = typer.Option("bow", "--model", "-m", help="Comma-separated zoo architectures, e.g. bow,cnn."),
-    perturbation: str = typer.Option("all", "--perturbation", help=PERTURBATION_HELP),
-    train_size: Optional[int] = typer.Option(10_000, "--train-size", min=1, help="Training texts sampled from SST-2 train."),
-    seeds: int = typer.Option(1, "--seeds", min=1, help="Seeds averaged per (model, perturbation)."),
-    probabilities: Optional[str] = typer.Option(None, "--probabilities", help="Comma list of p (default 0.001,...,1.0)."),
-    data: str = typer.Option("sst2", "--data"),
-    output: OutputOpt = None,
-    resume: ResumeOpt = False,
-    shard: ShardOpt = None,
-    plot: Optional[Path] = typer.Option(None, "--plot", help="Directory for the curves and scatter plots."),
-    json_out: JsonOpt = False,
-    runner: Backend = None,  # from --backend and its options (with_backend_options)
-) -> None:
+# it trains fresh zoo models: no endpoint's transport options, no neighbourhood store
+@audit_command(LearnabilityRequest, backend=True, store=False, model_options=False)
+def learnability(json_out: JsonOpt = False, runner: Backend = None, request: LearnabilityRequest = None) -> None:
     """Measure how learnable each perturbation is and relate it to robustness and augmentation gain."""
-
-    part = check_output(output, resume, shard, train_size=train_size, data=dataset_id(data, "train"))
-    perts = list(NOISE_PERTURBATIONS) if perturbation == "all" else [p.strip() for p in perturbation.split(",") if p.strip()]
-    try:
-        probs = [float(p) for p in probabilities.split(",")] if probabilities else list(DEFAULT_PROBABILITIES)
-    except ValueError:
-        raise TextAuditError(f"--probabilities must be comma-separated numbers (got '{probabilities}')") from None
-    study = run_study([m.strip() for m in model.split(",")], perts, train_size=train_size, seeds=seeds,
-                      probabilities=probs, data=data, output=output, resume=resume, shard=part,
-                      backend=runner)
-    if plot is not None:
-        for p in plot_study(study, plot):
+    request.check()
+    study = request.run(runner)
+    if request.plot is not None:
+        for p in plot_study(study, request.plot):
             notice(f"plot: {p}")
     for w in study["warnings"]:
         notice(f"warning: {w}")
-    finished(study, [output])
+    finished(study, [request.output])
     if json_out:
         emit_json(study)
         return

@@ -25,14 +25,14 @@ from textaudit.fairness.controls import controls_for
 from textaudit.fairness.estimates import CI_METHODS
 from textaudit.fairness.groups import group_pairs
 from textaudit.fairness.pairs import check_some_source, load_pairs_file, parse_pair
-from textaudit.formats.jsonl import check_output
 from textaudit.models import load_classifier
 from textaudit.models.batched import PairView
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.perturbations.gender import gender_words
 from textaudit.request import option, shared
+from textaudit.runner import check_sharded_output
 from textaudit.sentence import check_language, guess_language
-from textaudit.shards import Shard, parse_shard, shard_name
+from textaudit.shards import Shard
 
 __all__ = ["BiasRequest", "BiasOutcome", "CheckedBias"]
 
@@ -128,15 +128,12 @@ class BiasRequest:
         data_id = dataset_id(self.data, "dev")
         check_side(self.perturb_side)
         language = check_language(self.language or guess_language(self.mlm))
-        part = parse_shard(self.shard)
-        if part is not None and self.output is None:
-            raise TextAuditError("--shard needs --output (each shard writes its own results file for audit merge)")
         settings = dict(k=self.k, enumerate_k=self.enumerate_k, sample=self.sample, kappa=self.kappa, delta=self.delta,
                         seed=self.seed, data=data_id, perturb_side=self.perturb_side if self.pair_column else None,
                         data_sample=self.sample_examples, group=self.group,
                         group_pairs=self.group_pairs if self.group else None,
                         controls={f"{p[0]},{p[1]}": f"{c[0]},{c[1]}" for p, c in controls.items()} if controls else None)
-        check_output(self.output, self.resume, settings, shard_name(part))
+        part = check_sharded_output(self.output, self.resume, self.shard, settings)
         return CheckedBias(pairs, blacklists, controls, data_id, language, part)
 
     def run(self, backend: Backend | None = None, *, progress: bool = True, config: dict | None = None,

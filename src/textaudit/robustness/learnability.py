@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 import random
 import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
@@ -30,12 +32,13 @@ from textaudit.errors import TextAuditError
 from textaudit.models.batched import Classifier
 from textaudit.models.zoo.names import ARCHS
 from textaudit.models.zoo.train import DEFAULTS, TrainConfig, fit_classifier
-from textaudit.perturbations.noise import get_perturbation
-from textaudit.runner import ResumableRun
+from textaudit.perturbations.noise import NOISE_PERTURBATIONS, get_perturbation
+from textaudit.request import option, shared
+from textaudit.runner import ResumableRun, check_sharded_output
 from textaudit.shards import Shard
 from textaudit.stats import rank_correlation
 
-__all__ = ["DEFAULT_PROBABILITIES", "average_learnability", "learnability_at", "robustness_and_augmentation",
+__all__ = ["LearnabilityRequest", "DEFAULT_PROBABILITIES", "average_learnability", "learnability_at", "robustness_and_augmentation",
            "zoo_fitter"]
 
 DEFAULT_PROBABILITIES = (0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1.0)
@@ -219,3 +222,44 @@ def aggregate(records: Sequence[dict], models: Sequence[str], perturbations: Seq
         warns.append("every learnability is 0: the models learned nothing the perturbation changes (train on more texts)")
     warns += [f"{k}: {v['note']}" for k, v in spear.items() if v.get("note")]
     return {"results": results, "spearman": spear, "warnings": warns}
+
+
+@dataclass
+class LearnabilityRequest:
+    """Every option of ``audit learnability`` with its default, range and help (:mod:`textaudit.request`)."""
+
+    model: list[str] = option(["bow"], flags=("--model", "-m"), sep=",",
+                              help="Comma-separated zoo architectures, e.g. bow,cnn.")
+    perturbation: str = option("all", help="A perturbation, a comma list, or all: " + ", ".join(NOISE_PERTURBATIONS)
+                               + ".")
+    train_size: int | None = option(10_000, low=1, help="Training texts sampled from SST-2 train.")
+    seeds: int = option(1, low=1, help="Seeds averaged per (model, perturbation).")
+    probabilities: str | None = option(None, help="Comma list of p (default 0.001,...,1.0).")
+    data: str = shared("data", "sst2")
+    output: Path | None = shared("output")
+    resume: bool = shared("resume", False)
+    shard: str | None = shared("shard")
+    plot: Path | None = option(None, scope="command", help="Directory for the curves and scatter plots.")
+
+    @property
+    def perturbations(self) -> list[str]:
+        return list(NOISE_PERTURBATIONS) if self.perturbation == "all" else \
+            [p.strip() for p in self.perturbation.split(",") if p.strip()]
+
+    def check(self) -> tuple[Shard | None, list[float]]:
+        """Every one-line error before anything trains; returns the shard and the probabilities p."""
+        part = check_sharded_output(self.output, self.resume, self.shard,
+                                    {"train_size": self.train_size, "data": dataset_id(self.data, "train")})
+        try:
+            probs = [float(p) for p in self.probabilities.split(",")] if self.probabilities else \
+                list(DEFAULT_PROBABILITIES)
+        except ValueError:
+            raise TextAuditError(f"--probabilities must be comma-separated numbers (got '{self.probabilities}')") from None
+        return part, probs
+
+    def run(self, backend: Backend | None = None, *, progress: bool = True) -> dict:
+        """The study (:func:`run_study`): per model × perturbation, learnability, robustness, post-augmentation Δ."""
+        part, probs = self.check()
+        return run_study(self.model, self.perturbations, train_size=self.train_size, seeds=self.seeds,
+                         probabilities=probs, data=self.data, output=self.output, resume=self.resume, shard=part,
+                         progress=progress, backend=backend)

@@ -8,17 +8,23 @@ the Spearman correlation of accuracy with each metric.
 from __future__ import annotations
 
 import random
-from typing import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from textaudit.data import align_labels, check_labels, dataset_id, load_dataset
 from textaudit.errors import TextAuditError
+from textaudit.formats.jsonl import check_output, write_results
+from textaudit.models import load_classifier
 from textaudit.models.batched import Classifier
-from textaudit.perturbations.wordorder import LEVELS, dnd, idc, perturb
+from textaudit.perturbations.wordorder import LEVELS, REORDERINGS, dnd, idc, perturb
 from textaudit.progress import progress as progress_bar
+from textaudit.request import option, shared
 from textaudit.stats import rank_correlation, wilson
 
-__all__ = ["evaluate_reordering", "sweep", "DEFAULT_GRID"]
+__all__ = ["WordOrderRequest", "WordOrderOutcome", "evaluate_reordering", "sweep", "DEFAULT_GRID"]
 
 DEFAULT_GRID: list[tuple[str, str, float]] = (
     [("full_shuffle", lv, 1.0) for lv in LEVELS]
@@ -79,3 +85,69 @@ def sweep(classifier: Classifier, texts: Sequence[str], labels: Sequence[int], g
         corr[f"accuracy_vs_{m}"] = rank_correlation(acc, [r[m] for r in rows])
     clean = float((classifier.predict(list(texts)) == np.asarray(labels)).mean())
     return rows, {"clean_accuracy": round(clean, 4), **corr}
+
+
+@dataclass
+class WordOrderOutcome:
+    """A finished word-order audit: the ``rows`` (one, or the grid's), the ``correlations`` of a sweep (None for one
+    reordering), the ``classifier`` and the number of examples ``n``."""
+
+    rows: list[dict]
+    correlations: dict | None
+    classifier: Any
+    n: int
+
+
+@dataclass
+class WordOrderRequest:
+    """Every option of ``audit wordorder`` with its default, range and help (:mod:`textaudit.request`)."""
+
+    model: str = shared("model", ...)  # required
+    data: str = shared("data", "sst2:dev")
+    perturbation: str = option("neighbor_flip", choices=tuple(REORDERINGS),
+                               help="full_shuffle | phrase_shuffle | neighbor_flip")
+    level: str = option("word", choices=tuple(LEVELS), help="word | subword | char")
+    rho: float = option(0.5, low=0.0, high=1.0, help="ρ of phrase_shuffle / neighbor_flip.")
+    sweep_grid: bool = option(False, flags=("--sweep",),
+                              help="Run the whole grid and correlate accuracy with DND and IDC.")
+    limit: int | None = shared("limit")
+    plot: Path | None = option(None, scope="command", help="Directory for accuracy-vs-DND/IDC plots (with --sweep).")
+    seed: int = shared("seed", 0)
+    output: Path | None = shared("output")
+
+    @property
+    def config(self) -> dict:
+        """The results header's settings."""
+        return {"data": dataset_id(self.data, "dev"), "seed": self.seed, "sweep": self.sweep_grid,
+                **({} if self.sweep_grid else {"perturbation": self.perturbation, "level": self.level, "rho": self.rho})}
+
+    def check(self) -> None:
+        """Every one-line error before any data or model loads."""
+        if self.perturbation not in REORDERINGS:
+            raise TextAuditError(f"unknown --perturbation '{self.perturbation}'; use one of {', '.join(REORDERINGS)}")
+        if self.level not in LEVELS:
+            raise TextAuditError(f"unknown --level '{self.level}'; use one of {', '.join(LEVELS)}")
+        if self.plot is not None and self.plot.exists() and not self.plot.is_dir():
+            raise TextAuditError(f"--plot must be a directory, '{self.plot}' is a file")
+        check_output(self.output, None, self.config)
+
+    def run(self, *, progress: bool = True) -> WordOrderOutcome:
+        """Accuracy on the reordered data (one reordering, or the grid with its correlations); the rows go to
+        ``output``."""
+        ds = load_dataset(self.data, default_split="dev", limit=self.limit)
+        clf = load_classifier(self.model)
+        ds, _ = align_labels(ds, clf)  # class names by the model's, never by their sort order
+        check_labels(ds["label"], clf.num_classes, clf.name)
+        if self.sweep_grid:
+            rows, corr = sweep(clf, ds["text"], ds["label"], seed=self.seed, progress=progress)
+        else:
+            rows = [evaluate_reordering(clf, ds["text"], ds["label"], self.perturbation, self.level, self.rho,
+                                        self.seed)]
+            rows[0]["model"] = clf.name
+            corr = None
+        if self.output:
+            records = [{"id": f"{r['perturbation']}:{r['level']}:{r['rho']}", "model": clf.name, **r} for r in rows]
+            write_results(self.output, records, command="wordorder",
+                          config={**self.config, "model": clf.name, "model_fingerprint": clf.fingerprint,
+                                  **({"correlations": corr} if corr is not None else {})})
+        return WordOrderOutcome(rows, corr, clf, len(ds))
