@@ -232,6 +232,31 @@ def load_suite(path: str | Path) -> Suite:
     if not path.is_file():
         raise TextAuditError(f"suite file {path} does not exist; see examples/ for suites to start from")
     spec = _toml(path)
+    _check_keys(path, spec)
+    if not any(s in spec for s in AUDITS):
+        raise TextAuditError(f"{path} declares no audit; add {', '.join(f'[{s}]' for s in AUDITS[:-1])} or "
+                             f"[{AUDITS[-1]}]")
+    for section, check in _CHECKS.items():  # each audit's request, built and checked now, with the command's ranges
+        if section in spec:
+            check(Suite(path, spec))
+    for section in ("compare", "replay"):
+        if "equivalence" in spec.get(section, {}) and "margin" not in spec[section]:
+            raise TextAuditError(f"{path}: [{section}] equivalence needs margin = <a share, e.g. 0.02>")
+    if "margin" in spec.get("compare", {}) and len(spec["compare"]["models"]) < 2:
+        raise TextAuditError(f"{path}: [compare] margin needs two models or more (each later one is tested against the "
+                             "first)")
+    suite = Suite(path, spec)
+    _thresholds(suite)  # names checked now, values once the audits ran
+
+    report = suite.report_path
+    if report.is_dir() or (report.exists() and not is_report(report)):
+        raise TextAuditError(f"{path}: [suite] report = {str(spec['suite'].get('report', 'report.html'))!r} would replace "
+                             f"{report}, which is not a textaudit report; name another file")
+    return suite
+
+
+def _check_keys(path: Path, spec: dict) -> None:
+    """Every section known and a table; the keys of the sections with a fixed set, and their single values."""
     for section, content in spec.items():
         if section not in SECTIONS:
             raise TextAuditError(f"{path}: unknown section [{section}]; use {', '.join(f'[{s}]' for s in SECTIONS)}")
@@ -250,66 +275,60 @@ def load_suite(path: str | Path) -> Suite:
             want, ok = keys[key]
             if (isinstance(value, bool) and keys[key] is not _BOOL) or not ok(value):
                 raise TextAuditError(f"{path}: [{section}] {key} must be {want} (got {value!r})")
-    if not any(s in spec for s in ("compare", "bias", "certify", "replay", "harden")):
-        raise TextAuditError(f"{path} declares no audit; add [compare], [bias], [certify], [replay] or [harden]")
-    if "replay" in spec:
-        rp = spec["replay"]
-        if isinstance(rp.get("findings"), str):
-            rp["findings"] = [rp["findings"]]
-        if not isinstance(rp.get("findings"), list) or not rp["findings"] or not all(isinstance(x, str) for x in rp["findings"]):
-            raise TextAuditError(f"{path}: [replay] findings must be a results file or folder, or a list of them")
-        if not isinstance(rp.get("model"), str):
-            raise TextAuditError(f"{path}: [replay] needs model = \"<name>\"")
-        if "max_regressed" in rp and "baseline" not in rp:
-            raise TextAuditError(f"{path}: [replay] max_regressed needs baseline = \"<the previous model>\" (a regression "
-                                 "is a finding fixed on the baseline that holds again)")
-        if ("margin" in rp or "equivalence" in rp) and "baseline" not in rp:
-            raise TextAuditError(f"{path}: [replay] margin needs baseline = \"<the previous model>\" (non-inferiority "
-                                 "compares the model with it)")
-        for f in rp["findings"]:
-            where = Path(f) if Path(f).is_absolute() else path.parent / f
-            if not where.exists():
-                raise TextAuditError(f"{path}: [replay] findings {f!r} does not exist (paths are relative to the suite file)")
-        Suite(path, spec).replay_request()  # every value, with audit replay's ranges
-    if "compare" in spec:
-        Suite(path, spec).compare_request().check()  # every value (the methods' own options: when it runs)
-    for section, key in (("certify", "models"),):
-        if section in spec:
-            v = spec[section].get(key)
-            if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
-                raise TextAuditError(f"{path}: [{section}] {key} must be a non-empty list of names")
-    for section in ("compare", "replay"):
-        if "equivalence" in spec.get(section, {}) and "margin" not in spec[section]:
-            raise TextAuditError(f"{path}: [{section}] equivalence needs margin = <a share, e.g. 0.02>")
-    if "margin" in spec.get("compare", {}) and len(spec["compare"]["models"]) < 2:
-        raise TextAuditError(f"{path}: [compare] margin needs two models or more (each later one is tested against the "
-                             "first)")
-    if "bias" in spec:
-        if not isinstance(spec["bias"].get("model"), str):
-            raise TextAuditError(f"{path}: [bias] needs model = \"<name>\"")
-        Suite(path, spec).bias_request().check()  # every value and a control that cannot be chosen: errors now
-    if "certify" in spec:
-        if "model" in spec["certify"]:
-            raise TextAuditError(f"{path}: [certify] takes models = [\"<name>\", …], each certified alike")
-        for m in spec["certify"]["models"]:
-            request = Suite(path, spec).certify_request(m)
-            try:
-                request.check()
-            except TextAuditError as e:
-                raise TextAuditError(f"{path}: [certify] {e}") from None
-    if "harden" in spec:
-        try:
-            Suite(path, spec).harden_request().check()  # every value, with audit harden's ranges
-        except TextAuditError as e:
-            raise TextAuditError(str(e) if str(e).startswith(str(path)) else f"{path}: [harden] {e}") from None
-    suite = Suite(path, spec)
-    _thresholds(suite)  # names checked now, values once the audits ran
 
-    report = suite.report_path
-    if report.is_dir() or (report.exists() and not is_report(report)):
-        raise TextAuditError(f"{path}: [suite] report = {str(spec['suite'].get('report', 'report.html'))!r} would replace "
-                             f"{report}, which is not a textaudit report; name another file")
-    return suite
+
+def _check_replay(suite: Suite) -> None:
+    path, rp = suite.path, suite.spec["replay"]
+    if isinstance(rp.get("findings"), str):
+        rp["findings"] = [rp["findings"]]
+    if not isinstance(rp.get("findings"), list) or not rp["findings"] or not all(isinstance(x, str) for x in rp["findings"]):
+        raise TextAuditError(f"{path}: [replay] findings must be a results file or folder, or a list of them")
+    if not isinstance(rp.get("model"), str):
+        raise TextAuditError(f"{path}: [replay] needs model = \"<name>\"")
+    if "max_regressed" in rp and "baseline" not in rp:
+        raise TextAuditError(f"{path}: [replay] max_regressed needs baseline = \"<the previous model>\" (a regression "
+                             "is a finding fixed on the baseline that holds again)")
+    if ("margin" in rp or "equivalence" in rp) and "baseline" not in rp:
+        raise TextAuditError(f"{path}: [replay] margin needs baseline = \"<the previous model>\" (non-inferiority "
+                             "compares the model with it)")
+    for f in rp["findings"]:
+        where = Path(f) if Path(f).is_absolute() else path.parent / f
+        if not where.exists():
+            raise TextAuditError(f"{path}: [replay] findings {f!r} does not exist (paths are relative to the suite file)")
+    suite.replay_request()  # every value, with audit replay's ranges
+
+
+def _check_bias(suite: Suite) -> None:
+    if not isinstance(suite.spec["bias"].get("model"), str):
+        raise TextAuditError(f"{suite.path}: [bias] needs model = \"<name>\"")
+    suite.bias_request().check()  # every value and a control that cannot be chosen: errors now
+
+
+def _check_certify(suite: Suite) -> None:
+    path, models = suite.path, suite.spec["certify"].get("models")
+    if not isinstance(models, list) or not models or not all(isinstance(x, str) for x in models):
+        raise TextAuditError(f"{path}: [certify] models must be a non-empty list of names")
+    if "model" in suite.spec["certify"]:
+        raise TextAuditError(f"{path}: [certify] takes models = [\"<name>\", …], each certified alike")
+    for m in models:
+        try:
+            suite.certify_request(m).check()
+        except TextAuditError as e:
+            raise TextAuditError(f"{path}: [certify] {e}") from None
+
+
+def _check_harden(suite: Suite) -> None:
+    try:
+        suite.harden_request().check()  # every value, with audit harden's ranges
+    except TextAuditError as e:
+        raise TextAuditError(str(e) if str(e).startswith(str(suite.path)) else f"{suite.path}: [harden] {e}") from None
+
+
+#: the audits a suite declares, in the order they are checked, and each one's check (its request built and checked)
+_CHECKS: dict[str, Callable[[Suite], None]] = {
+    "replay": _check_replay, "compare": lambda suite: suite.compare_request().check(), "certify": _check_certify,
+    "bias": _check_bias, "harden": _check_harden}
+AUDITS = ("compare", "bias", "certify", "replay", "harden")
 
 
 def _certify(request: CertifyRequest, progress: bool) -> dict:
