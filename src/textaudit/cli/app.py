@@ -31,7 +31,7 @@ from textaudit.models.options import ModelOptions, use_model_options
 from textaudit.models.prompt import load_prompt
 from textaudit.models.registry import check_model_options
 from textaudit.neighborhoods.store import use_score_cache, use_store
-from textaudit.request import SHARED, flags_of, from_command, specs
+from textaudit.request import SHARED, Spec, flags_of, from_command, specs
 from textaudit.runner import check_sharded_output
 from textaudit.secrets import RedactingStream, register_env, register_url
 from textaudit.shards import Shard
@@ -40,8 +40,8 @@ from textaudit.track import Target, check_tracker, log_run, pending_path, run_of
 
 __all__ = ["AuditGroup", "fail", "AuditCommand", "app", "emit_json", "print_table", "notice", "check_output", "ModelOpt",
            "DataOpt", "TextColumnOpt", "LabelColumnOpt", "LimitOpt", "SampleOpt", "PairColumnOpt",
-           "PerturbSideOpt", "MlmOpt", "LanguageOpt", "OutputOpt", "ResumeOpt", "SeedOpt", "ShardOpt", "JsonOpt",
-           "BackendOpt", "AddressOpt", "WorkersOpt", "InFlightOpt", "GpusOpt", "CpusOpt", "format_ci",
+           "MlmOpt", "LanguageOpt", "OutputOpt", "ResumeOpt", "SeedOpt", "ShardOpt", "JsonOpt",
+           "format_ci",
            "MODEL_HELP", "with_model_options", "with_store_option", "StoreOpt", "store_fields", "score_fields", "with_track_option",
            "finished", "finished_run", "conclude", "TrackExperimentOpt", "TrackRunIdOpt", "option_group", "with_backend_options",
            "with_request", "audit_command",
@@ -82,21 +82,39 @@ LabelMapOpt = _shared(Optional[str], "label_map")
 LimitOpt = _shared(Optional[int], "limit")
 SampleOpt = _shared(Optional[int], "sample")
 PairColumnOpt = _shared(Optional[str], "pair_column")
-PerturbSideOpt = _shared(str, "perturb_side")
 OutputOpt = _shared(Optional[Path], "output")
 ResumeOpt = _shared(bool, "resume")
 SeedOpt = _shared(int, "seed")
 ShardOpt = _shared(Optional[str], "shard")
-BackendOpt = Annotated[str, typer.Option("--backend", help="serial (here, one example after another) or ray (Ray workers).")]
-AddressOpt = Annotated[Optional[str], typer.Option("--address", help=(
-    "Ray cluster to use (auto, ray://host:10001); default: start a local Ray."))]
-WorkersOpt = Annotated[int, typer.Option("--workers", min=1, help="Ray workers (each loads the models once).")]
-InFlightOpt = _shared(Optional[int], "in_flight")
-GpusOpt = Annotated[float, typer.Option("--gpus-per-worker", min=0.0, help="GPUs per Ray worker (0.25: four share one).")]
-CpusOpt = Annotated[float, typer.Option("--cpus-per-worker", min=0.01, help="CPUs per Ray worker.")]
 MlmOpt = _shared(Optional[str], "mlm")
 LanguageOpt = _shared(Optional[str], "language")
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object as the last line of stdout.")]
+#: the options of the command groups (where the work runs, the store, tracking, how a result prints), each stated
+#: once beside the audits' shared options (textaudit.request.SHARED)
+GROUPS: dict[str, Spec] = {
+    "backend": Spec("serial (here, one example after another) or ray (Ray workers)."),
+    "address": Spec("Ray cluster to use (auto, ray://host:10001); default: start a local Ray."),
+    "workers": Spec("Ray workers (each loads the models once).", low=1),
+    "gpus_per_worker": Spec("GPUs per Ray worker (0.25: four share one).", low=0.0),
+    "cpus_per_worker": Spec("CPUs per Ray worker.", low=0.01),
+    "json_out": Spec("Print one JSON object as the last line of stdout.", ("--json",)),
+    "store": Spec("The neighbourhood store: masked-LM answers kept on disk and shared by every run, model, process and "
+                  "worker (default: $TEXTAUDIT_CACHE/neighborhoods.sqlite, or TEXTAUDIT_STORE); a file path, or off."),
+    "score_cache": Spec("The classifiers' scores kept in the store across runs: auto (models with fingerprinted weights: "
+                        "zoo, hf:, llm:), all (plug-ins and endpoints too), off. Default: TEXTAUDIT_SCORE_CACHE, else "
+                        "auto."),
+    "track": Spec("Log the audit as a run of an experiment tracker: mlflow (where: MLFLOW_TRACKING_URI, else ./mlruns). "
+                  "A tracker that is down costs a warning, never the audit; audit track logs it later."),
+    "track_experiment": Spec("The tracker's experiment (created if missing; default: MLFLOW_EXPERIMENT_NAME, else the "
+                             "parent run's, else the tracker's default)."),
+    "track_run_id": Spec("Log the audit as a nested run of this existing run (e.g. the run that trained the model)."),
+}
+
+
+def _group(hint: Any, name: str) -> Any:
+    return typer_annotation(hint, name, GROUPS[name])
+
+
+JsonOpt = _group(bool, "json_out")
 
 
 _PANEL = "LLM and HTTP models"
@@ -193,12 +211,7 @@ def with_model_options(command: Callable | None = None, *, exclude: tuple[str, .
     return option_group(command, {n: MODEL_OPTIONS[n] for n in MODEL_OPTIONS if n not in exclude}, around)
 
 
-StoreOpt = Annotated[Optional[str], typer.Option("--store", help=(
-    "The neighbourhood store: masked-LM answers kept on disk and shared by every run, model, process and worker "
-    "(default: $TEXTAUDIT_CACHE/neighborhoods.sqlite, or TEXTAUDIT_STORE); a file path, or off."))]
-ScoreCacheOpt = Annotated[Optional[str], typer.Option("--score-cache", help=(
-    "The classifiers' scores kept in the store across runs: auto (models with fingerprinted weights: zoo, hf:, "
-    "llm:), all (plug-ins and endpoints too), off. Default: TEXTAUDIT_SCORE_CACHE, else auto."))]
+StoreOpt = _group(Optional[str], "store")
 
 
 def with_store_option(command: Callable) -> Callable:
@@ -210,7 +223,8 @@ def with_store_option(command: Callable) -> Callable:
         with use_store(values["store"]), use_score_cache(values["score_cache"]):
             return go()
 
-    return option_group(command, {"store": (StoreOpt, None), "score_cache": (ScoreCacheOpt, None)}, around)
+    return option_group(command, {"store": (StoreOpt, None),
+                                  "score_cache": (_group(Optional[str], "score_cache"), None)}, around)
 
 
 def with_request(cls: type, *, into: str = "request") -> Callable:
@@ -251,8 +265,9 @@ def audit_command(cls: type, *, backend: bool = False, store: bool = True, exclu
 
 #: the options of where the work runs, declared once (:func:`with_backend_options`)
 BACKEND_OPTIONS: dict[str, tuple[Any, Any]] = {
-    "backend": (BackendOpt, "serial"), "address": (AddressOpt, None), "workers": (WorkersOpt, 2),
-    "gpus_per_worker": (GpusOpt, 0.0), "cpus_per_worker": (CpusOpt, 1.0)}
+    name: (_group(hint, name), default) for name, hint, default in (
+        ("backend", str, "serial"), ("address", Optional[str], None), ("workers", int, 2),
+        ("gpus_per_worker", float, 0.0), ("cpus_per_worker", float, 1.0))}
 
 
 def with_backend_options(command: Callable) -> Callable:
@@ -267,15 +282,10 @@ def with_backend_options(command: Callable) -> Callable:
     return option_group(command, BACKEND_OPTIONS, around, into="runner")
 
 
-TrackOpt = Annotated[Optional[str], typer.Option("--track", help=(
-    "Log the audit as a run of an experiment tracker: mlflow (where: MLFLOW_TRACKING_URI, else ./mlruns). "
-    "A tracker that is down costs a warning, never the audit; audit track logs it later."))]
-TrackExperimentOpt = Annotated[Optional[str], typer.Option("--track-experiment", help=(
-    "The tracker's experiment (created if missing; default: MLFLOW_EXPERIMENT_NAME, else the parent run's, "
-    "else the tracker's default)."))]
-TrackRunIdOpt = Annotated[Optional[str], typer.Option("--track-run-id", help=(
-    "Log the audit as a nested run of this existing run (e.g. the run that trained the model)."))]
-_TRACK_OPTIONS = {"track": TrackOpt, "track_experiment": TrackExperimentOpt, "track_run_id": TrackRunIdOpt}
+TrackExperimentOpt = _group(Optional[str], "track_experiment")
+TrackRunIdOpt = _group(Optional[str], "track_run_id")
+_TRACK_OPTIONS = {"track": _group(Optional[str], "track"), "track_experiment": TrackExperimentOpt,
+                  "track_run_id": TrackRunIdOpt}
 #: what the running command hands the tracker (:func:`finished`): its summary and files, or a whole run
 _FINISHED: dict[str, Any] = {}
 
@@ -287,12 +297,13 @@ def finished(summary: dict, files: Any = ()) -> dict:
     return summary
 
 
-def conclude(summary: dict, output: Path | None, json_out: bool) -> bool:
-    """The end every results-writing command shares: say where the results are, hand the summary to ``--track``
-    (:func:`finished`) and, with ``--json``, print it; True when it was printed (the command is done)."""
+def conclude(summary: dict, output: Path | None, json_out: bool, *, files: Any = None) -> bool:
+    """The end every results-writing command shares: say where the results are (``output``), hand the summary and
+    the ``files`` it wrote (default: ``output``) to ``--track`` (:func:`finished`) and, with ``--json``, print it;
+    True when it was printed (the command is done)."""
     if output:
         notice(f"results: {output}")
-    finished(summary, [output])
+    finished(summary, [output] if files is None else files)
     if json_out:
         emit_json(summary)
     return json_out

@@ -8,8 +8,7 @@ from textaudit.backends import Backend
 from textaudit.cli.app import (
     JsonOpt,
     audit_command,
-    emit_json,
-    finished,
+    conclude,
     notice,
     print_table,
     score_fields,
@@ -39,9 +38,7 @@ def bias(json_out: JsonOpt = False, runner: Backend = None, request: BiasRequest
                f"computed; {out['mlm_seconds_saved']} s of masked-LM time saved"
                + (f"; {out['score_hits']} classifier scores from it, {out['score_forwards']} computed"
                   if "score_hits" in out else ""))
-    finished(out, [request.output])
-    if json_out:
-        emit_json(out)
+    if conclude(out, None, json_out, files=[request.output]):
         return
     columns = BIAS_COLUMNS + (["B per class"] if outcome.classes else [])
     print_table(f"B_(p,k) on {request.data}{' (X_filter)' if request.filtered else ''}, mlm={out['mlm']}", columns,

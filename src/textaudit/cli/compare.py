@@ -8,8 +8,7 @@ from textaudit.attacks.request import CompareRequest
 from textaudit.cli.app import (
     JsonOpt,
     audit_command,
-    emit_json,
-    finished,
+    conclude,
     format_ci,
     notice,
     print_margins,
@@ -22,11 +21,8 @@ def compare(json_out: JsonOpt = False, request: CompareRequest = None) -> None:
     """Run (or reuse) every method on every model and print the comparison matrix with 95% intervals."""
     result = request.run()
     notice(f"cells: {request.output_dir}/<model>.<method>.jsonl; summary: {request.output_dir / SUMMARY}")
-    finished(result, [request.output_dir])
-    if json_out:
-        emit_json(result)
-        return
-    print_compare(result)
+    if not conclude(result, None, json_out, files=[request.output_dir]):
+        print_compare(result)
 
 
 def print_compare(result: dict) -> None:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from textaudit.cli.app import JsonOpt, audit_command, emit_json, finished, notice, print_table
+from textaudit.cli.app import JsonOpt, audit_command, conclude, notice, print_table
 from textaudit.formats import harden as ba
 from textaudit.harden.request import HardenRequest
 from textaudit.stats import format_p
@@ -15,11 +15,8 @@ def harden(json_out: JsonOpt = False, request: HardenRequest = None) -> None:
     """Harden a model against the weaknesses the audits find, then audit it and the original on the same held-out examples."""
     result = request.run(checked=request.check())
     notice(f"hardened model: {result['model']} (use it as --model {result['model']}); report: audit report {request.out}")
-    finished(result, [request.out])
-    if json_out:
-        emit_json(result)
-        return
-    print_before_after(result)
+    if not conclude(result, None, json_out, files=[request.out]):
+        print_before_after(result)
 
 
 def print_before_after(result: dict) -> None:

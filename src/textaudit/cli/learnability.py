@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from textaudit.backends import Backend
-from textaudit.cli.app import JsonOpt, audit_command, emit_json, finished, notice, print_table
+from textaudit.cli.app import JsonOpt, audit_command, conclude, notice, print_table
 from textaudit.robustness.learnability import LearnabilityRequest
 from textaudit.robustness.plots import plot_study
 
@@ -20,9 +20,7 @@ def learnability(json_out: JsonOpt = False, runner: Backend = None, request: Lea
             notice(f"plot: {p}")
     for w in study["warnings"]:
         notice(f"warning: {w}")
-    finished(study, [request.output])
-    if json_out:
-        emit_json(study)
+    if conclude(study, None, json_out, files=[request.output]):
         return
     print_table("perturbation learnability", ["model", "perturbation", "avg learnability", "learnability@1.0",
                                               "robustness", "post-aug Δ"],

@@ -248,11 +248,7 @@ def certify(json_out: JsonOpt = False, request: CertifyRequest = None) -> None:
     outcome = request.run(table=table, say=notice)
     if outcome.method == "ibp":
         res = outcome.summary
-        if request.output:
-            notice(f"results: {request.output}")
-        finished(res, [request.output])
-        if json_out:
-            emit_json(res)
+        if conclude(res, request.output, json_out):
             return
         print_table(f"IBP certification of {request.model} on {request.data}", ["metric", "value"],
                     [[k, v] for k, v in res.items()])

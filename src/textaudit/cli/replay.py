@@ -5,8 +5,7 @@ from __future__ import annotations
 from textaudit.cli.app import (
     JsonOpt,
     audit_command,
-    emit_json,
-    finished,
+    conclude,
     notice,
     print_margins,
     print_sampled,
@@ -35,9 +34,7 @@ def replay(json_out: JsonOpt = False, request: ReplayRequest = None) -> None:
     if request.output is not None:
         notice(f"replayed findings: {request.output}")
     result, out, again, baseline = outcome.replay, outcome.summary, outcome.fresh, request.baseline
-    finished(out, [request.output])
-    if json_out:
-        emit_json(out)
+    if conclude(out, None, json_out, files=[request.output]):
         return
     per: dict[str, list[int]] = {}
     for g in out["by_method"]:

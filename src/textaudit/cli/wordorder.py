@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from textaudit.cli.app import JsonOpt, audit_command, emit_json, finished, notice, print_table
+from textaudit.cli.app import JsonOpt, audit_command, conclude, notice, print_table
 from textaudit.robustness.plots import plot_wordorder
 from textaudit.robustness.wordorder import WordOrderRequest
 
@@ -14,13 +14,9 @@ def wordorder(json_out: JsonOpt = False, request: WordOrderRequest = None) -> No
     request.check()
     outcome = request.run()
     rows, corr, name = outcome.rows, outcome.correlations, outcome.classifier.name
-    if request.output:
-        notice(f"results: {request.output}")
     if corr is None:
         (row,) = rows
-        finished(row, [request.output])
-        if json_out:
-            emit_json(row)
+        if conclude(row, request.output, json_out):
             return
         print_table(f"{request.perturbation} ({request.level}, ρ={request.rho}) on {name}", ["metric", "value"],
                     [[k, v] for k, v in row.items()])
@@ -28,10 +24,9 @@ def wordorder(json_out: JsonOpt = False, request: WordOrderRequest = None) -> No
     if request.plot is not None:
         plot_wordorder(rows, corr, request.plot, name)
         notice(f"plots written to {request.plot}")
-    out = finished({"model": name, "data": request.data, "n": outcome.n,
-                    "rows": [{k: v for k, v in r.items() if k != "example"} for r in rows], **corr}, [request.output])
-    if json_out:
-        emit_json(out)
+    out = {"model": name, "data": request.data, "n": outcome.n,
+           "rows": [{k: v for k, v in r.items() if k != "example"} for r in rows], **corr}
+    if conclude(out, request.output, json_out):
         return
     print_table(f"word-order sweep on {name} ({request.data}, clean accuracy {corr['clean_accuracy']})",
                 ["perturbation", "level", "ρ", "accuracy", "DND", "IDC", "Levenshtein", "BLEU-4"],
