@@ -16,7 +16,7 @@ from textaudit.engine import frozen_heap
 from textaudit.engine.scheduler import check_in_flight, in_flight_for
 from textaudit.errors import TextAuditError
 from textaudit.lm import CausalLM, LazyCausalLM
-from textaudit.models.batched import PairView
+from textaudit.models.batched import PairView, label_report
 from textaudit.runner import ResumableRun
 from textaudit.shards import Shard, in_shard
 from textaudit.stats import hit_rates, wilson
@@ -227,6 +227,42 @@ def _check_previous_texts(output, previous: list[dict], ids: Sequence[str], text
                                  "the data it was written from, or move it away (its examples are attacked again)")
 
 
+def _check_inputs(attack: Attack, texts: Sequence[str], labels: Sequence[int] | None,
+                  contexts: Sequence[str] | None, side: str, in_flight: int | None) -> None:
+    """The one-line errors of :func:`run_attack`'s inputs, before the results file is touched."""
+    if in_flight is not None:
+        check_in_flight(in_flight)
+    if len(texts) == 0:
+        raise TextAuditError("no examples to attack (empty dataset)")
+    if contexts is not None and len(contexts) != len(texts):
+        raise TextAuditError(f"{len(contexts)} pair texts for {len(texts)} examples")
+    if labels is not None:
+        model = attack.classifier if contexts is None else PairView(attack.classifier, contexts[0], side)
+        check_labels(labels, model.num_classes, attack.classifier.name)
+
+
+def _clock(attack: Attack, run: ResumableRun, todo: list[str], labels: list[int] | None, contexts: list[str] | None,
+           *, side: str, in_flight: int | None, estimate: bool, say: Callable[[str], None] | None) -> AttackClock:
+    """The :class:`~textaudit.attacks.estimate.AttackClock` of the examples ``todo`` (those left to attack here):
+    with ``estimate``, the time they will take is said first, at the pace measured on them and — SO-Beam,
+    SO-Enum — after a probe of the first few."""
+    group = in_flight_for(attack.classifier, in_flight)
+    probe = pace = None
+    if estimate and say is not None and todo and contexts is None:  # (pairs: timed as they run)
+        kappa = getattr(getattr(attack, "builder", None), "kappa", 20)
+        pace = measure_pace(attack.classifier, attack.mlm, todo, kappa)
+    if pace is not None:
+        probe = probe_attack(attack, todo, labels, in_flight=group, counters=lambda: work_counters(attack), side=side,
+                             contexts=contexts)
+    clock = AttackClock(attack.method, todo, pace, lambda: work_counters(attack),
+                        say=run.say if say is not None else None, in_flight=group,
+                        probe=probe, k=attack.k, beam=getattr(attack, "beam", None))
+    line = clock.estimate_line(len(todo)) if todo else None
+    if line and say is not None:
+        say(line)
+    return clock
+
+
 def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | None, *,
                ids: Sequence[str] | None = None, output=None, resume: bool = False, progress: bool = True,
                ppl: CausalLM | LazyCausalLM | None = None, on_result: Callable[[dict], None] | None = None,
@@ -256,15 +292,7 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
     (:func:`~textaudit.attacks.estimate.probe_attack`: how many it settles says how robust the model is;
     what it asks stays cached for the run) — and again when the run proves it wrong by more than 2×.
     """
-    if in_flight is not None:
-        check_in_flight(in_flight)
-    if len(texts) == 0:
-        raise TextAuditError("no examples to attack (empty dataset)")
-    if contexts is not None and len(contexts) != len(texts):
-        raise TextAuditError(f"{len(contexts)} pair texts for {len(texts)} examples")
-    if labels is not None:
-        model = attack.classifier if contexts is None else PairView(attack.classifier, contexts[0], side)
-        check_labels(labels, model.num_classes, attack.classifier.name)
+    _check_inputs(attack, texts, labels, contexts, side, in_flight)
     ids = list(ids) if ids is not None else [str(i) for i in range(len(texts))]
     summary = AttackSummary(attack.method, attack.k, (config or {}).get("labels"))
     title = attack.method + (f" k={attack.k}" if attack.k else "")
@@ -284,22 +312,9 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
         live = None
         if local:
             rows = [i for i, id_ in enumerate(ids) if id_ not in run.done and in_shard(id_, shard)]
-            todo = [texts[i] for i in rows]
-            group = in_flight_for(attack.classifier, in_flight)
-            probe = pace = None
-            if estimate and say is not None and todo and contexts is None:  # (pairs: timed as they run)
-                kappa = getattr(getattr(attack, "builder", None), "kappa", 20)
-                pace = measure_pace(attack.classifier, attack.mlm, todo, kappa)
-            if pace is not None:
-                probe = probe_attack(attack, todo, None if labels is None else [labels[i] for i in rows],
-                                     in_flight=group, counters=lambda: work_counters(attack), side=side,
-                                     contexts=None if contexts is None else [contexts[i] for i in rows])
-            clock = AttackClock(attack.method, todo, pace, lambda: work_counters(attack),
-                                say=run.say if say is not None else None, in_flight=group,
-                                probe=probe, k=attack.k, beam=getattr(attack, "beam", None))
-            line = clock.estimate_line(len(todo)) if todo else None
-            if line and say is not None:
-                say(line)
+            clock = _clock(attack, run, [texts[i] for i in rows], None if labels is None else [labels[i] for i in rows],
+                           None if contexts is None else [contexts[i] for i in rows], side=side, in_flight=in_flight,
+                           estimate=estimate, say=say)
             live = (clock.fields, clock.remaining)
         for id_, rec in run.results(jobs, lambda: AttackJob(attack, ppl, side, in_flight), desc=title, unit="ex",
                                    backend=backend, cost=lambda job: len(job[0].split()),  # neighbourhoods grow with length
@@ -316,8 +331,6 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
         out = summary.to_dict()
         if local:  # where this run's time went: inside the model forwards, or on the host around them
             out.update(engine_summary(attack, counters0, time.perf_counter() - wall0, ppl_seconds))
-        labels = getattr(getattr(attack.classifier, "classifier", attack.classifier), "label_summary", None)
-        if labels is not None:  # an OpenAI-compatible endpoint: how it was scored, and unknown completions
-            out.update(labels())
+        out.update(label_report(attack.classifier))  # an OpenAI-compatible endpoint: how it was scored, unknown answers
         order = {id_: i for i, id_ in enumerate(ids)}  # the file is in completion order; the list in input order
         return out, sorted(run.records, key=lambda r: order.get(r.get("id"), len(order)))

@@ -390,6 +390,116 @@ def estimates_from_records(records: Sequence[dict], k: int, enumerate_k: int,
     return {model: {pair: aggregate(us, pair, k, enumerate_k, ci) for pair, us in per.items()} for model, per in units.items()}
 
 
+def _scorers(estimator: CounterfactualBias, compare: CounterfactualBias | None,
+             controls: Mapping[tuple[str, str], tuple[str, str]] | None) -> tuple[list, list[str]]:
+    """The scorers of every unit and their names in the records: the model, the ``compare`` model (both
+    numbered when their names clash) and the control pairs' shift (:data:`CONTROL`)."""
+    scorers: list = [estimator] + ([compare] if compare is not None else [])
+    names = [getattr(s.classifier, "name", f"model{i}") for i, s in enumerate(scorers)]
+    if len(set(names)) < len(names) or CONTROL in names:
+        names = [f"{n}#{i}" for i, n in enumerate(names)]
+    if controls:
+        scorers.append(ControlShift(estimator, controls))
+        names.append(CONTROL)
+    return scorers, names
+
+
+def _plans(estimator: CounterfactualBias, scorers: list, names: list[str], pairs: Sequence[tuple[str, str]], k: int,
+           texts: Sequence[str], ids: list[str], contexts: Sequence[str] | None, max_sources: int | None,
+           epsilon: float | None) -> list[tuple[tuple[str, str], list, dict[str, set[str]]]]:
+    """Per measurable pair: its units (the sources X_p, at most ``max_sources``, and their sampled k) and, per
+    scorer, the ids of the sources its B is taken over — all of them, or with ``epsilon`` its own X_filter
+    (|F_soft| < ε). A pair the data or a model cannot measure is left out (said in ``skipped_pairs``) when
+    there are others."""
+    plans = []
+    estimator.skipped_pairs = []  # several pairs (a group, a pairs file): those the data or a model cannot measure
+    for pair in pairs:
+        try:
+            for sc in scorers:
+                sc.check_pair(pair)
+            sources = estimator.sources(texts, pair, ids=ids, contexts=contexts)
+        except TextAuditError as e:
+            if len(pairs) == 1:
+                raise
+            estimator.skipped_pairs.append((pair, str(e)))
+            continue
+        sources = sources[:max_sources] if max_sources is not None else sources
+        if epsilon is not None:
+            # X_filter is each model's own: the sentences where *its* naive k = 0 test shows no bias; the control
+            # is measured where the model's own X_filter is
+            keep = {n: sc.filter_sources(sources, pair, epsilon) for n, sc in zip(names, scorers) if n != CONTROL}
+            if CONTROL in names:
+                keep[CONTROL] = keep[names[0]]
+            used = {s.id for ks in keep.values() for s in ks}
+            sources = [s for s in sources if s.id in used]
+        else:
+            keep = {n: sources for n in names}
+        plans.append((pair, estimator.plan(sources, k), {n: {s.id for s in ks} for n, ks in keep.items()}))
+    if not plans:
+        raise TextAuditError(f"none of the {len(pairs)} pairs can be measured on this data and model "
+                             f"(the first: {estimator.skipped_pairs[0][1]})")
+    if epsilon is not None and not any(ids_ for *_, kp in plans for ids_ in kp.values()):
+        raise TextAuditError(f"no sentence has |F_soft| < ε = {epsilon} for any pair and model (raise --epsilon)")
+    return plans
+
+
+def _settings(estimator: CounterfactualBias, k: int, config: dict | None, max_sources: int | None, pairs_data: bool,
+              compare: CounterfactualBias | None, controls: Mapping[tuple[str, str], tuple[str, str]] | None) -> dict:
+    """The results header's settings: a resume or a shard with other settings is refused."""
+    settings = {**estimator.config(), "k": k, **(config or {})}
+    # which sources are scored: a resume or a shard with another --max-sources is refused (--filtered is not
+    # here: X_filter is a subset of the sources, chosen again from the records, so a filtered run may read an
+    # unfiltered file)
+    settings["max_sources"] = max_sources
+    if pairs_data:
+        settings["perturb_side"] = estimator.side
+    if compare is not None:
+        settings.update(compare=compare.config()["model"], compare_fingerprint=compare.config()["model_fingerprint"])
+    if controls:
+        settings["controls"] = {f"{p[0]},{p[1]}": f"{c[0]},{c[1]}" for p, c in controls.items()}
+    return settings
+
+
+def _live(estimator: CounterfactualBias, scorers: list) -> tuple:
+    """The progress line's live fields: sentences scored and masked contexts answered, as the work is done."""
+    counted = [getattr(getattr(sc, "classifier", sc), "stats", None) for sc in scorers]
+    clock = WorkClock(lambda: float(sum(getattr(st, "answered", 0) or 0 for st in counted if st is not None)),
+                      lambda: 0.0, unit="scored",  # (the masked LM as loaded, on first use: k = 0 loads none)
+                      more={"contexts": lambda: float(sum(getattr(estimator._mlm, a, 0) or 0 for a in
+                                                          ("forwards", "cache_hits", "store_hits")))})
+    return clock.fields, None
+
+
+def _read_back(run: ResumableRun, jobs: list, names: list[str],
+               units: dict[tuple[tuple[str, str], str], list[ScoredUnit]]) -> list:
+    """The units a resumed file holds for every scorer go into ``units``; returns the jobs left to score."""
+    previous = _finished_units(run.previous)
+    run.previous = []
+    todo = []
+    for uid, (pair, src, sampled_k) in jobs:
+        if not all((uid, n) in previous for n in names):
+            todo.append((uid, (pair, src, sampled_k)))
+            continue
+        for n in names:
+            units[(pair, n)].append(_read_unit(src, *previous[(uid, n)]))
+    return todo
+
+
+def _unit_records(uid: str, name: str, u: ScoredUnit, pair: tuple[str, str], src: Source, sampled_k: int | None
+                  ) -> list[dict]:
+    """A scored unit as records: one per sentence pair (its text, distance and F) and the unit's marker last
+    (what a resume reads back: ``unit_done``)."""
+    rows = [{"unit": uid, "model": name, "i": i, "source": src.id, "pair": list(pair),
+             "reversed": src.reversed, "distance": int(d), "text": t,
+             "F": np.round(f, 6).tolist() if np.ndim(f) else round(float(f), 6)}
+            for i, (t, d, f) in enumerate(zip(u.texts, u.distance, u.F))]
+    marker = {"unit_done": uid, "model": name, "n": len(u.texts), "weight": u.weight,
+              "sampled_k": sampled_k, "pair": list(pair), "source": src.id}
+    if src.context is not None:
+        marker["context"] = src.context  # the kept text of the pair, verbatim
+    return [*rows, marker]
+
+
 def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k: int, texts: Sequence[str], *,
              ids: Sequence[str] | None = None, compare: CounterfactualBias | None = None, output=None,
              resume: bool = False, filtered: bool = False, epsilon: float = 0.005, max_sources: int | None = None,
@@ -423,68 +533,17 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
     if k < 0:
         raise TextAuditError(f"--k must be >= 0 (got {k})")
     ids = list(ids) if ids is not None else [str(i) for i in range(len(texts))]
-    scorers = [estimator] + ([compare] if compare is not None else [])
-    names = [getattr(s.classifier, "name", f"model{i}") for i, s in enumerate(scorers)]
-    if len(set(names)) < len(names) or CONTROL in names:
-        names = [f"{n}#{i}" for i, n in enumerate(names)]
-    if controls:
-        scorers.append(ControlShift(estimator, controls))
-        names.append(CONTROL)
-    plans = []
-    estimator.skipped_pairs = []  # several pairs (a group, a pairs file): those the data or a model cannot measure
-    for pair in pairs:
-        try:
-            for sc in scorers:
-                sc.check_pair(pair)
-            sources = estimator.sources(texts, pair, ids=ids, contexts=contexts)
-        except TextAuditError as e:
-            if len(pairs) == 1:
-                raise
-            estimator.skipped_pairs.append((pair, str(e)))
-            continue
-        sources = sources[:max_sources] if max_sources is not None else sources
-        if filtered:
-            # X_filter is each model's own: the sentences where *its* naive k = 0 test shows no bias; the control
-            # is measured where the model's own X_filter is
-            keep = {n: sc.filter_sources(sources, pair, epsilon) for n, sc in zip(names, scorers) if n != CONTROL}
-            if controls:
-                keep[CONTROL] = keep[names[0]]
-            used = {s.id for ks in keep.values() for s in ks}
-            sources = [s for s in sources if s.id in used]
-        else:
-            keep = {n: sources for n in names}
-        plans.append((pair, estimator.plan(sources, k), {n: {s.id for s in ks} for n, ks in keep.items()}))
-    if not plans:
-        raise TextAuditError(f"none of the {len(pairs)} pairs can be measured on this data and model "
-                             f"(the first: {estimator.skipped_pairs[0][1]})")
-    if filtered and not any(ids_ for *_, kp in plans for ids_ in kp.values()):
-        raise TextAuditError(f"no sentence has |F_soft| < ε = {epsilon} for any pair and model (raise --epsilon)")
+    scorers, names = _scorers(estimator, compare, controls)
+    plans = _plans(estimator, scorers, names, pairs, k, texts, ids, contexts, max_sources,
+                   epsilon if filtered else None)
     units: dict[tuple[tuple[str, str], str], list[ScoredUnit]] = {(pair, n): [] for pair, *_ in plans for n in names}
     jobs = [(_unit_id(pair, src, sampled_k), (pair, src, sampled_k)) for pair, plan, _ in plans
             for src, sampled_k in plan]
     # the scored sentences are not kept in memory (B_{p,3} reaches millions); finished units are read back once
-    settings = {**estimator.config(), "k": k, **(config or {})}
-    # which sources are scored: a resume or a shard with another --max-sources is refused (--filtered is not
-    # here: X_filter is a subset of the sources, chosen again from the records, so a filtered run may read an
-    # unfiltered file)
-    settings["max_sources"] = max_sources
-    if contexts is not None:
-        settings["perturb_side"] = estimator.side
-    if compare is not None:
-        settings.update(compare=compare.config()["model"], compare_fingerprint=compare.config()["model_fingerprint"])
-    if controls:
-        settings["controls"] = {f"{p[0]},{p[1]}": f"{c[0]},{c[1]}" for p, c in controls.items()}
+    settings = _settings(estimator, k, config, max_sources, contexts is not None, compare, controls)
     with ResumableRun(output, resume=resume, id_key="unit_done", keep=False, progress=progress, command="bias",
                       config=settings, shard=shard) as run:
-        previous = _finished_units(run.previous)
-        run.previous = []
-        todo = []
-        for uid, (pair, src, sampled_k) in jobs:
-            if not all((uid, n) in previous for n in names):
-                todo.append((uid, (pair, src, sampled_k)))
-                continue
-            for n in names:
-                units[(pair, n)].append(_read_unit(src, *previous[(uid, n)]))
+        todo = _read_back(run, jobs, names, units)
         job_of = dict(todo)
         make_worker = lambda: UnitJob(estimator, k, scorers[1:], in_flight)  # noqa: E731
         cost = BiasCost(k, estimator.enumerate_k, estimator.sample_n, len(scorers))
@@ -496,30 +555,14 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
             def first(job, scored, seconds):
                 cost.measure(job, scored[0].distance)
                 cost.say_estimate([j for _, j in todo], job, len(scored[0].texts), seconds)
-        live = None
-        if backend is None or isinstance(backend, SerialBackend):  # the work inside the units, as it is done
-
-            counted = [getattr(getattr(sc, "classifier", sc), "stats", None) for sc in scorers]
-            clock = WorkClock(lambda: float(sum(getattr(st, "answered", 0) or 0 for st in counted if st is not None)),
-                              lambda: 0.0, unit="scored",  # (the masked LM as loaded, on first use: k = 0 loads none)
-                              more={"contexts": lambda: float(sum(getattr(estimator._mlm, a, 0) or 0 for a in
-                                                                  ("forwards", "cache_hits", "store_hits")))})
-            live = (clock.fields, None)
+        live = _live(estimator, scorers) if backend is None or isinstance(backend, SerialBackend) else None
         for uid, scored in run.results(todo, make_worker, desc=f"bias k<={k}", unit="unit", skip=lambda _: False,
                                        backend=backend, cost=cost.sentences, first=first, weighted_eta=True,
                                        group=in_flight_for(estimator.classifier, in_flight), live=live):
             pair, src, sampled_k = job_of[uid]
             for n, u in zip(names, scored):
                 units[(pair, n)].append(u)
-                rows = [{"unit": uid, "model": n, "i": i, "source": src.id, "pair": list(pair),
-                         "reversed": src.reversed, "distance": int(d), "text": t,
-                         "F": np.round(f, 6).tolist() if np.ndim(f) else round(float(f), 6)}
-                        for i, (t, d, f) in enumerate(zip(u.texts, u.distance, u.F))]
-                marker = {"unit_done": uid, "model": n, "n": len(u.texts), "weight": u.weight,
-                          "sampled_k": sampled_k, "pair": list(pair), "source": src.id}
-                if src.context is not None:
-                    marker["context"] = src.context  # the kept text of the pair, verbatim
-                run.write(*rows, marker)
+                run.write(*_unit_records(uid, n, u, pair, src, sampled_k))
             run.show(pair="/".join(pair))
     if controls:
         names.append(DIFFERENCE)

@@ -50,7 +50,7 @@ from textaudit.sentence import Sentence
 from textaudit.token_ids import default_batch_tokens, pack, splice_all
 
 __all__ = ["Classifier", "BatchedClassifier", "PairView", "pair_inputs", "QueryStats", "as_classifier", "softmax", "Text", "text_length",
-           "scores_of", "unknown_class", "model_scores", "reduced_precision", "decisions", "TIE"]
+           "scores_of", "unknown_class", "model_scores", "label_report", "reduced_precision", "decisions", "TIE"]
 
 #: one classifier input: a text, or a sentence pair ``(first, second)``
 Text = Union[str, tuple[str, str]]
@@ -619,6 +619,14 @@ def model_scores(classifier: Classifier) -> dict:
     OpenAI-compatible endpoint: log-probabilities, one-hot labels or sampled frequencies), else ``{}``."""
     text = getattr(classifier, "scores_description", None)
     return {"model_scores": text} if text else {}
+
+
+def label_report(classifier: Classifier) -> dict:
+    """What a label-only or log-probability endpoint says of its answers for a summary (how it was scored, the
+    completions that matched no label: :meth:`~textaudit.models.http.HttpClassifier.label_summary`), else ``{}``."""
+    inner = getattr(classifier, "classifier", classifier)  # a PairView's model
+    report = getattr(inner, "label_summary", None)
+    return report() if report is not None else {}
 
 
 def reduced_precision(classifier: Classifier, mlm: object = None) -> dict:
