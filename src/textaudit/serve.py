@@ -111,33 +111,13 @@ def make_app(classifier, *, max_body_bytes: int = MAX_BODY_BYTES, max_batch: int
         return JSONResponse({"detail": f"{what}; send fewer or shorter texts per request"}, status_code=413,
                             headers={"Connection": "close"})
 
-    async def drain(request: Request) -> None:
-        """Read (and drop) a body refused as too large, up to :data:`DRAIN_BYTES`: a server that answers and
-        closes while the client is still sending resets the connection, and the client sees a broken pipe
-        instead of the 413 (an 8 MB body through urllib did, every time)."""
-        seen = 0
-        async for chunk in request.stream():
-            seen += len(chunk)
-            if seen > DRAIN_BYTES:
-                break
-
     @app.post("/predict")
     async def predict(request: Request):
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isascii() and declared.isdigit() and int(declared) > max_body_bytes:
-            await drain(request)
-            return too_large(f"the body is {int(declared)} bytes, over this server's {max_body_bytes}")
-        body, seen = bytearray(), 0
-        async for chunk in request.stream():  # a chunked body has no length to check up front
-            seen += len(chunk)
-            if seen <= max_body_bytes:
-                body += chunk
-            elif seen > DRAIN_BYTES:  # past the limit the rest is read and dropped (see drain), up to this
-                break
-        if seen > max_body_bytes:
-            return too_large(f"the body is over this server's {max_body_bytes} bytes")
+        body, refused = await _read_body(request, max_body_bytes)
+        if refused is not None:
+            return too_large(refused)
         try:
-            texts = Texts.model_validate_json(bytes(body)).texts
+            texts = Texts.model_validate_json(body).texts
         except ValidationError as e:
             return JSONResponse({"detail": e.errors(include_url=False, include_context=False, include_input=False)},
                                 status_code=422)
@@ -147,7 +127,7 @@ def make_app(classifier, *, max_body_bytes: int = MAX_BODY_BYTES, max_batch: int
         from starlette.concurrency import run_in_threadpool
 
         try:
-            probs = await run_in_threadpool(score, texts)
+            probs = await run_in_threadpool(_score_in_turns, classifier, lock, texts)
         except TextAuditError as e:
             if getattr(classifier, "user_code", False):  # the model's own exception text stays here
                 log.warning("the model failed on a request: %s", e)
@@ -157,17 +137,48 @@ def make_app(classifier, *, max_body_bytes: int = MAX_BODY_BYTES, max_batch: int
         return {"probs": [[float(x) for x in row] for row in probs], "labels": described["labels"],
                 "model": classifier.name}
 
-    def score(texts: list) -> list:
-        """The rows of ``texts``, one classifier batch at a time under the fair lock: other requests get turns
-        between batches."""
-        rows: list = []
-        chunk = getattr(classifier, "batch_size", None) or CHUNK  # one forward batch per turn: no extra forwards
-        for start in range(0, len(texts), chunk):
-            with lock:
-                rows.extend(classifier.predict_proba(texts[start:start + chunk]))
-        return rows
-
     return app
+
+
+async def _drain(request) -> None:
+    """Read (and drop) a body refused as too large, up to :data:`DRAIN_BYTES`: a server that answers and
+    closes while the client is still sending resets the connection, and the client sees a broken pipe
+    instead of the 413 (an 8 MB body through urllib did, every time)."""
+    seen = 0
+    async for chunk in request.stream():
+        seen += len(chunk)
+        if seen > DRAIN_BYTES:
+            break
+
+
+async def _read_body(request, max_body_bytes: int) -> tuple:
+    """``(body, None)``, or ``(None, why)`` for a body over ``max_body_bytes`` (declared, or as it streams in: a
+    chunked body has no length to check up front; the rest of a refused one is read and dropped)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isascii() and declared.isdigit() and int(declared) > max_body_bytes:
+        await _drain(request)
+        return None, f"the body is {int(declared)} bytes, over this server's {max_body_bytes}"
+    body, seen = bytearray(), 0
+    async for chunk in request.stream():
+        seen += len(chunk)
+        if seen <= max_body_bytes:
+            body += chunk
+        elif seen > DRAIN_BYTES:  # past the limit the rest is read and dropped (see _drain), up to this
+            break
+    if seen > max_body_bytes:
+        return None, f"the body is over this server's {max_body_bytes} bytes"
+    return bytes(body), None
+
+
+def _score_in_turns(classifier, lock, texts: list) -> list:
+    """The rows of ``texts``, one classifier batch at a time under the fair lock: other requests get turns
+    between batches."""
+    rows: list = []
+    chunk = getattr(classifier, "batch_size", None) or CHUNK  # one forward batch per turn: no extra forwards
+    for start in range(0, len(texts), chunk):
+        with lock:
+            rows.extend(classifier.predict_proba(texts[start:start + chunk]))
+    return rows
 
 
 def serve(classifier, host: str = "127.0.0.1", port: int = 8000, announce=print, *,
