@@ -247,53 +247,8 @@ class NeighborhoodBuilder:
         prot = tuple(protected)
         rng = np.random.default_rng(self.seed if seed is None else seed)
         enumerated = yield from self.ask_neighbors(x0, k - 1, prot)
-        level = {nb.sentence.tokens: nb.distance for nb in enumerated}
-        P = [x0] + [nb.sentence for nb in enumerated]
-        p_set = {s.tokens for s in P}
-        positions = self.positions(x0, prot)
-        index: dict[tuple, list[str]] = {}  # only the replaceable positions are ever looked up
-        for s in P:
-            t = s.tokens
-            for i in positions:
-                index.setdefault((i, t[:i], t[i + 1:]), []).append(t[i])
-        L = max(1, len(positions))
-        full: dict[tuple, list[str]] = {}
-
-        def F(s: Sentence, i: int) -> Search:
-            """Kept candidates at i *including* the word that is there (top-κ, δ, filters)."""
-            key = (i, s.tokens[:i], s.tokens[i + 1:])
-            if key not in full:
-                c = (yield Ask(self.mlm.candidates, [(list(s.tokens), i)], "mask", top=self.kappa))[0]
-                full[key] = self._keep(c, "\x00")  # nothing equals the sentinel: the current word is kept
-            return full[key]
-
-        def parent_positions(z: Sentence) -> list[int]:
-            """Positions i at which some member of P differs from z only at i."""
-            return [i for i in positions
-                    if any(yi != z.tokens[i] for yi in index.get((i, z.tokens[:i], z.tokens[i + 1:]), ()))]
-
-        def exact_q(z: Sentence) -> Search:
-            """q(z): the probability that one proposal is z (one masked-LM call for its parents' contexts)."""
-            q = 0.5 / len(others) if (others and z.tokens in p_set) else 0.0
-            todo = parent_positions(z)
-            missing = [i for i in todo if (i, z.tokens[:i], z.tokens[i + 1:]) not in full]
-            if missing:
-                cands = yield Ask(self.mlm.candidates, [(list(z.tokens), i) for i in missing], "mask", top=self.kappa)
-                for i, c in zip(missing, cands):
-                    full[(i, z.tokens[:i], z.tokens[i + 1:])] = self._keep(c, "\x00")
-            for i in todo:
-                cands = [w.lower() for w in (yield from F(z, i))]
-                if z.tokens[i].lower() not in cands:
-                    continue
-                for yi in index.get((i, z.tokens[:i], z.tokens[i + 1:]), []):
-                    if yi == z.tokens[i]:
-                        continue
-                    m = len(cands) - (1 if yi.lower() in cands else 0)
-                    q += 0.5 / len(P) / L / m
-            return q
-
-        M = 2.0 * len(P) * L * self.kappa
-        others = P[1:]
+        sampler = _UniformSampler(self, x0, enumerated, self.positions(x0, prot), k)
+        M = sampler.M
         out: list[Neighbor] = []
         proposals = 0
         limit = max_proposals or 5000 * n
@@ -303,29 +258,96 @@ class NeighborhoodBuilder:
                 raise TextAuditError(f"sampling gave up after {limit} proposals; Neighbor_{k} of this sentence "
                                      "may be (nearly) empty")
             u = rng.random()
-            if rng.random() < 0.5:
-                if not others:
-                    continue
-                z = others[rng.integers(len(others))]
-                q_low = 0.5 / len(others)
-            else:
-                if not positions:
-                    continue
-                y = P[rng.integers(len(P))]
-                i = positions[rng.integers(len(positions))]
-                ws = [w for w in (yield from F(y, i)) if w.lower() != y.tokens[i].lower()]
-                if not ws:
-                    continue
-                z = y.replace(i, restore_case(ws[rng.integers(len(ws))], y.tokens[i]))
-                q_low = 0.5 / len(P) / L / len(ws)  # the term of the parent that proposed z
-            if z.tokens == x0.tokens:
+            proposed = yield from sampler.propose(rng)
+            if proposed is None:
                 continue
+            z, q_low = proposed
             # accept with probability 1/(q(z)·M); q(z) >= q_low, so u >= 1/(q_low·M) rejects at once
             if u >= 1.0 / (q_low * M):
                 continue
-            if u < 1.0 / ((yield from exact_q(z)) * M):
-                out.append(Neighbor(z, level.get(z.tokens, k), len(x0.diff(z))))
+            if u < 1.0 / ((yield from sampler.exact_q(z)) * M):
+                out.append(Neighbor(z, sampler.level.get(z.tokens, k), len(x0.diff(z))))
         # each proposal is accepted with probability |Neighbor_k(x)| / M, and sampling stops at the n-th
         # acceptance (negative binomial), so (n − 1)/(proposals − 1)·M estimates |Neighbor_k(x)| unbiasedly
         size = M * (n - 1) / (proposals - 1) if n > 1 and proposals > 1 else float("nan")
-        return out, {"proposals": proposals, "accepted": len(out), "P": len(P), "size_estimate": size}
+        return out, {"proposals": proposals, "accepted": len(out), "P": len(sampler.P), "size_estimate": size}
+
+
+class _UniformSampler:
+    """The state of :meth:`NeighborhoodBuilder.ask_sample`'s rejection sampler: P = {x} ∪ Neighbor_{k−1}(x), its
+    index by (position, masked context), the kept candidates F_i of each masked context asked so far, L (the
+    replaceable positions) and M = 2·|P|·L·κ."""
+
+    def __init__(self, builder: NeighborhoodBuilder, x0: Sentence, enumerated: list[Neighbor], positions: list[int],
+                 k: int):
+        self.builder, self.x0, self.positions = builder, x0, positions
+        self.level = {nb.sentence.tokens: nb.distance for nb in enumerated}
+        self.P = [x0] + [nb.sentence for nb in enumerated]
+        self.others = self.P[1:]
+        self.p_set = {s.tokens for s in self.P}
+        self.index: dict[tuple, list[str]] = {}  # only the replaceable positions are ever looked up
+        for s in self.P:
+            t = s.tokens
+            for i in positions:
+                self.index.setdefault((i, t[:i], t[i + 1:]), []).append(t[i])
+        self.L = max(1, len(positions))
+        self.full: dict[tuple, list[str]] = {}
+        self.M = 2.0 * len(self.P) * self.L * builder.kappa
+
+    def F(self, s: Sentence, i: int) -> Search:
+        """Kept candidates at i *including* the word that is there (top-κ, δ, filters)."""
+        key = (i, s.tokens[:i], s.tokens[i + 1:])
+        if key not in self.full:
+            b = self.builder
+            c = (yield Ask(b.mlm.candidates, [(list(s.tokens), i)], "mask", top=b.kappa))[0]
+            self.full[key] = b._keep(c, "\x00")  # nothing equals the sentinel: the current word is kept
+        return self.full[key]
+
+    def parent_positions(self, z: Sentence) -> list[int]:
+        """Positions i at which some member of P differs from z only at i."""
+        return [i for i in self.positions
+                if any(yi != z.tokens[i] for yi in self.index.get((i, z.tokens[:i], z.tokens[i + 1:]), ()))]
+
+    def exact_q(self, z: Sentence) -> Search:
+        """q(z): the probability that one proposal is z (one masked-LM call for its parents' contexts)."""
+        b, P, others = self.builder, self.P, self.others
+        q = 0.5 / len(others) if (others and z.tokens in self.p_set) else 0.0
+        todo = self.parent_positions(z)
+        missing = [i for i in todo if (i, z.tokens[:i], z.tokens[i + 1:]) not in self.full]
+        if missing:
+            cands = yield Ask(b.mlm.candidates, [(list(z.tokens), i) for i in missing], "mask", top=b.kappa)
+            for i, c in zip(missing, cands):
+                self.full[(i, z.tokens[:i], z.tokens[i + 1:])] = b._keep(c, "\x00")
+        for i in todo:
+            cands = [w.lower() for w in (yield from self.F(z, i))]
+            if z.tokens[i].lower() not in cands:
+                continue
+            for yi in self.index.get((i, z.tokens[:i], z.tokens[i + 1:]), []):
+                if yi == z.tokens[i]:
+                    continue
+                m = len(cands) - (1 if yi.lower() in cands else 0)
+                q += 0.5 / len(P) / self.L / m
+        return q
+
+    def propose(self, rng: np.random.Generator) -> Search:
+        """One proposal ``(z, q_low)`` — q_low the term of the parent that proposed it, a lower bound of q(z) — or
+        None (nothing to propose this way, or z is x itself)."""
+        P, others, positions = self.P, self.others, self.positions
+        if rng.random() < 0.5:
+            if not others:
+                return None
+            z = others[rng.integers(len(others))]
+            q_low = 0.5 / len(others)
+        else:
+            if not positions:
+                return None
+            y = P[rng.integers(len(P))]
+            i = positions[rng.integers(len(positions))]
+            ws = [w for w in (yield from self.F(y, i)) if w.lower() != y.tokens[i].lower()]
+            if not ws:
+                return None
+            z = y.replace(i, restore_case(ws[rng.integers(len(ws))], y.tokens[i]))
+            q_low = 0.5 / len(P) / self.L / len(ws)
+        if z.tokens == self.x0.tokens:
+            return None
+        return z, q_low
