@@ -16,12 +16,12 @@ file that needs anything else is refused like a corrupt one.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import textaudit.notices as notices
 from textaudit.files import atomic_path
 
-__all__ = ["load_train_state", "save_train_state", "state_digest"]
+__all__ = ["Resumable", "load_train_state", "save_train_state", "state_digest"]
 
 
 def state_digest(obj) -> str:
@@ -105,3 +105,49 @@ def _plain(obj):
     if type(obj).__module__ == "numpy" and hasattr(obj, "item") and getattr(obj, "ndim", 1) == 0:
         return obj.item()
     return obj
+
+
+class Resumable:
+    """One training run's resumable state, shared by the zoo (:func:`textaudit.models.zoo.train.fit`) and
+    ``minilm-mlm`` (:mod:`textaudit.neighborhoods.train_mlm`): the file at ``path`` (None: nothing is kept), the
+    run's ``fingerprint``, and what every loop restores alike — its ``optimisers`` (optimisers and schedulers;
+    None entries allowed), its numpy ``rng``, torch's RNG and, on CUDA, the device's. What else a loop keeps (the
+    weights, the step, the best score, the history, the seconds) it passes to :meth:`save` and reads back from
+    :meth:`restore`."""
+
+    def __init__(self, path: str | Path | None, fingerprint: str, *, rng, optimisers: Sequence,
+                 device: str = "cpu"):
+        self.path, self.fingerprint, self.rng, self.optimisers = path, fingerprint, rng, list(optimisers)
+        self.device = str(device)
+
+    @property
+    def _cuda(self) -> bool:
+        return self.device.startswith("cuda")
+
+    def restore(self, keys: Iterable[str]) -> dict | None:
+        """The saved state of this run holding ``keys`` — its optimisers and RNGs already restored — or None (no
+        state, another run's, or damaged: start afresh)."""
+        import torch
+
+        saved = load_train_state(self.path, self.fingerprint, keys=(*keys, "optims", "rng", "torch_rng"))
+        if saved is None:
+            return None
+        for o, st in zip(self.optimisers, saved["optims"]):
+            if o is not None and st is not None:
+                o.load_state_dict(st)
+        self.rng.bit_generator.state = saved["rng"]
+        torch.set_rng_state(saved["torch_rng"])
+        if self._cuda and saved.get("cuda_rng") is not None:
+            torch.cuda.set_rng_state(saved["cuda_rng"], self.device)
+        return saved
+
+    def save(self, **state) -> None:
+        """Write ``state`` with the optimisers and the RNGs (nothing without a path)."""
+        import torch
+
+        if self.path is None:
+            return
+        save_train_state(self.path, self.fingerprint, {
+            **state, "optims": [None if o is None else o.state_dict() for o in self.optimisers],
+            "rng": self.rng.bit_generator.state, "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state(self.device) if self._cuda else None})

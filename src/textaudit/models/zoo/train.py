@@ -25,7 +25,7 @@ from textaudit.models.zoo.names import ARCHS
 from textaudit.models.zoo.vocab import PAIR_SEP, WordTokenizer, build_vocab
 from textaudit.progress import progress as progress_bar
 from textaudit.resources import resolve
-from textaudit.train_state import load_train_state, save_train_state
+from textaudit.train_state import Resumable
 
 __all__ = ["TrainConfig", "TrainResult", "DEFAULTS", "fit", "fit_classifier", "accuracy"]
 
@@ -143,158 +143,212 @@ def fit(arch: str, texts: Sequence[str], labels: Sequence[int], *, num_classes: 
     """
     import torch
 
-    if arch not in ARCHS and not (init is not None and arch == "hf"):
-        raise TextAuditError(f"unknown architecture '{arch}'; use one of {', '.join(ARCHS)}")
+    C = _check_inputs(arch, init, texts, labels, num_classes)
     hf = arch in ("minilm", "hf")
     # a sentence pair trains as the model will read it: word models see ``first [SEP] second``; minilm
     # gets its tokenizer's pair encoding from the tuple itself
     flat = [t if isinstance(t, str) else f"{t[0]} {PAIR_SEP} {t[1]}" for t in texts]
-    if len(texts) != len(labels) or len(texts) == 0:
-        raise TextAuditError("training needs the same, non-zero number of texts and labels")
     cfg = config or TrainConfig(arch=arch, **DEFAULTS[arch])
     labels_arr = np.asarray(labels, dtype=np.int64)
-    C = int(num_classes or labels_arr.max() + 1)
-    if C < 2:
-        raise TextAuditError("training data has a single class; need at least two labels")
     rng = np.random.default_rng(cfg.seed)
     torch.manual_seed(cfg.seed)
     dev = pick_device(device)
     tr, ho = _split(len(texts), cfg.holdout, rng)
+    module, tokenizer, encode, lengths = _model_to_train(arch, cfg, C, init, flat, tr, extra_words)
+    if on_tokenizer is not None:
+        on_tokenizer(tokenizer)
+    module.to(dev)
+    steps_per_epoch = math.ceil(len(tr) / cfg.batch_size)
+    total = steps_per_epoch * cfg.epochs
+    optim = _Optimisers(module, cfg, hf, total, clip=hf or arch == "transformer")
+    evaluate = _holdout_score(module, encode, dev, C, [texts[i] for i in ho], labels_arr[ho], select)
+    eval_every = max(1, steps_per_epoch // max(1, cfg.evals_per_epoch))
+    fingerprint = _fingerprint(arch, flat, labels, cfg, None if init is None else _weights_digest(module))
+    run = _Progress(cfg, Resumable(state_path, fingerprint, rng=rng, optimisers=optim.all))
+    if run.resume(module):
+        notices.notice(f"resuming training of {arch} after epoch {run.epoch} ({state_path})")
+    bar = progress_bar(total=total, initial=run.step, desc=f"train {arch}", unit="batch", enabled=progress,
+                       training=True)
+    module.train()
+    for epoch in range(run.epoch, cfg.epochs):
+        batches = _batches(lengths[tr], cfg.batch_size, rng)
+        for b, batch in enumerate(batches):
+            idx = tr[batch]
+            enc = {k: v.to(dev) for k, v in dict(encode([texts[i] for i in idx])).items()}
+            loss = optim.step(module, enc, torch.from_numpy(labels_arr[idx]).to(dev), objective, run.step / total)
+            run.step += 1
+            bar.update(1)
+            if run.step % 20 == 0:
+                bar.set_postfix(loss=f"{loss.item():.3f}", **({"best": f"{run.score:.3f}"} if run.score >= 0 else {}))
+            if (run.step % eval_every == 0 or b == len(batches) - 1) and \
+                    run.evaluated(evaluate(), float(loss.item()), steps_per_epoch, module, on_eval):
+                break
+        if run.stopped:
+            break
+        run.save(module, epoch + 1)
+    bar.close()
+    return run.result(TrainResult(module, tokenizer, cfg), module)
 
+
+def _check_inputs(arch: str, init: tuple[Any, Any] | None, texts: Sequence, labels: Sequence[int],
+                  num_classes: int | None) -> int:
+    """The one-line errors of :func:`fit`'s inputs; returns the number of classes C."""
+    if arch not in ARCHS and not (init is not None and arch == "hf"):
+        raise TextAuditError(f"unknown architecture '{arch}'; use one of {', '.join(ARCHS)}")
+    if len(texts) != len(labels) or len(texts) == 0:
+        raise TextAuditError("training needs the same, non-zero number of texts and labels")
+    C = int(num_classes or np.asarray(labels, dtype=np.int64).max() + 1)
+    if C < 2:
+        raise TextAuditError("training data has a single class; need at least two labels")
+    return C
+
+
+def _model_to_train(arch: str, cfg: TrainConfig, C: int, init: tuple[Any, Any] | None, flat: list[str],
+                    tr: np.ndarray, extra_words: Sequence[str]) -> tuple[Any, Any, Callable, np.ndarray]:
+    """``(module, tokenizer, encode, lengths)`` of what ``fit`` trains: ``init``'s model, a fresh MiniLM with a
+    ``C``-class head, or a fresh word model over a vocabulary of the training split (the lengths order the
+    batches: characters for a subword model, words for a word model)."""
+    hf = arch in ("minilm", "hf")
     if init is not None:
         module, tokenizer = init
         encode = hf_tokenize(tokenizer, max_length=cfg.max_len) if hf else tokenizer
-        lengths = np.array([len(t) if hf else len(t.split()) for t in flat])
-    elif arch == "minilm":
+        return module, tokenizer, encode, np.array([len(t) if hf else len(t.split()) for t in flat])
+    if arch == "minilm":
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
 
         root = resolve("minilm")
         tokenizer = AutoTokenizer.from_pretrained(root, trust_remote_code=False)
         # trained in fp32 even from half-precision weights (fp16 training overflows to NaN)
         module = AutoModelForSequenceClassification.from_pretrained(root, num_labels=C, trust_remote_code=False).float()
-        encode = hf_tokenize(tokenizer, max_length=cfg.max_len)
-        lengths = np.array([len(t) for t in flat])
-    else:
-        from textaudit.models.zoo.architectures import build_module
-        vocab, emb = build_vocab([flat[i] for i in tr], extra_words=extra_words, seed=cfg.seed)
-        tokenizer = WordTokenizer(vocab, max_len=cfg.max_len)
-        encode = tokenizer
-        module = build_module(arch, torch.from_numpy(emb), C, tune_embeddings=cfg.tune_embeddings)
-        lengths = np.array([len(t.split()) for t in flat])
-    if on_tokenizer is not None:
-        on_tokenizer(tokenizer)
-    module.to(dev)
-    sparse = [p for n, p in module.named_parameters() if p.requires_grad and n == "embed.weight"]
-    params = [p for n, p in module.named_parameters() if p.requires_grad and n != "embed.weight"]
-    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    # fine-tuned GloVe rows get sparse gradients: SparseAdam updates only the rows a batch used
-    sparse_opt = torch.optim.SparseAdam(sparse, lr=cfg.lr) if sparse else None
-    steps_per_epoch = math.ceil(len(tr) / cfg.batch_size)
-    total = steps_per_epoch * cfg.epochs
-    warmup = int(0.06 * total) if hf else 0
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warmup) if s < warmup else max(0.0, (total - s) / max(1, total - warmup))
-        if hf else 1.0)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    ho_texts = [texts[i] for i in ho]
-    ho_labels = labels_arr[ho]
+        return module, tokenizer, hf_tokenize(tokenizer, max_length=cfg.max_len), np.array([len(t) for t in flat])
+    import torch
+
+    from textaudit.models.zoo.architectures import build_module
+    vocab, emb = build_vocab([flat[i] for i in tr], extra_words=extra_words, seed=cfg.seed)
+    tokenizer = WordTokenizer(vocab, max_len=cfg.max_len)
+    module = build_module(arch, torch.from_numpy(emb), C, tune_embeddings=cfg.tune_embeddings)
+    return module, tokenizer, tokenizer, np.array([len(t.split()) for t in flat])
+
+
+class _Optimisers:
+    """AdamW over the dense parameters, SparseAdam over fine-tuned GloVe rows (sparse gradients: it updates only
+    the rows a batch used), and the learning-rate schedule (subword models: 6% warm-up, then linear decay)."""
+
+    def __init__(self, module, cfg: TrainConfig, hf: bool, total: int, *, clip: bool):
+        import torch
+
+        sparse = [p for n, p in module.named_parameters() if p.requires_grad and n == "embed.weight"]
+        self.params = [p for n, p in module.named_parameters() if p.requires_grad and n != "embed.weight"]
+        self.opt = torch.optim.AdamW(self.params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.sparse = torch.optim.SparseAdam(sparse, lr=cfg.lr) if sparse else None
+        warmup = int(0.06 * total) if hf else 0
+        self.sched = torch.optim.lr_scheduler.LambdaLR(
+            self.opt, lambda s: min(1.0, (s + 1) / warmup) if s < warmup else max(0.0, (total - s) / max(1, total - warmup))
+            if hf else 1.0)
+        self.clip = clip
+        self.loss_fn = torch.nn.CrossEntropyLoss()
+
+    @property
+    def all(self) -> list:
+        """What a resumed run restores, in order."""
+        return [self.opt, self.sparse, self.sched]
+
+    def step(self, module, enc: dict, y, objective: Callable | None, done: float):
+        """One batch: the loss (cross-entropy, or ``objective(module, enc, y, done)``), its gradients (clipped
+        to norm 1 for subword models and the transformer), one step of each optimiser and of the schedule."""
+        import torch
+
+        if objective is not None:
+            loss = objective(module, enc, y, done)
+        else:
+            out = module(**enc)
+            loss = self.loss_fn(getattr(out, "logits", out), y)
+        self.opt.zero_grad(set_to_none=True)
+        if self.sparse is not None:
+            self.sparse.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.clip:
+            torch.nn.utils.clip_grad_norm_(self.params, 1.0)
+        self.opt.step()
+        if self.sparse is not None:
+            self.sparse.step()
+        self.sched.step()
+        return loss
+
+
+def _holdout_score(module, encode, dev: str, C: int, texts: list, labels: np.ndarray,
+                   select: Callable | None) -> Callable[[], float]:
+    """The early-stopping score on the held-out slice of the training data: ``select(module, encode, texts,
+    labels)``, else accuracy; NaN without a held-out slice."""
 
     def evaluate() -> float:
-        if len(ho) == 0:
+        if len(texts) == 0:
             return float("nan")
         if select is not None:
-            score = float(select(module, encode, ho_texts, ho_labels))
-            module.train()
-            return score
-        fwd = TorchForward(module, encode, dev)
-        clf = BatchedClassifier(fwd, output="logits", num_classes=C, batch_size=256, cache_size=0)
-        acc = accuracy(clf, ho_texts, ho_labels)
+            score = float(select(module, encode, texts, labels))
+        else:
+            clf = BatchedClassifier(TorchForward(module, encode, dev), output="logits", num_classes=C, batch_size=256,
+                                    cache_size=0)
+            score = accuracy(clf, texts, labels)
         module.train()
-        return acc
+        return score
 
-    result = TrainResult(module, tokenizer, cfg)
-    best, best_state, bad = -1.0, None, 0
-    t0 = time.perf_counter()
-    eval_every = max(1, steps_per_epoch // max(1, cfg.evals_per_epoch))
-    step = 0
-    stop = False
-    start_epoch = 0
-    fingerprint = _fingerprint(arch, flat, labels, cfg, None if init is None else _weights_digest(module))
-    optims = [opt, sparse_opt, sched]
-    saved = load_train_state(state_path, fingerprint, keys=("module", "optims", "rng", "torch_rng", "epoch", "step", "best",
-                                                         "best_state", "bad", "history", "seconds"))
-    if saved is not None:
+    return evaluate
+
+
+class _Progress:
+    """Where a :func:`fit` run is — its epoch and step, the history of its evaluations, its clock — and the best
+    held-out score so far with its weights: ``patience`` evaluations without improvement stop the run
+    (``select_best`` False: every evaluation counts as the best, the last weights are kept). Saved after every
+    epoch in ``state`` (:class:`~textaudit.train_state.Resumable`) and resumed from it."""
+
+    KEYS = ("module", "epoch", "step", "best", "best_state", "bad", "history", "seconds")
+
+    def __init__(self, cfg: TrainConfig, state: Resumable):
+        self.cfg, self.state = cfg, state
+        self.epoch, self.step, self.history, self.t0 = 0, 0, [], time.perf_counter()
+        self.score, self.best_state, self.bad, self.stopped = -1.0, None, 0, False
+
+    def resume(self, module) -> bool:
+        """Go on from the saved state, if there is one of this run (True)."""
+        saved = self.state.restore(self.KEYS)
+        if saved is None:
+            return False
         module.load_state_dict(saved["module"])
-        for o, st in zip(optims, saved["optims"]):
-            if o is not None and st is not None:
-                o.load_state_dict(st)
-        rng.bit_generator.state = saved["rng"]
-        torch.set_rng_state(saved["torch_rng"])
-        start_epoch, step = saved["epoch"], saved["step"]
-        best, best_state, bad = saved["best"], saved["best_state"], saved["bad"]
-        result.history = saved["history"]
-        t0 -= saved["seconds"]
-        notices.notice(f"resuming training of {arch} after epoch {start_epoch} ({state_path})")
-    bar = progress_bar(total=total, initial=step, desc=f"train {arch}", unit="batch", enabled=progress, training=True)
-    module.train()
-    for epoch in range(start_epoch, cfg.epochs):
-        batches = _batches(lengths[tr], cfg.batch_size, rng)
-        for b, batch in enumerate(batches):
-            idx = tr[batch]
-            enc = encode([texts[i] for i in idx])
-            enc = {k: v.to(dev) for k, v in dict(enc).items()}
-            yb = torch.from_numpy(labels_arr[idx]).to(dev)
-            if objective is not None:
-                loss = objective(module, enc, yb, step / total)
-            else:
-                out = module(**enc)
-                loss = loss_fn(getattr(out, "logits", out), yb)
-            opt.zero_grad(set_to_none=True)
-            if sparse_opt is not None:
-                sparse_opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if hf or arch == "transformer":
-                torch.nn.utils.clip_grad_norm_(params, 1.0)
-            opt.step()
-            if sparse_opt is not None:
-                sparse_opt.step()
-            sched.step()
-            step += 1
-            bar.update(1)
-            if step % 20 == 0:
-                bar.set_postfix(loss=f"{loss.item():.3f}", **({"best": f"{best:.3f}"} if best >= 0 else {}))  # none yet
-            last = b == len(batches) - 1
-            if step % eval_every == 0 or last:
-                acc = evaluate()
-                rec = {"epoch": round(step / steps_per_epoch, 2), "step": step, "holdout_accuracy": acc,
-                       "loss": float(loss.item()), "seconds": round(time.perf_counter() - t0, 1)}
-                result.history.append(rec)
-                if on_eval:
-                    on_eval(rec)
-                if acc > best or math.isnan(acc) or not cfg.select_best:
-                    best, bad = acc, 0
-                    best_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
-                else:
-                    bad += 1
-                    if bad >= cfg.patience:
-                        stop = True
-                        break
-        if state_path is not None and not stop:
-            save_train_state(state_path, fingerprint, {
-                "module": module.state_dict(), "optims": [None if o is None else o.state_dict() for o in optims],
-                "rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state(), "epoch": epoch + 1,
-                "step": step, "best": best, "best_state": best_state, "bad": bad, "history": result.history,
-                "seconds": time.perf_counter() - t0})
-        if stop:
-            break
-    bar.close()
-    if best_state is not None:
-        module.load_state_dict(best_state)
-    module.eval()
-    result.best_holdout_accuracy = best
-    result.train_seconds = time.perf_counter() - t0
-    return result
+        self.epoch, self.step, self.history = saved["epoch"], saved["step"], saved["history"]
+        self.t0 -= saved["seconds"]
+        self.score, self.best_state, self.bad = saved["best"], saved["best_state"], saved["bad"]
+        return True
+
+    def evaluated(self, score: float, loss: float, steps_per_epoch: int, module, on_eval: Callable | None) -> bool:
+        """Record an evaluation and keep the weights when they are the best; True when training should stop."""
+        rec = {"epoch": round(self.step / steps_per_epoch, 2), "step": self.step, "holdout_accuracy": score,
+               "loss": loss, "seconds": round(time.perf_counter() - self.t0, 1)}
+        self.history.append(rec)
+        if on_eval:
+            on_eval(rec)
+        if score > self.score or math.isnan(score) or not self.cfg.select_best:
+            self.score, self.bad = score, 0
+            self.best_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+            return False
+        self.bad += 1
+        self.stopped = self.bad >= self.cfg.patience
+        return self.stopped
+
+    def save(self, module, epoch: int) -> None:
+        self.state.save(module=module.state_dict(), epoch=epoch, step=self.step, best=self.score,
+                        best_state=self.best_state, bad=self.bad, history=self.history,
+                        seconds=time.perf_counter() - self.t0)
+
+    def result(self, result: TrainResult, module) -> TrainResult:
+        """The best weights (or the last) into ``module``, which is left in eval mode; the history and times."""
+        if self.best_state is not None:
+            module.load_state_dict(self.best_state)
+        module.eval()
+        result.history = self.history
+        result.best_holdout_accuracy = self.score
+        result.train_seconds = time.perf_counter() - self.t0
+        return result
 
 
 def fit_classifier(arch: str, texts: Sequence[str], labels: Sequence[int], **kwargs) -> BatchedClassifier:
