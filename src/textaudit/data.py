@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from textaudit.errors import TextAuditError
+from textaudit.errors import TextAuditError, first_line
 from textaudit.resources import resolve
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -128,7 +128,7 @@ def _table_from_arrow(path: Path) -> Table:
                     table = pa.ipc.open_file(src).read_all()
     except (pa.ArrowInvalid, OSError) as e:
         kind = "parquet" if path.suffix.lower() == ".parquet" else "Arrow"
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:120]
+        first = first_line(e, 120)
         raise TextAuditError(f"{path} is not a readable {kind} file ({first})") from None
     names = _class_names_from_schema(table.schema)
     return Table(path.name, list(table.column_names), table.to_pylist(), names)
@@ -304,15 +304,15 @@ def _hf_table(spec: str, default_split: str) -> tuple[Table, str]:
             loaded = datasets.load_dataset(str(local) if local.is_dir() else ident, config)
     except FileNotFoundError as e:
         where = "directory" if local.is_dir() else "dataset (not found, or offline here: set HF_DATASETS_OFFLINE=0 online)"
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:140]
+        first = first_line(e, 140)
         raise TextAuditError(f"cannot load {where} '{ident}': {first}") from None
     except (ValueError, OSError, ConnectionError) as e:
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+        first = first_line(e, 160)
         raise TextAuditError(f"cannot load dataset '{ident}'{f' (config {config})' if config else ''}: {first}") from None
     except Exception as e:  # datasets raises its own types (DatasetNotFoundError, ConfigNamesError ...)
         if type(e).__module__.split(".")[0] != "datasets":
             raise
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+        first = first_line(e, 160)
         raise TextAuditError(f"cannot load dataset '{ident}': {first}") from None
     if isinstance(loaded, datasets.DatasetDict):
         if split not in loaded:

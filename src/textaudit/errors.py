@@ -27,3 +27,16 @@ def user_code_error(who: str, e: BaseException) -> TextAuditError:
         return TextAuditError(f"{who} called sys.exit({e.code!r}); a model must return predictions, not exit")
     first = (str(e).strip().splitlines() or [""])[0][:200]
     return TextAuditError(f"{who} raised {type(e).__name__}" + (f": {first}" if first else ""))
+
+
+def check_at_least(name: str, value: float | None, least: float) -> None:
+    """One line when ``value`` (None: not given, allowed) is below ``least``: ``kappa (κ) must be at least 1 (got
+    0)``; a constructor's guard of its numeric arguments."""
+    if value is not None and not value >= least:
+        raise TextAuditError(f"{name} must be at least {least} (got {value})")
+
+
+def first_line(e: BaseException, width: int = 160) -> str:
+    """The first line of an exception's message (its type's name when it has none), cut to ``width`` characters:
+    what a one-line error quotes of a library's own."""
+    return (str(e).strip().splitlines() or [type(e).__name__])[0][:width]

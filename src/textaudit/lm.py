@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from textaudit.device import pick_device, small_batch_threads
-from textaudit.errors import TextAuditError
+from textaudit.errors import TextAuditError, first_line
 from textaudit.resources import cache_dir, hub_local_only, resolve
 
 __all__ = ["CausalLM", "LazyCausalLM", "load_causal_lm", "load_lm", "document_prefix"]
@@ -181,7 +181,7 @@ def load_lm(name: str | None = None):
         model = AutoModelForCausalLM.from_pretrained(name, local_files_only=local.exists() or hub_local_only(),
                                                      trust_remote_code=False)
     except (OSError, ValueError) as e:
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+        first = first_line(e, 160)
         raise TextAuditError(f"cannot load causal LM '{name}': {first}") from None
     return model, tok, name
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from textaudit.errors import TextAuditError
+from textaudit.errors import TextAuditError, first_line
 from textaudit.files import atomic_dir, atomic_path, sha256_file, wait_for_lock
 
 __all__ = [
@@ -85,6 +85,12 @@ def remote_code_error(e: Exception, what: str) -> "TextAuditError | None":
         return None
     return TextAuditError(f"{what} ships its own Python code (auto_map in its config.json), which textaudit does not "
                           "run unless asked; if you trust it, rerun as: audit --trust-remote-code <command> ...")
+
+
+def loading_error(e: Exception, what: str, says: str) -> TextAuditError:
+    """The one-line error of a hub model or directory that did not load: transformers refusing the model's own code
+    (:func:`remote_code_error`), else ``says: <the first line of transformers' message>``."""
+    return remote_code_error(e, what) or TextAuditError(f"{says}: {first_line(e)}")
 
 
 def _is_file(p: Path) -> bool:

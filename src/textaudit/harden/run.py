@@ -44,7 +44,7 @@ from textaudit.attacks.patch import PatchWords
 from textaudit.attacks.registry import check_options, method_spec
 from textaudit.data import check_labels, dataset_id, load_dataset
 from textaudit.device import keep_threads, pick_device
-from textaudit.errors import TextAuditError
+from textaudit.errors import TextAuditError, first_line
 from textaudit.fairness.bias import MIN_SOURCES
 from textaudit.fairness.groups import group_pairs
 from textaudit.fairness.pairs import measurable_sources
@@ -651,7 +651,7 @@ def _save_weights(t, path: Path) -> None:
         with atomic_path(path) as tmp:
             torch.save({"weights": weights, "checksum": state_digest(weights)}, tmp)
     except (OSError, RuntimeError) as e:  # torch's writer says a full disk as RuntimeError("... iostream error")
-        why = getattr(e, "strerror", None) or (str(e).strip().splitlines() or [type(e).__name__])[0][:80]
+        why = getattr(e, "strerror", None) or first_line(e, 80)
         raise TextAuditError(f"cannot write {path} ({why}: is the disk full?); what was mined so far is kept in "
                              f"{path.parent}: free some space and rerun the same audit harden to continue") from None
 
@@ -671,7 +671,7 @@ def _load_weights(t, path: Path) -> None:
             raise ValueError("its checksum disagrees with its weights: damaged")
         t.module.load_state_dict(saved["weights"])
     except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError, TypeError, OSError) as e:
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:120]
+        first = first_line(e, 120)
         raise TextAuditError(f"{path} is not a round's plain weights ({first}); it was refused without running "
                              f"anything in it: delete it and rerun the same audit harden") from None
 

@@ -45,7 +45,7 @@ from typing import Callable, Protocol, Sequence, Union, runtime_checkable
 
 import numpy as np
 
-from textaudit.errors import TextAuditError, user_code_error
+from textaudit.errors import TextAuditError, check_at_least, user_code_error
 from textaudit.sentence import Sentence
 from textaudit.token_ids import default_batch_tokens, pack, splice_all
 
@@ -220,12 +220,9 @@ class BatchedClassifier:
                  batch_tokens: int | None = None):
         if output not in ("probs", "logits"):
             raise TextAuditError(f"output must be 'probs' or 'logits' (got {output!r})")
-        if batch_size is not None and batch_size < 1:
-            raise TextAuditError(f"batch_size must be a positive integer (got {batch_size})")
-        if cache_size < 0:
-            raise TextAuditError(f"cache_size must be >= 0 (got {cache_size})")
-        if batch_tokens is not None and batch_tokens < 1:
-            raise TextAuditError(f"--batch-tokens must be a positive integer (got {batch_tokens})")
+        for name, value, least in (("batch_size", batch_size, 1), ("cache_size", cache_size, 0),
+                                   ("--batch-tokens", batch_tokens, 1)):
+            check_at_least(name, value, least)
         self.forward = forward
         self.output = output
         self._num_classes = num_classes

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textaudit.errors import TextAuditError
+from textaudit.errors import TextAuditError, first_line
 from textaudit.files import fingerprint_dir
 from textaudit.models.batched import BatchedClassifier
 from textaudit.models.torch_backend import hf_tokenize, torch_classifier
-from textaudit.resources import hub_local_only, remote_code_error, trust_remote_code
+from textaudit.resources import hub_local_only, loading_error, trust_remote_code
 from textaudit.token_ids import piece_ids
 
 __all__ = ["load_hf_classifier", "load_hf_module", "hf_labels"]
@@ -33,15 +33,12 @@ def load_hf_module(name_or_path: str):
         model = AutoModelForSequenceClassification.from_pretrained(src, local_files_only=local_only,
                                                                    trust_remote_code=trust)
     except OSError as e:
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+        first = first_line(e, 160)
         where = "directory" if local.exists() else "hub id (" + ("offline here" if local_only else "not found on the hub") + ")"
         raise TextAuditError(f"cannot load HuggingFace classifier '{name_or_path}' as a {where}: {first}") from None
     except (ValueError, RuntimeError) as e:
-        refused = remote_code_error(e, f"HuggingFace classifier '{name_or_path}'")
-        if refused is not None:
-            raise refused from None
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
-        raise TextAuditError(f"HuggingFace classifier '{name_or_path}' is broken or incompatible: {first}") from None
+        raise loading_error(e, f"HuggingFace classifier '{name_or_path}'",
+                            f"HuggingFace classifier '{name_or_path}' is broken or incompatible") from None
     return model, tok
 
 

@@ -26,7 +26,7 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 
 from textaudit.engine.scheduler import Ask, Search, run_now
-from textaudit.errors import TextAuditError
+from textaudit.errors import TextAuditError, check_at_least
 from textaudit.sentence import Sentence, check_language, restore_case
 
 __all__ = ["NeighborhoodBuilder", "Neighbor"]
@@ -65,12 +65,8 @@ class NeighborhoodBuilder:
     def __init__(self, mlm, *, kappa: int = 20, delta: float = 3.0, blacklist: Iterable[str] = (),
                  alphabetic_only: bool = True, max_positions: int | None = None, seed: int = 0,
                  frontier_chunk: int = 256, language: str = "en"):
-        if kappa < 1:
-            raise TextAuditError(f"kappa (κ) must be at least 1 (got {kappa})")
-        if delta < 0:
-            raise TextAuditError(f"delta (δ) must be >= 0 (got {delta})")
-        if max_positions is not None and max_positions < 1:
-            raise TextAuditError(f"max_positions must be at least 1 (got {max_positions})")
+        for name, value, least in (("kappa (κ)", kappa, 1), ("delta (δ)", delta, 0), ("max_positions", max_positions, 1)):
+            check_at_least(name, value, least)
         self.mlm = mlm
         self.kappa = kappa
         self.delta = delta

@@ -37,7 +37,7 @@ from textaudit.models.options import current_model_options
 from textaudit.models.torch_backend import DeviceClock, autocast, check_precision, forward_inputs, only_inputs, to_device
 from textaudit.neighborhoods.fingerprints import forget_fingerprint, mlm_fingerprint, recall_fingerprint, remember_fingerprint
 from textaudit.neighborhoods.store import STORE_TOP, WORKER_COUNTS, context_key
-from textaudit.resources import hub_local_only, remote_code_error, trust_remote_code
+from textaudit.resources import hub_local_only, loading_error, trust_remote_code
 from textaudit.token_ids import SCHEMES, PieceIds, default_batch_tokens, pack, pad, piece_scheme
 
 __all__ = ["MaskedLM", "HFMaskedLM", "Query", "word_table", "SCHEMES"]
@@ -191,11 +191,7 @@ class HFMaskedLM:
             model = AutoModelForMaskedLM.from_pretrained(str(local) if local.exists() else name_or_path,
                                                          local_files_only=local_only, trust_remote_code=trust)
         except (OSError, ValueError) as e:
-            refused = remote_code_error(e, f"masked LM '{name_or_path}'")
-            if refused is not None:
-                raise refused from None
-            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
-            raise TextAuditError(f"cannot load masked LM '{name_or_path}': {first}") from None
+            raise loading_error(e, f"masked LM '{name_or_path}'", f"cannot load masked LM '{name_or_path}'") from None
         return cls(model, tok, name=name or name_or_path, device=device, batch_size=batch_size, cache_size=cache_size)
 
     def clear_cache(self) -> None:

@@ -336,13 +336,15 @@ class NeighborhoodStore:
         self._fingerprints[row[0]] = fingerprint
         return row[0]
 
+    def _rows(self, sql: str) -> list[tuple]:
+        """Every row of a listing query (none when the store cannot be opened)."""
+        conn = self._connection()
+        return [] if conn is None else conn.execute(sql).fetchall()
+
     def mlms(self) -> list[dict]:
         """Every masked LM in the store: ``{"id", "fingerprint", "name", "entries", "hits", "misses", ...}``."""
-        conn = self._connection()
-        if conn is None:
-            return []
-        rows = conn.execute("SELECT m.id, m.fingerprint, m.name, m.seconds_per_entry, m.hits, m.misses, m.created, "
-                            "(SELECT COUNT(*) FROM entries e WHERE e.mlm = m.id) FROM mlms m ORDER BY m.id").fetchall()
+        rows = self._rows("SELECT m.id, m.fingerprint, m.name, m.seconds_per_entry, m.hits, m.misses, m.created, "
+                          "(SELECT COUNT(*) FROM entries e WHERE e.mlm = m.id) FROM mlms m ORDER BY m.id")
         return [{"id": r[0], "fingerprint": r[1], "name": r[2], "seconds_per_entry": r[3], "hits": r[4], "misses": r[5],
                  "created": r[6], "entries": r[7]} for r in rows]
 
@@ -583,11 +585,8 @@ class NeighborhoodStore:
 
     def classifiers(self) -> list[dict]:
         """Every classifier whose scores the store keeps: ``{"name", "identity", "entries", "hits", "misses"}``."""
-        conn = self._connection()
-        if conn is None:
-            return []
-        rows = conn.execute("SELECT c.name, c.identity, c.hits, c.misses, (SELECT COUNT(*) FROM scores s WHERE s.clf = c.id) "
-                            "FROM classifiers c ORDER BY c.id").fetchall()
+        rows = self._rows("SELECT c.name, c.identity, c.hits, c.misses, (SELECT COUNT(*) FROM scores s WHERE s.clf = c.id) "
+                          "FROM classifiers c ORDER BY c.id")
         return [{"name": r[0], "identity": r[1], "hits": r[2], "misses": r[3], "entries": r[4]} for r in rows]
 
     # -- maintenance -----------------------------------------------------------------------------

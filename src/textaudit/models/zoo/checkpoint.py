@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from textaudit.data import CORPUS_LABELS
-from textaudit.errors import TextAuditError
+from textaudit.errors import TextAuditError, first_line
 from textaudit.files import atomic_path, fingerprint_dir
 from textaudit.models.batched import BatchedClassifier
 from textaudit.models.torch_backend import hf_tokenize, torch_classifier
@@ -89,7 +89,7 @@ def load_module(path: Path):
             tok = AutoTokenizer.from_pretrained(hf, local_files_only=True, trust_remote_code=False)
             module = AutoModelForSequenceClassification.from_pretrained(hf, local_files_only=True, trust_remote_code=False)
         except Exception as e:  # safetensors/json/OS errors all mean the same thing here
-            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+            first = first_line(e, 160)
             raise TextAuditError(f"checkpoint {path} is corrupt ({first}); delete it and retrain") from None
         return module.eval(), tok, cfg
 
