@@ -13,6 +13,7 @@ from textaudit.attacks.request import AttackRequest, CompareRequest
 from textaudit.cli.app import _TRACK_OPTIONS, BACKEND_OPTIONS, MODEL_OPTIONS
 from textaudit.cli.main import app
 from textaudit.errors import TextAuditError
+from textaudit.evaluation import EvaluateRequest
 from textaudit.fairness.request import BiasRequest
 from textaudit.findings import ReplayRequest
 from textaudit.harden.request import HardenRequest
@@ -26,7 +27,7 @@ GROUPS = {*MODEL_OPTIONS, *BACKEND_OPTIONS, *_TRACK_OPTIONS, "store", "score_cac
 #: each request and its command
 REQUESTS = {"bias": BiasRequest, "attack": AttackRequest, "certify": CertifyRequest, "compare": CompareRequest,
             "replay": ReplayRequest, "harden": HardenRequest, "learnability": LearnabilityRequest,
-            "wordorder": WordOrderRequest}
+            "wordorder": WordOrderRequest, "evaluate": EvaluateRequest}
 
 
 def _command(name: str):

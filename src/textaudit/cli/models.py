@@ -16,35 +16,25 @@ import typer
 
 from textaudit.cli.app import (
     AuditCommand,
-    DataOpt,
     JsonOpt,
     LabelColumnOpt,
-    LabelMapOpt,
-    LimitOpt,
-    MlmOpt,
     ModelOpt,
-    OutputOpt,
     PairColumnOpt,
-    SampleOpt,
     SeedOpt,
     TextColumnOpt,
     app,
     audit_command,
     conclude,
     emit_json,
-    finished,
     format_ci,
     notice,
     print_table,
     with_model_options,
-    with_track_option,
 )
-from textaudit.data import align_labels, as_pairs, check_labels, dataset_id, load_dataset, pairs_of, parse_label_map
 from textaudit.errors import TextAuditError
-from textaudit.findings import read_findings
-from textaudit.formats.jsonl import check_output as results_check_output
-from textaudit.formats.jsonl import write_results
+from textaudit.evaluation import EvaluateRequest, one_class_warning
 from textaudit.models import load_classifier
+from textaudit.models.batched import label_only_report
 from textaudit.models.zoo import ARCHS, parse_name, train_model
 from textaudit.neighborhoods.corpus import DEBIAN_SOURCES, debian_prose, generate_synthetic
 from textaudit.neighborhoods.train_mlm import TrainMLMConfig, default_out
@@ -52,10 +42,6 @@ from textaudit.neighborhoods.train_mlm import train as train_minilm_mlm
 from textaudit.robustness.calibration import (
     CALIBRATION_COLUMNS,
     calibration_rows,
-    calibration_under_perturbation,
-    perturb,
-    perturbation_methods,
-    plot_reliability,
 )
 from textaudit.robustness.request import CertifyRequest
 from textaudit.robustness.smoothing import SMOOTHING
@@ -95,142 +81,26 @@ def train(
                   f"{r['holdout_accuracy']:.4f}", r["train_seconds"], r["path"]]])
 
 
-def label_only_report(clf, pred: np.ndarray | None = None) -> dict:
-    """For an OpenAI-compatible endpoint: how it was scored and, label-only, how many predictions
-    were ``unknown`` (a completion matching no verbaliser); ``{}`` for other models."""
-    text = getattr(clf, "scores_description", None)
-    if not text:
-        return {}
-    out: dict = {"scores": text}
-    unknown = getattr(clf, "unknown_class", None)
-    if unknown is not None and pred is not None:
-        n_unknown = int((pred == unknown).sum())
-        out.update(unknown=n_unknown, unknown_share=round(n_unknown / len(pred), 4) if len(pred) else None)
-    return out
-
-
-def one_class_warning(clf, pred: np.ndarray, labels: np.ndarray, names: list[str], share: float = 0.95) -> str | None:
-    """A model that answers one class for nearly every text (≥ ``share``) where the data holds far fewer of it:
-    its answers barely depend on the text (a chat endpoint that ignores the prompt, a broken plug-in), and an
-    audit of it says little. ``None`` when the predictions look like the data, or too few texts were scored."""
-    if len(pred) < 20:
-        return None
-    values, counts = np.unique(pred, return_counts=True)
-    top = int(values[counts.argmax()])
-    got, truth = counts.max() / len(pred), float((labels == top).mean())
-    if got < share or truth > 0.8:
-        return None
-    name = names[top] if 0 <= top < len(names) else "unknown"
-    hint = ("; a chat endpoint may not follow the prompt: try the server's /v1/completions, or a --prompt-file"
-            if getattr(clf, "protocol", None) == "chat" else "")
-    return (f"warning: {clf.name} answers '{name}' for {got:.0%} of the texts, which the data holds {truth:.0%} of: its "
-            f"answers barely depend on the text, and an audit of it says little{hint}")
-
-
-@app.command(cls=AuditCommand)
-@with_track_option
-@with_model_options
-def evaluate(
-    model: ModelOpt,
-    data: DataOpt = "sst2:dev",
-    text_column: TextColumnOpt = None,
-    label_column: LabelColumnOpt = None,
-    label_map: LabelMapOpt = None,
-    pair_column: PairColumnOpt = None,
-    limit: LimitOpt = None,
-    sample: SampleOpt = None,
-    perturbed: Optional[str] = typer.Option(None, "--perturbed", help=(
-        "Calibration under perturbation: METHOD (neighbors: a masked-LM neighbour one word away; or a noise "
-        "perturbation: whitespace_perturbation, butter_fingers_perturbation, …) or FILE (an audit attack results "
-        "file: each finding's original beside its vulnerable example). ECE, Brier score and mean confidence on the "
-        "originals and the perturbed texts, paired, with 95% intervals; the perturbed text keeps the original's label.")),
-    bins: int = typer.Option(10, "--bins", min=1, help="With --perturbed: the equal-width confidence bins of the ECE."),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="With --perturbed: a directory for the reliability diagram."),
-    output: OutputOpt = None,
-    mlm: MlmOpt = None,
-    seed: SeedOpt = 0,
-    json_out: JsonOpt = False,
-) -> None:
+@audit_command(EvaluateRequest, store=False)
+def evaluate(json_out: JsonOpt = False, request: EvaluateRequest = None) -> None:
     """Report a model's accuracy on a labelled dataset (overall and per class, with Wilson intervals); with
     --perturbed, its calibration on the originals and on perturbed versions of them."""
-
-    if perturbed is None and (plot is not None or output is not None):
-        raise TextAuditError(f"--{'plot' if plot is not None else 'output'} is for the calibration of --perturbed: give "
-                             "--perturbed METHOD|FILE too")
-    if output is not None:
-        results_check_output(output, None)  # never over a file: refused before anything runs
-    if perturbed is not None and not Path(perturbed).exists():
-        if perturbed not in perturbation_methods():
-            raise TextAuditError(f"--perturbed {perturbed!r} is neither a results file nor a method; use a file of audit "
-                                 f"attack --output or one of {', '.join(perturbation_methods())}")
-    ds = load_dataset(data, text_column=text_column, label_column=label_column, pair_column=pair_column,
-                      default_split="dev", limit=limit, sample=sample, seed=seed)
-    clf = load_classifier(model)
-    ds, classes = align_labels(ds, clf, parse_label_map(label_map))
-    probs = clf.predict_proba(as_pairs(ds["text"], pairs_of(ds)))  # C from the model's own answer (pairs too)
-    check_labels(ds["label"], probs.shape[1], clf.name)
-    labels = np.asarray(ds["label"])
-    pred = probs.argmax(axis=1)
-    right = pred == labels
-    acc = float(right.mean())
-    ci = wilson(int(right.sum()), len(ds))
-    names = classes or [str(i) for i in range(probs.shape[1])]
-    per_class = [{"class": names[c], "n": int((labels == c).sum()), "accuracy": round(float(right[labels == c].mean()), 4),
-                  "accuracy_ci95": list(wilson(int(right[labels == c].sum()), int((labels == c).sum())) or ())}
-                 for c in range(probs.shape[1]) if (labels == c).any()]
-    extra = label_only_report(clf, pred)
-    collapsed = one_class_warning(clf, pred, labels, names)
-    if collapsed:
-        notice(collapsed)
-        extra["warnings"] = [collapsed]
-    if perturbed is not None:
-        extra["calibration"] = _calibration(clf, ds, perturbed, bins, plot, mlm, seed, output, dataset_id(data, "dev"))
-    out = finished({"model": clf.name, "data": data, "accuracy": round(acc, 4), "accuracy_ci95": list(ci or ()),
-                    "n": len(ds), "labels": classes, "per_class": per_class, **extra}, [output])
-    if json_out:
-        emit_json(out)
+    request.check()
+    out = request.run(say=notice)
+    if conclude(out, None, json_out, files=[request.output]):
         return
-    if perturbed is not None:
+    if "calibration" in out:
         print_calibration(out["calibration"])
-    print_table(f"accuracy of {clf.name}", ["model", "data", "n", "accuracy", "95% CI"],
-                [[clf.name, data, len(ds), f"{acc:.4f}", format_ci(ci)]])
-    if "scores" in extra:
-        typer.echo(f"scores: {extra['scores']}" + (
-            f"; unknown completions (matching no verbaliser, counted as wrong): {extra['unknown']} of {len(ds)} "
-            f"({extra['unknown_share']:.1%})" if "unknown" in extra else ""))
+    print_table(f"accuracy of {out['model']}", ["model", "data", "n", "accuracy", "95% CI"],
+                [[out["model"], request.data, out["n"], f"{out['accuracy']:.4f}",
+                  format_ci(tuple(out["accuracy_ci95"]) or None)]])
+    if "scores" in out:
+        typer.echo(f"scores: {out['scores']}" + (
+            f"; unknown completions (matching no verbaliser, counted as wrong): {out['unknown']} of {out['n']} "
+            f"({out['unknown_share']:.1%})" if "unknown" in out else ""))
     print_table("per class (recall)", ["class", "n", "accuracy", "95% CI"],  # as the usage line promises: always
                 [[r["class"], r["n"], f"{r['accuracy']:.4f}", format_ci(tuple(r["accuracy_ci95"]) or None)]
-                 for r in per_class])
-
-
-def _calibration(clf, ds, perturbed: str, bins: int, plot: Path | None, mlm: str | None, seed: int,
-                 output: Path | None, data_id: str) -> dict:
-    """``evaluate --perturbed``: the originals and their perturbed versions (a method's, or a results file's
-    findings), scored and compared (:func:`textaudit.robustness.calibration.calibration_under_perturbation`);
-    ``output``: their records as a results file (``audit report`` draws its reliability diagram)."""
-    if pairs_of(ds) is not None:
-        raise TextAuditError("--perturbed takes single texts for now, not sentence pairs")
-    if Path(perturbed).exists():
-        found = [f for f in read_findings([perturbed], bias=False) if f.label is not None]
-        texts, labels, ids = [f.text for f in found], [f.label for f in found], [f.id for f in found]
-        changed = [f.vulnerable_patched or f.vulnerable for f in found]
-        check_labels(labels, clf.num_classes, clf.name)  # another task's findings: one line, not an IndexError
-        source = f"the findings of {Path(perturbed).name} (x beside x' or x̃ ⊕ p)"
-    else:
-        texts, labels, ids = list(ds["text"]), list(ds["label"]), list(ds["id"])
-        changed = perturb(texts, perturbed, seed=seed, mlm=mlm)
-        source = f"{perturbed} of each text (seed {seed})"
-    res, records = calibration_under_perturbation(clf, texts, changed, labels, bins, seed, ids)
-    res["perturbed_by"] = source
-    if output is not None:
-        write_results(output, records, command="evaluate", config={
-            "model": clf.name, "model_fingerprint": getattr(clf, "fingerprint", None), "data": data_id,
-            "perturbed": perturbed, "perturbed_by": source, "bins": bins, "seed": seed})
-        notice(f"calibration records: {output}")
-    if plot is not None:
-        path = plot_reliability(res, Path(plot) / "reliability.png", f"{clf.name}: originals vs {perturbed}")
-        notice(f"plot: {path}")
-    return res
+                 for r in out["per_class"]])
 
 
 def print_calibration(res: dict) -> None:

@@ -50,7 +50,7 @@ from textaudit.sentence import Sentence
 from textaudit.token_ids import default_batch_tokens, pack, splice_all
 
 __all__ = ["Classifier", "BatchedClassifier", "PairView", "pair_inputs", "QueryStats", "as_classifier", "softmax", "Text", "text_length",
-           "scores_of", "unknown_class", "model_scores", "label_report", "reduced_precision", "decisions", "TIE"]
+           "scores_of", "unknown_class", "model_scores", "label_report", "label_only_report", "reduced_precision", "decisions", "TIE"]
 
 #: one classifier input: a text, or a sentence pair ``(first, second)``
 Text = Union[str, tuple[str, str]]
@@ -220,9 +220,9 @@ class BatchedClassifier:
                  batch_tokens: int | None = None):
         if output not in ("probs", "logits"):
             raise TextAuditError(f"output must be 'probs' or 'logits' (got {output!r})")
-        for name, value, least in (("batch_size", batch_size, 1), ("cache_size", cache_size, 0),
+        for arg, value, least in (("batch_size", batch_size, 1), ("cache_size", cache_size, 0),
                                    ("--batch-tokens", batch_tokens, 1)):
-            check_at_least(name, value, least)
+            check_at_least(arg, value, least)
         self.forward = forward
         self.output = output
         self._num_classes = num_classes
@@ -616,6 +616,20 @@ def model_scores(classifier: Classifier) -> dict:
     OpenAI-compatible endpoint: log-probabilities, one-hot labels or sampled frequencies), else ``{}``."""
     text = getattr(classifier, "scores_description", None)
     return {"model_scores": text} if text else {}
+
+
+def label_only_report(classifier: Classifier, pred: np.ndarray | None = None) -> dict:
+    """For an OpenAI-compatible endpoint: how it was scored and, label-only, how many predictions ``pred`` were
+    ``unknown`` (a completion matching no verbaliser); ``{}`` for other models."""
+    text = getattr(classifier, "scores_description", None)
+    if not text:
+        return {}
+    out: dict = {"scores": text}
+    unknown = unknown_class(classifier)
+    if unknown is not None and pred is not None:
+        n_unknown = int((pred == unknown).sum())
+        out.update(unknown=n_unknown, unknown_share=round(n_unknown / len(pred), 4) if len(pred) else None)
+    return out
 
 
 def label_report(classifier: Classifier) -> dict:

@@ -65,8 +65,8 @@ class NeighborhoodBuilder:
     def __init__(self, mlm, *, kappa: int = 20, delta: float = 3.0, blacklist: Iterable[str] = (),
                  alphabetic_only: bool = True, max_positions: int | None = None, seed: int = 0,
                  frontier_chunk: int = 256, language: str = "en"):
-        for name, value, least in (("kappa (κ)", kappa, 1), ("delta (δ)", delta, 0), ("max_positions", max_positions, 1)):
-            check_at_least(name, value, least)
+        for arg, value, least in (("kappa (κ)", kappa, 1), ("delta (δ)", delta, 0), ("max_positions", max_positions, 1)):
+            check_at_least(arg, value, least)
         self.mlm = mlm
         self.kappa = kappa
         self.delta = delta

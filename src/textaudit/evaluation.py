@@ -1,0 +1,143 @@
+"""``audit evaluate`` stated once: :class:`EvaluateRequest` — a model's accuracy on labelled data, overall and per
+class with Wilson intervals, and with ``perturbed`` its calibration on the originals and on perturbed versions of
+them (:mod:`textaudit.robustness.calibration`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from textaudit.data import align_labels, as_pairs, check_labels, dataset_id, load_dataset, pairs_of, parse_label_map
+from textaudit.errors import TextAuditError
+from textaudit.findings import read_findings
+from textaudit.formats.jsonl import check_output, write_results
+from textaudit.models import load_classifier
+from textaudit.models.batched import label_only_report
+from textaudit.notices import say as say_line
+from textaudit.request import option, shared
+from textaudit.robustness.calibration import (
+    calibration_under_perturbation,
+    perturb,
+    perturbation_methods,
+    plot_reliability,
+)
+from textaudit.stats import wilson
+
+__all__ = ["EvaluateRequest", "one_class_warning"]
+
+
+def one_class_warning(clf, pred: np.ndarray, labels: np.ndarray, names: list[str], share: float = 0.95) -> str | None:
+    """A model that answers one class for nearly every text (≥ ``share``) where the data holds far fewer of it:
+    its answers barely depend on the text (a chat endpoint that ignores the prompt, a broken plug-in), and an
+    audit of it says little. ``None`` when the predictions look like the data, or too few texts were scored."""
+    if len(pred) < 20:
+        return None
+    values, counts = np.unique(pred, return_counts=True)
+    top = int(values[counts.argmax()])
+    got, truth = counts.max() / len(pred), float((labels == top).mean())
+    if got < share or truth > 0.8:
+        return None
+    name = names[top] if 0 <= top < len(names) else "unknown"
+    hint = ("; a chat endpoint may not follow the prompt: try the server's /v1/completions, or a --prompt-file"
+            if getattr(clf, "protocol", None) == "chat" else "")
+    return (f"warning: {clf.name} answers '{name}' for {got:.0%} of the texts, which the data holds {truth:.0%} of: its "
+            f"answers barely depend on the text, and an audit of it says little{hint}")
+
+
+@dataclass
+class EvaluateRequest:
+    """Every option of ``audit evaluate`` with its default, range and help (:mod:`textaudit.request`)."""
+
+    model: str = shared("model", ...)  # required
+    data: str = shared("data", "sst2:dev")
+    text_column: str | None = shared("text_column")
+    label_column: str | None = shared("label_column")
+    label_map: str | None = shared("label_map")
+    pair_column: str | None = shared("pair_column")
+    limit: int | None = shared("limit")
+    sample: int | None = shared("sample")
+    perturbed: str | None = option(None, help=(
+        "Calibration under perturbation: METHOD (neighbors: a masked-LM neighbour one word away; or a noise "
+        "perturbation: whitespace_perturbation, butter_fingers_perturbation, …) or FILE (an audit attack results "
+        "file: each finding's original beside its vulnerable example). ECE, Brier score and mean confidence on the "
+        "originals and the perturbed texts, paired, with 95% intervals; the perturbed text keeps the original's "
+        "label."))
+    bins: int = option(10, low=1, help="With --perturbed: the equal-width confidence bins of the ECE.")
+    plot: Path | None = option(None, scope="command", help="With --perturbed: a directory for the reliability diagram.")
+    output: Path | None = shared("output")
+    mlm: str | None = shared("mlm")
+    seed: int = shared("seed", 0)
+
+    def check(self) -> None:
+        """Every one-line error before any data or model loads."""
+        if self.perturbed is None and (self.plot is not None or self.output is not None):
+            raise TextAuditError(f"--{'plot' if self.plot is not None else 'output'} is for the calibration of "
+                                 "--perturbed: give --perturbed METHOD|FILE too")
+        if self.output is not None:
+            check_output(self.output, None)  # never over a file: refused before anything runs
+        if self.perturbed is not None and not Path(self.perturbed).exists():
+            if self.perturbed not in perturbation_methods():
+                raise TextAuditError(f"--perturbed {self.perturbed!r} is neither a results file nor a method; use a file "
+                                     f"of audit attack --output or one of {', '.join(perturbation_methods())}")
+
+    def run(self, *, say: Callable[[str], None] = say_line) -> dict:
+        """The summary: ``accuracy`` with its interval, ``per_class``, an endpoint's label report, warnings, and with
+        ``perturbed`` the ``calibration`` (its records to ``output``, its diagram to ``plot``)."""
+        ds = load_dataset(self.data, text_column=self.text_column, label_column=self.label_column,
+                          pair_column=self.pair_column, default_split="dev", limit=self.limit, sample=self.sample,
+                          seed=self.seed)
+        clf = load_classifier(self.model)
+        ds, classes = align_labels(ds, clf, parse_label_map(self.label_map))
+        probs = clf.predict_proba(as_pairs(ds["text"], pairs_of(ds)))  # C from the model's own answer (pairs too)
+        check_labels(ds["label"], probs.shape[1], clf.name)
+        labels = np.asarray(ds["label"])
+        pred = probs.argmax(axis=1)
+        right = pred == labels
+        names = classes or [str(i) for i in range(probs.shape[1])]
+        per_class = [{"class": names[c], "n": int((labels == c).sum()),
+                      "accuracy": round(float(right[labels == c].mean()), 4),
+                      "accuracy_ci95": list(wilson(int(right[labels == c].sum()), int((labels == c).sum())) or ())}
+                     for c in range(probs.shape[1]) if (labels == c).any()]
+        extra = label_only_report(clf, pred)
+        collapsed = one_class_warning(clf, pred, labels, names)
+        if collapsed:
+            say(collapsed)
+            extra["warnings"] = [collapsed]
+        if self.perturbed is not None:
+            extra["calibration"] = self._calibration(clf, ds, say)
+        return {"model": clf.name, "data": self.data, "accuracy": round(float(right.mean()), 4),
+                "accuracy_ci95": list(wilson(int(right.sum()), len(ds)) or ()), "n": len(ds), "labels": classes,
+                "per_class": per_class, **extra}
+
+    def _calibration(self, clf, ds, say: Callable[[str], None]) -> dict:
+        """The originals and their perturbed versions (a method's, or a results file's findings), scored and
+        compared (:func:`~textaudit.robustness.calibration.calibration_under_perturbation`); ``output``: their
+        records as a results file (``audit report`` draws its reliability diagram)."""
+        perturbed = str(self.perturbed)
+        if pairs_of(ds) is not None:
+            raise TextAuditError("--perturbed takes single texts for now, not sentence pairs")
+        if Path(perturbed).exists():
+            found = [f for f in read_findings([perturbed], bias=False) if f.label is not None]
+            texts, labels, ids = [f.text for f in found], [f.label for f in found], [f.id for f in found]
+            changed = [f.vulnerable_patched or f.vulnerable for f in found]
+            check_labels(labels, clf.num_classes, clf.name)  # another task's findings: one line, not an IndexError
+            source = f"the findings of {Path(perturbed).name} (x beside x' or x̃ ⊕ p)"
+        else:
+            texts, labels, ids = list(ds["text"]), list(ds["label"]), list(ds["id"])
+            changed = perturb(texts, perturbed, seed=self.seed, mlm=self.mlm)
+            source = f"{perturbed} of each text (seed {self.seed})"
+        res, records = calibration_under_perturbation(clf, texts, changed, labels, self.bins, self.seed, ids)
+        res["perturbed_by"] = source
+        if self.output is not None:
+            write_results(self.output, records, command="evaluate", config={
+                "model": clf.name, "model_fingerprint": getattr(clf, "fingerprint", None),
+                "data": dataset_id(self.data, "dev"), "perturbed": perturbed, "perturbed_by": source, "bins": self.bins,
+                "seed": self.seed})
+            say(f"calibration records: {self.output}")
+        if self.plot is not None:
+            path = plot_reliability(res, Path(self.plot) / "reliability.png", f"{clf.name}: originals vs {perturbed}")
+            say(f"plot: {path}")
+        return res
