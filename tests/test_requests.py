@@ -19,6 +19,7 @@ from textaudit.findings import ReplayRequest
 from textaudit.harden.request import HardenRequest
 from textaudit.request import flags_of, from_mapping, specs, suite_fields
 from textaudit.robustness.learnability import LearnabilityRequest
+from textaudit.robustness.perturbscore.request import TuplesRequest
 from textaudit.robustness.request import CertifyRequest
 from textaudit.robustness.wordorder import WordOrderRequest
 
@@ -27,11 +28,15 @@ GROUPS = {*MODEL_OPTIONS, *BACKEND_OPTIONS, *_TRACK_OPTIONS, "store", "score_cac
 #: each request and its command
 REQUESTS = {"bias": BiasRequest, "attack": AttackRequest, "certify": CertifyRequest, "compare": CompareRequest,
             "replay": ReplayRequest, "harden": HardenRequest, "learnability": LearnabilityRequest,
-            "wordorder": WordOrderRequest, "evaluate": EvaluateRequest}
+            "wordorder": WordOrderRequest, "evaluate": EvaluateRequest, "perturbscore build": TuplesRequest}
 
 
 def _command(name: str):
-    return dict(typer.main.get_command(app).commands)[name]
+    """The command of ``name``; ``group sub``: a sub-command of a group (``perturbscore build``)."""
+    command = typer.main.get_command(app)
+    for part in name.split():
+        command = dict(command.commands)[part]
+    return command
 
 
 @pytest.mark.parametrize("name", sorted(REQUESTS))

@@ -32,13 +32,11 @@ from textaudit.models.prompt import load_prompt
 from textaudit.models.registry import check_model_options
 from textaudit.neighborhoods.store import use_score_cache, use_store
 from textaudit.request import SHARED, Spec, flags_of, from_command, specs
-from textaudit.runner import check_sharded_output
 from textaudit.secrets import RedactingStream, register_env, register_url
-from textaudit.shards import Shard
 from textaudit.stats import format_ci  # noqa: F401 - the commands import it from here
 from textaudit.track import Target, check_tracker, log_run, pending_path, run_of_summary
 
-__all__ = ["AuditGroup", "fail", "AuditCommand", "app", "emit_json", "print_table", "notice", "check_output", "ModelOpt",
+__all__ = ["AuditGroup", "fail", "AuditCommand", "app", "emit_json", "print_table", "notice", "ModelOpt",
            "DataOpt", "TextColumnOpt", "LabelColumnOpt", "LimitOpt", "SampleOpt", "PairColumnOpt",
            "MlmOpt", "LanguageOpt", "OutputOpt", "ResumeOpt", "SeedOpt", "ShardOpt", "JsonOpt",
            "format_ci",
@@ -244,11 +242,12 @@ def with_request(cls: type, *, into: str = "request") -> Callable:
 
 
 def audit_command(cls: type, *, backend: bool = False, store: bool = True, exclude: tuple[str, ...] = (),
-                  model_options: bool = True) -> Callable:
+                  model_options: bool = True, group: Any = None, name: str | None = None) -> Callable:
     """An audit's command in one line: its request's fields as options (:func:`with_request`), the option groups
     it takes — ``backend`` (``--backend`` …), the model's transport (``model_options``, less ``exclude``),
-    ``store`` (``--store``, ``--score-cache``) and tracking — and its registration under the function's name. The
-    command itself is check → run → print."""
+    ``store`` (``--store``, ``--score-cache``) and tracking — and its registration under ``name`` (default: the
+    function's) in ``group`` (a sub-command group; default: ``audit`` itself). The command itself is check → run →
+    print."""
 
     def decorate(command: Callable) -> Callable:
         wrapped = with_request(cls)(command)
@@ -258,7 +257,7 @@ def audit_command(cls: type, *, backend: bool = False, store: bool = True, exclu
             wrapped = with_model_options(exclude=exclude)(wrapped)
         if store:
             wrapped = with_store_option(wrapped)
-        return app.command(cls=AuditCommand)(with_track_option(wrapped))
+        return (group or app).command(name, cls=AuditCommand)(with_track_option(wrapped))
 
     return decorate
 
@@ -641,14 +640,6 @@ def interrupt_hint(argv: list[str]) -> str:
         return "nothing to keep"
     has_output = any(a in ("--output", "-o") or a.startswith("--output=") for a in argv)
     return INTERRUPT_HINT if has_output else INTERRUPT_NO_OUTPUT
-
-
-def check_output(output: Path | None, resume: bool | None, shard: str | None = None, **settings: Any) -> Shard | None:
-    """Everything about ``--output``/``--resume``/``--shard`` that can fail, before any model loads
-    (see :func:`textaudit.formats.jsonl.check_output`; ``settings``: the options a results file's header
-    must agree with on ``--resume``, None meaning the default, not compared). Returns the shard."""
-    return check_sharded_output(output, resume, shard, settings)
-
 
 
 def emit_json(obj: Any) -> None:

@@ -11,80 +11,37 @@ from textaudit.backends import Backend
 from textaudit.cli.app import (
     AuditCommand,
     AuditGroup,
-    DataOpt,
     JsonOpt,
-    ResumeOpt,
     SeedOpt,
-    ShardOpt,
     app,
-    check_output,
+    audit_command,
+    conclude,
     emit_json,
-    finished,
     notice,
     print_table,
-    with_backend_options,
-    with_track_option,
 )
-from textaudit.data import load_dataset
 from textaudit.errors import TextAuditError
 from textaudit.formats.jsonl import read_jsonl
-from textaudit.models import load_classifier
 from textaudit.robustness.perturbscore import (
-    TUPLE_PERTURBATIONS,
     PerturbScorer,
-    build_tuples,
     evaluate_scorer,
     mark,
     split_tuples,
 )
-from textaudit.robustness.perturbscore.tuples import summarize_tuples
+from textaudit.robustness.perturbscore.request import TuplesRequest
 
 ps_app = typer.Typer(cls=AuditGroup, no_args_is_help=True, help="PerturbScore: ε of discrete perturbations.")
 app.add_typer(ps_app, name="perturbscore")
 
 
-@ps_app.command("build", cls=AuditCommand)
-@with_track_option
-@with_backend_options
-def build(
-    model: str = typer.Option("cnn", "--model", "-m", help="A zoo model or hf: classifier (needs input embeddings)."),
-    perturbation: str = typer.Option("random-swap", "--perturbation", help="random-swap | synonym-swap"),
-    n: int = typer.Option(1000, "--n", min=1, help="Perturbations to try (dropped ones included)."),
-    data: DataOpt = "sst2:dev",
-    output: Path = typer.Option(Path("runs/perturbscore_tuples.jsonl"), "--output", "-o", help="JSONL of tuples, written as it goes."),
-    resume: ResumeOpt = False,
-    shard: ShardOpt = None,
-    space: str = typer.Option("hidden", "--space", help="hidden (pooled representation) | probs"),
-    steps: int = typer.Option(5, "--steps", min=1, help="PGD steps per ε."),
-    max_eps: float = typer.Option(1.0, "--max-eps", min=0.01, help="Largest ε of the grid (step 0.01)."),
-    tolerance: float = typer.Option(0.005, "--tolerance", min=0.0, help="Drop a tuple whose closest shift is off by more."),
-    seed: SeedOpt = 0,
-    json_out: JsonOpt = False,
-    runner: Backend = None,  # from --backend and its options (with_backend_options)
-) -> None:
+# it needs the model's input embeddings: no endpoint's transport options
+@audit_command(TuplesRequest, backend=True, store=False, model_options=False, group=ps_app, name="build")
+def build(json_out: JsonOpt = False, runner: Backend = None, request: TuplesRequest = None) -> None:
     """Build (x, x′, edit distance, d, ε) tuples with PGD in the model's embedding space."""
-
-
-    if space not in ("hidden", "probs"):
-        raise TextAuditError(f"--space must be hidden or probs (got {space})")
-    if perturbation not in TUPLE_PERTURBATIONS:
-        raise TextAuditError(f"unknown perturbation '{perturbation}'; use one of {', '.join(TUPLE_PERTURBATIONS)}")
-    part = check_output(output, resume, shard, perturbation=perturbation, seed=seed, space=space, steps=steps, max_eps=max_eps,
-                 tolerance=tolerance)
-    ds = load_dataset(data, default_split="dev", require_labels=False)
-    runner.start()  # workers import their libraries while the models load here
-    clf = load_classifier(model)
-    t0 = time.perf_counter()
-    recs = build_tuples(clf, list(ds["text"]), perturbation=perturbation, n=n, seed=seed, output=output,
-                        resume=resume, space=space, steps=steps, max_eps=max_eps, tolerance=tolerance,
-                        ids=ds["id"], shard=part, backend=runner)
-    summary = {"model": clf.name, "perturbation": perturbation, **summarize_tuples(recs),
-               "seconds": round(time.perf_counter() - t0, 1), "output": str(output)}
-    notice(f"tuples: {output}")
-    finished(summary, [output])
-    if json_out:
-        emit_json(summary)
-    else:
+    shard = request.check()
+    summary = request.run(runner, shard=shard)
+    notice(f"tuples: {request.output}")
+    if not conclude(summary, None, json_out, files=[request.output]):
         print_table("PerturbScore tuples", ["metric", "value"], [[k, v] for k, v in summary.items()])
 
 
