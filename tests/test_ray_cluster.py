@@ -23,7 +23,7 @@ from test_store import _close, _fresh  # noqa: E402
 
 from textaudit.backends import RayBackend, local_worker_env  # noqa: E402
 from textaudit.fairness import CounterfactualBias, run_bias  # noqa: E402
-from textaudit.neighborhoods import store as store_module  # noqa: E402
+from textaudit.neighborhoods import store_sync  # noqa: E402
 from textaudit.neighborhoods.store import NeighborhoodStore, context_key  # noqa: E402
 from textaudit.results import read_jsonl  # noqa: E402
 
@@ -67,7 +67,7 @@ def test_workers_on_other_machines_read_the_drivers_store_and_send_back_what_the
         def work(text):
             got = mlm.candidates(_contexts([text]), top=20)
             return {"answers": got, "node": ray.get_runtime_context().get_node_id(),
-                    "shipped": key in store_module._SHIPPED}
+                    "shipped": key in store_sync.SHIPPED}
         return work
 
     jobs = [(f"t{i}", t) for i, t in enumerate(TEXTS)]

@@ -36,7 +36,8 @@ from textaudit.errors import StopRun, TextAuditError
 from textaudit.models.options import current_model_options
 from textaudit.models.torch_backend import DeviceClock, autocast, check_precision, forward_inputs, only_inputs, to_device
 from textaudit.neighborhoods.fingerprints import forget_fingerprint, mlm_fingerprint, recall_fingerprint, remember_fingerprint
-from textaudit.neighborhoods.store import STORE_TOP, WORKER_COUNTS, context_key
+from textaudit.neighborhoods.store import STORE_TOP, context_key
+from textaudit.neighborhoods.store_sync import WORKER_COUNTS
 from textaudit.resources import hub_local_only, loading_error, trust_remote_code
 from textaudit.token_ids import SCHEMES, PieceIds, default_batch_tokens, pack, pad, piece_scheme
 

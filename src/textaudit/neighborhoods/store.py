@@ -66,6 +66,7 @@ import textaudit.notices as notices
 from textaudit.backends import register_sync
 from textaudit.errors import TextAuditError
 from textaudit.models.batched import SCORE_CACHE
+from textaudit.neighborhoods.store_sync import LIVE, SHIPPED, StoreSync
 from textaudit.resources import cache_dir
 from textaudit.secrets import redact
 
@@ -167,10 +168,10 @@ class NeighborhoodStore:
         self._used_scores: dict[int, set[bytes]] = {}  # the score cache's last-use days and counters, like _used/_pending
         self._score_buffer: dict[tuple[int, bytes], tuple] = {}  # scores not yet written (put_scores), read by get_scores
         self._pending_scores: dict[int, tuple[int, int]] = {}
-        #: on a Ray worker on another machine than the driver's: what it computed, for the driver (see _StoreSync)
+        #: on a Ray worker on another machine than the driver's: what it computed, for the driver (see neighborhoods.store_sync)
         self._outbox: dict | None = None
         self._since: dict[str, tuple[int, int]] = {}  # hits and misses per asking masked LM, since the last drain
-        _LIVE.add(self)
+        LIVE.add(self)
 
     # -- opening -----------------------------------------------------------------------------------
     def __getstate__(self) -> dict:
@@ -181,7 +182,7 @@ class NeighborhoodStore:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        _LIVE.add(self)
+        LIVE.add(self)
 
     @property
     def key(self) -> str:
@@ -211,10 +212,10 @@ class NeighborhoodStore:
         return self._conn
 
     def _open(self) -> sqlite3.Connection:
-        if self.key in _SHIPPED:  # a Ray worker on another machine: the driver's store, as it was, in memory
+        if self.key in SHIPPED:  # a Ray worker on another machine: the driver's store, as it was, in memory
             conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-            if _SHIPPED[self.key]:
-                data = bytearray(_SHIPPED[self.key])
+            if SHIPPED[self.key]:
+                data = bytearray(SHIPPED[self.key])
                 data[18:20] = b"\x01\x01"  # the header's WAL flag: a database in memory keeps a rollback journal
                 conn.deserialize(bytes(data))
             if not self.readonly:
@@ -681,7 +682,22 @@ class NeighborhoodStore:
                 "UPDATE mlms SET seconds_per_entry = MAX(seconds_per_entry, ?) WHERE id = ?", args))
         return copied
 
-    # -- Ray workers on other machines (_StoreSync) -------------------------------------------------
+    # -- Ray workers on other machines (neighborhoods.store_sync) -------------------------------------------------
+    @property
+    def is_copy(self) -> bool:
+        """This is a Ray worker's copy of the driver's store (on another machine): what it computes goes back."""
+        return self._outbox is not None
+
+    def ship(self) -> bytes | None:
+        """What a Ray worker on another machine gets of this store: its entries (empty when nothing is stored yet: the
+        workers send back what they compute), or None (nothing to ship: a worker's own copy, a disabled store, a
+        read-only store that does not exist)."""
+        if self._outbox is not None or self._disabled:
+            return None
+        if self._conn is not None or self.path.exists():
+            return self.snapshot()
+        return None if self.readonly else b""
+
     def snapshot(self) -> bytes | None:
         """The whole store as it is now (committed entries), as bytes a worker deserializes; None without one."""
         conn = self._connection()
@@ -744,57 +760,7 @@ class NeighborhoodStore:
 
 _UPSERT = ("INSERT INTO entries (mlm, k, n, v, crc, used) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (mlm, k) DO UPDATE "
            "SET n = excluded.n, v = excluded.v, crc = excluded.crc, used = excluded.used WHERE excluded.n > entries.n")
-#: every store object of this process (the Ray sync finds them here)
-_LIVE: "weakref.WeakSet[NeighborhoodStore]" = weakref.WeakSet()
-#: in a Ray worker on another machine than the driver's: {the driver's store file: its bytes as shipped}
-_SHIPPED: dict[str, bytes] = {}
-#: in a Ray driver: the store hits and misses of its workers, per asking masked LM's token (their summaries)
-WORKER_COUNTS: dict[str, tuple[int, int]] = {}
-
-
-class _StoreSync:
-    """The store across the machines of a Ray cluster (:func:`textaudit.backends.register_sync`): a worker on
-    the driver's machine opens the driver's file as any process does; one on another machine gets a copy of
-    it (``ship``: taken when the run starts, kept in the worker's memory), answers from it, and sends back
-    what it computed with each chunk's results; the driver keeps it in its own file (``merge``). A worker's
-    answers are those of the forward or of the driver's store, so the records are a serial run's."""
-
-    def ship(self) -> dict[str, bytes] | None:
-        out: dict[str, bytes] = {}
-        for store in list(_LIVE):
-            if store._outbox is not None or store._disabled or store.key in out:
-                continue
-            if store._conn is not None or store.path.exists():
-                data = store.snapshot()
-                if data is not None:
-                    out[store.key] = data
-            elif not store.readonly:  # nothing stored yet: the workers start empty and send back what they compute
-                out[store.key] = b""
-        return out or None
-
-    def receive(self, shipped: dict[str, bytes]) -> None:
-        _SHIPPED.update(shipped)
-
-    def collect(self) -> dict[str, list[dict]] | None:
-        out: dict[str, list[dict]] = {}
-        for store in list(_LIVE):
-            box = store.drain()
-            if box is not None:
-                out.setdefault(store.key, []).append(box)
-        return out or None
-
-    def merge(self, collected: dict[str, list[dict]]) -> None:
-        for key, boxes in collected.items():
-            for box in boxes:
-                for source, (h, m) in box["sources"].items():
-                    wh, wm = WORKER_COUNTS.get(source, (0, 0))
-                    WORKER_COUNTS[source] = (wh + h, wm + m)
-                if box["remote"]:
-                    mine = next((s for s in list(_LIVE) if s.key == key and s._outbox is None and not s.readonly), None)
-                    (mine or open_store(key)).absorb(box)
-
-
-register_sync("neighborhood-store", _StoreSync())
+register_sync("neighborhood-store", StoreSync(lambda key: open_store(key)))
 
 
 class StoredMaskedLM:
