@@ -135,8 +135,8 @@ def run_case(src: Path, argv: list[str], out: Path, prev: Path) -> tuple[int, fl
     out.mkdir(parents=True, exist_ok=True)
     (out / "suite.toml").write_text(SUITE)
     args = [a.format(out=out, prev=prev) for a in argv] + ["--store", "off", "--score-cache", "off"]
-    if argv[0] in ("replay",):
-        args = args[:-4]  # replay builds no neighbourhood: it has no store options
+    if argv[0] in ("replay", "wordorder"):
+        args = args[:-4]  # no neighbourhood, no cached score: no store options
     code = f"import sys; sys.path.insert(0, {str(src)!r}); from textaudit.cli.main import main; main({args!r})"
     env = {**os.environ, "TEXTAUDIT_PROGRESS_SECONDS": "600"}
     if env.get("TEXTAUDIT_DATA"):  # each audit runs in its own folder: a relative path would point elsewhere
