@@ -26,11 +26,11 @@ Two protocols, chosen by the URL's path:
 - A completions server that refuses a list of prompts (HTTP 400) is sent one prompt per request from
   then on (``--prompts-per-request 1`` says so up front), ``concurrency`` at a time.
 
-Every request goes through one retry loop: 429, 5xx, timeouts and dropped connections are retried
-``retries`` times with exponential backoff (0.5 s, 1 s, 2 s, … with jitter, or the server's
-``Retry-After``); any other failure, or the last retry's, is a one-line error. ``concurrency``
-requests are in flight at once. The API key is read from an environment variable and is sent only in
-the ``Authorization`` header: never in a name, a message, a results file or a log. A run stops with
+Every request goes through one transport (:mod:`textaudit.models.transport`): one retry loop (429, 5xx,
+timeouts and dropped connections retried ``retries`` times with exponential backoff, or the server's
+``Retry-After``; any other failure, or the last retry's, a one-line error), ``concurrency`` requests in flight
+at once, the API key read from an environment variable and sent only in the ``Authorization`` header: never
+in a name, a message, a results file or a log. This module is what the answers mean. A run stops with
 a one-line error before it sends more texts than ``query_budget`` or spends more than
 ``cost_budget`` (tokens the endpoint reports × ``cost_per_1k_tokens`` / 1000); what was written so far
 is kept, and ``--resume`` continues.
@@ -41,11 +41,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import random
 import re
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
@@ -56,6 +53,7 @@ from textaudit.errors import StopRun, TextAuditError
 from textaudit.models.batched import BatchedClassifier
 from textaudit.models.options import ModelOptions
 from textaudit.models.prompt import Prompt, default_prompt
+from textaudit.models.transport import RETRY_STATUS, EndpointRefused, Transport
 from textaudit.secrets import (  # noqa: F401 - public_url and secret_forms re-exported
     public_url,
     redact,
@@ -67,10 +65,6 @@ from textaudit.secrets import (  # noqa: F401 - public_url and secret_forms re-e
 
 __all__ = ["HttpClassifier", "load_http_classifier", "protocol_of", "public_url", "read_label", "RETRY_STATUS"]
 
-#: statuses worth another try
-RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-#: statuses that say this request (its input) is wrong, not the endpoint: one example's error
-PER_INPUT_STATUS = frozenset({400, 413, 422})
 #: texts per request: plain JSON, completions (a list of prompts), chat (one message)
 PER_REQUEST = {"json": 32, "completions": 16, "chat": 1}
 #: what the probe at load (``--scores auto``) asks about: two texts, so that a server refusing a
@@ -80,14 +74,6 @@ PROBE_TEXTS = ("a gripping , beautifully acted film .", "a dull and lifeless fil
 LABEL_TOKENS = 5
 #: the logit of a class no sampled completion chose (exp(-1e4) is exactly 0)
 NEVER = -1e4
-
-
-class EndpointRefused(TextAuditError):
-    """The endpoint refused one request (HTTP 400, 413, 422): this input, not the endpoint."""
-
-    def __init__(self, message: str, status: int):
-        super().__init__(message)
-        self.status = status
 
 
 def read_label(completion: str, verbalizers) -> int | None:
@@ -104,19 +90,6 @@ def read_label(completion: str, verbalizers) -> int | None:
                 if best is None or end > best[1]:
                     best = (c, end)
     return None if best is None else best[0]
-
-
-def _header_key(key: str, name: str) -> str:
-    """An API key as an HTTP header carries it: surrounding white space (a key file saved with CR/LF)
-    dropped; a character a header cannot carry (non-ASCII, a control character) is a one-line error that
-    never shows the key."""
-    key = key.strip()
-    bad = next((i for i, ch in enumerate(key) if not 0x21 <= ord(ch) <= 0x7E), None)
-    if bad is not None:
-        what = "a non-ASCII character" if ord(key[bad]) > 0x7E else "a control character or a space"
-        raise TextAuditError(f"the API key in {name} holds {what} (at position {bad + 1}), which an HTTP header cannot "
-                             "carry; check the key (it is not shown)")
-    return key
 
 
 def protocol_of(url: str) -> str:
@@ -178,8 +151,8 @@ class HttpClassifier(BatchedClassifier):
             if not isinstance(mt, int) or isinstance(mt, bool) or mt < 1:
                 raise TextAuditError(f"prompt {self.prompt.source}: [endpoint] max_tokens must be a whole number "
                                      f"of at least 1 (got {mt!r})")
-        self._key = self._read_key()
-        register(self._key)
+        self.transport = Transport(url, public_url(url), self.options, count=self._count, key_names=(
+            ("OPENAI_API_KEY", "TEXTAUDIT_API_KEY") if self.protocol != "json" else ("TEXTAUDIT_API_KEY",)))
         self.per_request = PER_REQUEST[self.protocol]
         if self.protocol == "completions" and self.options.prompts_per_request:
             self.per_request = self.options.prompts_per_request
@@ -191,7 +164,6 @@ class HttpClassifier(BatchedClassifier):
         self.sent = 0  # texts sent in this run (the query budget)
         self.tokens = 0  # tokens the endpoint reported (the cost budget)
         self._lock = threading.Lock()
-        self._client = None
         self._pool: ThreadPoolExecutor | None = None
         self.fingerprint = self._identity()
         self.score_kind = "remote"  # kept on disk only when asked for (an endpoint can change behind its URL)
@@ -206,27 +178,22 @@ class HttpClassifier(BatchedClassifier):
         if self.protocol != "json":
             self._use_scores(self._probe() if self.options.scores == "auto" else self.options.scores)
 
-    # -- secrets ----------------------------------------------------------------------------------
-    def _read_key(self) -> str | None:
-        env = self.options.api_key_env
-        if env:
-            key = os.environ.get(env)
-            if not key:
-                raise TextAuditError(f"--api-key-env {env}: that environment variable is not set")
-            return _header_key(key, env)
-        for name in (("OPENAI_API_KEY", "TEXTAUDIT_API_KEY") if self.protocol != "json" else ("TEXTAUDIT_API_KEY",)):
-            if os.environ.get(name):
-                return _header_key(os.environ[name], name)
-        return None
-
     def _redact(self, text: str) -> str:
-        """``text`` without any secret (the API key, the URL's password and query) in any form a server may
-        echo it: as sent, URL-encoded, JSON- or HTML-escaped (see :func:`secret_forms`)."""
-        return redact(" ".join(str(text).split()))  # the key and the URL's secrets were registered when it was built
+        """``text`` without any secret, in any form a server may echo it (:meth:`Transport.redact`)."""
+        return Transport.redact(text)
+
+    def _request(self, method: str, payload: dict | None = None, *, quiet: bool = False):
+        """The decoded JSON answer of one request (:meth:`Transport.request`: retried, bounded, no redirect)."""
+        return self.transport.request(method, payload, quiet=quiet)
+
+    def _count(self, **kw: int) -> None:
+        with self._lock:
+            for k, v in kw.items():
+                setattr(self.stats, k, getattr(self.stats, k) + v)
 
     def __getstate__(self) -> dict:
         state = super().__getstate__()
-        state.update(_client=None, _pool=None, _lock=None)
+        state.update(_pool=None, _lock=None)
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -235,99 +202,6 @@ class HttpClassifier(BatchedClassifier):
 
     def __repr__(self) -> str:  # never the key, never the query string
         return f"HttpClassifier({self.name!r}, protocol={self.protocol!r})"
-
-    # -- transport --------------------------------------------------------------------------------
-    def _http(self):
-        if self._client is None:
-            import httpx
-
-            headers = {"User-Agent": "textaudit", "Content-Type": "application/json"}
-            if self._key:
-                headers["Authorization"] = f"Bearer {self._key}"
-            limits = httpx.Limits(max_connections=self.options.concurrency)
-            self._client = httpx.Client(headers=headers, timeout=self.options.timeout, limits=limits)
-        return self._client
-
-    def _count(self, **kw: int) -> None:
-        with self._lock:
-            for k, v in kw.items():
-                setattr(self.stats, k, getattr(self.stats, k) + v)
-
-    def _send(self, client, method: str, payload: dict | None):
-        """One request, its answer read whole, bounded as a whole by ``--timeout``: httpx's timeout
-        bounds each read, so an endpoint dripping a byte every half second would hold a request for as
-        long as it likes; here the deadline is checked after every chunk (a request ends within one
-        read of it) and a late answer is a timeout like any other."""
-        import httpx
-
-        deadline = time.monotonic() + self.options.timeout
-        with client.stream(method, self.url, json=payload) as r:
-            chunks = []
-            for chunk in r.iter_bytes():
-                chunks.append(chunk)
-                if time.monotonic() > deadline:
-                    raise httpx.ReadTimeout(f"the answer took longer than {self.options.timeout:g} s", request=r.request)
-            # the chunks are decoded already (gzip and the like): the headers that describe the raw stream go
-            headers = [(k, v) for k, v in r.headers.multi_items()
-                       if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
-            return httpx.Response(r.status_code, headers=headers, content=b"".join(chunks), request=r.request)
-
-    def _request(self, method: str, payload: dict | None = None, *, quiet: bool = False):
-        """The decoded JSON answer of one request, retried as the module docstring says; ``quiet``:
-        None instead of an error (the optional GET of the class names)."""
-        import httpx
-
-        client, opts = self._http(), self.options
-        last = ""
-        for attempt in range(opts.retries + 1):
-            self._count(requests=1)
-            wait = min(30.0, 0.5 * 2 ** attempt) * (1 + 0.25 * random.random())
-            try:
-                r = self._send(client, method, payload)
-            except httpx.TimeoutException:
-                last = f"timed out after {opts.timeout:g} s"
-            except httpx.TransportError as e:
-                last = f"connection failed ({type(e).__name__}: {self._redact(e)})"
-            else:
-                if 300 <= r.status_code < 400:  # no redirect is followed (a key must not travel to another host)
-                    if quiet:
-                        return None
-                    to = self._redact(r.headers.get("Location", "")) or "nowhere"
-                    raise StopRun(f"endpoint {self.name} answered HTTP {r.status_code}, a redirect to {to}; textaudit "
-                                  "follows no redirects: give the final URL as --model")
-                if r.status_code < 400:
-                    try:
-                        return r.json()
-                    except ValueError:
-                        if quiet:
-                            return None
-                        raise StopRun(f"endpoint {self.name} answered HTTP {r.status_code} with something "
-                                      "that is not JSON") from None
-                body = self._redact(r.text)[:160]
-                last = f"answered HTTP {r.status_code}" + (f": {body}" if body else "")
-                if quiet:
-                    return None
-                if r.status_code not in RETRY_STATUS:
-                    hint = "; check the API key (--api-key-env)" if r.status_code in (401, 403) else ""
-                    # a request this input makes invalid (too long, ...) fails this example only;
-                    # the endpoint refusing every request (the key, the URL) stops the run
-                    if r.status_code in PER_INPUT_STATUS:
-                        raise EndpointRefused(f"endpoint {self.name} {last}", r.status_code)
-                    raise StopRun(f"endpoint {self.name} {last}{hint}")
-                after = r.headers.get("Retry-After")
-                if after is not None:
-                    try:
-                        wait = min(60.0, max(0.0, float(after)))
-                    except ValueError:
-                        pass
-            if quiet:
-                return None
-            if attempt < opts.retries:
-                self._count(retries=1)
-                time.sleep(wait)
-        tries = opts.retries + 1
-        hint = "raise --timeout, lower --concurrency" if last.startswith("timed out") else "try again later, raise --retries"
-        raise StopRun(f"endpoint {self.name} {last} ({tries} attempt{'s' * (tries > 1)}); {hint}")
 
     def _identity(self) -> str | None:
         """What the results header records as the model's fingerprint: the endpoint's own (plain
