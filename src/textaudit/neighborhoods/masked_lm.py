@@ -22,12 +22,9 @@ textaudit's own offline model (:mod:`textaudit.neighborhoods.minilm_mlm`).
 
 from __future__ import annotations
 
-import os
 import re
-import uuid
-from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -35,9 +32,8 @@ from textaudit.device import pick_device
 from textaudit.errors import StopRun, TextAuditError
 from textaudit.models.options import current_model_options
 from textaudit.models.torch_backend import DeviceClock, autocast, check_precision, forward_inputs, only_inputs, to_device
-from textaudit.neighborhoods.fingerprints import forget_fingerprint, mlm_fingerprint, recall_fingerprint, remember_fingerprint
-from textaudit.neighborhoods.store import STORE_TOP, context_key
-from textaudit.neighborhoods.store_sync import WORKER_COUNTS
+from textaudit.neighborhoods.cached_mlm import CachedMaskedLM, Query
+from textaudit.neighborhoods.fingerprints import forget_fingerprint, mlm_fingerprint
 from textaudit.resources import hub_local_only, loading_error, trust_remote_code
 from textaudit.token_ids import SCHEMES, PieceIds, default_batch_tokens, pack, pad, piece_scheme
 
@@ -68,8 +64,6 @@ def word_table(tokenizer, size: int) -> tuple[list[str], np.ndarray, str]:
             allowed[i] = bool(ok and word.strip()) and i not in special
     return words, allowed, scheme
 
-#: one masked-LM query: the sentence's words and the position to fill
-Query = tuple[Sequence[str], int]
 
 
 @runtime_checkable
@@ -81,8 +75,9 @@ class MaskedLM(Protocol):
     def candidates(self, batch: list[Query], top: int = 20) -> list[list[tuple[str, float]]]: ...
 
 
-class HFMaskedLM:
-    """A HuggingFace masked LM behind the :class:`MaskedLM` interface.
+class HFMaskedLM(CachedMaskedLM):
+    """A HuggingFace masked LM behind the :class:`MaskedLM` interface: the forward of a
+    :class:`~textaudit.neighborhoods.cached_mlm.CachedMaskedLM` (its LRU and the store in front of it).
 
     Parameters: ``model`` (an ``AutoModelForMaskedLM``), ``tokenizer``, ``name``, ``device``
     (default: CUDA when present), ``batch_size`` (masked sentences per forward), ``cache_size``,
@@ -101,25 +96,8 @@ class HFMaskedLM:
         self._model = None if model is None else model.to(self.device).eval()
         self._loader = loader
         self.tokenizer = tokenizer
-        self.name = name
+        super().__init__(name=name, cache_size=cache_size, store=store)
         self.batch_size = batch_size
-        self.cache_size = cache_size
-        #: in-memory LRU: masked context -> (n, its top-n candidates)
-        self._cache: OrderedDict[tuple, tuple[int, list[tuple[str, float]]]] = OrderedDict()
-        #: the neighbourhood store behind the LRU (:mod:`textaudit.neighborhoods.store`), or None
-        self.store = store
-        self._fingerprint: str | None = None
-        self._store_mlm: int | None = None
-        self._store_pid: int | None = None
-        self._stored_seconds: float | None = None
-        self.store_hits = 0  # masked contexts the store answered ...
-        self.store_misses = 0  # ... and those it did not (computed, then stored)
-        self.store_seconds_saved = 0.0
-        #: this object's name in its store's counters, the same in its copies on Ray workers
-        self.token = uuid.uuid4().hex
-        self.forwards = 0  # masked sentences actually run through the model
-        self.cache_hits = 0
-        self.forward_seconds = 0.0
         self.id_to_word, self._allowed, self.scheme = word_table(
             tokenizer, vocab_size if model is None else model.get_output_embeddings().weight.shape[0])
         self._allowed_t = None  # the same mask as a tensor on the model's device, made on first use
@@ -158,7 +136,7 @@ class HFMaskedLM:
             self._forward_inputs = forward_inputs(getattr(model, "base_model", model))
             if self._fingerprint is not None:  # remembered: check it now that the weights are here
 
-                real = self._compute_fingerprint()
+                real = self.compute_fingerprint()
                 if real != self._fingerprint:
                     forget_fingerprint(self._fingerprint_key)
                     raise TextAuditError(f"masked LM {self.name}: the fingerprint remembered for its files no longer "
@@ -195,148 +173,26 @@ class HFMaskedLM:
             raise loading_error(e, f"masked LM '{name_or_path}'", f"cannot load masked LM '{name_or_path}'") from None
         return cls(model, tok, name=name or name_or_path, device=device, batch_size=batch_size, cache_size=cache_size)
 
-    def clear_cache(self) -> None:
-        """Forget every cached candidate list."""
-        self._cache.clear()
-
     def __getstate__(self) -> dict:
-        """A copy sent to another process (a Ray worker) starts with an empty cache (see
-        :meth:`BatchedClassifier.__getstate__ <textaudit.models.batched.BatchedClassifier.__getstate__>`)."""
-        state = dict(self.__dict__)
-        state["_cache"] = OrderedDict()
-        state["recorder"] = None
-        state["_store_mlm"] = None  # the worker registers it in its own connection
-        return state
+        """A copy sent to another process (a Ray worker) starts with an empty cache and records no batch."""
+        return {**super().__getstate__(), "recorder": None}
 
-    # -- the store -------------------------------------------------------------------------------
-    @property
-    def fingerprint(self) -> str:
-        """What identifies this masked LM's answers (weights, tokenizer, precision, device kind): the
-        store's key (:func:`~textaudit.neighborhoods.fingerprints.mlm_fingerprint`), computed once."""
-        if self._fingerprint is None:
-            known = recall_fingerprint(self._fingerprint_key) if self._model is None else None
-            if known is not None:  # the same files, read by another process: the weights need not load
-                self._fingerprint = known
-            else:
-                self._fingerprint = self._compute_fingerprint()
-                remember_fingerprint(self._fingerprint_key, self._fingerprint)
-        return self._fingerprint
-
-    def _compute_fingerprint(self) -> str:
+    # -- the forward ---------------------------------------------------------------------------------
+    def compute_fingerprint(self) -> str:
         return mlm_fingerprint(self.model, self.id_to_word, scheme=self.scheme, precision=self.precision,
                                device=str(self.device))
 
-    def _store_id(self) -> int | None:
-        """This masked LM's id in :attr:`store` (registered on first use), or None without a store."""
-        if self.store is None or not self.store.available:
-            return None
-        if self._store_mlm is None or self._store_pid != os.getpid():
-            self._store_mlm = self.store.mlm_id(self.fingerprint, self.name, self.id_to_word)
-            self._store_pid = os.getpid()
-        return self._store_mlm
+    def context_keys(self, batch: list[Query]) -> list[tuple]:
+        """A masked copy's word-piece ids (spliced from per-word cached pieces: :mod:`textaudit.token_ids`), or
+        its words without ids (the old path)."""
+        if self.use_ids and self.pieces is not None:
+            masked = self.pieces.masked
+            return [tuple(masked(words, pos)) for words, pos in batch]
+        return super().context_keys(batch)
 
-    def store_summary(self) -> dict | None:
-        """``{"path", "hits", "misses", "hit_rate", "seconds_saved"}`` of this masked LM's store use in this
-        process and in its Ray workers (summaries and ``--json``), or None without a store."""
-        if self.store is None:
-            return None
-
-        hits, misses, saved = self.store_hits, self.store_misses, self.store_seconds_saved
-        if self.token in WORKER_COUNTS:  # a Ray run: its workers' copies of this masked LM asked the store
-            wh, wm = WORKER_COUNTS[self.token]
-            mlm_id = self._store_id()
-            hits, misses = hits + wh, misses + wm
-            saved += wh * (self._seconds_per_entry(mlm_id) if mlm_id is not None else 0.0)
-        asked = hits + misses
-        return {"path": str(self.store.path), "hits": hits, "misses": misses,
-                "hit_rate": round(hits / asked, 4) if asked else None, "mlm_seconds_saved": round(saved, 2)}
-
-    # -- the interface ---------------------------------------------------------------------------
-    def candidates(self, batch: list[Query], top: int = 20) -> list[list[tuple[str, float]]]:
-        """Return, per ``(words, position)``, the ``top`` whole-word candidates ``(word, logit)``,
-        best first (the original word is *not* removed here; the neighbourhood builder does that).
-
-        Masked copies are spliced from per-word cached pieces (:mod:`textaudit.token_ids`) and
-        cached by their ids: a masked context shared by several sentences is computed once. What the
-        in-memory cache misses is looked up in the neighbourhood :attr:`store` (shared by runs and
-        processes), and what is computed goes into both. Every forward computes the top
-        max(κ, :data:`~textaudit.neighborhoods.store.STORE_TOP`) candidates, so an answer from either
-        cache is the first κ of what the forward gives, with the store or without it."""
-        for words, pos in batch:
-            if not 0 <= pos < len(words):
-                raise TextAuditError(f"position {pos} is outside a sentence of {len(words)} words")
-        by_ids = self.use_ids and self.pieces is not None
-        if by_ids:
-            masked = self.pieces.masked  # type: ignore[union-attr]
-            keys = [tuple(masked(words, pos)) for words, pos in batch]
-        else:
-            keys = [(tuple(words[:pos]), tuple(words[pos + 1:])) for words, pos in batch]
-        cache = self._cache
-        found: dict[tuple, list[tuple[str, float]]] = {}
-        todo: dict[tuple, int] = {}  # key -> its first query
-        for i, k in enumerate(keys):
-            if k in found or k in todo:
-                continue
-            hit = cache.get(k)
-            if hit is not None and (hit[0] >= top or len(hit[1]) < hit[0]):  # enough, or all there is
-                cache.move_to_end(k)
-                found[k] = hit[1]
-            else:
-                todo[k] = i
-        self.cache_hits += len(keys) - len(todo)
-        mlm_id = self._store_id() if todo else None
-        if mlm_id is not None:
-            assert self.store is not None
-            skeys = {k: context_key(*batch[i]) for k, i in todo.items()}
-            got = self.store.get(mlm_id, list(skeys.values()), top)
-            words = self.id_to_word
-            for k in [k for k in todo if skeys[k] in got]:
-                _, ids, vals = got[skeys[k]]
-                found[k] = self._remember(k, top, [(words[j], v) for j, v in zip(ids[:top], vals[:top])])
-                del todo[k]
-            self.store_hits += len(skeys) - len(todo)
-            self.store_misses += len(todo)
-            self.store.record(mlm_id, len(skeys) - len(todo), len(todo), self.token)
-            self.store_seconds_saved += (len(skeys) - len(todo)) * self._seconds_per_entry(mlm_id)
-        if todo:
-            n = max(top, STORE_TOP)
-            t0 = self.forward_seconds
-            computed = self._predict_ids(list(todo), n) if by_ids else self._predict_texts(list(todo), n)
-            rows = []
-            for k, ids, vals in computed:
-                found[k] = self._remember(k, top, [(self.id_to_word[j], v) for j, v in zip(ids[:top], vals[:top])])
-                rows.append((k, ids, vals))
-            if mlm_id is not None and rows:
-                per = (self.forward_seconds - t0) / len(rows)
-                self.store.put(mlm_id, [(skeys[k], n, ids, vals) for k, ids, vals in rows], per)  # type: ignore[union-attr]
-        return [found[k][:top] for k in keys]
-
-    def _remember(self, key: tuple, n: int, rows: list[tuple[str, float]]) -> list[tuple[str, float]]:
-        """Keep ``rows`` (the top ``n`` candidates: what was asked, the store keeps more) in the in-memory
-        LRU; return them."""
-        if self.cache_size:
-            cache = self._cache
-            cache[key] = (n, rows)
-            while len(cache) > self.cache_size:
-                cache.popitem(last=False)
-        return rows
-
-    def seconds_per_context(self) -> float | None:
-        """Seconds a masked context takes to compute here (a forward, not an answer from the cache or the
-        store): measured in this process, else as the store recorded it for this masked LM; None unknown."""
-        if self.forwards:
-            return self.forward_seconds / self.forwards
-        mlm_id = self._store_id() if self.store is not None else None
-        return (self._seconds_per_entry(mlm_id) or None) if mlm_id is not None else None
-
-    def _seconds_per_entry(self, mlm_id: int) -> float:
-        """Masked-LM seconds per masked sentence: measured in this process, else as the store recorded it."""
-        if self.forwards:
-            return self.forward_seconds / self.forwards
-        if self._stored_seconds is None:
-            row = next((m for m in self.store.mlms() if m["id"] == mlm_id), None) if self.store else None
-            self._stored_seconds = float(row["seconds_per_entry"]) if row else 0.0
-        return self._stored_seconds
+    def compute(self, todo: list[tuple], n: int):
+        """The forward of the masked copies no tier held (:meth:`_predict_ids`, or :meth:`_predict_texts`)."""
+        return self._predict_ids(todo, n) if self.use_ids and self.pieces is not None else self._predict_texts(todo, n)
 
     def _predict_texts(self, todo: list[tuple], top: int):
         """The old path: masked copies tokenised from their words, ``batch_size`` per forward; yields
