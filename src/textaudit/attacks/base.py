@@ -43,6 +43,7 @@ from textaudit.models.batched import (
     as_classifier,
     decisions,
     flips_in_draws,
+    is_remote,
     model_scores,
     reduced_precision,
     sampled_draws,
@@ -315,8 +316,7 @@ class Attack:
         sents = [found.sentence]
         if goal.patch is not None:
             sents.append(apply_patch(found.sentence, goal.patch))
-        remote = getattr(getattr(self.classifier, "classifier", self.classifier), "remote", False)
-        probs = yield classify(self.classifier, sents, fresh=bool(remote))
+        probs = yield classify(self.classifier, sents, fresh=is_remote(self.classifier))
         pred = decisions(probs)
         if goal.patch is not None:
             ok = pred[0] != pred[1] and (pred[0], pred[1]) == (found.prediction, found.patched_prediction)

@@ -16,7 +16,7 @@ from textaudit.engine import frozen_heap
 from textaudit.engine.scheduler import check_in_flight, in_flight_for
 from textaudit.errors import TextAuditError
 from textaudit.lm import CausalLM, LazyCausalLM
-from textaudit.models.batched import PairView, label_report
+from textaudit.models.batched import PairView, device_clocked, label_report, query_stats
 from textaudit.runner import ResumableRun
 from textaudit.shards import Shard, in_shard
 from textaudit.stats import hit_rates, wilson
@@ -162,18 +162,17 @@ def classifier_seconds(classifier: object) -> float:
     (its ``device_seconds``); for any other model — a plug-in function, an ``llm:`` prompt without
     a clock, an endpoint — all of the time inside its forward (the function, the HTTP round trip):
     that is the model's cost, not textaudit's bookkeeping."""
-    stats = getattr(classifier, "stats", None)
+    stats = query_stats(classifier)
     if stats is None:
         return 0.0
-    clocked = getattr(getattr(classifier, "forward", None), "clock", None) is not None
-    return float((stats.device_seconds if clocked else stats.forward_seconds) or 0.0)
+    return float((stats.device_seconds if device_clocked(classifier) else stats.forward_seconds) or 0.0)
 
 
 def engine_counters(attack: Attack) -> np.ndarray:
     """The engine's counters so far: seconds of the classifier's compute (:func:`classifier_seconds`)
     and inside the masked LM's bare forwards, texts forwarded, classifier forwards, masked sentences
     forwarded, masked-LM forwards."""
-    stats = getattr(attack.classifier, "stats", None)
+    stats = query_stats(attack.classifier)
     mlm = attack.mlm
     clock = getattr(mlm, "clock", None)
     return np.array([classifier_seconds(attack.classifier), float(getattr(clock, "seconds", 0.0) or 0.0),
@@ -185,7 +184,7 @@ def work_counters(attack: Attack) -> tuple[float, float, float, float]:
     """What the attack asked so far, for its :class:`~textaudit.attacks.estimate.AttackClock`: classifier
     texts answered (counted as each batch of a forward returns), masked-LM contexts (forwarded, or answered by
     its cache or the store), and the seconds of each."""
-    stats = getattr(attack.classifier, "stats", None)
+    stats = query_stats(attack.classifier)
     mlm = attack.mlm
     contexts = sum(getattr(mlm, a, 0) or 0 for a in ("forwards", "cache_hits", "store_hits")) if mlm is not None else 0
     clock = getattr(mlm, "clock", None)

@@ -49,7 +49,15 @@ from textaudit.errors import TextAuditError
 from textaudit.fairness.cost import BiasCost
 from textaudit.fairness.estimates import CI_METHODS, BiasEstimate, ScoredUnit, aggregate, l1_norm
 from textaudit.fairness.pairs import Source, measurable_sources, parse_pair
-from textaudit.models.batched import Classifier, model_scores, pair_inputs, reduced_precision, unknown_class
+from textaudit.models.batched import (
+    Classifier,
+    model_scores,
+    pair_inputs,
+    query_stats,
+    reduced_precision,
+    torch_parts,
+    unknown_class,
+)
 from textaudit.neighborhoods.builder import NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
 from textaudit.perturbations.gender import gender_words
@@ -296,8 +304,8 @@ def difference_units(main: Sequence[ScoredUnit], control: Sequence[ScoredUnit]) 
 
 def _word_vocabulary(classifier: Classifier) -> set[str] | None:
     """The word vocabulary of a zoo word model (None for sub-word or opaque models)."""
-    tok = getattr(getattr(classifier, "forward", None), "tokenizer", None)
-    vocab = getattr(tok, "vocab", None)
+    parts = torch_parts(classifier)
+    vocab = getattr(parts[1] if parts else None, "vocab", None)
     stoi = getattr(vocab, "stoi", None)
     return set(stoi) if isinstance(stoi, dict) else None
 
@@ -462,7 +470,7 @@ def _settings(estimator: CounterfactualBias, k: int, config: dict | None, max_so
 
 def _live(estimator: CounterfactualBias, scorers: list) -> tuple:
     """The progress line's live fields: sentences scored and masked contexts answered, as the work is done."""
-    counted = [getattr(getattr(sc, "classifier", sc), "stats", None) for sc in scorers]
+    counted = [query_stats(getattr(sc, "classifier", sc)) for sc in scorers]
     clock = WorkClock(lambda: float(sum(getattr(st, "answered", 0) or 0 for st in counted if st is not None)),
                       lambda: 0.0, unit="scored",  # (the masked LM as loaded, on first use: k = 0 loads none)
                       more={"contexts": lambda: float(sum(getattr(estimator._mlm, a, 0) or 0 for a in

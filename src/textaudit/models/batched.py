@@ -50,7 +50,8 @@ from textaudit.sentence import Sentence
 from textaudit.token_ids import default_batch_tokens, pack, splice_all
 
 __all__ = ["Classifier", "BatchedClassifier", "PairView", "pair_inputs", "QueryStats", "as_classifier", "softmax", "Text", "text_length",
-           "scores_of", "unknown_class", "model_scores", "label_report", "label_only_report", "reduced_precision", "decisions", "TIE"]
+           "scores_of", "unknown_class", "model_scores", "label_report", "label_only_report", "is_remote",
+           "query_stats", "forward_of", "torch_parts", "device_clocked", "placement", "reduced_precision", "decisions", "TIE"]
 
 #: one classifier input: a text, or a sentence pair ``(first, second)``
 Text = Union[str, tuple[str, str]]
@@ -616,6 +617,49 @@ def model_scores(classifier: Classifier) -> dict:
     OpenAI-compatible endpoint: log-probabilities, one-hot labels or sampled frequencies), else ``{}``."""
     text = getattr(classifier, "scores_description", None)
     return {"model_scores": text} if text else {}
+
+
+def _inner(classifier: Classifier) -> object:
+    return getattr(classifier, "classifier", classifier)  # a PairView's model
+
+
+def is_remote(classifier: Classifier) -> bool:
+    """Whether ``classifier`` (or a PairView's model) is an endpoint: its answers are re-checked at the endpoint
+    itself, and its queries are not spent on a pace."""
+    return bool(getattr(_inner(classifier), "remote", False))
+
+
+def query_stats(classifier: Classifier) -> QueryStats | None:
+    """The :class:`QueryStats` of ``classifier`` (or of a PairView's model), or None for a bare callable."""
+    return getattr(_inner(classifier), "stats", None)
+
+
+def forward_of(classifier: Classifier) -> object:
+    """The bare forward behind ``classifier`` (a :class:`~textaudit.models.torch_backend.TorchForward`, an
+    endpoint's, a plug-in's callable), or None."""
+    return getattr(_inner(classifier), "forward", None)
+
+
+def torch_parts(classifier: Classifier) -> tuple[object, object, str] | None:
+    """``(module, tokenizer, device)`` of a torch model's forward (the zoo, ``hf:``), or None for any other."""
+    fwd = forward_of(classifier)
+    module, tok = getattr(fwd, "module", None), getattr(fwd, "tokenizer", None)
+    if module is None or tok is None:
+        return None
+    return module, tok, str(getattr(fwd, "device", "cpu"))
+
+
+def device_clocked(classifier: Classifier) -> bool:
+    """Whether the forward times its bare module calls (a torch model: ``device_seconds``), or only its whole call
+    (a plug-in, an endpoint: ``forward_seconds``)."""
+    return getattr(forward_of(classifier), "clock", None) is not None
+
+
+def placement(classifier: Classifier) -> tuple[str | None, str | None]:
+    """``(precision, device kind)`` of the forward (None where it has neither: not a torch model)."""
+    fwd = forward_of(classifier)
+    device = str(getattr(fwd, "device", "") or "").split(":")[0] or None
+    return getattr(fwd, "precision", None), device
 
 
 def label_only_report(classifier: Classifier, pred: np.ndarray | None = None) -> dict:

@@ -65,7 +65,7 @@ import numpy as np
 import textaudit.notices as notices
 from textaudit.backends import register_sync
 from textaudit.errors import TextAuditError
-from textaudit.models.batched import SCORE_CACHE
+from textaudit.models.batched import SCORE_CACHE, placement
 from textaudit.neighborhoods.store_sync import LIVE, SHIPPED, StoreSync
 from textaudit.resources import cache_dir
 from textaudit.secrets import redact
@@ -970,9 +970,8 @@ def score_identity(clf) -> str | None:
     fp = clf.fingerprint
     if not fp:
         return None
-    fwd = getattr(clf, "forward", None)
-    device = str(getattr(fwd, "device", "") or "").split(":")[0] or "-"
-    return f"{fp}|{getattr(fwd, 'precision', None) or '-'}|{device}|{kind}|scores-{SCORES_FORMAT}"
+    precision, device = placement(clf)
+    return f"{fp}|{precision or '-'}|{device or '-'}|{kind}|scores-{SCORES_FORMAT}"
 
 
 class _ScoreView:

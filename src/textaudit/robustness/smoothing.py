@@ -48,7 +48,7 @@ import numpy as np
 from textaudit.engine.scheduler import Engine, Search, classify, in_flight_for
 from textaudit.errors import TextAuditError
 from textaudit.lexicons import counterfitted_neighbors
-from textaudit.models.batched import TIE, decisions, unknown_class
+from textaudit.models.batched import TIE, decisions, query_stats, unknown_class
 from textaudit.progress import WorkClock
 from textaudit.runner import ResumableRun
 from textaudit.sentence import Sentence, restore_case
@@ -470,7 +470,7 @@ def run_certify(safer: SAFER, texts: Sequence[str], labels: Sequence[int], ids: 
                                      "resume with the data it was written with, or write a new --output")
         done, finished, viewed = 0, 0, 0
         todo = sum(1 for k, _ in jobs if k not in run.done)
-        stats = getattr(safer.classifier, "stats", None)
+        stats = query_stats(safer.classifier)
         mlm = getattr(safer.builder, "mlm", None)
         clock = WorkClock(lambda: float(getattr(stats, "answered", 0) or 0),
                           lambda: safer.expected_texts(todo, viewed / finished if finished else None),

@@ -10,7 +10,7 @@ import numpy as np
 
 from textaudit.device import pick_device
 from textaudit.errors import TextAuditError
-from textaudit.models.batched import Classifier
+from textaudit.models.batched import Classifier, torch_parts
 
 __all__ = ["ShiftModel", "differentiable", "model_shift", "pgd_shifts", "find_epsilon", "SHIFT_ATOL"]
 
@@ -66,12 +66,12 @@ class ShiftModel:
 def differentiable(classifier: Classifier, device: str | None = None) -> ShiftModel:
     """Return the :class:`ShiftModel` of a zoo word model, a zoo ``minilm`` or an ``hf:`` classifier
     (a classifier without torch embeddings gets a one-line error)."""
-    fwd = getattr(classifier, "forward", None)
-    module, tok = getattr(fwd, "module", None), getattr(fwd, "tokenizer", None)
-    if module is None or tok is None:
+    parts = torch_parts(classifier)
+    if parts is None:
         raise TextAuditError(f"model '{getattr(classifier, 'name', classifier)}' is not a torch model with input "
                              "embeddings; PerturbScore needs a zoo model or an hf: classifier")
-    dev = pick_device(device) if device else str(getattr(fwd, "device", "cpu"))
+    module, tok, own_device = parts
+    dev = pick_device(device) if device else own_device
     module.eval()
     if hasattr(module, "input_vectors") and hasattr(module, "features"):
         return ShiftModel(module, tok, "word", dev)
