@@ -235,3 +235,37 @@ def test_a_suite_replay_section_writes_the_records_the_command_writes(cli, tmp_p
     command, suite = _records(tmp_path / "cmd.jsonl"), _records(tmp_path / "out" / "replay.jsonl")
     assert len(command) == 12 and {x["status"] for x in command} == {"still", "fixed"}
     assert norm(command) == norm(suite)
+
+
+def test_a_suite_attack_section_writes_the_records_the_command_writes(cli, tmp_path, tiny_mlm):
+    """[attack] is audit attack's request: every option of the command (here κ, δ and the query budget, which
+    [compare] does not take) with its ranges, the command's records, and its thresholds read the summary."""
+    (tmp_path / "m.py").write_text(SMOOTH)
+    rows = [(f"a {w} film , {a} good" if i % 2 else f"a {w} film , {a} dull", i % 2)
+            for i, (w, a) in enumerate((w, a) for w in ("fine", "great") for a in ("really", "not", "so"))]
+    (tmp_path / "data.tsv").write_text("text\tlabel\n" + "".join(f"{t}\t{y}\n" for t, y in rows))
+    tiny_mlm.model.save_pretrained(tmp_path / "mlm")
+    tiny_mlm.tokenizer.save_pretrained(tmp_path / "mlm")
+    model = f"{tmp_path}/m.py:clf"
+    options = {"method": "so-enum", "k": 1, "kappa": 12, "delta": 2.5, "max_queries": 400}
+    flags = [part for key, value in options.items() for part in (f"--{key.replace('_', '-')}", str(value))]
+    r = cli("attack", "--model", model, *flags, "--mlm", str(tmp_path / "mlm"), "--data", str(tmp_path / "data.tsv"),
+            "--no-ppl", "--output", str(tmp_path / "cmd.jsonl"), "--json")
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.stdout.strip().splitlines()[-1])
+    section = "".join(f"{key} = {json.dumps(value)}\n" for key, value in options.items())
+    (tmp_path / "s.toml").write_text(
+        f'[suite]\ndata = "{tmp_path / "data.tsv"}"\noutput_dir = "out"\n[attack]\nmodel = "{model}"\n{section}'
+        f'mlm = "{tmp_path / "mlm"}"\nppl = false\n[thresholds]\nattack.success_rate_max = {summary["success_rate"]}\n'
+        f'attack.success_rate_ci_high_min = 1.01\n')
+    r = cli("run", str(tmp_path / "s.toml"), "--json")
+    assert r.exit_code == 1, r.output  # the interval's end cannot reach 1.01; the success rate is the command's
+    checks = {c["name"]: c for c in json.loads(r.stdout.strip().splitlines()[-1])["checks"]}
+    assert checks["attack.success_rate_max"]["passed"] and not checks["attack.success_rate_ci_high_min"]["passed"]
+    strip = lambda recs: [{k: v for k, v in x.items() if "seconds" not in k} for x in recs]  # noqa: E731
+    command, suite = _records(tmp_path / "cmd.jsonl"), _records(tmp_path / "out" / "attack.jsonl")
+    assert len(command) == len(rows) and strip(command) == strip(suite)
+    assert {x["status"] for x in command} >= {"success"}
+    (tmp_path / "bad.toml").write_text(f'[attack]\nmodel = "{model}"\nkappa = 0\n')
+    bad = cli("run", str(tmp_path / "bad.toml"))
+    assert bad.exit_code == 2 and "bad.toml: [attack] --kappa (κ) must be at least 1" in bad.output

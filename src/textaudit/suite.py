@@ -10,6 +10,11 @@ results must meet::
     report = "report.html"           # written into output_dir
     track = "mlflow"                 # optional: the suite as an MLflow run, one nested run per audit
 
+    [attack]                         # audit attack on one model: every option of the command is a key
+    model = "cnn"                    # (method, k, beam, kappa, delta, max_queries, …; data, seed and limit
+    method = "so-beam"               # default to [suite]'s)
+    k = 6
+
     [compare]                        # the attack matrix of audit compare
     models = ["cnn"]
     methods = ["so-beam", "genetic"]
@@ -50,6 +55,8 @@ success rate minus the baseline's) must be non-inferior at that margin — its 9
 upper end below it, the one-sided test at α = 0.05 — or, with ``equivalence = true``, equivalent
 (the interval inside ±margin, TOST); see :func:`textaudit.stats.non_inferiority`.
 
+``[attack]``'s thresholds are ``attack.<metric>_max`` (or ``_min``) with the attack metrics below.
+
 A threshold is ``<what>.<metric>_max`` (the value must be ≤ the limit) or ``_min`` (≥). Attack
 metrics: the cells' numbers (``success_rate``, ``mean_l0``, ``sec_per_example``,
 ``queries_per_example``, and ``success_rate_ci_low``/``_ci_high``, the Wilson interval's ends);
@@ -68,7 +75,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from textaudit.attacks.request import CompareRequest
+from textaudit.attacks.request import AttackRequest, CompareRequest
 from textaudit.data import dataset_id, load_dataset
 from textaudit.errors import TextAuditError
 from textaudit.fairness.pairs import check_some_source
@@ -86,6 +93,7 @@ from textaudit.robustness.request import CertifyRequest
 __all__ = ["Suite", "Check", "load_suite", "run_suite", "check_thresholds"]
 
 SECTIONS = {"suite": {"name", "data", "limit", "output_dir", "report", "seed", "track", "note"},
+            "attack": None,  # AttackRequest's fields (textaudit.request.from_mapping checks them)
             "compare": None,  # equivalence, and CompareRequest's fields (textaudit.request.from_mapping checks them)
             "bias": None,  # BiasRequest's fields (textaudit.request.from_mapping checks them)
             "certify": None,  # models, and CertifyRequest's fields (textaudit.request.from_mapping checks them)
@@ -169,6 +177,17 @@ class Suite:
                      if k in self.spec.get("suite", {}) and k not in section}
         return from_mapping(CertifyRequest, {**inherited, **section, "model": model}, self.path, "certify",
                             output=output, resume=False)
+
+    def attack_request(self) -> AttackRequest:
+        """``[attack]`` as the request ``audit attack`` builds (its keys are :class:`AttackRequest`'s fields), into
+        ``output_dir/attack.jsonl`` (resumed when it is there); the data, seed and limit are the suite's unless the
+        section gives its own."""
+        section = self.spec["attack"]
+        inherited = {k: self.spec["suite"][k] for k in ("data", "seed", "limit")
+                     if k in self.spec.get("suite", {}) and k not in section}
+        output = self.output_dir / "attack.jsonl"
+        return from_mapping(AttackRequest, {**inherited, **section}, self.path, "attack", output=output,
+                            resume=output.exists())
 
     def compare_request(self, output_dir: Path | None = None) -> CompareRequest:
         """``[compare]`` as the request ``audit compare`` builds (its keys are :class:`CompareRequest`'s fields, and
@@ -298,6 +317,20 @@ def _check_replay(suite: Suite) -> None:
     suite.replay_request()  # every value, with audit replay's ranges
 
 
+def _in_section(suite: Suite, section: str, check: Callable[[], Any]) -> None:
+    """Run a request's ``check``; its one-line error names the suite file and the section."""
+    try:
+        check()
+    except TextAuditError as e:
+        raise TextAuditError(str(e) if str(e).startswith(str(suite.path)) else f"{suite.path}: [{section}] {e}") from None
+
+
+def _check_attack(suite: Suite) -> None:
+    if not isinstance(suite.spec["attack"].get("model"), str):
+        raise TextAuditError(f"{suite.path}: [attack] needs model = \"<name>\"")
+    _in_section(suite, "attack", lambda: suite.attack_request().check())  # with audit attack's ranges
+
+
 def _check_bias(suite: Suite) -> None:
     if not isinstance(suite.spec["bias"].get("model"), str):
         raise TextAuditError(f"{suite.path}: [bias] needs model = \"<name>\"")
@@ -311,24 +344,18 @@ def _check_certify(suite: Suite) -> None:
     if "model" in suite.spec["certify"]:
         raise TextAuditError(f"{path}: [certify] takes models = [\"<name>\", …], each certified alike")
     for m in models:
-        try:
-            suite.certify_request(m).check()
-        except TextAuditError as e:
-            raise TextAuditError(f"{path}: [certify] {e}") from None
+        _in_section(suite, "certify", lambda m=m: suite.certify_request(m).check())
 
 
 def _check_harden(suite: Suite) -> None:
-    try:
-        suite.harden_request().check()  # every value, with audit harden's ranges
-    except TextAuditError as e:
-        raise TextAuditError(str(e) if str(e).startswith(str(suite.path)) else f"{suite.path}: [harden] {e}") from None
+    _in_section(suite, "harden", lambda: suite.harden_request().check())  # with audit harden's ranges
 
 
 #: the audits a suite declares, in the order they are checked, and each one's check (its request built and checked)
 _CHECKS: dict[str, Callable[[Suite], None]] = {
-    "replay": _check_replay, "compare": lambda suite: suite.compare_request().check(), "certify": _check_certify,
+    "attack": _check_attack, "replay": _check_replay, "compare": lambda suite: suite.compare_request().check(), "certify": _check_certify,
     "bias": _check_bias, "harden": _check_harden}
-AUDITS = ("compare", "bias", "certify", "replay", "harden")
+AUDITS = ("attack", "compare", "bias", "certify", "replay", "harden")
 
 
 def _certify(request: CertifyRequest, progress: bool) -> dict:
@@ -382,6 +409,11 @@ def _thresholds(suite: Suite) -> list[tuple[str, str, float, Callable[[dict], fl
             if base not in ("B", "abs_B") or not kk.isdigit() or int(kk) > suite.get("bias", "k", 3):
                 raise TextAuditError(f"threshold {name}: bias metrics are B_k<k> and abs_B_k<k> with k <= the [bias] k")
             out.append((name, op, float(limit), _bias_value(pair, int(kk), base == "abs_B")))
+        elif head == "attack":
+            if "attack" not in suite.spec or len(keys) != 2 or metric not in ATTACK_METRICS:
+                raise TextAuditError(f"threshold {name}: write attack.<{'|'.join(ATTACK_METRICS)}>_<max|min> and "
+                                     "declare [attack]")
+            out.append((name, op, float(limit), lambda res, k=metric: _attack_value(res["attack"], k)))
         elif head == "harden":
             if "harden" not in suite.spec or keys[1:-1] not in (("before",), ("after",), ()) or \
                     (metric not in HARDEN_METRICS if len(keys) == 3 else metric != "mcnemar_p"):
@@ -398,7 +430,7 @@ def _thresholds(suite: Suite) -> list[tuple[str, str, float, Callable[[dict], fl
         else:
             method = next((m for m in methods if m == head or m.replace("-", "_") == head), None)
             if method is None:
-                raise TextAuditError(f"threshold {name}: '{head}' is not a method of [compare] (nor bias/certify/harden)")
+                raise TextAuditError(f"threshold {name}: '{head}' is not a method of [compare] (nor attack/bias/certify/harden)")
             if len(keys) == 3 and keys[1] not in models:
                 raise TextAuditError(f"threshold {name}: '{keys[1]}' is not a model of [compare]")
             if len(keys) not in (2, 3) or metric not in ATTACK_METRICS:
@@ -420,11 +452,15 @@ def _certify_value(summary: dict, metric: str) -> float | None:
 
 
 def _cell_value(compare: dict, model: str, method: str, metric: str) -> float | None:
-    cell = next(c for c in compare["cells"] if c["model"] == model and c["method"] == method)
+    return _attack_value(next(c for c in compare["cells"] if c["model"] == model and c["method"] == method), metric)
+
+
+def _attack_value(summary: dict, metric: str) -> float | None:
+    """An attack's metric: a summary's number, or an end of its success rate's Wilson interval."""
     if metric.startswith("success_rate_ci_"):
-        ci = cell["success_rate_ci95"]
+        ci = summary["success_rate_ci95"]
         return None if not ci else ci[0] if metric.endswith("low") else ci[1]
-    return cell.get(metric)
+    return summary.get(metric)
 
 
 def _bias_value(pair: tuple, k: int, absolute: bool) -> Callable[[dict], float | None]:
@@ -509,6 +545,10 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
                                  require_labels=False)
         check_some_source(checked.pairs, list(bias_data["text"]), bias_data["id"], None, limit=bias.limit,
                           limit_name="[bias] limit =", bound="[bias] max_sources = N")
+    if "attack" in suite.spec:
+        attack = suite.attack_request()
+        results["attack"] = attack.run(progress=progress).summary
+        inputs.append(attack.output)
     if "compare" in suite.spec:
         results["compare"] = suite.compare_request(out / "compare").run(progress=progress)
         inputs.append(out / "compare")
