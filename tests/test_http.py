@@ -782,3 +782,61 @@ def test_a_prompt_files_system_message_opens_every_chat_and_a_bad_one_is_one_lin
     (tmp_path / "bad.toml").write_text(base + "[endpoint]\nsystem = 3\n")
     with pytest.raises(TextAuditError, match=r"\[endpoint\] system must be the text of a chat's system message \(got 3\)"):
         load_classifier(url(openai_server, "/v1/chat/completions"), options=ModelOptions(prompt_file=tmp_path / "bad.toml"))
+
+
+class FilteringHandler(BaseHTTPRequestHandler):
+    """A plain JSON endpoint with a content filter: a request holding a text with a filtered word is refused with
+    HTTP 400 (that input's fault, as hosted APIs answer); every other text gets P(positive) from its words."""
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802
+        texts = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["texts"]
+        with self.server.lock:
+            self.server.batches.append(len(texts))
+        if any(w in str(t).split() for t in texts for w in self.server.filtered):
+            status, obj = 400, {"detail": "the content filter refused this input"}
+        else:
+            status = 200
+            obj = {"probs": [[0.2, 0.8] if any(w in str(t).split() for w in ("good", "great")) else [0.7, 0.3]
+                             for t in texts]}
+        blob = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(blob)))
+        self.end_headers()
+        self.wfile.write(blob)
+
+
+def test_a_word_the_endpoint_refuses_is_left_out_of_the_patch_ranking_not_the_whole_attack(tiny_mlm, capfd):
+    """#63 (open since the last battery): ranking the patch words sent every word in one batch, and one word an
+    endpoint's content filter refused (HTTP 400) aborted the whole attack; now it is that word's alone — said
+    once, never p — as the search treats a refused input as that example's error."""
+    from textaudit.attacks import PatchWords, SOEnum
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), FilteringHandler)
+    srv.filtered, srv.batches, srv.lock = {"awful"}, [], threading.Lock()
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        clf = load_classifier(url(srv, "/score"), options=ModelOptions(retries=0))
+        pw = PatchWords(clf, [("good", "great"), ("good", "awful"), ("bad", "awful"), ("film", "movie")],
+                        disk_cache=False)
+        pw.fit(["good", "bad", "film", "awful"])
+        assert set(pw.refused) == {"awful"} and "content filter" in pw.refused["awful"]
+        assert [w2 for _, w2 in pw._best_for["good"]] == ["great"]  # (good, awful) is not ranked
+        assert pw._best_for["bad"] == [] and [w2 for _, w2 in pw._best_for["film"]] == ["movie"]
+        said = capfd.readouterr().err
+        assert said.count("the model refused 1 of the 6 words") == 1 and "awful" in said
+        asked = len(srv.batches)
+        pw.fit(["awful", "bad"])  # a refused word is not asked again
+        assert len(srv.batches) == asked
+        # a whole attack over data holding the filtered word runs to its end: that example is its own error
+        atk = SOEnum(clf, k=1, mlm=tiny_mlm, kappa=5, delta=1e9, patch_words=pw)
+        texts = ["a good film with a fine cast", "an awful film with a dull cast", "a bad film with a weak cast"]
+        atk.rank_patch_words(texts)
+        results = [atk.attack(t, 1 if "good" in t else 0) for t in texts]
+        assert results[1].status == "error" and "content filter" in results[1].reason
+        assert all(r.status != "error" for r in (results[0], results[2]))
+    finally:
+        srv.shutdown()
+        srv.server_close()

@@ -22,7 +22,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from textaudit.errors import TextAuditError
+import textaudit.notices as notices
+from textaudit.errors import StopRun, TextAuditError
 from textaudit.files import atomic_path
 from textaudit.lexicons import counterfitted_neighbors
 from textaudit.models.batched import Classifier
@@ -77,6 +78,7 @@ class PatchWords:
         self._best_for: dict[str, list[tuple[float, str]]] = {}  # w1 -> [(gap, w2)], best first
         self._w2_of: dict[str, list[str]] | None = None
         self._probs: dict[str, np.ndarray] = {}  # single-word probabilities scored so far
+        self.refused: dict[str, str] = {}  # words the model refused (a per-input error), and why
 
     def with_classifier(self, classifier: Classifier) -> "PatchWords":
         """The same candidate pairs, ranked for another classifier (e.g. one side of a pair model)."""
@@ -107,7 +109,7 @@ class PatchWords:
     def _word_probs(self, words: list[str]) -> dict[str, np.ndarray]:
         """Single-word probabilities of ``words``: from memory, then the disk cache, the rest in one
         batched pass (then added to the disk cache)."""
-        missing = [w for w in words if w not in self._probs]
+        missing = [w for w in words if w not in self._probs and w not in self.refused]
         if missing and self.disk_cache:
             path = self._cache_path()
             if path.is_file() and not self._probs:
@@ -116,15 +118,39 @@ class PatchWords:
                     self._probs.update(zip(z["words"].tolist(), z["probs"]))
                 except (OSError, ValueError, KeyError):
                     pass  # a damaged cache is recomputed
-                missing = [w for w in words if w not in self._probs]
+                missing = [w for w in words if w not in self._probs and w not in self.refused]
             if missing:
-                self._probs.update(zip(missing, self.classifier.predict_proba(missing)))
+                self._probs.update(self._score(missing))
                 known = sorted(self._probs)
                 with atomic_path(path, suffix=".npz") as tmp:
                     np.savez(tmp, words=np.array(known), probs=np.stack([self._probs[w] for w in known]))
         elif missing:
-            self._probs.update(zip(missing, self.classifier.predict_proba(missing)))
+            self._probs.update(self._score(missing))
         return self._probs
+
+    def _score(self, words: list[str]) -> dict[str, np.ndarray]:
+        """The single-word probabilities of ``words`` in one batch. A word the model refuses — a per-input error,
+        as an endpoint's content filter answers HTTP 400; a :class:`~textaudit.errors.StopRun` (the endpoint
+        down, a budget spent) still stops the run — is that word's alone, as the search treats a refused input
+        as that example's error: the batch is then scored one word at a time, and a refused word is said once
+        and left out (no pair with it is ranked, so it is never p)."""
+        try:
+            return dict(zip(words, self.classifier.predict_proba(words)))
+        except StopRun:
+            raise
+        except TextAuditError as e:
+            if len(words) == 1:
+                self.refused[words[0]] = str(e)
+                return {}
+        out: dict[str, np.ndarray] = {}
+        for w in words:
+            out.update(self._score([w]))
+        refused = [w for w in words if w not in out]
+        if refused:
+            shown = ", ".join(refused[:8]) + (" …" if len(refused) > 8 else "")
+            notices.notice(f"the model refused {len(refused)} of the {len(words)} words the patch pairs are ranked by "
+                           f"({shown}: {self.refused[refused[0]]}); no pair with them is used as p")
+        return out
 
     def fit(self, words: Iterable[str] | None = None) -> "PatchWords":
         """Rank the pairs whose w1 is one of ``words`` (every pair when None): one batched pass over
@@ -138,8 +164,9 @@ class PatchWords:
         if not todo:
             return self
         probs = self._word_probs(sorted({w for w1 in todo for w in (w1, *w2_of[w1])}))
-        for w1 in todo:
-            gaps = [(0.5 * float(np.abs(probs[w2] - probs[w1]).sum()), w2) for w2 in w2_of[w1]]
+        for w1 in todo:  # a word the model refused (see _score) ranks no pair
+            gaps = [(0.5 * float(np.abs(probs[w2] - probs[w1]).sum()), w2) for w2 in w2_of[w1]
+                    if w1 in probs and w2 in probs]
             self._best_for[w1] = sorted(gaps, key=lambda t: (-t[0], t[1]))
         return self
 
