@@ -349,3 +349,30 @@ def test_certify_says_its_time_and_its_progress_moves_with_the_texts_answered(wo
     # it moves between two lines with no more examples done
     assert any(a[0] == b[0] < 4 and b[1] > a[1] for a, b in zip(seen, seen[1:])), r.stderr[-3000:]
     assert seen[-1][1] <= 12_400
+
+
+def test_a_synonyms_file_is_read_as_the_data_is_and_a_resume_needs_its_content(cli, world):
+    """#63: keys with capitals were silently unused (an input certified at a radius a listed swap breaks) and a
+    key without a letter could never apply; a resume after the file changed mixed two threat models (the header
+    held its path). Now keys are normalised as the data is, a key that can never apply is one line, and the
+    header holds the table's content digest."""
+    _certify(cli, world, "on_film", "--output", str(world / "lower.jsonl"))
+    shouted = {k.upper() if k in ("film", "good") else k: [v.title() for v in vs] for k, vs in LEXICON.items()}
+    (world / "shout.json").write_text(json.dumps(shouted))
+    r = cli("certify", "--model", f"{world}/m.py:on_film", "--method", "safer", "--data", str(world / "d.tsv"),
+            "--synonyms", str(world / "shout.json"), "--hops", "1", "--samples", "200", "--selection", "20",
+            "--output", str(world / "shout.jsonl"), "--json")
+    assert r.exit_code == 0, r.output
+    # FILM and Good are film and good: the same draws, the same radii (film's swaps break the on_film model)
+    assert _records(world / "shout.jsonl") == _records(world / "lower.jsonl")
+    assert [x["radius"] for x in _records(world / "shout.jsonl")] == [0, 0, 0, 0]
+    (world / "digits.json").write_text(json.dumps({**LEXICON, "1990s": ["nineties"], "2": ["two"]}))
+    r = cli("certify", "--model", f"{world}/m.py:on_film", "--method", "safer", "--data", str(world / "d.tsv"),
+            "--synonyms", str(world / "digits.json"))
+    assert r.exit_code == 2 and "the key '2' holds no letter" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    changed = {**LEXICON, "film": ["movie"]}  # picture is no longer film's substitute: another threat model
+    (world / "syn.json").write_text(json.dumps(changed))
+    r = cli("certify", "--model", f"{world}/m.py:on_film", "--method", "safer", "--data", str(world / "d.tsv"),
+            "--synonyms", str(world / "syn.json"), "--hops", "1", "--samples", "200", "--selection", "20",
+            "--output", str(world / "lower.jsonl"), "--resume")
+    assert r.exit_code == 2 and "synonyms_digest" in r.stderr

@@ -12,6 +12,7 @@ are not.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,36 @@ __all__ = ["CertifyRequest", "CertifyOutcome", "METHODS"]
 
 #: the certification methods: IBP, then randomized smoothing's (:data:`textaudit.robustness.smoothing.SMOOTHING`)
 METHODS = ("ibp", *SMOOTHING)
+
+
+def read_synonyms(path: Path) -> dict[str, list[str]]:
+    """A ``--synonyms`` file, normalised as the data is: ``{word: [substitutes, closest first]}`` with every word
+    in lower case and stripped (a key written ``Good`` is ``good``, and merged with it), substitutes de-duplicated
+    in order. A key holding no letter is refused in one line: smoothing substitutes only words with a letter, so
+    it could never apply, and a certificate would claim a threat model it never drew."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise TextAuditError(f"--synonyms {path}: not a readable JSON file ({type(e).__name__})") from None
+    if not isinstance(raw, dict) or not all(isinstance(v, list) and all(isinstance(x, str) for x in v)
+                                            for v in raw.values()):
+        raise TextAuditError(f"--synonyms {path} must be a JSON object {{word: [substitutes]}}")
+    table: dict[str, list[str]] = {}
+    for key, subs in raw.items():
+        word = key.strip().lower()
+        if not any(ch.isalpha() for ch in word):
+            raise TextAuditError(f"--synonyms {path}: the key {key!r} holds no letter; smoothing substitutes only "
+                                 "words with a letter, so it could never apply: remove it")
+        table[word] = list(dict.fromkeys([*table.get(word, []), *(x.strip().lower() for x in subs if x.strip())]))
+    return table
+
+
+def synonyms_digest(table: dict[str, list[str]] | None) -> str | None:
+    """What identifies a ``--synonyms`` table in a results header (its content, not its path: a resume after the
+    file changed would mix two threat models); None for the counter-fitted neighbours."""
+    if table is None:
+        return None
+    return hashlib.sha256(json.dumps(table, sort_keys=True).encode("utf-8")).hexdigest()[:16]
 
 
 @dataclass
@@ -118,21 +149,13 @@ class CertifyRequest:
         ranmask = method == "ranmask"
         if ranmask and not self.mask_token.strip():
             raise TextAuditError("--mask-token must not be empty (BERT-like tokenizers: [MASK]; RoBERTa: <mask>)")
-        table = None
-        if self.synonyms is not None:
-            try:
-                table = json.loads(Path(self.synonyms).read_text(encoding="utf-8"))
-            except (OSError, ValueError) as e:
-                raise TextAuditError(f"--synonyms {self.synonyms}: not a readable JSON file ({type(e).__name__})") from None
-            if not isinstance(table, dict) or not all(isinstance(v, list) and all(isinstance(x, str) for x in v)
-                                                      for v in table.values()):
-                raise TextAuditError(f"--synonyms {self.synonyms} must be a JSON object {{word: [substitutes]}}")
+        table = read_synonyms(Path(self.synonyms)) if self.synonyms is not None else None
         k = self.neighbors
         check_output(self.output, self.resume, dict(
             method=method, samples=self.samples, selection=self.selection, alpha=self.alpha, seed=self.seed,
             data=dataset_id(self.data, "dev"), hops=self.hops if (k or not ranmask) else None, neighbors_k=k,
             neighbors=self.neighbor_sample if k else None, patches=self.patches if k else None,
-            view_radius=self.view_radius if k else None,
+            view_radius=self.view_radius if k else None, synonyms_digest=synonyms_digest(table),
             **({"mask_rate": self.mask_rate, "mask_token": self.mask_token} if ranmask else {})))
         return table
 
@@ -171,6 +194,7 @@ class CertifyRequest:
                                        resume=self.resume, in_flight=self.in_flight, progress=progress, backend=backend,
                                        config={"data": dataset_id(self.data, "dev"),
                                                "synonyms": lexicon if k or not ranmask else None,
+                                               "synonyms_digest": synonyms_digest(table),
                                                "mlm": getattr(builder and builder.mlm, "name", None),
                                                **(config or {})})
         summary["model"] = clf.name
