@@ -290,3 +290,39 @@ def test_fresh_attacks_the_model_again_beside_the_files_own_records(found, cli):
     assert not out.exists() and "fresh attack:" not in missing.output  # refused before anything ran
     zero = cli("replay", *files, "--model", f"{found}/robust.py:clf", "--fresh", "0")
     assert zero.exit_code == 2 and "--fresh" in zero.output and "Traceback" not in zero.output
+
+
+def test_first_order_findings_are_replayed_by_class_name_or_refused(tmp_path, cli):
+    """#63: the class names recorded with findings were ignored, so a model whose classes come in another order
+    got wrong statuses (exit 0). A label is now the model's class of the same name; a class it lacks is one line."""
+    from textaudit.formats.jsonl import write_results
+
+    (tmp_path / "m.py").write_text('''
+def same(texts):  # P(positive) high with "good"
+    return [[0.1, 0.9] if "good" in t.split() else [0.9, 0.1] for t in texts]
+same.labels = ["negative", "positive"]
+
+def swapped(texts):  # the same model, its classes in the other order
+    return [[0.9, 0.1] if "good" in t.split() else [0.1, 0.9] for t in texts]
+swapped.labels = ["positive", "negative"]
+
+def other(texts):
+    return [[0.5, 0.5] for t in texts]
+other.labels = ["pos", "neg"]
+''')
+    rows = [("a good film", 1, "a fine film"), ("a good plot", 1, "a good plot indeed"), ("a dull film", 0, "a good film"),
+            ("a dull plot", 0, "a dull plot indeed")]
+    records = [{"id": str(i), "status": "success", "method": "genetic", "text": t, "label": y, "vulnerable": v,
+                "l0": 1, "queries": 2, "seconds": 0.0} for i, (t, y, v) in enumerate(rows)]
+    write_results(tmp_path / "found.jsonl", records, command="attack",
+                  config={"method": "genetic", "model": "old", "labels": ["negative", "positive"]})
+    statuses = {}
+    for name in ("same", "swapped"):
+        r = cli("replay", str(tmp_path / "found.jsonl"), "--model", f"{tmp_path}/m.py:{name}", "--output",
+                str(tmp_path / f"{name}.jsonl"), "--json")
+        assert r.exit_code == 0, r.output
+        statuses[name] = [x["status"] for x in _records(tmp_path / f"{name}.jsonl")]
+    assert statuses["same"] == ["still", "fixed", "still", "fixed"] and statuses["swapped"] == statuses["same"]
+    r = cli("replay", str(tmp_path / "found.jsonl"), "--model", f"{tmp_path}/m.py:other")
+    assert r.exit_code == 2 and "class 'positive' of these findings is not a class of" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1

@@ -12,7 +12,7 @@ import numpy as np
 
 from textaudit.data import align_labels, as_pairs, check_labels, dataset_id, load_dataset, pairs_of, parse_label_map
 from textaudit.errors import TextAuditError
-from textaudit.findings import read_findings
+from textaudit.findings import label_on, read_findings
 from textaudit.formats.jsonl import check_output, write_results
 from textaudit.models import load_classifier
 from textaudit.models.batched import label_only_report
@@ -121,7 +121,8 @@ class EvaluateRequest:
             raise TextAuditError("--perturbed takes single texts for now, not sentence pairs")
         if Path(perturbed).exists():
             found = [f for f in read_findings([perturbed], bias=False) if f.label is not None]
-            texts, labels, ids = [f.text for f in found], [f.label for f in found], [f.id for f in found]
+            texts, ids = [f.text for f in found], [f.id for f in found]
+            labels = [label_on(f, clf) for f in found]  # by class name where both name their classes
             changed = [f.vulnerable_patched or f.vulnerable for f in found]
             check_labels(labels, clf.num_classes, clf.name)  # another task's findings: one line, not an IndexError
             source = f"the findings of {Path(perturbed).name} (x beside x' or x̃ ⊕ p)"

@@ -76,6 +76,8 @@ class Finding:
     vulnerable: str
     vulnerable_patched: str | None = None
     pair: tuple[str, str] | None = None
+    #: the class names of the model it was found on (its file's label map), by class id; None: bare ids
+    classes: tuple[str, ...] | None = None
 
     @property
     def second_order(self) -> bool:
@@ -134,17 +136,36 @@ def read_findings(paths: Sequence[str | Path], *, bias: bool = True) -> list[Fin
                 if bad is not None:
                     raise TextAuditError(f"{path}:{line}: a success without '{bad}'; was the file edited?")
                 pair = tuple(r["pair"]) if isinstance(r.get("pair"), list) and len(r["pair"]) == 2 else None
+                classes = tuple(str(c) for c in cfg["labels"]) if isinstance(cfg.get("labels"), list) else None
                 out.append(Finding(str(path), line, str(r["id"]), method, str(cfg.get("model", "?")), str(r["text"]),
                                    None if r.get("label") is None else int(r["label"]), str(r["vulnerable"]),
-                                   str(r["vulnerable_patched"]) if second else None, pair))
+                                   str(r["vulnerable_patched"]) if second else None, pair, classes))
     return out
+
+
+def label_on(f: Finding, classifier: Classifier) -> int | None:
+    """The finding's gold label as ``classifier``'s class id: by class *name* when both the finding's file and the
+    model name their classes (a model whose classes come in another order gets the same statuses), else the id as
+    recorded. A class the model does not have is one line naming file and line."""
+    names = [str(n) for n in (getattr(classifier, "labels", None) or [])]
+    if f.label is None or not f.classes or not names or names == [str(i) for i in range(len(names))]:
+        return f.label
+    if not 0 <= f.label < len(f.classes):
+        raise TextAuditError(f"{f.key}: label {f.label} but its file names {len(f.classes)} classes; was it edited?")
+    name = f.classes[f.label]
+    match = [i for i, n in enumerate(names) if n == name] or [i for i, n in enumerate(names) if n.lower() == name.lower()]
+    if not match:
+        raise TextAuditError(f"{f.key}: class {name!r} of these findings is not a class of {classifier.name} "
+                             f"({', '.join(names)}): they are of another task, or its classes are named otherwise")
+    return match[0]
 
 
 def _check_task(findings: Sequence[Finding], classifier: Classifier) -> None:
     """Another task's findings: a label the model has no class for is one line naming file and line."""
     n = getattr(classifier, "num_classes", None)
     for f in findings:
-        if n is not None and f.label is not None and not 0 <= f.label < n:
+        label = label_on(f, classifier)
+        if n is not None and label is not None and not 0 <= label < n:
             raise TextAuditError(f"{f.key}: label {f.label} but model {classifier.name} has {n} classes: these findings "
                                  "are of another task or dataset than the model's")
 
@@ -164,11 +185,11 @@ def _statuses(findings: Sequence[Finding], classifier: Classifier) -> tuple[list
             holds = TIE not in (a, b) and unknown not in (a, b) and a != b
             out.append("still" if holds else "fixed")
             continue
-        x, adv = pred[f.text], pred[f.vulnerable]
-        if x != f.label:  # misclassified (or a tie): nothing to attack on this model
+        x, adv, label = pred[f.text], pred[f.vulnerable], label_on(f, classifier)
+        if x != label:  # misclassified (or a tie): nothing to attack on this model
             out.append("not_applicable")
         else:
-            out.append("still" if adv not in (TIE, f.label) and adv != unknown else "fixed")
+            out.append("still" if adv not in (TIE, label) and adv != unknown else "fixed")
     return out, row
 
 
@@ -269,10 +290,10 @@ def replay(findings: str | Path | Sequence[str | Path] | Sequence[Finding | Bias
     draws = sampled_draws(clf)
     for i, (f, s) in enumerate(zip(found, status)):
         texts = (f.vulnerable, f.vulnerable_patched) if f.second_order else (f.text, f.vulnerable)
-        rec = {**{k: v for k, v in asdict(f).items() if k != "line"}, "line": f.line,
+        rec = {**{k: v for k, v in asdict(f).items() if k not in ("line", "classes")}, "line": f.line,
                "order": "second" if f.second_order else "first", "status": s, "probs": [probs[t] for t in texts]}
         if draws is not None and s != "not_applicable":  # how often the finding flips over the model's N draws
-            ref = int(np.argmax(probs[texts[0]])) if f.second_order else f.label
+            ref = int(np.argmax(probs[texts[0]])) if f.second_order else label_on(f, clf)
             rec.update(draws=draws, flips=flips_in_draws(probs[texts[1]], ref, unknown_class(clf), draws))
         if f.pair is not None:
             rec["pair"] = list(f.pair)
