@@ -189,16 +189,22 @@ def test_a_suite_certify_section_smooths_as_the_command_does(cli, tmp_path):
     assert checks[f"certify.{model}.accuracy_min"]["value"] == command["accuracy"]
 
 
-def test_a_suite_compare_section_writes_the_cells_the_command_writes(cli, tmp_path, tiny_mlm):
-    """[compare] took six keys (k at least 1, where the command takes 0): now every option of audit compare, with
-    the command's ranges; the suite's cells hold the command's records."""
+def _smooth_world(tmp_path: Path, tiny_mlm) -> tuple[str, list[tuple[str, int]]]:
+    """The SMOOTH plug-in, twelve labelled sentences (data.tsv) and the tiny masked LM saved (mlm/): the model
+    spec and the rows."""
     (tmp_path / "m.py").write_text(SMOOTH)
     rows = [(f"a {w} film , {a} good" if i % 2 else f"a {w} film , {a} dull", i % 2)
             for i, (w, a) in enumerate((w, a) for w in ("fine", "great") for a in ("really", "not", "so"))]
     (tmp_path / "data.tsv").write_text("text\tlabel\n" + "".join(f"{t}\t{y}\n" for t, y in rows))
     tiny_mlm.model.save_pretrained(tmp_path / "mlm")
     tiny_mlm.tokenizer.save_pretrained(tmp_path / "mlm")
-    model = f"{tmp_path}/m.py:clf"
+    return f"{tmp_path}/m.py:clf", rows
+
+
+def test_a_suite_compare_section_writes_the_cells_the_command_writes(cli, tmp_path, tiny_mlm):
+    """[compare] took six keys (k at least 1, where the command takes 0): now every option of audit compare, with
+    the command's ranges; the suite's cells hold the command's records."""
+    model, rows = _smooth_world(tmp_path, tiny_mlm)
     r = cli("compare", "--models", model, "--methods", "so-enum,bae", "--k", "1", "--mlm", str(tmp_path / "mlm"),
             "--data", str(tmp_path / "data.tsv"), "--output-dir", str(tmp_path / "cmd"), "--json")
     assert r.exit_code == 0, r.output
@@ -240,13 +246,7 @@ def test_a_suite_replay_section_writes_the_records_the_command_writes(cli, tmp_p
 def test_a_suite_attack_section_writes_the_records_the_command_writes(cli, tmp_path, tiny_mlm):
     """[attack] is audit attack's request: every option of the command (here κ, δ and the query budget, which
     [compare] does not take) with its ranges, the command's records, and its thresholds read the summary."""
-    (tmp_path / "m.py").write_text(SMOOTH)
-    rows = [(f"a {w} film , {a} good" if i % 2 else f"a {w} film , {a} dull", i % 2)
-            for i, (w, a) in enumerate((w, a) for w in ("fine", "great") for a in ("really", "not", "so"))]
-    (tmp_path / "data.tsv").write_text("text\tlabel\n" + "".join(f"{t}\t{y}\n" for t, y in rows))
-    tiny_mlm.model.save_pretrained(tmp_path / "mlm")
-    tiny_mlm.tokenizer.save_pretrained(tmp_path / "mlm")
-    model = f"{tmp_path}/m.py:clf"
+    model, rows = _smooth_world(tmp_path, tiny_mlm)
     options = {"method": "so-enum", "k": 1, "kappa": 12, "delta": 2.5, "max_queries": 400}
     flags = [part for key, value in options.items() for part in (f"--{key.replace('_', '-')}", str(value))]
     r = cli("attack", "--model", model, *flags, "--mlm", str(tmp_path / "mlm"), "--data", str(tmp_path / "data.tsv"),
