@@ -613,29 +613,37 @@ class NeighborhoodStore:
                                             "hits": c["hits"], "misses": c["misses"]} for c in clfs]}}
 
     def prune(self, max_bytes: int) -> int:
-        """Drop the least recently used entries until the file is at most ``max_bytes``; return how many."""
+        """Drop the least recently used entries until the file is at most ``max_bytes`` (or holds no entry: what
+        is left is the masked LMs' vocabularies); return how many. A file's pages are not all entries, so the share
+        dropped by size is repeated until the file (checkpointed: a WAL database's VACUUM lands in its WAL) fits."""
         conn = self._connection()
         if conn is None or not self._writable:
             raise TextAuditError(f"the neighbourhood store {self.path} cannot be written; nothing pruned")
         self.flush()
+        dropped = 0
+        for _ in range(20):
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            size = self.path.stat().st_size
+            entries = conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+            scores = conn.execute("SELECT COUNT(*) FROM scores").fetchone()[0]
+            if size <= max_bytes or not entries + scores:
+                break
+            share = 1 - max_bytes / size  # the same share of each kind, the least recently used first
+            drop = min(entries, int(entries * share) + 1) if entries else 0
+            drop_scores = min(scores, int(scores * share) + 1) if scores else 0
+
+            def write(c: sqlite3.Connection, drop: int = drop, drop_scores: int = drop_scores) -> None:
+                c.execute("DELETE FROM entries WHERE (mlm, k) IN (SELECT mlm, k FROM entries ORDER BY used, k LIMIT ?)",
+                          (drop,))
+                c.execute("DELETE FROM scores WHERE (clf, k) IN (SELECT clf, k FROM scores ORDER BY used, k LIMIT ?)",
+                          (drop_scores,))
+
+            if not self._write(write):
+                break
+            conn.execute("VACUUM")
+            dropped += drop + drop_scores
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        size = self.path.stat().st_size
-        entries = conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
-        scores = conn.execute("SELECT COUNT(*) FROM scores").fetchone()[0]
-        if size <= max_bytes or not entries + scores:
-            return 0
-        share = 1 - max_bytes / size  # the same share of each kind, the least recently used first
-        drop = min(entries, int(entries * share) + 1) if entries else 0
-        drop_scores = min(scores, int(scores * share) + 1) if scores else 0
-
-        def write(c: sqlite3.Connection) -> None:
-            c.execute("DELETE FROM entries WHERE (mlm, k) IN (SELECT mlm, k FROM entries ORDER BY used, k LIMIT ?)", (drop,))
-            c.execute("DELETE FROM scores WHERE (clf, k) IN (SELECT clf, k FROM scores ORDER BY used, k LIMIT ?)",
-                      (drop_scores,))
-
-        self._write(write)
-        conn.execute("VACUUM")
-        return drop + drop_scores
+        return dropped
 
     def export(self, out: str | Path, *, mlm: str | None = None) -> int:
         """Copy the entries (of one masked LM: a name or fingerprint prefix) into a new store file ``out``."""
