@@ -269,3 +269,20 @@ def test_a_suite_attack_section_writes_the_records_the_command_writes(cli, tmp_p
     (tmp_path / "bad.toml").write_text(f'[attack]\nmodel = "{model}"\nkappa = 0\n')
     bad = cli("run", str(tmp_path / "bad.toml"))
     assert bad.exit_code == 2 and "bad.toml: [attack] --kappa (κ) must be at least 1" in bad.output
+
+
+def test_two_models_that_would_share_a_results_file_are_refused_before_anything_runs(cli, tmp_path):
+    """#63 (misleading): two models whose names make one file name (a/b and a:b) were found out only after the
+    first ran; now a compare and a suite's [certify] refuse them in one line before anything loads."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "m.py").write_text(SMOOTH)
+    (tmp_path / "a_m.py").write_text(SMOOTH)
+    one, two = f"{tmp_path}/a/m.py:clf", f"{tmp_path}/a_m.py:clf"  # both a_m.py_clf as a file name
+    r = cli("compare", "--models", f"{one},{two}", "--methods", "bae", "--output-dir", str(tmp_path / "cmp"))
+    assert r.exit_code == 2 and "would write one results file" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "cmp").exists()
+    (tmp_path / "s.toml").write_text(f'[certify]\nmodels = ["{one}", "{two}"]\nmethod = "safer"\n')
+    r = cli("run", str(tmp_path / "s.toml"))
+    assert r.exit_code == 2 and "[certify] models" in r.stderr and "would write one results file" in r.stderr
+    with pytest.raises(TextAuditError, match="would write one results file"):
+        CompareRequest(models=[one, two], methods=["bae"]).check()

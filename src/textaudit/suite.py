@@ -81,7 +81,7 @@ from textaudit.errors import TextAuditError
 from textaudit.fairness.pairs import check_some_source
 from textaudit.fairness.request import BiasRequest
 from textaudit.findings import ReplayRequest
-from textaudit.formats.compare import file_part
+from textaudit.formats.compare import check_distinct_files, file_part
 from textaudit.formats.jsonl import check_output, read_header, read_jsonl, write_results
 from textaudit.harden.request import HardenRequest
 from textaudit.models import load_classifier
@@ -343,6 +343,7 @@ def _check_certify(suite: Suite) -> None:
         raise TextAuditError(f"{path}: [certify] models must be a non-empty list of names")
     if "model" in suite.spec["certify"]:
         raise TextAuditError(f"{path}: [certify] takes models = [\"<name>\", …], each certified alike")
+    check_distinct_files(models, f"{path}: [certify] models")
     for m in models:
         _in_section(suite, "certify", lambda m=m: suite.certify_request(m).check())
 

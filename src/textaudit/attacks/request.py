@@ -25,6 +25,7 @@ from textaudit.attacks.run import run_attack
 from textaudit.backends import Backend, SerialBackend
 from textaudit.data import align_labels, check_side, data_config, dataset_id, load_dataset, parse_label_map, split_sides
 from textaudit.errors import TextAuditError
+from textaudit.formats.compare import check_distinct_files
 from textaudit.lexicons import load_pairs_file
 from textaudit.lm import LazyCausalLM
 from textaudit.models import load_classifier
@@ -217,6 +218,7 @@ class CompareRequest:
                 raise TextAuditError(f"--{what} needs at least one name, comma-separated")
             if len(set(names)) != len(names):
                 raise TextAuditError(f"--{what} names one twice: {','.join(names)}")
+        check_distinct_files(self.models, "--models")
         parse_label_map(self.label_map)
 
     def run(self, *, progress: bool = True) -> dict:

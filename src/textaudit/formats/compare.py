@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Sequence
 
 from textaudit.errors import TextAuditError
 from textaudit.secrets import safe_name
@@ -24,6 +25,19 @@ def file_part(name: str) -> str:
     """``name`` (a model's, a method's) as part of a file name: its public form (no credential of a URL:
     :func:`textaudit.secrets.safe_name`), the characters a file name cannot hold as ``_``."""
     return re.sub(r"[^\w.+-]+", "_", safe_name(name)).strip("_") or "_"
+
+
+def check_distinct_files(names: Sequence[str], what: str) -> None:
+    """One line, before anything runs, when two of ``names`` (models of a compare or of a suite's certify) would
+    write one results file: their :func:`file_part` is the same (``a/b`` and ``a:b``), and the second would find
+    the first's file only after the first ran."""
+    seen: dict[str, str] = {}
+    for name in names:
+        part = file_part(name)
+        if part in seen and seen[part] != name:
+            raise TextAuditError(f"{what} {safe_name(seen[part])} and {safe_name(name)} would write one results file "
+                                 f"({part}): give them names that differ in letters or digits")
+        seen[part] = name
 
 
 def cell_path(output_dir: str | Path, model: str, method: str) -> Path:
