@@ -228,6 +228,23 @@ def test_a_tracker_that_stops_mid_run_loses_nothing_and_audit_track_logs_it_late
     assert again.data.metrics["success_rate"] == summary["success_rate"] and again.data.params["method"] == "genetic"
 
 
+@pytest.mark.parametrize("uri", ["ftp://tracker.invalid/runs", "::not a uri::"])
+def test_a_tracking_uri_mlflow_refuses_costs_a_warning_never_the_audit(work, tmp_path, uri):
+    """#63 (traceback): MLflow refuses some tracking URIs when its client is built (an unsupported scheme; a path it
+    reads as its retired file store): that was a traceback after the audit; now it is the one "not logged" warning,
+    the results complete and kept for audit track."""
+    out = tmp_path / "g.jsonl"
+    env = {**os.environ, "MLFLOW_TRACKING_URI": uri}
+    r = subprocess.run([sys.executable, "-m", "textaudit", "attack", "--model", f"{work}/weak.py:clf", "--method",
+                        "genetic", "--data", str(work / "data.tsv"), "--output", str(out), "--json", "--track", "mlflow"],
+                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    warnings = [x for x in r.stderr.splitlines() if x.startswith("warning: not logged to MLflow")]
+    assert len(warnings) == 1 and f"audit track {out}" in warnings[0], r.stderr
+    assert json.loads(r.stdout.strip().splitlines()[-1])["success"] == len(ROWS)
+    assert (tmp_path / "g.jsonl.track.json").is_file()
+
+
 def test_without_mlflow_or_with_another_tracker_it_is_one_line_before_anything_runs(work, tmp_path):
     code = ("import sys; sys.modules['mlflow'] = None\nfrom textaudit.cli.main import main\n"
             f"main(['attack', '--model', '{work}/weak.py:clf', '--method', 'genetic', '--data', '{work}/data.tsv', "

@@ -285,13 +285,15 @@ def log_run(run: TrackRun, target: Target) -> str:
     import contextlib
     import sys
 
-    mlflow, client = _client()
-    try:
+    import mlflow
+
+    try:  # the client too: MLflow builds its store from the tracking URI there, and a URI it refuses raises
         with contextlib.redirect_stdout(sys.stderr):  # MLflow prints its links: stdout's last line stays the --json one
+            _, client = _client()
             return _log(client, run, _experiment_id(client, target), target.parent_run_id)
     except TextAuditError:
         raise
-    except Exception as e:  # MLflow's own errors, a refused connection, a timeout: all mean "not logged"
+    except Exception as e:  # MLflow's own errors, a refused connection, a timeout, a URI it refuses: "not logged"
         msg = " ".join(str(e).split())
         if any(w in msg for w in ("Max retries exceeded", "Connection refused", "NewConnectionError", "timed out")):
             raise TextAuditError(f"the tracking server at {redact(mlflow.get_tracking_uri(), [])} did not answer") from None
