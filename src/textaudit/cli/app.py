@@ -100,8 +100,9 @@ GROUPS: dict[str, Spec] = {
     "score_cache": Spec("The classifiers' scores kept in the store across runs: auto (models with fingerprinted weights: "
                         "zoo, hf:, llm:), all (plug-ins and endpoints too), off. Default: TEXTAUDIT_SCORE_CACHE, else "
                         "auto."),
-    "track": Spec("Log the audit as a run of an experiment tracker: mlflow (where: MLFLOW_TRACKING_URI, else ./mlruns). "
-                  "A tracker that is down costs a warning, never the audit; audit track logs it later."),
+    "track": Spec("Log the audit as a run of an experiment tracker: mlflow (where: MLFLOW_TRACKING_URI, else MLflow's "
+                  "own default in the working folder: ./mlflow.db, or ./mlruns before MLflow 3). A tracker that is "
+                  "down costs a warning, never the audit; audit track logs it later."),
     "track_experiment": Spec("The tracker's experiment (created if missing; default: MLFLOW_EXPERIMENT_NAME, else the "
                              "parent run's, else the tracker's default)."),
     "track_run_id": Spec("Log the audit as a nested run of this existing run (e.g. the run that trained the model)."),

@@ -15,7 +15,9 @@ from textaudit.track import Target, check_tracker, log_run, pending_path, run_of
 def track(
     results: list[Path] = typer.Argument(..., help="Results files or folders (compare, harden, a suite's output_dir "
                                                    "audits) of finished audits."),
-    to: str = typer.Option("mlflow", "--to", help="The tracker: mlflow (where: MLFLOW_TRACKING_URI, else ./mlruns)."),
+    to: str = typer.Option("mlflow", "--to", help=(
+        "The tracker: mlflow (where: MLFLOW_TRACKING_URI, else MLflow's own default in the working folder: "
+        "./mlflow.db, or ./mlruns before MLflow 3).")),
     experiment: TrackExperimentOpt = None,
     run_id: TrackRunIdOpt = None,
     json_out: JsonOpt = False,
