@@ -128,12 +128,13 @@ class PatchWords:
             self._probs.update(self._score(missing))
         return self._probs
 
-    def _score(self, words: list[str]) -> dict[str, np.ndarray]:
+    def _score(self, words: list[str], *, say: bool = True) -> dict[str, np.ndarray]:
         """The single-word probabilities of ``words`` in one batch. A word the model refuses — a per-input error,
         as an endpoint's content filter answers HTTP 400; a :class:`~textaudit.errors.StopRun` (the endpoint
         down, a budget spent) still stops the run — is that word's alone, as the search treats a refused input
-        as that example's error: the batch is then scored one word at a time, and a refused word is said once
-        and left out (no pair with it is ranked, so it is never p)."""
+        as that example's error: a refused batch is split in halves until the refused words stand alone (a few
+        more requests per refused word, not one per word), and they are said once and left out (no pair with
+        them is ranked, so none is ever p)."""
         try:
             return dict(zip(words, self.classifier.predict_proba(words)))
         except StopRun:
@@ -142,11 +143,10 @@ class PatchWords:
             if len(words) == 1:
                 self.refused[words[0]] = str(e)
                 return {}
-        out: dict[str, np.ndarray] = {}
-        for w in words:
-            out.update(self._score([w]))
+        half = len(words) // 2
+        out = {**self._score(words[:half], say=False), **self._score(words[half:], say=False)}
         refused = [w for w in words if w not in out]
-        if refused:
+        if say and refused:
             shown = ", ".join(refused[:8]) + (" …" if len(refused) > 8 else "")
             notices.notice(f"the model refused {len(refused)} of the {len(words)} words the patch pairs are ranked by "
                            f"({shown}: {self.refused[refused[0]]}); no pair with them is used as p")
