@@ -272,3 +272,54 @@ def test_no_secret_reaches_the_tracker(monkeypatch, work, tmp_path):
         assert secret not in text, (secret, text)
     assert run.params["model"] == "https://api.example.test/v1/completions" and run.name == "attack " + run.params["model"]
     assert run.metrics == {"success_rate": 0.5}
+
+
+def test_a_kept_track_file_is_untrusted_input(server, work, tmp_path):
+    """#63 (SECURITY, kept files): ``audit track`` honours ``<file>.track.json`` only when textaudit kept it for the
+    results beside it — every artifact it names inside the results' folder, its digest matching its content and
+    those files' bytes. A planted file naming a private folder, one whose params were edited, one kept for results
+    that changed since, and one of another shape are each one line, exit 2, and nothing reaches the tracker."""
+    from textaudit.track import TrackRun, keep_pending
+
+    results = tmp_path / "res" / "g.jsonl"
+    r = _audit("http://127.0.0.1:9", "attack", "--model", f"{work}/weak.py:clf", "--method", "genetic", "--data",
+               str(work / "data.tsv"), "--output", str(results), "--track", "mlflow", "--track-experiment", "kept")
+    assert r.returncode == 0 and "warning: not logged to MLflow" in r.stderr, r.stderr
+    kept = tmp_path / "res" / "g.jsonl.track.json"
+    genuine = kept.read_text()
+    doc = json.loads(genuine)
+    assert doc["run"]["artifacts"] == ["g.jsonl"] and len(doc["sha256"]) == 64  # named relative to its folder
+
+    private = tmp_path / "private"
+    private.mkdir()
+    (private / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    run = TrackRun("attack", "attack", {"method": "genetic"}, {"success_rate": 1.0}, {}, [str(results), str(private)])
+    keep_pending(run, results)
+    assert json.loads(kept.read_text())["run"]["artifacts"] == ["g.jsonl"]  # a writer never names what lies outside
+
+    def planted(**change):
+        d = json.loads(genuine)
+        d["run"].update(change)
+        return json.dumps(d)
+
+    cases = {
+        "the private folder by absolute path": planted(artifacts=["g.jsonl", str(private)]),
+        "the private folder by ..": planted(artifacts=["g.jsonl", "../private"]),
+        "edited params": planted(params={**doc["run"]["params"], "method": "so-beam"}),
+        "the old shape (no mark, no digest)": json.dumps(doc["run"]),
+        "not JSON": "{",
+    }
+    (tmp_path / "res" / "link").symlink_to(private)
+    cases["a link out of the folder"] = planted(artifacts=["g.jsonl", "link"])
+    for what, text in cases.items():
+        kept.write_text(text)
+        r = _audit(server, "track", str(results), "--track-experiment", "planted")
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and len(lines) == 1 and "does not describe the results beside it" in lines[0], (what, r.stderr)
+        assert "Traceback" not in r.stderr and kept.read_text() == text, what  # refused, and left as it was
+    kept.write_text(genuine)
+    with results.open("a") as f:  # the results changed after the run was kept
+        f.write("\n")
+    r = _audit(server, "track", str(results), "--track-experiment", "planted")
+    assert r.returncode == 2 and "digest does not match" in r.stderr, r.stderr
+    assert mlflow.MlflowClient(server).get_experiment_by_name("planted") is None  # nothing was ever logged

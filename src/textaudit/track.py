@@ -22,6 +22,7 @@ the kept file and the tracker's own error messages.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from textaudit.errors import TextAuditError
+from textaudit.files import atomic_path, fingerprint_dir, sha256_file
 from textaudit.formats.jsonl import read_header
 from textaudit.loaded import load
 from textaudit.report import write_report
@@ -41,7 +43,7 @@ from textaudit.secrets import redact as redact_secrets
 from textaudit.version import __version__
 
 __all__ = ["TRACKERS", "TrackRun", "Target", "check_tracker", "metrics_of", "params_of", "run_of_summary",
-           "run_of_files", "log_run", "suite_run", "pending_path", "INSTALL_HINT"]
+           "run_of_files", "log_run", "suite_run", "pending_path", "keep_pending", "read_pending", "INSTALL_HINT"]
 
 #: the trackers ``--track`` knows
 TRACKERS = ("mlflow",)
@@ -193,14 +195,11 @@ def run_of_summary(command: str, summary: Mapping, options: Mapping[str, Any], f
 
 def run_of_files(path: Path) -> TrackRun:
     """The run of a finished results file or folder (``audit track``): the content kept beside it when its
-    live logging failed, else its header settings and its summary recomputed from its records."""
+    live logging failed (:func:`read_pending`), else its header settings and its summary recomputed from its
+    records."""
     kept = pending_path(path)
     if kept.is_file():
-        try:
-            return TrackRun.from_json(json.loads(kept.read_text(encoding="utf-8")))
-        except (ValueError, KeyError, TypeError):
-            raise TextAuditError(f"{kept} is damaged (not a tracked run's content); remove it to log {path} from its "
-                                 "records") from None
+        return read_pending(kept, path)
     res = load(path)
     command = res.command or "results"
     return run_of_summary(command, res.summary(), {}, [path])
@@ -210,6 +209,88 @@ def pending_path(path: Path) -> Path:
     """Where the content of a run that could not be logged is kept: beside the results file (or in the folder)."""
     path = Path(path)
     return path / "track.json" if path.is_dir() else path.with_name(path.name + ".track.json")
+
+
+#: the mark of a kept run's file (``<file>.track.json``): what :func:`keep_pending` writes
+PENDING_FORMAT = "textaudit-track/2"
+
+
+def _inside(base: Path, name: str) -> Path | None:
+    """``name`` (relative to ``base``) as a path inside ``base`` once every link is followed, else None."""
+    if not isinstance(name, str) or not name or Path(name).is_absolute():
+        return None
+    p = (base / name).resolve()
+    return p if p.is_relative_to(base.resolve()) else None
+
+
+def _artifact_names(run: TrackRun) -> list[str]:
+    return [*run.artifacts, *(a for c in run.children for a in _artifact_names(c))]
+
+
+def _digest(run_json: Mapping, base: Path) -> str | None:
+    """SHA-256 of a kept run's content and of the bytes of every artifact it names (inside ``base``); None when one
+    is outside ``base`` or missing."""
+    h = hashlib.sha256(json.dumps(run_json, sort_keys=True).encode())
+    for name in sorted(set(_artifact_names(TrackRun.from_json(run_json)))):
+        p = _inside(base, name)
+        if p is None or not p.exists():
+            return None
+        h.update(name.encode() + b"\0" + (fingerprint_dir(p) if p.is_dir() else sha256_file(p)).encode())
+    return h.hexdigest()
+
+
+def _relative(run: TrackRun, base: Path) -> TrackRun:
+    """``run`` with its artifacts named relative to ``base``, those outside it left out (never uploaded later)."""
+    names = [str(Path(a).resolve().relative_to(base.resolve())) for a in run.artifacts
+             if Path(a).resolve().is_relative_to(base.resolve()) and Path(a).exists()]
+    return TrackRun(run.name, run.command, run.params, run.metrics, run.tags, names,
+                    [_relative(c, base) for c in run.children], run.start_ms, run.end_ms)
+
+
+def keep_pending(run: TrackRun, results: Path) -> Path:
+    """Keep ``run`` beside ``results`` for a later ``audit track``: redacted, its artifacts named relative to the
+    results' folder, and a digest of its content and of those artifacts' bytes (:func:`read_pending` honours the
+    file only while they match)."""
+    kept = pending_path(results)
+    base = kept.parent
+    content = _relative(run, base).to_json()
+    with atomic_path(kept) as tmp:
+        tmp.write_text(json.dumps({"format": PENDING_FORMAT, "run": content, "sha256": _digest(content, base)},
+                                  indent=1), encoding="utf-8")
+    return kept
+
+
+def read_pending(kept: Path, results: Path) -> TrackRun:
+    """The run kept in ``kept`` — an untrusted file: honoured only when it is one :func:`keep_pending` wrote, every
+    artifact it names lies inside the results' own folder, and its digest matches its content and those
+    artifacts' bytes as they are now; else one line and nothing is logged. Its text passes the redaction again."""
+    base = kept.parent
+
+    def refuse(why: str) -> TextAuditError:
+        return TextAuditError(f"{kept} does not describe the results beside it ({why}); nothing was logged: remove "
+                              f"it to log {results} from its records")
+
+    try:
+        doc = json.loads(kept.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise refuse(f"not JSON: {type(e).__name__}") from None
+    if not isinstance(doc, dict) or doc.get("format") != PENDING_FORMAT or not isinstance(doc.get("run"), dict):
+        raise refuse("not a run textaudit kept")
+    try:
+        run = TrackRun.from_json(doc["run"])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise refuse("damaged") from None
+    outside = [a for a in _artifact_names(run) if _inside(base, a) is None]
+    if outside:
+        raise refuse(f"it names {redact_secrets(str(outside[0]))!r}, outside {base}")
+    if _digest(doc["run"], base) != doc.get("sha256"):
+        raise refuse("its digest does not match its content and the files it names")
+    return TrackRun.from_json(redact_obj(_absolute(doc["run"], base)))
+
+
+def _absolute(run_json: Mapping, base: Path) -> dict:
+    return {**run_json, "artifacts": [str(_inside(base, a)) for a in run_json.get("artifacts", [])],
+            "children": [_absolute(c, base) for c in run_json.get("children", [])]}
 
 
 # -- logging -------------------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from textaudit.neighborhoods.store import use_score_cache, use_store
 from textaudit.request import SHARED, Spec, flags_of, from_command, specs
 from textaudit.secrets import RedactingStream, register_env, register_url
 from textaudit.stats import format_ci  # noqa: F401 - the commands import it from here
-from textaudit.track import Target, check_tracker, log_run, pending_path, run_of_summary
+from textaudit.track import Target, check_tracker, keep_pending, log_run, run_of_summary
 
 __all__ = ["AuditGroup", "fail", "AuditCommand", "app", "emit_json", "print_table", "notice", "ModelOpt",
            "DataOpt", "TextColumnOpt", "LabelColumnOpt", "LimitOpt", "SampleOpt", "PairColumnOpt",
@@ -335,8 +335,7 @@ def _log_finished(command: str, options: dict, target: Any) -> None:
         kept = next((Path(a) for a in run.artifacts if Path(a).exists()), None)
         where = "rerun with --output FILE to keep what audit track can log later"
         if kept is not None:
-            pending = pending_path(kept)
-            pending.write_text(json.dumps(run.to_json(), indent=1), encoding="utf-8")
+            pending = keep_pending(run, kept)
             where = f"kept in {pending}: audit track {kept} logs it"
         notice(f"warning: not logged to MLflow ({e}); the audit's results are complete; {where}")
         return
