@@ -297,20 +297,20 @@ def test_a_kept_track_file_is_untrusted_input(server, work, tmp_path):
     keep_pending(run, results)
     assert json.loads(kept.read_text())["run"]["artifacts"] == ["g.jsonl"]  # a writer never names what lies outside
 
-    def planted(**change):
+    def edited(**change):
         d = json.loads(genuine)
         d["run"].update(change)
         return json.dumps(d)
 
     cases = {
-        "the private folder by absolute path": planted(artifacts=["g.jsonl", str(private)]),
-        "the private folder by ..": planted(artifacts=["g.jsonl", "../private"]),
-        "edited params": planted(params={**doc["run"]["params"], "method": "so-beam"}),
+        "the private folder by absolute path": edited(artifacts=["g.jsonl", str(private)]),
+        "the private folder by ..": edited(artifacts=["g.jsonl", "../private"]),
+        "edited params": edited(params={**doc["run"]["params"], "method": "so-beam"}),
         "the old shape (no mark, no digest)": json.dumps(doc["run"]),
         "not JSON": "{",
     }
     (tmp_path / "res" / "link").symlink_to(private)
-    cases["a link out of the folder"] = planted(artifacts=["g.jsonl", "link"])
+    cases["a link out of the folder"] = edited(artifacts=["g.jsonl", "link"])
     for what, text in cases.items():
         kept.write_text(text)
         r = _audit(server, "track", str(results), "--track-experiment", "planted")

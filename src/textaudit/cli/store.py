@@ -71,9 +71,9 @@ def export(out: Path = typer.Argument(..., help="A new file: the exported store 
     s = _store(store)
     n = s.export(out, mlm=mlm)
     if json_out:
-        emit_json({"exported": n, "out": str(out)})
+        emit_json({"exported": n.copied, "out": str(out), "bad": sum(n.bad.values())})
         return
-    notice(f"exported {n} entries to {out}")
+    notice(f"exported {n.copied} entries to {out}" + (f" ({sum(n.bad.values())} bad entries left out)" if n.bad else ""))
 
 
 @store_app.command("import", cls=AuditCommand)
@@ -89,6 +89,6 @@ def import_(source: Path = typer.Argument(..., help="A store file written by aud
     n = s.merge_from(src)
     s.close()
     if json_out:
-        emit_json({"imported": n, "store": str(s.path)})
+        emit_json({"imported": n.copied, "kept": n.kept, "bad": dict(n.bad), "store": str(s.path)})
         return
-    notice(f"imported {n} entries into {s.path}")
+    notice(f"{n.describe()}: {s.path}")

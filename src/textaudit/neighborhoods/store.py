@@ -50,13 +50,17 @@ from __future__ import annotations
 import atexit
 import hashlib
 import json
+import math
 import os
 import sqlite3
 import struct
+import tempfile
 import time
 import weakref
 import zlib
 from array import array
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -72,7 +76,8 @@ from textaudit.secrets import redact
 
 __all__ = ["NeighborhoodStore", "StoredMaskedLM", "StoreStats", "default_store_path", "open_store", "context_key",
            "STORE_TOP", "FORMAT", "APPLICATION_ID", "use_store", "current_store", "parse_store", "not_a_store",
-           "score_key", "score_identity", "use_score_cache", "score_cache_choice", "SCORES_FORMAT"]
+           "score_key", "score_identity", "use_score_cache", "score_cache_choice", "SCORES_FORMAT", "MergeCounts",
+           "entry_problem"]
 
 #: every entry holds at least this many candidates (κ = 20 by default; a larger κ stores more)
 STORE_TOP = 32
@@ -136,6 +141,43 @@ def _unpack(v: bytes) -> tuple[int, list[int], list[float]]:
     return n, ids.tolist(), vals.tolist()
 
 
+def entry_problem(k: bytes, n: int, v: bytes, crc: int, vocab_size: int) -> str | None:
+    """Why a masked-LM entry read from a file cannot be an answer (None when it can): its CRC, its layout, its
+    key's length, n (the candidates asked) ≥ 1 and ≥ the candidates it holds, ids distinct and within the masked
+    LM's vocabulary of ``vocab_size`` words, logits finite and best first."""
+    if not isinstance(k, bytes) or not isinstance(v, bytes) or len(k) != 16:
+        return "a key or value of the wrong type or size"
+    if zlib.crc32(k + v) != crc:
+        return "a CRC that does not match"
+    try:
+        n_, ids, vals = _unpack(v)
+    except (struct.error, ValueError):
+        return "a value of the wrong layout"
+    if n_ != n or n_ < 1 or len(ids) > n_:
+        return "candidate counts out of bounds"
+    if len(set(ids)) != len(ids) or (ids and max(ids) >= vocab_size):
+        return "ids outside its masked LM's vocabulary"
+    if not all(map(math.isfinite, vals)) or any(a < b for a, b in zip(vals, vals[1:])):
+        return "logits that are not finite or not best first"
+    return None
+
+
+@dataclass
+class MergeCounts:
+    """What an import did: entries ``copied`` in, entries ``kept`` as this store held them (an import never replaces
+    one), and the ``bad`` ones skipped, by reason."""
+
+    copied: int = 0
+    kept: int = 0
+    bad: Counter = field(default_factory=Counter)
+
+    def describe(self) -> str:
+        bad = sum(self.bad.values())
+        why = "; ".join(f"{n} with {r}" for r, n in self.bad.most_common())
+        return (f"{self.copied} entries imported, {self.kept} already in the store kept as they were"
+                + (f", {bad} bad entries skipped ({why})" if bad else ""))
+
+
 class StoreStats:
     """What the store did in this process, all masked LMs together: ``hits`` (masked contexts answered from
     the store), ``misses`` (asked of it and computed), ``written`` and ``damaged`` (entries dropped). Each
@@ -165,6 +207,7 @@ class NeighborhoodStore:
         self._used: dict[int, set[bytes]] = {}
         self._pending: dict[int, tuple[int, int]] = {}
         self._fingerprints: dict[int, str] = {}  # id -> fingerprint, of the masked LMs this object met
+        self._vocab_sizes: dict[int, int] = {}
         self._used_scores: dict[int, set[bytes]] = {}  # the score cache's last-use days and counters, like _used/_pending
         self._score_buffer: dict[tuple[int, bytes], tuple] = {}  # scores not yet written (put_scores), read by get_scores
         self._pending_scores: dict[int, tuple[int, int]] = {}
@@ -177,6 +220,7 @@ class NeighborhoodStore:
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state.update(_conn=None, _pid=None, _mlm_ids={}, stats=StoreStats(), _used={}, _pending={}, _fingerprints={},
+                     _vocab_sizes={},
                      _outbox=None, _since={}, _used_scores={}, _pending_scores={}, _score_buffer={})
         return state
 
@@ -238,9 +282,13 @@ class NeighborhoodStore:
             if not self.readonly:
                 self._notice("is read-only: reading it, saving nothing new")
             self._writable = False
-            try:
-                return self._checked(sqlite3.connect(_read_only_uri(self.path), uri=True,
-                                                     check_same_thread=False), fresh=False)
+            try:  # with what another process still holds in its WAL; immutable (WAL unread) where it cannot be shared
+                try:
+                    return self._checked(sqlite3.connect(_read_only_uri(self.path), uri=True,
+                                                         check_same_thread=False), fresh=False)
+                except sqlite3.OperationalError:
+                    return self._checked(sqlite3.connect(_read_only_uri(self.path, immutable=True), uri=True,
+                                                         check_same_thread=False), fresh=False)
             except sqlite3.DatabaseError as e:  # damaged, or not a store: nothing to read, nothing set aside
                 raise OSError(f"not a readable store ({e})") from None
         try:
@@ -357,6 +405,12 @@ class NeighborhoodStore:
             raise TextAuditError(f"the neighbourhood store {self.path} has no masked LM with id {mlm}")
         return json.loads(zlib.decompress(row[0]).decode("utf-8", "surrogatepass"))
 
+    def _vocab_size(self, mlm: int) -> int:
+        """How many words the ids of masked LM ``mlm`` index (read once per process)."""
+        if mlm not in self._vocab_sizes:
+            self._vocab_sizes[mlm] = len(self.vocabulary(mlm))
+        return self._vocab_sizes[mlm]
+
     # -- entries ---------------------------------------------------------------------------------
     def _valid_rows(self, table: str, owner: str, oid: int, keys: Sequence[bytes]) -> tuple[list[tuple[bytes, bytes]], list[bytes]]:
         """``(good, bad)``: the ``(key, value)`` rows of ``table`` (masked-LM ``entries`` or ``scores``) that ``owner``
@@ -392,10 +446,14 @@ class NeighborhoodStore:
         except sqlite3.Error as e:
             self._failed(e, "read")
             return {}
+        size = self._vocab_size(mlm)
         for k, v in good:
             try:
                 n_, ids, vals = _unpack(v)
             except (struct.error, ValueError):
+                bad.append(k)
+                continue
+            if ids and max(ids) >= size or not all(map(math.isfinite, vals)):  # a file written by another hand
                 bad.append(k)
                 continue
             if n_ >= top or len(ids) < n_:  # enough, or the masked LM has no more whole words there
@@ -645,8 +703,9 @@ class NeighborhoodStore:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return dropped
 
-    def export(self, out: str | Path, *, mlm: str | None = None) -> int:
-        """Copy the entries (of one masked LM: a name or fingerprint prefix) into a new store file ``out``."""
+    def export(self, out: str | Path, *, mlm: str | None = None) -> "MergeCounts":
+        """Copy the entries (of one masked LM: a name or fingerprint prefix) into a new store file ``out``, whole or
+        not at all: written under a temporary name beside it and given its name when complete."""
         out = Path(out).expanduser()
         if out.exists():
             raise TextAuditError(f"{out} already exists; give a new file name to export to")
@@ -658,37 +717,74 @@ class NeighborhoodStore:
         if not ids:
             raise TextAuditError(f"the store {self.path} holds no masked LM named or fingerprinted {mlm!r}; "
                                  "see audit store info")
-        target = NeighborhoodStore(out, quiet=True)
-        if target._connection() is None:
-            raise TextAuditError(f"{out} cannot be written")
-        n = target.merge_from(self, ids)
-        target.close()
-        return n
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+        os.close(fd)
+        tmp = Path(name)
+        try:
+            target = NeighborhoodStore(tmp, quiet=True)
+            if target._connection() is None:
+                raise TextAuditError(f"{out} cannot be written")
+            try:
+                counts = target.merge_from(self, ids)
+            finally:
+                target.close()  # its WAL checkpointed into the file and removed
+            try:
+                os.link(tmp, out)  # complete, and never over a file that appeared meanwhile
+            except FileExistsError:
+                raise TextAuditError(f"{out} appeared while it was exported; give a new file name") from None
+        finally:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(f"{tmp}{suffix}").unlink(missing_ok=True)
+        return counts
 
-    def merge_from(self, other: "NeighborhoodStore", mlm_ids: Sequence[int] | None = None) -> int:
-        """Copy ``other``'s entries (every masked LM, or those of ``mlm_ids``) into this store, each checked
-        by its CRC; return how many were copied."""
+    def merge_from(self, other: "NeighborhoodStore", mlm_ids: Sequence[int] | None = None) -> "MergeCounts":
+        """Copy ``other``'s entries (every masked LM, or those of ``mlm_ids``) into this store. ``other`` is untrusted
+        (an imported file): each entry is checked (:func:`entry_problem`: its CRC, its layout, finite logits best
+        first, ids within its masked LM's vocabulary, counts within bounds), a masked LM whose vocabulary differs
+        from the one this store holds under its fingerprint is skipped whole, and an entry never replaces one this
+        store already holds. Raises when this store cannot be written."""
         src = other._connection()
         if src is None or self._connection() is None:
             raise TextAuditError(f"cannot merge {other.path} into {self.path}")
-        copied = 0
+        if not self._writable:
+            raise TextAuditError(f"the neighbourhood store {self.path} cannot be written; nothing imported")
+        counts = MergeCounts()
         for m in other.mlms():
             if mlm_ids is not None and m["id"] not in mlm_ids:
                 continue
-            mine = self.mlm_id(m["fingerprint"], m["name"], other.vocabulary(m["id"]))
+            vocab = other.vocabulary(m["id"])
+            theirs = self.mlm_id(m["fingerprint"], m["name"], None)
+            if theirs is not None and self.vocabulary(theirs) != vocab:
+                counts.bad["its masked LM's vocabulary differs from the one kept under its fingerprint"] += m["entries"]
+                continue
+            mine = self.mlm_id(m["fingerprint"], m["name"], vocab)
             if mine is None:
-                raise TextAuditError(f"{self.path} cannot be written; nothing merged")
+                raise TextAuditError(f"{self.path} cannot be written; nothing imported")
             cur = src.execute("SELECT k, n, v, crc FROM entries WHERE mlm = ?", (m["id"],))
-            while True:
-                rows = cur.fetchmany(5000)
-                if not rows:
-                    break
-                good = [(mine, k, n, v, crc, int(time.time() // 86400)) for k, n, v, crc in rows if zlib.crc32(k + v) == crc]
-                self._write(lambda c, rows=good: c.executemany(_UPSERT, rows))
-                copied += len(good)
+            today = int(time.time() // 86400)
+            while rows := cur.fetchmany(5000):
+                good = []
+                for k, n, v, crc in rows:
+                    why = entry_problem(k, n, v, crc, len(vocab))
+                    if why:
+                        counts.bad[why] += 1
+                    else:
+                        good.append((mine, k, n, v, crc, today))
+
+                def write(c: sqlite3.Connection, rows: list = good) -> None:
+                    before = c.total_changes
+                    c.executemany(_INSERT_NEW, rows)
+                    counts.copied += c.total_changes - before
+
+                if not self._write(write):
+                    raise TextAuditError(f"{self.path} cannot be written; {counts.copied} entries imported before it "
+                                         "failed")
+                counts.kept += len(good)
             self._write(lambda c, args=(m["seconds_per_entry"], mine): c.execute(
                 "UPDATE mlms SET seconds_per_entry = MAX(seconds_per_entry, ?) WHERE id = ?", args))
-        return copied
+        counts.kept -= counts.copied  # those already here, kept as they were
+        return counts
 
     # -- Ray workers on other machines (neighborhoods.store_sync) -------------------------------------------------
     @property
@@ -766,6 +862,8 @@ class NeighborhoodStore:
         return len(rows)
 
 
+#: an imported entry: never replaces one the store holds
+_INSERT_NEW = "INSERT OR IGNORE INTO entries (mlm, k, n, v, crc, used) VALUES (?, ?, ?, ?, ?, ?)"
 _UPSERT = ("INSERT INTO entries (mlm, k, n, v, crc, used) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (mlm, k) DO UPDATE "
            "SET n = excluded.n, v = excluded.v, crc = excluded.crc, used = excluded.used WHERE excluded.n > entries.n")
 register_sync("neighborhood-store", StoreSync(lambda key: open_store(key)))
@@ -837,9 +935,10 @@ def parse_store(value: str | None) -> str | None:
     return str(p)
 
 
-def _read_only_uri(path: Path) -> str:
-    """A read-only, immutable SQLite URI for ``path``: percent-encoded (a ``%``, ``#`` or ``?`` in a name stays itself)."""
-    return path.expanduser().resolve().as_uri() + "?mode=ro&immutable=1"
+def _read_only_uri(path: Path, *, immutable: bool = False) -> str:
+    """A read-only SQLite URI for ``path``, percent-encoded (a ``%``, ``#`` or ``?`` in a name stays itself).
+    ``immutable``: the file alone, without the shared memory a WAL needs (a file in a read-only place nobody writes)."""
+    return path.expanduser().resolve().as_uri() + "?mode=ro" + ("&immutable=1" if immutable else "")
 
 
 def not_a_store(path: str | Path) -> str | None:
