@@ -245,14 +245,47 @@ def test_bad_bias_findings_are_one_line_errors(bias_found, cli, tmp_path):
     held = "she" if rec["reversed"] else "he"
     rec["text"] = " ".join("someone" if w.lower() == held else w for w in rec["text"].split())
     (tmp_path / "edited.jsonl").write_text("\n".join(lines[:row] + [json.dumps(rec)] + lines[row + 1:]) + "\n")
+    old = [json.loads(x) for x in (tmp_path / "edited.jsonl").read_text().splitlines()]
+    for x in old:  # the same edit in a file written before units carried their digest
+        x.pop("sha256", None)
+    (tmp_path / "old.jsonl").write_text("".join(json.dumps(x) + "\n" for x in old))
     three = '''def clf(texts):\n    return [[0.2, 0.3, 0.5] for t in texts]\n'''
     (tmp_path / "three.py").write_text(three)
-    cases = [(tmp_path / "edited.jsonl", f"{d}/she1.py:clf", f"edited.jsonl:{row + 1}: the sentence holds 0 '{held}'"),
+    cases = [(tmp_path / "edited.jsonl", f"{d}/she1.py:clf", "do not match the digest its run wrote"),
+             (tmp_path / "old.jsonl", f"{d}/she1.py:clf", f"old.jsonl:{row + 1}: the sentence holds 0 '{held}'"),
              (d / "bias.jsonl", f"{tmp_path}/three.py:clf", "B was measured over 2 classes but model three.py:clf has 3")]
     for path, model, msg in cases:
         r = cli("replay", str(path), "--model", model, "--output", str(tmp_path / "out.jsonl"))
         assert r.exit_code == 2 and msg in r.output and len(r.output.strip().splitlines()) == 1, r.output
         assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_bias_file_whose_sentences_were_edited_is_refused_by_every_reader_not_replayed_as_fixed(bias_found, cli,
+                                                                                                  tmp_path):
+    """#63 (WRONG — replays): sentences edited after the run (each still holding its pair word, so every other check
+    passes) replayed on the run's own model as "fixed"; each unit's marker now carries a digest of its lines, and
+    replay, --resume, results.load and the report refuse a unit that no longer matches it, in one line."""
+    d, _ = bias_found
+    recs = [json.loads(x) for x in (d / "bias.jsonl").read_text().splitlines()]
+    for r in recs:  # every scored sentence made neutral: the model's bias is no longer in them
+        if "unit" in r and "text" in r:
+            held = "she" if r["reversed"] else "he"
+            r["text"] = f"{held} is here ."
+    edited = tmp_path / "edited.jsonl"
+    edited.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    for args in (("replay", str(edited), "--model", f"{d}/she1.py:clf"), ("report", str(edited), "--out",
+                                                                         str(tmp_path / "r.html"))):
+        r = cli(*args)
+        assert r.exit_code == 2 and "do not match the digest its run wrote" in r.output, (args, r.output)
+        assert len(r.output.strip().splitlines()) == 1 and "fixed" not in r.output
+    from textaudit.errors import TextAuditError
+    from textaudit.results import load
+
+    with pytest.raises(TextAuditError, match="edited after the run"):
+        load(edited).summary()
+    r = cli("bias", "--pair", "he,she", "--model", f"{d}/she1.py:clf", "--data", str(d / "bias.tsv"), "--k", "1", "--mlm",
+            str(d / "mlm"), "--kappa", "5", "--delta", "1e9", "--output", str(edited), "--resume")
+    assert r.exit_code == 2 and "do not match the digest" in r.output, r.output
 
 
 def test_fresh_attacks_the_model_again_beside_the_files_own_records(found, cli):

@@ -44,6 +44,7 @@ from textaudit.models.batched import (
     decisions,
     flips_in_draws,
     is_remote,
+    masked_lm_identity,
     model_scores,
     reduced_precision,
     sampled_draws,
@@ -194,7 +195,7 @@ class Attack:
         """The settings a record depends on: the results file's header, which a ``--resume`` must
         match (:mod:`textaudit.formats.jsonl`). Subclasses add theirs in :meth:`settings`."""
         return {"method": self.method, "k": self.k, "seed": self.seed, "max_queries": self.max_queries,
-                "time_budget": self.time_budget, "mlm": getattr(self.mlm, "name", None),
+                "time_budget": self.time_budget, **masked_lm_identity(self.mlm),
                 "model": getattr(self.classifier, "name", None),
                 "model_fingerprint": getattr(self.classifier, "fingerprint", None), **model_scores(self.classifier),
                 **reduced_precision(self.classifier, self.mlm), **self.settings()}

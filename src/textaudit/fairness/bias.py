@@ -38,6 +38,7 @@ For a protected pair p = (p(1), p(2)) (he/she, actor/actress, …):
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -51,6 +52,7 @@ from textaudit.fairness.estimates import CI_METHODS, BiasEstimate, ScoredUnit, a
 from textaudit.fairness.pairs import Source, measurable_sources, parse_pair
 from textaudit.models.batched import (
     Classifier,
+    masked_lm_identity,
     model_scores,
     pair_inputs,
     query_stats,
@@ -132,7 +134,7 @@ class CounterfactualBias:
         """The settings a scored sentence depends on (the results file's header; see :mod:`textaudit.formats.jsonl`)."""
         return {"model": getattr(self.classifier, "name", None),
                 "model_fingerprint": getattr(self.classifier, "fingerprint", None), **model_scores(self.classifier),
-                **reduced_precision(self.classifier, self._mlm), "mlm": getattr(self._mlm, "name", None),
+                **reduced_precision(self.classifier, self._mlm), **masked_lm_identity(self._mlm),
                 "kappa": self.kappa, "delta": self.delta,
                 "enumerate_k": self.enumerate_k, "sample": self.sample_n, "seed": self.seed,
                 **({"language": self.language} if self.language != "en" else {})}
@@ -337,8 +339,24 @@ def _read_unit(src: Source, marker: dict, rows: list[dict]) -> ScoredUnit:
                       np.array([r["F"] for r in rows], dtype=float), marker.get("weight"))
 
 
+#: the fields of a scored sentence and of a unit's marker that its digest covers (everything a B is computed from)
+_ROW_FIELDS = ("unit", "model", "i", "source", "pair", "reversed", "distance", "text", "F")
+_MARKER_FIELDS = ("unit_done", "model", "n", "weight", "sampled_k", "pair", "source", "context")
+
+
+def unit_digest(rows: Sequence[dict], marker: dict) -> str:
+    """The digest a unit's marker carries (``sha256``, 32 hex digits): of its scored sentences and its own fields as
+    the file holds them, so that a unit edited after its run (a sentence, an F) is refused by every reader instead of
+    being replayed or resumed as if the run had scored it."""
+    body = [[r.get(f) for f in _ROW_FIELDS] for r in rows] + [[marker.get(f) for f in _MARKER_FIELDS]]
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
+                          ).hexdigest()[:32]
+
+
 def _finished_units(records: list[dict]) -> dict[tuple[str, str], tuple[dict, list[dict]]]:
-    """Return {(unit, model): (marker, lines)} for the finished units among an output's records."""
+    """Return {(unit, model): (marker, lines)} for the finished units among an output's records; a unit whose
+    marker's digest (:func:`unit_digest`) does not match its lines is one line (files from before the digest have
+    none to check)."""
     lines: dict[tuple[str, str], dict[int, dict]] = {}
     markers: dict[tuple[str, str], dict] = {}
     for r in records:
@@ -346,8 +364,13 @@ def _finished_units(records: list[dict]) -> dict[tuple[str, str], tuple[dict, li
             markers[(r["unit_done"], r["model"])] = r
         elif "unit" in r:
             lines.setdefault((r["unit"], r["model"]), {})[r["i"]] = r
-    return {key: (m, [lines.get(key, {})[i] for i in sorted(lines.get(key, {}))]) for key, m in markers.items()
-            if len(lines.get(key, {})) == m["n"]}
+    out = {key: (m, [lines.get(key, {})[i] for i in sorted(lines.get(key, {}))]) for key, m in markers.items()
+           if len(lines.get(key, {})) == m["n"]}
+    for (uid, model), (m, rows) in out.items():
+        if "sha256" in m and unit_digest(rows, m) != m["sha256"]:
+            raise TextAuditError(f"the scored sentences of bias unit {uid!r} ({model}) do not match the digest its run "
+                                 "wrote: the file was edited after the run; restore it, or rerun into a new --output")
+    return out
 
 
 class UnitJob:
@@ -505,6 +528,7 @@ def _unit_records(uid: str, name: str, u: ScoredUnit, pair: tuple[str, str], src
               "sampled_k": sampled_k, "pair": list(pair), "source": src.id}
     if src.context is not None:
         marker["context"] = src.context  # the kept text of the pair, verbatim
+    marker["sha256"] = unit_digest(rows, marker)
     return [*rows, marker]
 
 

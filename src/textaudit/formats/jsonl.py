@@ -116,6 +116,11 @@ def check_results(path: str | Path, header: dict | None, records: list[dict]) ->
             seen[k] = line
 
 
+#: header settings textaudit began to record after files were written without them: such a file is continued
+#: (checked by the settings it has), a file that has them is checked by them
+ADDED_LATER = frozenset({"mlm_fingerprint"})
+
+
 def config_conflicts(saved: dict, wanted: dict, *, exact: bool = False) -> list[str]:
     """The settings of ``wanted`` that differ from ``saved``, as ``"key: saved → wanted"``.
 
@@ -123,7 +128,7 @@ def config_conflicts(saved: dict, wanted: dict, *, exact: bool = False) -> list[
     otherwise only keys in both, and None in ``wanted`` means "the default", not checked (the
     options a user typed, compared before the defaults are known)."""
     if exact:
-        keys = list(saved) + [k for k in wanted if k not in saved]
+        keys = list(saved) + [k for k in wanted if k not in saved and k not in ADDED_LATER]
         return [f"{k}: {_norm(saved.get(k, 'missing'))} → {_norm(wanted.get(k, 'missing'))}" for k in keys
                 if _norm(saved.get(k)) != _norm(wanted.get(k)) or (k in saved) != (k in wanted)]
     return [f"{k}: {_norm(saved[k])} → {_norm(v)}" for k, v in wanted.items()

@@ -51,7 +51,8 @@ from textaudit.token_ids import default_batch_tokens, pack, splice_all
 
 __all__ = ["Classifier", "BatchedClassifier", "PairView", "pair_inputs", "QueryStats", "as_classifier", "softmax", "Text", "text_length",
            "scores_of", "unknown_class", "model_scores", "label_report", "label_only_report", "is_remote",
-           "query_stats", "forward_of", "torch_parts", "device_clocked", "placement", "reduced_precision", "decisions", "TIE"]
+           "query_stats", "forward_of", "torch_parts", "device_clocked", "placement", "reduced_precision",
+           "masked_lm_identity", "decisions", "TIE"]
 
 #: one classifier input: a text, or a sentence pair ``(first, second)``
 Text = Union[str, tuple[str, str]]
@@ -693,6 +694,16 @@ def reduced_precision(classifier: Classifier, mlm: object = None) -> dict:
              "mlm": getattr(getattr(mlm, "mlm", mlm), "precision", None)}
     low = {k: v for k, v in parts.items() if v not in (None, "fp32")}
     return {"precision": low} if low else {}
+
+
+def masked_lm_identity(mlm: object) -> dict:
+    """``{"mlm": name, "mlm_fingerprint": ...}`` for a results header: the masked LM by name and by content (its
+    weights, vocabulary, precision: the store's key), so that ``--resume`` under another masked LM of the same name
+    is refused; ``{"mlm": None}`` without one."""
+    if mlm is None:
+        return {"mlm": None}
+    fingerprint = getattr(mlm, "fingerprint", None) or getattr(getattr(mlm, "mlm", None), "fingerprint", None)
+    return {"mlm": getattr(mlm, "name", None), "mlm_fingerprint": fingerprint}
 
 
 def as_classifier(obj: object, *, output: str = "probs", name: str | None = None, batch_size: int | None = None,

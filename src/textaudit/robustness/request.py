@@ -25,6 +25,7 @@ from textaudit.errors import TextAuditError
 from textaudit.formats.jsonl import check_output, write_results
 from textaudit.lexicons import counterfitted_neighbors
 from textaudit.models import load_classifier
+from textaudit.models.batched import masked_lm_identity
 from textaudit.models.zoo.names import ROBUST_ARCHS, ZOO_MODELS, parse_name
 from textaudit.neighborhoods.builder import NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import load_mlm
@@ -195,7 +196,7 @@ class CertifyRequest:
                                        config={"data": dataset_id(self.data, "dev"),
                                                "synonyms": lexicon if k or not ranmask else None,
                                                "synonyms_digest": synonyms_digest(table),
-                                               "mlm": getattr(builder and builder.mlm, "name", None),
+                                               **masked_lm_identity(builder and builder.mlm),
                                                **(config or {})})
         summary["model"] = clf.name
         return CertifyOutcome(method, summary, records, clf, len(ds))
