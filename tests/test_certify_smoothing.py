@@ -376,3 +376,36 @@ def test_a_synonyms_file_is_read_as_the_data_is_and_a_resume_needs_its_content(c
             "--synonyms", str(world / "syn.json"), "--hops", "1", "--samples", "200", "--selection", "20",
             "--output", str(world / "lower.jsonl"), "--resume")
     assert r.exit_code == 2 and "synonyms_digest" in r.stderr
+
+
+def test_votes_on_a_sampling_endpoint_are_its_samples_and_the_summary_says_how_many_distinct_answers(tmp_path):
+    """#63 (misleading): a label-only endpoint that samples its answer ("positive" with probability 0.7 for a text
+    holding "movie": a real completions server on 127.0.0.1) under a threat model with nothing to substitute: every
+    one of the 200 draws is the same text, answered once (cached). Its votes were that one answer's mode counted 200
+    times (n_a = 200, p_A ≥ 0.98: certain); each vote is now one of its sampled completions (n_a ≈ 140), and the
+    record and the summary say the votes rest on one distinct answer."""
+    from test_decisions import SAMPLING_PROMPT, _sampling_server
+
+    from textaudit.engine.scheduler import run_now
+    from textaudit.models import load_classifier
+    from textaudit.models.options import ModelOptions
+    from textaudit.robustness.smoothing import lower_bound, summarize_certify
+
+    srv = _sampling_server()
+    try:
+        (tmp_path / "prompt.toml").write_text(SAMPLING_PROMPT)
+        clf = load_classifier(f"http://127.0.0.1:{srv.server_address[1]}/v1/completions",
+                              options=ModelOptions(prompt_file=tmp_path / "prompt.toml", scores="labels", samples=20))
+        safer = SAFER(clf, PerturbationSets({}, hops=1), samples=200, selection=20, seed=0)
+        cert = run_now(safer.ask_certify("a good movie here", "0"))
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert cert["answers"] == 1 and cert["prediction"] == 1
+    assert 110 <= cert["n_a"] <= 170 and cert["p_a_lower"] == pytest.approx(lower_bound(cert["n_a"], 200, 0.05), abs=1e-6)
+    assert cert["p_a_lower"] < 0.8  # not the certainty of one answer counted 200 times
+    again = run_now(safer.ask_certify("a good movie here", "0"))
+    assert again["n_a"] == cert["n_a"]  # the votes' draws are seeded: the same record on a rerun
+    summary = summarize_certify([{**cert, "label": 1, "correct": True}])
+    assert summary["distinct_answers"] == 1 and summary["votes"] == sum(cert["votes"])
+    assert summary["distinct_answers_per_vote"] == pytest.approx(1 / sum(cert["votes"]), abs=1e-4)

@@ -34,7 +34,7 @@ from textaudit.cli.app import (
 from textaudit.errors import TextAuditError
 from textaudit.evaluation import EvaluateRequest, one_class_warning
 from textaudit.models import load_classifier
-from textaudit.models.batched import label_only_report
+from textaudit.models.batched import label_only_report, sampled_draws
 from textaudit.models.zoo import ARCHS, parse_name, train_model
 from textaudit.neighborhoods.corpus import DEBIAN_SOURCES, debian_prose, generate_synthetic
 from textaudit.neighborhoods.train_mlm import TrainMLMConfig, default_out
@@ -142,6 +142,10 @@ def _show_smoothing(request: CertifyRequest, outcome, json_out: bool) -> None:
     if conclude(summary, request.output, json_out):
         return
     acc = "–" if summary["accuracy"] is None else f"{summary['accuracy']:.4f} {format_ci(tuple(summary['accuracy_ci95']))}"
+    if summary.get("distinct_answers_per_vote") is not None and summary["distinct_answers_per_vote"] < 1:
+        typer.echo(f"votes: {summary['votes']:,} counted, from {summary['distinct_answers']:,} distinct texts (distinct "
+                   f"answers of the model: {summary['distinct_answers_per_vote']:.1%}); a text drawn again is answered "
+                   "once" + ("; each vote is one of its sampled completions" if sampled_draws(clf) else ""))
     so = summary.get("second_order")
     if so:
         typer.echo(f"second order: of {so['certified_inputs']} certified inputs (right, radius ≥ {request.view_radius}), "

@@ -48,7 +48,7 @@ import numpy as np
 from textaudit.engine.scheduler import Engine, Search, classify, in_flight_for
 from textaudit.errors import TextAuditError
 from textaudit.lexicons import counterfitted_neighbors
-from textaudit.models.batched import TIE, decisions, query_stats, unknown_class
+from textaudit.models.batched import TIE, decisions, query_stats, sampled_draws, unknown_class
 from textaudit.progress import WorkClock
 from textaudit.runner import ResumableRun
 from textaudit.sentence import Sentence, restore_case
@@ -206,23 +206,37 @@ class SAFER:
         sets = self.sets
         return [sets.q(t) for t in s.tokens if any(ch.isalpha() for ch in t) and sets.S(t)]  # type: ignore[union-attr]
 
-    def _votes(self, probs: np.ndarray) -> np.ndarray:
-        """Each draw's class (TIE and a label-only model's unknown count for no class)."""
-        d = decisions(np.asarray(probs))
+    def _votes(self, probs: np.ndarray, key: str = "", stream: int = 0) -> np.ndarray:
+        """Each draw's class (TIE and a label-only model's unknown count for no class). A model whose answer is the
+        frequencies of N sampled completions (:func:`sampled_draws`) votes with one completion drawn from them per
+        draw (seeded by the seed, ``key`` and ``stream``): two draws of one text are two samples of the model, never
+        its one answer counted twice, and never the mode of its N completions taken as certain."""
+        probs = np.asarray(probs)
+        if sampled_draws(self.classifier) is not None and len(probs):
+            digest = hashlib.blake2b(f"{self.seed}|votes|{stream}|{key}".encode(), digest_size=8).digest()
+            rng = np.random.default_rng(int.from_bytes(digest, "little"))
+            cum = np.cumsum(probs / probs.sum(axis=1, keepdims=True), axis=1)
+            d = np.minimum((rng.random((len(probs), 1)) > cum).sum(axis=1), probs.shape[1] - 1)
+        else:
+            d = decisions(probs)
         unknown = unknown_class(self.classifier)
         return np.where((d == TIE) | ((d == unknown) if unknown is not None else False), -1, d)
 
     def ask_certify(self, text: str, key: str) -> Search:
-        """One example's certificate, as a search (its two samples are asks the engine merges across examples)."""
-        sel = self._votes((yield classify(self.classifier, self.draws(text, key, self.selection, 0))))
+        """One example's certificate, as a search (its two samples are asks the engine merges across examples).
+        ``answers``: how many distinct texts — distinct answers of the model — the ``samples`` votes came from (a
+        sentence with few substitutable words draws the same text again and again)."""
+        sel = self._votes((yield classify(self.classifier, self.draws(text, key, self.selection, 0))), key, 0)
         counts = np.bincount(sel[sel >= 0], minlength=2) if (sel >= 0).any() else np.zeros(2, dtype=int)
         c_a = int(counts.argmax()) if counts.sum() else None
-        est = self._votes((yield classify(self.classifier, self.draws(text, key, self.samples, 1))))
+        drawn = self.draws(text, key, self.samples, 1)
+        est = self._votes((yield classify(self.classifier, drawn)), key, 1)
         n_a = int((est == c_a).sum()) if c_a is not None else 0
         p_lower = lower_bound(n_a, self.samples, self.alpha)
         radius, extra = self.radius(text, p_lower)
         return {"prediction": c_a if radius is not None else None, "abstain": radius is None, "radius": radius,
-                "p_a_lower": round(p_lower, 6), "n_a": n_a, "votes": np.bincount(est[est >= 0]).tolist(), **extra}
+                "p_a_lower": round(p_lower, 6), "n_a": n_a, "votes": np.bincount(est[est >= 0]).tolist(),
+                "answers": len(set(drawn)), **extra}
 
     def radius(self, text: str, p_lower: float) -> tuple[int | None, dict]:
         """The certified radius of ``text`` given p_A's lower bound (None: abstain) and what it rests on: SAFER's
@@ -430,6 +444,11 @@ def summarize_certify(records: Sequence[Mapping], method: str = "safer") -> dict
     for row in curve[:4]:
         out[f"certified_accuracy_r{row['radius']}"] = row["certified_accuracy"]
         out[f"certified_accuracy_r{row['radius']}_ci95"] = row["certified_accuracy_ci95"]
+    answered = [r for r in rows if isinstance(r.get("answers"), int)]
+    if answered:  # how many distinct answers of the model the votes rest on
+        votes = sum(sum(r.get("votes") or []) or 0 for r in answered)
+        out["votes"], out["distinct_answers"] = votes, sum(r["answers"] for r in answered)
+        out["distinct_answers_per_vote"] = round(out["distinct_answers"] / votes, 4) if votes else None
     radii = [r["radius"] for r in rows if r.get("correct") and r.get("radius") is not None]
     out["median_radius_correct"] = float(np.median(radii)) if radii else None
     shares = [r["radius_share"] for r in rows if r.get("correct") and r.get("radius_share") is not None]
