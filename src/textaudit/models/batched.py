@@ -45,6 +45,7 @@ from typing import Callable, Protocol, Sequence, Union, runtime_checkable
 
 import numpy as np
 
+import textaudit.notices as notices
 from textaudit.errors import TextAuditError, check_at_least, user_code_error
 from textaudit.sentence import Sentence
 from textaudit.token_ids import default_batch_tokens, pack, splice_all
@@ -250,6 +251,11 @@ class BatchedClassifier:
         self._score_cache: object = _UNASKED
         self._fresh = False  # predict_proba_fresh: the model itself answers (the disk keeps its new answers)
         self._disk = DiskWeigher()
+        #: check on first use that a text's scores do not depend on the other texts of its batch (plug-ins and ``hf:``
+        #: models, whose code is not ours: :meth:`_probe_batches`); the largest difference it measured
+        self.probe_batches = False
+        self.batch_dependence: float | None = None
+        self.unbatched_hint = "give the plug-in batch_size = 1 (an attribute of the object) to score one text at a time"
 
     @property
     def fingerprint(self) -> str | None:
@@ -362,6 +368,7 @@ class BatchedClassifier:
                     out = np.empty((len(items), probs.shape[1]), dtype=np.float32)
                 out[batch] = probs
                 self.stats.answered += len(batch)
+            self._probe_batches(items, out)
             return out  # type: ignore[return-value]
         texts = [t.text() if type(t) is Sentence else t for t in items]
         order = sorted(range(len(texts)), key=lambda i: text_length(texts[i]))  # similar lengths: less padding
@@ -372,7 +379,30 @@ class BatchedClassifier:
                 out = np.empty((len(items), probs.shape[1]), dtype=np.float32)
             out[chunk] = probs
             self.stats.answered += len(chunk)
+        self._probe_batches(items, out)
         return out  # type: ignore[return-value]
+
+    def _probe_batches(self, items: list, out: np.ndarray | None) -> None:
+        """Once, on the first forward of several texts (``probe_batches``): ask up to :data:`PROBE_TEXTS` of them
+        again, each alone and all in the reverse order, and compare their scores with the batch's. A model that
+        feeds its batch wrongly (an LSTM given batch-first data without ``batch_first``, batch norm left in training
+        mode) scores a text by its neighbours: its records would depend on how textaudit batches — a warning with the
+        measured difference and how to run it one text at a time. Its forwards count in no statistic."""
+        if not self.probe_batches or out is None or len(items) < 2:
+            return
+        self.probe_batches = False
+        sample, ref = items[:PROBE_TEXTS], out[:PROBE_TEXTS]
+        stats = QueryStats(**asdict(self.stats))
+        try:
+            alone = np.vstack([self._forward_missing([t]) for t in sample])
+            reverse = self._forward_missing(sample[::-1])[::-1]
+        finally:
+            self.stats = stats
+        self.batch_dependence = float(max(np.abs(alone - ref).max(), np.abs(reverse - ref).max()))
+        if self.batch_dependence > BATCH_TOLERANCE:
+            notices.notice(f"warning: model {self.name} scores a text differently with other texts in its batch (by up to "
+                   f"{self.batch_dependence:.3g} in probability, measured on {len(sample)} texts alone and in another "
+                   f"order): its records would depend on how textaudit batches them; {self.unbatched_hint}")
 
     def predict(self, texts: Sequence[str]) -> np.ndarray:
         """Return the predicted class ids, shape ``(n,)``."""
@@ -591,6 +621,12 @@ def scores_of(classifier: Classifier) -> str | None:
     if mode == "labels" and getattr(classifier, "samples", 1) > 1:
         return "sampled"
     return mode
+
+
+#: the texts :meth:`BatchedClassifier._probe_batches` asks again, and the largest difference in probability it takes
+#: for float noise (a padded batch's logits differ from a lone text's in the last bits)
+PROBE_TEXTS = 4
+BATCH_TOLERANCE = 1e-3
 
 
 def unknown_class(classifier: Classifier) -> int | None:

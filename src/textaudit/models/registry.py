@@ -94,9 +94,12 @@ def load_plugin(spec: str, *, batch_size: int | None = None, cache_size: int = 1
             f"plug-in '{objname}' is a {type(obj).__name__}; it must be a function f(list[str]) -> probabilities "
             "or an object with predict_proba")
     output = getattr(obj, "output", "probs")
+    own = getattr(obj, "batch_size", None)  # a plug-in that must see one text at a time says batch_size = 1
     clf = as_classifier(obj, output=output, name=getattr(obj, "name", None) or f"{path.name}:{objname}",
-                        batch_size=batch_size, cache_size=cache_size)
+                        batch_size=batch_size or (own if isinstance(own, int) and own >= 1 else None),
+                        cache_size=cache_size)
     clf.fingerprint = lambda: fingerprint_files([path])  # its code (what it loads is the plug-in's business)
+    clf.probe_batches = clf.batch_size > 1  # its code is not ours: is a text's score its own? (checked on first use)
     return clf
 
 
