@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -21,7 +23,8 @@ from typing import Iterable, Iterator
 import textaudit.notices as notices
 from textaudit.errors import TextAuditError
 
-__all__ = ["atomic_path", "atomic_dir", "file_lock", "lock_or_fail", "wait_for_lock", "sha256_file", "fingerprint_files",
+__all__ = ["made_by_textaudit", "check_replaceable", "check_folder", "APPLICATION_ID", "REPORT_MARKERS", "FIGURE_MARK",
+           "atomic_path", "atomic_dir", "file_lock", "lock_or_fail", "wait_for_lock", "sha256_file", "fingerprint_files",
            "fingerprint_dir"]
 
 
@@ -40,12 +43,103 @@ def _umask() -> int:
     return mask
 
 
+# -- is this ours? ---------------------------------------------------------------------------------------------
+#: SQLite's ``application_id`` of textaudit's stores ("TAUD"; :mod:`textaudit.neighborhoods.store` writes it)
+APPLICATION_ID = 0x54415544
+#: what every report carries near its top: HTML, its generator tag; Markdown, the line under its title
+#: ("textaudit 0.1.0 · 3 result file(s) · generated 2026-11-24 23:30")
+REPORT_MARKERS = (re.compile(rb'<meta name="generator" content="textaudit report '),
+                  re.compile(rb"\A# [^\n]*\n\ntextaudit \S+ \xc2\xb7 \d+ result file\(s\) \xc2\xb7 generated "))
+#: the metadata textaudit gives the figures it draws (PNG ``Software``, PDF and SVG ``Creator``)
+FIGURE_MARK = b"textaudit"
+_HEAD = 1 << 16
+
+
+def made_by_textaudit(path: str | Path) -> bool:
+    """Whether the existing file ``path`` is one textaudit made — **the one check** every writer that may replace,
+    set aside or delete a file passes (:func:`check_replaceable`), read from the file's own bytes, never its name
+    alone: a store (SQLite ``application_id``), a results file or a JSON summary (its ``header``), a kept tracker
+    run or a training state of ours (``format: textaudit-…``), a checkpoint's ``textaudit*.json``, weights in
+    safetensors with textaudit's metadata, a report (:data:`REPORT_MARKERS`), a figure (:data:`FIGURE_MARK` in its
+    metadata). An empty file holds nothing to lose. Never called on a store this process has open: closing a
+    descriptor of a database drops this process's SQLite locks on it (:func:`textaudit.neighborhoods.store.not_a_store`
+    reads a store's mark through SQLite)."""
+    p = Path(path)
+    try:
+        if not p.is_file():
+            return False
+        size = p.stat().st_size
+        if size == 0:
+            return True
+        with open(p, "rb") as f:
+            head = f.read(_HEAD)
+            if size > _HEAD:
+                f.seek(-_HEAD, os.SEEK_END)
+            tail = f.read() if size > _HEAD else head
+    except OSError:
+        return False
+    if head.startswith(b"SQLite format 3\x00"):
+        return len(head) >= 72 and int.from_bytes(head[68:72], "big") == APPLICATION_ID
+    if head.startswith((b"\x89PNG", b"%PDF")) or b"<svg" in head[:4096]:
+        return FIGURE_MARK in head or FIGURE_MARK in tail  # a PDF's metadata is at its end
+    if any(m.search(head) for m in REPORT_MARKERS):
+        return True
+    n = int.from_bytes(head[:8], "little") if len(head) > 9 else 0
+    if 0 < n < size and head[8:9] == b"{":  # safetensors: a JSON header after its length
+        meta = head[8:8 + n]
+        return b'"textaudit"' in meta or (b'"arch"' in meta or b'"scale"' in meta) and b'"__metadata__"' in meta
+    return _json_of_ours(p, head)
+
+
+def _json_of_ours(p: Path, head: bytes) -> bool:
+    """A JSON or JSON-lines file of ours: its first line (or the whole file) an object with textaudit's header, a
+    ``format`` of textaudit's, or, named ``textaudit*.json``, a checkpoint's own settings."""
+    first = head.split(b"\n", 1)[0]
+    for text in (first, head):
+        try:
+            doc = json.loads(text)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if isinstance(doc, dict):
+            header = doc.get("header")
+            return (isinstance(header, dict) and isinstance(header.get("command"), str)) or \
+                str(doc.get("format", "")).startswith("textaudit") or "textaudit" in doc or \
+                p.name.startswith("textaudit") and p.suffix == ".json"
+    return False
+
+
+def check_replaceable(path: str | Path, hint: str = "choose another name") -> None:
+    """Raise a one-line :class:`TextAuditError` when ``path`` exists and textaudit did not make it
+    (:func:`made_by_textaudit`): no file the tool did not make is replaced, set aside or deleted."""
+    p = Path(path)
+    if p.is_dir():
+        raise TextAuditError(f"{p} is a directory, where textaudit writes a file; {hint}")
+    if p.exists() and not made_by_textaudit(p):
+        raise TextAuditError(f"{p} exists and textaudit did not write it (it carries no textaudit mark): it is left as it "
+                             f"is; {hint}, or move it away yourself")
+
+
+def check_folder(path: str | Path, marker: str, hint: str = "choose another folder") -> None:
+    """A folder textaudit will write files into (and replace its own there): new, empty, or holding ``marker``, a
+    file of ours (:func:`made_by_textaudit`); else one line."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise TextAuditError(f"{p} is a file, where textaudit makes a folder; {hint}")
+    if p.is_dir() and any(p.iterdir()) and not made_by_textaudit(p / marker):
+        raise TextAuditError(f"{p} holds files textaudit did not write (no {marker} of its own there): it is left as it "
+                             f"is; {hint}")
+
+
 @contextlib.contextmanager
-def atomic_path(target: str | Path, *, suffix: str = "") -> Iterator[Path]:
+def atomic_path(target: str | Path, *, suffix: str = "", unmarked: str | None = None) -> Iterator[Path]:
     """Yield a unique temporary file path next to ``target``; when the block ends without an
     exception it replaces ``target`` atomically, otherwise it is removed. ``suffix`` keeps an
-    extension some writers insist on (``np.savez`` adds ``.npz``)."""
+    extension some writers insist on (``np.savez`` adds ``.npz``). An existing ``target`` is replaced only when
+    textaudit made it (:func:`check_replaceable`), unless the caller says in ``unmarked`` why the place is its own
+    (a file in textaudit's cache, a folder it checked)."""
     target = Path(target)
+    if unmarked is None:
+        check_replaceable(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=f".tmp{suffix}", dir=target.parent)
     os.close(fd)

@@ -216,7 +216,7 @@ def _url_download(spec: ResourceSpec, target: Path) -> Path:
     import urllib.request
 
     assert spec.url is not None
-    with atomic_path(target) as tmp:
+    with atomic_path(target, unmarked="a download into textaudit's cache") as tmp:
         with urllib.request.urlopen(spec.url, timeout=30) as r, open(tmp, "wb") as out:  # noqa: S310 - fixed URLs
             shutil.copyfileobj(r, out)
         if spec.sha256 is not None:

@@ -92,7 +92,7 @@ def save_train_state(path: str | Path, fingerprint: str, state: dict) -> None:
     import torch
 
     plain = _plain({"fingerprint": fingerprint, **state})
-    with atomic_path(path) as tmp:
+    with atomic_path(path, unmarked="a training state: the run's own file beside its output") as tmp:
         torch.save({**plain, "checksum": state_digest(plain)}, tmp)
 
 

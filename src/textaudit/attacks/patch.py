@@ -122,7 +122,7 @@ class PatchWords:
             if missing:
                 self._probs.update(self._score(missing))
                 known = sorted(self._probs)
-                with atomic_path(path, suffix=".npz") as tmp:
+                with atomic_path(path, suffix=".npz", unmarked="patch scores in textaudit's cache") as tmp:
                     np.savez(tmp, words=np.array(known), probs=np.stack([self._probs[w] for w in known]))
         elif missing:
             self._probs.update(self._score(missing))

@@ -70,7 +70,7 @@ def _ensure_nltk_stopwords() -> None:
     root = cache_dir() / "nltk_data"
     target = root / "corpora" / "stopwords" / "english"
     if not target.is_file():
-        with atomic_path(target) as tmp:
+        with atomic_path(target, unmarked="a stopword list in textaudit's cache") as tmp:
             tmp.write_text("\n".join(sorted(w for w in STOPWORDS if w.isalpha())) + "\n")
     if str(root) not in nltk.data.path:
         nltk.data.path.append(str(root))

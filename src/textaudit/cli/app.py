@@ -335,8 +335,10 @@ def _log_finished(command: str, options: dict, target: Any) -> None:
         kept = next((Path(a) for a in run.artifacts if Path(a).exists()), None)
         where = "rerun with --output FILE to keep what audit track can log later"
         if kept is not None:
-            pending = keep_pending(run, kept)
-            where = f"kept in {pending}: audit track {kept} logs it"
+            try:
+                where = f"kept in {keep_pending(run, kept)}: audit track {kept} logs it"
+            except (TextAuditError, OSError) as why:  # a file of the user's own under that name stays as it is
+                where = f"not kept ({why}); audit track {kept} logs it from its records"
         notice(f"warning: not logged to MLflow ({e}); the audit's results are complete; {where}")
         return
     notice(f"tracked: MLflow run {rid}" + (f" (nested in {target.parent_run_id})" if target.parent_run_id else ""))

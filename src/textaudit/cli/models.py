@@ -241,6 +241,21 @@ def train_mlm(
     typer.echo(json.dumps(summary))
 
 
+def _corpus_index(out: Path, index_path: Path) -> dict:
+    """The index (sources.json) of a corpus folder audit mlm-corpus wrote, {} for a new or empty one; a folder of
+    someone else's files is one line (nothing in it is rewritten)."""
+    if not out.exists() or (out.is_dir() and not any(out.iterdir())):
+        return {}
+    try:
+        index = json.loads(index_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        index = None
+    if not isinstance(index, dict) or not all(isinstance(v, dict) and "licence" in v for v in index.values()):
+        raise TextAuditError(f"{out} holds files audit mlm-corpus did not write (no sources.json of its own): it is left "
+                             "as it is; choose another --out")
+    return index
+
+
 @app.command("mlm-corpus", cls=AuditCommand)
 def mlm_corpus(
     out: Path = typer.Option(..., "--out", help="Corpus folder (train-mlm --corpus reads it)."),
@@ -263,13 +278,16 @@ def mlm_corpus(
 
     if not debian and not synthetic_batches:
         raise TextAuditError("nothing to write: keep --debian or give --synthetic-batches N")
-    out.mkdir(parents=True, exist_ok=True)
     index_path = out / "sources.json"
-    index = _json.loads(index_path.read_text(encoding="utf-8")) if index_path.is_file() else {}
+    index = _corpus_index(out, index_path)
+    out.mkdir(parents=True, exist_ok=True)
     counts = {}
     if debian:
         for pkg, sents in debian_prose().items():
             name = f"{pkg}.txt"
+            if (out / name).exists() and name not in index:
+                raise TextAuditError(f"{out / name} exists and audit mlm-corpus did not write it (sources.json does not "
+                                     "list it): it is left as it is; choose another --out")
             (out / name).write_text("".join(s + "\n" for s in sents), encoding="utf-8")
             index[name] = {"source": f"Debian package {pkg} (English HTML documentation)",
                            "licence": DEBIAN_SOURCES[pkg][2], "sentences": len(sents)}

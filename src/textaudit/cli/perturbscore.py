@@ -21,6 +21,7 @@ from textaudit.cli.app import (
     print_table,
 )
 from textaudit.errors import TextAuditError
+from textaudit.files import check_folder
 from textaudit.formats.jsonl import read_jsonl
 from textaudit.robustness.perturbscore import (
     PerturbScorer,
@@ -57,6 +58,7 @@ def train(
 
     if not tuples.is_file():
         raise TextAuditError(f"{tuples} not found; run 'audit perturbscore build --output {tuples}' first")
+    check_folder(out, "head.json", "give --out a new folder")  # before the training, not after it
     t0 = time.perf_counter()
     tr, te = split_tuples(read_jsonl(tuples), seed=seed)
     scorer = PerturbScorer().fit(tr, epochs=epochs, seed=seed)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from textaudit.fairness.estimates import BiasEstimate
-from textaudit.plotting import pyplot
+from textaudit.plotting import pyplot, save_figure
 
 __all__ = ["plot_bias"]
 
@@ -44,8 +44,7 @@ def plot_bias(results: Results, out_dir: str | Path) -> list[Path]:
         fig.suptitle(f"{names[0]}: {pair[0]} → {pair[1]}")
         fig.tight_layout()
         path = out / f"hist_{pair[0]}_{pair[1]}.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
+        save_figure(fig, path, dpi=120)
         written.append(path)
 
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -62,8 +61,7 @@ def plot_bias(results: Results, out_dir: str | Path) -> list[Path]:
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     path = out / "bias_vs_k.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
     written.append(path)
 
     pairs = [p for p in base if any(results[n][p] for n in names)]
@@ -84,7 +82,6 @@ def plot_bias(results: Results, out_dir: str | Path) -> list[Path]:
     ax.legend(fontsize=7)
     fig.tight_layout()
     path = out / "pairs_bar.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
     written.append(path)
     return written

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from textaudit.errors import TextAuditError
-from textaudit.files import atomic_path, fingerprint_dir
+from textaudit.files import atomic_path, check_folder, fingerprint_dir
 from textaudit.models.batched import BatchedClassifier
 from textaudit.models.hf import hf_labels, load_hf_module
 from textaudit.models.registry import MODEL_FACTORIES
@@ -90,6 +90,7 @@ class Trainable:
         path = Path(path)
         module = self.module.to("cpu")
         if self.arch == "hf":
+            check_folder(path, "textaudit-harden.json", "give the hardened model a new folder")
             path.mkdir(parents=True, exist_ok=True)
             module.save_pretrained(path)
             self.tokenizer.save_pretrained(path)

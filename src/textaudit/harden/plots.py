@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textaudit.plotting import pyplot
+from textaudit.plotting import pyplot, save_figure
 
 __all__ = ["plot_before_after"]
 
@@ -35,6 +35,5 @@ def plot_before_after(summary: dict, out_dir: str | Path) -> Path:
     ax.legend(loc="upper right", ncol=2, frameon=False)
     fig.tight_layout()
     path = Path(out_dir) / "before_after.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)
     return path

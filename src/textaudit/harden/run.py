@@ -70,6 +70,8 @@ __all__ = ["HardenSettings", "harden", "METHODS", "SUMMARY", "parse_eval_attacks
 METHODS = ("augment", "adversarial", "consistency")
 #: the settings a rerun on the same --out must repeat
 SETTINGS = "settings.json"
+#: the mark of a harden folder's settings file (what makes the folder textaudit's: files.check_folder)
+SETTINGS_FORMAT = "textaudit-harden-settings"
 MODEL_DIR = "model"
 #: the fewest words of a training example harden attacks or pairs
 MIN_WORDS = 4
@@ -185,7 +187,7 @@ def _say(msg: str, progress: bool) -> None:
 def _check_out(out: Path, settings: HardenSettings) -> None:
     if out.exists() and not out.is_dir():
         raise TextAuditError(f"--out {out} is a file; give a directory for the harden results")
-    prev = out / SETTINGS
+    prev = out / SETTINGS  # the folder's mark: a non-empty folder without it is not a harden run (refused below)
     if prev.is_file():
         try:
             old = json.loads(prev.read_text())
@@ -194,6 +196,7 @@ def _check_out(out: Path, settings: HardenSettings) -> None:
         if not isinstance(old, dict):  # unreadable, or JSON that is not a table of settings ([], null, 3)
             raise TextAuditError(f"{prev} is damaged (not a table of harden settings); delete {out} or choose "
                                  "another --out")
+        old.pop("format", None)  # the file's mark (SETTINGS_FORMAT), no setting
         new = json.loads(json.dumps(settings.to_dict()))
         # a setting added since that run had its default then: the folder still resumes
         defaults = json.loads(json.dumps(HardenSettings(settings.model, settings.method).to_dict()))
@@ -480,7 +483,7 @@ def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: i
     _check_before(s, split, before, pairs)
     out.mkdir(parents=True, exist_ok=True)
     with atomic_path(out / SETTINGS) as tmp:
-        tmp.write_text(json.dumps(redact_obj(s.to_dict()), indent=1))
+        tmp.write_text(json.dumps(redact_obj({"format": SETTINGS_FORMAT, **s.to_dict()}), indent=1))
     needs_mlm = s.method == "consistency" or any(_needs_mlm(m) for m, _ in evals) or _needs_mlm(s.attack)
     run = _Hardening(s, out, split, original, before, load_mlm(s.mlm) if needs_mlm else None, pairs, blacklists,
                      progress, in_flight, device)
@@ -648,7 +651,7 @@ def _save_weights(t, path: Path) -> None:
 
     weights = t.module.state_dict()
     try:
-        with atomic_path(path) as tmp:
+        with atomic_path(path, unmarked="a round's weights in the harden folder (_check_out took it)") as tmp:
             torch.save({"weights": weights, "checksum": state_digest(weights)}, tmp)
     except (OSError, RuntimeError) as e:  # torch's writer says a full disk as RuntimeError("... iostream error")
         why = getattr(e, "strerror", None) or first_line(e, 80)

@@ -69,6 +69,7 @@ import numpy as np
 import textaudit.notices as notices
 from textaudit.backends import register_sync
 from textaudit.errors import TextAuditError
+from textaudit.files import APPLICATION_ID as FILES_APPLICATION_ID
 from textaudit.models.batched import SCORE_CACHE, placement
 from textaudit.neighborhoods.store_sync import LIVE, SHIPPED, StoreSync
 from textaudit.resources import cache_dir
@@ -83,8 +84,8 @@ __all__ = ["NeighborhoodStore", "StoredMaskedLM", "StoreStats", "default_store_p
 STORE_TOP = 32
 #: the store's format; a store of ours of another format is set aside and rebuilt
 FORMAT = "textaudit-neighborhoods-1"
-#: textaudit's mark in a store's SQLite header (``PRAGMA application_id``: "TAUD")
-APPLICATION_ID = 0x54415544
+#: textaudit's mark in a store's SQLite header (``PRAGMA application_id``: "TAUD"; textaudit.files.APPLICATION_ID)
+APPLICATION_ID = FILES_APPLICATION_ID
 #: the tables of a store (a database holding any other is not one)
 STORE_TABLES = frozenset({"meta", "mlms", "entries", "classifiers", "scores"})
 #: part of every classifier's identity in the score cache: raised when the way scores are computed changes

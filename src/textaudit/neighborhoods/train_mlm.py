@@ -61,6 +61,7 @@ from textaudit.progress import progress
 from textaudit.resources import cache_dir, resolve
 from textaudit.text import word_tokenize
 from textaudit.train_state import Resumable
+from textaudit.version import __version__
 
 __all__ = ["wordnet_corpus", "sst_corpus", "general_corpus", "load_into_lora_model", "save_artifact", "TrainMLMConfig", "train"]
 
@@ -283,7 +284,7 @@ def save_artifact(model, path: Path, scale: float, info: dict) -> Path:
         elif "LayerNorm" in n:
             tensors[f"norm.{clean}"] = p.detach().cpu().float().contiguous()
     with atomic_path(path) as tmp:
-        save_file(tensors, str(tmp), metadata={"scale": str(scale), "info": json.dumps(info)})
+        save_file(tensors, str(tmp), metadata={"textaudit": __version__, "scale": str(scale), "info": json.dumps(info)})
     return path
 
 

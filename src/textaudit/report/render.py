@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from textaudit.errors import TextAuditError
-from textaudit.files import atomic_path
+from textaudit.files import REPORT_MARKERS, atomic_path
 from textaudit.report.load import Loaded, load_inputs
 from textaudit.report.sections import build_sections, headline_rows
 from textaudit.secrets import redact
@@ -91,21 +91,14 @@ def render_report(inputs: Iterable[str | Path] | Sequence[Loaded], fmt: str = "h
         headline=headline_rows(items), checks=list(checks or []), generated=_dt.datetime.now().strftime("%Y-%m-%d %H:%M"))
 
 
-#: what every report carries near its top, so that --out replaces an earlier report and nothing else (a
-#: results file, a compare summary, the user's own page): HTML, its generator tag; Markdown, the line
-#: under its title ("textaudit 0.1.0 · 3 result file(s) · generated 2026-11-24 23:30")
-REPORT_MARKERS = (re.compile(r'<meta name="generator" content="textaudit report '),
-                  re.compile(r"\A# [^\n]*\n\ntextaudit \S+ · \d+ result file\(s\) · generated "))
-
-
 def is_report(path: Path) -> bool:
     """Whether ``path`` is a report this module wrote (a marker in its first 4 KB)."""
     try:
         with open(path, "rb") as f:
-            head = f.read(4096).decode("utf-8", "replace")
+            head = f.read(4096)
     except OSError:
         return False
-    return any(m.search(head) for m in REPORT_MARKERS)
+    return any(m.search(head) for m in REPORT_MARKERS)  # textaudit.files: the marks of every file textaudit makes
 
 
 def write_report(inputs: Iterable[str | Path], out: str | Path, fmt: str | None = None, title: str | None = None,

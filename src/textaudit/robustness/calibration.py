@@ -21,7 +21,7 @@ from textaudit.errors import TextAuditError
 from textaudit.neighborhoods.builder import NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.perturbations.noise import NOISE_PERTURBATIONS, get_perturbation
-from textaudit.plotting import pyplot
+from textaudit.plotting import pyplot, save_figure
 from textaudit.sentence import Sentence
 from textaudit.stats import format_ci, paired_calibration
 
@@ -112,8 +112,7 @@ def plot_reliability(result: dict, path: str | Path, title: str = "") -> Path:
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
     return path
 
 

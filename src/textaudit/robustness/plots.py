@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from textaudit.plotting import pyplot
+from textaudit.plotting import pyplot, save_figure
 
 __all__ = ["plot_study", "plot_wordorder"]
 
@@ -31,8 +31,7 @@ def plot_study(study: dict, out_dir) -> list:
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
     curves = out / "learnability_curves.png"
-    fig.savefig(curves, dpi=120)
-    plt.close(fig)
+    save_figure(fig, curves, dpi=120)
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     x = np.array([r["avg_learnability"] for r in res])
     for ax, key, title in ((axes[0], "robustness", "robustness"), (axes[1], "post_aug_delta", "post-augmentation Δ")):
@@ -47,8 +46,7 @@ def plot_study(study: dict, out_dir) -> list:
         ax.set_xlabel("average learnability")
     fig.tight_layout()
     scatter = out / "learnability_scatter.png"
-    fig.savefig(scatter, dpi=120)
-    plt.close(fig)
+    save_figure(fig, scatter, dpi=120)
     return [curves, scatter]
 
 
@@ -70,8 +68,7 @@ def plot_wordorder(rows: list[dict], corr: dict, out: Path, name: str) -> Path:
     axes[0].legend()
     fig.suptitle(f"{name}: accuracy under reorderings")
     fig.tight_layout()
-    fig.savefig(out / "accuracy_vs_dnd_idc.png", dpi=120)
-    plt.close(fig)
+    save_figure(fig, out / "accuracy_vs_dnd_idc.png", dpi=120)
     return out / "accuracy_vs_dnd_idc.png"
 
 
@@ -109,6 +106,5 @@ def plot_certified_curve(curves: dict[str, list[dict]], out_dir: str | Path, ibp
     ax.legend(frameon=False, fontsize=8)
     fig.tight_layout()
     path = Path(out_dir) / "certified_curve.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)
     return path

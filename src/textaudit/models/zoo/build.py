@@ -10,10 +10,10 @@ from typing import Any
 import textaudit.notices as notices
 from textaudit.data import CORPORA, CORPUS_LABELS, align_labels, as_pairs, label_names, load_dataset, pairs_of
 from textaudit.errors import TextAuditError
-from textaudit.files import lock_or_fail, wait_for_lock
+from textaudit.files import check_folder, lock_or_fail, wait_for_lock
 from textaudit.models.batched import BatchedClassifier
 from textaudit.models.torch_backend import torch_classifier
-from textaudit.models.zoo.checkpoint import id_encoder, load_checkpoint
+from textaudit.models.zoo.checkpoint import CONFIG, id_encoder, load_checkpoint
 from textaudit.models.zoo.names import (
     ARCHS,
     AUGMENTATIONS,
@@ -73,6 +73,7 @@ def train_model(name: str, *, data: str = "sst2", epochs: int | None = None, see
     if epochs is not None and epochs < 1:
         raise TextAuditError(f"--epochs must be at least 1 (got {epochs})")
     path = Path(out) if out else checkpoint_dir(full_name)
+    check_folder(path, CONFIG, "give --out a new folder")  # before the training, not after it
     if path.exists() and not path.is_dir():
         raise TextAuditError(f"--out {path} is a file; give a directory for the checkpoint")
     if if_missing:

@@ -13,11 +13,12 @@ from typing import Any
 
 from textaudit.data import CORPUS_LABELS
 from textaudit.errors import TextAuditError, first_line
-from textaudit.files import atomic_path, fingerprint_dir
+from textaudit.files import atomic_path, check_folder, fingerprint_dir
 from textaudit.models.batched import BatchedClassifier
 from textaudit.models.torch_backend import hf_tokenize, torch_classifier
 from textaudit.models.zoo.vocab import Vocab, WordTokenizer
 from textaudit.token_ids import WordIds, piece_ids
+from textaudit.version import __version__
 
 __all__ = ["save_checkpoint", "load_checkpoint", "load_module", "read_config", "id_encoder", "FORMAT"]
 
@@ -42,6 +43,7 @@ def save_checkpoint(path: Path, module, tokenizer, config: dict[str, Any]) -> Pa
     from safetensors.torch import save_file
 
     path = Path(path)
+    check_folder(path, CONFIG, "give the checkpoint a new folder")
     path.mkdir(parents=True, exist_ok=True)
     if config["arch"] == "minilm":
         module.save_pretrained(path / "hf")
@@ -49,8 +51,8 @@ def save_checkpoint(path: Path, module, tokenizer, config: dict[str, Any]) -> Pa
     else:
         state = {k: v.detach().cpu().contiguous() for k, v in module.state_dict().items()}
         with atomic_path(path / "model.safetensors") as tmp:
-            save_file(state, str(tmp), metadata={"arch": config["arch"]})
-        with atomic_path(path / "vocab.txt") as tmp:
+            save_file(state, str(tmp), metadata={"textaudit": __version__, "arch": config["arch"]})
+        with atomic_path(path / "vocab.txt", unmarked="a checkpoint's vocabulary, in the folder check_folder took") as tmp:
             tokenizer.vocab.save(tmp)
     cfg = {"format": FORMAT, **config}
     with atomic_path(path / CONFIG) as tmp:  # written last: a checkpoint without it is not one

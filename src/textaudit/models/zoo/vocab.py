@@ -46,9 +46,10 @@ def load_glove() -> tuple[list[str], np.ndarray]:
                 parts = line.rstrip().split(" ")
                 words.append(parts[0])
                 vecs.append(np.asarray(parts[1:], dtype=np.float32))
-        with atomic_path(cached / "words.json") as tmp:
+        with atomic_path(cached / "words.json", unmarked="the parsed GloVe vectors in textaudit's cache") as tmp:
             tmp.write_text(json.dumps(words))
-        with atomic_path(cached / "vectors.npy", suffix=".npy") as tmp:  # last: it says the cache is complete
+        # last: it says the cache is complete
+        with atomic_path(cached / "vectors.npy", suffix=".npy", unmarked="textaudit's cache") as tmp:
             np.save(tmp, np.stack(vecs))
     return json.loads((cached / "words.json").read_text()), np.load(cached / "vectors.npy", mmap_mode="r")
 

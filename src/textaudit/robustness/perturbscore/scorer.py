@@ -11,6 +11,7 @@ import numpy as np
 
 from textaudit.device import pick_device
 from textaudit.errors import TextAuditError
+from textaudit.files import check_folder
 from textaudit.models.encoders import SentenceEncoder
 from textaudit.progress import progress as progress_bar
 from textaudit.resources import resolve
@@ -107,11 +108,12 @@ class PerturbScorer:
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
+        check_folder(path, "head.json", "give the scorer a new folder")
         path.mkdir(parents=True, exist_ok=True)
         self.encoder.save_pretrained(path)
         self.tokenizer.save_pretrained(path)
         head = {k: v.detach().cpu().tolist() for k, v in self.head.state_dict().items()}
-        (path / "head.json").write_text(json.dumps({"head": head, "scale": self.scale}))
+        (path / "head.json").write_text(json.dumps({"format": "textaudit-perturbscorer", "head": head, "scale": self.scale}))
         return path
 
 
