@@ -264,3 +264,77 @@ def test_every_command_prints_through_the_redaction(cli, monkeypatch):
     from textaudit.cli.app import AuditGroup
 
     assert isinstance(group, AuditGroup)  # every command is dispatched by its invoke, inside redacted_streams
+
+
+# -- the matrix: every secret kind through every audit that writes ----------------------------------------------
+SECRET_KINDS = {  # how the secret reaches textaudit: the model spec, or the environment
+    "a URL's password": lambda port: (f"http://{USER}:{quote(PASSWORD, safe='')}@127.0.0.1:{port}/score", {}, [PASSWORD]),
+    "a URL's user:password": lambda port: (f"http://{USER}:{quote(PASSWORD, safe='')}@127.0.0.1:{port}/score", {},
+                                           [f"{USER}:{PASSWORD}"]),
+    "a query token": lambda port: (f"http://127.0.0.1:{port}/score?access_token={TOKEN}", {}, [TOKEN]),
+    "an API key variable": lambda port: (f"http://127.0.0.1:{port}/score", {"TEXTAUDIT_API_KEY": API_KEY}, [API_KEY]),
+}
+AUDITS = {  # each writes its own results file (and prints a table) from the same endpoint
+    "attack": lambda m, d, o: ["attack", "--model", m, "--method", "genetic", "--data", str(d), "--output", str(o)],
+    "evaluate": lambda m, d, o: ["evaluate", "--model", m, "--data", str(d), "--json"],
+    "certify": lambda m, d, o: ["certify", "--model", m, "--method", "safer", "--data", str(d), "--samples", "20",
+                                "--selection", "5", "--neighbors", "0", "--output", str(o)],
+    "bias": lambda m, d, o: ["bias", "--model", m, "--pair", "film,movie", "--data", str(d), "--k", "0", "--output",
+                             str(o)],
+}
+
+
+@pytest.mark.parametrize("audit", sorted(AUDITS))
+@pytest.mark.parametrize("kind", sorted(SECRET_KINDS))
+def test_every_secret_kind_through_every_audit_that_writes(endpoint, tmp_path, kind, audit):
+    """4 secret kinds × 4 audits: stdout, stderr, every file name and every file's bytes under the run's folder, and
+    the report made of its results, hold the secret in no form (as typed, URL-encoded, base64)."""
+    model, env, secret = SECRET_KINDS[kind](endpoint)
+    (tmp_path / "d.tsv").write_text("label\ttext\n1\ta deep and meaningful film .\n0\tthe film is thin and dull .\n")
+    out = tmp_path / f"{audit}.jsonl"
+    key = ["--api-key-env", "TEXTAUDIT_API_KEY"] if env else []  # the key is sent in the Authorization header
+    r = _audit(*AUDITS[audit](model, tmp_path / "d.tsv", out), *key,
+               env={**env, "TEXTAUDIT_DATA": os.environ.get("TEXTAUDIT_DATA", "../shared/data")})
+    assert r.returncode == 0, r.stderr
+    texts = [r.stdout, r.stderr]
+    if out.exists():
+        rep = _audit("report", str(out), "--out", str(tmp_path / "report.html"), env=env)
+        assert rep.returncode == 0, rep.stderr
+        texts += [rep.stdout, rep.stderr]
+    texts.append(_everything(tmp_path))
+    assert not leaks("\n".join(texts), *secret), (kind, audit, leaks("\n".join(texts), *secret))
+
+
+@pytest.mark.parametrize("status", [400, 401, 500])
+def test_an_endpoint_that_echoes_the_key_in_its_refusal_leaks_nothing(tmp_path, status):
+    """An endpoint that refuses and echoes the request's Authorization header (as some gateways do), plain and
+    JSON-escaped: the one-line error and everything written hold no form of the key."""
+
+    class Echo(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_GET(self) -> None:  # noqa: N802
+            self.do_POST()
+
+        def do_POST(self) -> None:  # noqa: N802
+            auth = self.headers.get("Authorization", "")
+            blob = json.dumps({"error": f"invalid credentials {auth}", "raw": auth}).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(blob)))
+            self.end_headers()
+            self.wfile.write(blob)
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    (tmp_path / "d.tsv").write_text("label\ttext\n1\ta film .\n")
+    try:
+        r = _audit("evaluate", "--model", f"http://127.0.0.1:{srv.server_address[1]}/score", "--api-key-env",
+                   "TEXTAUDIT_API_KEY", "--data", str(tmp_path / "d.tsv"), "--retries", "0",
+                   env={"TEXTAUDIT_API_KEY": API_KEY}, cwd=tmp_path)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert r.returncode == 2 and r.stderr.startswith("error:") and "Traceback" not in r.stderr, r.stderr
+    assert not leaks(r.stdout + r.stderr + _everything(tmp_path), API_KEY, json.dumps(API_KEY)[1:-1]), r.stderr

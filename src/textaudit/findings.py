@@ -131,11 +131,17 @@ def read_findings(paths: Sequence[str | Path], *, bias: bool = True) -> list[Fin
                     continue
                 method = str(r.get("method") or cfg.get("method"))
                 second = method in SECOND_ORDER or r.get("vulnerable_patched") is not None
-                need = ("text", "vulnerable") + (("vulnerable_patched",) if second else ("label",))
-                bad = next((k for k in need if not isinstance(r.get(k), (str, int)) or isinstance(r.get(k), bool)), None)
+                need = {"text": str, "vulnerable": str, **({"vulnerable_patched": str} if second else {"label": int})}
+                bad = next((k for k, t in need.items() if not isinstance(r.get(k), t) or isinstance(r.get(k), bool)), None)
                 if bad is not None:
-                    raise TextAuditError(f"{path}:{line}: a success without '{bad}'; was the file edited?")
-                pair = tuple(r["pair"]) if isinstance(r.get("pair"), list) and len(r["pair"]) == 2 else None
+                    raise TextAuditError(f"{path}:{line}: a success without '{bad}' (a {need[bad].__name__}); was the file "
+                                         "edited?")
+                pair = r.get("pair")
+                if pair is not None and not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(w, str)
+                                                                                            for w in pair)):
+                    raise TextAuditError(f"{path}:{line}: 'pair' must be a list of two words, got {str(pair)[:30]!r}; was "
+                                         "the file edited?")
+                pair = tuple(pair) if pair is not None else None
                 classes = tuple(str(c) for c in cfg["labels"]) if isinstance(cfg.get("labels"), list) else None
                 out.append(Finding(str(path), line, str(r["id"]), method, str(cfg.get("model", "?")), str(r["text"]),
                                    None if r.get("label") is None else int(r["label"]), str(r["vulnerable"]),

@@ -37,7 +37,10 @@ def load_pairs_file(path: str) -> list[tuple[str, str]]:
     p = Path(path)
     if not p.is_file():
         raise TextAuditError(f"pairs file {path} not found")
-    text = p.read_text(encoding="utf-8")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise TextAuditError(f"pairs file {path} is not UTF-8 text; write one pair per line, e.g. 'he,she'") from None
     if text.lstrip().startswith("["):
         try:
             return [parse_pair(",".join(x)) for x in json.loads(text)]
