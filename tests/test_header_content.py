@@ -72,3 +72,19 @@ def test_a_file_written_before_the_fingerprint_was_recorded_still_resumes(work, 
     out.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
     r = cli(*args, "--output", str(out), "--resume")
     assert r.exit_code == 0, r.output
+
+
+def test_a_resume_after_the_pairs_file_changed_is_refused(work, cli):
+    """The patch words of ``--pairs-file`` are the threat model: the header holds their digest (the pairs, normalised
+    as they are read), so a resume after the file changed is refused; the same pairs written otherwise resume."""
+    pairs = work / "pairs.txt"
+    pairs.write_text("film,movie\n")
+    args = [*COMMANDS["attack"](work), "--pairs-file", str(pairs), "--output", str(work / "p.jsonl")]
+    assert cli(*args).exit_code == 0
+    assert json.loads((work / "p.jsonl").read_text().splitlines()[0])["header"]["config"]["pairs_digest"]
+    pairs.write_text("# the same pair, written otherwise\nFilm\tMovie\n")
+    r = cli(*args, "--resume")
+    assert r.exit_code == 0, r.output
+    pairs.write_text("film,movie\nfilm,picture\n")
+    r = cli(*args, "--resume")
+    assert r.exit_code == 2 and "pairs_digest" in r.output, r.output

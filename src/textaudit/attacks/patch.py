@@ -16,6 +16,7 @@ occurring; if there is none the example is *skipped*.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from dataclasses import asdict, dataclass
 from typing import Iterable, Sequence
@@ -70,6 +71,13 @@ class PatchWords:
         counter-fitted lists (both directions where the lists have them).
     disk_cache: cache single-word probabilities on disk per model.
     """
+
+    def pairs_digest(self) -> str | None:
+        """A digest of the synonym pairs given (``--pairs-file``; None for the counter-fitted default): a results
+        header holds the threat model by content, so a ``--resume`` after the file changed is refused."""
+        if self._pairs_in is None:
+            return None
+        return hashlib.sha256(json.dumps(sorted(set(self._pairs_in))).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
     def __init__(self, classifier: Classifier, pairs: Iterable[tuple[str, str]] | None = None, *, disk_cache: bool = True):
         self.classifier = classifier

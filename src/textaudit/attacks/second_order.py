@@ -87,6 +87,9 @@ class SecondOrderAttack(Attack):
         out = {"kappa": self.builder.kappa, "delta": self.builder.delta}
         if self.builder.language != "en":
             out["language"] = self.builder.language
+        digest = self.patch_words.pairs_digest()
+        if digest is not None:  # the user's own synonym pairs (--pairs-file): the threat model, by content
+            out["pairs_digest"] = digest
         return out
 
     def on_pair(self, context: str, side: str = "second") -> "SecondOrderAttack":
