@@ -8,18 +8,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_replay import BIAS_ROWS, PLANTED, ROWS, WEAK
+from test_replay import write_world
 
 
 @pytest.fixture
 def work(tiny_mlm, tmp_path):
-    tiny_mlm.model.save_pretrained(tmp_path / "mlm")
-    tiny_mlm.tokenizer.save_pretrained(tmp_path / "mlm")
-    (tmp_path / "weak.py").write_text(WEAK)
-    (tmp_path / "she1.py").write_text(PLANTED.format(bonus=1.0))
-    (tmp_path / "data.tsv").write_text("label\ttext\n" + "".join(f"1\t{r}\n" for r in ROWS))
-    (tmp_path / "bias.tsv").write_text("text\n" + "".join(f"{r}\n" for r in BIAS_ROWS))
-    return tmp_path
+    return write_world(tmp_path, tiny_mlm)
 
 
 def _retrain(tiny_mlm, where):

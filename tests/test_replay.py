@@ -176,6 +176,18 @@ BIAS_ROWS = ["he said the film was a deep and moving story .", "the story is slo
              "a dull plot that nobody will remember ."]
 
 
+def write_world(d: Path, tiny_mlm) -> Path:
+    """Into ``d``: a plug-in that flips on synonyms of "film" (weak.py), one with a planted he/she bias (she1.py),
+    their data (data.tsv, bias.tsv) and the tiny masked LM (mlm/)."""
+    tiny_mlm.model.save_pretrained(d / "mlm")
+    tiny_mlm.tokenizer.save_pretrained(d / "mlm")
+    (d / "weak.py").write_text(WEAK)
+    (d / "she1.py").write_text(PLANTED.format(bonus=1.0))
+    (d / "data.tsv").write_text("label\ttext\n" + "".join(f"1\t{r}\n" for r in ROWS))
+    (d / "bias.tsv").write_text("text\n" + "".join(f"{r}\n" for r in BIAS_ROWS))
+    return d
+
+
 @pytest.fixture(scope="module")
 def bias_found(found):
     """An audit bias file (k = 1, he/she) of a model that prefers "she", and the same model with other biases."""

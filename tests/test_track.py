@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from test_harden import _args as harden_args
 from test_harden import planted  # noqa: F401  (the fixture: a tiny bow with a planted weakness)
-from test_replay import BIAS_ROWS, PLANTED, ROWS, WEAK
+from test_replay import ROWS, write_world
 
 mlflow = pytest.importorskip("mlflow", reason="the track extra (pip install 'textaudit[track]')")
 pytestmark = pytest.mark.slow
@@ -66,14 +66,7 @@ def server(tmp_path_factory):
 @pytest.fixture(scope="module")
 def work(tiny_mlm, tmp_path_factory):
     """A plug-in model that flips on synonyms of "film", one with a planted he/she bias, their data, a tiny masked LM."""
-    d = tmp_path_factory.mktemp("track")
-    tiny_mlm.model.save_pretrained(d / "mlm")
-    tiny_mlm.tokenizer.save_pretrained(d / "mlm")
-    (d / "weak.py").write_text(WEAK)
-    (d / "she1.py").write_text(PLANTED.format(bonus=1.0))
-    (d / "data.tsv").write_text("label\ttext\n" + "".join(f"1\t{r}\n" for r in ROWS))
-    (d / "bias.tsv").write_text("text\n" + "".join(f"{r}\n" for r in BIAS_ROWS))
-    return d
+    return write_world(tmp_path_factory.mktemp("track"), tiny_mlm)
 
 
 def _audit(uri: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
