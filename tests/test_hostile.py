@@ -340,7 +340,7 @@ CASES: list[tuple[str, list[str], dict[str, str], str]] = [
     ("track to another tracker", ["track", w("other.jsonl"), "--to", "wandb"], {}, "give --track mlflow"),
     ("track a headerless file", ["track", w("headerless.jsonl")], {}, "has no textaudit header line"),
     ("track a damaged pending run", ["track", w("pending.jsonl")], {},
-     "pending.jsonl.track.json is damaged (not a tracked run's content); remove it"),
+     "pending.jsonl.track.json does not describe the results beside it (not JSON"),
     ("attack tracked by another tracker", ["attack", "--model", G, "--track", "wandb"], {}, "give --track mlflow"),
     ("run a suite tracked by another tracker", ["run", w("track_wandb.toml")], {}, "[suite] track must be mlflow"),
     ("replay a missing file", ["replay", w("nope.jsonl"), "--model", G], {}, "nope.jsonl does not exist"),

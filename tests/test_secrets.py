@@ -200,6 +200,7 @@ NO_SECRET = {
     "robustness/plots.py": "figures: titles are public model names (an endpoint's name is its public URL)",
     "fairness/plots.py": "figures: titles are public model names",
     "harden/plots.py": "figures: titles are public model names",
+    "plotting.py": "a figure the plot modules drew (their titles are public model names), with textaudit's mark",
     "robustness/calibration.py": "a figure: its title is a public model name",
     "robustness/perturbscore/scorer.py": "a trained scorer's weights and its head's numbers",
     "neighborhoods/corpus.py": "the masked LM's training corpus (public text) and its settings",

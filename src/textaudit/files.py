@@ -124,7 +124,7 @@ def check_folder(path: str | Path, marker: str, hint: str = "choose another fold
     file of ours (:func:`made_by_textaudit`); else one line."""
     p = Path(path)
     if p.exists() and not p.is_dir():
-        raise TextAuditError(f"{p} is a file, where textaudit makes a folder; {hint}")
+        raise TextAuditError(f"{p} is a file; give a directory ({hint})")
     if p.is_dir() and any(p.iterdir()) and not made_by_textaudit(p / marker):
         raise TextAuditError(f"{p} holds files textaudit did not write (no {marker} of its own there): it is left as it "
                              f"is; {hint}")

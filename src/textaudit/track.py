@@ -255,7 +255,7 @@ def keep_pending(run: TrackRun, results: Path) -> Path:
     base = kept.parent
     content = _relative(run, base).to_json()
     with atomic_path(kept) as tmp:
-        tmp.write_text(json.dumps({"format": PENDING_FORMAT, "run": content, "sha256": _digest(content, base)},
+        tmp.write_text(json.dumps({"format": PENDING_FORMAT, "run": redact_obj(content), "sha256": _digest(content, base)},
                                   indent=1), encoding="utf-8")
     return kept
 
