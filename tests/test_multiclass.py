@@ -58,6 +58,44 @@ def test_train_and_evaluate_four_named_classes(four_classes, cli):
     assert sum(c["n"] for c in out["per_class"]) == 300
     majority = max(c["n"] for c in out["per_class"]) / 300
     assert trained["dev_accuracy"] > majority + 0.1  # it learnt both halves of the rule, not the largest class
+
+
+def test_precision_recall_f1_and_the_confusion_matrix_equal_scikit_learns(four_classes, cli):
+    """#65: audit evaluate's per-class P/R/F1, macro and micro averages and confusion matrix are scikit-learn's on the
+    same predictions (the model's own, asked here); each proportion's interval is Wilson's, each F1's and each macro
+    average's a seeded paired bootstrap that holds the estimate and gives the same interval again."""
+    import numpy as np
+    from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
+
+    from textaudit.data import align_labels, load_dataset
+    from textaudit.models import load_classifier
+    from textaudit.stats import wilson
+
+    root, model, _ = four_classes
+    r = cli("evaluate", "--model", str(model), "--data", str(root / "heldout.parquet"), "--label-column", "topic", "--json")
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    clf = load_classifier(str(model))
+    ds, _ = align_labels(load_dataset(str(root / "heldout.parquet"), label_column="topic"), clf)
+    y, p = np.asarray(ds["label"]), clf.predict_proba(ds["text"]).argmax(1)
+    P, R, F, S = precision_recall_fscore_support(y, p, labels=range(4), zero_division=0)
+    for c, row in enumerate(out["per_class"]):
+        assert (row["precision"], row["recall"], row["f1"], row["n"]) == pytest.approx((P[c], R[c], F[c], S[c]), abs=1e-4)
+        assert row["recall"] == row["accuracy"]  # recall is the class's accuracy
+        tp = int(((y == c) & (p == c)).sum())
+        assert row["precision_ci95"] == list(wilson(tp, int((p == c).sum())) or ())  # none for a class never predicted
+        assert row["f1_ci95"][0] <= row["f1"] <= row["f1_ci95"][1]
+    for avg in ("macro", "micro"):
+        want = precision_recall_fscore_support(y, p, labels=range(4), average=avg, zero_division=0)[:3]
+        got = out[avg]
+        assert (got["precision"], got["recall"], got["f1"]) == pytest.approx(want, abs=1e-4)
+        assert all(got[f"{k}_ci95"][0] <= got[k] <= got[f"{k}_ci95"][1] for k in ("precision", "recall", "f1"))
+    assert out["micro"]["f1"] == out["accuracy"]
+    assert out["confusion"] == {"classes": CLASSES, "matrix": confusion_matrix(y, p, labels=range(4)).tolist()}
+    again = json.loads(cli("evaluate", "--model", str(model), "--data", str(root / "heldout.parquet"), "--label-column",
+                           "topic", "--json").stdout.strip().splitlines()[-1])
+    assert again["macro"] == out["macro"]  # seeded: the same intervals on a rerun
+    r = cli("evaluate", "--model", str(model), "--data", str(root / "heldout.parquet"), "--label-column", "topic")
+    assert "macro" in r.output and "confusion" in r.output and CLASSES[0] in r.output
     # a --sample picks the same examples for the same seed, and other ones for another
     a = cli("evaluate", "--model", str(model), "--data", str(root / "heldout.parquet"), "--label-column", "topic",
             "--sample", "50", "--seed", "1", "--json")

@@ -10,6 +10,7 @@ from typing import Callable
 
 import numpy as np
 
+from textaudit.classification import classification_metrics
 from textaudit.data import align_labels, as_pairs, check_labels, dataset_id, load_dataset, pairs_of, parse_label_map
 from textaudit.errors import TextAuditError
 from textaudit.findings import label_on, read_findings
@@ -108,9 +109,13 @@ class EvaluateRequest:
             extra["warnings"] = [collapsed]
         if self.perturbed is not None:
             extra["calibration"] = self._calibration(clf, ds, say)
+        metrics = classification_metrics(labels, pred, names, seed=self.seed)
+        for row, m in zip(per_class, (m for m in metrics["per_class"] if m["support"])):
+            row.update({k: v for k, v in m.items() if k != "class"})  # the same class: rows of classes the data holds
         return {"model": clf.name, "data": self.data, "accuracy": round(float(right.mean()), 4),
                 "accuracy_ci95": list(wilson(int(right.sum()), len(ds)) or ()), "n": len(ds), "labels": classes,
-                "per_class": per_class, **extra}
+                "per_class": per_class, "macro": metrics["macro"], "micro": metrics["micro"],
+                "confusion": metrics["confusion"], **extra}
 
     def _calibration(self, clf, ds, say: Callable[[str], None]) -> dict:
         """The originals and their perturbed versions (a method's, or a results file's findings), scored and

@@ -98,9 +98,23 @@ def evaluate(json_out: JsonOpt = False, request: EvaluateRequest = None) -> None
         typer.echo(f"scores: {out['scores']}" + (
             f"; unknown completions (matching no verbaliser, counted as wrong): {out['unknown']} of {out['n']} "
             f"({out['unknown_share']:.1%})" if "unknown" in out else ""))
-    print_table("per class (recall)", ["class", "n", "accuracy", "95% CI"],  # as the usage line promises: always
-                [[r["class"], r["n"], f"{r['accuracy']:.4f}", format_ci(tuple(r["accuracy_ci95"]) or None)]
-                 for r in out["per_class"]])
+    print_metrics(out)
+
+
+def print_metrics(out: dict) -> None:
+    """Per class: precision, recall (the class's accuracy) and F1 with their 95% intervals, their macro and micro
+    averages; then the confusion matrix (rows: the data's class; columns: the model's)."""
+    def cell(r: dict, k: str) -> str:
+        return f"{r[k]:.4f} {format_ci(tuple(r.get(f'{k}_ci95') or ()) or None)}"
+
+    rows = [[r["class"], r["n"], cell(r, "precision"), cell(r, "recall"), cell(r, "f1")] for r in out["per_class"]]
+    rows += [[avg, out["n"], cell(out[avg], "precision"), cell(out[avg], "recall"), cell(out[avg], "f1")]
+             for avg in ("macro", "micro")]
+    print_table("per class (recall = the class's accuracy; 95% CI: Wilson, F1 and macro: paired bootstrap)",
+                ["class", "n", "precision", "recall", "F1"], rows)
+    cm = out["confusion"]
+    print_table("confusion (rows: the data, columns: the model)", ["", *cm["classes"]],
+                [[c, *row] for c, row in zip(cm["classes"], cm["matrix"])])
 
 
 def print_calibration(res: dict) -> None:
