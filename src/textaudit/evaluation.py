@@ -16,7 +16,7 @@ from textaudit.errors import TextAuditError
 from textaudit.findings import label_on, read_findings
 from textaudit.formats.jsonl import check_output, write_results
 from textaudit.models import load_classifier
-from textaudit.models.batched import label_only_report
+from textaudit.models.batched import label_only_report, label_view
 from textaudit.notices import say as say_line
 from textaudit.request import option, shared
 from textaudit.robustness.calibration import (
@@ -57,6 +57,8 @@ class EvaluateRequest:
     text_column: str | None = shared("text_column")
     label_column: str | None = shared("label_column")
     label_map: str | None = shared("label_map")
+    target_label: str | None = shared("target_label")
+    label_threshold: float = shared("label_threshold", 0.5)
     pair_column: str | None = shared("pair_column")
     limit: int | None = shared("limit")
     sample: int | None = shared("sample")
@@ -90,7 +92,7 @@ class EvaluateRequest:
         ds = load_dataset(self.data, text_column=self.text_column, label_column=self.label_column,
                           pair_column=self.pair_column, default_split="dev", limit=self.limit, sample=self.sample,
                           seed=self.seed)
-        clf = load_classifier(self.model)
+        clf = label_view(load_classifier(self.model), self.target_label, self.label_threshold)
         ds, classes = align_labels(ds, clf, parse_label_map(self.label_map))
         probs = clf.predict_proba(as_pairs(ds["text"], pairs_of(ds)))  # C from the model's own answer (pairs too)
         check_labels(ds["label"], probs.shape[1], clf.name)

@@ -76,6 +76,11 @@ SHARED: dict[str, Spec] = {
     "label_map": Spec("Which class id of the model each class name of the data means, e.g. happy=1,unhappy=0 (needed "
                       "when the data's labels are names and the model has no class names; recorded in the results "
                       "header)."),
+    "target_label": Spec("A multi-label model's label to audit: a flip is that label crossing --label-threshold "
+                         "(strictly: a tie is no flip); B_{p,k} is of its probability. The data's label is that "
+                         "label's 0/1 (--label-column).", ("--label",)),
+    "label_threshold": Spec("With --label: the probability above which the label is on.", ("--label-threshold",),
+                            low=0.0, high=1.0),
     "limit": Spec("Use only the first N examples.", low=1),
     "sample": Spec("Use N examples drawn at random with --seed (each keeps its row's id; not with --limit).", low=1),
     "mlm": Spec("Masked LM of the neighbourhood: minilm-mlm, or any HF fill-mask id or directory "

@@ -29,6 +29,7 @@ from textaudit.formats.compare import check_distinct_files
 from textaudit.lexicons import load_pairs_file
 from textaudit.lm import LazyCausalLM
 from textaudit.models import load_classifier
+from textaudit.models.batched import label_view
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.notices import say as say_line
 from textaudit.request import option, shared
@@ -82,6 +83,8 @@ class AttackRequest:
     text_column: str | None = shared("text_column")
     label_column: str | None = shared("label_column")
     label_map: str | None = shared("label_map")
+    target_label: str | None = shared("target_label")
+    label_threshold: float = shared("label_threshold", 0.5)
     pair_column: str | None = shared("pair_column")
     perturb_side: str = shared("perturb_side", "second", choices=("second", "first"))
     limit: int | None = shared("limit")
@@ -146,7 +149,7 @@ class AttackRequest:
             say(f"method: {method} (the default for {'k <= 2' if method == 'so-enum' else 'k > 2'}; choose with --method)")
         say_cost(method, self.k, self.beam, self.kappa, ds["text"], say)
         backend.start()  # workers import their libraries while the models load here
-        clf = load_classifier(self.model)
+        clf = label_view(load_classifier(self.model), self.target_label, self.label_threshold)
         options["mlm"] = load_mlm(self.mlm) if checked.spec.needs_mlm else None
         # SmolLM2 is loaded on first use: a run (or a --resume) without a success never loads it
         lm = LazyCausalLM() if self.ppl or self.lm_constraint else None

@@ -26,7 +26,7 @@ from textaudit.fairness.estimates import CI_METHODS
 from textaudit.fairness.groups import group_pairs
 from textaudit.fairness.pairs import check_some_source, load_pairs_file, parse_pair
 from textaudit.models import load_classifier
-from textaudit.models.batched import PairView
+from textaudit.models.batched import PairView, label_view
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.perturbations.gender import gender_words
 from textaudit.request import option, shared
@@ -77,6 +77,7 @@ class BiasRequest:
         "Pairs of a --group: reference (each member vs the group's reference: american, christian, straight; "
         "names: male vs female by rank) or all (every two members)."))
     model: str = shared("model", "lstm")
+    target_label: str | None = shared("target_label")
     compare: str | None = option(None, help="A second model scored on the same sentences.")
     control: str | None = option(None, help=(
         "A control pair c = w1,w2 of neutral words (or auto: the built-in one for each pair's kind of word, matched in "
@@ -151,7 +152,7 @@ class BiasRequest:
         masked_lm = load_mlm(self.mlm) if self.k > 0 else None
         opts = dict(kappa=self.kappa, delta=self.delta, enumerate_k=self.enumerate_k, sample=self.sample, seed=self.seed,
                     ci=self.ci, side=self.perturb_side, language=checked.language)
-        clf = load_classifier(self.model)
+        clf = label_view(load_classifier(self.model), self.target_label)  # B of the label's own probability
         est = CounterfactualBias(clf, masked_lm, blacklists=checked.blacklists, **opts)
         other = (CounterfactualBias(load_classifier(self.compare), masked_lm, blacklists=checked.blacklists, **opts)
                  if self.compare else None)

@@ -53,7 +53,7 @@ from textaudit.token_ids import default_batch_tokens, pack, splice_all
 __all__ = ["Classifier", "BatchedClassifier", "PairView", "pair_inputs", "QueryStats", "as_classifier", "softmax", "Text", "text_length",
            "scores_of", "unknown_class", "model_scores", "label_report", "label_only_report", "is_remote",
            "query_stats", "forward_of", "torch_parts", "device_clocked", "placement", "reduced_precision",
-           "masked_lm_identity", "decisions", "TIE"]
+           "masked_lm_identity", "decisions", "TIE", "label_view"]
 
 #: one classifier input: a text, or a sentence pair ``(first, second)``
 Text = Union[str, tuple[str, str]]
@@ -220,7 +220,7 @@ class BatchedClassifier:
     def __init__(self, forward: Callable[[list[str]], object], *, output: str = "probs",
                  num_classes: int | None = None, batch_size: int | None = None, cache_size: int = 100_000,
                  name: str = "model", labels: Sequence[str] | None = None, user_code: bool = False,
-                 batch_tokens: int | None = None):
+                 batch_tokens: int | None = None, multilabel: bool = False):
         if output not in ("probs", "logits"):
             raise TextAuditError(f"output must be 'probs' or 'logits' (got {output!r})")
         for arg, value, least in (("batch_size", batch_size, 1), ("cache_size", cache_size, 0),
@@ -233,6 +233,9 @@ class BatchedClassifier:
         self.cache_size = cache_size
         self.name = name
         self.labels = list(labels) if labels is not None else None
+        #: independent labels (one probability each, a sigmoid of logits; rows need not sum to 1), not exclusive
+        #: classes: audited one label at a time (:class:`LabelView`, ``--label``)
+        self.multilabel = bool(multilabel)
         self.user_code = user_code
         self.batch_tokens = batch_tokens or default_batch_tokens("cpu")
         #: sentences reach a forward with an id encoder as spliced ids (False: as texts, the old path)
@@ -484,6 +487,8 @@ class BatchedClassifier:
             arr = np.asarray(raw, dtype=np.float64)
         except (TypeError, ValueError):
             raise TextAuditError(f"model '{self.name}' returned {type(raw).__name__}, not an array of numbers") from None
+        if self.multilabel:
+            return self._validate_multilabel(arr, n)
         if arr.ndim == 1 and arr.shape[0] == n and self.output == "probs":
             arr = np.stack([1.0 - arr, arr], axis=1)  # binary model returning P(class 1)
         if arr.ndim != 2 or arr.shape[0] != n:
@@ -512,6 +517,67 @@ class BatchedClassifier:
             raise TextAuditError(
                 f"model '{self.name}' returned {arr.shape[1]} classes but was declared with {self._num_classes}")
         return arr.astype(np.float32)
+
+    def _validate_multilabel(self, arr: np.ndarray, n: int) -> np.ndarray:
+        """A multi-label model's rows: one probability per label (``output="logits"``: a sigmoid of each), as many as
+        its declared labels."""
+        want = len(self.labels) if self.labels else self._num_classes
+        if arr.ndim != 2 or arr.shape[0] != n or (want is not None and arr.shape[1] != want):
+            named = f" ({', '.join(self.labels)})" if self.labels else ""
+            raise TextAuditError(f"multi-label model '{self.name}' returned shape {arr.shape} for {n} texts; expected "
+                                 f"({n}, {want if want is not None else 'labels'}): one probability per label{named}")
+        if not np.isfinite(arr).all():
+            raise TextAuditError(f"model '{self.name}' returned NaN or infinite values")
+        if self.output == "logits":
+            arr = 1.0 / (1.0 + np.exp(-arr))
+        elif (arr < -1e-6).any() or (arr > 1 + 1e-6).any():
+            raise TextAuditError(f"multi-label model '{self.name}' returned values outside [0, 1]; if they are logits, "
+                                 "use output='logits'")
+        if self._num_classes is None:
+            self._num_classes = arr.shape[1]
+        return np.clip(arr, 0.0, 1.0).astype(np.float32)
+
+
+def label_view(classifier: "BatchedClassifier", label: str | None, threshold: float = 0.5) -> "BatchedClassifier":
+    """``--label NAME`` (``--threshold t``): one label of a multi-label model as a binary classifier whose rows are
+    ``[1 − q, q]``, q = the label's probability p moved so that q > 1/2 exactly when p > t (q = p at t = 1/2): a flip
+    is that label crossing its threshold, strictly — p = t is a tie, never a flip. Its forwards are the model's
+    (one forward per text answers every label: the model's cache is shared by every view). ``label`` None: the model
+    itself, which must then be single-label. One line for a label the model does not have, ``--label`` on a
+    single-label model, a multi-label model without ``--label``."""
+    multi = bool(getattr(classifier, "multilabel", False))
+    names = list(getattr(classifier, "labels", None) or [])
+    if label is None:
+        if multi:
+            raise TextAuditError(f"model {classifier.name} is multi-label ({', '.join(names)}): give --label NAME to "
+                                 "audit one of its labels")
+        return classifier
+    if not multi:
+        raise TextAuditError(f"--label {label}: model {classifier.name} is single-label (its classes exclude each other"
+                             f"{': ' + ', '.join(names) if names else ''}); --label is for multi-label models")
+    if label not in names:
+        raise TextAuditError(f"model {classifier.name} has no label {label!r}; its labels: {', '.join(names)}")
+    if not 0 < threshold < 1:
+        raise TextAuditError(f"--label-threshold must lie strictly between 0 and 1 (got {threshold})")
+    j = names.index(label)
+    shift = float(np.log(threshold / (1 - threshold)))
+
+    def forward(texts: list) -> np.ndarray:
+        p = classifier.predict_proba(texts)[:, j].astype(np.float64)
+        if shift:
+            z = np.log(np.clip(p, 1e-12, 1.0)) - np.log(np.clip(1 - p, 1e-12, 1.0)) - shift
+            q = np.where(p == threshold, 0.5, 1.0 / (1.0 + np.exp(-z)))
+        else:
+            q = p
+        return np.stack([1.0 - q, q], axis=1)
+
+    view = BatchedClassifier(forward, name=f"{classifier.name}[{label}]", labels=[f"not {label}", label], num_classes=2,
+                             batch_size=max(classifier.batch_size, 1 << 20), cache_size=classifier.cache_size)
+    inner = classifier
+    view._fingerprint = lambda: f"{inner.fingerprint}[{label}@{threshold:g}]" if inner.fingerprint else None
+    view.score_cache = None  # the model's own rows are cached (and kept on disk) already
+    view.label, view.threshold, view.model = label, threshold, classifier
+    return view
 
 
 def pair_inputs(texts: Sequence[str], contexts: str | Sequence[str], side: str = "second") -> list[tuple[str, str]]:
@@ -747,7 +813,9 @@ def as_classifier(obj: object, *, output: str = "probs", name: str | None = None
     """Return a :class:`BatchedClassifier` for ``obj``: a BatchedClassifier (returned as is), any object
     with ``predict_proba`` (scikit-learn style, given lists of strings), or a plain callable
     ``f(list[str]) -> (n, C)`` probabilities (or logits with ``output="logits"``). ``labels``: class
-    names in class order (default: the object's own ``labels`` attribute, if it has one)."""
+    names in class order (default: the object's own ``labels`` attribute, if it has one). An object with
+    ``multilabel = True`` answers one independent probability per label (:meth:`BatchedClassifier._validate_multilabel`)."""
+    multi = getattr(obj, "multilabel", False) is True
     if labels is None and isinstance(getattr(obj, "labels", None), (list, tuple)):
         labels = [str(x) for x in obj.labels]  # type: ignore[attr-defined]
     if isinstance(obj, (BatchedClassifier, PairView)):
@@ -757,10 +825,10 @@ def as_classifier(obj: object, *, output: str = "probs", name: str | None = None
         nc = getattr(obj, "num_classes", None)
         return BatchedClassifier(lambda texts: obj.predict_proba(texts), output=output, name=str(nm),  # type: ignore[attr-defined]
                                  num_classes=nc if isinstance(nc, int) else None, batch_size=batch_size,
-                                 cache_size=cache_size, user_code=True, labels=labels)
+                                 cache_size=cache_size, user_code=True, labels=labels, multilabel=multi)
     if callable(obj):
         return BatchedClassifier(obj, output=output, name=str(nm), batch_size=batch_size,  # type: ignore[arg-type]
-                                 cache_size=cache_size, user_code=True, labels=labels)
+                                 cache_size=cache_size, user_code=True, labels=labels, multilabel=multi)
     raise TextAuditError(
         f"cannot use a {type(obj).__name__} as a classifier; give a callable f(list[str]) -> probabilities "
         "or an object with predict_proba")

@@ -64,6 +64,7 @@ def load_hf_classifier(name_or_path: str, *, device: str | None = None, batch_si
                            ids=piece_ids(tok, max_length))
     # a local directory by its files; a hub model by the commit its files came from
     clf.fingerprint = (lambda: fingerprint_dir(local)) if local.exists() else getattr(model.config, "_commit_hash", None)
+    clf.multilabel = getattr(model.config, "problem_type", None) == "multi_label_classification"  # sigmoid, not softmax
     clf.probe_batches = True  # a hub model's code may batch wrongly (remote code, a padding side it ignores)
     clf.unbatched_hint = "give --batch-tokens 1 to score one text per forward"
     return clf

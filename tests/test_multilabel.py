@@ -1,0 +1,132 @@
+"""#65: multi-label models (one independent probability per label, the Jigsaw scheme) audited one label at a time
+(``--label NAME``): a plug-in with planted per-label behaviour, and a tiny real HF model saved with
+``problem_type = "multi_label_classification"``."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+TOXIC = '''
+multilabel = True
+labels = ["toxic", "insult", "identity_hate"]
+def clf(texts):  # toxic: an identity effect ("gay") and a flip on "film"; insult: neither; identity_hate: a tie on "film"
+    out = []
+    for t in texts:
+        w = t.lower().split()
+        toxic = 0.8 if "gay" in w else 0.6 if "film" in w else 0.3
+        identity = 0.5 if "film" in w else 0.3
+        out.append([toxic, 0.1 + 0.001 * len(w), identity])
+    return out
+clf.multilabel, clf.labels = multilabel, labels
+'''
+ROWS = ["a deep and meaningful film .", "the film is long but good .", "one more film that is deep ."]
+BIAS = ["the gay man said the story was moving .", "a gay couple runs the shop .", "the gay teacher was kind .",
+        "my gay neighbour waved .", "a gay friend called today ."]
+
+
+@pytest.fixture
+def world(tmp_path, tiny_mlm):
+    tiny_mlm.model.save_pretrained(tmp_path / "mlm")
+    tiny_mlm.tokenizer.save_pretrained(tmp_path / "mlm")
+    (tmp_path / "tox.py").write_text(TOXIC)
+    (tmp_path / "data.tsv").write_text("toxic\ttext\n" + "".join(f"1\t{r}\n" for r in ROWS))
+    (tmp_path / "bias.tsv").write_text("text\n" + "".join(f"{r}\n" for r in BIAS))
+    (tmp_path / "pairs.txt").write_text("film,movie\n")
+    return tmp_path
+
+
+def _json(r):
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_a_planted_identity_effect_is_found_on_its_label_and_not_on_the_others(world, cli):
+    got = {}
+    for label in ("toxic", "insult"):
+        out = _json(cli("bias", "--model", f"{world}/tox.py:clf", "--label", label, "--pair", "gay,straight", "--data",
+                        str(world / "bias.tsv"), "--k", "0", "--json"))
+        got[label] = out["pairs"][0]["by_k"]["0"]
+        assert out["model"] == f"tox.py:clf[{label}]"
+    lo, hi = got["toxic"]["ci95"]
+    assert got["toxic"]["B"] == pytest.approx(-0.5, abs=1e-6) and hi < 0  # 0.3 with "straight" − 0.8 with "gay"
+    lo, hi = got["insult"]["ci95"]
+    assert got["insult"]["B"] == pytest.approx(0.0, abs=1e-6) and lo <= 0 <= hi
+
+
+def test_a_planted_flip_on_one_label_is_found_by_so_beam_there_and_ties_are_never_flips(world, cli):
+    runs = {}
+    for label in ("toxic", "insult", "identity_hate"):
+        runs[label] = _json(cli("attack", "--model", f"{world}/tox.py:clf", "--label", label, "--label-column", "toxic",
+                                "--method", "so-beam", "--k", "1", "--beam", "2", "--data", str(world / "data.tsv"),
+                                "--mlm", str(world / "mlm"), "--pairs-file", str(world / "pairs.txt"), "--no-ppl",
+                                "--json", "--output", str(world / f"{label}.jsonl")))
+    assert runs["toxic"]["success"] == len(ROWS)  # film → movie takes toxic from 0.6 to 0.3: across 0.5
+    assert runs["insult"]["success"] == 0
+    assert runs["identity_hate"]["success"] == 0  # 0.5 → 0.3: p = t is a tie, neither side: no flip
+    rec = json.loads((world / "toxic.jsonl").read_text().splitlines()[1])
+    assert rec["pair"] == ["film", "movie"]
+    header = json.loads((world / "toxic.jsonl").read_text().splitlines()[0])["header"]["config"]
+    assert header["model"] == "tox.py:clf[toxic]" and header["model_fingerprint"].endswith("[toxic@0.5]")
+    # another threshold is another threat model: 0.55 < 0.6 still flips; 0.65 > 0.6: x is not toxic to begin with
+    out = _json(cli("attack", "--model", f"{world}/tox.py:clf", "--label", "toxic", "--label-threshold", "0.65",
+                    "--label-column", "toxic", "--method", "so-beam", "--k", "1", "--beam", "2", "--data",
+                    str(world / "data.tsv"), "--mlm", str(world / "mlm"), "--pairs-file", str(world / "pairs.txt"),
+                    "--no-ppl", "--json"))
+    assert out["success"] == 0
+
+
+def test_one_line_errors_for_labels_that_make_no_sense(world, cli):
+    bad = world / "bad.py"
+    bad.write_text("def clf(texts):\n    return [[0.1, 0.2] for t in texts]\nclf.multilabel = True\n"
+                   "clf.labels = ['toxic', 'insult', 'threat']\n")
+    cases = [
+        (["evaluate", "--model", f"{world}/tox.py:clf", "--label", "threat", "--data", str(world / "data.tsv"),
+          "--label-column", "toxic"], "has no label 'threat'; its labels: toxic, insult, identity_hate"),
+        (["evaluate", "--model", f"{world}/tox.py:clf", "--data", str(world / "data.tsv"), "--label-column", "toxic"],
+         "is multi-label (toxic, insult, identity_hate): give --label NAME"),
+        (["evaluate", "--model", "bow", "--label", "toxic", "--data", "sst2:dev", "--limit", "3"],
+         "is single-label"),
+        (["evaluate", "--model", f"{bad}:clf", "--label", "toxic", "--data", str(world / "data.tsv"), "--label-column",
+          "toxic"], "returned shape (3, 2) for 3 texts; expected (3, 3): one probability per label (toxic, insult, threat)"),
+        (["evaluate", "--model", f"{world}/tox.py:clf", "--label", "toxic", "--label-threshold", "1", "--data",
+          str(world / "data.tsv"), "--label-column", "toxic"], "--label-threshold must lie strictly between 0 and 1"),
+    ]
+    for args, says in cases:
+        r = cli(*args)
+        assert r.exit_code == 2 and says in r.output and "Traceback" not in r.output, (args, r.output)
+        assert len([x for x in r.output.splitlines() if x.startswith("error:")]) == 1
+
+
+def test_an_hf_model_saved_as_multi_label_is_read_with_a_sigmoid_per_label(tmp_path, cli):
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+
+    from textaudit.models import load_classifier
+    from textaudit.resources import resolve
+
+    tok = BertTokenizerFast.from_pretrained(resolve("minilm"))
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                     intermediate_size=64, num_labels=3, problem_type="multi_label_classification",
+                     id2label={0: "toxic", 1: "insult", 2: "threat"}, label2id={"toxic": 0, "insult": 1, "threat": 2})
+    model = BertForSequenceClassification(cfg).eval()
+    with torch.no_grad():
+        model.classifier.bias[:] = torch.tensor([2.0, -2.0, 0.0])
+    model.save_pretrained(tmp_path / "hf")
+    tok.save_pretrained(tmp_path / "hf")
+    texts = ["you are a fine person", "what a day"]
+    clf = load_classifier(f"hf:{tmp_path / 'hf'}")
+    got = clf.predict_proba(texts)
+    with torch.no_grad():
+        logits = model(**tok(texts, return_tensors="pt", padding=True)).logits
+    assert clf.multilabel and clf.labels == ["toxic", "insult", "threat"]
+    assert np.allclose(got, torch.sigmoid(logits).numpy(), atol=1e-5)  # independent probabilities, not a softmax
+    assert not np.allclose(got.sum(1), 1.0)
+    (tmp_path / "d.tsv").write_text("toxic\ttext\n1\tyou are a fine person\n0\twhat a day\n")
+    out = _json(cli("evaluate", "--model", f"hf:{tmp_path / 'hf'}", "--label", "toxic", "--data", str(tmp_path / "d.tsv"),
+                    "--label-column", "toxic", "--json"))
+    assert out["model"].endswith("[toxic]") and out["labels"] == ["not toxic", "toxic"]
+    assert out["accuracy"] == pytest.approx(float(np.mean((got[:, 0] > 0.5) == np.array([True, False]))), abs=1e-6)
