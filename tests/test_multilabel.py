@@ -130,3 +130,50 @@ def test_an_hf_model_saved_as_multi_label_is_read_with_a_sigmoid_per_label(tmp_p
                     "--label-column", "toxic", "--json"))
     assert out["model"].endswith("[toxic]") and out["labels"] == ["not toxic", "toxic"]
     assert out["accuracy"] == pytest.approx(float(np.mean((got[:, 0] > 0.5) == np.array([True, False]))), abs=1e-6)
+
+
+def _records(path):
+    lines = path.read_text().splitlines()
+    return json.loads(lines[0])["header"]["config"], [json.loads(x) for x in lines[1:]]
+
+
+def test_label_all_gives_each_labels_records_while_asking_each_masked_context_and_each_text_once(world):
+    """--label all over three labels: each label's results file equals a --label NAME run's, record for record and
+    setting for setting, while the masked LM is asked each masked context once (not once per label) and the model
+    forwards each sentence once for every label (counted on the objects themselves, no store)."""
+    from textaudit.fairness.request import BiasRequest
+    from textaudit.neighborhoods.store import use_store
+
+    common = dict(model=f"{world}/tox.py:clf", pair=["gay,straight"], data=str(world / "bias.tsv"), k=1,
+                  mlm=str(world / "mlm"), kappa=5, delta=1e9)
+    with use_store("off"):
+        every = BiasRequest(**common, target_label="all", output=world / "all.jsonl").run_each_label(progress=False)
+        alone = {name: BiasRequest(**common, target_label=name, output=world / f"one.{name}.jsonl").run(progress=False)
+                 for name in every}
+    assert list(every) == ["toxic", "insult", "identity_hate"]
+    for name in every:
+        assert _records(world / f"all.{name}.jsonl") == _records(world / f"one.{name}.jsonl"), name
+        assert every[name].summary["pairs"] == alone[name].summary["pairs"]
+    mlm = {id(o.masked_lm) for o in every.values()}
+    assert len(mlm) == 1  # one masked LM for every label
+    shared_mlm = every["toxic"].masked_lm
+    assert shared_mlm.forwards == alone["toxic"].masked_lm.forwards > 0  # the neighbourhoods' work once, not three times
+    sentences = len({r["text"] for r in _records(world / "all.toxic.jsonl")[1] if "text" in r})
+    model = every["toxic"].classifier.model
+    texts = 2 * sentences  # each neighbour with p(1) and with p(2)
+    assert model.stats.unique_forwards == texts  # each text forwarded once for the three labels
+    assert sum(o.classifier.model.stats.unique_forwards for o in alone.values()) == 3 * texts
+
+
+def test_label_all_on_the_command_line_and_its_one_line_errors(world, cli):
+    (world / "data3.tsv").write_text("toxic\tinsult\tidentity_hate\ttext\n" + "".join(f"1\t0\t0\t{r}\n" for r in ROWS))
+    out = _json(cli("attack", "--model", f"{world}/tox.py:clf", "--label", "all", "--method", "so-beam", "--k", "1",
+                    "--beam", "2", "--data", str(world / "data3.tsv"), "--mlm", str(world / "mlm"), "--pairs-file",
+                    str(world / "pairs.txt"), "--no-ppl", "--json", "--output", str(world / "a.jsonl")))
+    assert {k: v["success"] for k, v in out["labels"].items()} == {"toxic": 3, "insult": 0, "identity_hate": 0}
+    assert sorted(p.name for p in world.glob("a.*.jsonl")) == ["a.identity_hate.jsonl", "a.insult.jsonl", "a.toxic.jsonl"]
+    r = cli("attack", "--model", f"{world}/tox.py:clf", "--label", "all", "--method", "so-beam", "--k", "1", "--data",
+            str(world / "data.tsv"), "--mlm", str(world / "mlm"), "--pairs-file", str(world / "pairs.txt"), "--no-ppl")
+    assert r.exit_code == 2 and "insult" in r.output and "Traceback" not in r.output, r.output  # no insult column
+    r = cli("bias", "--model", "bow", "--label", "all", "--pair", "he,she", "--data", "sst2:dev", "--limit", "3", "--k", "0")
+    assert r.exit_code == 2 and "is single-label" in r.output, r.output

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -29,7 +29,7 @@ from textaudit.formats.compare import check_distinct_files
 from textaudit.lexicons import load_pairs_file
 from textaudit.lm import LazyCausalLM
 from textaudit.models import load_classifier
-from textaudit.models.batched import label_view
+from textaudit.models.batched import each_label, label_view
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.notices import say as say_line
 from textaudit.request import option, shared
@@ -135,10 +135,26 @@ class AttackRequest:
         part = check_sharded_output(self.output, self.resume, self.shard, settings)
         return CheckedAttack(method, self.method is not None, spec, options, language, synonyms, data_id, side, part)
 
+    def run_each_label(self, backend: Backend | None = None, *, progress: bool = True,
+                       say: Callable[[str], None] = say_line) -> dict[str, AttackOutcome]:
+        """``--label all``: every label of a multi-label model attacked in one run — one model and one masked LM
+        loaded once, so each masked context is asked of the masked LM once and each text is forwarded once for all
+        labels (their caches are shared) — each label's records in its own file (:func:`each_label`), its gold label
+        the data's column of the label's name."""
+        model = load_classifier(self.model)
+        files = each_label(model, self.output)
+        requests = {name: replace(self, target_label=name, output=path, label_column=name) for name, path in files.items()}
+        checks = {name: r.check() for name, r in requests.items()}  # every file's one-line error before any work
+        first = next(iter(checks.values()))
+        mlm = load_mlm(self.mlm) if first.spec.needs_mlm else None
+        return {name: r.run(backend, checked=checks[name], progress=progress, say=say, loaded=(model, mlm))
+                for name, r in requests.items()}
+
     def run(self, backend: Backend | None = None, *, checked: CheckedAttack | None = None, progress: bool = True,
-            say: Callable[[str], None] = say_line) -> AttackOutcome:
+            say: Callable[[str], None] = say_line, loaded: tuple[Any, Any] | None = None) -> AttackOutcome:
         """Attack the examples (resuming ``output`` with ``resume``) and return the outcome; ``say``: where the
-        lines for a person go (the method chosen, the cost, the time estimate, the patch words' ranking)."""
+        lines for a person go (the method chosen, the cost, the time estimate, the patch words' ranking);
+        ``loaded``: the model and masked LM already loaded (``--label all``: shared by every label)."""
         checked = checked or self.check()
         backend = backend or SerialBackend()
         method, options = checked.method, dict(checked.options)
@@ -149,8 +165,9 @@ class AttackRequest:
             say(f"method: {method} (the default for {'k <= 2' if method == 'so-enum' else 'k > 2'}; choose with --method)")
         say_cost(method, self.k, self.beam, self.kappa, ds["text"], say)
         backend.start()  # workers import their libraries while the models load here
-        clf = label_view(load_classifier(self.model), self.target_label, self.label_threshold)
-        options["mlm"] = load_mlm(self.mlm) if checked.spec.needs_mlm else None
+        model, mlm = loaded if loaded is not None else (load_classifier(self.model), None)
+        clf = label_view(model, self.target_label, self.label_threshold)
+        options["mlm"] = (mlm if mlm is not None else load_mlm(self.mlm)) if checked.spec.needs_mlm else None
         # SmolLM2 is loaded on first use: a run (or a --resume) without a success never loads it
         lm = LazyCausalLM() if self.ppl or self.lm_constraint else None
         options["lm"] = lm if self.lm_constraint else None

@@ -17,11 +17,15 @@ from textaudit.cli.app import (
     score_fields,
     store_fields,
 )
+from textaudit.models.batched import ALL_LABELS, each_label
 
 
 @audit_command(AttackRequest, backend=True)
 def attack(json_out: JsonOpt = False, runner: Backend = None, request: AttackRequest = None) -> None:
     """Search each example's neighbourhood for a vulnerable example (Double Perturbation)."""
+    if request.target_label == ALL_LABELS:
+        _each_label(request, runner, json_out)
+        return
     checked = request.check()  # every one-line error before any model is loaded (or trained)
     outcome = request.run(runner, checked=checked, say=notice)
     clf, summary = outcome.classifier, outcome.summary
@@ -70,3 +74,19 @@ def show_examples(records: list[dict], labels, n: int = 3) -> None:
             typer.echo(f"  x̃ ⊕ p → {name(r['vulnerable_patched_prediction']):>{w}}  {r['vulnerable_patched']}   (p = {w1}→{w2})")
         else:
             typer.echo(f"  x′ → {name(r['vulnerable_prediction']):>{w}} (was {name(r['prediction'])})  {r['vulnerable']}")
+
+
+def _each_label(request: AttackRequest, runner: Backend, json_out: bool) -> None:
+    """``--label all``: one row per label (its results file named after it), the model's forwards counted once."""
+    outcomes = request.run_each_label(runner, say=notice)
+    model = next(iter(outcomes.values())).classifier.model  # the views' model: its counters are every label's
+    files = each_label(model, request.output)
+    summary = {"labels": {name: o.summary for name, o in outcomes.items()}, "forwards": model.stats.unique_forwards,
+               **store_fields(next(iter(outcomes.values())).masked_lm)}
+    if conclude(summary, None, json_out, files=[f for f in files.values() if f is not None]):
+        return
+    print_table(f"{request.method or 'attack'} on every label of {request.model} ({request.data})",
+                ["label", "attacked", "success", "success rate", "95% CI", "results"],
+                [[name, s.get("attacked"), s.get("success"), s.get("success_rate"),
+                  format_ci(tuple(s.get("success_rate_ci95") or ()) or None), files[name] or "–"]
+                 for name, s in summary["labels"].items()])

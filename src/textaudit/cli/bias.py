@@ -17,11 +17,15 @@ from textaudit.cli.app import (
 from textaudit.fairness.bias import BIAS_COLUMNS, K0_NOTE, bias_rows
 from textaudit.fairness.plots import plot_bias
 from textaudit.fairness.request import BiasOutcome, BiasRequest
+from textaudit.models.batched import ALL_LABELS, each_label
 
 
 @audit_command(BiasRequest, backend=True)
 def bias(json_out: JsonOpt = False, runner: Backend = None, request: BiasRequest = None) -> None:
     """Measure B_{p,k}: the mean shift of f_soft when p(1) → p(2) over the k-neighbourhood of the data."""
+    if request.target_label == ALL_LABELS:
+        _each_label(request, runner, json_out)
+        return
     checked = request.check()  # every one-line error before anything loads
     outcome = request.run(runner, checked=checked)
     out = outcome.summary
@@ -55,3 +59,18 @@ def _say_outcome(outcome: BiasOutcome, n_pairs: int) -> None:
                f"exactly one of their words, or a model does not know one): {shown}")
     for w in outcome.summary.get("warnings", []):
         notice(w)
+
+
+def _each_label(request: BiasRequest, runner: Backend, json_out: bool) -> None:
+    """``--label all``: B_{p,k} per label (rows prefixed by the label; each label's file named after it)."""
+    outcomes = request.run_each_label(runner)
+    first = next(iter(outcomes.values()))
+    model = first.classifier.model  # the views' model: its counters are every label's
+    files = each_label(model, request.output)
+    out = {"labels": {name: o.summary for name, o in outcomes.items()}, "forwards": model.stats.unique_forwards,
+           **store_fields(first.masked_lm)}
+    if conclude(out, None, json_out, files=[f for f in files.values() if f is not None]):
+        return
+    rows = [[name, *row] for name, o in outcomes.items() for row in bias_rows(o.results, o.classes, o.controls)]
+    print_table(f"B_(p,k) of every label of {request.model} on {request.data}, mlm={first.summary['mlm']}",
+                ["label", *BIAS_COLUMNS], rows)

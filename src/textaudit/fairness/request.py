@@ -13,7 +13,7 @@ above it ``sample`` draws per source (:mod:`textaudit.fairness.bias`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from textaudit.fairness.estimates import CI_METHODS
 from textaudit.fairness.groups import group_pairs
 from textaudit.fairness.pairs import check_some_source, load_pairs_file, parse_pair
 from textaudit.models import load_classifier
-from textaudit.models.batched import PairView, label_view
+from textaudit.models.batched import PairView, each_label, label_view
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.perturbations.gender import gender_words
 from textaudit.request import option, shared
@@ -137,10 +137,23 @@ class BiasRequest:
         part = check_sharded_output(self.output, self.resume, self.shard, settings)
         return CheckedBias(pairs, blacklists, controls, data_id, language, part)
 
+    def run_each_label(self, backend: Backend | None = None, *, progress: bool = True) -> dict[str, BiasOutcome]:
+        """``--label all``: B_{p,k} of every label of a multi-label model in one run — the model and the masked LM
+        loaded once, so the neighbourhoods (the same for every label) are built once and each sentence is forwarded
+        once for all labels — each label's scored sentences in its own file (:func:`each_label`)."""
+        model = load_classifier(self.model)
+        files = each_label(model, self.output)
+        requests = {name: replace(self, target_label=name, output=path) for name, path in files.items()}
+        checks = {name: r.check() for name, r in requests.items()}  # every file's one-line error before any work
+        mlm = load_mlm(self.mlm) if self.k > 0 else None
+        return {name: r.run(backend, progress=progress, checked=checks[name], loaded=(model, mlm))
+                for name, r in requests.items()}
+
     def run(self, backend: Backend | None = None, *, progress: bool = True, config: dict | None = None,
-            checked: CheckedBias | None = None) -> BiasOutcome:
+            checked: CheckedBias | None = None, loaded: tuple[Any, Any] | None = None) -> BiasOutcome:
         """Score the units (resuming ``output`` with ``resume``) and return the outcome. ``config``: more of the
-        header's settings (a suite's limit); ``checked``: :meth:`check`'s answer when the caller already asked."""
+        header's settings (a suite's limit); ``checked``: :meth:`check`'s answer when the caller already asked;
+        ``loaded``: the model and masked LM already loaded (``--label all``: shared by every label)."""
         checked = checked or self.check()
         backend = backend or SerialBackend()
         ds = load_dataset(self.data, text_column=self.text_column, pair_column=self.pair_column, default_split="dev",
@@ -149,10 +162,11 @@ class BiasRequest:
         check_some_source(checked.pairs, texts, ds["id"], contexts, checked.language, limit=self.limit,
                           sample=self.sample_examples)
         backend.start()  # workers import their libraries while the models load here
-        masked_lm = load_mlm(self.mlm) if self.k > 0 else None
+        model, mlm = loaded if loaded is not None else (load_classifier(self.model), None)
+        masked_lm = (mlm if mlm is not None else load_mlm(self.mlm)) if self.k > 0 else None
         opts = dict(kappa=self.kappa, delta=self.delta, enumerate_k=self.enumerate_k, sample=self.sample, seed=self.seed,
                     ci=self.ci, side=self.perturb_side, language=checked.language)
-        clf = label_view(load_classifier(self.model), self.target_label)  # B of the label's own probability
+        clf = label_view(model, self.target_label)  # B of the label's own probability
         est = CounterfactualBias(clf, masked_lm, blacklists=checked.blacklists, **opts)
         other = (CounterfactualBias(load_classifier(self.compare), masked_lm, blacklists=checked.blacklists, **opts)
                  if self.compare else None)

@@ -41,6 +41,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Callable, Protocol, Sequence, Union, runtime_checkable
 
 import numpy as np
@@ -53,7 +54,8 @@ from textaudit.token_ids import default_batch_tokens, pack, splice_all
 __all__ = ["Classifier", "BatchedClassifier", "PairView", "pair_inputs", "QueryStats", "as_classifier", "softmax", "Text", "text_length",
            "scores_of", "unknown_class", "model_scores", "label_report", "label_only_report", "is_remote",
            "query_stats", "forward_of", "torch_parts", "device_clocked", "placement", "reduced_precision",
-           "masked_lm_identity", "decisions", "TIE", "label_view"]
+           "masked_lm_identity", "decisions", "TIE", "label_view",
+           "each_label", "ALL_LABELS"]
 
 #: one classifier input: a text, or a sentence pair ``(first, second)``
 Text = Union[str, tuple[str, str]]
@@ -578,6 +580,29 @@ def label_view(classifier: "BatchedClassifier", label: str | None, threshold: fl
     view.score_cache = None  # the model's own rows are cached (and kept on disk) already
     view.label, view.threshold, view.model = label, threshold, classifier
     return view
+
+
+#: ``--label all``: every label of a multi-label model, in one run
+ALL_LABELS = "all"
+
+
+def each_label(classifier: "BatchedClassifier", output: str | Path | None) -> dict[str, Path | None]:
+    """``--label all``: every label of a multi-label ``classifier`` → the results file of its audit (``output``'s name
+    with ``.<label>`` before its suffix: one file, one header, per label, so every reader and ``--resume`` work per
+    label). One line for a single-label model."""
+    names = list(getattr(classifier, "labels", None) or [])
+    if not getattr(classifier, "multilabel", False):
+        raise TextAuditError(f"--label all: model {classifier.name} is single-label (its classes exclude each other"
+                             f"{': ' + ', '.join(names) if names else ''}); --label is for multi-label models")
+    if output is None:
+        return {n: None for n in names}
+    out = Path(output)
+    return {n: out.with_name(f"{out.stem}.{safe_label(n)}{out.suffix}") for n in names}
+
+
+def safe_label(name: str) -> str:
+    """A label as a file-name part."""
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name) or "_"
 
 
 def pair_inputs(texts: Sequence[str], contexts: str | Sequence[str], side: str = "second") -> list[tuple[str, str]]:
