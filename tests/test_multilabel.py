@@ -177,3 +177,22 @@ def test_label_all_on_the_command_line_and_its_one_line_errors(world, cli):
     assert r.exit_code == 2 and "insult" in r.output and "Traceback" not in r.output, r.output  # no insult column
     r = cli("bias", "--model", "bow", "--label", "all", "--pair", "he,she", "--data", "sst2:dev", "--limit", "3", "--k", "0")
     assert r.exit_code == 2 and "is single-label" in r.output, r.output
+
+
+def test_replay_and_certify_take_a_label_too(world, cli):
+    """Findings of --label toxic replayed on the same label all still hold; on another label they are another task's
+    findings (their classes are "not toxic"/"toxic"): one line, as any other task's; SAFER certifies one label of
+    the model (the data's column of the label's name is its gold label)."""
+    args = ["--method", "so-beam", "--k", "1", "--beam", "2", "--data", str(world / "data.tsv"), "--mlm", str(world / "mlm"),
+            "--pairs-file", str(world / "pairs.txt"), "--no-ppl", "--label-column", "toxic"]
+    _json(cli("attack", "--model", f"{world}/tox.py:clf", "--label", "toxic", *args, "--output", str(world / "t.jsonl"),
+              "--json"))
+    same = _json(cli("replay", str(world / "t.jsonl"), "--model", f"{world}/tox.py:clf", "--label", "toxic", "--json"))
+    assert same["findings"] == len(ROWS) and same["still"] == len(ROWS)
+    r = cli("replay", str(world / "t.jsonl"), "--model", f"{world}/tox.py:clf", "--label", "insult")
+    assert r.exit_code == 2 and "class 'toxic' of these findings is not a class of tox.py:clf[insult]" in r.output
+    (world / "syn.json").write_text('{"film": ["movie"]}')
+    cert = _json(cli("certify", "--model", f"{world}/tox.py:clf", "--label", "toxic", "--method", "safer", "--data",
+                     str(world / "data.tsv"), "--synonyms", str(world / "syn.json"), "--hops", "1", "--samples", "50",
+                     "--selection", "10", "--neighbors", "0", "--json"))
+    assert cert["n"] == len(ROWS)

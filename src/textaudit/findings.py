@@ -50,7 +50,7 @@ from textaudit.kinds import summarize_replay
 from textaudit.lexicons import load_pairs_file
 from textaudit.loaded import load
 from textaudit.models import load_classifier
-from textaudit.models.batched import TIE, Classifier, decisions, flips_in_draws, sampled_draws, unknown_class
+from textaudit.models.batched import TIE, Classifier, decisions, flips_in_draws, label_view, sampled_draws, unknown_class
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.notices import say as say_line
 from textaudit.request import option, shared
@@ -392,6 +392,8 @@ class ReplayRequest:
         "Results files of audit attack or audit bias (--output), or audit compare / audit harden folders: an attack's "
         "successes are its findings; a bias run's, the sentences it scored (B_{p,k} on them)."))
     model: str = shared("model", ...)
+    target_label: str | None = shared("target_label")
+    label_threshold: float = shared("label_threshold", 0.5)
     baseline: str | None = option(None, help=(
         "A second model (the previous version): the findings are replayed on both and paired — fixed by --model, "
         "regressed (fixed on the baseline, holding again), McNemar's exact p."))
@@ -424,11 +426,12 @@ class ReplayRequest:
             say: Callable[[str], None] = say_line) -> ReplayOutcome:
         """Replay the findings (and attack afresh with ``fresh``); the records go to ``output`` when it is given."""
         found, pairs = checked or self.check()
-        result = replay(found, self.model, self.baseline, margin=self.margin)
+        model = label_view(load_classifier(self.model), self.target_label, self.label_threshold)
+        result = replay(found, model, self.baseline, margin=self.margin)
         again = None
         if self.fresh is not None:
             say(f"fresh attack: {self.fresh} examples of each attack file, on {result.model} …")
-            again = fresh_attacks(self.findings, self.model, self.fresh, pairs=pairs, progress=progress)
+            again = fresh_attacks(self.findings, model, self.fresh, pairs=pairs, progress=progress)
         if self.output is not None:
             write_results(self.output, result.records, command="replay", config=result.config)
         summary = result.summary()

@@ -25,7 +25,7 @@ from textaudit.errors import TextAuditError
 from textaudit.formats.jsonl import check_output, write_results
 from textaudit.lexicons import counterfitted_neighbors
 from textaudit.models import load_classifier
-from textaudit.models.batched import masked_lm_identity
+from textaudit.models.batched import label_view, masked_lm_identity
 from textaudit.models.zoo.names import ROBUST_ARCHS, ZOO_MODELS, parse_name
 from textaudit.neighborhoods.builder import NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import load_mlm
@@ -88,6 +88,8 @@ class CertifyRequest:
     """Every option of ``audit certify`` with its default, range and help (:mod:`textaudit.request`)."""
 
     model: str = shared("model", ...)  # required
+    target_label: str | None = shared("target_label")
+    label_threshold: float = shared("label_threshold", 0.5)
     method: str | None = option(None, help=(
         "ibp (interval bound propagation: the zoo's bow/cnn/lstm word models, e.g. cnn-ibp), safer (randomized "
         "smoothing over synonym substitutions: any model, endpoints and label-only ones too) or ranmask (randomized "
@@ -165,8 +167,9 @@ class CertifyRequest:
         """Certify the examples and return the outcome (``table``: :meth:`check`'s answer; ``config``: more of the
         results header's settings, e.g. a suite's limit)."""
         method = self.chosen_method
-        ds = load_dataset(self.data, default_split="dev", limit=self.limit)  # bad data: an error before a model trains
-        clf = load_classifier(self.model)
+        ds = load_dataset(self.data, default_split="dev", limit=self.limit,  # bad data: an error before a model trains
+                          label_column=self.target_label)  # a multi-label model's label: the data's column of its name
+        clf = label_view(load_classifier(self.model), self.target_label, self.label_threshold)
         ds, _ = align_labels(ds, clf)  # class names by the model's, never by their sort order
         check_labels(ds["label"], clf.num_classes, clf.name)
         if method == "ibp":
