@@ -85,8 +85,8 @@ def test_one_line_errors_for_labels_that_make_no_sense(world, cli):
     cases = [
         (["evaluate", "--model", f"{world}/tox.py:clf", "--label", "threat", "--data", str(world / "data.tsv"),
           "--label-column", "toxic"], "has no label 'threat'; its labels: toxic, insult, identity_hate"),
-        (["evaluate", "--model", f"{world}/tox.py:clf", "--data", str(world / "data.tsv"), "--label-column", "toxic"],
-         "is multi-label (toxic, insult, identity_hate): give --label NAME"),
+        (["attack", "--model", f"{world}/tox.py:clf", "--method", "genetic", "--data", str(world / "data.tsv"),
+          "--label-column", "toxic"], "is multi-label (toxic, insult, identity_hate): give --label NAME"),
         (["evaluate", "--model", "bow", "--label", "toxic", "--data", "sst2:dev", "--limit", "3"],
          "is single-label"),
         (["evaluate", "--model", f"{bad}:clf", "--label", "toxic", "--data", str(world / "data.tsv"), "--label-column",
@@ -196,3 +196,39 @@ def test_replay_and_certify_take_a_label_too(world, cli):
                      str(world / "data.tsv"), "--synonyms", str(world / "syn.json"), "--hops", "1", "--samples", "50",
                      "--selection", "10", "--neighbors", "0", "--json"))
     assert cert["n"] == len(ROWS)
+
+
+def test_evaluate_every_label_at_once_equals_scikit_learn(world, cli):
+    """Without --label, a multi-label model is evaluated on every label: per-label P/R/F1, micro and macro, subset
+    accuracy and Hamming loss equal scikit-learn's on the same decisions; a label column missing from the data, or
+    not 0/1, and a --label-columns name the model lacks are one line each."""
+    from sklearn.metrics import accuracy_score, hamming_loss, precision_recall_fscore_support
+
+    from textaudit.models import load_classifier
+
+    texts = ROWS + BIAS + ["a quiet evening .", "the gay film was long ."]
+    rng = np.random.default_rng(0)
+    truth = rng.integers(0, 2, (len(texts), 3))
+    (world / "ml.tsv").write_text("toxic\tinsult\tidentity_hate\ttext\n" +
+                                  "".join(f"{a}\t{b}\t{c}\t{t}\n" for (a, b, c), t in zip(truth, texts)))
+    out = _json(cli("evaluate", "--model", f"{world}/tox.py:clf", "--data", str(world / "ml.tsv"), "--json"))
+    decided = load_classifier(f"{world}/tox.py:clf").predict_proba(texts) > 0.5
+    P, R, F, S = precision_recall_fscore_support(truth, decided, zero_division=0)
+    for j, row in enumerate(out["per_label"]):
+        assert (row["precision"], row["recall"], row["f1"], row["support"]) == pytest.approx((P[j], R[j], F[j], S[j]),
+                                                                                            abs=1e-4)
+    for avg in ("micro", "macro"):
+        want = precision_recall_fscore_support(truth, decided, average=avg, zero_division=0)[:3]
+        assert (out[avg]["precision"], out[avg]["recall"], out[avg]["f1"]) == pytest.approx(want, abs=1e-4)
+    assert out["subset_accuracy"] == pytest.approx(accuracy_score(truth, decided), abs=1e-4)
+    assert out["hamming_loss"] == pytest.approx(hamming_loss(truth, decided), abs=1e-4)
+    lo, hi = out["hamming_loss_ci95"]
+    assert lo <= out["hamming_loss"] <= hi
+    r = cli("evaluate", "--model", f"{world}/tox.py:clf", "--data", str(world / "ml.tsv"))
+    assert "subset accuracy" in r.output and "identity_hate" in r.output
+    (world / "two.tsv").write_text("toxic\tinsult\ttext\n1\t0\ta film .\n")
+    (world / "bad.tsv").write_text("toxic\tinsult\tidentity_hate\ttext\n1\t2\t0\ta film .\n0\t1\t0\tfine .\n")
+    for args, says in [((str(world / "two.tsv"),), "identity_hate"), ((str(world / "bad.tsv"),), "must hold 0 or 1"),
+                       ((str(world / "ml.tsv"), "--label-columns", "toxic,threat"), "has no label 'threat'")]:
+        r = cli("evaluate", "--model", f"{world}/tox.py:clf", "--data", *args)
+        assert r.exit_code == 2 and says in r.output and "Traceback" not in r.output, (args, r.output)

@@ -17,7 +17,7 @@ import numpy as np
 
 from textaudit.stats import CONFIDENCE, wilson
 
-__all__ = ["confusion_matrix", "classification_metrics", "N_RESAMPLES"]
+__all__ = ["confusion_matrix", "classification_metrics", "multilabel_metrics", "N_RESAMPLES"]
 
 #: resamples of the paired bootstrap of F1 and the macro averages
 N_RESAMPLES = 2000
@@ -91,4 +91,58 @@ def classification_metrics(labels: Sequence[int], pred: Sequence[int], names: Se
     if boot is not None:
         for k in ("precision", "recall", "f1"):
             out["macro"][f"{k}_ci95"] = _ci(boot[f"macro_{k}"])
+    return out
+
+
+def multilabel_metrics(truth: np.ndarray, decided: np.ndarray, names: Sequence[str], *, seed: int = 0,
+                       n_resamples: int = N_RESAMPLES) -> dict:
+    """The metrics of a multi-label model's decisions (``decided``: an (n, L) 0/1 array, a label on when its
+    probability is above the threshold; ``truth`` the data's): per label, precision, recall and F1 of the label
+    being on; their micro averages (every decision pooled) and macro averages (the labels' mean); the subset accuracy
+    (every label of an example right) and the Hamming loss (the share of wrong decisions). Intervals: Wilson for
+    a label's precision and recall, the micro precision and recall and the subset accuracy (proportions); a paired
+    bootstrap over the examples (seeded) for the F1s, the macro averages and the Hamming loss (whose decisions are
+    not independent within an example)."""
+    from scipy.stats import bootstrap
+
+    Y, D = np.asarray(truth, dtype=bool), np.asarray(decided, dtype=bool)
+    n, L = Y.shape
+
+    def counts(y: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return (y & d).sum(-2), d.sum(-2), y.sum(-2)
+
+    def stat(idx: np.ndarray, axis: int = -1) -> np.ndarray:
+        y, d = Y[idx], D[idx]  # (..., n, L)
+        tp, pr, tr = counts(y, d)
+        P, R, F = _prf(tp, pr, tr)
+        _, _, micro_f = _prf(tp.sum(-1), pr.sum(-1), tr.sum(-1))
+        return np.concatenate([np.moveaxis(F, -1, 0), P.mean(-1)[None], R.mean(-1)[None], F.mean(-1)[None],
+                               micro_f[None], (y != d).mean((-2, -1))[None]])
+
+    tp, pr, tr = counts(Y, D)
+    P, R, F = _prf(tp, pr, tr)
+    mP, mR, mF = _prf(tp.sum(), pr.sum(), tr.sum())
+    ci = None
+    if n >= 2:
+        res = bootstrap((np.arange(n),), stat, vectorized=True, n_resamples=n_resamples, method="percentile",
+                        confidence_level=CONFIDENCE, random_state=np.random.default_rng(seed), batch=200)
+        ci = np.stack([np.asarray(res.confidence_interval.low), np.asarray(res.confidence_interval.high)], 1)
+    per_label = [{"label": names[j], "support": int(tr[j]), "predicted": int(pr[j]),
+                  "precision": round(float(P[j]), 4), "precision_ci95": list(wilson(int(tp[j]), int(pr[j])) or ()),
+                  "recall": round(float(R[j]), 4), "recall_ci95": list(wilson(int(tp[j]), int(tr[j])) or ()),
+                  "f1": round(float(F[j]), 4), "f1_ci95": _ci(ci[j]) if ci is not None else []} for j in range(L)]
+    subset = int((Y == D).all(1).sum())
+    out = {"per_label": per_label,
+           "macro": {"precision": round(float(P.mean()), 4), "recall": round(float(R.mean()), 4),
+                     "f1": round(float(F.mean()), 4)},
+           "micro": {"precision": round(float(mP), 4), "precision_ci95": list(wilson(int(tp.sum()), int(pr.sum())) or ()),
+                     "recall": round(float(mR), 4), "recall_ci95": list(wilson(int(tp.sum()), int(tr.sum())) or ()),
+                     "f1": round(float(mF), 4), "f1_ci95": _ci(ci[L + 3]) if ci is not None else []},
+           "subset_accuracy": round(subset / n, 4) if n else None,
+           "subset_accuracy_ci95": list(wilson(subset, n) or ()),
+           "hamming_loss": round(float((Y != D).mean()), 4) if n else None,
+           "hamming_loss_ci95": _ci(ci[L + 4]) if ci is not None else []}
+    if ci is not None:
+        for i, k in enumerate(("precision", "recall", "f1")):
+            out["macro"][f"{k}_ci95"] = _ci(ci[L + i])
     return out

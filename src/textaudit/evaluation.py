@@ -10,13 +10,14 @@ from typing import Callable
 
 import numpy as np
 
-from textaudit.classification import classification_metrics
+from textaudit.classification import classification_metrics, multilabel_metrics
 from textaudit.data import align_labels, as_pairs, check_labels, dataset_id, load_dataset, pairs_of, parse_label_map
 from textaudit.errors import TextAuditError
 from textaudit.findings import label_on, read_findings
 from textaudit.formats.jsonl import check_output, write_results
 from textaudit.models import load_classifier
 from textaudit.models.batched import label_only_report, label_view
+from textaudit.models.zoo.names import ZOO_MODELS
 from textaudit.notices import say as say_line
 from textaudit.request import option, shared
 from textaudit.robustness.calibration import (
@@ -59,6 +60,10 @@ class EvaluateRequest:
     label_map: str | None = shared("label_map")
     target_label: str | None = shared("target_label")
     label_threshold: float = shared("label_threshold", 0.5)
+    label_columns: str | None = option(None, help=(
+        "A multi-label model evaluated on every label at once (without --label): the data's 0/1 columns, one per "
+        "label, named as the model's labels (default: all of them), e.g. toxic,insult. Per-label precision, recall "
+        "and F1, their micro and macro averages, the subset accuracy and the Hamming loss."))
     pair_column: str | None = shared("pair_column")
     limit: int | None = shared("limit")
     sample: int | None = shared("sample")
@@ -89,10 +94,16 @@ class EvaluateRequest:
     def run(self, *, say: Callable[[str], None] = say_line) -> dict:
         """The summary: ``accuracy`` with its interval, ``per_class``, an endpoint's label report, warnings, and with
         ``perturbed`` the ``calibration`` (its records to ``output``, its diagram to ``plot``)."""
-        ds = load_dataset(self.data, text_column=self.text_column, label_column=self.label_column,
-                          pair_column=self.pair_column, default_split="dev", limit=self.limit, sample=self.sample,
-                          seed=self.seed)
-        clf = label_view(load_classifier(self.model), self.target_label, self.label_threshold)
+        columns = dict(text_column=self.text_column, label_column=self.label_column, pair_column=self.pair_column,
+                       default_split="dev", limit=self.limit, sample=self.sample, seed=self.seed)
+        zoo = str(self.model) in ZOO_MODELS  # never multi-label: data without labels is refused before it trains
+        ds = load_dataset(self.data, **columns, require_labels=zoo)  # a multi-label model's data: a column per label
+        model = load_classifier(self.model)
+        if getattr(model, "multilabel", False) and self.target_label is None:
+            return self._multilabel(model)
+        if (np.asarray(ds["label"]) < 0).any():
+            ds = load_dataset(self.data, **columns)  # no label column: its one line
+        clf = label_view(model, self.target_label, self.label_threshold)
         ds, classes = align_labels(ds, clf, parse_label_map(self.label_map))
         probs = clf.predict_proba(as_pairs(ds["text"], pairs_of(ds)))  # C from the model's own answer (pairs too)
         check_labels(ds["label"], probs.shape[1], clf.name)
@@ -118,6 +129,31 @@ class EvaluateRequest:
                 "accuracy_ci95": list(wilson(int(right.sum()), len(ds)) or ()), "n": len(ds), "labels": classes,
                 "per_class": per_class, "macro": metrics["macro"], "micro": metrics["micro"],
                 "confusion": metrics["confusion"], **extra}
+
+    def _multilabel(self, model) -> dict:
+        """Every label of a multi-label model at once: the data's 0/1 column of each label against the label's
+        decision (its probability above ``label_threshold``, strictly) — :func:`multilabel_metrics`."""
+        names = [c.strip() for c in self.label_columns.split(",") if c.strip()] if self.label_columns else list(model.labels)
+        unknown = [c for c in names if c not in model.labels]
+        if unknown:
+            raise TextAuditError(f"--label-columns {unknown[0]}: model {model.name} has no label {unknown[0]!r}; its "
+                                 f"labels: {', '.join(model.labels)}")
+        if not 0 < self.label_threshold < 1:
+            raise TextAuditError(f"--label-threshold must lie strictly between 0 and 1 (got {self.label_threshold})")
+        truth, ds = [], None
+        for name in names:  # one column a label: each read as the data's labels are (missing: one line)
+            ds = load_dataset(self.data, text_column=self.text_column, label_column=name, default_split="dev",
+                              limit=self.limit, sample=self.sample, seed=self.seed)
+            y = np.asarray(ds["label"])
+            if not set(np.unique(y).tolist()) <= {0, 1}:
+                raise TextAuditError(f"column {name} of {self.data} must hold 0 or 1 (the label off or on) in every row")
+            truth.append(y)
+        probs = model.predict_proba(list(ds["text"]))
+        cols = [model.labels.index(n) for n in names]
+        decided = probs[:, cols] > self.label_threshold
+        out = multilabel_metrics(np.stack(truth, 1), decided, names, seed=self.seed)
+        return {"model": model.name, "data": self.data, "n": len(ds), "labels": names, "multilabel": True,
+                "threshold": self.label_threshold, **out}
 
     def _calibration(self, clf, ds, say: Callable[[str], None]) -> dict:
         """The originals and their perturbed versions (a method's, or a results file's findings), scored and

@@ -89,6 +89,9 @@ def evaluate(json_out: JsonOpt = False, request: EvaluateRequest = None) -> None
     out = request.run(say=notice)
     if conclude(out, None, json_out, files=[request.output]):
         return
+    if out.get("multilabel"):
+        print_multilabel(out)
+        return
     if "calibration" in out:
         print_calibration(out["calibration"])
     print_table(f"accuracy of {out['model']}", ["model", "data", "n", "accuracy", "95% CI"],
@@ -99,6 +102,20 @@ def evaluate(json_out: JsonOpt = False, request: EvaluateRequest = None) -> None
             f"; unknown completions (matching no verbaliser, counted as wrong): {out['unknown']} of {out['n']} "
             f"({out['unknown_share']:.1%})" if "unknown" in out else ""))
     print_metrics(out)
+
+
+def print_multilabel(out: dict) -> None:
+    """Per label: precision, recall, F1 of the label being on; micro and macro; subset accuracy, Hamming loss."""
+    def cell(r: dict, k: str) -> str:
+        return f"{r[k]:.4f} {format_ci(tuple(r.get(f'{k}_ci95') or ()) or None)}"
+
+    rows = [[r["label"], r["support"], cell(r, "precision"), cell(r, "recall"), cell(r, "f1")] for r in out["per_label"]]
+    rows += [[avg, out["n"], cell(out[avg], "precision"), cell(out[avg], "recall"), cell(out[avg], "f1")]
+             for avg in ("micro", "macro")]
+    print_table(f"every label of {out['model']} on {out['data']} (on: probability > {out['threshold']:g}; 95% CI)",
+                ["label", "on in data", "precision", "recall", "F1"], rows)
+    typer.echo(f"subset accuracy (every label right): {cell(out, 'subset_accuracy')}; Hamming loss (wrong decisions): "
+               f"{cell(out, 'hamming_loss')}")
 
 
 def print_metrics(out: dict) -> None:

@@ -552,7 +552,7 @@ def label_view(classifier: "BatchedClassifier", label: str | None, threshold: fl
     if label is None:
         if multi:
             raise TextAuditError(f"model {classifier.name} is multi-label ({', '.join(names)}): give --label NAME to "
-                                 "audit one of its labels")
+                                 "audit one of its labels, or --label all")
         return classifier
     if not multi:
         raise TextAuditError(f"--label {label}: model {classifier.name} is single-label (its classes exclude each other"
