@@ -130,9 +130,17 @@ def test_cli_train_and_evaluate(cli, tmp_path):
     ev = json.loads(r.stdout.strip().splitlines()[-1])
     # Wilson 95% for 80/80: [80 / (80 + 1.96²), 1]
     # per class, 40/40 each: [40 / (40 + 1.96²), 1]
-    per_class = [{"class": c, "n": 40, "accuracy": 1.0, "accuracy_ci95": [0.9124, 1.0]} for c in ("0", "1")]
+    # and every prediction right: precision = recall = F1 = 1, Wilson [0.9124, 1] per class, a bootstrap of F1 that
+    # can only draw 1, micro = accuracy
+    whole, one = [0.9124, 1.0], [1.0, 1.0]
+    per_class = [{"class": c, "n": 40, "accuracy": 1.0, "accuracy_ci95": whole, "support": 40, "predicted": 40,
+                  "precision": 1.0, "precision_ci95": whole, "recall": 1.0, "recall_ci95": whole, "f1": 1.0,
+                  "f1_ci95": one} for c in ("0", "1")]
+    micro = {k: v for m in ("precision", "recall", "f1") for k, v in ((m, 1.0), (f"{m}_ci95", [0.9542, 1.0]))}
+    macro = {k: v for m in ("precision", "recall", "f1") for k, v in ((m, 1.0), (f"{m}_ci95", one))}
     assert ev == {"model": "bow", "data": str(data), "accuracy": 1.0, "accuracy_ci95": [0.9542, 1.0], "n": 80,
-                  "labels": ["0", "1"], "per_class": per_class}
+                  "labels": ["0", "1"], "per_class": per_class, "macro": macro, "micro": micro,
+                  "confusion": {"classes": ["0", "1"], "matrix": [[40, 0], [0, 40]]}}
     r = cli("train", "--model", "gpt", "--json")
     assert r.exit_code == 2 and "trains zoo models" in r.output
     r = cli("train", "--model", "bow", "--augment", "pig-latin")
