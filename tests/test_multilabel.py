@@ -232,3 +232,28 @@ def test_evaluate_every_label_at_once_equals_scikit_learn(world, cli):
                        ((str(world / "ml.tsv"), "--label-columns", "toxic,threat"), "has no label 'threat'")]:
         r = cli("evaluate", "--model", f"{world}/tox.py:clf", "--data", *args)
         assert r.exit_code == 2 and says in r.output and "Traceback" not in r.output, (args, r.output)
+
+
+def test_one_column_of_label_lists_gives_what_the_0_1_columns_give(world, cli):
+    """The same data as one column of label lists — JSON lines with lists, a TSV with names separated by | — gives
+    the metrics the 0/1 columns give; a name the model lacks, or a row that is no list, is one line."""
+    texts = ROWS + BIAS + ["a quiet evening ."]
+    truth = np.random.default_rng(1).integers(0, 2, (len(texts), 3))
+    names = ["toxic", "insult", "identity_hate"]
+    (world / "cols.tsv").write_text("toxic\tinsult\tidentity_hate\ttext\n" +
+                                    "".join(f"{a}\t{b}\t{c}\t{t}\n" for (a, b, c), t in zip(truth, texts)))
+    (world / "lists.jsonl").write_text("".join(json.dumps({"text": t, "labels": [n for n, on in zip(names, row) if on]})
+                                               + "\n" for row, t in zip(truth, texts)))
+    (world / "lists.tsv").write_text("labels\ttext\n" + "".join(f"{'|'.join(n for n, on in zip(names, row) if on)}\t{t}\n"
+                                                                for row, t in zip(truth, texts)))
+    want = _json(cli("evaluate", "--model", f"{world}/tox.py:clf", "--data", str(world / "cols.tsv"), "--json"))
+    for data in ("lists.jsonl", "lists.tsv"):
+        got = _json(cli("evaluate", "--model", f"{world}/tox.py:clf", "--data", str(world / data), "--label-columns",
+                        "labels", "--json"))
+        assert {k: got[k] for k in ("per_label", "micro", "macro", "subset_accuracy", "hamming_loss")} == \
+            {k: want[k] for k in ("per_label", "micro", "macro", "subset_accuracy", "hamming_loss")}, data
+    (world / "odd.jsonl").write_text(json.dumps({"text": "a film .", "labels": ["toxic", "spam"]}) + "\n")
+    (world / "num.jsonl").write_text(json.dumps({"text": "a film .", "labels": 3}) + "\n")
+    for data, says in (("odd.jsonl", "lists 'spam', which is not a label"), ("num.jsonl", "must hold a list of label")):
+        r = cli("evaluate", "--model", f"{world}/tox.py:clf", "--data", str(world / data), "--label-columns", "labels")
+        assert r.exit_code == 2 and says in r.output and "Traceback" not in r.output, r.output

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
@@ -350,6 +351,69 @@ def example_ids(data: str, n: int, default_split: str = "dev") -> list[str]:
     return [f"{prefix}:{i}" for i in range(n)]
 
 
+def _table_of(spec: str, default_split: str) -> Table:
+    """The rows of a data spec, before validation (a corpus split, ``hf:``, a local file)."""
+    parsed = _parse_spec(spec, default_split)
+    if spec.startswith("hf:"):
+        table, _ = _hf_table(spec, default_split)
+    elif parsed is not None:
+        name, split = parsed
+        path = resolve(name) / f"{split}.tsv"
+        if not path.is_file():
+            raise TextAuditError(f"{name} split '{split}' is missing: no {path}")
+        table = _rows_from_file(path)
+    else:
+        path = Path(spec).expanduser()
+        if not path.exists() and path.suffix.lower() not in FILE_SUFFIXES:
+            raise TextAuditError(f"unknown dataset '{spec}'; use one of {', '.join(CORPORA)} (with :train/:dev/:test), "
+                                 f"hf:<dataset>, or a path to a {'/'.join(s.lstrip('.') for s in FILE_SUFFIXES)} file")
+        if path.is_dir():
+            raise TextAuditError(f"'{path}' is a directory; for a saved or local HuggingFace dataset use hf:{spec}")
+        if not path.is_file():
+            raise TextAuditError(f"data file '{path}' does not exist")
+        table = _rows_from_file(path)
+    return table
+
+
+def _kept(n: int, limit: int | None, sample: int | None, seed: int) -> list[int]:
+    """The rows ``--limit`` (the first N) or ``--sample`` (N drawn with ``seed``, in file order) keep of ``n``."""
+    keep = list(range(n))
+    if limit is not None:
+        return keep[:limit]
+    if sample is not None and sample < n:
+        import numpy as np
+
+        return sorted(np.random.default_rng(seed).choice(n, sample, replace=False).tolist())
+    return keep
+
+
+def label_lists(spec: str, column: str, *, default_split: str = "dev", limit: int | None = None,
+                sample: int | None = None, seed: int = 0) -> list[list[str]]:
+    """A multi-label dataset's column of label *lists*, one per row as :func:`load_dataset` keeps them (the same
+    ``limit``/``sample``): a list (JSON lines, parquet, ``hf:``), or a text of one — a JSON list, or names separated by
+    ``,``, ``;`` or ``|`` (an empty text: no label on). Anything else is one line naming the row."""
+    table = _table_of(str(spec).strip(), default_split)
+    if column not in table.columns:
+        raise TextAuditError(f"{table.name} has no column {column!r} (columns: {', '.join(table.columns)})")
+    out: list[list[str]] = []
+    for i, row in enumerate(table.rows):
+        v = row.get(column)
+        if isinstance(v, str) and v.strip().startswith("["):
+            try:
+                v = json.loads(v)
+            except ValueError:
+                pass
+        if isinstance(v, str):
+            v = [p for p in re.split(r"[,;|]", v) if p.strip()]
+        if v is None:
+            v = []
+        if not isinstance(v, (list, tuple)) or not all(isinstance(x, str) for x in v):
+            raise TextAuditError(f"{table.name}: row {i + table.first_row}: column {column} must hold a list of label "
+                                 f"names, got {str(v)[:40]!r}")
+        out.append([x.strip() for x in v])
+    return [out[i] for i in _kept(len(out), limit, sample, seed)]
+
+
 def load_dataset(spec: str, *, text_column: str | None = None, label_column: str | None = None,
                  pair_column: str | None = None, default_split: str = "train", limit: int | None = None,
                  sample: int | None = None, seed: int = 0, require_labels: bool = True) -> "datasets.Dataset":
@@ -373,35 +437,10 @@ def load_dataset(spec: str, *, text_column: str | None = None, label_column: str
     if limit is not None and sample is not None:
         raise TextAuditError("give --limit N (the first N examples) or --sample N (N at random), not both")
     spec = str(spec).strip()
-    parsed = _parse_spec(spec, default_split)
-    if spec.startswith("hf:"):
-        table, _ = _hf_table(spec, default_split)
-    elif parsed is not None:
-        name, split = parsed
-        path = resolve(name) / f"{split}.tsv"
-        if not path.is_file():
-            raise TextAuditError(f"{name} split '{split}' is missing: no {path}")
-        table = _rows_from_file(path)
-    else:
-        path = Path(spec).expanduser()
-        if not path.exists() and path.suffix.lower() not in FILE_SUFFIXES:
-            raise TextAuditError(f"unknown dataset '{spec}'; use one of {', '.join(CORPORA)} (with :train/:dev/:test), "
-                                 f"hf:<dataset>, or a path to a {'/'.join(s.lstrip('.') for s in FILE_SUFFIXES)} file")
-        if path.is_dir():
-            raise TextAuditError(f"'{path}' is a directory; for a saved or local HuggingFace dataset use hf:{spec}")
-        if not path.is_file():
-            raise TextAuditError(f"data file '{path}' does not exist")
-        table = _rows_from_file(path)
+    table = _table_of(spec, default_split)
     texts, pairs, labels, names, sorted_names = _validate(table, text_column, label_column, pair_column, require_labels)
     ids = example_ids(spec, len(texts), default_split)
-    keep = list(range(len(texts)))
-    if limit is not None:
-        keep = keep[:limit]
-    elif sample is not None:
-        import numpy as np
-
-        if sample < len(keep):
-            keep = sorted(np.random.default_rng(seed).choice(len(keep), sample, replace=False).tolist())
+    keep = _kept(len(texts), limit, sample, seed)
     cols: dict[str, list[Any]] = {"id": [ids[i] for i in keep], "text": [texts[i] for i in keep],
                                   "label": [labels[i] for i in keep]}
     feats = {"id": datasets.Value("string"), "text": datasets.Value("string")}

@@ -11,7 +11,16 @@ from typing import Callable
 import numpy as np
 
 from textaudit.classification import classification_metrics, multilabel_metrics
-from textaudit.data import align_labels, as_pairs, check_labels, dataset_id, load_dataset, pairs_of, parse_label_map
+from textaudit.data import (
+    align_labels,
+    as_pairs,
+    check_labels,
+    dataset_id,
+    label_lists,
+    load_dataset,
+    pairs_of,
+    parse_label_map,
+)
 from textaudit.errors import TextAuditError
 from textaudit.findings import label_on, read_findings
 from textaudit.formats.jsonl import check_output, write_results
@@ -62,8 +71,9 @@ class EvaluateRequest:
     label_threshold: float = shared("label_threshold", 0.5)
     label_columns: str | None = option(None, help=(
         "A multi-label model evaluated on every label at once (without --label): the data's 0/1 columns, one per "
-        "label, named as the model's labels (default: all of them), e.g. toxic,insult. Per-label precision, recall "
-        "and F1, their micro and macro averages, the subset accuracy and the Hamming loss."))
+        "label, named as the model's labels (default: all of them), e.g. toxic,insult; or one column of label lists "
+        "(a list, a JSON list, or names separated by , ; |). Per-label precision, recall and F1, their micro and macro "
+        "averages, the subset accuracy and the Hamming loss."))
     pair_column: str | None = shared("pair_column")
     limit: int | None = shared("limit")
     sample: int | None = shared("sample")
@@ -134,12 +144,12 @@ class EvaluateRequest:
         """Every label of a multi-label model at once: the data's 0/1 column of each label against the label's
         decision (its probability above ``label_threshold``, strictly) — :func:`multilabel_metrics`."""
         names = [c.strip() for c in self.label_columns.split(",") if c.strip()] if self.label_columns else list(model.labels)
+        if len(names) == 1 and names[0] not in model.labels:  # one column of label lists
+            return self._multilabel_lists(model, names[0])
         unknown = [c for c in names if c not in model.labels]
         if unknown:
             raise TextAuditError(f"--label-columns {unknown[0]}: model {model.name} has no label {unknown[0]!r}; its "
                                  f"labels: {', '.join(model.labels)}")
-        if not 0 < self.label_threshold < 1:
-            raise TextAuditError(f"--label-threshold must lie strictly between 0 and 1 (got {self.label_threshold})")
         truth, ds = [], None
         for name in names:  # one column a label: each read as the data's labels are (missing: one line)
             ds = load_dataset(self.data, text_column=self.text_column, label_column=name, default_split="dev",
@@ -148,11 +158,27 @@ class EvaluateRequest:
             if not set(np.unique(y).tolist()) <= {0, 1}:
                 raise TextAuditError(f"column {name} of {self.data} must hold 0 or 1 (the label off or on) in every row")
             truth.append(y)
-        probs = model.predict_proba(list(ds["text"]))
-        cols = [model.labels.index(n) for n in names]
-        decided = probs[:, cols] > self.label_threshold
-        out = multilabel_metrics(np.stack(truth, 1), decided, names, seed=self.seed)
-        return {"model": model.name, "data": self.data, "n": len(ds), "labels": names, "multilabel": True,
+        return self._multilabel_summary(model, list(ds["text"]), np.stack(truth, 1), names)
+
+    def _multilabel_lists(self, model, column: str) -> dict:
+        """Every label of the model against the data's one column of label lists (a label listed: on)."""
+        lists = label_lists(self.data, column, limit=self.limit, sample=self.sample, seed=self.seed)
+        unknown = sorted({x for row in lists for x in row} - set(model.labels))
+        if unknown:
+            raise TextAuditError(f"column {column} of {self.data} lists {unknown[0]!r}, which is not a label of model "
+                                 f"{model.name} ({', '.join(model.labels)})")
+        ds = load_dataset(self.data, text_column=self.text_column, default_split="dev", limit=self.limit,
+                          sample=self.sample, seed=self.seed, require_labels=False)
+        truth = np.array([[name in row for name in model.labels] for row in lists], dtype=int)
+        return self._multilabel_summary(model, list(ds["text"]), truth, list(model.labels))
+
+    def _multilabel_summary(self, model, texts: list[str], truth: np.ndarray, names: list[str]) -> dict:
+        if not 0 < self.label_threshold < 1:
+            raise TextAuditError(f"--label-threshold must lie strictly between 0 and 1 (got {self.label_threshold})")
+        probs = model.predict_proba(texts)
+        decided = probs[:, [model.labels.index(n) for n in names]] > self.label_threshold
+        out = multilabel_metrics(truth, decided, names, seed=self.seed)
+        return {"model": model.name, "data": self.data, "n": len(texts), "labels": names, "multilabel": True,
                 "threshold": self.label_threshold, **out}
 
     def _calibration(self, clf, ds, say: Callable[[str], None]) -> dict:
