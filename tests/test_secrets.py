@@ -287,20 +287,22 @@ AUDITS = {  # each writes its own results file (and prints a table) from the sam
 
 @pytest.mark.parametrize("audit", sorted(AUDITS))
 @pytest.mark.parametrize("kind", sorted(SECRET_KINDS))
-def test_every_secret_kind_through_every_audit_that_writes(endpoint, tmp_path, kind, audit):
+def test_every_secret_kind_through_every_audit_that_writes(endpoint, tmp_path, kind, audit, cli, monkeypatch):
     """4 secret kinds × 4 audits: stdout, stderr, every file name and every file's bytes under the run's folder, and
-    the report made of its results, hold the secret in no form (as typed, URL-encoded, base64)."""
+    the report made of its results, hold the secret in no form (as typed, URL-encoded, base64). In process (the
+    command group's redacting streams, as a process has them; the subprocess cases above hold the process's own)."""
     model, env, secret = SECRET_KINDS[kind](endpoint)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
     (tmp_path / "d.tsv").write_text("label\ttext\n1\ta deep and meaningful film .\n0\tthe film is thin and dull .\n")
     out = tmp_path / f"{audit}.jsonl"
     key = ["--api-key-env", "TEXTAUDIT_API_KEY"] if env else []  # the key is sent in the Authorization header
-    r = _audit(*AUDITS[audit](model, tmp_path / "d.tsv", out), *key,
-               env={**env, "TEXTAUDIT_DATA": os.environ.get("TEXTAUDIT_DATA", "../shared/data")})
-    assert r.returncode == 0, r.stderr
+    r = cli(*AUDITS[audit](model, tmp_path / "d.tsv", out), *key)
+    assert r.exit_code == 0, r.output
     texts = [r.stdout, r.stderr]
     if out.exists():
-        rep = _audit("report", str(out), "--out", str(tmp_path / "report.html"), env=env)
-        assert rep.returncode == 0, rep.stderr
+        rep = cli("report", str(out), "--out", str(tmp_path / "report.html"))
+        assert rep.exit_code == 0, rep.output
         texts += [rep.stdout, rep.stderr]
     texts.append(_everything(tmp_path))
     assert not leaks("\n".join(texts), *secret), (kind, audit, leaks("\n".join(texts), *secret))
