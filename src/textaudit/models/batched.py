@@ -48,6 +48,7 @@ import numpy as np
 
 import textaudit.notices as notices
 from textaudit.errors import TextAuditError, check_at_least, user_code_error
+from textaudit.secrets import safe_name
 from textaudit.sentence import Sentence
 from textaudit.token_ids import default_batch_tokens, pack, splice_all
 
@@ -236,7 +237,7 @@ class BatchedClassifier:
         self.name = name
         self.labels = list(labels) if labels is not None else None
         #: independent labels (one probability each, a sigmoid of logits; rows need not sum to 1), not exclusive
-        #: classes: audited one label at a time (:class:`LabelView`, ``--label``)
+        #: classes: audited one label at a time (:func:`label_view`, ``--label``)
         self.multilabel = bool(multilabel)
         self.user_code = user_code
         self.batch_tokens = batch_tokens or default_batch_tokens("cpu")
@@ -541,7 +542,7 @@ class BatchedClassifier:
 
 
 def label_view(classifier: "BatchedClassifier", label: str | None, threshold: float = 0.5) -> "BatchedClassifier":
-    """``--label NAME`` (``--threshold t``): one label of a multi-label model as a binary classifier whose rows are
+    """``--label NAME`` (``--label-threshold t``): one label of a multi-label model as a binary classifier whose rows are
     ``[1 − q, q]``, q = the label's probability p moved so that q > 1/2 exactly when p > t (q = p at t = 1/2): a flip
     is that label crossing its threshold, strictly — p = t is a tie, never a flip. Its forwards are the model's
     (one forward per text answers every label: the model's cache is shared by every view). ``label`` None: the model
@@ -555,8 +556,7 @@ def label_view(classifier: "BatchedClassifier", label: str | None, threshold: fl
                                  "audit one of its labels, or --label all")
         return classifier
     if not multi:
-        raise TextAuditError(f"--label {label}: model {classifier.name} is single-label (its classes exclude each other"
-                             f"{': ' + ', '.join(names) if names else ''}); --label is for multi-label models")
+        raise _single_label(classifier, label)
     if label not in names:
         raise TextAuditError(f"model {classifier.name} has no label {label!r}; its labels: {', '.join(names)}")
     if not 0 < threshold < 1:
@@ -592,17 +592,18 @@ def each_label(classifier: "BatchedClassifier", output: str | Path | None) -> di
     label). One line for a single-label model."""
     names = list(getattr(classifier, "labels", None) or [])
     if not getattr(classifier, "multilabel", False):
-        raise TextAuditError(f"--label all: model {classifier.name} is single-label (its classes exclude each other"
-                             f"{': ' + ', '.join(names) if names else ''}); --label is for multi-label models")
+        raise _single_label(classifier, ALL_LABELS)
     if output is None:
         return {n: None for n in names}
     out = Path(output)
-    return {n: out.with_name(f"{out.stem}.{safe_label(n)}{out.suffix}") for n in names}
+    return {n: out.with_name(f"{out.stem}.{safe_name(n)}{out.suffix}") for n in names}  # a file-name part, redacted
 
 
-def safe_label(name: str) -> str:
-    """A label as a file-name part."""
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name) or "_"
+def _single_label(classifier: "BatchedClassifier", label: str) -> TextAuditError:
+    """``--label`` given for a model whose classes exclude each other."""
+    names = list(getattr(classifier, "labels", None) or [])
+    return TextAuditError(f"--label {label}: model {classifier.name} is single-label (its classes exclude each other"
+                          f"{': ' + ', '.join(names) if names else ''}); --label is for multi-label models")
 
 
 def pair_inputs(texts: Sequence[str], contexts: str | Sequence[str], side: str = "second") -> list[tuple[str, str]]:
