@@ -25,7 +25,7 @@ from textaudit.errors import TextAuditError
 from textaudit.findings import label_on, read_findings
 from textaudit.formats.jsonl import check_output, write_results
 from textaudit.models import load_classifier
-from textaudit.models.batched import label_only_report, label_view
+from textaudit.models.batched import check_label_threshold, label_only_report, label_view
 from textaudit.models.zoo.names import ZOO_MODELS
 from textaudit.notices import say as say_line
 from textaudit.request import option, shared
@@ -173,8 +173,7 @@ class EvaluateRequest:
         return self._multilabel_summary(model, list(ds["text"]), truth, list(model.labels))
 
     def _multilabel_summary(self, model, texts: list[str], truth: np.ndarray, names: list[str]) -> dict:
-        if not 0 < self.label_threshold < 1:
-            raise TextAuditError(f"--label-threshold must lie strictly between 0 and 1 (got {self.label_threshold})")
+        check_label_threshold(self.label_threshold)
         probs = model.predict_proba(texts)
         decided = probs[:, [model.labels.index(n) for n in names]] > self.label_threshold
         out = multilabel_metrics(truth, decided, names, seed=self.seed)

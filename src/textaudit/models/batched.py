@@ -55,7 +55,7 @@ from textaudit.token_ids import default_batch_tokens, pack, splice_all
 __all__ = ["Classifier", "BatchedClassifier", "PairView", "pair_inputs", "QueryStats", "as_classifier", "softmax", "Text", "text_length",
            "scores_of", "unknown_class", "model_scores", "label_report", "label_only_report", "is_remote",
            "query_stats", "forward_of", "torch_parts", "device_clocked", "placement", "reduced_precision",
-           "masked_lm_identity", "decisions", "TIE", "label_view",
+           "masked_lm_identity", "decisions", "TIE", "label_view", "check_label_threshold",
            "each_label", "ALL_LABELS"]
 
 #: one classifier input: a text, or a sentence pair ``(first, second)``
@@ -559,8 +559,7 @@ def label_view(classifier: "BatchedClassifier", label: str | None, threshold: fl
         raise _single_label(classifier, label)
     if label not in names:
         raise TextAuditError(f"model {classifier.name} has no label {label!r}; its labels: {', '.join(names)}")
-    if not 0 < threshold < 1:
-        raise TextAuditError(f"--label-threshold must lie strictly between 0 and 1 (got {threshold})")
+    check_label_threshold(threshold)
     j = names.index(label)
     shift = float(np.log(threshold / (1 - threshold)))
 
@@ -597,6 +596,12 @@ def each_label(classifier: "BatchedClassifier", output: str | Path | None) -> di
         return {n: None for n in names}
     out = Path(output)
     return {n: out.with_name(f"{out.stem}.{safe_name(n)}{out.suffix}") for n in names}  # a file-name part, redacted
+
+
+def check_label_threshold(threshold: float) -> None:
+    """``--label-threshold``: a probability strictly between 0 and 1 (one line otherwise)."""
+    if not 0 < threshold < 1:
+        raise TextAuditError(f"--label-threshold must lie strictly between 0 and 1 (got {threshold})")
 
 
 def _single_label(classifier: "BatchedClassifier", label: str) -> TextAuditError:
