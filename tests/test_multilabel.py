@@ -257,3 +257,28 @@ def test_one_column_of_label_lists_gives_what_the_0_1_columns_give(world, cli):
     for data, says in (("odd.jsonl", "lists 'spam', which is not a label"), ("num.jsonl", "must hold a list of label")):
         r = cli("evaluate", "--model", f"{world}/tox.py:clf", "--data", str(world / data), "--label-columns", "labels")
         assert r.exit_code == 2 and says in r.output and "Traceback" not in r.output, r.output
+
+
+def test_compare_takes_a_label_and_every_label(world, cli):
+    """audit compare --label all: one row per label (model[label]), each cell's records equal to a compare --label NAME
+    run's; --label NAME on a single-label model is the one line attack gives."""
+    (world / "data3.tsv").write_text("toxic\tinsult\tidentity_hate\ttext\n" + "".join(f"1\t0\t0\t{r}\n" for r in ROWS))
+    args = ["--methods", "so-beam", "--k", "1", "--data", str(world / "data3.tsv"), "--mlm", str(world / "mlm"), "--json"]
+    model = f"{world}/tox.py:clf"
+    every = _json(cli("compare", "--models", model, "--label", "all", "--output-dir", str(world / "all"), *args))
+    rates = {c["model"]: c["success_rate"] for c in every["cells"]}
+    # identity_hate is 0.5 on every row: a tie at the threshold, no prediction to attack (no rate, never a flip)
+    assert rates == {f"{model}[toxic]": 1.0, f"{model}[insult]": 0.0, f"{model}[identity_hate]": None}
+    assert {p["by"] for p in every["paired"]} == {"model"}  # the labels paired under the one method
+    one = _json(cli("compare", "--models", model, "--label", "toxic", "--output-dir", str(world / "one"), *args))
+    assert [c["model"] for c in one["cells"]] == [f"{model}[toxic]"]
+    name = every["files"][0]
+    assert name == one["files"][0] and name.endswith("tox.py_clf_toxic.so-beam.jsonl")
+    untimed = lambda path: [{k: v for k, v in r.items() if k != "seconds"} for r in _records(path)[1]]  # noqa: E731
+    assert untimed(world / "all" / name) == untimed(world / "one" / name)
+    assert _records(world / "all" / name)[0] == _records(world / "one" / name)[0]
+    r = cli("compare", "--models", "bow", "--label", "toxic", "--output-dir", str(world / "bow"), *args)
+    assert r.exit_code == 2 and "is single-label" in r.output and "Traceback" not in r.output, r.output
+    r = cli("compare", "--models", model, "--label", "toxic", "--label-threshold", "1", "--output-dir",
+            str(world / "t"), *args)
+    assert r.exit_code == 2 and "--label-threshold must lie strictly between 0 and 1" in r.output, r.output

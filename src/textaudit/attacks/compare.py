@@ -24,6 +24,7 @@ from textaudit.files import atomic_path
 from textaudit.formats.compare import MATRIX_COLUMNS, SUMMARY, cell_path
 from textaudit.formats.jsonl import check_output
 from textaudit.lm import LazyCausalLM
+from textaudit.models.batched import ALL_LABELS, each_label, label_view
 from textaudit.models import load_classifier
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.secrets import redact_obj
@@ -130,47 +131,71 @@ def cells_from_files(files: Iterable[tuple]) -> dict[tuple[str, str], list[dict]
 def run_compare(models: Sequence[str], methods: Sequence[str], output_dir: str | Path, *, data: str = "sst2:dev",
                 limit: int | None = None, k: int | None = None, mlm: str | None = None, ppl: bool = False,
                 seed: int = 0, progress: bool = True, in_flight: int | None = None, margin: float | None = None,
-                label_map: dict[str, int] | None = None) -> dict:
+                label_map: dict[str, int] | None = None, label: str | None = None,
+                label_threshold: float = 0.5) -> dict:
     """Run (or resume) every method on every model into ``output_dir`` (:func:`cell_path`), write
     :data:`SUMMARY` there and return it: ``{"data", "mlm", "seed", "cells", "paired", "files"}``.
     ``in_flight``: examples each attack searches at once (:func:`~textaudit.attacks.run.run_attack`).
 
     ``k`` goes to the methods that have one (None: each method's default). Every option and every
-    cell file is checked before any model loads. ``margin``: see :func:`compare_cells` (two models or more).
-    ``label_map``: the model's class id of each class name of the data (:func:`textaudit.data.align_labels`)."""
+    cell file is checked before any attack runs. ``margin``: see :func:`compare_cells` (two models or more).
+    ``label_map``: the model's class id of each class name of the data (:func:`textaudit.data.align_labels`).
+    ``label`` (``--label``): multi-label models audited on that label (a row ``model[label]``, the data's column of
+    the label's name as its gold), or on every label with ``"all"`` (one row per label; each model loaded once, its
+    forwards shared by its labels) — :func:`~textaudit.models.batched.label_view`."""
     output_dir = Path(output_dir)
     if output_dir.exists() and not output_dir.is_dir():
         raise TextAuditError(f"--output-dir {output_dir} is a file; give a directory")
 
-    check_margin(margin, len(models) > 1, "two models or more")
+    check_margin(margin, len(models) > 1 or label == ALL_LABELS, "two models or more")
     specs = {method: method_spec(method) for method in methods}
     given = {method: {"seed": seed, **({"k": k} if k is not None and "k" in spec.options else {})}
              for method, spec in specs.items()}  # k goes to the methods that have a k
     for method in methods:
         check_options(method, given[method])
     data_id = dataset_id(data, "dev")
-    for model in models:
-        for method in methods:
-            path = cell_path(output_dir, model, method)
-            check_output(path, path.exists(), {"method": method, "seed": seed, "data": data_id, "ppl": ppl})
-    ds = load_dataset(data, default_split="dev", limit=limit)
-    ids = ds["id"]
+    expected = {"method": None, "seed": seed, "data": data_id, "ppl": ppl}
+
+    def check_cells(rows: Sequence[str]) -> None:
+        for row in rows:
+            for method in methods:
+                path = cell_path(output_dir, row, method)
+                check_output(path, path.exists(), {**expected, "method": method})
+
+    if label != ALL_LABELS:  # the rows are known before any model loads
+        check_cells([m if label is None else f"{m}[{label}]" for m in models])
     masked_lm = load_mlm(mlm) if any(s.needs_mlm for s in specs.values()) else None
+    rows = _rows(models, label, label_threshold)
+    check_cells(list(rows))
     lm = LazyCausalLM() if ppl else None
-    cells = {}
-    for model in models:
-        clf = load_classifier(model)
-        model_ds, _ = align_labels(ds, clf, label_map)  # class names by the model's, never by their sort order
+    cells, datasets = {}, {}
+    for row, (clf, column) in rows.items():
+        if column not in datasets:
+            datasets[column] = load_dataset(data, default_split="dev", limit=limit, label_column=column)
+        ds = datasets[column]
+        row_ds, _ = align_labels(ds, clf, label_map)  # class names by the model's, never by their sort order
         for method in methods:
-            path = cell_path(output_dir, model, method)
+            path = cell_path(output_dir, row, method)
             atk = make_attack(method, clf, **given[method], **({"mlm": masked_lm} if specs[method].needs_mlm else {}))
             if hasattr(atk, "rank_patch_words"):
                 atk.rank_patch_words(ds["text"])
-            _, records = run_attack(atk, ds["text"], model_ds["label"], ids=ids, output=path, resume=path.exists(), ppl=lm,
-                                    config={"data": data_id}, progress=progress, in_flight=in_flight)
-            cells[(model, method)] = records
+            _, records = run_attack(atk, ds["text"], row_ds["label"], ids=ds["id"], output=path, resume=path.exists(),
+                                    ppl=lm, config={"data": data_id}, progress=progress, in_flight=in_flight)
+            cells[(row, method)] = records
     result = {"data": data_id, "mlm": getattr(masked_lm, "name", None), "seed": seed, **compare_cells(cells, margin),
-              "files": [cell_path(output_dir, m, a).name for m in models for a in methods]}
+              "files": [cell_path(output_dir, row, a).name for row in rows for a in methods]}
     with atomic_path(output_dir / SUMMARY) as tmp:
         tmp.write_text(json.dumps(redact_obj({"header": {"command": "compare"}, **result}), indent=1))
     return result
+
+
+def _rows(models: Sequence[str], label: str | None, threshold: float) -> dict[str, tuple[object, str | None]]:
+    """The matrix's rows: ``{row name: (classifier, the data's label column)}`` — a model, or with ``label`` its
+    label's view (``model[label]``), or with ``"all"`` one view per label of each multi-label model (loaded once)."""
+    rows: dict[str, tuple[object, str | None]] = {}
+    for model in models:
+        clf = load_classifier(model)
+        names = [label] if label != ALL_LABELS else list(each_label(clf, None))
+        for name in names:
+            rows[model if name is None else f"{model}[{name}]"] = (label_view(clf, name, threshold), name)
+    return rows

@@ -29,7 +29,7 @@ from textaudit.formats.compare import check_distinct_files
 from textaudit.lexicons import load_pairs_file
 from textaudit.lm import LazyCausalLM
 from textaudit.models import load_classifier
-from textaudit.models.batched import each_label, label_view
+from textaudit.models.batched import check_label_threshold, each_label, label_view
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.notices import say as say_line
 from textaudit.request import option, shared
@@ -220,6 +220,8 @@ class CompareRequest:
         "One results file per cell (<model>.<method>.jsonl) and compare.json; a rerun reuses (resumes) every cell."))
     data: str = shared("data", "sst2:dev")
     label_map: str | None = shared("label_map")
+    target_label: str | None = shared("target_label")
+    label_threshold: float = shared("label_threshold", 0.5)
     limit: int | None = shared("limit")
     k: int | None = option(None, low=0, help="k of the neighbourhood methods (default: each method's own).")
     mlm: str | None = shared("mlm")
@@ -240,10 +242,13 @@ class CompareRequest:
                 raise TextAuditError(f"--{what} names one twice: {','.join(names)}")
         check_distinct_files(self.models, "--models")
         parse_label_map(self.label_map)
+        if self.target_label is not None:
+            check_label_threshold(self.label_threshold)
 
     def run(self, *, progress: bool = True) -> dict:
         """Run (or reuse) every cell and return the comparison (``compare.json``'s content)."""
         self.check()
         return run_compare(self.models, self.methods, self.output_dir, data=self.data, limit=self.limit, k=self.k,
                            mlm=self.mlm, ppl=self.ppl, seed=self.seed, margin=self.margin, progress=progress,
-                           label_map=parse_label_map(self.label_map))
+                           label_map=parse_label_map(self.label_map), label=self.target_label,
+                           label_threshold=self.label_threshold)
