@@ -282,3 +282,35 @@ def test_compare_takes_a_label_and_every_label(world, cli):
     r = cli("compare", "--models", model, "--label", "toxic", "--label-threshold", "1", "--output-dir",
             str(world / "t"), *args)
     assert r.exit_code == 2 and "--label-threshold must lie strictly between 0 and 1" in r.output, r.output
+
+
+def test_certify_every_label_in_one_run_equals_each_label_alone(world, cli):
+    """certify --label all: each label's file holds what --label NAME writes (the seeded draws are the same), the
+    drawn texts forwarded once for the three labels; IBP is refused in one line."""
+    from textaudit.robustness.request import CertifyRequest
+
+    (world / "data3.tsv").write_text("toxic\tinsult\tidentity_hate\ttext\n" + "".join(f"1\t0\t0\t{r}\n" for r in ROWS))
+    (world / "syn.json").write_text('{"film": ["movie"], "deep": ["profound"]}')
+    common = dict(model=f"{world}/tox.py:clf", method="safer", data=str(world / "data3.tsv"), synonyms=world / "syn.json",
+                  hops=1, samples=40, selection=10, neighbors=0)
+    every = CertifyRequest(**common, target_label="all", output=world / "c.jsonl").run_each_label(progress=False)
+    assert list(every) == ["toxic", "insult", "identity_hate"]
+    alone = {}
+    for name in every:
+        r = CertifyRequest(**common, target_label=name, output=world / f"one.{name}.jsonl")
+        alone[name] = r.run(table=r.check(), progress=False)
+        untimed = lambda path: [{k: v for k, v in x.items() if k != "seconds"} for x in _records(path)[1]]  # noqa: E731
+        assert untimed(world / f"c.{name}.jsonl") == untimed(world / f"one.{name}.jsonl"), name
+    # the planted film → movie flip of toxic: half the draws on each side, the smoothed classifier abstains on all
+    # three; insult never moves: right (gold 0) on all three
+    assert {n: (o.summary["accuracy"], o.summary["abstain"]) for n, o in every.items() if n != "identity_hate"} == {
+        "toxic": (0.0, 3), "insult": (1.0, 0)}
+    model = every["toxic"].classifier.model
+    assert model.stats.unique_forwards == alone["toxic"].classifier.model.stats.unique_forwards > 0  # once, not 3 times
+    out = _json(cli("certify", "--model", f"{world}/tox.py:clf", "--label", "all", "--method", "safer", "--data",
+                    str(world / "data3.tsv"), "--synonyms", str(world / "syn.json"), "--hops", "1", "--samples", "40",
+                    "--selection", "10", "--neighbors", "0", "--json", "--output", str(world / "cli.jsonl")))
+    assert set(out["labels"]) == {"toxic", "insult", "identity_hate"} and out["forwards"] == model.stats.unique_forwards
+    r = cli("certify", "--model", f"{world}/tox.py:clf", "--label", "all", "--method", "ibp", "--data",
+            str(world / "data3.tsv"))
+    assert r.exit_code == 2 and "--method safer" in r.output and "Traceback" not in r.output, r.output

@@ -379,6 +379,17 @@ def with_track_option(command: Callable) -> Callable:
     return option_group(command, {**options, "_track_ctx": (typer.Context, inspect.Parameter.empty)}, around)
 
 
+def each_label_summary(outcomes: dict, output: Path | None, masked_lm: Any = None) -> tuple[dict, dict]:
+    """``--label all``'s summary — ``{"labels": {label: its summary}, "forwards": the model's forwards, counted once
+    for every label, store fields}`` — and each label's results file (:func:`~textaudit.models.batched.each_label`)."""
+    from textaudit.models.batched import each_label
+
+    model = next(iter(outcomes.values())).classifier.model  # the views' model: its counters are every label's
+    files = each_label(model, output)
+    return ({"labels": {name: o.summary for name, o in outcomes.items()}, "forwards": model.stats.unique_forwards,
+             **store_fields(masked_lm)}, files)
+
+
 def store_fields(mlm: Any) -> dict:
     """A summary's store fields: ``store_hits``, ``store_misses``, ``store_hit_rate``, ``mlm_seconds_saved``
     of the masked LM ``mlm`` (or the one it re-ranks), or nothing without a store."""

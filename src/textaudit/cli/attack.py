@@ -10,6 +10,7 @@ from textaudit.cli.app import (
     JsonOpt,
     audit_command,
     conclude,
+    each_label_summary,
     format_ci,
     notice,
     print_sampled,
@@ -17,7 +18,7 @@ from textaudit.cli.app import (
     score_fields,
     store_fields,
 )
-from textaudit.models.batched import ALL_LABELS, each_label
+from textaudit.models.batched import ALL_LABELS
 
 
 @audit_command(AttackRequest, backend=True)
@@ -79,10 +80,7 @@ def show_examples(records: list[dict], labels, n: int = 3) -> None:
 def _each_label(request: AttackRequest, runner: Backend, json_out: bool) -> None:
     """``--label all``: one row per label (its results file named after it), the model's forwards counted once."""
     outcomes = request.run_each_label(runner, say=notice)
-    model = next(iter(outcomes.values())).classifier.model  # the views' model: its counters are every label's
-    files = each_label(model, request.output)
-    summary = {"labels": {name: o.summary for name, o in outcomes.items()}, "forwards": model.stats.unique_forwards,
-               **store_fields(next(iter(outcomes.values())).masked_lm)}
+    summary, files = each_label_summary(outcomes, request.output, next(iter(outcomes.values())).masked_lm)
     if conclude(summary, None, json_out, files=[f for f in files.values() if f is not None]):
         return
     print_table(f"{request.method or 'attack'} on every label of {request.model} ({request.data})",

@@ -9,6 +9,7 @@ from textaudit.cli.app import (
     JsonOpt,
     audit_command,
     conclude,
+    each_label_summary,
     notice,
     print_table,
     score_fields,
@@ -17,7 +18,7 @@ from textaudit.cli.app import (
 from textaudit.fairness.bias import BIAS_COLUMNS, K0_NOTE, bias_rows
 from textaudit.fairness.plots import plot_bias
 from textaudit.fairness.request import BiasOutcome, BiasRequest
-from textaudit.models.batched import ALL_LABELS, each_label
+from textaudit.models.batched import ALL_LABELS
 
 
 @audit_command(BiasRequest, backend=True)
@@ -65,10 +66,7 @@ def _each_label(request: BiasRequest, runner: Backend, json_out: bool) -> None:
     """``--label all``: B_{p,k} per label (rows prefixed by the label; each label's file named after it)."""
     outcomes = request.run_each_label(runner)
     first = next(iter(outcomes.values()))
-    model = first.classifier.model  # the views' model: its counters are every label's
-    files = each_label(model, request.output)
-    out = {"labels": {name: o.summary for name, o in outcomes.items()}, "forwards": model.stats.unique_forwards,
-           **store_fields(first.masked_lm)}
+    out, files = each_label_summary(outcomes, request.output, first.masked_lm)
     if conclude(out, None, json_out, files=[f for f in files.values() if f is not None]):
         return
     rows = [[name, *row] for name, o in outcomes.items() for row in bias_rows(o.results, o.classes, o.controls)]

@@ -25,6 +25,7 @@ from textaudit.cli.app import (
     app,
     audit_command,
     conclude,
+    each_label_summary,
     emit_json,
     format_ci,
     notice,
@@ -34,7 +35,7 @@ from textaudit.cli.app import (
 from textaudit.errors import TextAuditError
 from textaudit.evaluation import EvaluateRequest, one_class_warning
 from textaudit.models import load_classifier
-from textaudit.models.batched import label_only_report, sampled_draws
+from textaudit.models.batched import ALL_LABELS, label_only_report, sampled_draws
 from textaudit.models.zoo import ARCHS, parse_name, train_model
 from textaudit.neighborhoods.corpus import DEBIAN_SOURCES, debian_prose, generate_synthetic
 from textaudit.neighborhoods.train_mlm import TrainMLMConfig, default_out
@@ -145,6 +146,9 @@ def certify(json_out: JsonOpt = False, request: CertifyRequest = None) -> None:
     """Certified accuracy under word substitution: IBP for the zoo's robust word models, randomized smoothing
     (SAFER: synonyms; RanMASK: any word) for any model (the smoothed prediction and its certified radius per
     example)."""
+    if request.target_label == ALL_LABELS:
+        _certify_each_label(request, json_out)
+        return
     table = request.check()  # every one-line error before any data or model loads
     outcome = request.run(table=table, say=notice)
     if outcome.method == "ibp":
@@ -155,6 +159,25 @@ def certify(json_out: JsonOpt = False, request: CertifyRequest = None) -> None:
                     [[k, v] for k, v in res.items()])
         return
     _show_smoothing(request, outcome, json_out)
+
+
+def _certify_each_label(request: CertifyRequest, json_out: bool) -> None:
+    """``--label all``: one row per label (its results file named after it), each drawn text forwarded once."""
+    outcomes = request.run_each_label(say=notice)
+    summary, files = each_label_summary(outcomes, request.output)
+    if conclude(summary, None, json_out, files=[f for f in files.values() if f is not None]):
+        return
+
+    def at_least_one(s: dict) -> str:  # certified against any one substitution (radius ≥ 1)
+        row = next((r for r in s["curve"] if r["radius"] >= 1), None)
+        return "0 (none)" if row is None else f"{row['certified_accuracy']} {format_ci(tuple(row['certified_accuracy_ci95']))}"
+
+    first = next(iter(outcomes.values()))
+    print_table(f"{SMOOTHING[first.method]} certification of every label of {request.model} on {request.data}",
+                ["label", "examples", "smoothed accuracy", "95% CI", "abstained", "certified accuracy, radius ≥ 1",
+                 "results"],
+                [[name, o.examples, o.summary["accuracy"], format_ci(tuple(o.summary["accuracy_ci95"] or ()) or None),
+                  o.summary["abstain"], at_least_one(o.summary), files[name] or "–"] for name, o in outcomes.items()])
 
 
 def _show_smoothing(request: CertifyRequest, outcome, json_out: bool) -> None:

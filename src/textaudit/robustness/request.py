@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -25,7 +25,7 @@ from textaudit.errors import TextAuditError
 from textaudit.formats.jsonl import check_output, write_results
 from textaudit.lexicons import counterfitted_neighbors
 from textaudit.models import load_classifier
-from textaudit.models.batched import label_view, masked_lm_identity
+from textaudit.models.batched import each_label, label_view, masked_lm_identity
 from textaudit.models.zoo.names import ROBUST_ARCHS, ZOO_MODELS, parse_name
 from textaudit.neighborhoods.builder import NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import load_mlm
@@ -162,14 +162,33 @@ class CertifyRequest:
             **({"mask_rate": self.mask_rate, "mask_token": self.mask_token} if ranmask else {})))
         return table
 
+    def run_each_label(self, backend: Backend | None = None, *, progress: bool = True,
+                       say: Callable[[str], None] = say_line) -> dict[str, CertifyOutcome]:
+        """``--label all``: every label of a multi-label model certified in one run — the model (and the second-order
+        view's masked LM) loaded once, so a drawn text is forwarded once for every label — each label's records in
+        its own file (:func:`each_label`), its gold label the data's column of the label's name."""
+        if self.chosen_method == "ibp":  # the zoo's word models, all single-label
+            raise TextAuditError("--label all certifies a multi-label model's labels by smoothing: give --method safer "
+                                 "or ranmask (IBP certifies the zoo's single-label word models)")
+        model = load_classifier(self.model)
+        files = each_label(model, self.output)
+        requests = {name: replace(self, target_label=name, output=path) for name, path in files.items()}
+        tables = {name: r.check() for name, r in requests.items()}  # every file's one-line error before any work
+        mlm = load_mlm(self.mlm) if self.neighbors and self.chosen_method != "ibp" else None
+        return {name: r.run(backend, table=tables[name], progress=progress, say=say, loaded=(model, mlm))
+                for name, r in requests.items()}
+
     def run(self, backend: Backend | None = None, *, table: dict | None = None, progress: bool = True,
-            say: Callable[[str], None] = say_line, config: dict | None = None) -> CertifyOutcome:
+            say: Callable[[str], None] = say_line, config: dict | None = None,
+            loaded: tuple[Any, Any] | None = None) -> CertifyOutcome:
         """Certify the examples and return the outcome (``table``: :meth:`check`'s answer; ``config``: more of the
-        results header's settings, e.g. a suite's limit)."""
+        results header's settings, e.g. a suite's limit; ``loaded``: the model and masked LM already loaded —
+        ``--label all``: shared by every label)."""
         method = self.chosen_method
         ds = load_dataset(self.data, default_split="dev", limit=self.limit,  # bad data: an error before a model trains
                           label_column=self.target_label)  # a multi-label model's label: the data's column of its name
-        clf = label_view(load_classifier(self.model), self.target_label, self.label_threshold)
+        model, mlm = loaded if loaded is not None else (load_classifier(self.model), None)
+        clf = label_view(model, self.target_label, self.label_threshold)
         ds, _ = align_labels(ds, clf)  # class names by the model's, never by their sort order
         check_labels(ds["label"], clf.num_classes, clf.name)
         if method == "ibp":
@@ -184,7 +203,7 @@ class CertifyRequest:
             return CertifyOutcome(method, res, records, clf, len(ds))
         ranmask, k = method == "ranmask", self.neighbors
         self._say_cost(clf, list(ds["text"]), ranmask, say)
-        builder = NeighborhoodBuilder(load_mlm(self.mlm), seed=self.seed) if k else None
+        builder = NeighborhoodBuilder(mlm if mlm is not None else load_mlm(self.mlm), seed=self.seed) if k else None
         # RanMASK draws no synonyms: its sets serve only the second-order view's patches
         sets = PerturbationSets({} if ranmask and not k else table if table is not None else counterfitted_neighbors(),
                                 hops=self.hops)
