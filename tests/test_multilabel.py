@@ -314,3 +314,72 @@ def test_certify_every_label_in_one_run_equals_each_label_alone(world, cli):
     r = cli("certify", "--model", f"{world}/tox.py:clf", "--label", "all", "--method", "ibp", "--data",
             str(world / "data3.tsv"))
     assert r.exit_code == 2 and "--method safer" in r.output and "Traceback" not in r.output, r.output
+
+
+def _tiny_multilabel_bert(path, bias=(0.0, 0.0, 0.0)):
+    """A tiny real BERT saved with problem_type = "multi_label_classification" (toxic, insult, threat)."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+
+    from textaudit.resources import resolve
+
+    tok = BertTokenizerFast.from_pretrained(resolve("minilm"))
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                     intermediate_size=64, num_labels=3, problem_type="multi_label_classification",
+                     id2label={0: "toxic", 1: "insult", 2: "threat"}, label2id={"toxic": 0, "insult": 1, "threat": 2})
+    model = BertForSequenceClassification(cfg).eval()
+    with torch.no_grad():
+        model.classifier.bias[:] = torch.tensor(bias)
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+def test_harden_trains_one_label_of_a_multi_label_model_and_keeps_the_others(tmp_path, cli):
+    """audit harden --label toxic on a tiny multi-label BERT: toxic learns its gold (its held-out accuracy rises),
+    insult and threat stay the original's probabilities (their targets are the original's own: they barely move while
+    toxic moves), the saved model is still multi-label; the before/after audits are toxic's; --label on a zoo model,
+    --label all and no --label on a multi-label model are one line each."""
+    from textaudit.harden import HardenSettings, harden
+    from textaudit.models import load_classifier
+
+    src = _tiny_multilabel_bert(tmp_path / "tiny")
+    bad = ["awful", "vile", "nasty", "horrid"]
+    good = ["fine", "kind", "sweet", "lovely"]
+
+    def rows(n, seed, when="today"):
+        rng = np.random.default_rng(seed)
+        out = []
+        for i in range(n):
+            y = i % 2
+            out.append((y, f"the {rng.choice(['film', 'movie'])} was {rng.choice(bad if y else good)} {when} ."))
+        return out
+
+    for name, n, seed, when in (("train", 160, 0, "today"), ("dev", 16, 1, "again")):  # no dev sentence in train
+        (tmp_path / f"{name}.tsv").write_text("toxic\tinsult\tthreat\ttext\n" +
+                                              "".join(f"{y}\t0\t0\t{t}\n" for y, t in rows(n, seed, when)))
+    s = HardenSettings(model=f"hf:{src}", method="consistency", data=str(tmp_path / "train.tsv"), train_sample=20,
+                       neighbors=0, epochs=15, pairs=[["film", "movie"]], eval_data=str(tmp_path / "dev.tsv"),
+                       eval_limit=16, eval_attacks=[["so-enum", 1]], mlm="minilm-mlm", lr=5e-3, label="toxic")
+    res = harden(s, tmp_path / "h", progress=False)
+    assert res["accuracy"]["after"]["rate"] > res["accuracy"]["before"]["rate"]
+    assert res["accuracy"]["after"]["rate"] >= 0.9
+    assert res["bias"][0]["pair"] == ["film", "movie"]
+    after = load_classifier(str(tmp_path / "h" / "model"))
+    before = load_classifier(f"hf:{src}")
+    assert after.multilabel and after.labels == ["toxic", "insult", "threat"]
+    texts = [t for _, t in rows(40, 2, "again")]
+    moved = np.abs(after.predict_proba(texts) - before.predict_proba(texts)).mean(axis=0)
+    assert moved[0] > 0.2 and moved[1] < moved[0] / 5 and moved[2] < moved[0] / 5, moved
+    header = json.loads((tmp_path / "h" / "harden.json").read_text())["header"]["config"]
+    assert header["label"] == "toxic" and header["label_threshold"] == 0.5
+
+    base = ["harden", "--method", "consistency", "--data", str(tmp_path / "train.tsv"), "--eval-data",
+            str(tmp_path / "dev.tsv")]
+    for args, said in ((["--model", "cnn", "--label", "toxic"], "is single-label"),
+                       (["--model", f"hf:{src}", "--label", "all"], "one label at a time"),
+                       (["--model", f"hf:{src}"], "give --label NAME")):
+        r = cli(*base, *args, "--out", str(tmp_path / "x"))
+        assert r.exit_code == 2 and said in r.output and "Traceback" not in r.output, r.output
+        assert not (tmp_path / "x").exists()

@@ -65,6 +65,11 @@ class Trainable:
     def num_classes(self) -> int:
         return int(getattr(self.module, "num_classes", None) or self.module.config.num_labels)
 
+    @property
+    def multilabel(self) -> bool:
+        """An hf: model saved with ``problem_type = "multi_label_classification"`` (one sigmoid per label)."""
+        return self.arch == "hf" and getattr(self.module.config, "problem_type", None) == "multi_label_classification"
+
     def copy(self) -> "Trainable":
         """An independent copy (training it leaves this one as it was)."""
         return Trainable(self.spec, self.arch, copy.deepcopy(self.module).cpu(), self.tokenizer, self.max_len,
@@ -82,6 +87,7 @@ class Trainable:
         clf = torch_classifier(self.module, encode, name=name, device=device, num_classes=self.num_classes,
                                labels=self.labels, ids=ids)
         clf.fingerprint = self.fingerprint
+        clf.multilabel = self.multilabel
         return clf
 
     def save(self, path: Path, info: dict[str, Any]) -> Path:

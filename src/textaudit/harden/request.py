@@ -63,6 +63,8 @@ class HardenRequest:
         "sentence are left out."))
     in_flight: int | None = shared("in_flight")
     seed: int = shared("seed", 0)
+    target_label: str | None = shared("target_label")
+    label_threshold: float = shared("label_threshold", 0.5)
 
     def settings(self) -> HardenSettings:
         """The settings the run records in ``settings.json`` (a resume must repeat them)."""
@@ -74,7 +76,8 @@ class HardenRequest:
             pairs=[list(parse_pair(self.pair))] if self.pair else None, group=self.group, eval_data=self.eval_data,
             eval_limit=self.eval_limit, eval_attacks=[[m, kk] for m, kk in parse_eval_attacks(self.eval_attack)],
             max_queries=self.max_queries, mlm=self.mlm, lora=self.lora, seed=self.seed,
-            from_findings=[str(p) for p in self.from_findings] if self.from_findings else None)
+            from_findings=[str(p) for p in self.from_findings] if self.from_findings else None,
+            label=self.target_label, label_threshold=self.label_threshold)
 
     def check(self) -> HardenSettings:
         """Every one-line error before anything loads; returns the run's settings."""

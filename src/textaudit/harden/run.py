@@ -53,10 +53,12 @@ from textaudit.findings import attack_files, read_findings, replay
 from textaudit.formats.harden import SUMMARY  # the summary audit report and results.load read
 from textaudit.formats.jsonl import read_header, read_jsonl, write_results
 from textaudit.harden.before_after import accuracy_before_after, attack_before_after, bias_before_after
-from textaudit.harden.losses import consistency_objective
+from textaudit.harden.losses import LabelTarget, consistency_objective
 from textaudit.harden.model import check_trainable, load_trainable
 from textaudit.harden.weaknesses import consistency_pairs, found_examples, mine
 from textaudit.models import load_classifier
+from textaudit.models.batched import ALL_LABELS, check_label_threshold, label_view
+from textaudit.models.zoo.names import ZOO_MODELS
 from textaudit.models.zoo.train import DEFAULTS, TrainConfig, fit
 from textaudit.neighborhoods import NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import load_mlm
@@ -128,12 +130,16 @@ class HardenSettings:
     mlm: str | None = None
     lora: bool = False
     seed: int = 0
+    #: a multi-label model's label hardened (``--label``; None: a single-label model) and its threshold
+    label: str | None = None
+    label_threshold: float = 0.5
     #: results files or folders whose successes are the first round's found examples (no mining then)
     from_findings: list[str] | None = None
 
     def check(self) -> None:
         """One-line errors for settings that cannot run (before anything loads)."""
         check_trainable(self.model)
+        self._check_label()
         if self.method not in METHODS:
             raise TextAuditError(f"unknown --method '{self.method}'; use one of {', '.join(METHODS)}")
         spec = method_spec(self.attack)
@@ -174,6 +180,18 @@ class HardenSettings:
                                  "evaluate on held-out examples (e.g. sst2:dev)")
         if eval_id.split(":")[-1] == "train" and train_id.split(":")[0] == eval_id.split(":")[0]:
             raise TextAuditError(f"--eval-data {self.eval_data} is training data; evaluate on held-out examples")
+
+    def _check_label(self) -> None:
+        """``--label``: one label of a multi-label hf: model (a zoo model is single-label), one at a time."""
+        if self.label is None:
+            return
+        if self.label == ALL_LABELS:
+            raise TextAuditError("audit harden trains one label at a time: give --label NAME (--label all is for the "
+                                 "audits: attack, bias, certify, compare)")
+        if self.model.strip() in ZOO_MODELS:
+            raise TextAuditError(f"--label {self.label}: model {self.model} is single-label (the zoo's classes exclude "
+                                 "each other); --label is for multi-label models")
+        check_label_threshold(self.label_threshold)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -257,8 +275,9 @@ class HeldOut:
 def held_out_split(s: HardenSettings, progress: bool) -> HeldOut:
     """Phase 1: load both datasets and leave every evaluation sentence out of training."""
     train_id, eval_id = dataset_id(s.data, "train"), dataset_id(s.eval_data, "dev")
-    train = load_dataset(s.data, default_split="train")
-    held = load_dataset(s.eval_data, default_split="dev", limit=s.eval_limit)
+    # a multi-label model's label: the data's column of the label's name is its gold (0/1)
+    train = load_dataset(s.data, default_split="train", label_column=s.label)
+    held = load_dataset(s.eval_data, default_split="dev", limit=s.eval_limit, label_column=s.label)
     keep = not_held_out(train["text"], held["text"])
     overlap = len(train) - len(keep)
     if s.max_train is not None:
@@ -311,6 +330,16 @@ class _Hardening:
     def model_dir(self) -> Path:
         return self.out / MODEL_DIR
 
+    def view(self, classifier):
+        """What the audits see of a classifier: with ``--label``, that label's decision (:func:`label_view`)."""
+        return label_view(classifier, self.s.label, self.s.label_threshold) if self.s.label is not None else classifier
+
+    def label_target(self) -> LabelTarget | None:
+        """``--label``: the label trained on and the original module whose probabilities keep the other labels."""
+        if self.s.label is None:
+            return None
+        return LabelTarget(list(self.original.labels).index(self.s.label), self.original.module)
+
     @property
     def trained(self) -> bool:
         return (self.model_dir / "textaudit-harden.json").is_file() or _hardened_checkpoint(self.model_dir)
@@ -354,7 +383,8 @@ class _Hardening:
             idx = split.order[r * per:(r + 1) * per]
             f = out / f"found{tag}.jsonl"
             round_state = out / f".round{r + 1}.pt"
-            clf = self.before if r == 0 else hardened.classifier(f"{self.name}+{s.method}@round{r}", device=self.device)
+            clf = self.before if r == 0 else self.view(
+                hardened.classifier(f"{self.name}+{s.method}@round{r}", device=self.device))
             tm = time.perf_counter()
             if r == 0 and s.from_findings:
                 recs = _given_findings(s.from_findings, f, split.held["text"], self.progress)
@@ -377,7 +407,8 @@ class _Hardening:
                 w = s.found_weight  # each found example counts w times (TextAttack's share of adversarial examples)
                 _fine_tune(hardened, split.texts + [t for t, _ in found] * w, split.labels + [y for _, y in found] * w,
                            s, epochs=s.epochs if s.method == "augment" else 1, seed=s.seed + r,
-                           state=out / f".train-state{tag}.pt", device=self.device, progress=self.progress)
+                           state=out / f".train-state{tag}.pt", device=self.device, progress=self.progress,
+                           label=self.label_target())
                 _save_weights(hardened, round_state)
             cost["train_seconds"] = cost.get("train_seconds", 0.0) + time.perf_counter() - tt
         return Trained({}, cost, files, mined)
@@ -407,7 +438,8 @@ class _Hardening:
              self.progress)
         tt = time.perf_counter()
         _fine_tune(hardened, split.texts, split.labels, s, epochs=s.epochs, seed=s.seed,
-                   state=self.out / ".train-state.pt", device=self.device, progress=self.progress, pairs=cpairs)
+                   state=self.out / ".train-state.pt", device=self.device, progress=self.progress, pairs=cpairs,
+                   label=self.label_target())
         cost["train_seconds"] = time.perf_counter() - tt
         cost["consistency_pairs"] = len(cpairs)
         return Trained({}, cost, [], [])
@@ -420,7 +452,7 @@ class _Hardening:
             raise TextAuditError(f"the hardened model in {self.model_dir} cannot be loaded ({why}); delete "
                                  f"{self.model_dir} and rerun the same audit harden to train it again") from None
         after.name = info["name"]
-        return after
+        return self.view(after)
 
     def before_after(self, trained: Trained, evals: list[tuple[str, int | None]]) -> dict:
         """Phase 3: the original and the hardened model audited on the same held-out examples — clean accuracy,
@@ -476,10 +508,15 @@ def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: i
     s = settings
     evals = parse_eval_attacks([f"{m}:{k}" if k is not None else m for m, k in s.eval_attacks])
     pairs, blacklists = _protected_pairs(s)
+    # a model that needs no training loads first: whether it is multi-label decides which column is the gold
+    original = None if s.model.strip() in ZOO_MODELS else load_trainable(s.model)
+    if original is not None and original.multilabel and s.label is None:
+        raise TextAuditError(f"model {s.model} is multi-label ({', '.join(original.labels or [])}): give --label NAME, "
+                             "the label to harden (audit harden trains one label at a time)")
     split = held_out_split(s, progress)
     _say(f"harden: {s.method} of {s.model}: loading the model and the data …", progress)
-    original = load_trainable(s.model)
-    before = original.classifier(str(s.model), device=device)
+    original = original or load_trainable(s.model)
+    before = label_view(original.classifier(str(s.model), device=device), s.label, s.label_threshold)
     _check_before(s, split, before, pairs)
     out.mkdir(parents=True, exist_ok=True)
     with atomic_path(out / SETTINGS) as tmp:
@@ -680,10 +717,12 @@ def _load_weights(t, path: Path) -> None:
 
 
 def _fine_tune(t, texts: list[str], labels: list[int], s: HardenSettings, *, epochs: int, seed: int, state: Path,
-               device: str | None, progress: bool, pairs: list[tuple[str, str]] | None = None) -> None:
+               device: str | None, progress: bool, pairs: list[tuple[str, str]] | None = None,
+               label: LabelTarget | None = None) -> None:
     """Go on training ``t.module`` (in place) on ``texts`` for ``epochs`` epochs, and keep the last
     weights: no early stopping on held-out accuracy, which would pick the epoch that has learned the
-    least of what hardening teaches (the held-out before/after judges the result)."""
+    least of what hardening teaches (the held-out before/after judges the result). ``label``: a multi-label
+    model's label, ``labels`` its 0/1 (:class:`~textaudit.harden.losses.LabelTarget`)."""
     base = dict(DEFAULTS.get(t.arch, DEFAULTS["minilm"]))
     base.pop("epochs", None)
     base.pop("tune_embeddings", None)
@@ -699,12 +738,15 @@ def _fine_tune(t, texts: list[str], labels: list[int], s: HardenSettings, *, epo
         # stops mattering most directly where their vectors move together
         embed.sparse = True
         embed.weight.requires_grad_(True)
-    objective = None
-    if pairs:
-        objective = consistency_objective(pairs, t.encoder(), weight=s.consistency_weight, batch_size=cfg.batch_size,
-                                          seed=seed, device=pick_device(device))
+    objective, select = None, None
+    if label is not None:
+        label.reference.to(pick_device(device)).eval()
+        select = label.agreement(s.label_threshold)
+    if pairs or label is not None:
+        objective = consistency_objective(pairs or [], t.encoder(), weight=s.consistency_weight,
+                                          batch_size=cfg.batch_size, seed=seed, device=pick_device(device), label=label)
     res = fit(t.arch, texts, labels, num_classes=t.num_classes, config=cfg, progress=progress, device=device,
-              objective=objective, state_path=state, init=(t.module, t.tokenizer))
+              objective=objective, select=select, state_path=state, init=(t.module, t.tokenizer))
     t.module = res.module
     if s.lora:
         t.module = t.module.merge_and_unload()
