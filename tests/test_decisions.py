@@ -523,7 +523,6 @@ def test_calibration_on_an_attacks_findings_and_on_masked_lm_neighbours(planted,
 
 @pytest.mark.parametrize("extra, message", [
     (["--perturbed", "nonsense"], "is neither a results file nor a method"),
-    (["--plot", "p"], "--plot is for the calibration of --perturbed"),
     (["--perturbed", "shuffle_word", "--bins", "0"], "--bins"),
 ])
 def test_bad_calibration_options_are_one_line(calibrated, cli, extra, message):
@@ -550,9 +549,14 @@ def test_calibration_records_read_back_and_drawn_in_the_report(calibrated, cli, 
     assert page.count("data:image/png;base64") >= 1 and f"{c['perturbed']['ece']:.4f}" in page
     r = cli(*args, "--output", str(out_file))
     assert r.exit_code == 2 and "Traceback" not in r.output  # never over a results file
+    # without --perturbed, --output keeps the predictions (#65): another kind, read back as such
     r = cli("evaluate", "--model", f"{calibrated}/model.py:clf", "--data", str(calibrated / "data.tsv"),
             "--output", str(tmp_path / "x.jsonl"))
-    assert r.exit_code == 2 and "--output is for the calibration of --perturbed" in r.output, r.output
+    assert r.exit_code == 0, r.output
+    from textaudit.kinds import kind_of
+
+    kinds = [kind_of({"command": x.command, "config": x.config}).id for x in (load(tmp_path / "x.jsonl"), load(out_file))]
+    assert kinds == ["metrics", "evaluate"]
 
 
 def test_a_suite_compare_gate_on_planted_cells(tmp_path):

@@ -148,3 +148,35 @@ def test_bias_reports_per_class_b(four_classes, cli, tmp_path):
     table = cli("bias", "--model", str(model), "--data", str(root / "train.parquet"), "--text-column", "sentence",
                 "--pair", "he,she", "--k", "0")
     assert "B per class" in table.stdout and "negative-film:" in table.stdout
+
+
+def test_the_predictions_kept_give_the_metrics_back_and_the_report_draws_the_confusion_matrix(four_classes, cli,
+                                                                                             tmp_path):
+    """#65: audit evaluate --output keeps each example's label and prediction; results.load recomputes the very
+    metrics the command printed (the same seeded intervals), audit report shows them with the confusion matrix as a
+    table and a figure; --plot draws it too (a PNG textaudit marks as its own)."""
+    from textaudit.files import made_by_textaudit
+    from textaudit.results import load
+
+    root, model, _ = four_classes
+    args = ["evaluate", "--model", str(model), "--data", str(root / "heldout.parquet"), "--label-column", "topic"]
+    out = json.loads(cli(*args, "--output", str(tmp_path / "m.jsonl"), "--plot", str(tmp_path / "fig"),
+                         "--json").stdout.strip().splitlines()[-1])
+    back = load(tmp_path / "m.jsonl").summary()
+    for key in ("accuracy", "accuracy_ci95", "macro", "micro", "confusion"):
+        assert back[key] == out[key], key
+    assert [r["f1_ci95"] for r in back["per_class"]] == [r["f1_ci95"] for r in out["per_class"]]
+    png = tmp_path / "fig" / "confusion.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and made_by_textaudit(png)
+    r = cli("report", str(tmp_path / "m.jsonl"), "--out", str(tmp_path / "r.html"))
+    assert r.exit_code == 0, r.output
+    page = (tmp_path / "r.html").read_text()
+    assert f"Precision, recall and F1 of {out['model']}" in page and "Confusion matrix: counts" in page
+    assert page.count("data:image/png;base64") >= 1 and f"{out['macro']['f1']:.4f}" in page
+    assert all(name in page for name in CLASSES)
+    r = cli(*args, "--output", str(tmp_path / "m.jsonl"))
+    assert r.exit_code == 2 and "Traceback" not in r.output  # never over a results file
+    lines = (tmp_path / "m.jsonl").read_text().splitlines()
+    (tmp_path / "bad.jsonl").write_text("\n".join([lines[0], lines[1].replace('"prediction"', '"predicted"')]) + "\n")
+    r = cli("report", str(tmp_path / "bad.jsonl"), "--out", str(tmp_path / "bad.html"))
+    assert r.exit_code == 2 and "lacks its label and prediction" in r.output and "Traceback" not in r.output, r.output

@@ -383,3 +383,22 @@ def test_harden_trains_one_label_of_a_multi_label_model_and_keeps_the_others(tmp
         r = cli(*base, *args, "--out", str(tmp_path / "x"))
         assert r.exit_code == 2 and said in r.output and "Traceback" not in r.output, r.output
         assert not (tmp_path / "x").exists()
+
+
+def test_every_labels_decisions_kept_give_the_metrics_back_and_a_panel_per_label(world, cli):
+    """A multi-label evaluate --output keeps each example's 0/1 truth and decision per label: results.load gives the
+    per-label metrics, subset accuracy and Hamming loss the command printed; the report draws one 2×2 per label."""
+    from textaudit.results import load
+
+    (world / "data3.tsv").write_text("toxic\tinsult\tidentity_hate\ttext\n1\t0\t0\ta film .\n0\t1\t0\tso gay .\n"
+                                     "0\t0\t1\twhat a day .\n1\t0\t0\tthe film again .\n")
+    out = _json(cli("evaluate", "--model", f"{world}/tox.py:clf", "--data", str(world / "data3.tsv"), "--output",
+                    str(world / "m.jsonl"), "--plot", str(world / "fig"), "--json"))
+    back = load(world / "m.jsonl").summary()
+    for key in ("per_label", "micro", "macro", "subset_accuracy", "hamming_loss", "hamming_loss_ci95"):
+        assert back[key] == out[key], key
+    assert (world / "fig" / "confusion.png").is_file()
+    r = cli("report", str(world / "m.jsonl"), "--out", str(world / "r.html"))
+    assert r.exit_code == 0, r.output
+    page = (world / "r.html").read_text()
+    assert "subset accuracy" in page and "identity_hate" in page and "data:image/png;base64" in page

@@ -15,9 +15,11 @@ from typing import Sequence
 
 import numpy as np
 
+from textaudit.errors import TextAuditError
 from textaudit.stats import CONFIDENCE, wilson
 
-__all__ = ["confusion_matrix", "classification_metrics", "multilabel_metrics", "N_RESAMPLES"]
+__all__ = ["confusion_matrix", "classification_metrics", "multilabel_metrics", "metrics_from_records",
+           "N_RESAMPLES"]
 
 #: resamples of the paired bootstrap of F1 and the macro averages
 N_RESAMPLES = 2000
@@ -146,3 +148,33 @@ def multilabel_metrics(truth: np.ndarray, decided: np.ndarray, names: Sequence[s
         for i, k in enumerate(("precision", "recall", "f1")):
             out["macro"][f"{k}_ci95"] = _ci(ci[L + i])
     return out
+
+
+def metrics_from_records(config: dict, records: list[dict]) -> dict:
+    """``audit evaluate --output``'s summary recomputed from its records: single-label records
+    ``{"id", "label", "prediction"}`` (class ids; the names in ``config["labels"]``) give
+    :func:`classification_metrics` with the accuracy; a multi-label file's ``{"id", "truth", "decided"}`` (0/1 per
+    label) gives :func:`multilabel_metrics`. The same seed as the run: the same bootstrap intervals."""
+    try:
+        return _metrics_from_records(config, records)
+    except (KeyError, TypeError, ValueError, IndexError):  # a file edited by hand or written by another tool
+        raise TextAuditError("a record of these predictions lacks its label and prediction (or, multi-label, its "
+                             "truth and decided 0/1 per label), or names a class the header does not: was the file "
+                             "edited? rerun audit evaluate --output") from None
+
+
+def _metrics_from_records(config: dict, records: list[dict]) -> dict:
+    names, seed = list(config.get("labels") or []), int(config.get("seed", 0))
+    base = {"model": config.get("model"), "data": config.get("data"), "n": len(records)}
+    if config.get("multilabel"):
+        truth = np.array([r["truth"] for r in records], dtype=int).reshape(len(records), len(names))
+        decided = np.array([r["decided"] for r in records], dtype=int).reshape(len(records), len(names))
+        return {**base, "labels": names, "multilabel": True, "threshold": config.get("threshold"),
+                **multilabel_metrics(truth, decided, names, seed=seed)}
+    y = np.array([r["label"] for r in records], dtype=np.int64)
+    p = np.array([r["prediction"] for r in records], dtype=np.int64)
+    if len(y) and (min(y.min(), p.min()) < 0 or max(y.max(), p.max()) >= len(names)):
+        raise ValueError("a class outside the header's")
+    right = int((y == p).sum())
+    return {**base, "labels": names, "accuracy": round(right / len(y), 4) if len(y) else None,
+            "accuracy_ci95": list(wilson(right, len(y)) or ()), **classification_metrics(y, p, names, seed=seed)}

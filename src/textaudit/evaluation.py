@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
-from textaudit.classification import classification_metrics, multilabel_metrics
+from textaudit.classification import classification_metrics, confusion_matrix, multilabel_metrics
 from textaudit.data import (
     align_labels,
     as_pairs,
@@ -28,6 +28,7 @@ from textaudit.models import load_classifier
 from textaudit.models.batched import check_label_threshold, label_only_report, label_view
 from textaudit.models.zoo.names import ZOO_MODELS
 from textaudit.notices import say as say_line
+from textaudit.plotting import pyplot, save_figure
 from textaudit.request import option, shared
 from textaudit.robustness.calibration import (
     calibration_under_perturbation,
@@ -37,7 +38,36 @@ from textaudit.robustness.calibration import (
 )
 from textaudit.stats import wilson
 
-__all__ = ["EvaluateRequest", "one_class_warning"]
+__all__ = ["EvaluateRequest", "one_class_warning", "plot_confusion"]
+
+
+def plot_confusion(panels: Sequence[tuple[str, Sequence[str], Sequence[Sequence[int]]]], path: str | Path,
+                   title: str = "") -> Path:
+    """Confusion matrices side by side, one panel per ``(title, classes, matrix)`` (a multi-label model: one 2×2
+    panel per label): rows the data's class, columns the model's, each cell's count written in it and its shade the
+    share of its row (the class's recall on the diagonal), so a rare class reads as clearly as a common one."""
+    plt = pyplot()
+    k = len(panels)
+    size = max(2.6, 0.55 * max(len(c) for _, c, _ in panels) + 1.6)
+    fig, axes = plt.subplots(1, k, figsize=(size * k, size), squeeze=False)
+    for ax, (name, classes, matrix) in zip(axes[0], panels):
+        m = np.asarray(matrix, dtype=float)
+        share = m / np.maximum(m.sum(1, keepdims=True), 1)
+        ax.imshow(share, cmap="Blues", vmin=0, vmax=1)
+        for (t, q), v in np.ndenumerate(m):
+            ax.text(q, t, f"{int(v)}", ha="center", va="center", fontsize=8,
+                    color="white" if share[t, q] > 0.6 else "black")
+        ax.set_xticks(range(len(classes)), [str(c) for c in classes], rotation=30, ha="right", fontsize=7)
+        ax.set_yticks(range(len(classes)), [str(c) for c in classes], fontsize=7)
+        ax.set_xlabel("model's class", fontsize=8)
+        ax.set_ylabel("data's class", fontsize=8)
+        if k > 1:
+            ax.set_title(name, fontsize=8)
+    fig.suptitle(title or "confusion matrix", fontsize=9)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return save_figure(fig, path, dpi=120)
 
 
 def one_class_warning(clf, pred: np.ndarray, labels: np.ndarray, names: list[str], share: float = 0.95) -> str | None:
@@ -84,16 +114,15 @@ class EvaluateRequest:
         "originals and the perturbed texts, paired, with 95% intervals; the perturbed text keeps the original's "
         "label."))
     bins: int = option(10, low=1, help="With --perturbed: the equal-width confidence bins of the ECE.")
-    plot: Path | None = option(None, scope="command", help="With --perturbed: a directory for the reliability diagram.")
+    plot: Path | None = option(None, scope="command", help=(
+        "A directory for the figures: the confusion matrix (confusion.png; a multi-label model: each label's), and "
+        "with --perturbed the reliability diagram."))
     output: Path | None = shared("output")
     mlm: str | None = shared("mlm")
     seed: int = shared("seed", 0)
 
     def check(self) -> None:
         """Every one-line error before any data or model loads."""
-        if self.perturbed is None and (self.plot is not None or self.output is not None):
-            raise TextAuditError(f"--{'plot' if self.plot is not None else 'output'} is for the calibration of "
-                                 "--perturbed: give --perturbed METHOD|FILE too")
         if self.output is not None:
             check_output(self.output, None)  # never over a file: refused before anything runs
         if self.perturbed is not None and not Path(self.perturbed).exists():
@@ -102,15 +131,17 @@ class EvaluateRequest:
                                      f"of audit attack --output or one of {', '.join(perturbation_methods())}")
 
     def run(self, *, say: Callable[[str], None] = say_line) -> dict:
-        """The summary: ``accuracy`` with its interval, ``per_class``, an endpoint's label report, warnings, and with
-        ``perturbed`` the ``calibration`` (its records to ``output``, its diagram to ``plot``)."""
+        """The summary: ``accuracy`` with its interval, ``per_class``, ``macro``, ``micro``, ``confusion``, an endpoint's
+        label report, warnings, and with ``perturbed`` the ``calibration`` (its records to ``output``, its diagram to
+        ``plot``); without ``perturbed``, ``output`` gets each example's label and prediction (``audit report`` and
+        ``results.load`` recompute the metrics from them) and ``plot`` the confusion matrix."""
         columns = dict(text_column=self.text_column, label_column=self.label_column, pair_column=self.pair_column,
                        default_split="dev", limit=self.limit, sample=self.sample, seed=self.seed)
         zoo = str(self.model) in ZOO_MODELS  # never multi-label: data without labels is refused before it trains
         ds = load_dataset(self.data, **columns, require_labels=zoo)  # a multi-label model's data: a column per label
         model = load_classifier(self.model)
         if getattr(model, "multilabel", False) and self.target_label is None:
-            return self._multilabel(model)
+            return self._multilabel(model, say)
         if (np.asarray(ds["label"]) < 0).any():
             ds = load_dataset(self.data, **columns)  # no label column: its one line
         clf = label_view(model, self.target_label, self.label_threshold)
@@ -135,17 +166,20 @@ class EvaluateRequest:
         metrics = classification_metrics(labels, pred, names, seed=self.seed)
         for row, m in zip(per_class, (m for m in metrics["per_class"] if m["support"])):
             row.update({k: v for k, v in m.items() if k != "class"})  # the same class: rows of classes the data holds
+        if self.perturbed is None:
+            self._keep([{"id": str(i), "label": int(y), "prediction": int(q)} for i, y, q in zip(ds["id"], labels, pred)],
+                       clf, names, [(clf.name, names, metrics["confusion"]["matrix"])], say)
         return {"model": clf.name, "data": self.data, "accuracy": round(float(right.mean()), 4),
                 "accuracy_ci95": list(wilson(int(right.sum()), len(ds)) or ()), "n": len(ds), "labels": classes,
                 "per_class": per_class, "macro": metrics["macro"], "micro": metrics["micro"],
                 "confusion": metrics["confusion"], **extra}
 
-    def _multilabel(self, model) -> dict:
+    def _multilabel(self, model, say: Callable[[str], None]) -> dict:
         """Every label of a multi-label model at once: the data's 0/1 column of each label against the label's
         decision (its probability above ``label_threshold``, strictly) — :func:`multilabel_metrics`."""
         names = [c.strip() for c in self.label_columns.split(",") if c.strip()] if self.label_columns else list(model.labels)
         if len(names) == 1 and names[0] not in model.labels:  # one column of label lists
-            return self._multilabel_lists(model, names[0])
+            return self._multilabel_lists(model, names[0], say)
         unknown = [c for c in names if c not in model.labels]
         if unknown:
             raise TextAuditError(f"--label-columns {unknown[0]}: model {model.name} has no label {unknown[0]!r}; its "
@@ -158,9 +192,9 @@ class EvaluateRequest:
             if not set(np.unique(y).tolist()) <= {0, 1}:
                 raise TextAuditError(f"column {name} of {self.data} must hold 0 or 1 (the label off or on) in every row")
             truth.append(y)
-        return self._multilabel_summary(model, list(ds["text"]), np.stack(truth, 1), names)
+        return self._multilabel_summary(model, list(ds["text"]), np.stack(truth, 1), names, say)
 
-    def _multilabel_lists(self, model, column: str) -> dict:
+    def _multilabel_lists(self, model, column: str, say: Callable[[str], None]) -> dict:
         """Every label of the model against the data's one column of label lists (a label listed: on)."""
         lists = label_lists(self.data, column, limit=self.limit, sample=self.sample, seed=self.seed)
         unknown = sorted({x for row in lists for x in row} - set(model.labels))
@@ -170,15 +204,35 @@ class EvaluateRequest:
         ds = load_dataset(self.data, text_column=self.text_column, default_split="dev", limit=self.limit,
                           sample=self.sample, seed=self.seed, require_labels=False)
         truth = np.array([[name in row for name in model.labels] for row in lists], dtype=int)
-        return self._multilabel_summary(model, list(ds["text"]), truth, list(model.labels))
+        return self._multilabel_summary(model, list(ds["text"]), truth, list(model.labels), say)
 
-    def _multilabel_summary(self, model, texts: list[str], truth: np.ndarray, names: list[str]) -> dict:
+    def _multilabel_summary(self, model, texts: list[str], truth: np.ndarray, names: list[str],
+                            say: Callable[[str], None]) -> dict:
         check_label_threshold(self.label_threshold)
         probs = model.predict_proba(texts)
         decided = probs[:, [model.labels.index(n) for n in names]] > self.label_threshold
         out = multilabel_metrics(truth, decided, names, seed=self.seed)
+        ids = load_dataset(self.data, text_column=self.text_column, default_split="dev", limit=self.limit,
+                           sample=self.sample, seed=self.seed, require_labels=False)["id"] if self.output else []
+        self._keep([{"id": str(i), "truth": [int(v) for v in t], "decided": [int(v) for v in d]}
+                    for i, t, d in zip(ids, truth, decided)], model, names,
+                   [(name, [f"not {name}", name], confusion_matrix(truth[:, j], decided[:, j], 2).tolist())
+                    for j, name in enumerate(names)], say,
+                   multilabel={"multilabel": True, "threshold": self.label_threshold})
         return {"model": model.name, "data": self.data, "n": len(texts), "labels": names, "multilabel": True,
                 "threshold": self.label_threshold, **out}
+
+    def _keep(self, records: list[dict], clf, names: list[str], panels: list[tuple[str, list[str], list]],
+              say: Callable[[str], None], multilabel: dict | None = None) -> None:
+        """``--output``: the predictions as a results file (its header names the classes, the seed of the intervals
+        and, multi-label, the threshold); ``--plot``: the confusion matrices of ``panels`` (title, classes, matrix)."""
+        if self.output is not None:
+            write_results(self.output, records, command="evaluate", config={
+                "model": clf.name, "model_fingerprint": getattr(clf, "fingerprint", None),
+                "data": dataset_id(self.data, "dev"), "labels": names, "seed": self.seed, **(multilabel or {})})
+            say(f"predictions: {self.output}")
+        if self.plot is not None:
+            say(f"plot: {plot_confusion(panels, Path(self.plot) / 'confusion.png', f'{clf.name} on {self.data}')}")
 
     def _calibration(self, clf, ds, say: Callable[[str], None]) -> dict:
         """The originals and their perturbed versions (a method's, or a results file's findings), scored and

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from textaudit.attacks.run import summarize as summarize_attack
+from textaudit.classification import metrics_from_records
 from textaudit.errors import TextAuditError
 from textaudit.fairness.bias import estimates_from_records, report
 from textaudit.robustness.calibration import summarize_calibration
@@ -110,6 +111,9 @@ KINDS: tuple[Kind, ...] = (
     Kind("certify-ibp", "certify", "audit certify --method ibp", "IBP's certified accuracy", _certify_ibp,
          merge_refusal="an IBP certification has one record per model: there is nothing to merge", per_model=True),
     Kind("evaluate", "evaluate", "audit evaluate --perturbed", "calibration under perturbation", _evaluate),
+    Kind("metrics", "evaluate", "audit evaluate --output", "precision, recall, F1 and the confusion matrix",
+         lambda config, records: metrics_from_records(dict(config), records),
+         merge_refusal="an evaluation's predictions are one pass: run audit evaluate on all the data"),
     Kind("learnability", "learnability", "audit learnability", "learnability of perturbations", _learnability,
          resumable=True),
     Kind("perturbscore build", "perturbscore build", "audit perturbscore build", "PerturbScore's tuples",
@@ -124,6 +128,8 @@ def kind_of(header: Mapping[str, Any] | None) -> Kind:
     if command == "certify":
         method = (header or {}).get("config", {}).get("method")
         return BY_ID["certify" if method in SMOOTHING else "certify-ibp"]
+    if command == "evaluate":  # calibration under perturbation, or the metrics of the predictions
+        return BY_ID["evaluate" if "perturbed" in (header or {}).get("config", {}) else "metrics"]
     if command in BY_ID:
         return BY_ID[command]
     raise TextAuditError(f"'{command}' results are not a kind textaudit writes; give results written with --output "

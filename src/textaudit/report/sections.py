@@ -16,12 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from textaudit.attacks.compare import cells_from_files, compare_cells
 from textaudit.attacks.run import summarize
 from textaudit.fairness.bias import BIAS_COLUMNS, NOTHING_SCORED, bias_rows, estimates_from_records, small_samples
 from textaudit.fairness.pairs import parse_pair
 from textaudit.fairness.plots import plot_bias
 from textaudit.fairness.replay import REPLAY_COLUMNS, replay_row
+from textaudit.evaluation import plot_confusion
 from textaudit.findings import Replay
 from textaudit.formats import harden as ba
 from textaudit.harden.plots import plot_before_after
@@ -423,9 +426,53 @@ def _evaluate(item: Loaded, n: int) -> Section:
     return sec
 
 
+def _metrics(item: Loaded, n: int) -> Section:
+    """The metrics people report: precision, recall and F1 per class (per label) with their intervals, the micro and
+    macro averages, the confusion matrix as a table and a figure (multi-label: subset accuracy, Hamming loss and
+    each label's 2×2)."""
+    cfg = item.config
+    s = summarize_records(item.header, item.records)
+    sec = Section(f"metrics-{n}", f"Precision, recall and F1 of {cfg.get('model')}", "metrics",
+                  _settings(item, ("model", "data", "threshold", "seed")))
+
+    def cell(r: dict, k: str) -> str:
+        return "–" if r.get(k) is None else f"{r[k]:.4f} {format_ci(r.get(f'{k}_ci95') or None, 4)}"
+
+    multi = bool(s.get("multilabel"))
+    rows = [[r["label" if multi else "class"], r["support"], r["predicted"], cell(r, "precision"), cell(r, "recall"),
+             cell(r, "f1")] for r in s["per_label" if multi else "per_class"]]
+    rows += [[avg, s["n"], "–", cell(s[avg], "precision"), cell(s[avg], "recall"), cell(s[avg], "f1")]
+             for avg in ("micro", "macro")]
+    what = "label (on: probability above the threshold)" if multi else "class"
+    sec.tables.append(Table(f"{s['n']} examples: precision, recall and F1 per {what}, 95% intervals (Wilson for "
+                            "proportions, a seeded paired bootstrap for F1 and the macro averages)",
+                            [what.split(" ")[0], "in data", "predicted", "precision", "recall", "F1"], rows))
+    if multi:
+        sec.notes.append(f"subset accuracy (every label right): {cell(s, 'subset_accuracy')}; Hamming loss (share of "
+                         f"wrong decisions): {cell(s, 'hamming_loss')}")
+        from textaudit.classification import confusion_matrix
+
+        truth = np.array([r["truth"] for r in item.records], dtype=int).reshape(len(item.records), -1)
+        decided = np.array([r["decided"] for r in item.records], dtype=int).reshape(len(item.records), -1)
+        panels = [(name, [f"not {name}", name], confusion_matrix(truth[:, j], decided[:, j], 2).tolist())
+                  for j, name in enumerate(s["labels"])]
+    else:
+        sec.notes.append(f"accuracy {cell(s, 'accuracy')}")
+        classes, matrix = s["confusion"]["classes"], s["confusion"]["matrix"]
+        sec.tables.append(Table("confusion matrix (rows: the data's class; columns: the model's)",
+                                ["data \\ model", *classes], [[c, *row] for c, row in zip(classes, matrix)]))
+        panels = [(str(cfg.get("model")), classes, matrix)]
+    sec.figures, more = _figures(lambda d: [plot_confusion(panels, Path(d) / "confusion.png",
+                                                           f"{cfg.get('model')} on {cfg.get('data')}")],
+                                 lambda p: "Confusion matrix: counts, shaded by the share of the data's class (its "
+                                           "recall on the diagonal)")
+    sec.notes += more
+    return sec
+
+
 BUILDERS: dict[str, Callable[[Loaded, int], Section]] = {
     "replay": _replay, "harden": _harden, "compare": _compare, "attack": _attack, "bias": _bias, "wordorder": _wordorder,
-    "certify": _certify_safer, "certify-ibp": _certify_ibp, "evaluate": _evaluate,
+    "certify": _certify_safer, "certify-ibp": _certify_ibp, "evaluate": _evaluate, "metrics": _metrics,
     "learnability": _learnability, "perturbscore build": _perturbscore}
 
 
@@ -550,6 +597,12 @@ def headline_rows(items: Sequence[Loaded]) -> list[list[Any]]:
             rows.append(["evaluate", cfg.get("model"), f"calibration vs {cfg.get('perturbed')}", "–", cfg.get("data"),
                          cfg.get("seed"), f"ECE {c['original']['ece']:.4f} → {c['perturbed']['ece']:.4f} (difference "
                          f"{format_ci(c['difference']['ece_ci95'], 4)})"])
+        elif item.kind == "metrics":
+            m = summarize_records(item.header, item.records)
+            head = (f"micro F1 {_num(m['micro']['f1'])}, subset accuracy {_num(m['subset_accuracy'])}" if m.get("multilabel")
+                    else f"accuracy {_num(m['accuracy'])} {format_ci(m['accuracy_ci95'] or None, 3)}")
+            rows.append(["evaluate", cfg.get("model"), f"macro F1 {_num(m['macro']['f1'])}", "–", cfg.get("data"),
+                         cfg.get("seed"), head])
         elif item.kind == "perturbscore build":
             rows.append(["perturbscore", cfg.get("model"), cfg.get("perturbation"), "–", "–", cfg.get("seed"),
                          f"{len(item.records)} tuples"])
