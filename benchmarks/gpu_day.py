@@ -108,7 +108,7 @@ order = np.random.default_rng(0).permutation(len(ds))[:limit].tolist()  # a unif
 ds = ds.select(order)
 clf = load_classifier(model)
 ds, _ = align_labels(ds, clf, None)
-atk = make_attack("so-enum", clf, seed=0, mlm=load_mlm(None))
+atk = make_attack("so-enum", clf, seed=0, mlm=load_mlm(None), naturalness=False)  # the paper's search
 if hasattr(atk, "rank_patch_words"):  # as run_compare does
     atk.rank_patch_words(load_dataset("sst2:dev")["text"])
 path = cell_path(out, model, "so-enum")

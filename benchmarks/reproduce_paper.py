@@ -165,7 +165,8 @@ def run_attacks(scale: Scale, args, runs: Path) -> dict:
             continue
         if not args.render:
             run_compare(scale.models, methods, out, data=args.data, limit=limit, k=args.attack_k, mlm=args.mlm,
-                        ppl=not args.no_ppl, seed=args.seed, progress=not args.no_progress, in_flight=args.in_flight)
+                        ppl=not args.no_ppl, seed=args.seed, progress=not args.no_progress, in_flight=args.in_flight,
+                        naturalness=False)  # the paper's search exactly (#68: the constraint is textaudit's default)
         ids = set(load_dataset(args.data, default_split="dev", limit=limit)["id"])
         records = {(model, method): [r for r in read_jsonl(cell_path(out, model, method)) if r.get("id") in ids]
                    for model in scale.models for method in methods if os.path.isfile(cell_path(out, model, method))}

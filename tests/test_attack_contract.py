@@ -53,8 +53,9 @@ def build(tiny_mlm, encoder):
 
     def make(method, clf, **options):
         spec = METHODS[method]
+        # naturalness off: the paper's search (a tiny random masked LM knows nothing of natural English)
         extra = {"mlm": tiny_mlm, "kappa": 5, "delta": 1e9, "patch_words": PatchWords(clf, PAIRS),
-                 "k": 2, "beam": 3, "neighbors": NEIGHBORS, "encoder": encoder, "threshold": 0.0}
+                 "k": 2, "beam": 3, "neighbors": NEIGHBORS, "encoder": encoder, "threshold": 0.0, "naturalness": False}
         opts = {key: v for key, v in extra.items() if key in spec.options}
         return make_attack(method, clf, **{**opts, **options})
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -13,13 +14,20 @@ import time
 import numpy as np
 import pytest
 
-from textaudit.attacks import PatchWords, RandomBaseline, SOBeam, SOEnum, pair_loss, run_attack
+from textaudit.attacks import PatchWords, pair_loss, run_attack
+from textaudit.attacks import RandomBaseline as _RandomBaseline
+from textaudit.attacks import SOBeam as _SOBeam
+from textaudit.attacks import SOEnum as _SOEnum
 from textaudit.errors import TextAuditError
 from textaudit.models import as_classifier
 from textaudit.neighborhoods import NeighborhoodBuilder
 from textaudit.results import read_jsonl
 from textaudit.sentence import Sentence
 
+# the paper's search, the naturalness constraint off: these tests plant flaws on a tiny random masked LM, which
+# knows nothing of natural English (the constraint's own tests: tests/test_naturalness.py)
+SOBeam, SOEnum, RandomBaseline = (functools.partial(c, naturalness=False) for c in (_SOBeam, _SOEnum, _RandomBaseline))
+PAPER = ("--naturalness", "off")
 X = "a deep and meaningful film ."
 PAIRS = [("film", "movie")]
 
@@ -220,7 +228,7 @@ def test_cli_attack_kill_and_resume(tiny_mlm, tmp_path):
     out = tmp_path / "out.jsonl"
     cmd = [sys.executable, "-m", "textaudit", "attack", "--model", f"{tmp_path}/p.py:clf", "--mlm", str(tmp_path / "mlm"),
            "--data", str(tmp_path / "d.tsv"), "--k", "2", "--method", "so-beam", "--kappa", "5", "--delta", "1e9",
-           "--output", str(out), "--no-ppl"]
+           "--output", str(out), "--no-ppl", *PAPER]
     # one example in flight for the run that is killed (slow enough to be killed part-way); the resume
     # runs with the default number in flight, which the results file's header does not record
     proc = subprocess.Popen(cmd + ["--in-flight", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -264,7 +272,7 @@ def test_finished_cli_runs_keep_no_lock_handle(cli, tiny_mlm, tmp_path):
     for i in range(3):
         out = tmp_path / f"out{i}.jsonl"
         r = cli("attack", "--model", f"{tmp_path}/p.py:clf", "--mlm", str(tmp_path / "mlm"), "--data",
-                str(tmp_path / "d.tsv"), "--k", "1", "--kappa", "3", "--output", str(out), "--no-ppl")
+                str(tmp_path / "d.tsv"), "--k", "1", "--kappa", "3", "--output", str(out), "--no-ppl", *PAPER)
         assert r.exit_code == 0, r.output
         locks.append(str((tmp_path / f".out{i}.jsonl.lock").resolve()))
     assert not set(locks) & set(_open_files())
@@ -279,7 +287,7 @@ def test_cli_attack_says_its_method_and_cost_before_it_runs_and_shows_what_it_fo
     (tmp_path / "p.py").write_text(PLUGIN.replace("TRIGGER", t).replace("time.sleep(0.4)", "pass"))
     (tmp_path / "d.tsv").write_text("label\ttext\n" + f"1\t{X}\n")
     base = ["attack", "--model", f"{tmp_path}/p.py:clf", "--mlm", str(tmp_path / "mlm"), "--data", str(tmp_path / "d.tsv"),
-            "--kappa", "5", "--delta", "1e9", "--no-ppl"]
+            "--kappa", "5", "--delta", "1e9", "--no-ppl", *PAPER]
     r = cli(*base, "--k", "1")
     assert r.exit_code == 0, r.output
     assert "method: so-enum (the default for k <= 2; choose with --method)" in r.stderr
@@ -345,7 +353,8 @@ def test_a_tie_is_no_flip_and_no_misclassification(tmp_path, cli, method):
     rows = ["a good film .", "a deep and moving story .", "the plot is thin .", "an ordinary day at the office ."]
     (tmp_path / "d.tsv").write_text("label\ttext\n" + "".join(f"{1 if i < 2 else 0}\t{r}\n" for i, r in enumerate(rows)))
     r = cli("attack", "--model", f"{tmp_path}/ties.py:clf", "--method", method, "--data", str(tmp_path / "d.tsv"),
-            "--no-ppl", "--store", "off", "--output", str(tmp_path / "r.jsonl"), *(["--k", "1"] if method == "so-enum" else []))
+            "--no-ppl", "--store", "off", "--output", str(tmp_path / "r.jsonl"), *(["--k", "1"] if method == "so-enum" else []),
+            *PAPER)
     assert r.exit_code == 0, r.output
     records = {rec["text"]: rec for rec in read_jsonl(tmp_path / "r.jsonl")}
     tie = records["an ordinary day at the office ."]

@@ -61,7 +61,7 @@ def test_a_planted_flip_on_one_label_is_found_by_so_beam_there_and_ties_are_neve
     for label in ("toxic", "insult", "identity_hate"):
         runs[label] = _json(cli("attack", "--model", f"{world}/tox.py:clf", "--label", label, "--label-column", "toxic",
                                 "--method", "so-beam", "--k", "1", "--beam", "2", "--data", str(world / "data.tsv"),
-                                "--mlm", str(world / "mlm"), "--pairs-file", str(world / "pairs.txt"), "--no-ppl",
+                                "--mlm", str(world / "mlm"), "--pairs-file", str(world / "pairs.txt"), "--naturalness", "off", "--no-ppl",
                                 "--json", "--output", str(world / f"{label}.jsonl")))
     assert runs["toxic"]["success"] == len(ROWS)  # film → movie takes toxic from 0.6 to 0.3: across 0.5
     assert runs["insult"]["success"] == 0
@@ -73,7 +73,7 @@ def test_a_planted_flip_on_one_label_is_found_by_so_beam_there_and_ties_are_neve
     # another threshold is another threat model: 0.55 < 0.6 still flips; 0.65 > 0.6: x is not toxic to begin with
     out = _json(cli("attack", "--model", f"{world}/tox.py:clf", "--label", "toxic", "--label-threshold", "0.65",
                     "--label-column", "toxic", "--method", "so-beam", "--k", "1", "--beam", "2", "--data",
-                    str(world / "data.tsv"), "--mlm", str(world / "mlm"), "--pairs-file", str(world / "pairs.txt"),
+                    str(world / "data.tsv"), "--mlm", str(world / "mlm"), "--pairs-file", str(world / "pairs.txt"), "--naturalness", "off",
                     "--no-ppl", "--json"))
     assert out["success"] == 0
 
@@ -169,11 +169,12 @@ def test_label_all_on_the_command_line_and_its_one_line_errors(world, cli):
     (world / "data3.tsv").write_text("toxic\tinsult\tidentity_hate\ttext\n" + "".join(f"1\t0\t0\t{r}\n" for r in ROWS))
     out = _json(cli("attack", "--model", f"{world}/tox.py:clf", "--label", "all", "--method", "so-beam", "--k", "1",
                     "--beam", "2", "--data", str(world / "data3.tsv"), "--mlm", str(world / "mlm"), "--pairs-file",
-                    str(world / "pairs.txt"), "--no-ppl", "--json", "--output", str(world / "a.jsonl")))
+                    str(world / "pairs.txt"), "--naturalness", "off", "--no-ppl", "--json", "--output", str(world / "a.jsonl")))
     assert {k: v["success"] for k, v in out["labels"].items()} == {"toxic": 3, "insult": 0, "identity_hate": 0}
     assert sorted(p.name for p in world.glob("a.*.jsonl")) == ["a.identity_hate.jsonl", "a.insult.jsonl", "a.toxic.jsonl"]
     r = cli("attack", "--model", f"{world}/tox.py:clf", "--label", "all", "--method", "so-beam", "--k", "1", "--data",
-            str(world / "data.tsv"), "--mlm", str(world / "mlm"), "--pairs-file", str(world / "pairs.txt"), "--no-ppl")
+            str(world / "data.tsv"), "--mlm", str(world / "mlm"), "--pairs-file", str(world / "pairs.txt"), "--naturalness", "off",
+            "--no-ppl")
     assert r.exit_code == 2 and "insult" in r.output and "Traceback" not in r.output, r.output  # no insult column
     r = cli("bias", "--model", "bow", "--label", "all", "--pair", "he,she", "--data", "sst2:dev", "--limit", "3", "--k", "0")
     assert r.exit_code == 2 and "is single-label" in r.output, r.output
@@ -184,7 +185,7 @@ def test_replay_and_certify_take_a_label_too(world, cli):
     findings (their classes are "not toxic"/"toxic"): one line, as any other task's; SAFER certifies one label of
     the model (the data's column of the label's name is its gold label)."""
     args = ["--method", "so-beam", "--k", "1", "--beam", "2", "--data", str(world / "data.tsv"), "--mlm", str(world / "mlm"),
-            "--pairs-file", str(world / "pairs.txt"), "--no-ppl", "--label-column", "toxic"]
+            "--pairs-file", str(world / "pairs.txt"), "--naturalness", "off", "--no-ppl", "--label-column", "toxic"]
     _json(cli("attack", "--model", f"{world}/tox.py:clf", "--label", "toxic", *args, "--output", str(world / "t.jsonl"),
               "--json"))
     same = _json(cli("replay", str(world / "t.jsonl"), "--model", f"{world}/tox.py:clf", "--label", "toxic", "--json"))
@@ -263,7 +264,8 @@ def test_compare_takes_a_label_and_every_label(world, cli):
     """audit compare --label all: one row per label (model[label]), each cell's records equal to a compare --label NAME
     run's; --label NAME on a single-label model is the one line attack gives."""
     (world / "data3.tsv").write_text("toxic\tinsult\tidentity_hate\ttext\n" + "".join(f"1\t0\t0\t{r}\n" for r in ROWS))
-    args = ["--methods", "so-beam", "--k", "1", "--data", str(world / "data3.tsv"), "--mlm", str(world / "mlm"), "--json"]
+    args = ["--methods", "so-beam", "--k", "1", "--data", str(world / "data3.tsv"), "--mlm", str(world / "mlm"), "--json",
+            "--naturalness", "off"]
     model = f"{world}/tox.py:clf"
     every = _json(cli("compare", "--models", model, "--label", "all", "--output-dir", str(world / "all"), *args))
     rates = {c["model"]: c["success_rate"] for c in every["cells"]}

@@ -86,7 +86,7 @@ def test_so_beam_on_pairs_changes_the_hypothesis_only(tiny_mlm):
         return planted(inputs)
 
     clf = as_classifier(spy, name="planted-nli")
-    atk = SOBeam(clf, k=3, mlm=tiny_mlm, seed=0)
+    atk = SOBeam(clf, k=3, mlm=tiny_mlm, seed=0, naturalness=False)  # the paper's search: a tiny random masked LM
     summary, records = run_attack(atk, HYPOTHESES, [0, 0, 0], contexts=PREMISES, side="second", progress=False)
     assert summary["attacked"] == 3 and summary["success"] == 3
     for rec, premise in zip(records, PREMISES):
@@ -102,7 +102,7 @@ def test_so_beam_on_pairs_changes_the_hypothesis_only(tiny_mlm):
 
 def test_first_side_and_first_order_methods_on_pairs(tiny_mlm):
     clf = as_classifier(planted, name="planted-nli")
-    atk = SOBeam(clf, k=2, mlm=tiny_mlm, seed=0)
+    atk = SOBeam(clf, k=2, mlm=tiny_mlm, seed=0, naturalness=False)
     res = atk.attack(PREMISES[0], 0, context=HYPOTHESES[0], side="first")
     assert res.extra["side"] == "first" and res.extra["context"] == HYPOTHESES[0]
     assert res.status in ("success", "failed", "skipped")
@@ -138,7 +138,7 @@ def test_cli_attack_and_bias_on_a_pair_file(cli, tmp_path):
     # the plug-in names no classes: its class 0 is entailment (a name is never numbered by its sort order)
     r = cli("attack", "--model", f"{plugin}:classify", "--data", str(data), "--text-column", "premise",
             "--pair-column", "hypothesis", "--label-column", "label", "--label-map", "entailment=0", "--k", "3",
-            "--no-ppl", "--output", str(out), "--mlm", "minilm-mlm", "--json")
+            "--no-ppl", "--output", str(out), "--mlm", "minilm-mlm", "--naturalness", "off", "--json")
     assert r.exit_code == 0, r.output
     summary = json.loads(r.stdout.strip().splitlines()[-1])
     assert summary["attacked"] == 3 and summary["success"] >= 2

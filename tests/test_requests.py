@@ -247,7 +247,7 @@ def test_a_suite_attack_section_writes_the_records_the_command_writes(cli, tmp_p
     """[attack] is audit attack's request: every option of the command (here κ, δ and the query budget, which
     [compare] does not take) with its ranges, the command's records, and its thresholds read the summary."""
     model, rows = _smooth_world(tmp_path, tiny_mlm)
-    options = {"method": "so-enum", "k": 1, "kappa": 12, "delta": 2.5, "max_queries": 400}
+    options = {"method": "so-enum", "k": 1, "kappa": 12, "delta": 2.5, "max_queries": 400, "naturalness": "off"}
     flags = [part for key, value in options.items() for part in (f"--{key.replace('_', '-')}", str(value))]
     r = cli("attack", "--model", model, *flags, "--mlm", str(tmp_path / "mlm"), "--data", str(tmp_path / "data.tsv"),
             "--no-ppl", "--output", str(tmp_path / "cmd.jsonl"), "--json")

@@ -321,8 +321,8 @@ def fresh_attacks(paths: Sequence[str | Path], model: object, n: int, *, seed: i
                   pairs: Sequence[tuple[str, str]] | None = None, in_flight: int | None = None,
                   progress: bool = True) -> list[dict]:
     """Attack ``model`` afresh on ``n`` examples drawn (``seed``) from the attacked examples of each attack
-    results file of ``paths``, with that file's method and settings (k, β, κ, δ, its seed and masked LM;
-    patch words: ``pairs``, else the default ones): what a replay cannot say — whether the model is more
+    results file of ``paths``, with that file's method and settings (k, β, κ, δ, the naturalness constraint, its
+    seed and masked LM; patch words: ``pairs``, else the default ones): what a replay cannot say — whether the model is more
     robust now, not only whether these x̃ still flip. One dict per file: the examples, the successes
     there of the file's own model (its records) and of ``model`` now, each with its Wilson interval, and
     McNemar's exact p on the paired examples."""
@@ -353,6 +353,8 @@ def fresh_attacks(paths: Sequence[str | Path], model: object, n: int, *, seed: i
                        if k in spec.options and cfg.get(k) is not None}
             if spec.needs_mlm:
                 options["mlm"] = load_mlm(cfg.get("mlm"))
+            if "naturalness" in spec.options:  # the file's search: a header without it is the paper's
+                options["naturalness"] = bool(cfg.get("naturalness"))
             if pairs is not None and "patch_words" in spec.options:
                 options["patch_words"] = PatchWords(clf, pairs)
             atk = make_attack(method, clf, **options)

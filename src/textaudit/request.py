@@ -79,6 +79,10 @@ SHARED: dict[str, Spec] = {
     "target_label": Spec("A multi-label model's label to audit: a flip is that label crossing --label-threshold "
                          "(strictly: a tie is no flip); B_{p,k} is of its probability. The data's label is that "
                          "label's 0/1 (--label-column).", ("--label",)),
+    "naturalness": Spec("The second-order searches' naturalness constraint: on (a finding's changed words still fit the "
+                        "final sentence, no word repeats its neighbour, the synonym fits where it goes — each asked of "
+                        "the masked LM; the causal LM's perplexity measures the result) or off (the paper's search "
+                        "exactly; reproduce_paper.py uses it)."),
     "label_threshold": Spec("With --label: the probability above which the label is on.", ("--label-threshold",),
                             low=0.0, high=1.0),
     "limit": Spec("Use only the first N examples.", low=1),

@@ -133,6 +133,8 @@ class Budget:
         self.scored = 0
         #: classifier queries made outside the engine (a TextAttack recipe calls the model itself)
         self.outside_queries = 0
+        #: vulnerable candidates the naturalness constraint refused (:mod:`textaudit.attacks.naturalness`)
+        self.unnatural = 0
         self.reason: str | None = None
 
     @property
@@ -279,6 +281,8 @@ class Attack:
             if res.prediction == unknown_class(self.classifier):
                 raise Skip("the model's completion for this input matches no verbaliser (unknown)")
             goal = self.goal(x0, res.prediction, label)
+            if isinstance(goal, GeneratorType):  # a goal that asks (the naturalness constraint's patch choice)
+                goal = yield from goal
             if goal.patch is not None:
                 res.pair, res.patch_position = [goal.patch.w1, goal.patch.w2], goal.patch.position
             found = self.search(x0, goal, budget, example_rng(self.seed, text))
@@ -302,6 +306,8 @@ class Attack:
             raise  # the run stops (a remote model's budget or endpoint), not this example
         except TextAuditError as e:
             res.status, res.reason = "error", str(e)
+        if budget.unnatural:
+            res.extra["unnatural"] = budget.unnatural
         res.sentences_scored = budget.scored
         res.queries = budget.queries
         res.mlm_queries = meter.mlm_queries

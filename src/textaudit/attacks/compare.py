@@ -24,8 +24,8 @@ from textaudit.files import atomic_path
 from textaudit.formats.compare import MATRIX_COLUMNS, SUMMARY, cell_path
 from textaudit.formats.jsonl import check_output
 from textaudit.lm import LazyCausalLM
-from textaudit.models.batched import ALL_LABELS, each_label, label_view
 from textaudit.models import load_classifier
+from textaudit.models.batched import ALL_LABELS, each_label, label_view
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.secrets import redact_obj
 from textaudit.stats import check_margin, mcnemar, non_inferiority
@@ -132,7 +132,7 @@ def run_compare(models: Sequence[str], methods: Sequence[str], output_dir: str |
                 limit: int | None = None, k: int | None = None, mlm: str | None = None, ppl: bool = False,
                 seed: int = 0, progress: bool = True, in_flight: int | None = None, margin: float | None = None,
                 label_map: dict[str, int] | None = None, label: str | None = None,
-                label_threshold: float = 0.5) -> dict:
+                label_threshold: float = 0.5, naturalness: bool = True) -> dict:
     """Run (or resume) every method on every model into ``output_dir`` (:func:`cell_path`), write
     :data:`SUMMARY` there and return it: ``{"data", "mlm", "seed", "cells", "paired", "files"}``.
     ``in_flight``: examples each attack searches at once (:func:`~textaudit.attacks.run.run_attack`).
@@ -142,15 +142,17 @@ def run_compare(models: Sequence[str], methods: Sequence[str], output_dir: str |
     ``label_map``: the model's class id of each class name of the data (:func:`textaudit.data.align_labels`).
     ``label`` (``--label``): multi-label models audited on that label (a row ``model[label]``, the data's column of
     the label's name as its gold), or on every label with ``"all"`` (one row per label; each model loaded once, its
-    forwards shared by its labels) — :func:`~textaudit.models.batched.label_view`."""
+    forwards shared by its labels) — :func:`~textaudit.models.batched.label_view`. ``naturalness``: the second-order
+    searches' constraint (:mod:`textaudit.attacks.naturalness`; False: the paper's search)."""
     output_dir = Path(output_dir)
     if output_dir.exists() and not output_dir.is_dir():
         raise TextAuditError(f"--output-dir {output_dir} is a file; give a directory")
 
     check_margin(margin, len(models) > 1 or label == ALL_LABELS, "two models or more")
     specs = {method: method_spec(method) for method in methods}
-    given = {method: {"seed": seed, **({"k": k} if k is not None and "k" in spec.options else {})}
-             for method, spec in specs.items()}  # k goes to the methods that have a k
+    given = {method: {"seed": seed, **({"k": k} if k is not None and "k" in spec.options else {}),
+                      **({"naturalness": naturalness} if "naturalness" in spec.options else {})}
+             for method, spec in specs.items()}  # k and the naturalness constraint go to the methods that have them
     for method in methods:
         check_options(method, given[method])
     data_id = dataset_id(data, "dev")

@@ -30,7 +30,7 @@ __all__ = ["MethodSpec", "METHODS", "method_spec", "default_method", "check_opti
 _COMMON = frozenset({"max_queries", "time_budget", "seed"})
 #: options of the neighbourhood search: k words away, κ, δ, the masked LM, the patch words, words never
 #: introduced, how sentences split into words
-_NEIGHBORHOOD = frozenset({"k", "kappa", "delta", "mlm", "patch_words", "blacklist", "language"})
+_NEIGHBORHOOD = frozenset({"k", "kappa", "delta", "mlm", "patch_words", "blacklist", "language", "naturalness"})
 
 
 @dataclass(frozen=True)

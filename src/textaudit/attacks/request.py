@@ -20,7 +20,15 @@ from typing import Any, Callable, Sequence
 
 from textaudit.attacks.compare import run_compare
 from textaudit.attacks.patch import PatchWords
-from textaudit.attacks.registry import METHODS, MethodSpec, check_options, default_method, estimate_queries, make_attack
+from textaudit.attacks.registry import (
+    METHODS,
+    MethodSpec,
+    check_options,
+    default_method,
+    estimate_queries,
+    make_attack,
+    method_spec,
+)
 from textaudit.attacks.run import run_attack
 from textaudit.backends import Backend, SerialBackend
 from textaudit.data import align_labels, check_side, data_config, dataset_id, load_dataset, parse_label_map, split_sides
@@ -106,6 +114,7 @@ class AttackRequest:
     ppl: bool = option(True, flags=("--ppl/--no-ppl",), help="Perplexity of originals and vulnerable examples (SmolLM2).")
     lm_constraint: bool = option(False, help="Genetic: keep the 4 synonyms with the lowest SmolLM2 perplexity.")
     threshold: float | None = option(None, low=0.0, high=1.0, help="BAE: MiniLM sentence-similarity threshold (default 0.85).")
+    naturalness: str = shared("naturalness", "on", choices=("on", "off"))
     seed: int = shared("seed", 0)
 
     def check(self) -> CheckedAttack:
@@ -113,9 +122,11 @@ class AttackRequest:
         method = self.method or default_method(self.k)
         language = check_language(self.language or guess_language(self.mlm))
         synonyms = load_pairs_file(str(self.pairs_file)) if self.pairs_file is not None else None
+        natural = "naturalness" in method_spec(method).options  # the second-order searches
         options = dict(k=self.k, beam=self.beam, kappa=self.kappa, delta=self.delta, max_queries=self.max_queries,
                        time_budget=self.time_budget, seed=self.seed, lm=self.lm_constraint, threshold=self.threshold,
-                       patch_words=synonyms, language=self.language)
+                       patch_words=synonyms, language=self.language,
+                       naturalness=(self.naturalness == "on") if natural else None)
         spec = check_options(method, options)
         if "language" in spec.options:
             options["language"] = language
@@ -226,6 +237,7 @@ class CompareRequest:
     k: int | None = option(None, low=0, help="k of the neighbourhood methods (default: each method's own).")
     mlm: str | None = shared("mlm")
     ppl: bool = option(False, flags=("--ppl/--no-ppl",), help="Perplexities of successes (SmolLM2); off by default.")
+    naturalness: str = shared("naturalness", "on", choices=("on", "off"))
     margin: float | None = option(None, low=0.0, high=1.0, help=(
         "A non-inferiority margin m, a share (0.02 = 2 points): under each method, is every model's success rate no "
         "worse than the first model's by m or more (one-sided test at α = 0.05, Newcombe's paired interval), and "
@@ -251,4 +263,4 @@ class CompareRequest:
         return run_compare(self.models, self.methods, self.output_dir, data=self.data, limit=self.limit, k=self.k,
                            mlm=self.mlm, ppl=self.ppl, seed=self.seed, margin=self.margin, progress=progress,
                            label_map=parse_label_map(self.label_map), label=self.target_label,
-                           label_threshold=self.label_threshold)
+                           label_threshold=self.label_threshold, naturalness=self.naturalness == "on")

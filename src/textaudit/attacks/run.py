@@ -46,6 +46,8 @@ class AttackSummary:
         self.already_vulnerable = 0
         self.ppl_original: list[float] = []
         self.ppl_perturbed: list[float] = []
+        self.ppl_patched: list[float] = []
+        self.unnatural = 0
         self.seconds = 0.0
         self.ppl_seconds = 0.0
         self.queries = 0
@@ -65,6 +67,8 @@ class AttackSummary:
                 self.ppl_original.append(r["ppl_original"])
             if r.get("ppl_perturbed") is not None:
                 self.ppl_perturbed.append(r["ppl_perturbed"])
+            if r.get("ppl_patched") is not None:
+                self.ppl_patched.append(r["ppl_patched"])
             if isinstance(r.get("draws"), int) and isinstance(r.get("flips"), int):
                 self.draws = self.draws or r["draws"]
                 if r["draws"] == self.draws:
@@ -77,6 +81,7 @@ class AttackSummary:
             self.seconds += r["seconds"]
             self.queries += r["queries"]
         self.ppl_seconds += r.get("ppl_seconds") or 0.0
+        self.unnatural += int(r.get("unnatural") or 0)
         self.mlm = self.mlm or r.get("mlm")
 
     @property
@@ -98,6 +103,8 @@ class AttackSummary:
             "already_vulnerable": self.already_vulnerable,
             "median_ppl_original": round(statistics.median(self.ppl_original), 2) if self.ppl_original else None,
             "median_ppl_perturbed": round(statistics.median(self.ppl_perturbed), 2) if self.ppl_perturbed else None,
+            **({"median_ppl_patched": round(statistics.median(self.ppl_patched), 2)} if self.ppl_patched else {}),
+            **({"unnatural": self.unnatural} if self.unnatural else {}),
             "sec_per_example": round(self.seconds / ran, 3) if ran else None,
             "ppl_sec_per_example": round(self.ppl_seconds / ran, 3) if ran and self.ppl_seconds else None,
             "queries_per_example": round(self.queries / ran, 1) if ran else None,
@@ -151,8 +158,11 @@ class AttackJob:
         rec = res.to_dict()
         if self.ppl is not None and res.status == "success":
             t0 = time.perf_counter()
-            po, pp = self.ppl.perplexity([res.text, res.vulnerable])
+            texts = [res.text, res.vulnerable] + ([res.vulnerable_patched] if res.vulnerable_patched else [])
+            po, pp, *patched = self.ppl.perplexity(texts)
             rec["ppl_original"], rec["ppl_perturbed"] = round(po, 3), round(pp, 3)
+            if patched:  # x̃ ⊕ p: what a person reads beside x̃
+                rec["ppl_patched"] = round(patched[0], 3)
             rec["ppl_seconds"] = round(time.perf_counter() - t0, 3)  # loading the LM included, once
         return rec
 

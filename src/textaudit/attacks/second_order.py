@@ -21,6 +21,10 @@ patch p = (w1, w2) is applied: F(x; p) = f(x ⊕ p) − f(x) ≠ 0 on predicted 
 - Random baseline (App. A.1): k rounds, each moving to a uniformly random neighbour.
 x0 itself is checked first: if it is already vulnerable, the attack succeeds with ℓ0 = 0 (as in
 the reference implementation). The patch word's position is protected throughout.
+
+With ``naturalness`` (the default; :mod:`textaudit.attacks.naturalness`) p is the best-ranked pair that fits x0,
+the neighbourhood never repeats an adjacent word, and a vulnerable candidate is a finding only when it is settled
+and p fits it; ``naturalness=False`` is the paper's search exactly.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from typing import ClassVar, Iterable
 import numpy as np
 
 from textaudit.attacks.base import Attack, AttackResult, Budget, Found, Goal, Skip
+from textaudit.attacks.naturalness import Naturalness
 from textaudit.attacks.patch import Patch, PatchWords, apply_patch
 from textaudit.engine.scheduler import Search, classify
 from textaudit.errors import TextAuditError
@@ -38,7 +43,14 @@ from textaudit.neighborhoods.builder import NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
 from textaudit.sentence import Sentence
 
-__all__ = ["AttackResult", "SecondOrderAttack", "SOEnum", "SOBeam", "RandomBaseline", "pair_loss"]
+__all__ = ["AttackResult", "SecondOrderAttack", "SOEnum", "SOBeam", "RandomBaseline", "pair_loss", "NATURALNESS"]
+
+#: what a results header records of the naturalness constraint (absent: the paper's search)
+NATURALNESS = "mlm-agreement"
+#: the best-ranked patch pairs tried, in order, until one fits x0
+PATCH_CHOICES = 10
+#: vulnerable candidates checked for naturalness per masked-LM ask (in the order a finding is chosen)
+NATURAL_CHUNK = 32
 
 
 def pair_loss(p_x: np.ndarray, p_xp: np.ndarray, c: int) -> np.ndarray:
@@ -62,6 +74,7 @@ class SecondOrderAttack(Attack):
     max_queries, time_budget, seed: see :class:`~textaudit.attacks.base.Attack`.
     blacklist: words the neighbourhood never introduces.
     language: how sentences split into words (``fr`` splits elisions; see :mod:`textaudit.sentence`).
+    naturalness: the naturalness constraint (:mod:`textaudit.attacks.naturalness`); False: the paper's search.
     """
 
     default_k: ClassVar[int] = 6
@@ -73,18 +86,21 @@ class SecondOrderAttack(Attack):
     def __init__(self, classifier: Classifier, k: int | None = None, *, mlm: MaskedLM | None = None,
                  kappa: int = 20, delta: float = 3.0, patch_words: PatchWords | None = None,
                  max_queries: int | None = None, time_budget: float | None = None, seed: int = 0,
-                 blacklist: Iterable[str] = (), language: str = "en"):
+                 blacklist: Iterable[str] = (), language: str = "en", naturalness: bool = True):
         k = self.default_k if k is None else k
         self.check_k(k)
         super().__init__(classifier, max_queries=max_queries, time_budget=time_budget, seed=seed)
         self.k = k
         self.mlm = load_mlm() if mlm is None else mlm
         self.builder = NeighborhoodBuilder(self.mlm, kappa=kappa, delta=delta, blacklist=blacklist, seed=seed,
-                                           language=language)
+                                           language=language, no_repeats=naturalness)
+        self.natural = Naturalness(self.mlm, kappa, delta) if naturalness else None
         self.patch_words = patch_words or PatchWords(self.classifier)
 
     def settings(self) -> dict:
         out = {"kappa": self.builder.kappa, "delta": self.builder.delta}
+        if self.natural is not None:  # absent: the paper's search (every file written before the constraint)
+            out["naturalness"] = NATURALNESS
         if self.builder.language != "en":
             out["language"] = self.builder.language
         digest = self.patch_words.pairs_digest()
@@ -128,18 +144,33 @@ class SecondOrderAttack(Attack):
     def parse(self, text: str) -> Sentence:
         return self.builder.parse(text)
 
-    def goal(self, x0: Sentence, prediction: int, label: int | None) -> Goal:
-        """c = the prediction of x0; p = the best-ranked patch word of x0 (skipped when there is none)."""
+    def goal(self, x0: Sentence, prediction: int, label: int | None) -> Goal | Search:
+        """c = the prediction of x0; p = the best-ranked patch word of x0 (skipped when there is none); with the
+        naturalness constraint, the best-ranked of the :data:`PATCH_CHOICES` best that fits x0 (a search)."""
+        if self.natural is not None:
+            return self._natural_goal(x0, prediction)
         patch = self.patch_words.select(x0)
         if patch is None:
             raise Skip("no patch word: no counter-fitted word occurs exactly once")
+        return Goal(prediction, patch)
+
+    def _natural_goal(self, x0: Sentence, prediction: int) -> Search:
+        assert self.natural is not None
+        patches = self.patch_words.select_many(x0, PATCH_CHOICES, per_word=PATCH_CHOICES)
+        if not patches:
+            raise Skip("no patch word: no counter-fitted word occurs exactly once")
+        fits = yield from self.natural.ask_patch_fits([x0] * len(patches), patches)
+        patch = next((p for p, ok in zip(patches, fits) if ok), None)
+        if patch is None:
+            raise Skip(f"no patch word fits this sentence: the masked LM finds each of the {len(patches)} best-ranked "
+                       "synonyms far less plausible than the word it would replace (--naturalness off tries them)")
         return Goal(prediction, patch)
 
     def search(self, x0: Sentence, goal: Goal, budget: Budget, rng: np.random.Generator) -> Search:
         """x0 itself first (ℓ0 = 0 when it is already vulnerable), then the method's neighbourhood search."""
         assert goal.patch is not None
         fx, fxp, fs, _ = yield from self._score([x0], goal.patch, goal.c, budget)
-        if fx[0] != fxp[0]:
+        if fx[0] != fxp[0]:  # (x0 is natural: a person wrote it, and p was chosen to fit it)
             return Found(x0, int(fx[0]), int(fxp[0]), float(fs[0]))
         return (yield from self.search_neighborhood(x0, goal.patch, goal.c, budget, rng))
 
@@ -172,14 +203,24 @@ class SecondOrderAttack(Attack):
             parts.append((yield from self._score(xs[s:s + self.chunk], patch, c, budget)))
         return tuple(np.concatenate([part[i] for part in parts]) for i in range(4))
 
-    @staticmethod
-    def _best_vulnerable(x0: Sentence, xs: list[Sentence], fx, fxp, fs) -> Found | None:
-        """The vulnerable sentence with the smallest ℓ0 (ties: the largest |F_soft|), or None."""
-        idx = [i for i in range(len(xs)) if fx[i] != fxp[i]]
-        if not idx:
-            return None
-        i = min(idx, key=lambda j: (len(x0.diff(xs[j])), -abs(fs[j])))
-        return Found(xs[i], int(fx[i]), int(fxp[i]), float(fs[i]))
+    def _best_vulnerable(self, x0: Sentence, xs: list[Sentence], fx, fxp, fs, patch: Patch,
+                         budget: Budget) -> Search:
+        """The vulnerable sentence with the smallest ℓ0 (ties: the largest |F_soft|), or None. With the naturalness
+        constraint, in that order, :data:`NATURAL_CHUNK` at a time: the natural ones of the smallest ℓ0 in the first
+        chunk that has any, the most natural of them (the smallest settled distance; ties: the largest |F_soft|).
+        The refused are counted in ``budget.unnatural``."""
+        idx = sorted((i for i in range(len(xs)) if fx[i] != fxp[i]), key=lambda j: (len(x0.diff(xs[j])), -abs(fs[j])))
+        if self.natural is None:
+            return Found(xs[idx[0]], int(fx[idx[0]]), int(fxp[idx[0]]), float(fs[idx[0]])) if idx else None
+        for s in range(0, len(idx), NATURAL_CHUNK):
+            part = idx[s:s + NATURAL_CHUNK]
+            drop = yield from self.natural.ask_natural(x0, [xs[i] for i in part], patch)
+            good = [(len(x0.diff(xs[i])), d, -abs(fs[i]), n) for n, (i, d) in enumerate(zip(part, drop)) if d is not None]
+            budget.unnatural += len(part) - len(good)
+            if good:
+                i = part[min(good)[3]]
+                return Found(xs[i], int(fx[i]), int(fxp[i]), float(fs[i]))
+        return None
 
 
 class SOEnum(SecondOrderAttack):
@@ -204,7 +245,7 @@ class SOEnum(SecondOrderAttack):
         if scored is None:
             return None
         fx, fxp, fs, _ = scored
-        return self._best_vulnerable(x0, level, fx, fxp, fs)
+        return (yield from self._best_vulnerable(x0, level, fx, fxp, fs, patch, budget))
 
 
 class SOBeam(SecondOrderAttack):
@@ -215,11 +256,11 @@ class SOBeam(SecondOrderAttack):
     def __init__(self, classifier: Classifier, k: int | None = None, *, beam: int = 20, mlm: MaskedLM | None = None,
                  kappa: int = 20, delta: float = 3.0, patch_words: PatchWords | None = None,
                  max_queries: int | None = None, time_budget: float | None = None, seed: int = 0,
-                 blacklist: Iterable[str] = (), language: str = "en"):
+                 blacklist: Iterable[str] = (), language: str = "en", naturalness: bool = True):
         check_beam(beam)
         super().__init__(classifier, k, mlm=mlm, kappa=kappa, delta=delta, patch_words=patch_words,
                          max_queries=max_queries, time_budget=time_budget, seed=seed, blacklist=blacklist,
-                         language=language)
+                         language=language, naturalness=naturalness)
         self.beam = beam
 
     def settings(self) -> dict:
@@ -241,9 +282,14 @@ class SOBeam(SecondOrderAttack):
             if scored is None:
                 return None
             fx, fxp, fs, loss = scored
-            found = self._best_vulnerable(x0, cands, fx, fxp, fs)
+            found = yield from self._best_vulnerable(x0, cands, fx, fxp, fs, patch, budget)
             if found is not None or budget.exhausted():
                 return found
+            if self.natural is not None:  # vulnerable but unnatural (all refused): not sentences to search on from
+                keep = np.flatnonzero(fx == fxp)
+                cands, loss = [cands[i] for i in keep], loss[keep]
+                if not cands:
+                    return None
             if scores_of(self.classifier) == "labels":  # flat losses: a random β under the example's seed
                 perm = rng.permutation(len(cands))
                 order = perm[np.argsort(loss[perm], kind="stable")][: self.beam]
@@ -272,7 +318,7 @@ class RandomBaseline(SecondOrderAttack):
                 return None
             x = nbrs[int(rng.integers(len(nbrs)))]
             fx, fxp, fs, _ = yield from self._score([x], patch, c, budget)
-            found = self._best_vulnerable(x0, [x], fx, fxp, fs)
+            found = yield from self._best_vulnerable(x0, [x], fx, fxp, fs, patch, budget)
             if found is not None or budget.exhausted():
                 return found
         return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from textaudit.attacks.naturalness import most_natural_first, ppl_ratio
 from textaudit.attacks.request import AttackRequest
 from textaudit.backends import Backend
 from textaudit.cli.app import (
@@ -54,9 +55,10 @@ def attack(json_out: JsonOpt = False, runner: Backend = None, request: AttackReq
 
 
 def show_examples(records: list[dict], labels, n: int = 3) -> None:
-    """The first ``n`` successes as a reader wants to see them: the vulnerable sentence and its
-    prediction, and (second order) the same sentence under the swap p with the prediction it flips to."""
-    found = [r for r in records if r.get("status") == "success" and r.get("vulnerable")][:n]
+    """``n`` successes as a reader wants to see them, the most natural first (:func:`most_natural_first`, with each
+    one's perplexity ratio): the vulnerable sentence and its prediction, and (second order) the same sentence under
+    the swap p with the prediction it flips to."""
+    found = most_natural_first(records)[:n]
     if not found:
         return
 
@@ -72,7 +74,9 @@ def show_examples(records: list[dict], labels, n: int = 3) -> None:
         if second:
             w1, w2 = r["pair"]
             typer.echo(f"  x̃     → {name(r['vulnerable_prediction']):>{w}}  {r['vulnerable']}")
-            typer.echo(f"  x̃ ⊕ p → {name(r['vulnerable_patched_prediction']):>{w}}  {r['vulnerable_patched']}   (p = {w1}→{w2})")
+            ratio = ppl_ratio(r)
+            typer.echo(f"  x̃ ⊕ p → {name(r['vulnerable_patched_prediction']):>{w}}  {r['vulnerable_patched']}   (p = {w1}→{w2}"
+                       + (f"; perplexity ×{ratio:.2f} of the input's" if ratio is not None else "") + ")")
         else:
             typer.echo(f"  x′ → {name(r['vulnerable_prediction']):>{w}} (was {name(r['prediction'])})  {r['vulnerable']}")
 

@@ -60,11 +60,13 @@ class NeighborhoodBuilder:
     frontier_chunk: sentences expanded per masked-LM call.
     language: how sentences split into words (:meth:`Sentence.parse <textaudit.sentence.Sentence.parse>`;
         e.g. ``fr`` splits elisions such as ``l'homme``).
+    no_repeats: never propose the word just before or after the position (the attacks' naturalness constraint:
+        :mod:`textaudit.attacks.naturalness`).
     """
 
     def __init__(self, mlm, *, kappa: int = 20, delta: float = 3.0, blacklist: Iterable[str] = (),
                  alphabetic_only: bool = True, max_positions: int | None = None, seed: int = 0,
-                 frontier_chunk: int = 256, language: str = "en"):
+                 frontier_chunk: int = 256, language: str = "en", no_repeats: bool = False):
         for arg, value, least in (("kappa (κ)", kappa, 1), ("delta (δ)", delta, 0), ("max_positions", max_positions, 1)):
             check_at_least(arg, value, least)
         self.mlm = mlm
@@ -76,6 +78,7 @@ class NeighborhoodBuilder:
         self.seed = seed
         self.frontier_chunk = frontier_chunk
         self.language = check_language(language)
+        self.no_repeats = no_repeats
 
     # -- inputs ------------------------------------------------------------------------------------
     def parse(self, x: str | Sentence) -> Sentence:
@@ -101,17 +104,19 @@ class NeighborhoodBuilder:
         return pos
 
     # -- Neighbor_1 ----------------------------------------------------------------------------------
-    def _keep(self, cands: list[tuple[str, float]], original: str) -> list[str]:
-        """Apply top-κ, the δ threshold, and the word filters to one position's candidates."""
+    def _keep(self, cands: list[tuple[str, float]], original: str, beside: Iterable[str] = ()) -> list[str]:
+        """Apply top-κ, the δ threshold, and the word filters to one position's candidates (``beside``: the words
+        just before and after it, never proposed with ``no_repeats``)."""
         if not cands:
             return []
         best = cands[0][1]
         out = []
+        near = {b.lower() for b in beside} if self.no_repeats else set()
         for w, logit in cands[: self.kappa]:
             if logit <= best - self.delta:
                 break
             lw = w.lower()
-            if lw == original.lower() or lw in self.blacklist:
+            if lw == original.lower() or lw in self.blacklist or lw in near:
                 continue
             if self.alphabetic_only and not w.isalpha():
                 continue
@@ -130,7 +135,8 @@ class NeighborhoodBuilder:
         cands = (yield Ask(self.mlm.candidates, queries, "mask", top=self.kappa)) if queries else []
         out: list[list[tuple[int, list[str]]]] = [[] for _ in sentences]
         for (j, i), c in zip(owners, cands):
-            out[j].append((i, self._keep(c, sentences[j].tokens[i])))
+            toks = sentences[j].tokens
+            out[j].append((i, self._keep(c, toks[i], toks[max(i - 1, 0):i] + toks[i + 1:i + 2])))
         return out
 
     def candidates_at(self, sentences: Sequence[Sentence], protected: Iterable[int] = ()

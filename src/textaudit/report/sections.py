@@ -19,12 +19,13 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from textaudit.attacks.compare import cells_from_files, compare_cells
+from textaudit.attacks.naturalness import most_natural_first, ppl_ratio
 from textaudit.attacks.run import summarize
+from textaudit.evaluation import plot_confusion
 from textaudit.fairness.bias import BIAS_COLUMNS, NOTHING_SCORED, bias_rows, estimates_from_records, small_samples
 from textaudit.fairness.pairs import parse_pair
 from textaudit.fairness.plots import plot_bias
 from textaudit.fairness.replay import REPLAY_COLUMNS, replay_row
-from textaudit.evaluation import plot_confusion
 from textaudit.findings import Replay
 from textaudit.formats import harden as ba
 from textaudit.harden.plots import plot_before_after
@@ -68,6 +69,8 @@ class Example:
     patched: list[tuple[str, bool]] | None
     patched_prediction: Any
     pair: list[str] | None
+    #: the measuring LM's perplexity of the less natural of x̃ and x̃ ⊕ p over x0's (None: not measured)
+    ppl_ratio: float | None = None
 
 
 @dataclass
@@ -146,18 +149,20 @@ def _attack(item: Loaded, n: int) -> Section:
         ["skipped", s["skipped"]], ["errors", s["errors"]], ["seconds / example", _num(s["sec_per_example"])],
         ["queries / example", _num(s["queries_per_example"], 1)],
         ["median perplexity, original → vulnerable",
-         f"{s['median_ppl_original']} → {s['median_ppl_perturbed']}" if s["median_ppl_original"] else "–"]]))
-    found = [r for r in item.records if r.get("status") == "success" and r.get("vulnerable")]
+         f"{s['median_ppl_original']} → {s['median_ppl_perturbed']}" if s["median_ppl_original"] else "–"],
+        ["median perplexity, vulnerable ⊕ p", s.get("median_ppl_patched") or "–"],
+        ["naturalness constraint", cfg.get("naturalness") or "off (the paper's search)"]]))
+    found = most_natural_first(item.records)
     if len(found) > MAX_EXAMPLES:  # a subset: say so, and where the rest is
-        sec.notes.append(f"showing the first {MAX_EXAMPLES} of {len(found)} vulnerable examples (in the results "
-                         f"file's order); every one is in {item.path.name}")
+        sec.notes.append(f"showing the {MAX_EXAMPLES} most natural of {len(found)} vulnerable examples (the lowest "
+                         f"perplexity ratio to their input first); every one is in {item.path.name}")
     for r in found[:MAX_EXAMPLES]:
         patched = r.get("vulnerable_patched")
         sec.examples.append(Example(
             r["id"], r.get("label"), [(w, False) for w in r["text"].split()], r.get("prediction"),
             marked(r["text"], r["vulnerable"]), r.get("vulnerable_prediction"),
             marked(r["vulnerable"], patched) if patched else None, r.get("vulnerable_patched_prediction"),
-            r.get("pair")))
+            r.get("pair"), ppl_ratio(r)))
     if not sec.examples:
         sec.notes.append("no vulnerable example was found")
     return sec

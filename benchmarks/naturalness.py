@@ -1,0 +1,168 @@
+"""The naturalness constraint against the paper's search, side by side in one run of this script (issue #68).
+
+On the first ``--limit`` SST-2 dev sentences, for each model of ``--models`` and each of SO-Enum (k = 2) and SO-Beam
+(k = 6), ``audit attack`` runs twice as a user runs it (its own process, the offline masked LM, SmolLM2's
+perplexities): with the default ``--naturalness on`` and with ``--naturalness off`` (the paper's search). Each run's
+results file is kept in ``--out`` and resumed, so a cut run goes on where it stopped. It prints, per cell:
+
+* the success rate with its Wilson interval, attacked and skipped (a sentence where no synonym fits is not
+  attacked), and the share of all sentences with a finding;
+* the measuring LM's median perplexities (SmolLM2 — the constraint asks only the masked LM, so the figure that
+  measures is not the score that filtered): x̃ / x0 (``median_ppl_perturbed / median_ppl_original``, the paper's
+  Table 3 ratio) and x̃ ⊕ p / x̃;
+* findings whose x̃ or x̃ ⊕ p repeats a word next to itself;
+* a second judge, independent of both LMs: findings whose x̃ ⊕ p holds a word rarer than Zipf 3 (wordfreq: about
+  once per million words) that x0 does not — the foreign and archaic swaps of the counter-fitted lists (largo,
+  lange);
+* the cost: seconds per example and masked-LM contexts, and a warm rerun of the first "on" cell (new masked-LM
+  contexts it had to compute: the store's misses).
+
+It also writes ``blind.tsv`` (``--blind`` pairs, original and the shown x̃ ⊕ p, drawn at random from the successes,
+half from each setting, shuffled, without saying which) and ``blind-key.json`` (which setting each came from, and
+the judges' verdicts), for a reader who wants to judge the pairs by hand before looking.
+
+    python benchmarks/naturalness.py [--limit 200] [--models cnn,lstm] [--out runs/naturalness] [--blind 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CELLS = (("so-enum", 2), ("so-beam", 6))
+RARE = 3.0  # Zipf frequency: about once per million words
+
+
+def attack(args: list[str], out: Path) -> float:
+    """``audit attack ARGS --output OUT`` in its own process (resumed when OUT exists): its wall seconds."""
+    t0 = time.perf_counter()
+    resume = ["--resume"] if out.exists() else []
+    r = subprocess.run([sys.executable, "-m", "textaudit", "attack", *args, "--output", str(out), *resume, "--json"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"audit attack {' '.join(args)} failed:\n{r.stderr[-2000:]}")
+    return time.perf_counter() - t0
+
+
+def repeats(text: str) -> bool:
+    """A word next to itself ("a meaningful and meaningful film" has none; "the the film" has one)."""
+    words = [w.lower() for w in text.split() if any(c.isalpha() for c in w)]
+    return any(a == b for a, b in zip(words, words[1:]))
+
+
+def rare_new_word(original: str, shown: str) -> bool:
+    """x̃ ⊕ p holds a word rarer than :data:`RARE` that x0 does not."""
+    from wordfreq import zipf_frequency
+
+    before = {w.lower() for w in original.split()}
+    return any(w.isalpha() and w.lower() not in before and zipf_frequency(w.lower(), "en") < RARE for w in shown.split())
+
+
+def judge(records: list[dict]) -> dict:
+    """The figures of one cell from its records (see the module docstring)."""
+    from textaudit.results import load  # noqa: F401  (the same reading as any user's)
+    from textaudit.stats import wilson
+
+    succ = [r for r in records if r.get("status") == "success"]
+    attacked = sum(r.get("status") in ("success", "failed") for r in records)
+
+    def med(key: str) -> float | None:
+        vals = [r[key] for r in succ if r.get(key) is not None]
+        return statistics.median(vals) if vals else None
+
+    po, pp, pq = med("ppl_original"), med("ppl_perturbed"), med("ppl_patched")
+    lo, hi = wilson(len(succ), attacked) or (None, None)
+    return {
+        "n": len(records), "attacked": attacked, "skipped": sum(r.get("status") == "skipped" for r in records),
+        "success": len(succ), "success_rate": round(len(succ) / attacked, 4) if attacked else None,
+        "success_rate_ci95": [round(lo, 4), round(hi, 4)] if lo is not None else None,
+        "found_share": round(len(succ) / len(records), 4) if records else None,
+        "median_ppl_original": po, "median_ppl_perturbed": pp, "median_ppl_patched": pq,
+        "ratio_perturbed_original": round(pp / po, 3) if po and pp else None,
+        "ratio_patched_perturbed": round(pq / pp, 3) if pp and pq else None,
+        "repeated_word": sum(repeats(r["vulnerable"]) or repeats(r.get("vulnerable_patched") or "") for r in succ),
+        "rare_new_word": sum(rare_new_word(r["text"], r.get("vulnerable_patched") or r["vulnerable"]) for r in succ),
+        "unnatural_refused": sum(int(r.get("unnatural") or 0) for r in records),
+        "sec_per_example": round(sum(r.get("seconds") or 0 for r in records) / max(attacked, 1), 3),
+        "mlm_queries": sum(int(r.get("mlm_queries") or 0) for r in records),
+    }
+
+
+def read(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()[1:] if '"status"' in line]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--limit", type=int, default=200)
+    ap.add_argument("--models", default="cnn,lstm")
+    ap.add_argument("--out", type=Path, default=Path("runs/naturalness"))
+    ap.add_argument("--blind", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows, walls = {}, {}
+    for model in args.models.split(","):
+        for method, k in CELLS:
+            for setting in ("on", "off"):
+                path = args.out / f"{model}.{method}.{setting}.jsonl"
+                walls[path.name] = round(attack(["--model", model, "--method", method, "--k", str(k), "--data",
+                                                 "sst2:dev", "--limit", str(args.limit), "--mlm", "minilm-mlm",
+                                                 "--naturalness", setting, "--seed", str(args.seed)], path), 1)
+                rows[(model, method, setting)] = judge(read(path))
+    # a warm rerun of the first "on" cell: what the constraint asks again is answered by the store
+    model, (method, k) = args.models.split(",")[0], CELLS[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        r = subprocess.run([sys.executable, "-m", "textaudit", "attack", "--model", model, "--method", method, "--k",
+                            str(k), "--data", "sst2:dev", "--limit", str(args.limit), "--mlm", "minilm-mlm",
+                            "--no-ppl", "--seed", str(args.seed), "--output", str(Path(tmp) / "warm.jsonl"), "--json"],
+                           capture_output=True, text=True)
+        warm = json.loads(r.stdout.strip().splitlines()[-1]) if r.returncode == 0 else {"error": r.stderr[-500:]}
+    # the blind check: half of the pairs from each setting, shuffled, the setting kept apart
+    rng = random.Random(args.seed)
+    pools = {s: [(m, a, r) for (m, a, s2), _ in rows.items() if s2 == s
+                 for r in read(args.out / f"{m}.{a}.{s}.jsonl") if r.get("status") == "success"] for s in ("on", "off")}
+    picked = [(s, item) for s in ("on", "off") for item in rng.sample(pools[s], min(args.blind // 2, len(pools[s])))]
+    rng.shuffle(picked)
+    lines, key = ["#\toriginal\tshown (x̃ ⊕ p)"], []
+    for n, (setting, (m, a, r)) in enumerate(picked, 1):
+        shown = r.get("vulnerable_patched") or r["vulnerable"]
+        lines.append(f"{n}\t{r['text']}\t{shown}")
+        ratio = (r["ppl_patched"] / r["ppl_original"]) if r.get("ppl_patched") and r.get("ppl_original") else None
+        key.append({"#": n, "setting": setting, "model": m, "method": a, "id": r["id"],
+                    "lm_ratio": None if ratio is None else round(ratio, 3), "repeated_word": repeats(shown),
+                    "rare_new_word": rare_new_word(r["text"], shown)})
+    (args.out / "blind.tsv").write_text("\n".join(lines) + "\n")
+    (args.out / "blind-key.json").write_text(json.dumps(key, indent=1))
+    blind = {}
+    for s in ("on", "off"):
+        mine = [x for x in key if x["setting"] == s]
+        ratios = [x["lm_ratio"] for x in mine if x["lm_ratio"] is not None]
+        blind[s] = {"pairs": len(mine), "median_lm_ratio": round(statistics.median(ratios), 3) if ratios else None,
+                    "lm_ratio_above_1.5": sum(x > 1.5 for x in ratios),
+                    "repeated_word": sum(x["repeated_word"] for x in mine),
+                    "rare_new_word": sum(x["rare_new_word"] for x in mine)}
+    print(f"first {args.limit} SST-2 dev, masked LM minilm-mlm, perplexities SmolLM2 (paper, Table 3: about 1.2)")
+    head = ["model", "method", "naturalness", "attacked", "skipped", "success rate [95% CI]", "found/all",
+            "x̃/x0 ppl", "x̃⊕p/x̃ ppl", "repeats", "rare word", "refused", "s/ex", "wall s"]
+    print(" | ".join(head))
+    for (m, a, s), v in rows.items():
+        ci = v["success_rate_ci95"] or ["–", "–"]
+        print(" | ".join(str(x) for x in [m, a, s, v["attacked"], v["skipped"], f"{v['success_rate']} [{ci[0]}, {ci[1]}]",
+                                          v["found_share"], v["ratio_perturbed_original"], v["ratio_patched_perturbed"],
+                                          v["repeated_word"], v["rare_new_word"], v["unnatural_refused"],
+                                          v["sec_per_example"], walls[f"{m}.{a}.{s}.jsonl"]]))
+    print(json.dumps({"cells": {"/".join(k): v for k, v in rows.items()}, "blind": blind,
+                      "warm_rerun": {k: warm.get(k) for k in ("store_hits", "store_misses", "score_forwards",
+                                                              "wall_seconds", "error") if k in warm}}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""The naturalness constraint of the second-order attacks (on by default; ``--naturalness off`` is the paper's search).
+
+A finding is shown to a person as "this natural sentence x̃ flips when w1 becomes w2". Three checks keep it one a
+colleague would not dismiss at once, each asked of the **masked LM that builds the neighbourhoods** (its answers are
+the store's masked contexts: a rerun asks nothing new), so the figure that *measures* naturalness — the causal LM's
+perplexity (SmolLM2, ``median_ppl_*`` of ``audit attack``) — is never the score that filtered (no circular figure):
+
+* **No repeated neighbour** (:meth:`NeighborhoodBuilder._keep <textaudit.neighborhoods.builder.NeighborhoodBuilder>`
+  with ``no_repeats``): a candidate equal to the word just before or after its position is not a neighbour
+  ("a meaningful and meaningful film" is not proposed).
+* **Settled** (:meth:`Naturalness.ask_settled`): each word x̃ changed from x0 is still one the masked LM proposes at
+  its position *given the final sentence* — in its top κ within δ of the best logit, the very rule (κ, δ) that
+  proposed it. A word proposed one position at a time can stop fitting once a later round changes its neighbours;
+  a settled x̃ is a fixed point of its own neighbourhood rule.
+* **The patch fits** (:meth:`Naturalness.ask_patch_fits`): where w1 stands (in x0 when p is chosen, in x̃ when a
+  finding is accepted), w2 must be one of the masked LM's ``pool`` (P = 200) most likely words, and, when w1 is one
+  of them too, not more than δ below it (``s(w2) ≥ s(w1) − δ``, s the masked LM's logit). The counter-fitted lists
+  hold pairs of another part of speech, sense or language (long → largo, uses → usage, within → indoors,
+  feels → believes: Morris et al. 2020); the masked LM's own agreement refuses them in context, without a
+  part-of-speech tagger (none installs offline here, and a tagger knows nothing of sense: "the fabric believes
+  ugly" tags as well as "the fabric feels ugly"). Measured on the first 100 SST-2 dev sentences with cnn's
+  five best-ranked pairs each and the offline ``minilm-mlm``: w2 is in the top 50 for 8 % of the pairs, the top
+  200 for 18 %, the top 500 for 25 %; at least one of the five fits 32, 60 and 71 sentences of 100. P = 200 keeps
+  most sentences attackable while refusing what the masked LM does not consider at all; p is then the best-ranked
+  of the :data:`~textaudit.attacks.second_order.PATCH_CHOICES` best pairs that fits x0.
+
+A vulnerable candidate that fails is not a finding: the search goes on (SO-Beam drops it from its beam). Each
+attacked example's record counts the vulnerable candidates refused (``unnatural``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from textaudit.attacks.patch import Patch
+from textaudit.engine.scheduler import Ask, Search
+from textaudit.sentence import Sentence
+
+__all__ = ["Naturalness", "patch_fits", "word_settled", "POOL", "ppl_ratio", "most_natural_first"]
+
+#: P: the masked LM's most likely words at the patch position, one of which w2 must be (module docstring)
+POOL = 200
+
+
+def word_settled(cands: Sequence[tuple[str, float]], word: str, kappa: int, delta: float) -> float | None:
+    """How far below the best logit ``word`` is, when it is among ``cands``' top κ within δ of the best (the
+    neighbourhood's own rule, case aside); None when it is not."""
+    if not cands:
+        return None
+    best, w = cands[0][1], word.lower()
+    return next((best - logit for c, logit in cands[:kappa] if c.lower() == w and logit > best - delta), None)
+
+
+def patch_fits(cands: Sequence[tuple[str, float]], w1: str, w2: str, delta: float) -> bool:
+    """Whether w2 is among ``cands`` (the masked position's most likely words, ``(word, logit)`` best first) and, when
+    w1 is among them too, not more than δ below it: see the module docstring."""
+    scores: dict[str, float] = {}
+    for c, logit in cands:
+        scores.setdefault(c.lower(), logit)
+    s1, s2 = scores.get(w1.lower()), scores.get(w2.lower())
+    return s2 is not None and (s1 is None or s2 >= s1 - delta)
+
+
+@dataclass(frozen=True)
+class Naturalness:
+    """The constraint's checks, as searches that ask the masked LM ``mlm`` (κ, δ: the neighbourhood's)."""
+
+    mlm: Any
+    kappa: int = 20
+    delta: float = 3.0
+    pool: int = POOL
+
+    def ask_patch_fits(self, sentences: Sequence[Sentence], patches: Sequence[Patch]) -> Search:
+        """Per sentence, whether its patch fits there (:func:`patch_fits`): one masked-LM ask for all."""
+        if not sentences:
+            return []
+        queries = [(list(s.tokens), p.position) for s, p in zip(sentences, patches)]
+        cands = yield Ask(self.mlm.candidates, queries, "mask", top=self.pool)
+        return [patch_fits(c, p.w1, p.w2, self.delta) for c, p in zip(cands, patches)]
+
+    def ask_settled(self, x0: Sentence, sentences: Sequence[Sentence]) -> Search:
+        """Per sentence, None unless every word changed from ``x0`` is settled (:func:`word_settled`), else the sum
+        of their distances below the best logit (0: each is the masked LM's first choice) — one ask for all."""
+        queries, owners = [], []
+        for j, s in enumerate(sentences):
+            for i in x0.diff(s):
+                queries.append((list(s.tokens), i))
+                owners.append((j, i))
+        cands = (yield Ask(self.mlm.candidates, queries, "mask", top=self.kappa)) if queries else []
+        drop: list[float | None] = [0.0] * len(sentences)
+        for (j, i), c in zip(owners, cands):
+            if drop[j] is not None:
+                d = word_settled(c, sentences[j].tokens[i], self.kappa, self.delta)
+                drop[j] = None if d is None else drop[j] + d
+        return drop
+
+    def ask_natural(self, x0: Sentence, sentences: Sequence[Sentence], patch: Patch) -> Search:
+        """Per vulnerable candidate x̃: None unless it is settled and its patch fits in it, else its settled distance
+        (:meth:`ask_settled`; two asks, answered in one step each)."""
+        settled = yield from self.ask_settled(x0, sentences)
+        keep = [s for s, d in zip(sentences, settled) if d is not None]
+        fits = iter((yield from self.ask_patch_fits(keep, [patch] * len(keep))))
+        return [d if d is not None and next(fits) else None for d in settled]
+
+
+def ppl_ratio(record: dict) -> float | None:
+    """How much less natural than x0 a finding reads to the measuring LM: the larger of ppl(x̃) / ppl(x0) and
+    ppl(x̃ ⊕ p) / ppl(x0) (SmolLM2's perplexities in the record; None without them)."""
+    po = record.get("ppl_original")
+    shown = [record.get(k) for k in ("ppl_perturbed", "ppl_patched") if record.get(k) is not None]
+    return round(max(shown) / po, 3) if po and shown else None
+
+
+def most_natural_first(records: Sequence[dict]) -> list[dict]:
+    """Successes ordered by :func:`ppl_ratio`, lowest first (ties, and records without perplexities after them, in
+    their file order): what a person is shown first."""
+    found = [r for r in records if r.get("status") == "success" and r.get("vulnerable")]
+    return sorted(found, key=lambda r: (ppl_ratio(r) is None, ppl_ratio(r) or 0.0))

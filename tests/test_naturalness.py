@@ -1,0 +1,183 @@
+"""#68: the second-order attacks' naturalness constraint (on by default; ``--naturalness off`` is the paper's search).
+
+Its three checks on a masked LM planted here (its answers written out, so each check is seen doing exactly its job),
+and on the shipped ``minilm-mlm``: a synonym of another sense (long → largo) refused where a person would, the
+paper's search unchanged with the constraint off, and the setting in the results header (a resume cannot mix them).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from textaudit.attacks import PatchWords, SOBeam, SOEnum
+from textaudit.attacks.naturalness import patch_fits, word_settled
+from textaudit.models import as_classifier
+from textaudit.neighborhoods import NeighborhoodBuilder
+from textaudit.sentence import Sentence
+
+X = "a deep and meaningful film ."
+
+
+class PlantedMLM:
+    """A masked LM whose answers are a rule: ``rule(words, position) -> [(word, logit), ...]`` best first."""
+
+    name = "planted-mlm"
+
+    def __init__(self, rule):
+        self.rule = rule
+        self.asked: list[tuple[str, int]] = []
+
+    def candidates(self, batch, top=20):
+        out = []
+        for words, pos in batch:
+            self.asked.append((" ".join(words), pos))
+            out.append(list(self.rule(list(words), pos))[:top])
+        return out
+
+
+def test_patch_fits_and_word_settled_read_the_masked_lms_answer():
+    cands = [("was", 13.8), ("is", 13.5), ("seemed", 10.3), ("feels", 9.5), ("felt", 9.4), ("looked", 7.0)]
+    assert patch_fits(cands, "feels", "felt", 3.0)  # both read, within δ
+    assert not patch_fits(cands, "feels", "believes", 3.0)  # not among the masked LM's likely words at all
+    assert not patch_fits(cands, "seemed", "looked", 3.0)  # read, but 3.3 below the word it replaces
+    assert patch_fits(cands, "appears", "felt", 3.0)  # w1 unread: w2 is read, nothing to compare with
+    assert patch_fits(cands, "Feels", "FELT", 3.0)  # case aside
+    assert word_settled(cands, "is", kappa=20, delta=3.0) == pytest.approx(0.3)
+    assert word_settled(cands, "feels", kappa=20, delta=3.0) is None  # 4.3 below the best: outside δ
+    assert word_settled(cands, "seemed", kappa=2, delta=9.0) is None  # outside the top κ
+    assert word_settled([], "is", kappa=20, delta=3.0) is None
+
+
+def test_no_repeats_keeps_a_neighbour_from_copying_the_word_beside_it():
+    """'a deep and meaningful film' → 'a meaningful and meaningful film' came from the masked LM proposing the word two
+    places on; with no_repeats a candidate equal to the word just before or after its position is not proposed."""
+    def rule(words, pos):  # the word after the position first, then the one before, then "fine"
+        nxt = words[pos + 1] if pos + 1 < len(words) else "x"
+        return [(nxt, 10.0), (words[pos - 1] if pos else "y", 9.5), ("fine", 9.0)]
+
+    x = Sentence.parse("a deep and meaningful film .")
+    for repeats in (True, False):
+        b = NeighborhoodBuilder(PlantedMLM(rule), kappa=5, delta=1e9, no_repeats=not repeats)
+        words = {nb.sentence.tokens[1] for nb in b.neighbors(x, 1) if x.diff(nb.sentence) == [1]}
+        assert words == ({"and", "a", "fine"} if repeats else {"fine"})
+
+
+def _flip_when(*words_needed):
+    """P(positive) 0.9, 0.1 once 'movie' and every one of ``words_needed`` are in the text (a second-order flaw)."""
+    def f(texts):
+        out = []
+        for t in texts:
+            w = set(t.split())
+            p = 0.1 if "movie" in w and all(x in w for x in words_needed) else 0.9
+            out.append([1 - p, p])
+        return np.array(out)
+
+    return as_classifier(f, name="planted")
+
+
+def _two_step_rule(words, pos):
+    """Position 1 ('deep') is 'rich' only while position 3 is still 'meaningful'; position 3 becomes 'moving'; the
+    patch position (4) holds 'film' with 'movie' close behind."""
+    if pos == 1:
+        return [("rich", 10.0)] if words[3] == "meaningful" else [("odd", 10.0)]
+    if pos == 3:
+        return [("moving", 10.0)]
+    if pos == 4:
+        return [("film", 10.0), ("movie", 9.0)]
+    return [("the", 10.0)]
+
+
+def test_a_finding_whose_changed_word_no_longer_fits_the_final_sentence_is_refused():
+    """'a rich and moving film' flips, but 'rich' was proposed beside 'meaningful': beside 'moving' the masked LM
+    proposes 'odd'. Unsettled: refused and counted; the paper's search (off) takes it."""
+    clf = _flip_when("rich", "moving")
+    args = dict(k=2, kappa=5, delta=1e9, patch_words=PatchWords(clf, [("film", "movie")]))
+    paper = SOEnum(clf, mlm=PlantedMLM(_two_step_rule), naturalness=False, **args).attack(X, 1)
+    assert paper.status == "success" and paper.vulnerable == "a rich and moving film ."
+    natural = SOEnum(clf, mlm=PlantedMLM(_two_step_rule), **args).attack(X, 1)
+    assert natural.status == "failed" and natural.extra["unnatural"] >= 1
+    beam = SOBeam(clf, mlm=PlantedMLM(_two_step_rule), beam=4, **args).attack(X, 1)
+    assert beam.status == "failed" and beam.extra["unnatural"] >= 1
+
+
+def test_a_settled_finding_is_kept_and_the_most_natural_of_equal_l0_comes_first():
+    """Two vulnerable neighbours at ℓ0 = 1; the one whose word is the masked LM's first choice is the finding."""
+    def rule(words, pos):
+        if pos == 1:
+            return [("rich", 10.0), ("vast", 8.5)]
+        if pos == 4:
+            return [("film", 10.0), ("movie", 9.0)]
+        return [("the", 10.0)]
+
+    def f(texts):  # both 'rich' and 'vast' flip with 'movie'; 'vast' by more (the paper's tie-break picks it)
+        return np.array([[0.95, 0.05] if "movie" in t and "vast" in t else [0.8, 0.2] if "movie" in t and "rich" in t
+                         else [0.1, 0.9] for t in texts])
+
+    clf = as_classifier(f, name="planted")
+    args = dict(k=1, kappa=5, delta=1e9, patch_words=PatchWords(clf, [("film", "movie")]))
+    assert SOEnum(clf, mlm=PlantedMLM(rule), naturalness=False, **args).attack(X, 1).vulnerable == "a vast and meaningful film ."
+    r = SOEnum(clf, mlm=PlantedMLM(rule), **args).attack(X, 1)
+    assert r.status == "success" and r.vulnerable == "a rich and meaningful film ." and "unnatural" not in r.extra
+
+
+def test_a_patch_that_does_not_fit_is_not_chosen_and_one_that_stops_fitting_is_refused():
+    """p is the best-ranked pair that fits x0; none fitting: skipped with the reason. A finding in whose x̃ the
+    patch no longer fits is refused."""
+    def rule(words, pos):
+        if pos == 4:  # 'movie' fits beside 'meaningful', not beside 'odd'
+            return [("film", 10.0), ("movie", 9.0)] if words[3] == "meaningful" else [("film", 10.0), ("work", 9.0)]
+        if pos == 3:
+            return [("odd", 10.0)]
+        return [("the", 10.0)]
+
+    clf = _flip_when()  # any text with 'movie' flips
+    largo = PatchWords(clf, [("film", "largo")])
+    r = SOEnum(clf, k=1, mlm=PlantedMLM(rule), kappa=5, delta=1e9, patch_words=largo).attack(X, 1)
+    assert r.status == "skipped" and "no patch word fits" in r.reason and "--naturalness off" in r.reason
+    assert SOEnum(clf, k=1, mlm=PlantedMLM(rule), kappa=5, delta=1e9, patch_words=largo,
+                  naturalness=False).attack(X, 1).pair == ["film", "largo"]
+
+    # x0 itself flips with 'movie' (ℓ0 = 0, p fits x0); with only 'odd' at 3 flipping, the finding is refused
+    def g(texts):
+        return np.array([[0.9, 0.1] if "movie" in t and "odd" in t else [0.1, 0.9] for t in texts])
+
+    odd = as_classifier(g, name="planted-odd")
+    r = SOEnum(odd, k=1, mlm=PlantedMLM(rule), kappa=5, delta=1e9,
+               patch_words=PatchWords(odd, [("film", "movie")])).attack(X, 1)
+    assert r.pair == ["film", "movie"] and r.status == "failed" and r.extra["unnatural"] == 1
+
+
+LONG = '''
+def clf(texts):  # a flaw on any word swapped for "long": "largo" the most, "big" less
+    out = []
+    for t in texts:
+        w = t.split()
+        p = 0.1 if "largo" in w else 0.2 if "big" in w else 0.9
+        out.append([1 - p, p])
+    return out
+'''
+
+
+def test_the_shipped_masked_lm_refuses_a_swap_of_another_language_and_the_header_says_which_search(cli, tmp_path):
+    """On the offline minilm-mlm: long → largo (a counter-fitted pair) is the paper's patch, refused here for
+    long → big, which the masked LM finds in place; the header records the constraint (absent: the paper's), and a
+    file of one is not resumed with the other."""
+    (tmp_path / "long.py").write_text(LONG)
+    (tmp_path / "d.tsv").write_text("label\ttext\n1\tone long string of things .\n")
+    (tmp_path / "pairs.txt").write_text("long,largo\nlong,big\n")
+    base = ["attack", "--model", f"{tmp_path}/long.py:clf", "--data", str(tmp_path / "d.tsv"), "--mlm", "minilm-mlm",
+            "--pairs-file", str(tmp_path / "pairs.txt"), "--k", "1", "--no-ppl"]
+    got = {}
+    for setting in ("on", "off"):
+        r = cli(*base, "--naturalness", setting, "--output", str(tmp_path / f"{setting}.jsonl"))
+        assert r.exit_code == 0, r.output
+        lines = [json.loads(x) for x in (tmp_path / f"{setting}.jsonl").read_text().splitlines()]
+        got[setting] = lines[0]["header"]["config"], lines[1]
+    assert got["off"][1]["pair"] == ["long", "largo"] and got["on"][1]["pair"] == ["long", "big"]
+    assert got["on"][1]["status"] == got["off"][1]["status"] == "success"
+    assert got["on"][0]["naturalness"] == "mlm-agreement" and "naturalness" not in got["off"][0]
+    r = cli(*base, "--output", str(tmp_path / "off.jsonl"), "--resume")  # the default (on) over the paper's file
+    assert r.exit_code == 2 and "naturalness" in r.output and "Traceback" not in r.output, r.output
