@@ -10,7 +10,7 @@ results file is kept in ``--out`` and resumed, so a cut run goes on where it sto
 * the measuring LM's median perplexities (SmolLM2 — the constraint asks only the masked LM, so the figure that
   measures is not the score that filtered): x̃ / x0 (``median_ppl_perturbed / median_ppl_original``, the paper's
   Table 3 ratio) and x̃ ⊕ p / x̃;
-* findings whose x̃ or x̃ ⊕ p repeats a word next to itself;
+* findings whose x̃ or x̃ ⊕ p repeats a word within two words of itself where x0 does not;
 * a second judge, independent of both LMs: findings whose x̃ ⊕ p holds a word rarer than Zipf 3 (wordfreq: about
   once per million words) that x0 does not — the foreign and archaic swaps of the counter-fitted lists (largo,
   lange);
@@ -51,10 +51,16 @@ def attack(args: list[str], out: Path) -> float:
     return time.perf_counter() - t0
 
 
-def repeats(text: str) -> bool:
-    """A word next to itself ("a meaningful and meaningful film" has none; "the the film" has one)."""
-    words = [w.lower() for w in text.split() if any(c.isalpha() for c in w)]
-    return any(a == b for a, b in zip(words, words[1:]))
+def _repeated(text: str, window: int = 2) -> set[str]:
+    """Words that occur again within ``window`` words of themselves (punctuation skipped)."""
+    words = [w.lower() for w in text.split() if any(c.isalnum() for c in w)]
+    return {w for i, w in enumerate(words) if w in words[i + 1:i + 1 + window]}
+
+
+def repeats(original: str, shown: str) -> bool:
+    """``shown`` repeats a word within two words of itself ("a meaningful and meaningful film", "regret , regret")
+    where ``original`` does not (an input's own "more and more" is not the attack's)."""
+    return bool(_repeated(shown) - _repeated(original))
 
 
 def rare_new_word(original: str, shown: str) -> bool:
@@ -87,7 +93,8 @@ def judge(records: list[dict]) -> dict:
         "median_ppl_original": po, "median_ppl_perturbed": pp, "median_ppl_patched": pq,
         "ratio_perturbed_original": round(pp / po, 3) if po and pp else None,
         "ratio_patched_perturbed": round(pq / pp, 3) if pp and pq else None,
-        "repeated_word": sum(repeats(r["vulnerable"]) or repeats(r.get("vulnerable_patched") or "") for r in succ),
+        "repeated_word": sum(repeats(r["text"], r["vulnerable"]) or repeats(r["text"], r.get("vulnerable_patched") or "")
+                             for r in succ),
         "rare_new_word": sum(rare_new_word(r["text"], r.get("vulnerable_patched") or r["vulnerable"]) for r in succ),
         "unnatural_refused": sum(int(r.get("unnatural") or 0) for r in records),
         "sec_per_example": round(sum(r.get("seconds") or 0 for r in records) / max(attacked, 1), 3),
@@ -137,7 +144,7 @@ def main() -> None:
         lines.append(f"{n}\t{r['text']}\t{shown}")
         ratio = (r["ppl_patched"] / r["ppl_original"]) if r.get("ppl_patched") and r.get("ppl_original") else None
         key.append({"#": n, "setting": setting, "model": m, "method": a, "id": r["id"],
-                    "lm_ratio": None if ratio is None else round(ratio, 3), "repeated_word": repeats(shown),
+                    "lm_ratio": None if ratio is None else round(ratio, 3), "repeated_word": repeats(r["text"], shown),
                     "rare_new_word": rare_new_word(r["text"], shown)})
     (args.out / "blind.tsv").write_text("\n".join(lines) + "\n")
     (args.out / "blind-key.json").write_text(json.dumps(key, indent=1))

@@ -51,18 +51,25 @@ def test_patch_fits_and_word_settled_read_the_masked_lms_answer():
     assert word_settled([], "is", kappa=20, delta=3.0) is None
 
 
-def test_no_repeats_keeps_a_neighbour_from_copying_the_word_beside_it():
+def test_no_repeats_keeps_a_neighbour_from_copying_a_word_near_it():
     """'a deep and meaningful film' → 'a meaningful and meaningful film' came from the masked LM proposing the word two
-    places on; with no_repeats a candidate equal to the word just before or after its position is not proposed."""
-    def rule(words, pos):  # the word after the position first, then the one before, then "fine"
-        nxt = words[pos + 1] if pos + 1 < len(words) else "x"
-        return [(nxt, 10.0), (words[pos - 1] if pos else "y", 9.5), ("fine", 9.0)]
+    places on; with no_repeats a candidate equal to one of the two words before or after its position (punctuation
+    aside: 'regret , regret') is not proposed, a word three away is."""
+    def rule(words, pos):  # the word two after the position first, then the one before, then one three away, "fine"
+        far = words[pos - 3] if pos >= 3 else "z"
+        return [(words[pos + 2] if pos + 2 < len(words) else "x", 10.0), (words[pos - 1] if pos else "y", 9.5),
+                (far, 9.2), ("fine", 9.0)]
 
     x = Sentence.parse("a deep and meaningful film .")
     for repeats in (True, False):
         b = NeighborhoodBuilder(PlantedMLM(rule), kappa=5, delta=1e9, no_repeats=not repeats)
-        words = {nb.sentence.tokens[1] for nb in b.neighbors(x, 1) if x.diff(nb.sentence) == [1]}
-        assert words == ({"and", "a", "fine"} if repeats else {"fine"})
+        at = {i: {nb.sentence.tokens[i] for nb in b.neighbors(x, 1) if x.diff(nb.sentence) == [i]} for i in (1, 4)}
+        assert at[1] == ({"meaningful", "a", "z", "fine"} if repeats else {"z", "fine"})
+        assert at[4] == ({"x", "meaningful", "deep", "fine"} if repeats else {"x", "deep", "fine"})  # 'deep': 3 away
+    comma = Sentence.parse("a tale of love , betrayal , revenge")
+    b = NeighborhoodBuilder(PlantedMLM(lambda w, p: [("betrayal", 10.0), ("loss", 9.0)]), kappa=5, delta=1e9,
+                            no_repeats=True)
+    assert {nb.sentence.tokens[3] for nb in b.neighbors(comma, 1) if comma.diff(nb.sentence) == [3]} == {"loss"}
 
 
 def _flip_when(*words_needed):

@@ -60,8 +60,8 @@ class NeighborhoodBuilder:
     frontier_chunk: sentences expanded per masked-LM call.
     language: how sentences split into words (:meth:`Sentence.parse <textaudit.sentence.Sentence.parse>`;
         e.g. ``fr`` splits elisions such as ``l'homme``).
-    no_repeats: never propose the word just before or after the position (the attacks' naturalness constraint:
-        :mod:`textaudit.attacks.naturalness`).
+    no_repeats: never propose a word of the two before or the two after the position, punctuation aside (the
+        attacks' naturalness constraint: :mod:`textaudit.attacks.naturalness`).
     """
 
     def __init__(self, mlm, *, kappa: int = 20, delta: float = 3.0, blacklist: Iterable[str] = (),
@@ -106,7 +106,7 @@ class NeighborhoodBuilder:
     # -- Neighbor_1 ----------------------------------------------------------------------------------
     def _keep(self, cands: list[tuple[str, float]], original: str, beside: Iterable[str] = ()) -> list[str]:
         """Apply top-κ, the δ threshold, and the word filters to one position's candidates (``beside``: the words
-        just before and after it, never proposed with ``no_repeats``)."""
+        near it, never proposed with ``no_repeats``)."""
         if not cands:
             return []
         best = cands[0][1]
@@ -135,8 +135,7 @@ class NeighborhoodBuilder:
         cands = (yield Ask(self.mlm.candidates, queries, "mask", top=self.kappa)) if queries else []
         out: list[list[tuple[int, list[str]]]] = [[] for _ in sentences]
         for (j, i), c in zip(owners, cands):
-            toks = sentences[j].tokens
-            out[j].append((i, self._keep(c, toks[i], toks[max(i - 1, 0):i] + toks[i + 1:i + 2])))
+            out[j].append((i, self._keep(c, sentences[j].tokens[i], _beside(sentences[j].tokens, i))))
         return out
 
     def candidates_at(self, sentences: Sequence[Sentence], protected: Iterable[int] = ()
@@ -273,6 +272,17 @@ class NeighborhoodBuilder:
         # acceptance (negative binomial), so (n − 1)/(proposals − 1)·M estimates |Neighbor_k(x)| unbiasedly
         size = M * (n - 1) / (proposals - 1) if n > 1 and proposals > 1 else float("nan")
         return out, {"proposals": proposals, "accepted": len(out), "P": len(sampler.P), "size_estimate": size}
+
+
+#: ``no_repeats``: how many words on each side of a position a candidate may not repeat
+REPEAT_WINDOW = 2
+
+
+def _beside(tokens: Sequence[str], i: int) -> list[str]:
+    """The :data:`REPEAT_WINDOW` words before and after position ``i``, punctuation skipped: "deep and meaningful"
+    → "meaningful and meaningful", "love , betrayal" → "regret , regret" each repeat a word."""
+    words = [t for t in reversed(tokens[:i]) if any(c.isalnum() for c in t)][:REPEAT_WINDOW]
+    return words + [t for t in tokens[i + 1:] if any(c.isalnum() for c in t)][:REPEAT_WINDOW]
 
 
 class _UniformSampler:
