@@ -129,7 +129,8 @@ def test_augment_trains_on_what_it_found_in_the_training_split_only(planted, tmp
     train_lines = (planted / "train.tsv").read_text().splitlines()[1:]
     s = HardenSettings(model=str(planted / "bow"), method="augment", k=1, data=str(planted / "train.tsv"),
                        train_sample=120, epochs=3, found_weight=10, pairs=[["film", "movie"]],
-                       eval_data=str(planted / "dev.tsv"), mlm="minilm-mlm")
+                       eval_data=str(planted / "dev.tsv"), mlm="minilm-mlm",
+                       naturalness=False)  # the paper's search: a flaw planted on film/movie whatever reads naturally
     res = harden(s, tmp_path / "h", progress=False)
     found = read_jsonl(tmp_path / "h" / "found.jsonl")
     assert len(found) == 120 == res["held_out"]["attacked_for_training"]

@@ -16,7 +16,8 @@ def test_smollm2_loads_on_first_use_only_and_its_dequantized_copy_gives_the_same
     clf = planted([t])
 
     def attack():
-        return SOBeam(clf, k=2, mlm=tiny_mlm, kappa=5, delta=1e9, patch_words=PatchWords(clf, PAIRS))
+        return SOBeam(clf, k=2, mlm=tiny_mlm, kappa=5, delta=1e9, patch_words=PatchWords(clf, PAIRS),
+                      naturalness=False)  # the paper's search: the tiny random masked LM knows no English
 
     out = tmp_path / "r.jsonl"
     first = LazyCausalLM()

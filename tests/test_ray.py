@@ -55,7 +55,8 @@ def _texts(tiny_mlm):
 def test_so_beam_and_genetic_on_two_workers_give_the_serial_records(tiny_mlm, tmp_path):
     texts, trigger = _texts(tiny_mlm)
     clf = planted([trigger])
-    mk = lambda: SOBeam(clf, k=2, mlm=tiny_mlm, kappa=5, delta=1e9, patch_words=PatchWords(clf, PAIRS))  # noqa: E731
+    mk = lambda: SOBeam(clf, k=2, mlm=tiny_mlm, kappa=5, delta=1e9, patch_words=PatchWords(clf, PAIRS),  # noqa: E731
+                        naturalness=False)  # the paper's search: the tiny random masked LM knows no English
     s1, serial = run_attack(mk(), texts, [1] * len(texts), output=tmp_path / "s.jsonl", progress=False)
     s2, _ = run_attack(mk(), texts, [1] * len(texts), output=tmp_path / "r.jsonl", progress=False,
                        backend=RayBackend(workers=2, chunk=1))

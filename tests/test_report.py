@@ -47,7 +47,8 @@ def results(tiny_mlm, tmp_path_factory):
     (d / "data.tsv").write_text("label\ttext\n" + "".join(f"1\t{r}\n" for r in ROWS))
     models = [f"{d}/weak.py:clf", f"{d}/robust.py:clf"]
     compare = run_compare(models, ["so-beam", "genetic"], d / "cmp", data=str(d / "data.tsv"), k=1, mlm=str(d / "mlm"),
-                          progress=False)
+                          progress=False,
+                          naturalness=False)  # the paper's search: the tiny random masked LM knows no English
     run_bias(CounterfactualBias(she_planted(1.0), tiny_mlm, kappa=5, delta=1e9), [("he", "she")], 1, BIAS_TEXTS,
              output=d / "bias.jsonl", progress=False)
     from typer.testing import CliRunner
@@ -156,7 +157,7 @@ def test_compare_reuses_its_cells(results, capsys):
     d, models = results["dir"], results["models"]
     before = {p.name: p.read_text() for p in (d / "cmp").glob("*.jsonl")}
     again = run_compare(models, ["so-beam", "genetic"], d / "cmp", data=str(d / "data.tsv"), k=1, mlm=str(d / "mlm"),
-                        progress=False)
+                        progress=False, naturalness=False)
     assert {p.name: p.read_text() for p in (d / "cmp").glob("*.jsonl")} == before  # nothing recomputed
     assert again["cells"] == results["compare"]["cells"]
 
@@ -164,7 +165,7 @@ def test_compare_reuses_its_cells(results, capsys):
 def test_cli_compare_prints_the_matrix_and_refuses_bad_input(results, cli, tmp_path):
     d, models = results["dir"], results["models"]
     r = cli("compare", "--models", ",".join(models), "--methods", "so-beam,genetic", "--output-dir", str(d / "cmp"),
-            "--data", str(d / "data.tsv"), "--k", "1", "--mlm", str(d / "mlm"), "--json")
+            "--data", str(d / "data.tsv"), "--k", "1", "--mlm", str(d / "mlm"), "--json", "--naturalness", "off")
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout.strip().splitlines()[-1])["cells"] == results["compare"]["cells"]
     r = cli("compare", "--models", "cnn", "--methods", "so-beam,nope", "--output-dir", str(tmp_path / "x"))
@@ -573,8 +574,8 @@ def test_an_attack_page_with_more_vulnerable_examples_than_it_shows_says_so(tmp_
     for n, name in ((15, "many.jsonl"), (12, "few.jsonl")):
         (tmp_path / name).write_text("\n".join(json.dumps(r) for r in [header, *recs[:n]]) + "\n")
     md = render_report([tmp_path / "many.jsonl"], "md")
-    assert "showing the first 12 of 15 vulnerable examples" in md and "every one is in many.jsonl" in md
-    assert "showing the first" not in render_report([tmp_path / "few.jsonl"], "md")  # all shown: nothing to say
+    assert "showing the 12 most natural of 15 vulnerable examples" in md and "every one is in many.jsonl" in md
+    assert "showing the" not in render_report([tmp_path / "few.jsonl"], "md")  # all shown: nothing to say
 
 
 @pytest.mark.slow

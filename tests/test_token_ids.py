@@ -294,7 +294,8 @@ def test_attack_summary_says_where_the_time_went_and_batch_tokens_packs(tiny_mlm
         with use_model_options(ModelOptions(batch_tokens=budget)):
             clf = torch_classifier(res.module, res.tokenizer, device="cpu", ids=id_encoder("cnn", res.tokenizer, 64))
         assert clf.batch_tokens == budget
-        atk = SOBeam(clf, 2, beam=3, mlm=tiny_mlm, kappa=5, patch_words=PatchWords(clf, [("film", "movie")]))
+        atk = SOBeam(clf, 2, beam=3, mlm=tiny_mlm, kappa=5, patch_words=PatchWords(clf, [("film", "movie")]),
+                     naturalness=False)  # the paper's search: every example searched (a tiny random masked LM)
         tiny_mlm.clear_cache()
         t0 = time.perf_counter()
         summary, recs = run_attack(atk, ["a deep and meaningful film .", "the film is a moving story ."], None,

@@ -27,6 +27,7 @@ from textaudit.backends import make_backend
 from textaudit.environment import check_environment
 from textaudit.errors import TextAuditError
 from textaudit.kinds import resumable_commands
+from textaudit.models.batched import each_label
 from textaudit.models.options import ModelOptions, use_model_options
 from textaudit.models.prompt import load_prompt
 from textaudit.models.registry import check_model_options
@@ -382,8 +383,6 @@ def with_track_option(command: Callable) -> Callable:
 def each_label_summary(outcomes: dict, output: Path | None, masked_lm: Any = None) -> tuple[dict, dict]:
     """``--label all``'s summary — ``{"labels": {label: its summary}, "forwards": the model's forwards, counted once
     for every label, store fields}`` — and each label's results file (:func:`~textaudit.models.batched.each_label`)."""
-    from textaudit.models.batched import each_label
-
     model = next(iter(outcomes.values())).classifier.model  # the views' model: its counters are every label's
     files = each_label(model, output)
     return ({"labels": {name: o.summary for name, o in outcomes.items()}, "forwards": model.stats.unique_forwards,

@@ -48,7 +48,7 @@ def attack_file(out: Path, role: str, method: str, k: int | None) -> Path:
 def attack_before_after(before, after, method: str, k: int | None, texts: Sequence[str], labels: Sequence[int],
                         ids: Sequence[str], *, mlm, out: Path, seed: int, data: str, max_queries: int | None = None,
                         in_flight: int | None = None, progress: bool = True,
-                        pairs: Sequence[tuple[str, str]] | None = None) -> dict:
+                        pairs: Sequence[tuple[str, str]] | None = None, naturalness: bool = True) -> dict:
     """Run ``method`` on both models (resumable files in ``out``) and return both summaries and the
     paired test: ``{"method", "k", "before", "after", "mcnemar", "files"}``. ``pairs``: the
     second-order attacks' p is one of them."""
@@ -56,7 +56,8 @@ def attack_before_after(before, after, method: str, k: int | None, texts: Sequen
     cells, summaries, files = {}, {}, []
     for role, clf in (("before", before), ("after", after)):
         path = attack_file(out, role, method, k if "k" in spec.options else None)
-        atk = build_attack(method, clf, k=k, mlm=mlm, seed=seed, max_queries=max_queries, pairs=pairs)
+        atk = build_attack(method, clf, k=k, mlm=mlm, seed=seed, max_queries=max_queries, pairs=pairs,
+                           naturalness=naturalness)
         if hasattr(atk, "rank_patch_words"):
             atk.rank_patch_words(texts)
         s, records = run_attack(atk, list(texts), list(labels), ids=list(ids), output=path, resume=path.exists(),

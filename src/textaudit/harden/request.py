@@ -65,6 +65,7 @@ class HardenRequest:
     seed: int = shared("seed", 0)
     target_label: str | None = shared("target_label")
     label_threshold: float = shared("label_threshold", 0.5)
+    naturalness: str = shared("naturalness", "on", choices=("on", "off"))
 
     def settings(self) -> HardenSettings:
         """The settings the run records in ``settings.json`` (a resume must repeat them)."""
@@ -77,7 +78,7 @@ class HardenRequest:
             eval_limit=self.eval_limit, eval_attacks=[[m, kk] for m, kk in parse_eval_attacks(self.eval_attack)],
             max_queries=self.max_queries, mlm=self.mlm, lora=self.lora, seed=self.seed,
             from_findings=[str(p) for p in self.from_findings] if self.from_findings else None,
-            label=self.target_label, label_threshold=self.label_threshold)
+            label=self.target_label, label_threshold=self.label_threshold, naturalness=self.naturalness == "on")
 
     def check(self) -> HardenSettings:
         """Every one-line error before anything loads; returns the run's settings."""

@@ -133,6 +133,8 @@ class HardenSettings:
     #: a multi-label model's label hardened (``--label``; None: a single-label model) and its threshold
     label: str | None = None
     label_threshold: float = 0.5
+    #: the second-order attacks' naturalness constraint (mining and the before/after audit; False: the paper's search)
+    naturalness: bool = True
     #: results files or folders whose successes are the first round's found examples (no mining then)
     from_findings: list[str] | None = None
 
@@ -394,7 +396,7 @@ class _Hardening:
                 recs = mine(clf, [split.texts[i] for i in idx], [split.labels[i] for i in idx],
                             [split.ids[i] for i in idx], method=s.attack, k=s.k, mlm=self.mlm, output=f, seed=s.seed,
                             max_queries=s.max_queries, data=split.train_id, in_flight=self.in_flight,
-                            progress=self.progress, pairs=self.pairs)
+                            progress=self.progress, pairs=self.pairs, naturalness=s.naturalness)
             cost["attack_train_seconds"] = cost.get("attack_train_seconds", 0.0) + time.perf_counter() - tm
             mined += recs
             found += found_examples(recs)
@@ -469,7 +471,8 @@ class _Hardening:
                  "after", progress)
             attacks.append(attack_before_after(before, after, method, k, texts, labels, ids, mlm=self.mlm, out=out,
                                                seed=s.seed, data=split.eval_id, max_queries=s.max_queries,
-                                               in_flight=self.in_flight, progress=progress, pairs=self.pairs))
+                                               in_flight=self.in_flight, progress=progress, pairs=self.pairs,
+                                               naturalness=s.naturalness))
         bias = []
         if self.pairs:
             _say(f"harden: B_(p,{s.bias_k}) of {len(self.pairs)} pairs on {split.eval_id}, before and after", progress)

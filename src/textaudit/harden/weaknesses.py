@@ -31,10 +31,11 @@ __all__ = ["mine", "build_attack", "found_examples", "consistency_pairs"]
 def mine(classifier, texts: Sequence[str], labels: Sequence[int], ids: Sequence[str], *, method: str, k: int | None,
          mlm, output: Path, seed: int, max_queries: int | None = None, data: str = "train",
          in_flight: int | None = None, progress: bool = True,
-         pairs: Sequence[tuple[str, str]] | None = None) -> list[dict]:
+         pairs: Sequence[tuple[str, str]] | None = None, naturalness: bool = True) -> list[dict]:
     """Attack ``texts`` (training examples) with ``method`` into ``output`` (resumed when it exists)
     and return the records. ``pairs``: the second-order attacks' p is one of them (either direction)."""
-    atk = build_attack(method, classifier, k=k, mlm=mlm, seed=seed, max_queries=max_queries, pairs=pairs)
+    atk = build_attack(method, classifier, k=k, mlm=mlm, seed=seed, max_queries=max_queries, pairs=pairs,
+                       naturalness=naturalness)
     if hasattr(atk, "rank_patch_words"):
         atk.rank_patch_words(texts)
     _, records = run_attack(atk, list(texts), list(labels), ids=list(ids), output=output, resume=output.exists(),
@@ -44,12 +45,13 @@ def mine(classifier, texts: Sequence[str], labels: Sequence[int], ids: Sequence[
 
 
 def build_attack(method: str, classifier, *, k: int | None, mlm, seed: int, max_queries: int | None = None,
-                 pairs: Sequence[tuple[str, str]] | None = None):
-    """``method`` on ``classifier`` with the options it takes (k, the masked LM); with ``pairs``, a
-    second-order attack's p = (w1, w2) is one of them, in either direction."""
+                 pairs: Sequence[tuple[str, str]] | None = None, naturalness: bool = True):
+    """``method`` on ``classifier`` with the options it takes (k, the masked LM, the naturalness constraint); with
+    ``pairs``, a second-order attack's p = (w1, w2) is one of them, in either direction."""
     spec = method_spec(method)
     opts = {"seed": seed, "max_queries": max_queries, **({"k": k} if "k" in spec.options else {}),
-            **({"mlm": mlm} if spec.needs_mlm else {})}
+            **({"mlm": mlm} if spec.needs_mlm else {}),
+            **({"naturalness": naturalness} if "naturalness" in spec.options else {})}
     if pairs and "patch_words" in spec.options:
         both = list(dict.fromkeys([(a, b) for a, b in pairs] + [(b, a) for a, b in pairs]))
         opts["patch_words"] = PatchWords(classifier, both)

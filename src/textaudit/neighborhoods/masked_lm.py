@@ -276,7 +276,8 @@ class HFMaskedLM(CachedMaskedLM):
             if self._allowed_t is None or self._allowed_t.device != logits.device:
                 self._allowed_t = torch.from_numpy(self._allowed).to(logits.device)
             logits = logits.float().masked_fill(~self._allowed_t, float("-inf"))
-            return logits.topk(top, dim=-1)
+            # a small vocabulary holds fewer whole words than asked for (the naturalness check reads 200)
+            return logits.topk(min(top, int(self._allowed.sum())), dim=-1)
 
     def _launch(self, enc: dict, is_mask: np.ndarray, top: int) -> tuple:
         """Start the bare forward of one padded batch (asynchronous on CUDA); :meth:`_collect` reads it."""

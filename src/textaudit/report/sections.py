@@ -21,6 +21,7 @@ import numpy as np
 from textaudit.attacks.compare import cells_from_files, compare_cells
 from textaudit.attacks.naturalness import most_natural_first, ppl_ratio
 from textaudit.attacks.run import summarize
+from textaudit.classification import confusion_matrix
 from textaudit.evaluation import plot_confusion
 from textaudit.fairness.bias import BIAS_COLUMNS, NOTHING_SCORED, bias_rows, estimates_from_records, small_samples
 from textaudit.fairness.pairs import parse_pair
@@ -455,8 +456,6 @@ def _metrics(item: Loaded, n: int) -> Section:
     if multi:
         sec.notes.append(f"subset accuracy (every label right): {cell(s, 'subset_accuracy')}; Hamming loss (share of "
                          f"wrong decisions): {cell(s, 'hamming_loss')}")
-        from textaudit.classification import confusion_matrix
-
         truth = np.array([r["truth"] for r in item.records], dtype=int).reshape(len(item.records), -1)
         decided = np.array([r["decided"] for r in item.records], dtype=int).reshape(len(item.records), -1)
         panels = [(name, [f"not {name}", name], confusion_matrix(truth[:, j], decided[:, j], 2).tolist())
