@@ -102,21 +102,10 @@ def test_one_line_errors_for_labels_that_make_no_sense(world, cli):
 
 def test_an_hf_model_saved_as_multi_label_is_read_with_a_sigmoid_per_label(tmp_path, cli):
     import torch
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
 
     from textaudit.models import load_classifier
-    from textaudit.resources import resolve
 
-    tok = BertTokenizerFast.from_pretrained(resolve("minilm"))
-    torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                     intermediate_size=64, num_labels=3, problem_type="multi_label_classification",
-                     id2label={0: "toxic", 1: "insult", 2: "threat"}, label2id={"toxic": 0, "insult": 1, "threat": 2})
-    model = BertForSequenceClassification(cfg).eval()
-    with torch.no_grad():
-        model.classifier.bias[:] = torch.tensor([2.0, -2.0, 0.0])
-    model.save_pretrained(tmp_path / "hf")
-    tok.save_pretrained(tmp_path / "hf")
+    model, tok = _tiny_multilabel_bert(tmp_path / "hf", bias=(2.0, -2.0, 0.0))
     texts = ["you are a fine person", "what a day"]
     clf = load_classifier(f"hf:{tmp_path / 'hf'}")
     got = clf.predict_proba(texts)
@@ -319,7 +308,8 @@ def test_certify_every_label_in_one_run_equals_each_label_alone(world, cli):
 
 
 def _tiny_multilabel_bert(path, bias=(0.0, 0.0, 0.0)):
-    """A tiny real BERT saved with problem_type = "multi_label_classification" (toxic, insult, threat)."""
+    """A tiny real BERT saved at ``path`` with problem_type = "multi_label_classification" (toxic, insult, threat),
+    its heads' biases ``bias``: ``(model, tokenizer)``."""
     import torch
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
 
@@ -335,7 +325,7 @@ def _tiny_multilabel_bert(path, bias=(0.0, 0.0, 0.0)):
         model.classifier.bias[:] = torch.tensor(bias)
     model.save_pretrained(path)
     tok.save_pretrained(path)
-    return path
+    return model, tok
 
 
 def test_harden_trains_one_label_of_a_multi_label_model_and_keeps_the_others(tmp_path, cli):
@@ -346,7 +336,8 @@ def test_harden_trains_one_label_of_a_multi_label_model_and_keeps_the_others(tmp
     from textaudit.harden import HardenSettings, harden
     from textaudit.models import load_classifier
 
-    src = _tiny_multilabel_bert(tmp_path / "tiny")
+    src = tmp_path / "tiny"
+    _tiny_multilabel_bert(src)
     bad = ["awful", "vile", "nasty", "horrid"]
     good = ["fine", "kind", "sweet", "lovely"]
 
