@@ -73,7 +73,6 @@ def rare_new_word(original: str, shown: str) -> bool:
 
 def judge(records: list[dict]) -> dict:
     """The figures of one cell from its records (see the module docstring)."""
-    from textaudit.results import load  # noqa: F401  (the same reading as any user's)
     from textaudit.stats import wilson
 
     succ = [r for r in records if r.get("status") == "success"]

@@ -18,7 +18,7 @@ import numpy as np
 from textaudit.errors import TextAuditError
 from textaudit.stats import CONFIDENCE, wilson
 
-__all__ = ["confusion_matrix", "classification_metrics", "multilabel_metrics", "metrics_from_records",
+__all__ = ["confusion_matrix", "classification_metrics", "multilabel_metrics", "metrics_from_records", "label_confusions",
            "N_RESAMPLES"]
 
 #: resamples of the paired bootstrap of F1 and the macro averages
@@ -60,6 +60,13 @@ def _bootstrap(labels: np.ndarray, pred: np.ndarray, classes: int, seed: int, n_
     low, high = np.asarray(res.confidence_interval.low), np.asarray(res.confidence_interval.high)
     return {"f1": np.stack([low[:classes], high[:classes]], 1), "macro_precision": np.array([low[-3], high[-3]]),
             "macro_recall": np.array([low[-2], high[-2]]), "macro_f1": np.array([low[-1], high[-1]])}
+
+
+def label_confusions(truth: np.ndarray, decided: np.ndarray, names: Sequence[str]) -> list[tuple[str, list[str], list]]:
+    """A multi-label model's confusion per label: ``(label, ["not label", "label"], its 2×2 matrix)`` of the data's
+    0/1 ``truth`` against the model's 0/1 ``decided`` (an (n, L) array each; a panel each in the figure)."""
+    T, D = np.asarray(truth, dtype=int), np.asarray(decided, dtype=int)
+    return [(name, [f"not {name}", name], confusion_matrix(T[:, j], D[:, j], 2).tolist()) for j, name in enumerate(names)]
 
 
 def _ci(pair: Sequence[float]) -> list[float]:

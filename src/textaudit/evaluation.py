@@ -10,7 +10,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from textaudit.classification import classification_metrics, confusion_matrix, multilabel_metrics
+from textaudit.classification import classification_metrics, label_confusions, multilabel_metrics
 from textaudit.data import (
     align_labels,
     as_pairs,
@@ -192,7 +192,7 @@ class EvaluateRequest:
             if not set(np.unique(y).tolist()) <= {0, 1}:
                 raise TextAuditError(f"column {name} of {self.data} must hold 0 or 1 (the label off or on) in every row")
             truth.append(y)
-        return self._multilabel_summary(model, list(ds["text"]), np.stack(truth, 1), names, say)
+        return self._multilabel_summary(model, ds, np.stack(truth, 1), names, say)
 
     def _multilabel_lists(self, model, column: str, say: Callable[[str], None]) -> dict:
         """Every label of the model against the data's one column of label lists (a label listed: on)."""
@@ -204,21 +204,17 @@ class EvaluateRequest:
         ds = load_dataset(self.data, text_column=self.text_column, default_split="dev", limit=self.limit,
                           sample=self.sample, seed=self.seed, require_labels=False)
         truth = np.array([[name in row for name in model.labels] for row in lists], dtype=int)
-        return self._multilabel_summary(model, list(ds["text"]), truth, list(model.labels), say)
+        return self._multilabel_summary(model, ds, truth, list(model.labels), say)
 
-    def _multilabel_summary(self, model, texts: list[str], truth: np.ndarray, names: list[str],
-                            say: Callable[[str], None]) -> dict:
+    def _multilabel_summary(self, model, ds, truth: np.ndarray, names: list[str], say: Callable[[str], None]) -> dict:
+        texts = list(ds["text"])
         check_label_threshold(self.label_threshold)
         probs = model.predict_proba(texts)
         decided = probs[:, [model.labels.index(n) for n in names]] > self.label_threshold
         out = multilabel_metrics(truth, decided, names, seed=self.seed)
-        ids = load_dataset(self.data, text_column=self.text_column, default_split="dev", limit=self.limit,
-                           sample=self.sample, seed=self.seed, require_labels=False)["id"] if self.output else []
         self._keep([{"id": str(i), "truth": [int(v) for v in t], "decided": [int(v) for v in d]}
-                    for i, t, d in zip(ids, truth, decided)], model, names,
-                   [(name, [f"not {name}", name], confusion_matrix(truth[:, j], decided[:, j], 2).tolist())
-                    for j, name in enumerate(names)], say,
-                   multilabel={"multilabel": True, "threshold": self.label_threshold})
+                    for i, t, d in zip(ds["id"], truth, decided)], model, names, label_confusions(truth, decided, names),
+                   say, multilabel={"multilabel": True, "threshold": self.label_threshold})
         return {"model": model.name, "data": self.data, "n": len(texts), "labels": names, "multilabel": True,
                 "threshold": self.label_threshold, **out}
 

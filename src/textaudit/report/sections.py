@@ -21,7 +21,7 @@ import numpy as np
 from textaudit.attacks.compare import cells_from_files, compare_cells
 from textaudit.attacks.naturalness import most_natural_first, ppl_ratio
 from textaudit.attacks.run import summarize
-from textaudit.classification import confusion_matrix
+from textaudit.classification import label_confusions
 from textaudit.evaluation import plot_confusion
 from textaudit.fairness.bias import BIAS_COLUMNS, NOTHING_SCORED, bias_rows, estimates_from_records, small_samples
 from textaudit.fairness.pairs import parse_pair
@@ -458,8 +458,7 @@ def _metrics(item: Loaded, n: int) -> Section:
                          f"wrong decisions): {cell(s, 'hamming_loss')}")
         truth = np.array([r["truth"] for r in item.records], dtype=int).reshape(len(item.records), -1)
         decided = np.array([r["decided"] for r in item.records], dtype=int).reshape(len(item.records), -1)
-        panels = [(name, [f"not {name}", name], confusion_matrix(truth[:, j], decided[:, j], 2).tolist())
-                  for j, name in enumerate(s["labels"])]
+        panels = label_confusions(truth, decided, s["labels"])
     else:
         sec.notes.append(f"accuracy {cell(s, 'accuracy')}")
         classes, matrix = s["confusion"]["classes"], s["confusion"]["matrix"]
