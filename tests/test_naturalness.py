@@ -188,3 +188,13 @@ def test_the_shipped_masked_lm_refuses_a_swap_of_another_language_and_the_header
     assert got["on"][0]["naturalness"] == "mlm-agreement" and "naturalness" not in got["off"][0]
     r = cli(*base, "--output", str(tmp_path / "off.jsonl"), "--resume")  # the default (on) over the paper's file
     assert r.exit_code == 2 and "naturalness" in r.output and "Traceback" not in r.output, r.output
+
+
+@pytest.mark.parametrize("command", [["attack", "--model", "cnn"], ["compare", "--models", "cnn", "--output-dir", "x"],
+                                     ["harden", "--model", "cnn", "--method", "augment", "--out", "h"]])
+def test_a_mistyped_naturalness_is_one_line_not_the_papers_search(cli, tmp_path, command):
+    """'--naturalness maybe' ran the paper's search silently: every command that takes it says so in one line, before
+    any model loads."""
+    r = cli(*[str(tmp_path / a) if a in ("x", "h") else a for a in command], "--naturalness", "maybe")
+    assert r.exit_code == 2 and "--naturalness must be on or off (got 'maybe')" in r.output, r.output
+    assert "Traceback" not in r.output and not list(tmp_path.iterdir())

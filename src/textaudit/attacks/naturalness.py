@@ -37,12 +37,20 @@ from typing import Any, Sequence
 
 from textaudit.attacks.patch import Patch
 from textaudit.engine.scheduler import Ask, Search
+from textaudit.errors import TextAuditError
 from textaudit.sentence import Sentence
 
-__all__ = ["Naturalness", "patch_fits", "word_settled", "POOL", "ppl_ratio", "most_natural_first"]
+__all__ = ["Naturalness", "patch_fits", "word_settled", "POOL", "ppl_ratio", "most_natural_first", "naturalness_on"]
 
 #: P: the masked LM's most likely words at the patch position, one of which w2 must be (module docstring)
 POOL = 200
+
+
+def naturalness_on(value: str) -> bool:
+    """``--naturalness on|off`` as a bool; anything else is one line (a typo must not silently run the paper's search)."""
+    if value not in ("on", "off"):
+        raise TextAuditError(f"--naturalness must be on or off (got {value!r}); off is the paper's search")
+    return value == "on"
 
 
 def word_settled(cands: Sequence[tuple[str, float]], word: str, kappa: int, delta: float) -> float | None:

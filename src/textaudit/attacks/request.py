@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from textaudit.attacks.compare import run_compare
+from textaudit.attacks.naturalness import naturalness_on
 from textaudit.attacks.patch import PatchWords
 from textaudit.attacks.registry import (
     METHODS,
@@ -126,7 +127,7 @@ class AttackRequest:
         options = dict(k=self.k, beam=self.beam, kappa=self.kappa, delta=self.delta, max_queries=self.max_queries,
                        time_budget=self.time_budget, seed=self.seed, lm=self.lm_constraint, threshold=self.threshold,
                        patch_words=synonyms, language=self.language,
-                       naturalness=(self.naturalness == "on") if natural else None)
+                       naturalness=naturalness_on(self.naturalness) if natural else None)
         spec = check_options(method, options)
         if "language" in spec.options:
             options["language"] = language
@@ -256,6 +257,7 @@ class CompareRequest:
         parse_label_map(self.label_map)
         if self.target_label is not None:
             check_label_threshold(self.label_threshold)
+        naturalness_on(self.naturalness)
 
     def run(self, *, progress: bool = True) -> dict:
         """Run (or reuse) every cell and return the comparison (``compare.json``'s content)."""
@@ -263,4 +265,4 @@ class CompareRequest:
         return run_compare(self.models, self.methods, self.output_dir, data=self.data, limit=self.limit, k=self.k,
                            mlm=self.mlm, ppl=self.ppl, seed=self.seed, margin=self.margin, progress=progress,
                            label_map=parse_label_map(self.label_map), label=self.target_label,
-                           label_threshold=self.label_threshold, naturalness=self.naturalness == "on")
+                           label_threshold=self.label_threshold, naturalness=naturalness_on(self.naturalness))

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from textaudit.attacks.naturalness import naturalness_on
 from textaudit.harden.run import METHODS, HardenSettings, harden, parse_eval_attacks
 from textaudit.lexicons import parse_pair
 from textaudit.request import option, shared
@@ -78,7 +79,7 @@ class HardenRequest:
             eval_limit=self.eval_limit, eval_attacks=[[m, kk] for m, kk in parse_eval_attacks(self.eval_attack)],
             max_queries=self.max_queries, mlm=self.mlm, lora=self.lora, seed=self.seed,
             from_findings=[str(p) for p in self.from_findings] if self.from_findings else None,
-            label=self.target_label, label_threshold=self.label_threshold, naturalness=self.naturalness == "on")
+            label=self.target_label, label_threshold=self.label_threshold, naturalness=naturalness_on(self.naturalness))
 
     def check(self) -> HardenSettings:
         """Every one-line error before anything loads; returns the run's settings."""
