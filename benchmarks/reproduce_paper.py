@@ -27,6 +27,9 @@ method on a CPU: it scores every sentence within k = 2) on the first 10, and 50 
 source at k = 3. Each cell counts only its own first N examples, so a quick run after a full one
 (or the reverse) reuses the results files.
 Every setting can be overridden (``--models``, ``--limit``, ...), e.g. to run it on your own models.
+A cell that cannot run whole on the machine at hand (SO-Enum on minilm on a CPU) runs with ``--random``:
+``--limit N`` examples drawn uniformly at random with ``--seed`` (``runs/random-N/``); the tables show the
+largest such subset, saying so, wherever the whole set's cell is unfinished.
 The paper's numbers are those in ``benchmarks/data/double_perturbation_paper.toml`` (see there
 which cells are known offline).
 """
@@ -108,6 +111,13 @@ def _partial(c: dict) -> str:
             f"{_pct(c['success'] / n)} and {_pct((c['success'] + left) / n)}")
 
 
+def _random(c: dict) -> str:
+    """For a cell over examples drawn at random (``--random``): how many, of how many."""
+    if not c.get("random"):
+        return ""
+    return f"; a uniformly random {c['random']} of the {c['whole_set']} (seed {c['random_seed']})"
+
+
 def pack_cells(runs: Path, cells: Path) -> int:
     """Copy every results file under ``runs`` into ``cells`` gzip-compressed (what is committed: a full-scale
     run grows over days and machines, and no computed cell may be lost); return the files packed."""
@@ -147,38 +157,72 @@ def _markdown(header: list[str], rows: list[list]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_attacks(scale: Scale, args, runs: Path) -> dict:
-    """Table 2/3 cells: ``{(model, method): summary}``, each over its own first N examples (the
-    slow methods over fewer); a cell file may hold more (a larger run before): only those N count."""
+def _cell_summaries(out: Path, models: list[str], methods: list[str], ids: set[str]) -> dict[tuple[str, str], dict]:
+    """The Table 2/3 figures of every cell file under ``out`` for ``models`` × ``methods``, over its records whose id is
+    one of ``ids`` (a cell file may hold more: a larger run before)."""
     import os
 
-    from textaudit.attacks.compare import cell_path, compare_cells, run_compare
+    from textaudit.attacks.compare import cell_path, compare_cells
     from textaudit.attacks.run import summarize
-    from textaudit.data import load_dataset
     from textaudit.results import read_jsonl
 
-    cells: dict[tuple[str, str], dict] = {}
+    records = {(model, method): [r for r in read_jsonl(cell_path(out, model, method)) if r.get("id") in ids]
+               for model in models for method in methods if os.path.isfile(cell_path(out, model, method))}
+    records = {key: recs for key, recs in records.items() if recs}
+    cells = {}
+    for c in compare_cells(records)["cells"] if records else []:
+        recs = records[(c["model"], c["method"])]
+        s = summarize(recs, c["method"], c["k"])  # the perplexities and counts too
+        cells[(c["model"], c["method"])] = {**c, "success": s["success"], "median_ppl_original": s["median_ppl_original"],
+                                            "median_ppl_perturbed": s["median_ppl_perturbed"],
+                                            "finished": len({r.get("id") for r in recs}), "requested": len(ids)}
+    return cells
+
+
+def _whole(c: dict | None) -> bool:
+    return c is not None and c["finished"] >= c["requested"]
+
+
+def random_dir(runs: Path, n: int) -> Path:
+    """Where ``--random`` keeps the cells of ``n`` examples drawn uniformly at random (never mixed with the cells of
+    the first N: a file holds one kind of subset)."""
+    return runs / f"random-{n}"
+
+
+def run_attacks(scale: Scale, args, runs: Path) -> dict:
+    """Table 2/3 cells: ``{(model, method): summary}``, each over its own first N examples (the slow methods over
+    fewer), or with ``--random`` over N drawn uniformly at random with ``--seed`` (cells under :func:`random_dir`).
+    A cell that is not whole over the whole set gives way to a whole random-subset cell (the largest), which says so
+    (``random``: its N); a cell file may hold more examples than it is asked for: only those count."""
+    from textaudit.attacks.compare import run_compare
+    from textaudit.data import load_dataset
+    from textaudit.errors import TextAuditError
+
     groups = [([m for m in scale.methods if m not in scale.few_methods], scale.limit, runs / "attacks"),
               ([m for m in scale.methods if m in scale.few_methods], scale.few_limit, runs / "few")]
-    for methods, limit, out in groups:
-        if not methods:
-            continue
-        if not args.render:
-            run_compare(scale.models, methods, out, data=args.data, limit=limit, k=args.attack_k, mlm=args.mlm,
-                        ppl=not args.no_ppl, seed=args.seed, progress=not args.no_progress, in_flight=args.in_flight,
+    groups = [g for g in groups if g[0]]
+    if args.random and not args.render and any(limit is None for _, limit, _ in groups):
+        raise TextAuditError("--random draws --limit (and --few-limit) examples at random: give the N")
+    if not args.render:
+        for methods, limit, out in groups:
+            run_compare(scale.models, methods, random_dir(runs, limit) if args.random else out, data=args.data,
+                        limit=None if args.random else limit, sample=limit if args.random else None, k=args.attack_k,
+                        mlm=args.mlm, ppl=not args.no_ppl, seed=args.seed, progress=not args.no_progress,
+                        in_flight=args.in_flight,
                         naturalness=False)  # the paper's search exactly (#68: the constraint is textaudit's default)
-        ids = set(load_dataset(args.data, default_split="dev", limit=limit)["id"])
-        records = {(model, method): [r for r in read_jsonl(cell_path(out, model, method)) if r.get("id") in ids]
-                   for model in scale.models for method in methods if os.path.isfile(cell_path(out, model, method))}
-        records = {key: recs for key, recs in records.items() if recs}
-        if not records:
-            continue
-        for c in compare_cells(records)["cells"]:
-            recs = records[(c["model"], c["method"])]
-            s = summarize(recs, c["method"], c["k"])  # the perplexities and counts too
-            cells[(c["model"], c["method"])] = {**c, "success": s["success"], "median_ppl_original": s["median_ppl_original"],
-                                                "median_ppl_perturbed": s["median_ppl_perturbed"],
-                                                "finished": len({r.get("id") for r in recs}), "requested": len(ids)}
+    cells: dict[tuple[str, str], dict] = {}
+    for methods, limit, out in groups:  # (with --random, N is the subsets': these cells are over the whole set)
+        ids = set(load_dataset(args.data, default_split="dev", limit=None if args.random else limit)["id"])
+        cells.update(_cell_summaries(out, scale.models, methods, ids))
+    sizes = sorted((int(d.name.split("-", 1)[1]) for d in runs.glob("random-*") if d.name.split("-", 1)[1].isdigit()),
+                   reverse=True)
+    for n in sizes:  # the largest whole random subset first
+        ids = set(load_dataset(args.data, default_split="dev", sample=n, seed=args.seed)["id"])
+        for key, c in _cell_summaries(random_dir(runs, n), scale.models, scale.methods, ids).items():
+            if _whole(c) and not _whole(cells.get(key)) and not cells.get(key, {}).get("random"):
+                c["random"], c["random_seed"] = n, args.seed
+                c["whole_set"] = len(load_dataset(args.data, default_split="dev"))
+                cells[key] = c
     return cells
 
 
@@ -193,7 +237,7 @@ def fill_perplexities(runs: Path) -> dict[str, int]:
     from textaudit.lm import LazyCausalLM
 
     lm, filled = None, {}
-    for path in sorted([*runs.glob("attacks/*.jsonl"), *runs.glob("few/*.jsonl")]):
+    for path in sorted([*runs.glob("attacks/*.jsonl"), *runs.glob("few/*.jsonl"), *runs.glob("random-*/*.jsonl")]):
         header = read_header(path) or {}
         config = header.get("config") or {}
         if header.get("command") != "attack" or config.get("ppl") is not False:
@@ -288,7 +332,7 @@ def table2(scale: Scale, cells: dict, acc: dict, paper: dict) -> str:
                 continue
             lo, hi = c["success_rate_ci95"] or (None, None)
             row.append(f"**{_pct(c['success_rate'])}** [{_pct(lo)}, {_pct(hi)}] {c['success']}/{c['attacked']} "
-                       f"({_paper_cell(paper, model, method)}){_partial(c)}")
+                       f"({_paper_cell(paper, model, method)}){_partial(c)}{_random(c)}")
             inside.append(f"{method} {_inside(paper, model, method, c)}")
         rows.append(row + [" · ".join(inside) or "–"])
     rng = paper.get("table2", {}).get("range", {}).get("so-beam")
@@ -298,7 +342,8 @@ def table2(scale: Scale, cells: dict, acc: dict, paper: dict) -> str:
             "`benchmarks/data/double_perturbation_paper.toml` gives the source of each), ✓ when it lies inside our "
             "interval. minilm stands in for the paper's BERT-base (a smaller model: compare with care). A partial "
             "cell finished only some of its examples: its rate is over those, and the bounds say where the whole "
-            "set's would lie whatever the rest gave.")
+            "set's would lie whatever the rest gave. A random-subset cell (where the whole set's could not run here) is "
+            "over examples drawn uniformly at random: its interval is that subset's, an estimate of the whole set's rate.")
     if rng:
         foot += f" The paper's abstract: SO-Beam {rng[0]}–{rng[1]}% on base and robust CNNs and Transformers."
     return _markdown(header, rows) + foot + "\n"
@@ -388,6 +433,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, help="first N examples for BAE/SO-Enum/SO-Beam")
     ap.add_argument("--few-methods", help="comma-separated slow methods run on fewer examples (default: the scale's)")
     ap.add_argument("--few-limit", type=int, help="first N examples for the slow methods")
+    ap.add_argument("--random", action="store_true",
+                    help="draw --limit/--few-limit examples uniformly at random (--seed) instead of the first N "
+                         "(cells under runs/random-N/; a table shows one where the whole set's cell is not finished)")
     ap.add_argument("--attack-k", type=int, help="k of SO-Enum and SO-Beam (default: theirs, 2 and 6)")
     ap.add_argument("--data", default="sst2:dev")
     ap.add_argument("--mlm", default=None, help="masked LM of the neighbourhoods (default: the offline one)")

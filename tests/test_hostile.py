@@ -238,6 +238,8 @@ CASES: list[tuple[str, list[str], dict[str, str], str]] = [
     ("hf dataset missing split", ["evaluate", "--model", G, "--data", "hf:" + w("hfdata") + ":test"], {},
      "has no split 'test'"),
     ("limit and sample", ["evaluate", "--model", G, "--data", w("d.tsv"), "--limit", "2", "--sample", "2"], {}, "not both"),
+    ("compare's limit and sample", ["compare", "--models", G, "--data", w("d.tsv"), "--output-dir", w("cmp"), "--limit", "2",
+                                    "--sample", "2"], {}, "not both"),
     ("missing pair column", ["evaluate", "--model", G, "--data", w("pairs.tsv"), "--text-column", "premise",
                              "--pair-column", "claim"], {}, "has no pair column 'claim'"),
     ("empty pair text", ["evaluate", "--model", G, "--data", w("pairs.tsv"), "--text-column", "premise",

@@ -236,3 +236,42 @@ def test_fill_ppl_adds_table_3s_perplexities_to_cells_run_without_them(paper):
     assert filled and r.stderr.count("perplexities added to") == len(before)
     again = _run(d, "--render", "--fill-ppl", "--skip", "accuracy,bias", "--out", str(out))
     assert again.returncode == 0 and "perplexities added" not in again.stderr
+
+
+def test_a_random_subset_cell_stands_in_for_an_unfinished_one(paper):
+    """Where a whole-set cell cannot run (SO-Enum on minilm on a CPU), ``--random --limit N`` attacks N examples drawn
+    uniformly at random with --seed into runs/random-N/: each record is the whole run's for that example (the
+    subset estimates the whole set's rate), and the table shows it, saying so, in place of the unfinished cell."""
+    import shutil
+
+    from textaudit.data import load_dataset
+
+    d, _ = paper
+    out = d / "random"
+    shutil.copytree(d / "paper" / "runs", out / "runs")
+    weak = f"{d}/weak.py:clf"
+    cell = cell_path(out / "runs" / "attacks", weak, "so-beam")
+    whole = {r["id"]: r for r in read_jsonl(cell)}
+    cell.write_text("".join(cell.read_text().splitlines(keepends=True)[:4]))  # the header and three records
+    r = _run(d, "--random", "--limit", "4", "--methods", "so-beam", "--skip", "accuracy,bias", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    drawn = load_dataset(str(d / "data.tsv"), sample=4, seed=0)["id"]
+    sub = read_jsonl(cell_path(out / "runs" / "random-4", weak, "so-beam"))
+    assert sorted(x["id"] for x in sub) == sorted(drawn) and sorted(drawn) != sorted(whole)[:4]
+    timing = ("seconds", "ppl_seconds")
+    for x in sub:  # the same search on the same example: the whole run's record
+        assert {k: v for k, v in x.items() if k not in timing} == {k: v for k, v in whole[x["id"]].items() if k not in timing}
+    ok = sum(x["status"] == "success" for x in sub)
+    ran = sum(x["status"] in ("success", "failed") for x in sub)
+    lo, hi = wilson(ok, ran)
+    table2 = (out / "table2.md").read_text()
+    row = next(line for line in table2.splitlines() if line.startswith(f"| {weak} "))
+    assert f"**{100 * ok / ran:.1f}** [{100 * lo:.1f}, {100 * hi:.1f}] {ok}/{ran} (–); a uniformly random 4 of the 8 " \
+           f"(seed 0)" in row and "partial" not in row
+    robust = next(line for line in table2.splitlines() if "robust.py" in line)
+    assert "random" not in robust and f"0/{len(ROWS)}" in robust  # its whole-set cell stays
+    rendered = _run(d, "--render", "--methods", "so-beam", "--skip", "accuracy,bias", "--out", str(out))
+    assert rendered.returncode == 0 and (out / "table2.md").read_text() == table2  # the render finds it by itself
+    bad = _run(d, "--random", "--methods", "so-beam", "--skip", "accuracy,bias", "--out", str(out))
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1] == \
+        "error: --random draws --limit (and --few-limit) examples at random: give the N"

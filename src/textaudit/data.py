@@ -414,6 +414,16 @@ def label_lists(spec: str, column: str, *, default_split: str = "dev", limit: in
     return [out[i] for i in _kept(len(out), limit, sample, seed)]
 
 
+def check_limit_sample(limit: int | None, sample: int | None) -> None:
+    """One-line error for a ``--limit`` or ``--sample`` below 1, or both given (cheap: callers check before loading models)."""
+    if limit is not None and limit < 1:
+        raise TextAuditError(f"--limit must be at least 1 (got {limit})")
+    if sample is not None and sample < 1:
+        raise TextAuditError(f"--sample must be at least 1 (got {sample})")
+    if limit is not None and sample is not None:
+        raise TextAuditError("give --limit N (the first N examples) or --sample N (N at random), not both")
+
+
 def load_dataset(spec: str, *, text_column: str | None = None, label_column: str | None = None,
                  pair_column: str | None = None, default_split: str = "train", limit: int | None = None,
                  sample: int | None = None, seed: int = 0, require_labels: bool = True) -> "datasets.Dataset":
@@ -430,12 +440,7 @@ def load_dataset(spec: str, *, text_column: str | None = None, label_column: str
     if not spec or not str(spec).strip():
         raise TextAuditError("empty data spec; use sst2:dev, hf:<dataset> or a path to a "
                              f"{'/'.join(s.lstrip('.') for s in FILE_SUFFIXES)} file")
-    if limit is not None and limit < 1:
-        raise TextAuditError(f"--limit must be at least 1 (got {limit})")
-    if sample is not None and sample < 1:
-        raise TextAuditError(f"--sample must be at least 1 (got {sample})")
-    if limit is not None and sample is not None:
-        raise TextAuditError("give --limit N (the first N examples) or --sample N (N at random), not both")
+    check_limit_sample(limit, sample)
     spec = str(spec).strip()
     table = _table_of(spec, default_split)
     texts, pairs, labels, names, sorted_names = _validate(table, text_column, label_column, pair_column, require_labels)

@@ -18,7 +18,7 @@ from typing import Iterable, Sequence
 
 from textaudit.attacks.registry import check_options, make_attack, method_spec
 from textaudit.attacks.run import run_attack, summarize
-from textaudit.data import align_labels, dataset_id, load_dataset
+from textaudit.data import align_labels, check_limit_sample, dataset_id, load_dataset
 from textaudit.errors import TextAuditError
 from textaudit.files import atomic_path
 from textaudit.formats.compare import MATRIX_COLUMNS, SUMMARY, cell_path
@@ -129,14 +129,16 @@ def cells_from_files(files: Iterable[tuple]) -> dict[tuple[str, str], list[dict]
 
 
 def run_compare(models: Sequence[str], methods: Sequence[str], output_dir: str | Path, *, data: str = "sst2:dev",
-                limit: int | None = None, k: int | None = None, mlm: str | None = None, ppl: bool = False,
-                seed: int = 0, progress: bool = True, in_flight: int | None = None, margin: float | None = None,
+                limit: int | None = None, sample: int | None = None, k: int | None = None, mlm: str | None = None,
+                ppl: bool = False, seed: int = 0, progress: bool = True, in_flight: int | None = None, margin: float | None = None,
                 label_map: dict[str, int] | None = None, label: str | None = None,
                 label_threshold: float = 0.5, naturalness: bool = True) -> dict:
     """Run (or resume) every method on every model into ``output_dir`` (:func:`cell_path`), write
     :data:`SUMMARY` there and return it: ``{"data", "mlm", "seed", "cells", "paired", "files"}``.
     ``in_flight``: examples each attack searches at once (:func:`~textaudit.attacks.run.run_attack`).
 
+    ``limit``: the first N examples of ``data``; ``sample``: N drawn uniformly at random with ``seed`` instead (an
+    estimate of the whole data's rates, each example attacked as in a run over all of it).
     ``k`` goes to the methods that have one (None: each method's default). Every option and every
     cell file is checked before any attack runs. ``margin``: see :func:`compare_cells` (two models or more).
     ``label_map``: the model's class id of each class name of the data (:func:`textaudit.data.align_labels`).
@@ -149,6 +151,7 @@ def run_compare(models: Sequence[str], methods: Sequence[str], output_dir: str |
         raise TextAuditError(f"--output-dir {output_dir} is a file; give a directory")
 
     check_margin(margin, len(models) > 1 or label == ALL_LABELS, "two models or more")
+    check_limit_sample(limit, sample)
     specs = {method: method_spec(method) for method in methods}
     given = {method: {"seed": seed, **({"k": k} if k is not None and "k" in spec.options else {}),
                       **({"naturalness": naturalness} if "naturalness" in spec.options else {})}
@@ -173,7 +176,8 @@ def run_compare(models: Sequence[str], methods: Sequence[str], output_dir: str |
     cells, datasets = {}, {}
     for row, (clf, column) in rows.items():
         if column not in datasets:
-            datasets[column] = load_dataset(data, default_split="dev", limit=limit, label_column=column)
+            datasets[column] = load_dataset(data, default_split="dev", limit=limit, sample=sample, seed=seed,
+                                            label_column=column)
         ds = datasets[column]
         row_ds, _ = align_labels(ds, clf, label_map)  # class names by the model's, never by their sort order
         for method in methods:

@@ -235,6 +235,7 @@ class CompareRequest:
     target_label: str | None = shared("target_label")
     label_threshold: float = shared("label_threshold", 0.5)
     limit: int | None = shared("limit")
+    sample: int | None = shared("sample")
     k: int | None = option(None, low=0, help="k of the neighbourhood methods (default: each method's own).")
     mlm: str | None = shared("mlm")
     ppl: bool = option(False, flags=("--ppl/--no-ppl",), help="Perplexities of successes (SmolLM2); off by default.")
@@ -262,7 +263,7 @@ class CompareRequest:
     def run(self, *, progress: bool = True) -> dict:
         """Run (or reuse) every cell and return the comparison (``compare.json``'s content)."""
         self.check()
-        return run_compare(self.models, self.methods, self.output_dir, data=self.data, limit=self.limit, k=self.k,
-                           mlm=self.mlm, ppl=self.ppl, seed=self.seed, margin=self.margin, progress=progress,
+        return run_compare(self.models, self.methods, self.output_dir, data=self.data, limit=self.limit, sample=self.sample,
+                           k=self.k, mlm=self.mlm, ppl=self.ppl, seed=self.seed, margin=self.margin, progress=progress,
                            label_map=parse_label_map(self.label_map), label=self.target_label,
                            label_threshold=self.label_threshold, naturalness=naturalness_on(self.naturalness))
