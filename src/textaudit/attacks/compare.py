@@ -159,7 +159,8 @@ def run_compare(models: Sequence[str], methods: Sequence[str], output_dir: str |
     for method in methods:
         check_options(method, given[method])
     data_id = dataset_id(data, "dev")
-    expected = {"method": None, "seed": seed, "data": data_id, "ppl": ppl}
+    drawn = {"data_sample": sample} if sample is not None else {}  # as an attack's header records --sample
+    expected = {"method": None, "seed": seed, "data": data_id, "ppl": ppl, **drawn}
 
     def check_cells(rows: Sequence[str]) -> None:
         for row in rows:
@@ -186,7 +187,7 @@ def run_compare(models: Sequence[str], methods: Sequence[str], output_dir: str |
             if hasattr(atk, "rank_patch_words"):
                 atk.rank_patch_words(ds["text"])
             _, records = run_attack(atk, ds["text"], row_ds["label"], ids=ds["id"], output=path, resume=path.exists(),
-                                    ppl=lm, config={"data": data_id}, progress=progress, in_flight=in_flight)
+                                    ppl=lm, config={"data": data_id, **drawn}, progress=progress, in_flight=in_flight)
             cells[(row, method)] = records
     result = {"data": data_id, "mlm": getattr(masked_lm, "name", None), "seed": seed, **compare_cells(cells, margin),
               "files": [cell_path(output_dir, row, a).name for row in rows for a in methods]}
