@@ -111,6 +111,15 @@ def _partial(c: dict) -> str:
             f"{_pct(c['success'] / n)} and {_pct((c['success'] + left) / n)}")
 
 
+def _subset(c: dict) -> str:
+    """Which examples a cell is over, in words (the README's compute table)."""
+    if c.get("random"):
+        return f"a uniformly random {c['random']} of {c['whole_set']} (seed {c['random_seed']})"
+    if c["finished"] < c["requested"]:
+        return f"partial: {c['finished']} of {c['requested']}"
+    return f"all {c['requested']}" if c.get("limit") is None else f"the first {c['requested']}"
+
+
 def _random(c: dict) -> str:
     """For a cell over examples drawn at random (``--random``): how many, of how many."""
     if not c.get("random"):
@@ -164,6 +173,7 @@ def _cell_summaries(out: Path, models: list[str], methods: list[str], ids: set[s
 
     from textaudit.attacks.compare import cell_path, compare_cells
     from textaudit.attacks.run import summarize
+    from textaudit.formats.jsonl import read_header
     from textaudit.results import read_jsonl
 
     records = {(model, method): [r for r in read_jsonl(cell_path(out, model, method)) if r.get("id") in ids]
@@ -175,7 +185,12 @@ def _cell_summaries(out: Path, models: list[str], methods: list[str], ids: set[s
         s = summarize(recs, c["method"], c["k"])  # the perplexities and counts too
         cells[(c["model"], c["method"])] = {**c, "success": s["success"], "median_ppl_original": s["median_ppl_original"],
                                             "median_ppl_perturbed": s["median_ppl_perturbed"],
-                                            "finished": len({r.get("id") for r in recs}), "requested": len(ids)}
+                                            "finished": len({r.get("id") for r in recs}), "requested": len(ids),
+                                            # the searches' and the perplexities' own seconds, on whichever machine ran them
+                                            "compute_seconds": round(sum((r.get("seconds") or 0) + (r.get("ppl_seconds") or 0)
+                                                                         for r in recs), 1),
+                                            "precision": (read_header(cell_path(out, c["model"], c["method"])) or {})
+                                            .get("config", {}).get("precision")}
     return cells
 
 
@@ -212,8 +227,9 @@ def run_attacks(scale: Scale, args, runs: Path) -> dict:
                         naturalness=False)  # the paper's search exactly (#68: the constraint is textaudit's default)
     cells: dict[tuple[str, str], dict] = {}
     for methods, limit, out in groups:  # (with --random, N is the subsets': these cells are over the whole set)
-        ids = set(load_dataset(args.data, default_split="dev", limit=None if args.random else limit)["id"])
-        cells.update(_cell_summaries(out, scale.models, methods, ids))
+        limit = None if args.random else limit
+        ids = set(load_dataset(args.data, default_split="dev", limit=limit)["id"])
+        cells.update({key: {**c, "limit": limit} for key, c in _cell_summaries(out, scale.models, methods, ids).items()})
     sizes = sorted((int(d.name.split("-", 1)[1]) for d in runs.glob("random-*") if d.name.split("-", 1)[1].isdigit()),
                    reverse=True)
     for n in sizes:  # the largest whole random subset first
@@ -418,6 +434,19 @@ def _readme(report: dict, out: Path) -> str:
              f"{s['sample']} sampled sentences per source at sampled k).", "",
              "Seconds per stage in this invocation (a resumed run counts only what it computed): "
              + (", ".join(f"{k} {v:.0f}" for k, v in report["seconds"].items()) or "none") + ".", ""]
+    cells = report.get("table2") or []
+    if cells:
+        total = sum(c.get("compute_seconds") or 0 for c in cells)
+        lines += ["Compute of each Table 2 cell: the seconds its records took to search (and to score their perplexities), "
+                  "summed over every invocation and machine that added to it; the examples it is over.", "",
+                  "| model | method | examples | compute s | precision |", "| --- | --- | --- | --- | --- |"]
+        lines += [f"| {c['model']} | {c['method']} | {_subset(c)} | {c.get('compute_seconds', 0):,.0f} | "
+                  f"{(c.get('precision') or {}).get('model', 'fp32')} |" for c in cells]
+        lines += ["", f"All cells: {total:,.0f} s ({total / 3600:.1f} h).", ""]
+    stages = report.get("stage_seconds") or {}
+    if stages:
+        lines += ["Other stages, seconds over the invocations that computed them: "
+                  + ", ".join(f"{k} {v:,.0f}" for k, v in stages.items()) + ".", ""]
     lines += [f"- [{f}]({f})" for f in files]
     lines += [f"- [{f}]({f})" for f in report.get("figures", [])]
     lines += ["- [results.json](results.json): every number, the settings and the timings", ""]
@@ -503,6 +532,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def _stage_seconds(out: Path) -> dict[str, float]:
+    """The seconds the accuracy and bias stages took over the earlier invocations that computed them (results.json's
+    ``stage_seconds``: a render or a resumed run that finds them done adds nothing)."""
+    try:
+        return dict(json.loads((out / "results.json").read_text(encoding="utf-8")).get("stage_seconds") or {})
+    except (OSError, ValueError):
+        return {}
+
+
+def _stage_sizes(runs: Path) -> dict[str, int]:
+    """What the accuracy and bias stages have written under ``runs`` (bytes): a change means this invocation computed."""
+    size = lambda fs: sum(f.stat().st_size for f in fs if f.is_file())  # noqa: E731
+    return {"accuracy": size(runs.glob("*.accuracy.jsonl")), "bias": size([runs / "bias.jsonl"])}
+
+
 def _run(args, scale: Scale, skip: set[str], out: Path, runs: Path, paper: dict, seconds: dict, report: dict) -> int:
     if args.fill_ppl:
         t0 = time.perf_counter()
@@ -510,6 +554,8 @@ def _run(args, scale: Scale, skip: set[str], out: Path, runs: Path, paper: dict,
             print(f"perplexities added to {n} successes of {path}", file=sys.stderr)
         seconds["fill_ppl"] = round(time.perf_counter() - t0, 1)
     cells, acc = {}, {}
+    stages = _stage_seconds(out)
+    grew = _stage_sizes(runs)
     if "attacks" not in skip:
         t0 = time.perf_counter()
         print(f"[1/3] attacks: {', '.join(scale.methods)} on {', '.join(scale.models)}", file=sys.stderr)
@@ -542,6 +588,10 @@ def _run(args, scale: Scale, skip: set[str], out: Path, runs: Path, paper: dict,
     if args.pack:
         print(f"packed {pack_cells(runs, out / 'cells')} results files into {out / 'cells'}", file=sys.stderr)
     report["seconds"] = seconds
+    for stage, size in _stage_sizes(runs).items():  # a stage that computed something adds its seconds
+        if size != grew[stage] and stage in seconds:
+            stages[stage] = round(stages.get(stage, 0.0) + seconds[stage], 1)
+    report["stage_seconds"] = stages
     report["device"] = _device()
     report["date"] = time.strftime("%Y-%m-%d")
     (out / "results.json").write_text(json.dumps(report, indent=1, default=str) + "\n")

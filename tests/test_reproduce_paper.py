@@ -86,6 +86,19 @@ def test_tables_agree_with_the_results_files(paper):
     assert "mean ℓ0" in (out / "table3.md").read_text()
 
 
+def test_the_readme_gives_each_cells_compute_and_its_examples(paper):
+    """paper/README.md: every Table 2 cell's own compute (its records' seconds, whichever machine ran them) and the
+    examples it is over — Genetic its first 5 here, SO-Beam all 8."""
+    d, _ = paper
+    out = d / "paper"
+    readme = (out / "README.md").read_text()
+    for method, runs, examples in (("so-beam", "attacks", f"all {len(ROWS)}"), ("genetic", "few", "the first 5")):
+        recs = read_jsonl(cell_path(out / "runs" / runs, f"{d}/weak.py:clf", method))
+        sec = sum(r["seconds"] + (r.get("ppl_seconds") or 0) for r in recs)
+        assert f"| {d}/weak.py:clf | {method} | {examples} | {sec:,.0f} | fp32 |" in readme
+    assert "Other stages, seconds over the invocations that computed them: accuracy " in readme
+
+
 def test_bias_table_and_figures(paper):
     d, _ = paper
     out = d / "paper"
@@ -110,10 +123,13 @@ def test_a_second_run_resumes_and_bad_input_is_one_line(paper):
     files = sorted((out / "runs").rglob("*.jsonl"))
     before = {f: f.read_text() for f in files}
     table2 = (out / "table2.md").read_text()
+    stages = json.loads((out / "results.json").read_text())["stage_seconds"]
+    assert set(stages) == {"accuracy", "bias"} and stages["bias"] > 0  # the first run computed both
     r = _run(d)
     assert r.returncode == 0, r.stderr[-3000:]
     assert {f: f.read_text() for f in files} == before  # nothing recomputed, nothing appended
     assert (out / "table2.md").read_text() == table2
+    assert json.loads((out / "results.json").read_text())["stage_seconds"] == stages  # a resume that finds them done adds nothing
     bad = _run(d, "--skip", "attacks,accuracy", "--pairs", "he,he")
     assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1].startswith("error: ")
     assert "Traceback" not in bad.stderr
