@@ -3,7 +3,8 @@
     TEXTAUDIT_DATA=../shared/data python benchmarks/reproduce_paper.py            # the paper's scale
     TEXTAUDIT_DATA=../shared/data python benchmarks/reproduce_paper.py --quick    # a CPU subset, minutes
 
-Writes into ``--out`` (default ``paper/``):
+Writes into ``--out`` (default ``paper/``, where the paper's scale is committed and grows; ``paper/quick/``
+with ``--quick``):
 
 - ``table2.md``: attack success rates (successes / attacked, Wilson 95% interval) of Genetic, BAE,
   SO-Enum (k = 2) and SO-Beam (k = 6) on every model, with the models' dev accuracy and, for the
@@ -208,7 +209,8 @@ def run_attacks(scale: Scale, args, runs: Path) -> dict:
     """Table 2/3 cells: ``{(model, method): summary}``, each over its own first N examples (the slow methods over
     fewer), or with ``--random`` over N drawn uniformly at random with ``--seed`` (cells under :func:`random_dir`).
     A cell that is not whole over the whole set gives way to a whole random-subset cell (the largest), which says so
-    (``random``: its N); a cell file may hold more examples than it is asked for: only those count."""
+    (``random``: its N); where neither is whole, the whole set's partial cell is shown, else a partial subset's (with
+    its bounds over its N). A cell file may hold more examples than it is asked for: only those count."""
     from textaudit.attacks.compare import run_compare
     from textaudit.data import load_dataset
     from textaudit.errors import TextAuditError
@@ -232,13 +234,18 @@ def run_attacks(scale: Scale, args, runs: Path) -> dict:
         cells.update({key: {**c, "limit": limit} for key, c in _cell_summaries(out, scale.models, methods, ids).items()})
     sizes = sorted((int(d.name.split("-", 1)[1]) for d in runs.glob("random-*") if d.name.split("-", 1)[1].isdigit()),
                    reverse=True)
-    for n in sizes:  # the largest whole random subset first
+    whole_set = len(load_dataset(args.data, default_split="dev"))
+    subsets = {}  # (model, method) -> the random-subset cells, the largest N first
+    for n in sizes:
         ids = set(load_dataset(args.data, default_split="dev", sample=n, seed=args.seed)["id"])
         for key, c in _cell_summaries(random_dir(runs, n), scale.models, scale.methods, ids).items():
-            if _whole(c) and not _whole(cells.get(key)) and not cells.get(key, {}).get("random"):
-                c["random"], c["random_seed"] = n, args.seed
-                c["whole_set"] = len(load_dataset(args.data, default_split="dev"))
-                cells[key] = c
+            subsets.setdefault(key, []).append({**c, "random": n, "random_seed": args.seed, "whole_set": whole_set})
+    for key, found in subsets.items():  # whole set > a whole random subset > the whole set's partial > a partial subset
+        if _whole(cells.get(key)):
+            continue
+        whole = [c for c in found if _whole(c)]
+        if whole or key not in cells:
+            cells[key] = whole[0] if whole else max(found, key=lambda c: c["finished"])
     return cells
 
 
@@ -426,10 +433,11 @@ def _device() -> str:
 def _readme(report: dict, out: Path) -> str:
     s = report["settings"]
     files = [f for f in ("table2.md", "table3.md", "table5.md") if (out / f).exists()]
+    first = lambda n: f"the first {n}" if n else "all"  # noqa: E731
     lines = ["# The Double Perturbation paper, regenerated", "",
              f"`{report['command']}` on {report['device']}, {report['date']}; scale: **{report['scale']}** "
-             f"(models {', '.join(s['models'])}; the first {s['limit'] or 'all'} examples of {s['data']}, "
-             f"{'/'.join(s['few_methods']) or 'no method'} on the first {s['few_limit'] or 'all'}; "
+             f"(models {', '.join(s['models'])}; {first(s['limit'])} examples of {s['data']}, "
+             f"{'/'.join(s['few_methods']) or 'no method'} on {first(s['few_limit'])}; "
              f"bias {s['bias_model']} vs {s['bias_compare']}, k <= {s['k']}, "
              f"{s['sample']} sampled sentences per source at sampled k).", "",
              "Seconds per stage in this invocation (a resumed run counts only what it computed): "
@@ -456,7 +464,8 @@ def _readme(report: dict, out: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="the documented CPU subset (see the docstring)")
-    ap.add_argument("--out", type=Path, default=Path("paper"), help="output directory (default: paper/)")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="output directory (default: paper/, where the paper's scale is committed; paper/quick/ with --quick)")
     ap.add_argument("--models", help="comma-separated models of Tables 2-3 (default: the scale's)")
     ap.add_argument("--methods", help=f"comma-separated methods (default: {','.join(METHODS)})")
     ap.add_argument("--limit", type=int, help="first N examples for BAE/SO-Enum/SO-Beam")
@@ -503,6 +512,8 @@ def main(argv: list[str] | None = None) -> int:
     quiet_third_party_bars()  # as the audit command does: only textaudit's own progress lines
 
     base = QUICK if args.quick else PAPER
+    if args.out is None:
+        args.out = Path("paper/quick") if args.quick else Path("paper")
     scale = Scale(models=args.models.split(",") if args.models else list(base.models),
                   limit=args.limit if args.limit is not None else base.limit,
                   few_methods=args.few_methods.split(",") if args.few_methods is not None else list(base.few_methods),

@@ -290,6 +290,14 @@ def test_a_random_subset_cell_stands_in_for_an_unfinished_one(paper):
     assert "random" not in robust and f"0/{len(ROWS)}" in robust  # its whole-set cell stays
     rendered = _run(d, "--render", "--methods", "so-beam", "--skip", "accuracy,bias", "--out", str(out))
     assert rendered.returncode == 0 and (out / "table2.md").read_text() == table2  # the render finds it by itself
+    subset = cell_path(out / "runs" / "random-4", weak, "so-beam")
+    subset.write_text("".join(subset.read_text().splitlines(keepends=True)[:4]))  # stopped after 3 of its 4
+    cell.unlink()  # and no cell over the whole set: the partial subset is shown, with its bounds over its 4
+    rendered = _run(d, "--render", "--methods", "so-beam", "--skip", "accuracy,bias", "--out", str(out))
+    assert rendered.returncode == 0, rendered.stderr[-3000:]
+    row = next(line for line in (out / "table2.md").read_text().splitlines() if line.startswith(f"| {weak} "))
+    assert "; partial: 3 of 4 examples finished, so over all of them between " in row
+    assert row.endswith("; a uniformly random 4 of the 8 (seed 0) | so-beam – |")
     bad = _run(d, "--random", "--methods", "so-beam", "--skip", "accuracy,bias", "--out", str(out))
     assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1] == \
         "error: --random draws --limit (and --few-limit) examples at random: give the N"

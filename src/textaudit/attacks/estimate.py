@@ -32,7 +32,7 @@ from textaudit.progress import duration
 __all__ = ["WORK_PER_WORD", "WORK_BY_K", "work_per_word", "FAILED_PER_WORD", "Pace", "Probe", "AttackClock", "measure_pace", "probe_attack"]
 
 #: (classifier texts, masked-LM contexts) a search asks per word of the attacked sentence: the means
-#: over SST-2 dev at the paper's scale on the zoo's lstm (``paper/scale/cells``, 2026-11-27: SO-Beam
+#: over SST-2 dev at the paper's scale on the zoo's lstm (``paper/cells``, 2026-11-27: SO-Beam
 #: k = 6, β = 20 and SO-Enum k = 2 over all 872, BAE over 872, Genetic over the first 100). A robust
 #: model asks more (its searches run longer): the run's own records replace these as examples finish.
 WORK_PER_WORD: dict[str, tuple[float, float]] = {
