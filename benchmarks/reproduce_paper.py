@@ -115,7 +115,7 @@ def _partial(c: dict) -> str:
 def _subset(c: dict) -> str:
     """Which examples a cell is over, in words (the README's compute table)."""
     if c.get("random"):
-        return f"a uniformly random {c['random']} of {c['whole_set']} (seed {c['random_seed']})"
+        return f"a uniformly random {c['random']} of the {c['whole_set']} (seed {c['random_seed']})"
     if c["finished"] < c["requested"]:
         return f"partial: {c['finished']} of {c['requested']}"
     return f"all {c['requested']}" if c.get("limit") is None else f"the first {c['requested']}"
@@ -123,9 +123,7 @@ def _subset(c: dict) -> str:
 
 def _random(c: dict) -> str:
     """For a cell over examples drawn at random (``--random``): how many, of how many."""
-    if not c.get("random"):
-        return ""
-    return f"; a uniformly random {c['random']} of the {c['whole_set']} (seed {c['random_seed']})"
+    return f"; {_subset(c)}" if c.get("random") else ""
 
 
 def pack_cells(runs: Path, cells: Path) -> int:
@@ -234,7 +232,7 @@ def run_attacks(scale: Scale, args, runs: Path) -> dict:
         cells.update({key: {**c, "limit": limit} for key, c in _cell_summaries(out, scale.models, methods, ids).items()})
     sizes = sorted((int(d.name.split("-", 1)[1]) for d in runs.glob("random-*") if d.name.split("-", 1)[1].isdigit()),
                    reverse=True)
-    whole_set = len(load_dataset(args.data, default_split="dev"))
+    whole_set = len(load_dataset(args.data, default_split="dev")) if sizes else 0
     subsets = {}  # (model, method) -> the random-subset cells, the largest N first
     for n in sizes:
         ids = set(load_dataset(args.data, default_split="dev", sample=n, seed=args.seed)["id"])

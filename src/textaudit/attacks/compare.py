@@ -18,7 +18,7 @@ from typing import Iterable, Sequence
 
 from textaudit.attacks.registry import check_options, make_attack, method_spec
 from textaudit.attacks.run import run_attack, summarize
-from textaudit.data import align_labels, check_limit_sample, dataset_id, load_dataset
+from textaudit.data import align_labels, check_limit_sample, data_config, dataset_id, load_dataset
 from textaudit.errors import TextAuditError
 from textaudit.files import atomic_path
 from textaudit.formats.compare import MATRIX_COLUMNS, SUMMARY, cell_path
@@ -159,8 +159,8 @@ def run_compare(models: Sequence[str], methods: Sequence[str], output_dir: str |
     for method in methods:
         check_options(method, given[method])
     data_id = dataset_id(data, "dev")
-    drawn = {"data_sample": sample} if sample is not None else {}  # as an attack's header records --sample
-    expected = {"method": None, "seed": seed, "data": data_id, "ppl": ppl, **drawn}
+    data_cfg = data_config(data_id, None, sample=sample)  # the data and a --sample, as an attack's header records them
+    expected = {"method": None, "seed": seed, "ppl": ppl, **data_cfg}
 
     def check_cells(rows: Sequence[str]) -> None:
         for row in rows:
@@ -187,7 +187,7 @@ def run_compare(models: Sequence[str], methods: Sequence[str], output_dir: str |
             if hasattr(atk, "rank_patch_words"):
                 atk.rank_patch_words(ds["text"])
             _, records = run_attack(atk, ds["text"], row_ds["label"], ids=ds["id"], output=path, resume=path.exists(),
-                                    ppl=lm, config={"data": data_id, **drawn}, progress=progress, in_flight=in_flight)
+                                    ppl=lm, config=data_cfg, progress=progress, in_flight=in_flight)
             cells[(row, method)] = records
     result = {"data": data_id, "mlm": getattr(masked_lm, "name", None), "seed": seed, **compare_cells(cells, margin),
               "files": [cell_path(output_dir, row, a).name for row in rows for a in methods]}
