@@ -276,6 +276,12 @@ def test_a_random_subset_cell_stands_in_for_an_unfinished_one(paper):
     assert sorted(x["id"] for x in sub) == sorted(drawn) and sorted(drawn) != sorted(whole)[:4]
     header = json.loads(cell_path(out / "runs" / "random-4", weak, "so-beam").read_text().splitlines()[0])["header"]
     assert header["config"]["data_sample"] == 4  # as audit attack --sample records it: a resume with another N is refused
+    from textaudit.attacks.compare import run_compare
+    from textaudit.errors import TextAuditError
+
+    with pytest.raises(TextAuditError, match=r"other settings \(data_sample: 4 → 3\)"):
+        run_compare([weak], ["so-beam"], out / "runs" / "random-4", data=str(d / "data.tsv"), sample=3, mlm=str(d / "mlm"),
+                    naturalness=False)
     timing = ("seconds", "ppl_seconds")
     for x in sub:  # the same search on the same example: the whole run's record
         assert {k: v for k, v in x.items() if k not in timing} == {k: v for k, v in whole[x["id"]].items() if k not in timing}
