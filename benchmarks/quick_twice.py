@@ -1,0 +1,86 @@
+"""``reproduce_paper.py --quick`` twice on one store: how much faster is the second bias stage (#64)?
+
+    TEXTAUDIT_DATA=../shared/data python benchmarks/quick_twice.py [--work DIR] [--json]
+
+Runs the ``--quick`` bias stage (B_{p,k} of lstm vs lstm-gender-swap on the six gender pairs, k ≤ 3,
+50 sampled sentences per source at k = 3, X_filter at ε = 0.005) two times, each a new process with
+its own fresh ``--out`` (so nothing is resumed from a results file) and the same fresh store file
+(``TEXTAUDIT_STORE``: the masked LM's answers and, beside them, the classifiers' score cache). The
+attacks and accuracy stages are skipped: they are not what this measures.
+
+Prints the two runs' bias-stage seconds (results.json's own timing, and the process's wall time), the
+ratio, and whether B is identical: every B_{p,k} of results.json and every record of ``runs/bias.jsonl``
+in every field but the seconds. Measured side by side in one invocation; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def _records(path: Path) -> list[dict]:
+    """The bias run's records, in a fixed order, without the seconds (wall time differs run to run)."""
+    rows = []
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            row = json.loads(line)
+            if "header" in row:
+                continue
+            rows.append({k: v for k, v in row.items() if "seconds" not in k})
+    return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True))
+
+
+def run_once(out: Path, store: Path, extra: list[str]) -> dict:
+    env = dict(os.environ, TEXTAUDIT_STORE=str(store))
+    cmd = [sys.executable, str(HERE / "reproduce_paper.py"), "--quick", "--skip", "attacks,accuracy",
+           "--out", str(out), "--no-progress", *extra]
+    t0 = time.perf_counter()
+    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - t0
+    report = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    return {"bias_seconds": report["seconds"]["bias"], "wall": round(wall, 1), "bias": report["bias"],
+            "records": _records(out / "runs" / "bias.jsonl")}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--work", type=Path, help="a new folder for the store and the two outputs (default: a temporary one)")
+    ap.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
+    ap.add_argument("extra", nargs="*", help="further reproduce_paper.py options (after --)")
+    args = ap.parse_args()
+    work = args.work or Path(tempfile.mkdtemp(prefix="quick-twice-"))
+    work.mkdir(parents=True, exist_ok=True)
+    store = work / "store.sqlite"
+    if store.exists() or (work / "first").exists():
+        sys.exit(f"error: {work} already holds a run; give --work a new folder")
+    first = run_once(work / "first", store, args.extra)
+    print(f"first: bias stage {first['bias_seconds']} s (process {first['wall']} s)", file=sys.stderr)
+    second = run_once(work / "second", store, args.extra)
+    print(f"second: bias stage {second['bias_seconds']} s (process {second['wall']} s)", file=sys.stderr)
+    same_b = first["bias"] == second["bias"]
+    same_records = first["records"] == second["records"]
+    ratio = first["bias_seconds"] / max(second["bias_seconds"], 1e-9)
+    print("| run | bias stage (s) | process (s) |")
+    print("| --- | ---: | ---: |")
+    print(f"| first (empty store) | {first['bias_seconds']} | {first['wall']} |")
+    print(f"| second (same store) | {second['bias_seconds']} | {second['wall']} |")
+    print(f"\nsecond bias stage {ratio:.1f}x faster; B identical: {same_b}; "
+          f"{len(first['records']):,} records identical (every field but the seconds): {same_records}")
+    print(f"store file: {store} ({store.stat().st_size / 2**20:.0f} MiB)")
+    if args.json:
+        print(json.dumps({"first": first["bias_seconds"], "second": second["bias_seconds"], "ratio": round(ratio, 2),
+                          "b_identical": same_b, "records_identical": same_records,
+                          "records": len(first["records"])}))
+
+
+if __name__ == "__main__":
+    main()
