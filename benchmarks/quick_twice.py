@@ -16,6 +16,7 @@ in every field but the seconds. Measured side by side in one invocation; asserts
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -27,19 +28,25 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def _records(path: Path) -> list[dict]:
-    """The bias run's records, in a fixed order, without the seconds (wall time differs run to run)."""
-    rows = []
+def _records(path: Path) -> list[bytes]:
+    """A digest of each of the bias run's records without its seconds (wall time differs run to run), sorted:
+    the records are over a GB at the ``--quick`` scale, their digests a few tens of MB."""
+    digests = []
     with path.open(encoding="utf-8") as f:
         for line in f:
             row = json.loads(line)
             if "header" in row:
                 continue
-            rows.append({k: v for k, v in row.items() if "seconds" not in k})
-    return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True))
+            row = {k: v for k, v in row.items() if "seconds" not in k}
+            digests.append(hashlib.blake2b(json.dumps(row, sort_keys=True).encode(), digest_size=16).digest())
+    return sorted(digests)
 
 
-def run_once(out: Path, store: Path, extra: list[str]) -> dict:
+def run_once(out: Path, store: Path, extra: list[str], reuse: bool = False) -> dict:
+    if reuse and (out / "results.json").exists():  # this folder's earlier run, read back (the figures are its own)
+        report = json.loads((out / "results.json").read_text(encoding="utf-8"))
+        return {"bias_seconds": report["seconds"]["bias"], "wall": None, "bias": report["bias"],
+                "records": _records(out / "runs" / "bias.jsonl")}
     env = dict(os.environ, TEXTAUDIT_STORE=str(store))
     cmd = [sys.executable, str(HERE / "reproduce_paper.py"), "--quick", "--skip", "attacks,accuracy",
            "--out", str(out), "--no-progress", *extra]
@@ -54,25 +61,28 @@ def run_once(out: Path, store: Path, extra: list[str]) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--work", type=Path, help="a new folder for the store and the two outputs (default: a temporary one)")
+    ap.add_argument("--reuse", action="store_true",
+                    help="read back the runs --work already finished (their own seconds) and run only what is missing")
     ap.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
     ap.add_argument("extra", nargs="*", help="further reproduce_paper.py options (after --)")
     args = ap.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="quick-twice-"))
     work.mkdir(parents=True, exist_ok=True)
     store = work / "store.sqlite"
-    if store.exists() or (work / "first").exists():
-        sys.exit(f"error: {work} already holds a run; give --work a new folder")
-    first = run_once(work / "first", store, args.extra)
+    if not args.reuse and (store.exists() or (work / "first").exists()):
+        print(f"error: {work} already holds a run; give --work a new folder", file=sys.stderr)
+        sys.exit(2)
+    first = run_once(work / "first", store, args.extra, args.reuse)
     print(f"first: bias stage {first['bias_seconds']} s (process {first['wall']} s)", file=sys.stderr)
-    second = run_once(work / "second", store, args.extra)
+    second = run_once(work / "second", store, args.extra, args.reuse)
     print(f"second: bias stage {second['bias_seconds']} s (process {second['wall']} s)", file=sys.stderr)
     same_b = first["bias"] == second["bias"]
     same_records = first["records"] == second["records"]
     ratio = first["bias_seconds"] / max(second["bias_seconds"], 1e-9)
     print("| run | bias stage (s) | process (s) |")
     print("| --- | ---: | ---: |")
-    print(f"| first (empty store) | {first['bias_seconds']} | {first['wall']} |")
-    print(f"| second (same store) | {second['bias_seconds']} | {second['wall']} |")
+    print(f"| first (empty store) | {first['bias_seconds']} | {first['wall'] or '–'} |")
+    print(f"| second (same store) | {second['bias_seconds']} | {second['wall'] or '–'} |")
     print(f"\nsecond bias stage {ratio:.1f}x faster; B identical: {same_b}; "
           f"{len(first['records']):,} records identical (every field but the seconds): {same_records}")
     print(f"store file: {store} ({store.stat().st_size / 2**20:.0f} MiB)")

@@ -257,6 +257,10 @@ class BatchedClassifier:
         self._score_cache: object = _UNASKED
         self._fresh = False  # predict_proba_fresh: the model itself answers (the disk keeps its new answers)
         self._disk = DiskWeigher()
+        #: hashes of the texts this process's memory cache let go while the score cache holds their first answers:
+        #: asked again, they are read back, never computed again (a float32 forward in another batch can differ in
+        #: its last bit, and a record must not depend on whether an earlier one was answered from memory or disk)
+        self._evicted: set[int] = set()
         #: check on first use that a text's scores do not depend on the other texts of its batch (plug-ins and ``hf:``
         #: models, whose code is not ours: :meth:`_probe_batches`); the largest difference it measured
         self.probe_batches = False
@@ -313,6 +317,9 @@ class BatchedClassifier:
             t0 = time.perf_counter()
             stored = disk.lookup(missing)  # type: ignore[attr-defined]
             self._disk.add(len(missing), len(stored), time.perf_counter() - t0)
+        elif disk is not None and not self._fresh and self._evicted:  # not looking: only what this process kept
+            again = [k for k in missing if hash(k) in self._evicted]
+            stored = disk.lookup(again) if again else {}  # type: ignore[attr-defined]
         if stored:
             self.stats.store_hits += len(stored)
             self.stats.answered += len(stored)
@@ -341,8 +348,12 @@ class BatchedClassifier:
             cache.update(zip(missing, probs))
             self._cache_chars += sum(map(_chars, stored))
             self._cache_chars += sum(map(_chars, missing))
+            kept = disk is not None
             while len(cache) > self.cache_size or (self.cache_chars is not None and self._cache_chars > self.cache_chars):
-                self._cache_chars -= _chars(cache.popitem(last=False)[0])
+                key = cache.popitem(last=False)[0]
+                self._cache_chars -= _chars(key)
+                if kept:
+                    self._evicted.add(hash(key))
         return out
 
     @property
@@ -438,7 +449,9 @@ class BatchedClassifier:
         return old
 
     def clear_cache(self) -> None:
-        """Forget every cached prediction."""
+        """Forget every cached prediction (those the score cache holds are read back from it when asked again)."""
+        if self._score_cache not in (None, _UNASKED):
+            self._evicted.update(map(hash, self._cache))
         self._cache.clear()
         self._cache_chars = 0
 
@@ -448,6 +461,7 @@ class BatchedClassifier:
         state = dict(self.__dict__)
         state["_cache"] = OrderedDict()
         state["_cache_chars"] = 0
+        state["_evicted"] = set()
         # nor the score cache: a worker knows neither the driver's --store nor its --score-cache, so it reads and
         # writes no scores (what it computes comes back in its records)
         state["_score_cache"] = None
