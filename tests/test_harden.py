@@ -745,3 +745,35 @@ def test_a_suite_harden_section_writes_the_records_the_command_writes(cli, plant
     (tmp_path / "bad.toml").write_text(f'[harden]\nmodel = "{planted / "bow"}"\nmethod = "augment"\nrounds = 1000\n')
     bad = cli("run", str(tmp_path / "bad.toml"))
     assert bad.exit_code == 2 and "[harden] --rounds must be from 1 to 100" in bad.output
+
+
+def test_the_before_after_audit_reads_and_keeps_the_score_cache(cli, planted, tmp_path):
+    """The score cache (#64) under harden: the before/after audit keeps the original's and the hardened model's answers
+    in the store; a second harden reads the original's instead of computing them, and the hardened model, asked
+    what its after-audit asked, computes nothing."""
+    import sqlite3
+
+    import numpy as np
+
+    from textaudit.models import load_classifier
+    from textaudit.neighborhoods.store import use_store
+
+    store = tmp_path / "s.sqlite"
+    counts = []
+    for name in ("h1", "h2"):
+        r = cli(*_args(planted, tmp_path / name, "--method", "consistency", "--train-sample", "40", "--epochs", "2",
+                       "--store", str(store), "--json"))
+        assert r.exit_code == 0, r.output
+        with sqlite3.connect(store) as db:
+            counts.append(list(db.execute("SELECT identity, hits, misses FROM classifiers ORDER BY id")))
+    (orig, h1), (orig2, _, _) = counts[0], counts[1]
+    assert orig[1] == 0 and orig[2] > 0 and h1[2] > 0  # the first harden computed both models' answers, and kept them
+    assert orig2[0] == orig[0] and orig2[1] > 0 and orig2[2] == orig[2]  # the second read the original's: none computed
+    after = read_jsonl(tmp_path / "h1" / "after.so-enum-k1.jsonl")
+    texts = [rec["text"] for rec in after if rec.get("text")]
+    with use_store(str(store)):
+        hardened = load_classifier(str(tmp_path / "h1" / "model"))
+        probs = hardened.predict_proba(texts)
+    assert texts and hardened.stats.unique_forwards == 0 and hardened.stats.store_hits == len(set(texts))
+    fresh = load_classifier(str(tmp_path / "h1" / "model"))  # (another batching: equal up to a float32's last bit)
+    assert np.allclose(probs, fresh.predict_proba_fresh(texts), rtol=0, atol=1e-6)
