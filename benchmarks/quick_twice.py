@@ -51,11 +51,17 @@ def run_once(out: Path, store: Path, extra: list[str], reuse: bool = False) -> d
     cmd = [sys.executable, str(HERE / "reproduce_paper.py"), "--quick", "--skip", "attacks,accuracy",
            "--out", str(out), "--no-progress", *extra]
     t0 = time.perf_counter()
-    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+    done = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL)  # (its errors reach stderr, one line each)
+    if done.returncode:
+        sys.exit(done.returncode)
     wall = time.perf_counter() - t0
     report = json.loads((out / "results.json").read_text(encoding="utf-8"))
     return {"bias_seconds": report["seconds"]["bias"], "wall": round(wall, 1), "bias": report["bias"],
             "records": _records(out / "runs" / "bias.jsonl")}
+
+
+def _took(run: dict) -> str:
+    return f"process {run['wall']} s" if run["wall"] is not None else "read back"
 
 
 def main() -> None:
@@ -73,9 +79,9 @@ def main() -> None:
         print(f"error: {work} already holds a run; give --work a new folder", file=sys.stderr)
         sys.exit(2)
     first = run_once(work / "first", store, args.extra, args.reuse)
-    print(f"first: bias stage {first['bias_seconds']} s (process {first['wall']} s)", file=sys.stderr)
+    print(f"first: bias stage {first['bias_seconds']} s ({_took(first)})", file=sys.stderr)
     second = run_once(work / "second", store, args.extra, args.reuse)
-    print(f"second: bias stage {second['bias_seconds']} s (process {second['wall']} s)", file=sys.stderr)
+    print(f"second: bias stage {second['bias_seconds']} s ({_took(second)})", file=sys.stderr)
     same_b = first["bias"] == second["bias"]
     same_records = first["records"] == second["records"]
     ratio = first["bias_seconds"] / max(second["bias_seconds"], 1e-9)
