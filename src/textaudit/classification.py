@@ -15,6 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
+from textaudit.decision import TIE
 from textaudit.errors import TextAuditError
 from textaudit.stats import CONFIDENCE, wilson
 
@@ -28,7 +29,8 @@ N_RESAMPLES = 2000
 def confusion_matrix(labels: Sequence[int], pred: Sequence[int], classes: int) -> np.ndarray:
     """``M[t, p]``: how many examples of true class t the model put in class p (rows: truth; columns: prediction)."""
     y, p = np.asarray(labels, dtype=np.int64), np.asarray(pred, dtype=np.int64)
-    return np.bincount(y * classes + p, minlength=classes * classes).reshape(classes, classes)
+    decided = (p >= 0) & (p < classes) & (y >= 0) & (y < classes)  # a tie (-1) is no decision: in no cell
+    return np.bincount(y[decided] * classes + p[decided], minlength=classes * classes).reshape(classes, classes)
 
 
 def _prf(tp: np.ndarray, predicted: np.ndarray, true: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -180,7 +182,7 @@ def _metrics_from_records(config: dict, records: list[dict]) -> dict:
                 **multilabel_metrics(truth, decided, names, seed=seed)}
     y = np.array([r["label"] for r in records], dtype=np.int64)
     p = np.array([r["prediction"] for r in records], dtype=np.int64)
-    if len(y) and (min(y.min(), p.min()) < 0 or max(y.max(), p.max()) >= len(names)):
+    if len(y) and (y.min() < 0 or p.min() < TIE or max(y.max(), p.max()) >= len(names)):  # a tie: no decision
         raise ValueError("a class outside the header's")
     right = int((y == p).sum())
     return {**base, "labels": names, "accuracy": round(right / len(y), 4) if len(y) else None,

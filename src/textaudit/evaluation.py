@@ -21,6 +21,7 @@ from textaudit.data import (
     pairs_of,
     parse_label_map,
 )
+from textaudit.decision import TIE, decisions
 from textaudit.errors import TextAuditError
 from textaudit.findings import label_on, read_findings
 from textaudit.formats.jsonl import check_output, write_results
@@ -125,10 +126,27 @@ class EvaluateRequest:
         """Every one-line error before any data or model loads."""
         if self.output is not None:
             check_output(self.output, None)  # never over a file: refused before anything runs
+        if self.label_columns is not None:
+            self.label_column_names()  # its one line, before anything loads
         if self.perturbed is not None and not Path(self.perturbed).exists():
             if self.perturbed not in perturbation_methods():
                 raise TextAuditError(f"--perturbed {self.perturbed!r} is neither a results file nor a method; use a file "
                                      f"of audit attack --output or one of {', '.join(perturbation_methods())}")
+
+    def label_column_names(self) -> list[str] | None:
+        """``--label-columns``: the names it lists (None: not given), each once; an empty list or a name twice is
+        one line (a label counted twice would weigh twice in the micro averages)."""
+        if self.label_columns is None:
+            return None
+        names = [c.strip() for c in self.label_columns.split(",")]
+        if not any(names):
+            raise TextAuditError(f"--label-columns {self.label_columns!r} names no column: give the data's 0/1 columns, "
+                                 "e.g. toxic,insult, or one column of label lists")
+        names = [c for c in names if c]
+        twice = next((c for i, c in enumerate(names) if c in names[:i]), None)
+        if twice is not None:
+            raise TextAuditError(f"--label-columns names {twice!r} twice: give each label's column once")
+        return names
 
     def run(self, *, say: Callable[[str], None] = say_line) -> dict:
         """The summary: ``accuracy`` with its interval, ``per_class``, ``macro``, ``micro``, ``confusion``, an endpoint's
@@ -140,7 +158,17 @@ class EvaluateRequest:
         zoo = str(self.model) in ZOO_MODELS  # never multi-label: data without labels is refused before it trains
         ds = load_dataset(self.data, **columns, require_labels=zoo)  # a multi-label model's data: a column per label
         model = load_classifier(self.model)
-        if getattr(model, "multilabel", False) and self.target_label is None:
+        multi = getattr(model, "multilabel", False)
+        if self.label_columns is not None and not multi:
+            raise TextAuditError(f"--label-columns goes with a multi-label model; model {model.name} is single-label: "
+                                 "remove it (--label-column names the one label column)")
+        if self.label_columns is not None and self.target_label is not None:
+            raise TextAuditError(f"--label-columns evaluates every label at once and --label {self.target_label} one "
+                                 "label: give one of them")
+        if multi and self.target_label is None:
+            if self.perturbed is not None:
+                raise TextAuditError(f"--perturbed calibrates one label of multi-label model {model.name} at a time: add "
+                                     f"--label NAME (its labels: {', '.join(model.labels or [])})")
             return self._multilabel(model, say)
         if (np.asarray(ds["label"]) < 0).any():
             ds = load_dataset(self.data, **columns)  # no label column: its one line
@@ -149,7 +177,7 @@ class EvaluateRequest:
         probs = clf.predict_proba(as_pairs(ds["text"], pairs_of(ds)))  # C from the model's own answer (pairs too)
         check_labels(ds["label"], probs.shape[1], clf.name)
         labels = np.asarray(ds["label"])
-        pred = probs.argmax(axis=1)
+        pred = decisions(probs)  # a tie decides nothing: never right, never a class's prediction
         right = pred == labels
         names = classes or [str(i) for i in range(probs.shape[1])]
         per_class = [{"class": names[c], "n": int((labels == c).sum()),
@@ -157,6 +185,10 @@ class EvaluateRequest:
                       "accuracy_ci95": list(wilson(int(right[labels == c].sum()), int((labels == c).sum())) or ())}
                      for c in range(probs.shape[1]) if (labels == c).any()]
         extra = label_only_report(clf, pred)
+        ties = int((pred == TIE).sum())
+        if ties:  # counted as wrong and in no class's column: say so, with the count
+            extra["ties"] = ties
+            say(f"note: {ties} of {len(pred)} texts tie between classes (no decision): counted as not right")
         collapsed = one_class_warning(clf, pred, labels, names)
         if collapsed:
             say(collapsed)
@@ -177,7 +209,7 @@ class EvaluateRequest:
     def _multilabel(self, model, say: Callable[[str], None]) -> dict:
         """Every label of a multi-label model at once: the data's 0/1 column of each label against the label's
         decision (its probability above ``label_threshold``, strictly) — :func:`multilabel_metrics`."""
-        names = [c.strip() for c in self.label_columns.split(",") if c.strip()] if self.label_columns else list(model.labels)
+        names = self.label_column_names() or list(model.labels)
         if len(names) == 1 and names[0] not in model.labels:  # one column of label lists
             return self._multilabel_lists(model, names[0], say)
         unknown = [c for c in names if c not in model.labels]

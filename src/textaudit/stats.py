@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from textaudit.decision import decisions
 from textaudit.errors import TextAuditError
 
 __all__ = ["rank_correlation", "round_p", "wilson", "mcnemar", "cluster_bootstrap", "format_ci", "CONFIDENCE",
@@ -258,7 +259,7 @@ def hit_rates(flips: Sequence[int], draws: int, ks: Sequence[int] | None = None,
 def _calibration_arrays(probs: np.ndarray, labels: np.ndarray, bins: int) -> dict[str, np.ndarray]:
     """Per example: top-label confidence, correctness, squared error Σ_c (p_c − 1[y = c])², its bin."""
     conf = probs.max(1)
-    right = (probs.argmax(1) == labels).astype(float)
+    right = (decisions(probs) == labels).astype(float)  # a tie is no decision: not right
     onehot = np.zeros_like(probs)
     onehot[np.arange(len(labels)), labels] = 1.0
     sq = ((probs - onehot) ** 2).sum(1)

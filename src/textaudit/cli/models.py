@@ -34,8 +34,9 @@ from textaudit.cli.app import (
 )
 from textaudit.errors import TextAuditError
 from textaudit.evaluation import EvaluateRequest, one_class_warning
+from textaudit.files import loads_json
 from textaudit.models import load_classifier
-from textaudit.models.batched import ALL_LABELS, label_only_report, sampled_draws
+from textaudit.models.batched import ALL_LABELS, TIE, decisions, label_only_report, sampled_draws
 from textaudit.models.zoo import ARCHS, parse_name, train_model
 from textaudit.neighborhoods.corpus import DEBIAN_SOURCES, debian_prose, generate_synthetic
 from textaudit.neighborhoods.train_mlm import TrainMLMConfig, default_out
@@ -236,19 +237,21 @@ def predict(
     clf = load_classifier(model)
     probs = clf.predict_proba(texts)
     labels = clf.labels or [str(i) for i in range(clf.num_classes)]
+    decided = decisions(probs)
     samples = getattr(clf, "samples", 1) if getattr(clf, "scores", None) == "labels" else 1
     # sampled label frequencies: each class's Wilson interval over the N completions
     cis = [[wilson(int(round(x * samples)), samples) for x in p] for p in probs] if samples > 1 else None
     if json_out:
         emit_json({"model": clf.name, "labels": labels, **label_only_report(clf),
-                   "predictions": [{"text": t, "probs": [round(float(x), 6) for x in p], "label": int(p.argmax()),
+                   "predictions": [{"text": t, "probs": [round(float(x), 6) for x in p],
+                                    "label": int(d) if d != TIE else None,
                                     **({"probs_ci95": [list(c) for c in cis[i]]} if cis else {})}
-                                   for i, (t, p) in enumerate(zip(texts, probs))]})
+                                   for i, (t, p, d) in enumerate(zip(texts, probs, decided))]})
         return
     cell = (lambda i, j, x: f"{x:.4f} {format_ci(cis[i][j])}") if cis else (lambda i, j, x: f"{x:.4f}")
     print_table(f"predictions of {clf.name}", ["text", "label"] + labels,
-                [[t, labels[int(p.argmax())]] + [cell(i, j, x) for j, x in enumerate(p)]
-                 for i, (t, p) in enumerate(zip(texts, probs))])
+                [[t, labels[int(d)] if d != TIE else "(tie: no decision)"] + [cell(i, j, x) for j, x in enumerate(p)]
+                 for i, (t, p, d) in enumerate(zip(texts, probs, decided))])
     if getattr(clf, "scores_description", None):
         typer.echo(f"scores: {clf.scores_description}")
 
@@ -301,7 +304,7 @@ def _corpus_index(out: Path, index_path: Path) -> dict:
     if not out.exists() or (out.is_dir() and not any(out.iterdir())):
         return {}
     try:
-        index = json.loads(index_path.read_text(encoding="utf-8"))
+        index = loads_json(index_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         index = None
     if not isinstance(index, dict) or not all(isinstance(v, dict) and "licence" in v for v in index.values()):

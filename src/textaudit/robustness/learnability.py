@@ -28,6 +28,7 @@ import numpy as np
 
 from textaudit.backends import Backend
 from textaudit.data import dataset_id, load_dataset
+from textaudit.decision import decisions
 from textaudit.errors import TextAuditError
 from textaudit.models.batched import Classifier
 from textaudit.models.zoo.names import ARCHS
@@ -103,7 +104,7 @@ def learnability_at(fit: Fit, train_texts: Sequence[str], test_texts: Sequence[s
                 "n_changed": 0, "seconds": round(time.perf_counter() - t0, 2)}
     probs_p = clf.predict_proba([pert[i] for i in changed])
     probs_c = clf.predict_proba([pos[i] for i in changed])
-    acc_p, acc_c = float((probs_p.argmax(1) == 1).mean()), float((probs_c.argmax(1) == 1).mean())
+    acc_p, acc_c = float((decisions(probs_p) == 1).mean()), float((decisions(probs_c) == 1).mean())
     return {"learnability": round(acc_p - acc_c, 4), "prob_ate": round(float(probs_p[:, 1].mean() - probs_c[:, 1].mean()), 4),
             "acc_perturbed": round(acc_p, 4), "acc_clean": round(acc_c, 4), "n_test": len(pos), "n_changed": len(changed),
             "seconds": round(time.perf_counter() - t0, 2)}
