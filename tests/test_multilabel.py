@@ -395,3 +395,72 @@ def test_every_labels_decisions_kept_give_the_metrics_back_and_a_panel_per_label
     assert r.exit_code == 0, r.output
     page = (world / "r.html").read_text()
     assert "subset accuracy" in page and "identity_hate" in page and "data:image/png;base64" in page
+
+
+HOSTILE_LABELS = '''
+def _rows(texts):
+    return [[0.9 if "bad" in t else 0.1, 0.8 if "awful" in t else 0.2, 0.3] for t in texts]
+
+def nolabels(texts):
+    return _rows(texts)
+nolabels.multilabel = True
+
+def twice(texts):
+    return _rows(texts)
+twice.multilabel, twice.labels = True, ["toxic", "toxic", "c"]
+
+def spaced(texts):  # "a b" and "a_b": one file part each by the old naming
+    return _rows(texts)
+spaced.multilabel, spaced.labels = True, ["a b", "a_b", "c"]
+
+def single(texts):
+    return [[0.3, 0.7] for t in texts]
+'''
+
+
+def test_one_line_for_every_multi_label_input_that_made_a_traceback_or_a_wrong_count(world, cli):
+    """#82: a multi-label plug-in without ``labels`` (a TypeError / StopIteration traceback), labels named twice,
+    ``--label-columns ,`` (a ValueError), ``--label-columns toxic,toxic`` (a label counted twice), ``--label-columns``
+    on a single-label model (ignored) or with ``--label``, and ``--perturbed`` on a multi-label model without
+    ``--label`` (silently no calibration): each one line, exit 2, before anything is computed."""
+    (world / "h.py").write_text(HOSTILE_LABELS)
+    (world / "ml.tsv").write_text("text\ttoxic\tinsult\tidentity_hate\nbad film\t1\t0\t0\nawful bad\t1\t1\t0\n")
+    cases = {
+        ("evaluate", "--model", f"{world}/h.py:nolabels"): "is multi-label (multilabel = True) but names no labels",
+        ("attack", "--model", f"{world}/h.py:nolabels", "--label", "all", "--method", "genetic"): "names no labels",
+        ("evaluate", "--model", f"{world}/h.py:twice"): "names 'toxic' twice among its labels",
+        ("evaluate", "--model", f"{world}/tox.py:clf", "--label-columns", ","): "names no column",
+        ("evaluate", "--model", f"{world}/tox.py:clf", "--label-columns", "toxic,toxic"): "names 'toxic' twice",
+        ("evaluate", "--model", f"{world}/h.py:single", "--label-columns", "toxic"): "is single-label: remove it",
+        ("evaluate", "--model", f"{world}/tox.py:clf", "--label-columns", "toxic", "--label", "toxic"): "give one of them",
+        ("evaluate", "--model", f"{world}/tox.py:clf", "--perturbed", "whitespace_perturbation"):
+            "--perturbed calibrates one label of multi-label model",
+    }
+    for args, message in cases.items():
+        r = cli(*args, "--data", str(world / "ml.tsv"))
+        assert r.exit_code == 2 and "Traceback" not in r.output, (args, r.output)
+        assert len(r.stderr.strip().splitlines()) == 1 and message in r.stderr, (args, r.stderr)
+
+
+def test_labels_whose_file_names_would_be_one_get_a_file_each(world, cli):
+    """#82: labels ``a b`` and ``a_b`` were one output file under ``--label all`` (the second label's run read the
+    first's as its own, after the first label ran). Each label's file is its own; ``--resume`` finds each."""
+    from textaudit.models.batched import label_file_parts
+
+    (world / "h.py").write_text(HOSTILE_LABELS)
+    (world / "ab.tsv").write_text("text\ta b\ta_b\tc\nbad film\t1\t0\t0\nawful bad\t1\t1\t0\n")
+    out = world / "r.jsonl"
+    r = cli("attack", "--model", f"{world}/h.py:spaced", "--label", "all", "--method", "genetic", "--data",
+            str(world / "ab.tsv"), "--no-ppl", "--output", str(out), "--json")
+    assert r.exit_code == 0, r.output
+    parts = label_file_parts(["a b", "a_b", "c"])
+    assert len(set(parts.values())) == 3 and parts["c"] == "c"
+    files = sorted(p.name for p in world.glob("r.*.jsonl"))
+    assert files == sorted(f"r.{p}.jsonl" for p in parts.values())
+    from textaudit.results import read_jsonl
+
+    for part in parts.values():  # each file is its label's run alone
+        assert len(read_jsonl(world / f"r.{part}.jsonl")) == 2
+    again = cli("attack", "--model", f"{world}/h.py:spaced", "--label", "all", "--method", "genetic", "--data",
+                str(world / "ab.tsv"), "--no-ppl", "--output", str(out), "--resume", "--json")
+    assert again.exit_code == 0, again.output

@@ -325,3 +325,107 @@ def test_the_store_keeps_no_credential_of_an_identity(tmp_path):
     store.close()
     assert secret.encode() not in (tmp_path / "s.sqlite").read_bytes()
     assert all(secret not in c["identity"] + c["name"] for c in NeighborhoodStore(tmp_path / "s.sqlite").classifiers())
+
+
+TWO = '''
+import numpy as np
+
+def pos(texts):
+    return np.array([[0.2, 0.8]] * len(texts))
+
+def neg(texts):
+    return np.array([[0.8, 0.2]] * len(texts))
+
+def flips(texts):  # positive exactly when "good" is in the text: an attack on it succeeds
+    return np.array([[0.1, 0.9] if "good" in t.split() else [0.9, 0.1] for t in texts])
+
+def constant(texts):  # one answer whatever the text: an attack on it can never succeed
+    return np.array([[0.1, 0.9]] * len(texts))
+'''
+
+
+def test_two_models_in_one_plugin_file_never_share_answers(tmp_path, cli, monkeypatch):
+    """#82 (WRONG): ``two.py:pos`` and ``two.py:neg`` were one identity (the file's hash): ``neg`` reported ``pos``'s
+    accuracy from the cache, and an attack on a constant model reported the successes of the model asked before it
+    in the same file. The object named is part of every kept answer's key (and of the results header's fingerprint)."""
+    (tmp_path / "two.py").write_text(TWO)
+    data = tmp_path / "d.tsv"
+    data.write_text("text\tlabel\na good film\t1\na bad film\t0\na good plot\t1\na dull plot\t0\n")
+    monkeypatch.setenv("TEXTAUDIT_STORE", str(tmp_path / "s.sqlite"))
+    monkeypatch.setenv("TEXTAUDIT_SCORE_CACHE", "all")
+
+    def run(*args):
+        r = cli(*args, "--data", str(data), "--json")
+        assert r.exit_code == 0, r.output
+        return json.loads(r.stdout.strip().splitlines()[-1])
+
+    from textaudit.neighborhoods.store_sync import LIVE
+
+    assert run("evaluate", "--model", f"{tmp_path}/two.py:pos")["accuracy"] == 0.5
+    for s in list(LIVE):  # what a process writes at its exit (this one is pytest's)
+        s.flush()
+    assert NeighborhoodStore(tmp_path / "s.sqlite").info()["scores"]["entries"] == 4  # pos's answers, kept
+    neg = run("evaluate", "--model", f"{tmp_path}/two.py:neg")
+    assert neg["accuracy"] == 0.5 and neg["confusion"]["matrix"] == [[2, 0], [2, 0]]  # its own answers: all class 0
+    found = run("attack", "--model", f"{tmp_path}/two.py:flips", "--method", "so-enum", "--k", "1", "--no-ppl")
+    assert found["success"] > 0
+    const = run("attack", "--model", f"{tmp_path}/two.py:constant", "--method", "so-enum", "--k", "1", "--no-ppl")
+    assert const["success"] == 0  # was: flips's successes, read from the cache under the file's one identity
+    from textaudit.models import load_classifier
+
+    fps = {load_classifier(f"{tmp_path}/two.py:{n}").fingerprint for n in ("pos", "neg", "flips", "constant")}
+    assert len(fps) == 4  # a results file of one is never resumed with another
+
+
+def test_the_key_of_a_kept_answer_changes_with_every_trait_it_depends_on():
+    """#82 (contract): every answer in the score cache is keyed by :func:`answer_key` of the model's declared
+    :class:`AnswerTraits` alone; changing any one trait — weights or code, the object named, output, labels,
+    multi-label, scoring, samples, temperature, precision, device, who may keep it — changes the key, and
+    a trait added to the dataclass without a value here fails this test."""
+    import dataclasses
+
+    from textaudit.models.traits import AnswerTraits, answer_key
+
+    base = AnswerTraits(fingerprint="abc", obj="pos", output="probs", labels=("negative", "positive"), multilabel=False,
+                        scores=None, samples=1, temperature=0.0, precision="fp32", device="cpu", kind="weights")
+    other = {"fingerprint": "abd", "obj": "neg", "output": "logits", "labels": ("positive", "negative"), "multilabel": True,
+             "scores": "labels", "samples": 5, "temperature": 0.7, "precision": "bf16", "device": "cuda", "kind": "code"}
+    assert set(other) == {f.name for f in dataclasses.fields(AnswerTraits)}  # every trait is tried
+    keys = {answer_key(base, 1)}
+    for name, value in other.items():
+        keys.add(answer_key(dataclasses.replace(base, **{name: value}), 1))
+    assert len(keys) == 1 + len(other)
+    assert answer_key(base, 2) != answer_key(base, 1)  # the kept rows' format too
+    assert answer_key(dataclasses.replace(base), 1) == answer_key(base, 1)  # and nothing else: the same traits, one key
+
+
+def test_a_kept_row_rewritten_with_its_crc_recomputed_is_no_answer(tmp_path, cli, monkeypatch):
+    """#82 (WRONG): score rows rewritten as NaN (or out of [0, 1], or not summing to 1) with their CRC recomputed were
+    served as answers (accuracy 0.5 instead of 1.0, exit 0). A kept row is checked as an answer before it is one:
+    such a row is damaged — dropped, said, recomputed."""
+    import zlib
+
+    (tmp_path / "two.py").write_text(TWO)
+    data = tmp_path / "d.tsv"
+    data.write_text("text\tlabel\na good film\t1\na bad film\t0\na good plot\t1\na dull plot\t0\n")
+    store = tmp_path / "s.sqlite"
+    monkeypatch.setenv("TEXTAUDIT_STORE", str(store))
+    monkeypatch.setenv("TEXTAUDIT_SCORE_CACHE", "all")
+    args = ("evaluate", "--model", f"{tmp_path}/two.py:flips", "--data", str(data), "--json")
+    first = cli(*args)
+    assert first.exit_code == 0 and json.loads(first.stdout.strip().splitlines()[-1])["accuracy"] == 1.0
+    from textaudit.neighborhoods.store_sync import LIVE
+
+    for s in list(LIVE):  # what a process writes at its exit (this one is pytest's)
+        s.flush()
+    lies = [np.array([np.nan, np.nan]), np.array([1.5, -0.5]), np.array([0.9, 0.9]), np.array([np.inf, 0.0])]
+    with sqlite3.connect(store) as c:
+        rows = c.execute("SELECT clf, k FROM scores").fetchall()
+        assert len(rows) == 4
+        for (clf, k), lie in zip(rows, lies):
+            v = lie.astype("<f4").tobytes()
+            c.execute("UPDATE scores SET v = ?, crc = ? WHERE clf = ? AND k = ?", (v, zlib.crc32(k + v), clf, k))
+    again = cli(*args)
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout.strip().splitlines()[-1])["accuracy"] == 1.0  # the model's answers, not the lies
+    assert "4 damaged scores dropped (recomputed)" in again.stderr

@@ -38,8 +38,9 @@ Device placement and ``torch.inference_mode`` live in the torch forward function
 
 from __future__ import annotations
 
+import hashlib
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Protocol, Sequence, Union, runtime_checkable
@@ -47,6 +48,7 @@ from typing import Callable, Protocol, Sequence, Union, runtime_checkable
 import numpy as np
 
 import textaudit.notices as notices
+from textaudit.decision import TIE, decisions
 from textaudit.errors import TextAuditError, check_at_least, user_code_error
 from textaudit.secrets import safe_name
 from textaudit.sentence import Sentence
@@ -239,11 +241,14 @@ class BatchedClassifier:
         #: independent labels (one probability each, a sigmoid of logits; rows need not sum to 1), not exclusive
         #: classes: audited one label at a time (:func:`label_view`, ``--label``)
         self.multilabel = bool(multilabel)
+        check_label_names(name, self.labels, self.multilabel)
         self.user_code = user_code
         self.batch_tokens = batch_tokens or default_batch_tokens("cpu")
         #: sentences reach a forward with an id encoder as spliced ids (False: as texts, the old path)
         self.use_ids = True
         self._fingerprint: str | Callable[[], str | None] | None = None
+        #: the object a plug-in spec names (``file.py:obj``): one of the traits a kept answer is keyed by
+        self.plugin_object: str | None = None
         self.stats = QueryStats()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         #: a bound on the characters of the cached texts as well as on their number (None: none): a server
@@ -422,8 +427,8 @@ class BatchedClassifier:
                    f"order): its records would depend on how textaudit batches them; {self.unbatched_hint}")
 
     def predict(self, texts: Sequence[str]) -> np.ndarray:
-        """Return the predicted class ids, shape ``(n,)``."""
-        return self.predict_proba(texts).argmax(axis=1)
+        """Return the decided class ids, shape ``(n,)``: :func:`decisions` (a tie is :data:`TIE`, no class)."""
+        return decisions(self.predict_proba(texts))
 
     def predict_proba_fresh(self, texts: Sequence[Text | Sentence]) -> np.ndarray:
         """:meth:`predict_proba` asking the model again, whatever the cache holds (the cache then
@@ -609,7 +614,31 @@ def each_label(classifier: "BatchedClassifier", output: str | Path | None) -> di
     if output is None:
         return {n: None for n in names}
     out = Path(output)
-    return {n: out.with_name(f"{out.stem}.{safe_name(n)}{out.suffix}") for n in names}  # a file-name part, redacted
+    parts = label_file_parts(names)
+    return {n: out.with_name(f"{out.stem}.{parts[n]}{out.suffix}") for n in names}
+
+
+def label_file_parts(names: Sequence[str]) -> dict[str, str]:
+    """Each label's part of a file name (:func:`~textaudit.secrets.safe_name`: redacted, no path); labels whose parts
+    would be one (``a b`` and ``a_b``) each get a short digest of their own name, so no label's file is another's."""
+    parts = {n: safe_name(n) for n in names}
+    taken = Counter(p.lower() for p in parts.values())  # a case-insensitive file system is one name too
+    return {n: p if taken[p.lower()] == 1 else f"{p}-{hashlib.blake2b(n.encode(), digest_size=3).hexdigest()}"
+            for n, p in parts.items()}
+
+
+def check_label_names(name: str | None, labels: Sequence[str] | None, multilabel: bool) -> None:
+    """A model's class or label names: distinct (a name twice would be audited, and counted, twice); a multi-label
+    model must name its labels (``--label NAME`` and every per-label file are named by them). One line otherwise."""
+    if multilabel and not labels:
+        raise TextAuditError(f"model {name} is multi-label (multilabel = True) but names no labels: give it labels = "
+                             "[...], one name per probability it answers, in order")
+    if labels is not None:
+        seen = [str(x) for x in labels]
+        twice = next((x for i, x in enumerate(seen) if x in seen[:i]), None)
+        if twice is not None:
+            raise TextAuditError(f"model {name} names {twice!r} twice among its labels ({', '.join(seen)}): each "
+                                 "output needs its own name")
 
 
 def check_label_threshold(threshold: float) -> None:
@@ -696,7 +725,7 @@ class PairView:
         return self.classifier.predict_proba(self.pairs(texts))
 
     def predict(self, texts: Sequence[str]) -> np.ndarray:
-        return self.predict_proba(texts).argmax(axis=1)
+        return decisions(self.predict_proba(texts))
 
     def predict_proba_fresh(self, texts: Sequence[str]) -> np.ndarray:
         fresh = getattr(self.classifier, "predict_proba_fresh", self.classifier.predict_proba)
@@ -707,22 +736,6 @@ class PairView:
 
     def __repr__(self) -> str:
         return f"PairView({self.name!r}, side={self.side!r})"
-
-
-#: what :func:`decisions` gives an input whose top probabilities tie (no class is predicted)
-TIE = -1
-
-
-def decisions(probs: np.ndarray) -> np.ndarray:
-    """The predicted class of each row of ``probs``: the class with the strictly largest probability, or
-    :data:`TIE` (-1) where two classes share the largest (a binary model answering exactly 0.5). A tie is
-    no decision: no attack counts it as a flip or as a misclassification."""
-    probs = np.asarray(probs)
-    pred = probs.argmax(1)
-    if probs.shape[1] > 1:
-        top2 = np.partition(probs, -2, axis=1)[:, -2:]
-        pred = np.where(top2[:, 1] > top2[:, 0], pred, TIE)
-    return pred
 
 
 def scores_of(classifier: Classifier) -> str | None:

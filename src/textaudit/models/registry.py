@@ -98,7 +98,9 @@ def load_plugin(spec: str, *, batch_size: int | None = None, cache_size: int = 1
     clf = as_classifier(obj, output=output, name=getattr(obj, "name", None) or f"{path.name}:{objname}",
                         batch_size=batch_size or (own if isinstance(own, int) and own >= 1 else None),
                         cache_size=cache_size)
-    clf.fingerprint = lambda: fingerprint_files([path])  # its code (what it loads is the plug-in's business)
+    # its code and the object it names (two models in one file are two models; what it loads is its business)
+    clf.plugin_object = objname
+    clf.fingerprint = lambda: f"{fingerprint_files([path])}:{objname}"
     clf.probe_batches = clf.batch_size > 1  # its code is not ours: is a text's score its own? (checked on first use)
     return clf
 
