@@ -69,7 +69,7 @@ def test_every_hostile_entry_is_skipped_and_counted_and_results_equal_the_forwar
     assert sum(got["bad"].values()) == len(hostile) and got["kept"] == 3, got
     assert got["imported"] == len(set(keys)) - len(hostile) - 3
     assert set(got["bad"]) == {"logits that are not finite or not best first", "ids outside its masked LM's vocabulary",
-                               "candidate counts out of bounds"}
+                               "candidate counts out of bounds", "a candidate repeated"}  # #82: each lie by its name
     reader = _fresh(tiny_mlm, NeighborhoodStore(b))
     assert _close(reader.candidates(q, top=20), truth)  # what --store off gives (to an ulp): nothing forged is an answer
     assert reader.forwards > 0 and reader.store.stats.damaged == 0  # the six were never stored, so are recomputed
@@ -163,3 +163,71 @@ def test_entry_problem_names_each_lie(case, k, n, v, why):
     if why is None:  # the genuine entry: a CRC that does not match, or a vocabulary too small for its ids, is a lie
         assert "CRC" in entry_problem(k, n, v, zlib.crc32(k + v) ^ 1, 30)
         assert "vocabulary" in entry_problem(k, n, v, zlib.crc32(k + v), 2)
+
+
+def test_a_file_with_the_format_row_but_no_tables_is_one_line(tmp_path, cli):
+    """#82 (traceback): a file made to look like a store — the mark and the format row, no tables — was an
+    ``sqlite3.OperationalError`` traceback on import. A store has its tables, or it is no store."""
+    from textaudit.neighborhoods.store import APPLICATION_ID, FORMAT
+
+    fake = tmp_path / "fake.sqlite"
+    with sqlite3.connect(fake) as c:
+        c.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        c.execute("INSERT INTO meta VALUES ('format', ?)", (FORMAT,))
+        c.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    r = cli("store", "import", str(fake), "--store", str(tmp_path / "b.sqlite"))
+    assert r.exit_code == 2 and "Traceback" not in r.output and len(r.stderr.strip().splitlines()) == 1, r.output
+    assert "is not a neighbourhood store (or it is damaged)" in r.stderr
+
+
+def test_a_damaged_vocabulary_skips_its_masked_lm_and_says_why(tiny_mlm, tmp_path, stores, cli):
+    """#82 (traceback): a vocabulary blob that does not decompress was a ``zlib.error`` traceback; one that is not a
+    list of words would have been trusted. Either skips that masked LM's entries, counted by their reason."""
+    a, out, q, truth = stores
+    for blob in (b"not zlib at all", zlib.compress(b'{"a": 1}'), zlib.compress(b"[" * 100_000)):
+        with sqlite3.connect(out) as c:
+            c.execute("UPDATE mlms SET vocab = ?", (blob,))
+        b = tmp_path / f"b{len(blob)}.sqlite"
+        r = cli("store", "import", str(out), "--store", str(b), "--json")
+        assert r.exit_code == 0 and "Traceback" not in r.output, r.output
+        got = json.loads(r.stdout.strip().splitlines()[-1])
+        assert got["imported"] == 0 and got["bad"] == {"a damaged vocabulary": len(set(map(str, q)))}
+
+
+def test_an_import_whose_writes_roll_back_reports_only_what_it_wrote(tiny_mlm, tmp_path, stores, monkeypatch):
+    """#82 (wrong report): a batch counted before its transaction committed was reported as imported when the commit
+    failed (a store that turned read-only). A batch counts once committed; the store holds what the report says."""
+    a, out, q, _ = stores
+    b = tmp_path / "b.sqlite"
+    target = NeighborhoodStore(b)
+    target.mlm_id("x", "x", ["a"])  # the store exists and was written once
+
+    def refuse(self, conn):  # SQLite's own error when the database turns read-only inside a transaction
+        raise sqlite3.OperationalError("attempt to write a readonly database")
+
+    monkeypatch.setattr(NeighborhoodStore, "_flush_used", refuse)
+    with pytest.raises(TextAuditError, match=r"cannot be written; 0 entries imported before it failed"):
+        target.merge_from(NeighborhoodStore(out, readonly=True))
+    monkeypatch.undo()
+    with sqlite3.connect(b) as c:
+        assert c.execute("SELECT COUNT(*) FROM entries").fetchone()[0] == 0  # and nothing was
+
+
+def test_an_import_into_a_store_whose_folder_cannot_be_written_is_one_line(tiny_mlm, tmp_path, stores, cli):
+    """A store in a folder that became read-only (``chattr +i``: even root cannot create the WAL there): one line that
+    says what to do, never "OSError: cannot be read now"; nothing is reported imported."""
+    a, out, q, _ = stores
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    NeighborhoodStore(folder / "t.sqlite").mlm_id("x", "x", ["a"])
+    for p in folder.iterdir():
+        if p.name != "t.sqlite":
+            p.unlink()
+    if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not supported on this file system")
+    try:
+        r = cli("store", "import", str(out), "--store", str(folder / "t.sqlite"), "--json")
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], check=True)
+    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1, r.output
+    assert "its folder may be read-only" in r.stderr and "imported" not in r.stdout

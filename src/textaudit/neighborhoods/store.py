@@ -70,7 +70,8 @@ import textaudit.notices as notices
 from textaudit.backends import register_sync
 from textaudit.errors import TextAuditError
 from textaudit.files import APPLICATION_ID as FILES_APPLICATION_ID
-from textaudit.models.batched import SCORE_CACHE, placement
+from textaudit.models.batched import SCORE_CACHE
+from textaudit.models.traits import answer_key, answer_traits
 from textaudit.neighborhoods.store_sync import LIVE, SHIPPED, StoreSync
 from textaudit.resources import cache_dir
 from textaudit.secrets import redact
@@ -127,6 +128,10 @@ def context_key(words: Sequence[str], pos: int) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
+#: the tables of a store (:data:`_SCHEMA`): a file without one of them is no store, whatever its format row says
+TABLES = frozenset({"meta", "mlms", "entries", "classifiers", "scores"})
+
+
 def _pack(n: int, ids: Sequence[int], logits: Sequence[float]) -> bytes:
     return struct.pack("<HH", n, len(ids)) + array("I", ids).tobytes() + array("f", logits).tobytes()
 
@@ -156,11 +161,17 @@ def entry_problem(k: bytes, n: int, v: bytes, crc: int, vocab_size: int) -> str 
         return "a value of the wrong layout"
     if n_ != n or n_ < 1 or len(ids) > n_:
         return "candidate counts out of bounds"
-    if len(set(ids)) != len(ids) or (ids and max(ids) >= vocab_size):
+    if ids and max(ids) >= vocab_size:
         return "ids outside its masked LM's vocabulary"
+    if len(set(ids)) != len(ids):
+        return "a candidate repeated"
     if not all(map(math.isfinite, vals)) or any(a < b for a, b in zip(vals, vals[1:])):
         return "logits that are not finite or not best first"
     return None
+
+
+class DamagedVocabulary(TextAuditError):
+    """A masked LM's vocabulary in a store cannot be read back (an import skips that masked LM's entries)."""
 
 
 @dataclass
@@ -327,6 +338,10 @@ class NeighborhoodStore:
         if not fmt or fmt[0] != FORMAT:
             conn.close()
             raise sqlite3.DatabaseError(f"format {fmt[0] if fmt else 'missing'}, not {FORMAT}")
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not TABLES <= tables:  # a format row alone is no store (a file made to look like one)
+            conn.close()
+            raise sqlite3.DatabaseError(f"no {', '.join(sorted(TABLES - tables))} table")
         return conn
 
     def _set_aside(self, why: str) -> None:
@@ -404,7 +419,14 @@ class NeighborhoodStore:
         row = conn.execute("SELECT vocab FROM mlms WHERE id = ?", (mlm,)).fetchone() if conn else None
         if row is None:
             raise TextAuditError(f"the neighbourhood store {self.path} has no masked LM with id {mlm}")
-        return json.loads(zlib.decompress(row[0]).decode("utf-8", "surrogatepass"))
+        try:
+            vocab = json.loads(zlib.decompress(row[0]).decode("utf-8", "surrogatepass"))
+        except (zlib.error, TypeError, ValueError, RecursionError):
+            vocab = None
+        if not isinstance(vocab, list) or not vocab or not all(isinstance(w, str) for w in vocab):
+            raise DamagedVocabulary(f"the neighbourhood store {self.path} keeps a damaged vocabulary for its masked LM "
+                                    f"{mlm}: remove the store (or export it again where it was made)")
+        return vocab
 
     def _vocab_size(self, mlm: int) -> int:
         """How many words the ids of masked LM ``mlm`` index (read once per process)."""
@@ -580,9 +602,11 @@ class NeighborhoodStore:
             return None
         return (row[0], row[1]) if row else None
 
-    def get_scores(self, clf: int, keys: Sequence[bytes], classes: int) -> dict[bytes, "np.ndarray"]:
-        """``{key: float32 row}`` for the ``keys`` the store holds (each checked by its CRC; a damaged
-        entry is dropped and recomputed)."""
+    def get_scores(self, clf: int, keys: Sequence[bytes], classes: int, *, multilabel: bool = False
+                   ) -> dict[bytes, "np.ndarray"]:
+        """``{key: float32 row}`` for the ``keys`` the store holds, each checked as an answer before it is one: its
+        CRC, its length (``classes``), every value finite and in [0, 1], a row of exclusive classes summing to 1
+        (:func:`valid_row`); an entry that fails is damaged: dropped, said, and recomputed."""
         out: dict = {}
         if self._connection() is None or not keys:
             return out
@@ -598,10 +622,11 @@ class NeighborhoodStore:
             self._failed(e, "read")
             return {}
         for k, v in good:
-            if len(v) != 4 * classes:
+            row = np.frombuffer(v, dtype="<f4").astype(np.float32) if len(v) == 4 * classes else None
+            if row is None or not valid_row(row, multilabel):
                 bad.append(k)
                 continue
-            out[k] = np.frombuffer(v, dtype="<f4").astype(np.float32)
+            out[k] = row
         self._drop_damaged("scores", "clf", clf, bad, "score" if len(bad) == 1 else "scores")
         if self._writable and out:
             self._used_scores.setdefault(clf, set()).update(out)
@@ -751,10 +776,26 @@ class NeighborhoodStore:
         if not self._writable:
             raise TextAuditError(f"the neighbourhood store {self.path} cannot be written; nothing imported")
         counts = MergeCounts()
+        try:
+            return self._merge(src, other, mlm_ids, counts)
+        except sqlite3.DatabaseError as e:  # the other file damaged past its header (a page, a table's layout)
+            raise TextAuditError(f"{other.path} is damaged ({' '.join(str(e).split())[:80]}); {counts.copied} entries "
+                                 "were imported before it was found: export it again where it was made") from None
+
+    def _merge(self, src: sqlite3.Connection, other: "NeighborhoodStore", mlm_ids: Sequence[int] | None,
+               counts: "MergeCounts") -> "MergeCounts":
         for m in other.mlms():
             if mlm_ids is not None and m["id"] not in mlm_ids:
                 continue
-            vocab = other.vocabulary(m["id"])
+            if not all(isinstance(m[k], str) and m[k] for k in ("fingerprint", "name")) or \
+                    not isinstance(m["seconds_per_entry"], (int, float)) or not math.isfinite(m["seconds_per_entry"]):
+                counts.bad["a masked LM described by values of the wrong type"] += m["entries"]
+                continue
+            try:
+                vocab = other.vocabulary(m["id"])
+            except DamagedVocabulary:
+                counts.bad["a damaged vocabulary"] += m["entries"]
+                continue
             theirs = self.mlm_id(m["fingerprint"], m["name"], None)
             if theirs is not None and self.vocabulary(theirs) != vocab:
                 counts.bad["its masked LM's vocabulary differs from the one kept under its fingerprint"] += m["entries"]
@@ -773,14 +814,17 @@ class NeighborhoodStore:
                     else:
                         good.append((mine, k, n, v, crc, today))
 
-                def write(c: sqlite3.Connection, rows: list = good) -> None:
+                added: list[int] = []
+
+                def write(c: sqlite3.Connection, rows: list = good, added: list = added) -> None:
                     before = c.total_changes
                     c.executemany(_INSERT_NEW, rows)
-                    counts.copied += c.total_changes - before
+                    added.append(c.total_changes - before)  # counted once committed: a rolled-back batch wrote nothing
 
                 if not self._write(write):
                     raise TextAuditError(f"{self.path} cannot be written; {counts.copied} entries imported before it "
                                          "failed")
+                counts.copied += sum(added)
                 counts.kept += len(good)
             self._write(lambda c, args=(m["seconds_per_entry"], mine): c.execute(
                 "UPDATE mlms SET seconds_per_entry = MAX(seconds_per_entry, ?) WHERE id = ?", args))
@@ -929,7 +973,11 @@ def parse_store(value: str | None) -> str | None:
     p = Path(value).expanduser()
     if p.is_dir():
         raise TextAuditError(f"--store {value} is a directory; give a file, e.g. {p / 'neighborhoods.sqlite'}, or off")
-    foreign = not_a_store(p) if p.exists() else None
+    try:
+        foreign = not_a_store(p) if p.exists() else None
+    except OSError as e:  # locked, or in a folder SQLite cannot open it in (a read-only one, with its WAL there)
+        raise TextAuditError(f"--store {value} {e}: another process may hold it locked, or its folder may be read-only; "
+                             "try again, or give another file, or off") from None
     if foreign:
         raise TextAuditError(f"--store {value} is not a textaudit store ({foreign}); it is left as it is: give a new "
                              "file name, or off")
@@ -1055,6 +1103,14 @@ class use_score_cache:
         _SCORE_CHOICE[0] = self._prev
 
 
+def valid_row(row: "np.ndarray", multilabel: bool = False) -> bool:
+    """Whether a kept row can be a model's answer: every value finite and in [0, 1], and (exclusive classes) summing
+    to 1 within float32 rounding. A CRC recomputed over a rewritten row proves nothing; this checks what it says."""
+    if row.size == 0 or not np.isfinite(row).all() or row.min() < 0.0 or row.max() > 1.0 + 1e-6:
+        return False
+    return multilabel or abs(float(row.sum(dtype=np.float64)) - 1.0) <= 1e-3
+
+
 def score_key(text: object) -> bytes:
     """A text's key in the score cache: a 16-byte BLAKE2b digest of it (a sentence pair: of both texts, marked)."""
     if isinstance(text, tuple):
@@ -1065,21 +1121,19 @@ def score_key(text: object) -> bytes:
 
 
 def score_identity(clf) -> str | None:
-    """What a classifier's answers are a function of, or None when they may not be kept: its fingerprint,
-    precision, device kind, classes and :data:`SCORES_FORMAT`. None without a fingerprint, for label-only
-    answers sampled from an endpoint (samples > 1 or a temperature above 0: every run draws anew), for a
-    plug-in or an endpoint unless ``--score-cache all``, and with ``--score-cache off``."""
+    """The key of a classifier's kept answers, or None when they may not be kept: derived from its declared
+    :class:`~textaudit.models.traits.AnswerTraits` alone (:func:`~textaudit.models.traits.answer_key`: weights or code
+    and the object named, output, labels, scoring, precision, device). None without a fingerprint, for label-only
+    answers sampled from an endpoint (samples > 1 or a temperature above 0: every run draws anew), for a plug-in or
+    an endpoint unless ``--score-cache all``, and with ``--score-cache off``."""
     choice = score_cache_choice()
     kind = getattr(clf, "score_kind", "code")
     if choice == "off" or (kind != "weights" and choice != "all"):
         return None
     if getattr(clf, "scores", None) == "labels" and (getattr(clf, "samples", 1) > 1 or getattr(clf, "temperature", 0) > 0):
         return None
-    fp = clf.fingerprint
-    if not fp:
-        return None
-    precision, device = placement(clf)
-    return f"{fp}|{precision or '-'}|{device or '-'}|{kind}|scores-{SCORES_FORMAT}"
+    traits = answer_traits(clf)
+    return answer_key(traits, SCORES_FORMAT) if traits is not None else None
 
 
 class _ScoreView:
@@ -1114,7 +1168,8 @@ class _ScoreView:
         if found is None:
             return {}
         digests = {score_key(k): k for k in keys}
-        got = self.store.get_scores(found[0], list(digests), found[1])
+        clf = self._clf()
+        got = self.store.get_scores(found[0], list(digests), found[1], multilabel=bool(getattr(clf, "multilabel", False)))
         return {digests[d]: row for d, row in got.items()}
 
     def keep(self, rows, *, replace: bool = False) -> None:
