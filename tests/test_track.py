@@ -316,3 +316,62 @@ def test_a_kept_track_file_is_untrusted_input(server, work, tmp_path):
     r = _audit(server, "track", str(results), "--track-experiment", "planted")
     assert r.returncode == 2 and "digest does not match" in r.stderr, r.stderr
     assert mlflow.MlflowClient(server).get_experiment_by_name("planted") is None  # nothing was ever logged
+
+
+def _artifact_paths(uri: str, run_id: str, path: str | None = None) -> set[str]:
+    """Every file under the run's artifacts (folders walked)."""
+    client = mlflow.MlflowClient(uri)
+    out = set()
+    for a in client.list_artifacts(run_id, path):
+        out |= _artifact_paths(uri, run_id, a.path) if a.is_dir else {a.path}
+    return out
+
+
+def test_a_kept_run_with_a_recomputed_digest_never_decides_what_is_uploaded(server, work, tmp_path):
+    """#82 (SECURITY): a planted ``<results>.track.json`` naming a ``secret.env`` beside the results, its digest
+    recomputed as anyone can (a SHA-256 is a checksum, not a signature), made ``audit track`` upload the secret. What
+    leaves the machine now follows from the results path by textaudit's own naming rules alone: the results file,
+    the summary and the report — whatever the kept file names, at any level of it."""
+    from textaudit.track import _digest
+
+    results = tmp_path / "res" / "g.jsonl"
+    r = _audit("http://127.0.0.1:9", "attack", "--model", f"{work}/weak.py:clf", "--method", "genetic", "--data",
+               str(work / "data.tsv"), "--output", str(results), "--track", "mlflow", "--track-experiment", "kept")
+    assert r.returncode == 0 and "warning: not logged to MLflow" in r.stderr, r.stderr
+    (tmp_path / "res" / "secret.env").write_text("API_KEY=sk-planted-0123456789\n")
+    kept = tmp_path / "res" / "g.jsonl.track.json"
+    doc = json.loads(kept.read_text())
+    run = doc["run"]
+    run["artifacts"] = ["g.jsonl", "secret.env"]  # every field a planter controls
+    run["children"] = [{**run, "name": "child", "artifacts": ["secret.env"], "children": []}]
+    run["params"] = {**run["params"], "planted": "secret.env"}
+    doc["sha256"] = _digest(run, tmp_path / "res")  # recomputed: it matches
+    kept.write_text(json.dumps(doc))
+    r = _audit(server, "track", str(results), "--track-experiment", "planted-digest", "--json")
+    assert r.returncode == 0, r.stderr
+    parent, child = sorted(_runs(server, "planted-digest"), key=lambda x: x.info.run_name == "child")
+    uploaded = _artifact_paths(server, parent.info.run_id) | _artifact_paths(server, child.info.run_id)
+    assert "results/g.jsonl" in uploaded and not any("secret" in p for p in uploaded), uploaded
+    assert uploaded <= {"results/g.jsonl", "summary.json", "report.html"}, uploaded
+
+
+def test_a_results_folder_uploads_its_own_results_files_and_nothing_else(tmp_path):
+    """``uploads``: a results file is itself; a folder gives its summary and its own ``*.jsonl`` results files (with a
+    textaudit header, not links); a planted ``secret.env``, a header-less ``.jsonl`` and a link to a file outside
+    are never among them."""
+    from textaudit.formats.jsonl import write_results
+    from textaudit.track import uploads
+
+    folder = tmp_path / "cmp"
+    folder.mkdir()
+    (folder / "compare.json").write_text("{}")
+    write_results(folder / "cnn.so-enum.jsonl", [{"id": "0", "status": "failed"}], command="attack",
+                  config={"method": "so-enum"})
+    (folder / "secret.env").write_text("API_KEY=1\n")
+    (folder / "notes.jsonl").write_text('{"not": "ours"}\n')
+    outside = tmp_path / "private.jsonl"
+    write_results(outside, [], command="attack", config={"method": "so-enum"})
+    (folder / "link.jsonl").symlink_to(outside)
+    assert uploads(folder) == [folder / "compare.json", folder / "cnn.so-enum.jsonl"]
+    assert uploads(folder / "cnn.so-enum.jsonl") == [folder / "cnn.so-enum.jsonl"]
+    assert uploads(folder / "link.jsonl") == [] and uploads(tmp_path / "missing") == []

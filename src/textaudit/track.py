@@ -34,7 +34,9 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from textaudit.errors import TextAuditError
-from textaudit.files import atomic_path, fingerprint_dir, sha256_file
+from textaudit.files import atomic_path, fingerprint_dir, loads_json, sha256_file
+from textaudit.formats.compare import SUMMARY as COMPARE_SUMMARY
+from textaudit.formats.harden import SUMMARY as HARDEN_SUMMARY
 from textaudit.formats.jsonl import read_header
 from textaudit.loaded import load
 from textaudit.report import write_report
@@ -43,7 +45,7 @@ from textaudit.secrets import redact as redact_secrets
 from textaudit.version import __version__
 
 __all__ = ["TRACKERS", "TrackRun", "Target", "check_tracker", "metrics_of", "params_of", "run_of_summary",
-           "run_of_files", "log_run", "suite_run", "pending_path", "keep_pending", "read_pending", "INSTALL_HINT"]
+           "run_of_files", "uploads", "log_run", "suite_run", "pending_path", "keep_pending", "read_pending", "INSTALL_HINT"]
 
 #: the trackers ``--track`` knows
 TRACKERS = ("mlflow",)
@@ -205,6 +207,34 @@ def run_of_files(path: Path) -> TrackRun:
     return run_of_summary(command, res.summary(), {}, [path])
 
 
+def uploads(path: Path) -> list[Path]:
+    """What ``audit track`` and ``--track`` upload for a results path, by textaudit's own naming rules alone (never
+    by what a kept file says): a results file itself; a results folder (compare, harden, a suite's audits): its
+    summary (``compare.json``, ``harden.json``) and the folder's own ``*.jsonl`` results files (regular files, not
+    links, each with a textaudit header); a report (``.html``, ``.md``) itself. A ``secret.env`` planted beside or
+    inside them is never one of them."""
+    path = Path(path)
+    if path.is_symlink():
+        return []
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        return []
+    out = [path / name for name in (COMPARE_SUMMARY, HARDEN_SUMMARY)
+           if (path / name).is_file() and not (path / name).is_symlink()]
+    for f in sorted(path.glob("*.jsonl")):
+        if f.is_file() and not f.is_symlink() and f.resolve().parent == path.resolve() and _has_header(f):
+            out.append(f)
+    return out
+
+
+def _has_header(path: Path) -> bool:
+    try:
+        return read_header(path) is not None
+    except (TextAuditError, OSError, ValueError):
+        return False
+
+
 def pending_path(path: Path) -> Path:
     """Where the content of a run that could not be logged is kept: beside the results file (or in the folder)."""
     path = Path(path)
@@ -263,7 +293,9 @@ def keep_pending(run: TrackRun, results: Path) -> Path:
 def read_pending(kept: Path, results: Path) -> TrackRun:
     """The run kept in ``kept`` — an untrusted file: honoured only when it is one :func:`keep_pending` wrote, every
     artifact it names lies inside the results' own folder, and its digest matches its content and those
-    artifacts' bytes as they are now; else one line and nothing is logged. Its text passes the redaction again."""
+    artifacts' bytes as they are now; else one line and nothing is logged. Its text passes the redaction again.
+    Its digest is a checksum anyone can recompute, not a signature: so nothing the file says decides what is
+    uploaded — the run's artifacts are ``results`` itself (:func:`uploads` at logging), its nested runs' none."""
     base = kept.parent
 
     def refuse(why: str) -> TextAuditError:
@@ -271,7 +303,7 @@ def read_pending(kept: Path, results: Path) -> TrackRun:
                               f"it to log {results} from its records")
 
     try:
-        doc = json.loads(kept.read_text(encoding="utf-8"))
+        doc = loads_json(kept.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise refuse(f"not JSON: {type(e).__name__}") from None
     if not isinstance(doc, dict) or doc.get("format") != PENDING_FORMAT or not isinstance(doc.get("run"), dict):
@@ -285,12 +317,13 @@ def read_pending(kept: Path, results: Path) -> TrackRun:
         raise refuse(f"it names {redact_secrets(str(outside[0]))!r}, outside {base}")
     if _digest(doc["run"], base) != doc.get("sha256"):
         raise refuse("its digest does not match its content and the files it names")
-    return TrackRun.from_json(redact_obj(_absolute(doc["run"], base)))
+    return TrackRun.from_json(redact_obj(_derived(doc["run"], [str(Path(results).resolve())])))
 
 
-def _absolute(run_json: Mapping, base: Path) -> dict:
-    return {**run_json, "artifacts": [str(_inside(base, a)) for a in run_json.get("artifacts", [])],
-            "children": [_absolute(c, base) for c in run_json.get("children", [])]}
+def _derived(run_json: Mapping, artifacts: list[str]) -> dict:
+    """A kept run with its artifacts replaced by ``artifacts`` (its nested runs' by none): what was read from the
+    kept file never names a file to upload."""
+    return {**run_json, "artifacts": artifacts, "children": [_derived(c, []) for c in run_json.get("children", [])]}
 
 
 # -- logging -------------------------------------------------------------------------------------------------
@@ -349,11 +382,12 @@ def _log(client, run: TrackRun, experiment_id: str, parent: str | None) -> str:
             client.log_artifact(rid, str(report))
         for a in run.artifacts:
             p = Path(a)
-            if p.is_dir():
-                client.log_artifacts(rid, str(p), artifact_path=p.name)
-            elif p.suffix in (".html", ".md"):  # a report itself (a suite's): beside the summary
+            if p.is_dir():  # only the folder's own results files (uploads), never whatever else lies in it
+                for f in uploads(p):
+                    client.log_artifact(rid, str(f), artifact_path=p.name)
+            elif p.suffix in (".html", ".md") and p.is_file() and not p.is_symlink():  # a report (a suite's)
                 client.log_artifact(rid, str(p))
-            elif p.is_file():
+            elif p.is_file() and not p.is_symlink():
                 client.log_artifact(rid, str(p), artifact_path="results")
     for child in run.children:
         _log(client, child, experiment_id, rid)
