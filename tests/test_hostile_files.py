@@ -16,6 +16,10 @@ FINDING = {"id": "d:0", "status": "success", "method": "so-enum", "text": ROWS[0
            "l0": 0, "seconds": 0.0, "queries": 2}
 
 
+#: valid JSON nested deeper than Python's parser goes
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
 def _jsonl(*rows) -> str:
     return "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows)
 
@@ -52,6 +56,17 @@ CASES = {
     "suite: not ours (binary)": ("suite", "suite.toml", b"\xff\xfe\x00 binary"),
     "suite: damaged (cut TOML)": ("suite", "suite.toml", "[suite]\nname = \"x"),
     "suite: hostile (a section of the wrong type)": ("suite", "suite.toml", "suite = 5\n"),
+    # #82: hostile but valid, nested 100,000 deep (a RecursionError traceback in Python's parsers)
+    "replay: hostile (a line nested 100,000 deep)": ("replay", "r.jsonl", _jsonl(HEADER, DEEP)),
+    "replay: hostile (a header nested 100,000 deep)": ("replay", "r.jsonl", '{"header": ' + DEEP + "}\n"),
+    "resume: hostile (a line nested 100,000 deep)": ("resume", "a.jsonl", _jsonl(HEADER, DEEP)),
+    "synonyms: hostile (nested 100,000 deep)": ("synonyms", "syn.json", '{"good": ' + DEEP + "}"),
+    "data: hostile (a JSON line nested 100,000 deep)": ("data", "data.jsonl", '{"text": ' + DEEP + ', "label": 1}\n'),
+    "prompt: hostile (a table nested 100,000 deep)": ("prompt", "prompt.toml", "x = " + "[" * 100_000 + "]" * 100_000),
+    "suite: hostile (an array nested 100,000 deep)": ("suite", "suite.toml", "x = " + "[" * 100_000 + "]" * 100_000),
+    "report: hostile (a line nested 100,000 deep)": ("report", "r.jsonl", _jsonl(HEADER, DEEP)),
+    "merge: hostile (a line nested 100,000 deep)": ("merge", "r.jsonl", _jsonl(HEADER, DEEP)),
+    "track: hostile (a kept run nested 100,000 deep)": ("track", "g.jsonl.track.json", '{"run": ' + DEEP + "}"),
 }
 
 
@@ -82,7 +97,12 @@ def test_a_hostile_file_is_one_line_and_left_as_it_was(case, tmp_path, cli, tiny
         "prompt": ["evaluate", "--model", "http://127.0.0.1:9/v1/completions", "--prompt-file", str(f), "--data",
                    str(tmp_path / "d.tsv")],
         "suite": ["run", str(f)],
+        "report": ["report", str(f), "--output", str(tmp_path / "out.html")],
+        "merge": ["merge", str(f), str(f), "--output", str(tmp_path / "merged.jsonl")],
+        "track": ["track", str(tmp_path / "g.jsonl")],
     }[what]
+    if what == "track":  # the results beside the kept run: a finished file of ours
+        (tmp_path / "g.jsonl").write_text(_jsonl({**HEADER}, FINDING))
     r = cli(*args)
     errors = [x for x in r.output.splitlines() if x.startswith("error:")]
     assert r.exit_code == 2 and len(errors) == 1 and "Traceback" not in r.output, (case, r.output)

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from textaudit.errors import TextAuditError, first_line
+from textaudit.files import loads_json
 from textaudit.resources import resolve
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -87,7 +88,7 @@ def _rows_from_file(path: Path) -> Table:
                     if not line.strip():
                         continue
                     try:
-                        obj = json.loads(line)
+                        obj = loads_json(line)
                     except json.JSONDecodeError:
                         raise TextAuditError(f"{path}:{lineno} is not valid JSON; expected one JSON object per line") from None
                     if not isinstance(obj, dict):
@@ -141,7 +142,7 @@ def _class_names_from_schema(schema) -> dict[str, list[str]]:
     if not meta:
         return {}
     try:
-        feats = json.loads(meta).get("info", {}).get("features", {})
+        feats = loads_json(meta).get("info", {}).get("features", {})
     except (ValueError, AttributeError):
         return {}
     return {c: list(f["names"]) for c, f in feats.items()
@@ -400,7 +401,7 @@ def label_lists(spec: str, column: str, *, default_split: str = "dev", limit: in
         v = row.get(column)
         if isinstance(v, str) and v.strip().startswith("["):
             try:
-                v = json.loads(v)
+                v = loads_json(v)
             except ValueError:
                 pass
         if isinstance(v, str):

@@ -91,13 +91,23 @@ def made_by_textaudit(path: str | Path) -> bool:
     return _json_of_ours(p, head)
 
 
+def loads_json(text: str | bytes) -> object:
+    """:func:`json.loads` for a file anyone may have written: a document nested too deep for Python's parser (a line
+    of 100,000 ``[``) is a :class:`json.JSONDecodeError` like any other malformed JSON — the one error every reader
+    already turns into its one line — never a ``RecursionError`` traceback."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply to read", text if isinstance(text, str) else "", 0) from None
+
+
 def _json_of_ours(p: Path, head: bytes) -> bool:
     """A JSON or JSON-lines file of ours: its first line (or the whole file) an object with textaudit's header, a
     ``format`` of textaudit's, or, named ``textaudit*.json``, a checkpoint's own settings."""
     first = head.split(b"\n", 1)[0]
     for text in (first, head):
         try:
-            doc = json.loads(text)
+            doc = loads_json(text)
         except (ValueError, UnicodeDecodeError):
             continue
         if isinstance(doc, dict):

@@ -8,6 +8,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from textaudit.errors import TextAuditError
+from textaudit.files import loads_json
 from textaudit.resources import resolve
 
 __all__ = ["counterfitted_neighbors", "parse_pair", "load_pairs_file"]
@@ -43,7 +44,7 @@ def load_pairs_file(path: str) -> list[tuple[str, str]]:
         raise TextAuditError(f"pairs file {path} is not UTF-8 text; write one pair per line, e.g. 'he,she'") from None
     if text.lstrip().startswith("["):
         try:
-            return [parse_pair(",".join(x)) for x in json.loads(text)]
+            return [parse_pair(",".join(x)) for x in loads_json(text)]
         except (json.JSONDecodeError, TypeError) as e:
             raise TextAuditError(f"{path} is not a JSON list of word pairs ({e})") from None
     pairs = [parse_pair(line.split("#")[0].replace("\t", ",").strip())

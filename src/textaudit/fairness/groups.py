@@ -17,12 +17,12 @@ is the paper's six pairs. ``--group all`` is every group.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import lru_cache
 
 from textaudit.errors import TextAuditError
 from textaudit.fairness.pairs import GENDER_PAIRS
+from textaudit.files import loads_json
 from textaudit.perturbations.gender import gender_words
 from textaudit.resources import resolve
 
@@ -73,7 +73,7 @@ def _single_words(words) -> tuple[str, ...]:
 def _checklist() -> dict:
     path = resolve("checklist-lexicons")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return loads_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise TextAuditError(f"cannot read the CheckList lexicons at {path}: {e}") from None
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Sequence
 
 from textaudit.errors import TextAuditError
+from textaudit.files import loads_json
 from textaudit.secrets import safe_name
 
 __all__ = ["file_part", "SUMMARY", "MATRIX_COLUMNS", "cell_path", "read_compare", "plain_name", "folder_file"]
@@ -71,7 +72,7 @@ def read_compare(path: str | Path) -> dict:
     read of it is there and of its type; a damaged one is a one-line error naming the file."""
     path = Path(path)
     try:
-        content = json.loads(path.read_text(encoding="utf-8"))
+        content = loads_json(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise TextAuditError(f"{path} is not a readable compare summary ({e}); rerun audit compare") from None
     damaged = f"{path} is not an audit compare summary: %s; rerun audit compare with its --output-dir"

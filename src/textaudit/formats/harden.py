@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from textaudit.errors import TextAuditError
+from textaudit.files import loads_json
 from textaudit.formats.compare import folder_file, plain_name
 from textaudit.formats.jsonl import check_results, read_header, read_jsonl
 from textaudit.stats import format_ci, format_p
@@ -29,7 +30,7 @@ def read_harden(path: str | Path) -> dict:
     read of it is there and of its type; a damaged one is a one-line error, not a traceback where it is read."""
     path = Path(path)
     try:
-        content = json.loads(path.read_text(encoding="utf-8"))
+        content = loads_json(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise TextAuditError(f"{path} is not a readable harden summary ({e}); rerun audit harden") from None
     header = content.get("header") if isinstance(content, dict) else None

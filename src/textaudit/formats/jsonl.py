@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Hashable, Iterator
 
 from textaudit.errors import TextAuditError
-from textaudit.files import file_lock
+from textaudit.files import file_lock, loads_json
 from textaudit.secrets import redact, redact_obj
 from textaudit.version import __version__
 
@@ -225,7 +225,7 @@ def _iter(path: Path) -> Iterator[tuple[int, dict]]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = loads_json(line)
         except json.JSONDecodeError:
             if n == len(lines) and not line.endswith("\n"):
                 return  # cut off by a kill: the unit will be redone

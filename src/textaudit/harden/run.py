@@ -48,7 +48,7 @@ from textaudit.errors import TextAuditError, first_line
 from textaudit.fairness.bias import MIN_SOURCES
 from textaudit.fairness.groups import group_pairs
 from textaudit.fairness.pairs import measurable_sources
-from textaudit.files import atomic_path, lock_or_fail
+from textaudit.files import atomic_path, loads_json, lock_or_fail
 from textaudit.findings import attack_files, read_findings, replay
 from textaudit.formats.harden import SUMMARY  # the summary audit report and results.load read
 from textaudit.formats.jsonl import read_header, read_jsonl, write_results
@@ -210,7 +210,7 @@ def _check_out(out: Path, settings: HardenSettings) -> None:
     prev = out / SETTINGS  # the folder's mark: a non-empty folder without it is not a harden run (refused below)
     if prev.is_file():
         try:
-            old = json.loads(prev.read_text())
+            old = loads_json(prev.read_text())
         except (OSError, ValueError):
             old = None
         if not isinstance(old, dict):  # unreadable, or JSON that is not a table of settings ([], null, 3)
@@ -664,7 +664,7 @@ def _hardened_checkpoint(path: Path) -> bool:
     if not cfg.is_file():
         return False
     try:
-        content = json.loads(cfg.read_text())
+        content = loads_json(cfg.read_text())
     except (OSError, ValueError):
         return False
     return isinstance(content, dict) and "hardened" in content
@@ -675,7 +675,7 @@ def _read_info(path: Path) -> dict:
     says to rerun harden (the model is harden's, not audit train's)."""
     f = path / "textaudit-harden.json"
     try:
-        info = json.loads(f.read_text()) if f.is_file() else json.loads((path / "textaudit.json").read_text())["hardened"]
+        info = loads_json(f.read_text()) if f.is_file() else loads_json((path / "textaudit.json").read_text())["hardened"]
     except (OSError, ValueError, KeyError, TypeError):
         info = None
     if not isinstance(info, dict) or not isinstance(info.get("name"), str) or not isinstance(info.get("cost", {}), dict):

@@ -33,6 +33,7 @@ from typing import Iterable
 
 from textaudit.device import pick_device
 from textaudit.errors import TextAuditError
+from textaudit.files import loads_json
 from textaudit.lm import load_lm
 from textaudit.progress import progress
 from textaudit.text import word_tokenize
@@ -233,7 +234,7 @@ def read_corpus(path: str | Path) -> list[str]:
 def _jsonl_text(f: Path, n: int, line: str) -> str:
     """The ``text`` of line ``n`` of a corpus ``.jsonl`` file, or a one-line error naming the line."""
     try:
-        row = json.loads(line)
+        row = loads_json(line)
     except ValueError:
         raise TextAuditError(f"{f}, line {n}: not a JSON object; each line is {{\"text\": \"...\"}}") from None
     text = row.get("text") if isinstance(row, dict) else None
@@ -254,7 +255,7 @@ def _done_batches(path: Path) -> tuple[int, set[str]]:
                 f.truncate(data.rfind(b"\n") + 1)
         for line in path.read_text(encoding="utf-8").splitlines():
             try:
-                r = json.loads(line)
+                r = loads_json(line)
             except ValueError:  # a line cut off when the run was killed
                 continue
             else:
@@ -277,8 +278,8 @@ def generate_synthetic(out: str | Path, *, batches: int, batch_size: int = 32, s
     settings = {"batch_size": batch_size, "seed": seed, "max_new_tokens": max_new_tokens, "temperature": temperature,
                 "top_p": top_p, "lm": lm or "smollm2"}
     sidecar = out.with_name(out.name + ".settings.json")
-    if out.exists() and sidecar.is_file() and json.loads(sidecar.read_text(encoding="utf-8")) != settings:
-        old = json.loads(sidecar.read_text(encoding="utf-8"))
+    if out.exists() and sidecar.is_file() and loads_json(sidecar.read_text(encoding="utf-8")) != settings:
+        old = loads_json(sidecar.read_text(encoding="utf-8"))
         diff = ", ".join(f"{k} {old.get(k)} (now {v})" for k, v in settings.items() if old.get(k) != v)
         raise TextAuditError(f"{out} was sampled with {diff}; rerun with the same settings to extend it, "
                              "or write to another folder")

@@ -52,7 +52,7 @@ import textaudit.notices as notices
 from textaudit.data import read_table
 from textaudit.device import pick_device
 from textaudit.errors import TextAuditError
-from textaudit.files import atomic_path, lock_or_fail
+from textaudit.files import atomic_path, loads_json, lock_or_fail
 from textaudit.neighborhoods.corpus import read_corpus
 from textaudit.neighborhoods.minilm_mlm import build_base, read_artifact
 from textaudit.neighborhoods.mlm import HFMaskedLM
@@ -129,7 +129,7 @@ def corpus_sources(paths) -> list[str]:
             continue
         fix = "it maps each corpus file to {\"source\": ..., \"licence\": ...}; rewrite it or delete it"
         try:
-            index = json.loads(f.read_text(encoding="utf-8"))
+            index = loads_json(f.read_text(encoding="utf-8"))
         except (ValueError, UnicodeDecodeError):
             raise TextAuditError(f"{f} is not readable JSON; {fix}") from None
         if not isinstance(index, dict):

@@ -22,6 +22,7 @@ from textaudit.backends import Backend
 from textaudit.data import align_labels, check_labels, dataset_id, load_dataset
 from textaudit.engine.pace import measure_pace
 from textaudit.errors import TextAuditError
+from textaudit.files import loads_json
 from textaudit.formats.jsonl import check_output, write_results
 from textaudit.lexicons import counterfitted_neighbors
 from textaudit.models import load_classifier
@@ -46,7 +47,7 @@ def read_synonyms(path: Path) -> dict[str, list[str]]:
     in order. A key holding no letter is refused in one line: smoothing substitutes only words with a letter, so
     it could never apply, and a certificate would claim a threat model it never drew."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = loads_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise TextAuditError(f"--synonyms {path}: not a readable JSON file ({type(e).__name__})") from None
     if not isinstance(raw, dict) or not all(isinstance(v, list) and all(isinstance(x, str) for x in v)

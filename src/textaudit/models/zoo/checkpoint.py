@@ -13,7 +13,7 @@ from typing import Any
 
 from textaudit.data import CORPUS_LABELS
 from textaudit.errors import TextAuditError, first_line
-from textaudit.files import atomic_path, check_folder, fingerprint_dir
+from textaudit.files import atomic_path, check_folder, fingerprint_dir, loads_json
 from textaudit.models.batched import BatchedClassifier
 from textaudit.models.torch_backend import hf_tokenize, torch_classifier
 from textaudit.models.zoo.vocab import Vocab, WordTokenizer
@@ -66,7 +66,7 @@ def read_config(path: Path) -> dict[str, Any]:
     if not f.is_file():
         raise TextAuditError(f"'{path}' is not a textaudit checkpoint (no {CONFIG}); retrain with audit train")
     try:
-        cfg = json.loads(f.read_text())
+        cfg = loads_json(f.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise TextAuditError(f"checkpoint config {f} is corrupt; delete {path} and retrain with audit train") from None
     if not isinstance(cfg, dict) or "arch" not in cfg or "num_classes" not in cfg:
