@@ -409,3 +409,55 @@ def test_votes_on_a_sampling_endpoint_are_its_samples_and_the_summary_says_how_m
     summary = summarize_certify([{**cert, "label": 1, "correct": True}])
     assert summary["distinct_answers"] == 1 and summary["votes"] == sum(cert["votes"])
     assert summary["distinct_answers_per_vote"] == pytest.approx(1 / sum(cert["votes"]), abs=1e-4)
+
+
+def test_a_label_only_endpoint_that_answers_by_turns_is_never_certified_from_one_answer(tmp_path):
+    """#82 (WRONG): a label-only endpoint whose answer to one text alternates between requests (temperature 0, yet not
+    deterministic: a real completions server on 127.0.0.1 that answers by turns) was certified from one cached answer
+    counted as 200 votes (the record said ``answers: 1``, the certificate stood). The repeated draws are asked again,
+    fresh: an answer that varies makes the certificate abstain, and the record and the summary say why."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from test_decisions import SAMPLING_PROMPT
+
+    from textaudit.engine.scheduler import run_now
+    from textaudit.models import load_classifier
+    from textaudit.models.options import ModelOptions
+    from textaudit.robustness.smoothing import summarize_certify
+
+    turns = {"n": 0}
+
+    class ByTurns(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            prompts = body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
+            choices = []
+            for i, _ in enumerate(prompts):
+                turns["n"] += 1
+                choices.append({"index": i, "text": " positive" if turns["n"] % 2 else " negative"})
+            blob = json.dumps({"choices": choices}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(blob)))
+            self.end_headers()
+            self.wfile.write(blob)
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), ByTurns)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        (tmp_path / "prompt.toml").write_text(SAMPLING_PROMPT)
+        clf = load_classifier(f"http://127.0.0.1:{srv.server_address[1]}/v1/completions",
+                              options=ModelOptions(prompt_file=tmp_path / "prompt.toml", scores="labels"))
+        safer = SAFER(clf, PerturbationSets({}, hops=1), samples=200, selection=20, seed=0)
+        cert = run_now(safer.ask_certify("a good movie here", "0"))
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert cert["answers"] == 1 and cert["varying"] == 1  # one text drawn 200 times; asked again, it answered otherwise
+    assert cert["abstain"] and cert["radius"] is None and cert["prediction"] is None
+    summary = summarize_certify([{**cert, "label": 1, "correct": False}])
+    assert summary["varying_answers"] == 1 and summary["abstain"] == 1

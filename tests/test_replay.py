@@ -371,3 +371,39 @@ other.labels = ["pos", "neg"]
     r = cli("replay", str(tmp_path / "found.jsonl"), "--model", f"{tmp_path}/m.py:other")
     assert r.exit_code == 2 and "class 'positive' of these findings is not a class of" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_named_findings_on_a_model_that_names_no_class_are_refused(tmp_path, cli):
+    """#82 (WRONG): findings that name their classes, replayed on a model whose classes come in another order but which
+    names none, got statuses from ids that mean other classes (every one "not_applicable", exit 0). Which output is
+    which class cannot be checked then: one line says how to name them (bias findings are refused the same way)."""
+    from textaudit.formats.jsonl import write_results
+
+    (tmp_path / "m.py").write_text('''
+def unnamed(texts):  # "positive" first, and no names to say so
+    return [[0.9, 0.1] if "good" in t.split() else [0.1, 0.9] for t in texts]
+
+def named(texts):
+    return [[0.9, 0.1] if "good" in t.split() else [0.1, 0.9] for t in texts]
+named.labels = ["positive", "negative"]
+''')
+    records = [{"id": "0", "status": "success", "method": "genetic", "text": "a good film", "label": 1,
+                "vulnerable": "a fine film", "l0": 1, "queries": 2, "seconds": 0.0}]
+    write_results(tmp_path / "found.jsonl", records, command="attack",
+                  config={"method": "genetic", "model": "old", "labels": ["negative", "positive"]})
+    r = cli("replay", str(tmp_path / "found.jsonl"), "--model", f"{tmp_path}/m.py:unnamed")
+    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1, r.output
+    assert "name their classes (negative, positive) but model" in r.stderr and "labels attribute" in r.stderr
+    ok = cli("replay", str(tmp_path / "found.jsonl"), "--model", f"{tmp_path}/m.py:named", "--json")
+    assert ok.exit_code == 0 and json.loads(ok.stdout.strip().splitlines()[-1])["still"] == 1  # named: mapped by name
+
+
+def test_bias_findings_on_a_model_that_names_no_class_are_refused(bias_found, cli, tmp_path):
+    d, _ = bias_found
+    (tmp_path / "n.py").write_text(PLANTED.format(bonus=1.0) + 'clf.labels = ["negative", "positive"]\n')
+    r = cli("bias", "--pair", "he,she", "--model", f"{tmp_path}/n.py:clf", "--data", str(d / "bias.tsv"), "--k", "1",
+            "--mlm", str(d / "mlm"), "--kappa", "5", "--delta", "1e9", "--output", str(tmp_path / "b.jsonl"), "--json")
+    assert r.exit_code == 0, r.output
+    r = cli("replay", str(tmp_path / "b.jsonl"), "--model", f"{d}/she1.py:clf")
+    assert r.exit_code == 2 and "names none, so its class order cannot be checked" in r.stderr, r.output
+    assert len(r.stderr.strip().splitlines()) == 1

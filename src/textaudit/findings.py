@@ -149,11 +149,20 @@ def read_findings(paths: Sequence[str | Path], *, bias: bool = True) -> list[Fin
     return out
 
 
+def named(classes: Sequence[str] | None) -> bool:
+    """Whether ``classes`` are names (not absent, not only the ids "0", "1", … again)."""
+    return bool(classes) and list(map(str, classes)) != [str(i) for i in range(len(classes or ()))]
+
+
 def label_on(f: Finding, classifier: Classifier) -> int | None:
     """The finding's gold label as ``classifier``'s class id: by class *name* when both the finding's file and the
     model name their classes (a model whose classes come in another order gets the same statuses), else the id as
     recorded. A class the model does not have is one line naming file and line."""
     names = [str(n) for n in (getattr(classifier, "labels", None) or [])]
+    if f.label is not None and named(f.classes) and not named(names):  # the order the ids mean cannot be checked
+        raise TextAuditError(f"{f.key}: these findings name their classes ({', '.join(f.classes or ())}) but model "
+                             f"{classifier.name} names none, so which of its outputs is which class cannot be checked: "
+                             f"give the model a labels attribute naming its outputs in order")
     if f.label is None or not f.classes or not names or names == [str(i) for i in range(len(names))]:
         return f.label
     if not 0 <= f.label < len(f.classes):
@@ -299,7 +308,7 @@ def replay(findings: str | Path | Sequence[str | Path] | Sequence[Finding | Bias
         rec = {**{k: v for k, v in asdict(f).items() if k not in ("line", "classes")}, "line": f.line,
                "order": "second" if f.second_order else "first", "status": s, "probs": [probs[t] for t in texts]}
         if draws is not None and s != "not_applicable":  # how often the finding flips over the model's N draws
-            ref = int(np.argmax(probs[texts[0]])) if f.second_order else label_on(f, clf)
+            ref = int(decisions(np.asarray([probs[texts[0]]]))[0]) if f.second_order else label_on(f, clf)
             rec.update(draws=draws, flips=flips_in_draws(probs[texts[1]], ref, unknown_class(clf), draws))
         if f.pair is not None:
             rec["pair"] = list(f.pair)

@@ -82,6 +82,11 @@ class BiasFindings:
         return out
 
 
+def _named(classes: object) -> bool:
+    return isinstance(classes, (list, tuple)) and bool(classes) and \
+        list(map(str, classes)) != [str(i) for i in range(len(classes))]
+
+
 def check_task(found: BiasFindings, classifier: Classifier) -> None:
     """Findings of another task than the model's: another number of classes, or other class names."""
     n = getattr(classifier, "num_classes", None)
@@ -93,6 +98,10 @@ def check_task(found: BiasFindings, classifier: Classifier) -> None:
         raise TextAuditError(f"{found.file}:{found.line}: B was measured over {found.classes} classes but model {name} has "
                              f"{n}: these findings are of another task or dataset than the model's")
     labels = getattr(classifier, "labels", None)
+    if _named(found.labels) and not _named(labels):  # B's sign depends on the class order: it must be checked
+        raise TextAuditError(f"{found.file}:1: the run's classes are {', '.join(found.labels)} but model {name} names none, "
+                             "so its class order cannot be checked: give the model a labels attribute naming its outputs "
+                             "in order")
     if found.labels and labels and list(labels) != list(found.labels):
         raise TextAuditError(f"{found.file}:1: the run's classes are {', '.join(found.labels)} but model {name}'s are "
                              f"{', '.join(labels)}: these findings are of another task or dataset than the model's")

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -48,7 +49,7 @@ import numpy as np
 from textaudit.engine.scheduler import Engine, Search, classify, in_flight_for
 from textaudit.errors import TextAuditError
 from textaudit.lexicons import counterfitted_neighbors
-from textaudit.models.batched import TIE, decisions, query_stats, sampled_draws, unknown_class
+from textaudit.models.batched import TIE, decisions, query_stats, sampled_draws, scores_of, unknown_class
 from textaudit.progress import WorkClock
 from textaudit.runner import ResumableRun
 from textaudit.sentence import Sentence, restore_case
@@ -59,6 +60,8 @@ __all__ = ["PerturbationSets", "delta", "certified_radius", "lower_bound", "SAFE
 
 #: the randomized-smoothing methods of ``audit certify --method`` and their names in print
 SMOOTHING = {"safer": "SAFER", "ranmask": "RanMASK"}
+#: how many of a label-only endpoint's repeated draws are asked again, fresh, to see whether its answers vary
+VARY_PROBE = 8
 
 
 class PerturbationSets:
@@ -231,12 +234,32 @@ class SAFER:
         c_a = int(counts.argmax()) if counts.sum() else None
         drawn = self.draws(text, key, self.samples, 1)
         est = self._votes((yield classify(self.classifier, drawn)), key, 1)
+        varying = self._answers_vary(drawn, est, key)
+        if varying:  # one answer counted as many votes would be a certificate of one draw of a model that varies
+            return {"prediction": None, "abstain": True, "radius": None, "p_a_lower": 0.0, "n_a": 0,
+                    "votes": np.bincount(est[est >= 0]).tolist(), "answers": len(set(drawn)), "varying": varying,
+                    **self.radius(text, 0.0)[1]}
         n_a = int((est == c_a).sum()) if c_a is not None else 0
         p_lower = lower_bound(n_a, self.samples, self.alpha)
         radius, extra = self.radius(text, p_lower)
         return {"prediction": c_a if radius is not None else None, "abstain": radius is None, "radius": radius,
                 "p_a_lower": round(p_lower, 6), "n_a": n_a, "votes": np.bincount(est[est >= 0]).tolist(),
                 "answers": len(set(drawn)), **extra}
+
+    def _answers_vary(self, drawn: list[str], votes: np.ndarray, key: str) -> int:
+        """For a model that names one label per text (a label-only endpoint, whose answer to one text may change from
+        one request to the next), the draws that repeat a text reuse its one answer as many votes: valid only if the
+        model answers a text the same every time. Up to :data:`VARY_PROBE` of the repeated texts are asked again,
+        fresh; how many answered otherwise (0: none, and the votes stand)."""
+        if scores_of(self.classifier) != "labels" or len(set(drawn)) == len(drawn):
+            return 0
+        first = {t: int(v) for t, v in zip(drawn, votes)}
+        repeated = [t for t, n in Counter(drawn).items() if n > 1][:VARY_PROBE]
+        fresh = getattr(self.classifier, "predict_proba_fresh", None)
+        if fresh is None or not repeated:
+            return 0
+        again = self._votes(np.asarray(fresh(repeated)), key, 2)
+        return int(sum(first[t] != int(v) for t, v in zip(repeated, again)))
 
     def radius(self, text: str, p_lower: float) -> tuple[int | None, dict]:
         """The certified radius of ``text`` given p_A's lower bound (None: abstain) and what it rests on: SAFER's
@@ -449,6 +472,9 @@ def summarize_certify(records: Sequence[Mapping], method: str = "safer") -> dict
         votes = sum(sum(r.get("votes") or []) or 0 for r in answered)
         out["votes"], out["distinct_answers"] = votes, sum(r["answers"] for r in answered)
         out["distinct_answers_per_vote"] = round(out["distinct_answers"] / votes, 4) if votes else None
+    varying = sum(1 for r in rows if r.get("varying"))
+    if varying:  # abstained: a label-only endpoint answered a repeated draw otherwise when asked again
+        out["varying_answers"] = varying
     radii = [r["radius"] for r in rows if r.get("correct") and r.get("radius") is not None]
     out["median_radius_correct"] = float(np.median(radii)) if radii else None
     shares = [r["radius_share"] for r in rows if r.get("correct") and r.get("radius_share") is not None]
