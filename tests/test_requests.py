@@ -286,3 +286,22 @@ def test_two_models_that_would_share_a_results_file_are_refused_before_anything_
     assert r.exit_code == 2 and "[certify] models" in r.stderr and "would write one results file" in r.stderr
     with pytest.raises(TextAuditError, match="would write one results file"):
         CompareRequest(models=[one, two], methods=["bae"]).check()
+
+
+@pytest.mark.parametrize("name", sorted(REQUESTS))
+def test_every_commands_choices_are_the_fields_own(name, tmp_path):
+    """#82: a field's choices were checked per command (``--naturalness maybe`` was accepted with ``--method
+    genetic``, which reads no naturalness): now by the field spec for every command, whatever the other options,
+    in one line before any model loads — the same as a suite section."""
+    from typer.testing import CliRunner
+
+    cls = REQUESTS[name]
+    chosen = [(f, spec) for f, (_, _, spec) in specs(cls).items() if spec.choices and not spec.argument]
+    value = {f: spec.choices[0] if spec.choices else "cnn" for f, (_, _, spec) in specs(cls).items()}
+    need = [part for f, (_, default, spec) in specs(cls).items() if default is ...
+            for part in (([value[f]] if spec.argument else [flags_of(f, spec)[0], value[f]]))]
+    extra = ["--method", "genetic"] if name == "attack" else []
+    for field, spec in chosen:
+        r = CliRunner().invoke(app, [*name.split(), *need, *extra, flags_of(field, spec)[0], "maybe"])
+        assert r.exit_code == 2 and "Traceback" not in r.output, (field, r.output)
+        assert f"must be {' or '.join(spec.choices)} (got 'maybe')" in r.output, (field, r.output)

@@ -208,7 +208,11 @@ def from_command(cls: type, values: Mapping[str, Any]) -> Any:
     """A request of ``cls`` from a command line's values: a ``sep`` list arrives as one string (``cnn,lstm``)."""
     fields = specs(cls)
     out = dict(values)
-    for name, (_, _, spec) in fields.items():
+    for name, (hint, default, spec) in fields.items():
         if spec.sep and isinstance(out.get(name), str):
             out[name] = [part.strip() for part in out[name].split(spec.sep) if part.strip()]
+        value = out.get(name)
+        if value is not None and value is not default and (spec.choices or spec.low is not None or spec.high is not None):
+            # the field's own choices and range, whatever command gives it (never a per-command check)
+            check_value(hint, spec, value, flags_of(name, spec)[0])
     return cls(**out)
