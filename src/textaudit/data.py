@@ -100,6 +100,8 @@ def _rows_from_file(path: Path) -> Table:
             return _table_from_arrow(path)
     except UnicodeDecodeError:
         raise TextAuditError(f"{path} is not UTF-8 text; re-save it as UTF-8") from None
+    except csv.Error as e:  # a field over the csv module's limit (128 KiB), a NUL byte, a quote left open
+        raise TextAuditError(f"{path} is not a readable {suffix[1:].upper()} file ({e}); check its rows") from None
     raise TextAuditError(f"unsupported data file '{path.name}'; use {', '.join(FILE_SUFFIXES)} or hf:<dataset>")
 
 

@@ -93,12 +93,18 @@ def made_by_textaudit(path: str | Path) -> bool:
 
 def loads_json(text: str | bytes) -> object:
     """:func:`json.loads` for a file anyone may have written: a document nested too deep for Python's parser (a line
-    of 100,000 ``[``) is a :class:`json.JSONDecodeError` like any other malformed JSON — the one error every reader
-    already turns into its one line — never a ``RecursionError`` traceback."""
+    of 100,000 ``[``) or holding an integer of more digits than Python converts is a :class:`json.JSONDecodeError`
+    like any other malformed JSON — the one error every reader already turns into its one line — never a
+    ``RecursionError`` or ``ValueError`` traceback."""
     try:
         return json.loads(text)
+    except json.JSONDecodeError:
+        raise
     except RecursionError:
         raise json.JSONDecodeError("nested too deeply to read", text if isinstance(text, str) else "", 0) from None
+    except ValueError as e:  # an integer of more digits than Python converts (4,300): not a number anything wrote
+        raise json.JSONDecodeError(f"a value too large to read ({str(e)[:60]})", text if isinstance(text, str) else "",
+                                   0) from None
 
 
 def _json_of_ours(p: Path, head: bytes) -> bool:

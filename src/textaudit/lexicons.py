@@ -44,9 +44,14 @@ def load_pairs_file(path: str) -> list[tuple[str, str]]:
         raise TextAuditError(f"pairs file {path} is not UTF-8 text; write one pair per line, e.g. 'he,she'") from None
     if text.lstrip().startswith("["):
         try:
-            return [parse_pair(",".join(x)) for x in loads_json(text)]
-        except (json.JSONDecodeError, TypeError) as e:
+            items = loads_json(text)
+        except json.JSONDecodeError as e:
             raise TextAuditError(f"{path} is not a JSON list of word pairs ({e})") from None
+        if not isinstance(items, list) or not items or not all(
+                isinstance(x, list) and len(x) == 2 and all(isinstance(w, str) for w in x) for x in items):
+            raise TextAuditError(f"{path} is not a JSON list of word pairs: write [[\"he\", \"she\"], ...], two words "
+                                 "each")
+        return [parse_pair(",".join(x)) for x in items]
     pairs = [parse_pair(line.split("#")[0].replace("\t", ",").strip())
              for line in text.splitlines() if line.split("#")[0].strip()]
     if not pairs:

@@ -243,8 +243,9 @@ def _toml(path: Path) -> dict:
         raise TextAuditError(f"cannot read suite {path}: {e}") from None
     except tomllib.TOMLDecodeError as e:
         raise TextAuditError(f"{path} is not valid TOML: {e}") from None
-    except RecursionError:  # a table nested 100,000 deep
-        raise TextAuditError(f"{path} is not valid TOML: nested too deeply to read") from None
+    except (RecursionError, ValueError) as e:  # nested 100,000 deep; an integer of more digits than Python converts
+        what = "nested too deeply" if isinstance(e, RecursionError) else "a value too large"
+        raise TextAuditError(f"{path} is not valid TOML: {what} to read") from None
 
 
 def load_suite(path: str | Path) -> Suite:

@@ -180,8 +180,9 @@ def load_prompt(path: str | Path) -> Prompt:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise TextAuditError(f"prompt file '{p}' is not valid TOML: {e}") from None
-    except RecursionError:  # a table nested 100,000 deep
-        raise TextAuditError(f"prompt file '{p}' is not valid TOML: nested too deeply to read") from None
+    except (RecursionError, ValueError) as e:  # nested 100,000 deep; an integer of more digits than Python converts
+        what = "nested too deeply" if isinstance(e, RecursionError) else "a value too large"
+        raise TextAuditError(f"prompt file '{p}' is not valid TOML: {what} to read") from None
     prompt = _parse(data, str(p))
     for text, _ in (*prompt.examples, *(prompt.label_examples or ())):
         prompt.fill(text)  # an example of the wrong kind (pair vs text) fails here, not mid-run
