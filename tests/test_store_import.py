@@ -231,3 +231,32 @@ def test_an_import_into_a_store_whose_folder_cannot_be_written_is_one_line(tiny_
         subprocess.run(["chattr", "-i", str(folder)], check=True)
     assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1, r.output
     assert "its folder may be read-only" in r.stderr and "imported" not in r.stdout
+
+
+def test_an_export_killed_mid_write_leaves_nothing_at_the_asked_name(tmp_path, stores):
+    """#82: ``kill -9`` during ``audit store export`` (a real process, killed while it writes): at the asked name there is
+    no file, or — if the export had finished first — the whole store; never a partial one."""
+    import os
+    import signal
+    import time
+
+    a, _, _, _ = stores
+    big = tmp_path / "big.sqlite"
+    with sqlite3.connect(a) as c:
+        c.execute("VACUUM INTO ?", (str(big),))
+    with sqlite3.connect(big) as c:  # 200,000 more genuine-looking entries: seconds to copy
+        mlm, _, n, v, _, _ = c.execute("SELECT * FROM entries LIMIT 1").fetchone()
+        rows = [(mlm, i.to_bytes(16, "little"), n, v, zlib.crc32(i.to_bytes(16, "little") + v), 0) for i in range(200_000)]
+        c.executemany("INSERT OR IGNORE INTO entries VALUES (?, ?, ?, ?, ?, ?)", rows)
+        total = c.execute("SELECT COUNT(*) FROM entries").fetchone()[0]
+    out = tmp_path / "out" / "e.sqlite"
+    proc = subprocess.Popen([sys.executable, "-m", "textaudit", "store", "export", str(out), "--store", str(big)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None and not any((tmp_path / "out").glob(".e.sqlite.*")):
+        time.sleep(0.01)  # until it is writing (its temporary file exists), or done
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    if out.exists():  # only if it finished before the kill: then it is whole (a partial store would fail here)
+        with sqlite3.connect(out) as c:
+            assert c.execute("SELECT COUNT(*) FROM entries").fetchone()[0] == total

@@ -110,3 +110,12 @@ def test_replay_never_counts_a_tie_as_a_flip(ties, cli, tmp_path):
     assert r.exit_code == 0, r.output
     statuses = [json.loads(x)["status"] for x in (tmp_path / "r.jsonl").read_text().splitlines()[1:]]
     assert statuses == ["fixed", "fixed"]  # x̃ ⊕ p ties: no flip; x' ties: not misclassified, so the attack is fixed
+
+
+def test_a_tied_reference_has_no_draw_that_flips_from_it():
+    """A finding whose x̃ ties over a sampling endpoint's draws has no decision to flip from: none of x̃ ⊕ p's draws
+    counts as a flip (with the old argmax reference, every draw naming class 1 did)."""
+    from textaudit.models.batched import flips_in_draws
+
+    assert flips_in_draws([0.3, 0.7], 0, None, 20) == 14 and flips_in_draws([0.3, 0.7], 1, None, 20) == 6
+    assert flips_in_draws([0.3, 0.7], TIE, None, 20) == 0

@@ -768,7 +768,10 @@ def sampled_draws(classifier: Classifier) -> int | None:
 
 def flips_in_draws(row: Sequence[float], reference: int, unknown: int | None, draws: int) -> int:
     """How many of ``draws`` sampled answers (``row``: their frequencies) name a known class other than
-    ``reference``: the draws in which a finding flips (an ``unknown`` answer never counts as a flip)."""
+    ``reference``: the draws in which a finding flips (an ``unknown`` answer never counts as a flip; a ``reference``
+    that is :data:`TIE` — no decision — has nothing to flip from: none)."""
+    if reference == TIE:
+        return 0
     other = sum(float(p) for c, p in enumerate(row) if c not in (reference, unknown))
     return int(round(other * draws))
 
