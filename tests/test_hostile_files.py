@@ -108,3 +108,39 @@ def test_a_hostile_file_is_one_line_and_left_as_it_was(case, tmp_path, cli, tiny
     assert r.exit_code == 2 and len(errors) == 1 and "Traceback" not in r.output, (case, r.output)
     assert hashlib.sha256(f.read_bytes()).hexdigest() == before, case  # read, never rewritten
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(Path(name).stem)) == [name], case
+
+
+LEXICONS = {"counterfitted-neighbors": "modified_counterfitted_neighbors.json", "gender-pairs": "wino_male_female.json",
+            "checklist-lexicons": "checklist_lexicons.json"}
+
+
+@pytest.mark.parametrize("content", ["not json at all", DEEP, "9" * 5000, '["a list"]', '{"good": 5}', "[[1, 2]]"])
+def test_a_lexicon_under_textaudit_data_that_is_not_its_shape_is_one_line(content, tmp_path, monkeypatch):
+    """#82: the lexicons under ``TEXTAUDIT_DATA`` carry no hash (a user may ship their own); one that is not JSON, is
+    nested too deep, holds a 5,000-digit number or has another shape was a traceback (KeyError, TypeError,
+    RecursionError) where it was first used. Now one line naming the file and what to do."""
+    import shutil
+
+    from textaudit.errors import TextAuditError
+    from textaudit.fairness import groups
+    from textaudit.lexicons import counterfitted_neighbors
+    from textaudit.perturbations.gender import gender_swap_map
+
+    real = Path(__import__("os").environ["TEXTAUDIT_DATA"])
+    data = tmp_path / "data"
+    shutil.copytree(real / "lexicons", data / "lexicons")
+    monkeypatch.setenv("TEXTAUDIT_DATA", str(data))
+    readers = {"counterfitted-neighbors": counterfitted_neighbors, "gender-pairs": gender_swap_map,
+               "checklist-lexicons": groups._checklist}
+    try:
+        for name, file in LEXICONS.items():
+            (data / "lexicons" / file).write_text(content)
+            for r in readers.values():
+                r.cache_clear()
+            with pytest.raises(TextAuditError) as e:
+                readers[name]()
+            assert name in str(e.value) and "TEXTAUDIT_DATA" in str(e.value) and "\n" not in str(e.value)
+            shutil.copy(real / "lexicons" / file, data / "lexicons" / file)
+    finally:
+        for r in readers.values():
+            r.cache_clear()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from textaudit.errors import TextAuditError
 from textaudit.files import loads_json
-from textaudit.resources import resolve
+from textaudit.resources import read_json
 
 __all__ = ["counterfitted_neighbors", "parse_pair", "load_pairs_file"]
 
@@ -18,7 +18,9 @@ __all__ = ["counterfitted_neighbors", "parse_pair", "load_pairs_file"]
 def counterfitted_neighbors() -> dict[str, list[str]]:
     """The counter-fitted synonym lists (resource ``counterfitted-neighbors``): {word: [neighbours,
     nearest first]} — the substitution set of the paper's patch words and of the Genetic attack."""
-    return json.loads(resolve("counterfitted-neighbors").read_text())
+    return read_json("counterfitted-neighbors", lambda d: isinstance(d, dict) and all(
+        isinstance(k, str) and isinstance(v, list) and all(isinstance(w, str) for w in v) for k, v in d.items()),
+        "a JSON object {word: [neighbours]}")  # type: ignore[return-value]
 
 
 def parse_pair(text: str) -> tuple[str, str]:

@@ -31,9 +31,10 @@ from pathlib import Path
 from typing import Callable
 
 from textaudit.errors import TextAuditError, first_line
-from textaudit.files import atomic_dir, atomic_path, sha256_file, wait_for_lock
+from textaudit.files import atomic_dir, atomic_path, loads_json, sha256_file, wait_for_lock
 
 __all__ = [
+    "read_json",
     "ResourceSpec",
     "Resolution",
     "RESOURCES",
@@ -471,3 +472,19 @@ register(ResourceSpec(
     relpath="minilm-mlm/minilm-mlm.safetensors", is_valid=_is_file, packaged="assets/minilm-mlm.safetensors",
     fix="reinstall textaudit (the file ships in the package) or retrain: audit train-mlm",
 ))
+
+
+def read_json(name: str, valid: Callable[[object], bool], shape: str) -> object:
+    """The JSON content of resource ``name`` (:func:`resolve`), checked: a lexicon under ``TEXTAUDIT_DATA`` is a file
+    a user may have written or edited (it carries no hash, unlike a download), so one that is not JSON, is nested
+    too deep, or is not ``shape`` (``valid`` says) is one line, never a traceback where it is first used."""
+    path = resolve(name)
+    try:
+        doc = loads_json(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise TextAuditError(f"the {name} lexicon at {path} cannot be read ({type(e).__name__}): point TEXTAUDIT_DATA "
+                             "at a data checkout whose lexicons/ holds it as shipped") from None
+    if not valid(doc):
+        raise TextAuditError(f"the {name} lexicon at {path} is not {shape}: point TEXTAUDIT_DATA at a data checkout "
+                             "whose lexicons/ holds it as shipped")
+    return doc

@@ -22,9 +22,8 @@ from functools import lru_cache
 
 from textaudit.errors import TextAuditError
 from textaudit.fairness.pairs import GENDER_PAIRS
-from textaudit.files import loads_json
 from textaudit.perturbations.gender import gender_words
-from textaudit.resources import resolve
+from textaudit.resources import read_json
 
 __all__ = ["ProtectedGroup", "GROUP_NAMES", "protected_group", "group_pairs", "PAIR_MODES"]
 
@@ -71,11 +70,10 @@ def _single_words(words) -> tuple[str, ...]:
 
 @lru_cache(maxsize=1)
 def _checklist() -> dict:
-    path = resolve("checklist-lexicons")
-    try:
-        return loads_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise TextAuditError(f"cannot read the CheckList lexicons at {path}: {e}") from None
+    keys = ("male", "female", "nationality", "religion_adj", "sexual_adj")
+    return read_json("checklist-lexicons", lambda d: isinstance(d, dict) and all(
+        isinstance(d.get(k), list) and all(isinstance(w, str) for w in d[k]) for k in keys),
+        f"a JSON object with word lists {', '.join(keys)}")  # type: ignore[return-value]
 
 
 def _build(name: str) -> ProtectedGroup:

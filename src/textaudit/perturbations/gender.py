@@ -7,10 +7,9 @@ Used by ``audit train --augment gender-swap`` (the "debiased" models of Double P
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 
-from textaudit.resources import resolve
+from textaudit.resources import read_json
 from textaudit.text import word_tokenize
 
 __all__ = ["gender_swap_map", "gender_words", "gender_swap"]
@@ -21,7 +20,10 @@ PRONOUNS = [("he", "she"), ("him", "her"), ("his", "her"), ("himself", "herself"
 @lru_cache(maxsize=1)
 def gender_swap_map() -> dict[str, str]:
     """Return the symmetric word → counterpart map (pairs from ``gender-pairs`` + pronouns)."""
-    pairs = [tuple(p) for p in json.loads(resolve("gender-pairs").read_text())]
+    doc = read_json("gender-pairs", lambda d: isinstance(d, list) and all(
+        isinstance(p, list) and len(p) == 2 and all(isinstance(w, str) and w for w in p) for p in d),
+        "a JSON list of [male, female] word pairs")
+    pairs = [tuple(p) for p in doc]  # type: ignore[union-attr]
     mapping: dict[str, str] = {}
     for a, b in list(pairs) + PRONOUNS:
         a, b = a.lower(), b.lower()
