@@ -327,3 +327,34 @@ def test_kept_scores(tmp_path_factory, rows):
             assert np.array_equal(got[k], row) and all(math.isfinite(x) for x in got[k])
     s.close()
 
+
+
+# -- what reads results files whole: merge and the report ----------------------------------------------------------
+
+@st.composite
+def attack_record(draw) -> dict:
+    """A record of an attack results file, each field of its type or of any other."""
+    rec = {"id": "d:0", "status": "success", "method": "so-enum", "text": "a good film", "label": 1, "prediction": 1,
+           "vulnerable": "a good film", "vulnerable_patched": "a good movie", "pair": ["film", "movie"], "l0": 0,
+           "queries": 3, "seconds": 0.1}
+    for key in draw(st.lists(st.sampled_from(sorted(rec)), max_size=3, unique=True)):
+        rec[key] = draw(VALUES)
+    return rec
+
+
+@FUZZ
+@given(records=st.lists(attack_record(), min_size=1, max_size=3))
+def test_merge_and_report_of_records_of_any_field_type(tmp_path_factory, records):
+    """Shards and a report of records whose fields hold any JSON value: merged or refused in one line, and a report
+    written or refused in one line."""
+    from textaudit.formats.jsonl import write_results
+    from textaudit.merge import merge_results
+    from textaudit.report import write_report
+
+    d = tmp_path_factory.mktemp("m")
+    config = {"method": "so-enum", "k": 1, "model": "m.py:clf", "seed": 0}
+    write_results(d / "a.jsonl", records[:1], command="attack", config={**config, "shard": "0/2"})
+    write_results(d / "b.jsonl", [{**r, "id": f"d:{i + 1}"} for i, r in enumerate(records[1:])], command="attack",
+                  config={**config, "shard": "1/2"})
+    _only_our_error(merge_results, d / "m.jsonl", [d / "a.jsonl", d / "b.jsonl"])
+    _only_our_error(write_report, [d / "a.jsonl"], d / "r.html")

@@ -125,5 +125,6 @@ def ppl_ratio(record: dict) -> float | None:
 def most_natural_first(records: Sequence[dict]) -> list[dict]:
     """Successes ordered by :func:`ppl_ratio`, lowest first (ties, and records without perplexities after them, in
     their file order): what a person is shown first."""
-    found = [r for r in records if r.get("status") == "success" and r.get("vulnerable")]
+    found = [r for r in records if r.get("status") == "success" and r.get("vulnerable")
+             and isinstance(r.get("text"), str)]  # a finding is shown beside its input
     return sorted(found, key=lambda r: (ppl_ratio(r) is None, ppl_ratio(r) or 0.0))

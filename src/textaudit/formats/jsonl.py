@@ -15,6 +15,7 @@ one file never mixes two runs. While a run writes a file it holds an exclusive l
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any, Callable, Hashable, Iterator
@@ -67,11 +68,19 @@ def read_header(path: str | Path) -> dict | None:
 
 
 _NUMBER = (int, float)
+_NONE = type(None)
 #: what the code reading a results file back takes from each record, by command: fields every record has,
-#: and fields a record of a given status has (an attack's success has l0, ...)
+#: and fields a record of a given status has (an attack's success has l0, ...); a field whose types include
+#: ``NoneType`` may be absent or null, and is of one of the others where it is given
 RECORD_FIELDS: dict[str, dict[str, dict[str, tuple]]] = {
-    "attack": {"*": {"id": (str, int), "status": (str,)},
-               "success": {"l0": (int,), "seconds": _NUMBER, "queries": _NUMBER},
+    "attack": {"*": {"id": (str, int), "status": (str,), "label": (int, _NONE), "prediction": (int, _NONE),
+                     "ppl_seconds": (*_NUMBER, _NONE), "unnatural": (int, _NONE), "mlm": (str, _NONE),
+                     "method": (str, _NONE)},
+               "success": {"l0": (int,), "seconds": _NUMBER, "queries": _NUMBER, "text": (str, _NONE), "vulnerable": (str, _NONE),
+                           "vulnerable_patched": (str, _NONE), "pair": (list, _NONE),
+                           "ppl_original": (*_NUMBER, _NONE), "ppl_perturbed": (*_NUMBER, _NONE),
+                           "ppl_patched": (*_NUMBER, _NONE), "draws": (int, _NONE), "flips": (int, _NONE),
+                           "vulnerable_prediction": (int, _NONE), "vulnerable_patched_prediction": (int, _NONE)},
                "failed": {"seconds": _NUMBER, "queries": _NUMBER}},
     "learnability": {"*": {"id": (str,), "model": (str,), "perturbation": (str,), "p": (str, int, float)}},
     "perturbscore build": {"*": {"id": (str, int)}},
@@ -80,6 +89,20 @@ RECORD_FIELDS: dict[str, dict[str, dict[str, tuple]]] = {
     "bias": {"*": {"model": (str,)}},
 }
 ATTACK_STATUSES = ("success", "failed", "skipped", "error")
+#: fields whose type alone does not say they can be read back: what they must be
+FIELD_SHAPES = {"pair": "a list of two words (p = (w1, w2))", "l0": "a whole number >= 0",
+                "seconds": "a finite number >= 0", "queries": "a finite number >= 0"}
+
+
+def _sound(key: str, value: object) -> bool:
+    """The shape checks of :data:`FIELD_SHAPES` (types are checked by the caller); numbers finite."""
+    if key == "pair":
+        return len(value) == 2 and all(isinstance(w, str) for w in value)  # type: ignore[arg-type]
+    if isinstance(value, float) and not math.isfinite(value):
+        return False
+    if key in ("l0", "seconds", "queries"):
+        return value >= 0  # type: ignore[operator]
+    return True
 
 
 def check_results(path: str | Path, header: dict | None, records: list[dict]) -> None:
@@ -103,9 +126,12 @@ def check_results(path: str | Path, header: dict | None, records: list[dict]) ->
             raise TextAuditError(f"{path}:{line}: a bias record needs unit and i (or unit_done); was the file edited?")
         for key, types in {**spec.get("*", {}), **spec.get(str(status), {})}.items():
             v = r.get(key)
-            if v is None or isinstance(v, bool) or not isinstance(v, types):
+            if v is None and _NONE in types:
+                continue
+            if v is None or isinstance(v, bool) or not isinstance(v, types) or not _sound(key, v):
                 got = "nothing" if v is None else f"{type(v).__name__} {str(v)[:30]!r}"
-                raise TextAuditError(f"{path}:{line}: field '{key}' must be {' or '.join(t.__name__ for t in types)}, "
+                want = " or ".join(t.__name__ for t in types if t is not _NONE)
+                raise TextAuditError(f"{path}:{line}: field '{key}' must be {FIELD_SHAPES.get(key, want)}, "
                                      f"got {got}; was the file edited or written by another tool?")
         if identify is not None:
             k = identify(r)
