@@ -409,6 +409,10 @@ def twice(texts):
     return _rows(texts)
 twice.multilabel, twice.labels = True, ["toxic", "toxic", "c"]
 
+def empty(texts):
+    return _rows(texts)
+empty.multilabel, empty.labels = True, ["toxic", " ", "c"]
+
 def spaced(texts):  # "a b" and "a_b": one file part each by the old naming
     return _rows(texts)
 spaced.multilabel, spaced.labels = True, ["a b", "a_b", "c"]
@@ -429,6 +433,7 @@ def test_one_line_for_every_multi_label_input_that_made_a_traceback_or_a_wrong_c
         ("evaluate", "--model", f"{world}/h.py:nolabels"): "is multi-label (multilabel = True) but names no labels",
         ("attack", "--model", f"{world}/h.py:nolabels", "--label", "all", "--method", "genetic"): "names no labels",
         ("evaluate", "--model", f"{world}/h.py:twice"): "names 'toxic' twice among its labels",
+        ("evaluate", "--model", f"{world}/h.py:empty"): "has an empty label name",
         ("evaluate", "--model", f"{world}/tox.py:clf", "--label-columns", ","): "names no column",
         ("evaluate", "--model", f"{world}/tox.py:clf", "--label-columns", "toxic,toxic"): "names 'toxic' twice",
         ("evaluate", "--model", f"{world}/h.py:single", "--label-columns", "toxic"): "is single-label: remove it",

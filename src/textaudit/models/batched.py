@@ -635,6 +635,8 @@ def check_label_names(name: str | None, labels: Sequence[str] | None, multilabel
                              "[...], one name per probability it answers, in order")
     if labels is not None:
         seen = [str(x) for x in labels]
+        if any(not x.strip() for x in seen):
+            raise TextAuditError(f"model {name} has an empty label name among {seen!r}: name each output")
         twice = next((x for i, x in enumerate(seen) if x in seen[:i]), None)
         if twice is not None:
             raise TextAuditError(f"model {name} names {twice!r} twice among its labels ({', '.join(seen)}): each "

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from textaudit.decision import decisions
 from textaudit.errors import TextAuditError
 from textaudit.lexicons import counterfitted_neighbors
 from textaudit.models.batched import Classifier
@@ -188,7 +189,7 @@ def certify(module, tokenizer, table: torch.Tensor, texts: Sequence[str], labels
     for s in range(0, len(texts), batch_size):
         ids = tokenizer(list(texts[s:s + batch_size]))["input_ids"].to(device)
         y = y_all[s:s + batch_size].to(device)
-        pred = module(ids).argmax(1)
+        pred = torch.as_tensor(decisions(module(ids).detach().float().cpu().numpy()), device=y.device)  # a tie: none
         lo, hi = logit_bounds(module, ids, table, 1.0)
         others = worst_logits(lo, hi, y)
         others.scatter_(1, y.view(-1, 1), float("-inf"))
