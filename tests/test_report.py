@@ -392,12 +392,14 @@ def test_separate_attack_files_get_their_matrix_too(results, tmp_path):
     from textaudit.report import render_report
 
     cells = sorted(str(p) for p in (results["dir"] / "cmp").glob("*.jsonl"))
-    md = render_report(cells, "md")
+    md = render_report(cells, "md").replace("\\[", "[").replace("\\]", "]")  # (Markdown's escapes)
     assert "## Comparison matrix on " in md and "4 attack files" in md
     data = results["compare"]["data"]
     for c in results["compare"]["cells"]:  # the same numbers as audit compare printed (models by their names)
         k = c["k"] if c["k"] is not None else "–"
-        row = f"| {Path(c['model']).name} | {c['method']} | {data} | {k} | {c['attacked']} | {c['success_rate']} |"
+        lo, hi = c["found_share_ci95"]
+        row = (f"| {Path(c['model']).name} | {c['method']} | {data} | {k} | {c['n']} | {c['found_share']:.2f} "
+               f"[{lo:.2f}, {hi:.2f}] | {c['skipped']} | {c['attacked']} | {c['success_rate']} |")
         assert row in md, row
     assert md.count("only a") == 1  # the paired tests too
     assert "Comparison matrix" not in render_report(cells[:1], "md")  # one attack: no matrix
@@ -491,13 +493,14 @@ def test_the_matrix_counts_an_example_once_and_never_pools_runs_on_other_data(cl
     merged = _attack_file(tmp_path / "merged.jsonl", "so-beam", "sst2:dev", ["0", "1", "2", "3"])
     shard = _attack_file(tmp_path / "shard0.jsonl", "so-beam", "sst2:dev", ["0", "2"], shard="0/2")
     other = _attack_file(tmp_path / "genetic.jsonl", "genetic", "sst2:dev", ["0", "1", "2", "3"])
-    md = render_report([merged, shard, other], "md")
-    assert "| cnn | so-beam | sst2:dev | 2 | 4 | 0.75 |" in md and "| cnn | genetic | sst2:dev | – | 4 | 0.75 |" in md, md
+    md = render_report([merged, shard, other], "md").replace("\\[", "[").replace("\\]", "]")  # (Markdown's escapes)
+    row = "| {} | sst2:dev | {} | 4 | 0.75 [0.30, 0.95] | 0 | 4 | 0.75 |"  # 4 inputs (once each), 3 found, 4 attacked
+    assert row.format("cnn | so-beam", 2) in md and row.format("cnn | genetic", "–") in md, md
     elsewhere = _attack_file(tmp_path / "test.jsonl", "so-beam", "sst2:test", ["0", "1"])
-    md = render_report([merged, elsewhere, other], "md")
+    md = render_report([merged, elsewhere, other], "md").replace("\\[", "[").replace("\\]", "]")
     # the dev matrix counts dev's 4 examples; the test split's run is its own section, in no dev row
-    assert md.count("## Comparison matrix on ") == 1 and "| cnn | so-beam | sst2:dev | 2 | 4 | 0.75 |" in md, md
-    assert "| attack | cnn | so-beam, k=2 | – | sst2:test | 0 | success rate 0.5 " in md
+    assert md.count("## Comparison matrix on ") == 1 and row.format("cnn | so-beam", 2) in md, md
+    assert "| attack | cnn | so-beam, k=2 | – | sst2:test | 0 | found for 1 of 2 inputs (50.0%) [9.4, 90.5]" in md
     # runs of one cell on the same data with other settings are still refused, naming what differs
     reseeded = _attack_file(tmp_path / "seed1.jsonl", "so-beam", "sst2:dev", ["0", "1"], seed=1)
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}

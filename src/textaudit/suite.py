@@ -58,8 +58,10 @@ upper end below it, the one-sided test at α = 0.05 — or, with ``equivalence =
 ``[attack]``'s thresholds are ``attack.<metric>_max`` (or ``_min``) with the attack metrics below.
 
 A threshold is ``<what>.<metric>_max`` (the value must be ≤ the limit) or ``_min`` (≥). Attack
-metrics: the cells' numbers (``success_rate``, ``mean_l0``, ``sec_per_example``,
-``queries_per_example``, and ``success_rate_ci_low``/``_ci_high``, the Wilson interval's ends);
+metrics: the cells' numbers (``found_share``, the share of *every* input with a finding — skipped and failed
+count as not found —, ``success_rate``, the share of the attacked only, ``mean_l0``, ``sec_per_example``,
+``queries_per_example``, and ``found_share_ci_low``/``_ci_high``, ``success_rate_ci_low``/``_ci_high``, the
+Wilson intervals' ends);
 bias: ``B_k<k>`` and ``abs_B_k<k>``; certify: ``accuracy`` and ``certified_accuracy`` (IBP's), or
 ``certified_accuracy_r<R>`` (randomized smoothing's at radius R); harden: ``harden.<before|after>.<accuracy|
 success_rate>`` and ``harden.mcnemar_p`` (the first evaluation attack's paired test). Method names
@@ -100,8 +102,8 @@ SECTIONS = {"suite": {"name", "data", "limit", "output_dir", "report", "seed", "
             "replay": None,  # the gates below, and ReplayRequest's fields (textaudit.request.from_mapping checks them)
             "harden": None,  # HardenRequest's fields (textaudit.request.from_mapping checks them)
             "thresholds": None}
-ATTACK_METRICS = ("success_rate", "mean_l0", "sec_per_example", "queries_per_example", "success_rate_ci_low",
-                  "success_rate_ci_high")
+ATTACK_METRICS = ("found_share", "found_share_ci_low", "found_share_ci_high", "success_rate", "mean_l0",
+                  "sec_per_example", "queries_per_example", "success_rate_ci_low", "success_rate_ci_high")
 CERTIFY_METRICS = ("accuracy", "certified_accuracy")
 #: a harden section's thresholds: harden.<side>.<metric> (the first evaluation attack's) and harden.mcnemar_p
 HARDEN_METRICS = ("accuracy", "success_rate")
@@ -460,10 +462,12 @@ def _cell_value(compare: dict, model: str, method: str, metric: str) -> float | 
 
 
 def _attack_value(summary: dict, metric: str) -> float | None:
-    """An attack's metric: a summary's number, or an end of its success rate's Wilson interval."""
-    if metric.startswith("success_rate_ci_"):
-        ci = summary["success_rate_ci95"]
-        return None if not ci else ci[0] if metric.endswith("low") else ci[1]
+    """An attack's metric: a summary's number, or an end of a rate's Wilson interval (``found_share_ci_low``: of every
+    input; ``success_rate_ci_high``: of the attacked)."""
+    rate = re.fullmatch(r"(found_share|success_rate)_ci_(low|high)", metric)
+    if rate is not None:
+        ci = summary.get(f"{rate.group(1)}_ci95")
+        return None if not ci else ci[0] if rate.group(2) == "low" else ci[1]
     return summary.get(metric)
 
 

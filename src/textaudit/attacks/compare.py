@@ -21,7 +21,7 @@ from textaudit.attacks.run import run_attack, summarize
 from textaudit.data import align_labels, check_limit_sample, data_config, dataset_id, load_dataset
 from textaudit.errors import TextAuditError
 from textaudit.files import atomic_path
-from textaudit.formats.compare import MATRIX_COLUMNS, SUMMARY, cell_path
+from textaudit.formats.compare import MATRIX_COLUMNS, MATRIX_FOUND, SUMMARY, cell_path
 from textaudit.formats.jsonl import check_output
 from textaudit.lm import LazyCausalLM
 from textaudit.models import load_classifier
@@ -51,7 +51,7 @@ def compare_cells(cells: dict[tuple[str, str], Sequence[dict]], margin: float | 
     for (model, method), records in cells.items():
         k = next((r["k"] for r in records if r.get("k") is not None), None) if "k" in method_spec(method).options else None
         s = summarize(records, method, k)  # k: None for a method without one (first-order)
-        out_cells.append({"model": model, "method": method, **{c: s.get(c) for c in MATRIX_COLUMNS[2:]}})
+        out_cells.append({"model": model, "method": method, **{c: s.get(c) for c in (*MATRIX_COLUMNS[2:], *MATRIX_FOUND)}})
     outcomes = {key: _outcomes(recs) for key, recs in cells.items()}
     paired = []
     for a, b in itertools.combinations(cells, 2):

@@ -21,13 +21,17 @@ from textaudit.runner import ResumableRun
 from textaudit.shards import Shard, in_shard
 from textaudit.stats import hit_rates, wilson
 
-__all__ = ["run_attack", "summarize", "AttackSummary"]
+__all__ = ["run_attack", "summarize", "skip_reason", "AttackSummary"]
 
 
 class AttackSummary:
     """The summary of an attack run, updated one record at a time (:meth:`add` is O(1)).
 
-    success_rate = successes / attacked (skipped and errors excluded) with its Wilson 95% interval
+    The headline counts every input: found_share = successes / n — a skipped input (no synonym pair fits it, already
+    misclassified, a tie …), a failed search and an error all count as *not found* — with its Wilson 95% interval,
+    the skips by reason (``skip_reasons``) and ``headline``, the sentence that says it all in one line;
+    success_rate = successes / attacked (skipped and errors excluded: a rate over a subset whose size depends on the
+    model, which every line that shows it names) with its Wilson 95% interval
     (and per gold class when there are more than two classes);
     mean ℓ0 of successes;
     median perplexities; seconds of search and of perplexity (SmolLM2, its loading included) and
@@ -54,12 +58,16 @@ class AttackSummary:
         self.mlm: str | None = None
         self.flips: list[int] = []  # a sampling endpoint: each success's flipping draws out of self.draws
         self.draws: int | None = None
+        self.skip_reasons: dict[str, int] = {}  # why inputs were skipped, by reason (its first clause)
 
     def add(self, r: dict) -> None:
         self.n += 1
         status = r.get("status")
         if status in self.counts:
             self.counts[status] += 1
+        if status == "skipped":
+            why = skip_reason(r.get("reason"))
+            self.skip_reasons[why] = self.skip_reasons.get(why, 0) + 1
         if status == "success":
             self.l0_sum += r["l0"]
             self.already_vulnerable += r.get("l0") == 0
@@ -97,6 +105,10 @@ class AttackSummary:
         return {
             "method": self.method, "k": self.k, "n": self.n, "attacked": ran, "success": succ,
             "failed": self.counts["failed"], "skipped": self.counts["skipped"], "errors": self.counts["error"],
+            "headline": self.headline(),
+            "found_share": round(succ / self.n, 4) if self.n else None,
+            "found_share_ci95": list(wilson(succ, self.n) or ()) or None,
+            "skip_reasons": dict(sorted(self.skip_reasons.items(), key=lambda kv: (-kv[1], kv[0]))),
             "success_rate": self.success_rate,
             "success_rate_ci95": list(wilson(succ, ran) or ()) or None,
             "mean_l0": round(self.l0_sum / succ, 3) if succ else None,
@@ -113,6 +125,25 @@ class AttackSummary:
             **({"sampled": hit_rates(self.flips, self.draws)} if self.flips and self.draws else {}),
         }
 
+    def headline(self) -> str:
+        """Every input in one line: ``found for 31 of 50 inputs (62.0%) [48.3, 74.1]; 1 failed; 18 skipped: no patch
+        word fits this sentence`` — the share of all inputs with a finding (skipped, failed and errors count as not
+        found), its Wilson interval, and what the others were."""
+        succ, n = self.counts["success"], self.n
+        if not n:
+            return "no input yet"
+        lo, hi = wilson(succ, n) or (0.0, 0.0)
+        parts = [f"found for {succ} of {n} inputs ({100 * succ / n:.1f}%) [{100 * lo:.1f}, {100 * hi:.1f}]"]
+        if self.counts["failed"]:
+            parts.append(f"{self.counts['failed']} failed (searched, nothing found)")
+        if self.counts["skipped"]:
+            reasons = sorted(self.skip_reasons.items(), key=lambda kv: (-kv[1], kv[0]))
+            parts.append(f"{self.counts['skipped']} skipped: " + ", ".join(
+                f"{why}" + (f" ({c})" if len(reasons) > 1 else "") for why, c in reasons))
+        if self.counts["error"]:
+            parts.append(f"{self.counts['error']} errors")
+        return "; ".join(parts)
+
     def per_class(self) -> dict[str, dict]:
         """Success rate per gold class (with its Wilson interval), keyed by class name (else id)."""
         names = self.classes or []
@@ -123,6 +154,13 @@ class AttackSummary:
                 "attacked": ran, "success": succ, "success_rate": round(succ / ran, 4) if ran else None,
                 "success_rate_ci95": list(wilson(succ, ran) or ()) or None}
         return out
+
+
+def skip_reason(reason: object) -> str:
+    """A skip's reason as it is counted: its first clause (``no patch word fits this sentence``, ``already
+    misclassified``, ``the model's top classes tie on this input``), without the numbers that make each one unique."""
+    text = str(reason or "no reason recorded").strip()
+    return text.split(":")[0].split(" (")[0].strip() or "no reason recorded"
 
 
 def summarize(records: Sequence[dict], method: str, k: int, classes: Sequence[str] | None = None) -> dict:

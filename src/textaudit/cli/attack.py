@@ -42,9 +42,10 @@ def attack(json_out: JsonOpt = False, runner: Backend = None, request: AttackReq
         return
     per_class = summary.pop("per_class", None)
     sampled = summary.pop("sampled", None)
-    rows = [[key, "-" if v is None else v] for key, v in summary.items()]
     k = outcome.attack.k
-    print_table(f"{summary['method']} on {clf.name} ({f'k={k}, ' if k else ''}{request.data})", ["metric", "value"], rows)
+    print_table(f"{summary['method']} on {clf.name} ({f'k={k}, ' if k else ''}{request.data})", ["metric", "value"],
+                summary_rows(summary))
+    typer.echo(summary["headline"])
     if per_class:
         print_table("per gold class", ["class", "attacked", "success", "success rate", "95% CI"],
                     [[c, v["attacked"], v["success"], v["success_rate"], format_ci(tuple(v["success_rate_ci95"] or ()) or None)]
@@ -52,6 +53,24 @@ def attack(json_out: JsonOpt = False, runner: Backend = None, request: AttackReq
     if sampled:
         print_sampled(sampled)
     show_examples(outcome.records, clf.labels)
+
+
+def summary_rows(summary: dict) -> list[list]:
+    """The summary table's rows: every field, each rate beside the inputs it is over (the share found over every
+    input; the success rate over the attacked only), the skips by reason; the headline is printed below it."""
+    subset = {"found_share": f"of all {summary.get('n')} inputs",
+              "success_rate": f"of the {summary.get('attacked')} attacked only",
+              "mean_l0": f"of the {summary.get('success')} found"}
+    rows = []
+    for key, v in summary.items():
+        if key == "headline":
+            continue
+        if key == "skip_reasons":
+            v = "; ".join(f"{why} ({c})" for why, c in v.items()) if v else None
+        elif key in subset and v is not None:
+            v = f"{v} ({subset[key]})"
+        rows.append([key, "-" if v is None else v])
+    return rows
 
 
 def show_examples(records: list[dict], labels, n: int = 3) -> None:
@@ -88,7 +107,8 @@ def _each_label(request: AttackRequest, runner: Backend, json_out: bool) -> None
     if conclude(summary, None, json_out, files=[f for f in files.values() if f is not None]):
         return
     print_table(f"{request.method or 'attack'} on every label of {request.model} ({request.data})",
-                ["label", "attacked", "success", "success rate", "95% CI", "results"],
-                [[name, s.get("attacked"), s.get("success"), s.get("success_rate"),
-                  format_ci(tuple(s.get("success_rate_ci95") or ()) or None), files[name] or "–"]
+                ["label", "found (of all inputs)", "95% CI", "success rate (of the attacked)", "results"],
+                [[name, f"{s.get('success')} of {s.get('n')}: {s.get('found_share')}",
+                  format_ci(tuple(s.get("found_share_ci95") or ()) or None),
+                  f"{s.get('success_rate')} of {s.get('attacked')}", files[name] or "–"]
                  for name, s in summary["labels"].items()])

@@ -25,6 +25,13 @@ def compare(json_out: JsonOpt = False, request: CompareRequest = None) -> None:
         print_compare(result)
 
 
+def found_cell(c: dict | None) -> str:
+    """A cell's share of every input with a finding and its interval ("–" for a summary written before it was)."""
+    if not c or c.get("found_share") is None:
+        return "–"
+    return f"{c['found_share']:.2f} {format_ci(c.get('found_share_ci95'), 2)}"
+
+
 def print_compare(result: dict) -> None:
     """The matrix (success rate [95% CI] per model × method), the per-cell table and the paired tests."""
     cells = result["cells"]
@@ -32,15 +39,13 @@ def print_compare(result: dict) -> None:
     models = list(dict.fromkeys(c["model"] for c in cells))
     by = {(c["model"], c["method"]): c for c in cells}
 
-    def rate(c: dict | None) -> str:
-        return "-" if not c or c["success_rate"] is None else f"{c['success_rate']:.2f} {format_ci(c['success_rate_ci95'], 2)}"
-
-    print_table(f"success rate [95% CI] on {result['data']}", ["model", *methods],
-                [[m, *(rate(by.get((m, a))) for a in methods)] for m in models])
-    print_table("per cell", ["model", "method", "k", "attacked", "success rate", "95% CI", "mean ℓ0", "s/example",
-                             "queries/example"],
-                [[c["model"], c["method"], c["k"], c["attacked"], c["success_rate"], format_ci(c["success_rate_ci95"]),
-                  c["mean_l0"], c["sec_per_example"], c["queries_per_example"]] for c in cells])
+    print_table(f"found for [95% CI], of every input, on {result['data']}", ["model", *methods],
+                [[m, *(found_cell(by.get((m, a))) for a in methods)] for m in models])
+    print_table("per cell", ["model", "method", "k", "n", "found", "found share [95% CI]", "skipped", "attacked",
+                             "success rate (of the attacked)", "95% CI", "mean ℓ0", "s/example", "queries/example"],
+                [[c["model"], c["method"], c["k"], c["n"], c.get("success", "–"), found_cell(c), c.get("skipped", "–"),
+                  c["attacked"], c["success_rate"], format_ci(c["success_rate_ci95"]), c["mean_l0"], c["sec_per_example"],
+                  c["queries_per_example"]] for c in cells])
     if result["paired"]:
         print_table("paired: McNemar's exact test on the examples both attacked", ["a", "b", "n", "rate a", "rate b",
                                                                                   "only a", "only b", "p"],

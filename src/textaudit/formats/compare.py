@@ -12,7 +12,7 @@ from textaudit.errors import TextAuditError
 from textaudit.files import loads_json
 from textaudit.secrets import safe_name
 
-__all__ = ["file_part", "SUMMARY", "MATRIX_COLUMNS", "cell_path", "read_compare", "plain_name", "folder_file"]
+__all__ = ["file_part", "SUMMARY", "MATRIX_COLUMNS", "MATRIX_FOUND", "cell_path", "read_compare", "plain_name", "folder_file"]
 
 #: the summary file ``audit compare`` writes next to its cells (``audit report`` and ``load`` read it)
 SUMMARY = "compare.json"
@@ -20,6 +20,9 @@ SUMMARY = "compare.json"
 #: what each cell of the matrix reports
 MATRIX_COLUMNS = ("model", "method", "k", "n", "attacked", "success_rate", "success_rate_ci95", "mean_l0",
                   "sec_per_example", "queries_per_example")
+#: each cell's share of *all* its inputs with a finding (skipped and failed count as not found) and its parts:
+#: written since #85, so a summary written before may lack them (its readers show "–")
+MATRIX_FOUND = ("success", "skipped", "found_share", "found_share_ci95")
 
 
 def file_part(name: str) -> str:

@@ -144,8 +144,13 @@ def _attack(item: Loaded, n: int) -> Section:
                   _settings(item, ("model", "model_scores", "method", "k", "beam", "kappa", "delta", "mlm", "data",
                                    "seed", "max_queries", "time_budget")))
     sec.tables.append(Table("Summary", ["metric", "value"], [
+        ["every input", s["headline"]],
+        ["found (share of every input)", _num(s["found_share"])],
+        ["95% CI (Wilson), every input", format_ci(s["found_share_ci95"], 3)],
         ["examples", s["n"]], ["attacked", s["attacked"]], ["successes", s["success"]],
-        ["success rate", _num(s["success_rate"])], ["95% CI (Wilson)", format_ci(s["success_rate_ci95"], 3)],
+        ["skipped, by reason", "; ".join(f"{why} ({c})" for why, c in s["skip_reasons"].items()) or "none"],
+        [f"success rate (of the {s['attacked']} attacked only)", _num(s["success_rate"])],
+        ["95% CI (Wilson), of the attacked", format_ci(s["success_rate_ci95"], 3)],
         ["mean ℓ0 of successes", _num(s["mean_l0"])], ["already vulnerable (ℓ0 = 0)", s["already_vulnerable"]],
         ["skipped", s["skipped"]], ["errors", s["errors"]], ["seconds / example", _num(s["sec_per_example"])],
         ["queries / example", _num(s["queries_per_example"], 1)],
@@ -187,18 +192,19 @@ def _compare(item: Loaded, n: int, where: str | Path | None = None) -> Section:
     models = list(dict.fromkeys(x["model"] for x in cells))
     by = {(x["model"], x["method"]): x for x in cells}
 
-    def cell(x: dict | None) -> str:
-        return "–" if not x or x["success_rate"] is None else f"{x['success_rate']:.2f} {format_ci(x['success_rate_ci95'], 2)}"
+    def cell(x: dict | None) -> str:  # the share of every input found (an older summary lacks it: "–")
+        return "–" if not x or x.get("found_share") is None else f"{x['found_share']:.2f} {format_ci(x.get('found_share_ci95'), 2)}"
 
     several = ", " in str(c.get("data") or "")  # (a compare summary is of one data set; so is each matrix built here)
     sec = Section(f"compare-{n}", "Comparison matrix" + ("" if several or not c.get("data") else f" on {c['data']}"), "compare",
                   [("summary", shown_path(item.path, where)), ("data", c.get("data")), ("mlm", c.get("mlm")), ("seed", c.get("seed"))])
-    sec.tables.append(Table("Success rate [95% CI], model × method", ["model", *methods],
-                            [[m, *(cell(by.get((m, a))) for a in methods)] for m in models]))
-    sec.tables.append(Table("Every cell", ["model", "method", "data", "k", "attacked", "success rate", "95% CI", "mean ℓ0",
+    sec.tables.append(Table("Found for [95% CI], of every input (skipped and failed count as not found), model × method",
+                            ["model", *methods], [[m, *(cell(by.get((m, a))) for a in methods)] for m in models]))
+    sec.tables.append(Table("Every cell", ["model", "method", "data", "k", "inputs", "found [95% CI]", "skipped",
+                                           "attacked", "success rate (of the attacked)", "95% CI", "mean ℓ0",
                                            "s / example", "queries / example"],
-                            [[x["model"], x["method"], x.get("data") or c.get("data"), _num(x["k"]), x["attacked"],
-                              _num(x["success_rate"]),
+                            [[x["model"], x["method"], x.get("data") or c.get("data"), _num(x["k"]), x.get("n", "–"),
+                              cell(x), x.get("skipped", "–"), x["attacked"], _num(x["success_rate"]),
                               format_ci(x["success_rate_ci95"], 3), _num(x["mean_l0"]), _num(x["sec_per_example"]),
                               _num(x["queries_per_example"], 1)] for x in cells]))
     if c.get("paired"):
@@ -551,7 +557,8 @@ def headline_rows(items: Sequence[Loaded]) -> list[list[Any]]:
         cfg = item.config
         if item.kind == "attack":
             s = summarize(item.records, cfg.get("method"), cfg.get("k"), cfg.get("labels"))
-            what = f"success rate {_num(s['success_rate'])} {format_ci(s['success_rate_ci95'], 3)} of {s['attacked']} attacked"
+            what = (f"{s['headline']}; success rate {_num(s['success_rate'])} {format_ci(s['success_rate_ci95'], 3)} of the "
+                    f"{s['attacked']} attacked only")
             rows.append(["attack", cfg.get("model"), cfg.get("method") + (f", k={cfg['k']}" if cfg.get("k") else ""),
                          cfg.get("mlm") or "–", cfg.get("data"), cfg.get("seed"), what])
         elif item.kind == "bias":
