@@ -416,10 +416,7 @@ def test_a_label_only_endpoint_that_answers_by_turns_is_never_certified_from_one
     deterministic: a real completions server on 127.0.0.1 that answers by turns) was certified from one cached answer
     counted as 200 votes (the record said ``answers: 1``, the certificate stood). The repeated draws are asked again,
     fresh: an answer that varies makes the certificate abstain, and the record and the summary say why."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    from test_decisions import SAMPLING_PROMPT
+    from test_decisions import SAMPLING_PROMPT, completions_server
 
     from textaudit.engine.scheduler import run_now
     from textaudit.models import load_classifier
@@ -428,26 +425,11 @@ def test_a_label_only_endpoint_that_answers_by_turns_is_never_certified_from_one
 
     turns = {"n": 0}
 
-    class ByTurns(BaseHTTPRequestHandler):
-        def log_message(self, *args) -> None:
-            pass
+    def by_turns(text: str, body: dict) -> str:  # positive, negative, positive, … whatever the text
+        turns["n"] += 1
+        return " positive" if turns["n"] % 2 else " negative"
 
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            prompts = body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
-            choices = []
-            for i, _ in enumerate(prompts):
-                turns["n"] += 1
-                choices.append({"index": i, "text": " positive" if turns["n"] % 2 else " negative"})
-            blob = json.dumps({"choices": choices}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(blob)))
-            self.end_headers()
-            self.wfile.write(blob)
-
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), ByTurns)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    srv = completions_server(by_turns)
     try:
         (tmp_path / "prompt.toml").write_text(SAMPLING_PROMPT)
         clf = load_classifier(f"http://127.0.0.1:{srv.server_address[1]}/v1/completions",

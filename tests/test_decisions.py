@@ -341,28 +341,22 @@ SAMPLING_PROMPT = ('template = "Review: {text}\\nSentiment:"\n[labels]\nnegative
                    '[endpoint]\nmodel = "sampler"\n')
 
 
-def _sampling_server():
-    """An OpenAI-compatible completions server without log-probabilities that samples its answer: "positive"
-    with probability 0.3 for a text ending in " b", 0.7 for a text holding "movie", else "negative"; each
-    draw seeded by the request's seed and the text, as a server honouring ``seed`` is."""
-    import random
+def completions_server(answer):
+    """An OpenAI-compatible completions server on 127.0.0.1 without log-probabilities: each prompt's completion is
+    ``answer(text, body)`` (the review text the prompt holds, the request's JSON body)."""
     import re
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    class Sampler(BaseHTTPRequestHandler):
+    class Completions(BaseHTTPRequestHandler):
         def log_message(self, *args) -> None:
             pass
 
         def do_POST(self) -> None:  # noqa: N802 - http.server's name
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             prompts = body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
-            choices = []
-            for i, p in enumerate(prompts):
-                text = re.search(r"Review: (.*)\nSentiment:$", p, re.S).group(1)
-                q = 0.3 if text.endswith(" b") else 0.7 if "movie" in text.split() else 0.0
-                draw = random.Random(f"{body.get('seed')}|{text}").random()
-                choices.append({"index": i, "text": " positive" if draw < q else " negative"})
+            choices = [{"index": i, "text": answer(re.search(r"Review: (.*)\nSentiment:$", p, re.S).group(1), body)}
+                       for i, p in enumerate(prompts)]
             blob = json.dumps({"choices": choices}).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
@@ -370,9 +364,22 @@ def _sampling_server():
             self.end_headers()
             self.wfile.write(blob)
 
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Sampler)
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Completions)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv
+
+
+def _sampling_server():
+    """A completions server that samples its answer: "positive" with probability 0.3 for a text ending in " b", 0.7
+    for a text holding "movie", else "negative"; each draw seeded by the request's seed and the text, as a server
+    honouring ``seed`` is."""
+    import random
+
+    def answer(text: str, body: dict) -> str:
+        q = 0.3 if text.endswith(" b") else 0.7 if "movie" in text.split() else 0.0
+        return " positive" if random.Random(f"{body.get('seed')}|{text}").random() < q else " negative"
+
+    return completions_server(answer)
 
 
 @pytest.fixture(scope="module")

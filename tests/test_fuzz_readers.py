@@ -172,31 +172,25 @@ def test_pairs_files(tmp_path_factory, data):
 
 
 PROMPT = 'template = "Review: {text}\\nSentiment:"\n[labels]\nnegative = ["negative"]\npositive = ["positive"]\n'
+SUITE = '[suite]\nname = "x"\n[attack]\nmodel = "cnn"\nmethod = "so-enum"\nk = 1\nlimit = 3\n[thresholds]\n' \
+        'attack.success_rate_max = 0.5\n'
 
 
 @FUZZ
-@given(data=mutated(PROMPT))
-def test_prompt_files(tmp_path_factory, data):
+@given(data=st.data(), which=st.sampled_from(["prompt", "suite"]))
+def test_prompts_and_suites(tmp_path_factory, data, which):
+    """The two TOML files a user writes: read, or one line; the file as written reads whole."""
     from textaudit.models.prompt import load_prompt
-
-    p = tmp_path_factory.mktemp("pr") / "prompt.toml"
-    p.write_bytes(data)
-    prompt = _only_our_error(load_prompt, p)
-    if prompt is not None and data == PROMPT.encode():
-        assert prompt.fill("a film").endswith("Sentiment:")
-
-
-SUITE = '[suite]\nname = "x"\n[attack]\nmodel = "cnn"\nmethod = "so-enum"\nk = 1\nlimit = 3\n[gates]\n"attack.success_rate_max" = 0.5\n'
-
-
-@FUZZ
-@given(data=mutated(SUITE))
-def test_suites(tmp_path_factory, data):
     from textaudit.suite import load_suite
 
-    p = tmp_path_factory.mktemp("su") / "suite.toml"
-    p.write_bytes(data)
-    _only_our_error(load_suite, p)
+    valid, read = {"prompt": (PROMPT, load_prompt), "suite": (SUITE, load_suite)}[which]
+    p = tmp_path_factory.mktemp("toml") / f"{which}.toml"
+    p.write_bytes(data.draw(mutated(valid)))
+    got = _only_our_error(read, p)
+    if p.read_bytes() == valid.encode():
+        assert got is not None
+        if which == "prompt":
+            assert got.fill("a film").endswith("Sentiment:")
 
 
 # -- data files ------------------------------------------------------------------------------------------------
