@@ -342,14 +342,18 @@ def test_a_kept_run_with_a_recomputed_digest_never_decides_what_is_uploaded(serv
     kept = tmp_path / "res" / "g.jsonl.track.json"
     doc = json.loads(kept.read_text())
     run = doc["run"]
-    run["artifacts"] = ["g.jsonl", "secret.env"]  # every field a planter controls
-    run["children"] = [{**run, "name": "child", "artifacts": ["secret.env"], "children": []}]
-    run["params"] = {**run["params"], "planted": "secret.env"}
+    secret = str(tmp_path / "res" / "secret.env")
+    run.update(name=secret, command="secret.env", tags={"mlflow.source.name": secret, "file": "secret.env"},
+               metrics={"secret.env": 1.0}, start_ms=0, end_ms=1)  # every field a planter controls …
+    run["artifacts"] = ["g.jsonl", "secret.env"]
+    run["children"] = [{**run, "name": "child", "artifacts": ["secret.env", "./secret.env"], "children": []}]
+    run["params"] = {**run["params"], "planted": "secret.env", "artifacts": secret}
     doc["sha256"] = _digest(run, tmp_path / "res")  # recomputed: it matches
     kept.write_text(json.dumps(doc))
     r = _audit(server, "track", str(results), "--track-experiment", "planted-digest", "--json")
     assert r.returncode == 0, r.stderr
     parent, child = sorted(_runs(server, "planted-digest"), key=lambda x: x.info.run_name == "child")
+    assert parent.info.run_name == secret  # (its text is logged as text: the name, params, tags)
     uploaded = _artifact_paths(server, parent.info.run_id) | _artifact_paths(server, child.info.run_id)
     assert "results/g.jsonl" in uploaded and not any("secret" in p for p in uploaded), uploaded
     assert uploaded <= {"results/g.jsonl", "summary.json", "report.html"}, uploaded
