@@ -376,7 +376,7 @@ CASES: list[tuple[str, list[str], dict[str, str], str]] = [
     ("report a header without config", ["report", w("noconfig.jsonl"), "--out", w("adir/r.html")], {},
      "noconfig.jsonl:1: the header has no config"),
     ("report a success without l0", ["report", w("nol0.jsonl"), "--out", w("adir/r.html")], {},
-     "nol0.jsonl:2: field 'l0' must be int, got nothing"),
+     "nol0.jsonl:2: field 'l0' must be a whole number >= 0, got nothing"),
     ("merge a record with an unknown status", ["merge", w("adir/m.jsonl"), w("badstatus.jsonl")], {},
      "badstatus.jsonl:2: status 'won' is not one of success, failed, skipped, error"),
     ("cite an unknown command", ["cite", "atack"], {}, "audit cite knows no command 'atack'"),

@@ -152,7 +152,7 @@ def test_cli_attack_and_bias_on_a_pair_file(cli, tmp_path):
     assert r.exit_code == 2 and "no pair column 'claim'" in r.output
     r = cli("attack", "--model", f"{plugin}:classify", "--data", str(data), "--text-column", "premise",
             "--pair-column", "hypothesis", "--perturb-side", "third", "--no-ppl")
-    assert r.exit_code == 2 and "--perturb-side must be first or second" in r.output
+    assert r.exit_code == 2 and "--perturb-side must be second or first (got 'third')" in r.output
     r = cli("bias", "--model", f"{plugin}:classify", "--data", str(data), "--text-column", "premise",
             "--pair-column", "hypothesis", "--pair", "he,she", "--k", "0", "--json")
     assert r.exit_code == 0, r.output

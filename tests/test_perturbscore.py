@@ -122,7 +122,7 @@ def test_cli_perturbscore_errors(cli, tmp_path):
     r = cli("perturbscore", "build", "--model", "nope")
     assert r.exit_code == 2 and "unknown model 'nope'" in r.output
     r = cli("perturbscore", "build", "--perturbation", "shuffle")
-    assert r.exit_code == 2 and "unknown perturbation 'shuffle'" in r.output
+    assert r.exit_code == 2 and "--perturbation must be random-swap or synonym-swap (got 'shuffle')" in r.output
     r = cli("perturbscore", "build", "--space", "logits")
     assert r.exit_code == 2 and "--space must be hidden or probs" in r.output
 

@@ -102,6 +102,6 @@ def test_cli_wordorder(cli, tmp_path):
     assert d["accuracy_vs_dnd"]["rho"] < 0  # more local damage, lower accuracy for an order-sensitive model
     assert (tmp_path / "plots" / "accuracy_vs_dnd_idc.png").stat().st_size > 1000
     r = cli("wordorder", "--model", f"{tmp_path}/p.py:bag", "--data", str(tmp_path / "d.tsv"), "--level", "phoneme")
-    assert r.exit_code == 2 and "unknown --level 'phoneme'" in r.output
+    assert r.exit_code == 2 and "--level must be word or subword or char (got 'phoneme')" in r.output
     r = cli("wordorder", "--model", f"{tmp_path}/p.py:bag", "--data", str(tmp_path / "d.tsv"), "--rho", "1.5")
     assert r.exit_code == 2 and "Invalid value for '--rho': Input should be less than or equal to 1" in r.output
