@@ -70,6 +70,7 @@ import textaudit.notices as notices
 from textaudit.backends import register_sync
 from textaudit.errors import TextAuditError
 from textaudit.files import APPLICATION_ID as FILES_APPLICATION_ID
+from textaudit.files import loads_json
 from textaudit.models.batched import SCORE_CACHE
 from textaudit.models.traits import answer_key, answer_traits
 from textaudit.neighborhoods.store_sync import LIVE, SHIPPED, StoreSync
@@ -420,8 +421,8 @@ class NeighborhoodStore:
         if row is None:
             raise TextAuditError(f"the neighbourhood store {self.path} has no masked LM with id {mlm}")
         try:
-            vocab = json.loads(zlib.decompress(row[0]).decode("utf-8", "surrogatepass"))
-        except (zlib.error, TypeError, ValueError, RecursionError):
+            vocab = loads_json(zlib.decompress(row[0]).decode("utf-8", "surrogatepass"))
+        except (zlib.error, TypeError, ValueError):  # (loads_json: nesting and huge numbers are ValueErrors too)
             vocab = None
         if not isinstance(vocab, list) or not vocab or not all(isinstance(w, str) for w in vocab):
             raise DamagedVocabulary(f"the neighbourhood store {self.path} keeps a damaged vocabulary for its masked LM "
@@ -606,7 +607,7 @@ class NeighborhoodStore:
                    ) -> dict[bytes, "np.ndarray"]:
         """``{key: float32 row}`` for the ``keys`` the store holds, each checked as an answer before it is one: its
         CRC, its length (``classes``), every value finite and in [0, 1], a row of exclusive classes summing to 1
-        (:func:`valid_row`); an entry that fails is damaged: dropped, said, and recomputed."""
+        (:func:`valid_rows`); an entry that fails is damaged: dropped, said, and recomputed."""
         out: dict = {}
         if self._connection() is None or not keys:
             return out
@@ -621,12 +622,16 @@ class NeighborhoodStore:
         except sqlite3.Error as e:
             self._failed(e, "read")
             return {}
-        for k, v in good:
-            row = np.frombuffer(v, dtype="<f4").astype(np.float32) if len(v) == 4 * classes else None
-            if row is None or not valid_row(row, multilabel):
-                bad.append(k)
-                continue
-            out[k] = row
+        sized = [(k, v) for k, v in good if len(v) == 4 * classes]
+        bad.extend(k for k, v in good if len(v) != 4 * classes)
+        if sized:  # every row checked at once (a warm run reads millions: no per-row numpy calls)
+            rows = np.frombuffer(b"".join(v for _, v in sized), dtype="<f4").astype(np.float32).reshape(len(sized), classes)
+            ok = valid_rows(rows, multilabel)
+            for (k, _), row, fine in zip(sized, rows, ok):
+                if fine:
+                    out[k] = row
+                else:
+                    bad.append(k)
         self._drop_damaged("scores", "clf", clf, bad, "score" if len(bad) == 1 else "scores")
         if self._writable and out:
             self._used_scores.setdefault(clf, set()).update(out)
@@ -1103,12 +1108,23 @@ class use_score_cache:
         _SCORE_CHOICE[0] = self._prev
 
 
+def valid_rows(rows: "np.ndarray", multilabel: bool = False) -> "np.ndarray":
+    """Which kept rows (an (n, C) array) can be a model's answer: every value finite and in [0, 1], and (exclusive
+    classes) summing to 1 within float32 rounding. A CRC recomputed over a rewritten row proves nothing; this checks
+    what it says."""
+    rows = np.asarray(rows, dtype=np.float32).reshape(len(rows), -1)
+    if rows.shape[1] == 0:
+        return np.zeros(len(rows), dtype=bool)
+    with np.errstate(invalid="ignore"):
+        ok = np.isfinite(rows).all(1) & (rows >= 0.0).all(1) & (rows <= 1.0 + 1e-6).all(1)
+        if not multilabel:
+            ok &= np.abs(rows.sum(1, dtype=np.float64) - 1.0) <= 1e-3
+    return ok
+
+
 def valid_row(row: "np.ndarray", multilabel: bool = False) -> bool:
-    """Whether a kept row can be a model's answer: every value finite and in [0, 1], and (exclusive classes) summing
-    to 1 within float32 rounding. A CRC recomputed over a rewritten row proves nothing; this checks what it says."""
-    if row.size == 0 or not np.isfinite(row).all() or row.min() < 0.0 or row.max() > 1.0 + 1e-6:
-        return False
-    return multilabel or abs(float(row.sum(dtype=np.float64)) - 1.0) <= 1e-3
+    """:func:`valid_rows` of one row."""
+    return bool(valid_rows(np.asarray(row)[None], multilabel)[0]) if np.asarray(row).size else False
 
 
 def score_key(text: object) -> bytes:
