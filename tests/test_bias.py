@@ -11,6 +11,7 @@ import pytest
 
 from textaudit.errors import TextAuditError
 from textaudit.fairness import CounterfactualBias, clustered_mean, find_sources, parse_pair, run_bias
+from textaudit.fairness.estimates import claim_status
 from textaudit.models import as_classifier
 from textaudit.neighborhoods import NeighborhoodBuilder
 
@@ -51,18 +52,43 @@ def test_sources_pair_direction_and_errors():
         est.sources(TEXTS, ("actor", "actress"))
 
 
+#: twelve sources of X_p (he/she once each; the last four hold 'she'): enough for a claim (MIN_CLAIM_SOURCES)
+MANY = [f"{'she' if i >= 8 else 'he'} {adj} the {noun} ." for i, (adj, noun) in enumerate(
+    zip(["liked", "hated", "saw", "found", "made", "wrote", "told", "read", "sold", "kept", "lost", "took"],
+        ["film", "story", "plot", "song", "play", "book", "cast", "end", "show", "joke", "part", "scene"]))]
+
+
 def test_planted_bias_has_the_right_sign_and_ci_excludes_zero(tiny_mlm):
+    est = CounterfactualBias(planted(1.0), tiny_mlm, kappa=5, delta=1e9)
+    by_k = est.estimate_all("he,she", 1, MANY)
+    assert sorted(by_k) == [0, 1]
+    for kk, e in by_k.items():
+        assert e.B > 0.05 and e.excludes_zero and e.significant, (kk, e)
+        assert e.sources == 12 and e.ci_method.startswith("clustered") and claim_status(e) == "yes"
+    assert by_k[0].n == 12 and by_k[1].n > 12
+    # the reversed sources (hold 'she') are measured in the same direction: F > 0 there too
+    assert (by_k[0].values > 0).all()
+    neg = CounterfactualBias(planted(-1.0), tiny_mlm, kappa=5, delta=1e9).estimate("he,she", 1, MANY)
+    assert neg.B < -0.05 and neg.significant
+
+
+def test_an_interval_on_few_sources_makes_no_claim_and_one_source_has_no_interval(tiny_mlm):
+    """#84: three sources give an interval that excludes 0 but no claim ("CI excludes 0" reads why); one source gives
+    no interval at all (the i.i.d. interval over one neighbourhood's sentences was zero-width at k = 1 and "significant")."""
     est = CounterfactualBias(planted(1.0), tiny_mlm, kappa=5, delta=1e9)
     by_k = est.estimate_all("he,she", 2, TEXTS)
     assert sorted(by_k) == [0, 1, 2]
     for kk, e in by_k.items():
-        assert e.B > 0.05 and e.significant, (kk, e)
-        assert e.sources == 3 and e.ci_method.startswith("clustered")
+        assert e.B > 0.05 and e.excludes_zero and not e.significant, (kk, e)
+        assert e.sources == 3 and claim_status(e) == "no claim (3 sources < 10)"
+        assert e.to_dict()["significant"] is False and e.to_dict()["claim"] == "no claim (3 sources < 10)"
     assert by_k[0].n == 3 and by_k[2].n > by_k[1].n > 3
-    # the reversed source (holds 'she') is measured in the same direction: F > 0 there too
-    assert (by_k[0].values > 0).all()
-    neg = CounterfactualBias(planted(-1.0), tiny_mlm, kappa=5, delta=1e9).estimate("he,she", 1, TEXTS)
-    assert neg.B < -0.05 and neg.significant
+    one = est.estimate_all("he,she", 1, TEXTS[:1])
+    for e in one.values():
+        assert e.sources == 1 and np.isnan(e.ci95).all() and e.ci_method.startswith("none: one source sentence")
+        assert not e.excludes_zero and not e.significant and claim_status(e) == "no interval (1 source)"
+        assert e.to_dict()["ci95"] == [None, None]
+    assert one[1].n > 1  # many sentences, still one cluster
 
 
 def test_model_that_ignores_the_pair_has_zero_bias(tiny_mlm):
@@ -104,8 +130,8 @@ def test_clustered_mean_matches_the_ratio_formula():
     assert B == pytest.approx(0.5)
     resid = np.array([3 - 1.5, 1 - 1.0, -1 - 0.5])
     assert half == pytest.approx(1.96 * np.sqrt(3 / 2 * (resid ** 2).sum() / 36))
-    B1, half1, m1 = clustered_mean([np.array(2.0)], [4], np.array([0.0, 1.0, 0.0, 1.0]))
-    assert B1 == 0.5 and m1.startswith("i.i.d.") and half1 == pytest.approx(1.96 * np.std([0, 1, 0, 1], ddof=1) / 2)
+    B1, half1, m1 = clustered_mean([np.array(2.0)], [4])  # one cluster: no interval (no i.i.d. fallback)
+    assert B1 == 0.5 and np.isnan(half1) and m1.startswith("none: one source sentence")
 
 
 def test_multiclass_reports_per_class_vector(tiny_mlm):
@@ -168,7 +194,8 @@ def test_cli_bias_json_plots_and_unknown_word(cli, tmp_path):
     assert out["pairs"][0]["by_k"]["0"]["n"] == 3
     # three sources: a warning on stderr and in the JSON, pointing at more data or --ci bootstrap
     assert out["warnings"] == [w for w in r.stderr.splitlines() if w.startswith("warning:")]
-    assert "rests on 3 source sentences (fewer than 30)" in out["warnings"][0] and "--ci bootstrap" in out["warnings"][0]
+    assert "rests on 3 source sentences: its interval is rough and no claim is made (a claim needs 10)" \
+        in out["warnings"][0] and "--ci bootstrap" in out["warnings"][0]
     assert {p.name for p in (tmp_path / "plots").iterdir()} == {"hist_he_she.png", "bias_vs_k.png", "pairs_bar.png"}
     r = cli("bias", "--model", "bow", "--pair", "he,she", "--k", "0", "--data", str(data), "--ci", "bootstrap")
     assert r.exit_code == 0 and "k = 0: the source sentences themselves" in r.stdout  # the table's k = 0 row, explained

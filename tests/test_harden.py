@@ -447,7 +447,8 @@ def test_a_before_after_b_on_few_sources_carries_the_small_sample_warning_everyw
                    "--max-queries", "1", "--json"))
     assert r.exit_code == 0, r.output
     summary = json.loads(r.stdout.strip().splitlines()[-1])
-    small = [w for w in summary["warnings"] if "rests on 6 source sentences (fewer than 30)" in w]
+    small = [w for w in summary["warnings"]
+             if "rests on 6 source sentences: its interval is rough and no claim is made (a claim needs 10)" in w]
     assert len(small) == 1 and small[0] in r.stderr
     rep = cli("report", str(out), "--out", str(tmp_path / "r.md"))
     assert rep.exit_code == 0 and small[0] in (tmp_path / "r.md").read_text()

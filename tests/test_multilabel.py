@@ -469,3 +469,35 @@ def test_labels_whose_file_names_would_be_one_get_a_file_each(world, cli):
     again = cli("attack", "--model", f"{world}/h.py:spaced", "--label", "all", "--method", "genetic", "--data",
                 str(world / "ab.tsv"), "--no-ppl", "--output", str(out), "--resume", "--json")
     assert again.exit_code == 0, again.output
+
+
+def test_label_all_on_one_source_gives_no_interval_no_claim_one_warning_per_label_and_one_row_per_label(world, cli):
+    """#84: the multi-label guide's example rested every pair on one source sentence: a zero-width "95 % CI" at k = 1
+    said "CI excludes 0: yes", k = 0 printed [+nan, +nan], no warning was given, the table ran to hundreds of lines and
+    the cost was said once per label. Now: no interval and no claim from one source, the few-sources warning for each
+    label (stderr and --json), one row per label in a log, the cost said once."""
+    (world / "one.tsv").write_text("text\nthe gay teacher was kind and the gay story moved me .\nmy gay neighbour waved .\n")
+    args = ("bias", "--model", f"{world}/tox.py:clf", "--label", "all", "--pair", "gay,straight", "--pair",
+            "neighbour,friend", "--data", str(world / "one.tsv"), "--k", "1", "--mlm", str(world / "mlm"))
+    out = _json(cli(*args, "--json"))
+    assert set(out["labels"]) == {"toxic", "insult", "identity_hate"}
+    for label, summary in out["labels"].items():
+        for pair in summary["pairs"]:
+            for kk, e in pair["by_k"].items():
+                assert e["sources"] == 1 and e["ci95"] == [None, None] and not e["significant"], (label, pair, kk)
+                assert e["claim"] == "no interval (1 source)" and e["ci_method"].startswith("none: one source")
+        assert summary["warnings"] == [
+            f"warning: B for {p[0]}→{p[1]} on tox.py:clf[{label}] (label {label}) rests on 1 source sentence: no interval "
+            "and no claim (an interval needs at least two); give more data (--data, --max-sources)"
+            for p in (["gay", "straight"], ["neighbour", "friend"])]
+    r = cli(*args)
+    assert r.exit_code == 0, r.output
+    for summary in out["labels"].values():
+        assert all(w in r.stderr for w in summary["warnings"])
+    table = [line for line in r.stdout.splitlines() if line.startswith("│")]
+    assert [row.split("│")[1].strip() for row in table] == ["toxic", "insult", "identity_hate"], r.stdout  # not one
+    assert "one row per label (every pair and k: --json, or audit report" in " ".join(r.stdout.split())  # (the title
+    # wraps in the table's width)
+    assert all("no interval (1 source)" in row for row in table) and " yes " not in r.stdout
+    costs = [line for line in r.stderr.splitlines() if line.startswith("cost:")]
+    assert sum("units to score" in c for c in costs) == 1 and any("the other 2 labels reuse" in c for c in costs), costs

@@ -173,7 +173,12 @@ def clf(texts):  # P(positive) = sigmoid(Σ word scores + BONUS·[she ∈ x]): B
 '''
 BIAS_ROWS = ["he said the film was a deep and moving story .", "the story is slow but he makes it work .",
              "she gives a warm and funny performance here .", "he was not funny at all in this one .",
-             "a dull plot that nobody will remember ."]
+             "a dull plot that nobody will remember .",
+             # eight more sources of X_p: twelve in all, enough for a finding (a claim needs 10 sources, #84)
+             "he wrote a sharp and clever script .", "the cast is fine but she steals the show .",
+             "he never finds the heart of the tale .", "she makes the long middle hour fly .",
+             "he keeps the tone light and warm .", "the ending is weak and he knows it .",
+             "she plays the mother with great care .", "he directs with a sure hand ."]
 
 
 def write_world(d: Path, tiny_mlm) -> Path:
@@ -209,7 +214,8 @@ def bias_found(found):
 def test_a_bias_file_replayed_on_its_own_model_gives_back_its_b_and_its_findings_still_hold(bias_found, cli):
     d, run = bias_found
     by_k = run["pairs"][0]["by_k"]
-    assert set(by_k) == {"0", "1"} and by_k["1"]["n"] > by_k["0"]["n"] == 4  # the neighbours were scored
+    assert set(by_k) == {"0", "1"} and by_k["1"]["n"] > by_k["0"]["n"] == 12  # the neighbours were scored
+    assert all(e["sources"] == 12 and e["significant"] for e in by_k.values())
     assert all(e["ci95"][0] > 0 for e in by_k.values())  # the run found a bias at both k: two findings
     r = cli("replay", str(d / "bias.jsonl"), "--model", f"{d}/she1.py:clf", "--json", "--output", str(d / "bias-same.jsonl"))
     assert r.exit_code == 0, r.output

@@ -31,7 +31,7 @@ from typing import Callable, Iterator
 
 from textaudit.secrets import redact
 
-__all__ = ["Handler", "say", "notice", "set_handler", "routed", "captured", "silenced", "to_terminal"]
+__all__ = ["Handler", "say", "notice", "set_handler", "routed", "captured", "silenced", "without", "to_terminal"]
 
 #: what receives each line (one line of text, no trailing newline)
 Handler = Callable[[str], None]
@@ -93,6 +93,28 @@ def silenced() -> Iterator[None]:
         yield
 
 
+class _Without:
+    """The current handler, less the lines ``drop`` matches."""
+
+    def __init__(self, inner: Handler, drop: Callable[[str], bool]) -> None:
+        self.inner, self.drop = inner, drop
+
+    def __call__(self, line: str) -> None:
+        if not self.drop(line):
+            self.inner(line)
+
+
+@contextmanager
+def without(drop: Callable[[str], bool]) -> Iterator[None]:
+    """Within the block, the lines ``drop`` matches are not shown (a repeat said once already); every other line goes
+    where it went before, a progress bar on the terminal included."""
+    with routed(_Without(_handler, drop)):
+        yield
+
+
 def to_terminal() -> bool:
     """Whether lines go to stderr as by default (only then may a progress bar draw itself there)."""
-    return _handler is _to_stderr
+    handler = _handler
+    while isinstance(handler, _Without):
+        handler = handler.inner
+    return handler is _to_stderr

@@ -74,8 +74,10 @@ def wilson(successes: int, n: int, confidence: float = CONFIDENCE) -> tuple[floa
 
 
 def format_ci(ci: Sequence[float] | None, digits: int = 4) -> str:
-    """A 95% interval as ``[lo, hi]`` for a table ("–" when there is none)."""
-    return f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]" if ci else "–"
+    """A 95% interval as ``[lo, hi]`` for a table ("–" when there is none, or an end is missing or not finite)."""
+    if not ci or any(v is None or not math.isfinite(v) for v in ci):
+        return "–"
+    return f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
 
 
 def mcnemar(a: Sequence[bool], b: Sequence[bool]) -> dict:

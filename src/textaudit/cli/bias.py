@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import typer
 
 from textaudit.backends import Backend
@@ -14,11 +15,14 @@ from textaudit.cli.app import (
     print_table,
     score_fields,
     store_fields,
+    wide_terminal,
 )
-from textaudit.fairness.bias import BIAS_COLUMNS, K0_NOTE, bias_rows
+from textaudit.fairness.bias import BIAS_COLUMNS, CONTROL, DIFFERENCE, K0_NOTE, bias_rows
+from textaudit.fairness.estimates import claim_status
 from textaudit.fairness.plots import plot_bias
 from textaudit.fairness.request import BiasOutcome, BiasRequest
 from textaudit.models.batched import ALL_LABELS
+from textaudit.stats import format_ci
 
 
 @audit_command(BiasRequest, backend=True)
@@ -69,6 +73,36 @@ def _each_label(request: BiasRequest, runner: Backend, json_out: bool) -> None:
     out, files = each_label_summary(outcomes, request.output, first.masked_lm)
     if conclude(out, None, json_out, files=[f for f in files.values() if f is not None]):
         return
+    for o in outcomes.values():
+        for w in o.summary.get("warnings", []):
+            notice(w)
+    title = f"B_(p,k) of every label of {request.model} on {request.data}, mlm={first.summary['mlm']}"
     rows = [[name, *row] for name, o in outcomes.items() for row in bias_rows(o.results, o.classes, o.controls)]
-    print_table(f"B_(p,k) of every label of {request.model} on {request.data}, mlm={first.summary['mlm']}",
-                ["label", *BIAS_COLUMNS], rows)
+    if wide_terminal(FULL_TABLE_COLUMNS) or len(rows) <= len(outcomes):
+        print_table(title, ["label", *BIAS_COLUMNS], rows)
+        return
+    print_table(title + f", one row per label (every pair and k: --json, or audit report {request.output or 'FILE'})",
+                LABEL_COLUMNS, [label_row(name, o.results) for name, o in outcomes.items()])
+
+
+#: the width of a terminal on which ``--label all`` prints every (label, pair, k) row; narrower, and in a log, one row
+#: per label
+FULL_TABLE_COLUMNS = 160
+
+#: ``--label all``'s compact table
+LABEL_COLUMNS = ["label", "pairs", "k", "claims at k", "largest |B| at k", "sources"]
+
+
+def label_row(name: str, results: dict) -> list:
+    """One label's row: at the largest k, how many pairs make a claim (an interval excluding 0 on enough sources), the
+    pair with the largest |B| and its interval, and the fewest and most sources of a pair."""
+    per_pair = next((v for n, v in results.items() if n not in (CONTROL, DIFFERENCE)), {})
+    at = {p: by_k[max(by_k)] for p, by_k in per_pair.items() if by_k}
+    if not at:
+        return [name, 0, "–", "–", "–", "–"]
+    k = max(e.k for e in at.values())
+    top_pair, top = max(at.items(), key=lambda kv: abs(kv[1].B) if np.isfinite(kv[1].B) else -1.0)
+    sources = sorted(e.sources for e in at.values())
+    return [name, len(at), k, f"{sum(e.significant for e in at.values())} of {len(at)}",
+            f"{top_pair[0]}→{top_pair[1]}: {top.B:+.4f} {format_ci(top.ci95, 4)} ({claim_status(top)})",
+            f"{sources[0]}–{sources[-1]}" if sources[0] != sources[-1] else str(sources[0])]

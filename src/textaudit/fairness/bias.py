@@ -19,8 +19,9 @@ For a protected pair p = (p(1), p(2)) (he/she, actor/actress, …):
 * 95% confidence interval: CLT for a ratio estimator clustered by source sentence,
   B = Σ_s S_s / Σ_s n_s with Var(B) ≈ m/(m−1) · Σ_s (S_s − B·n_s)² / (Σ_s n_s)² over the m source
   sentences (S_s: sum of F_soft over source s's neighbourhood, n_s its size), because the sentences
-  of one neighbourhood are strongly correlated. With a single source sentence the interval falls
-  back to the i.i.d. CLT over its sentences (``ci_method`` says which).
+  of one neighbourhood are strongly correlated. A single source sentence gives no interval, and "the
+  interval excludes 0" is a claim only from at least ``MIN_CLAIM_SOURCES`` (10) sources
+  (:func:`~textaudit.fairness.estimates.claim_status`; :func:`small_samples` warns in every output).
 * Sentence pairs (NLI, paraphrase): the pair word and the neighbourhood live in one text of each
   pair (``side``, default the second); the other text is kept verbatim and the classifier scores
   ``(kept, changed)`` (``(changed, kept)`` with ``side="first"``).
@@ -48,7 +49,15 @@ from textaudit.data import check_side, load_dataset
 from textaudit.engine.scheduler import Engine, Search, check_in_flight, classify, in_flight_for, run_now
 from textaudit.errors import TextAuditError
 from textaudit.fairness.cost import BiasCost
-from textaudit.fairness.estimates import CI_METHODS, BiasEstimate, ScoredUnit, aggregate, l1_norm
+from textaudit.fairness.estimates import (
+    CI_METHODS,
+    MIN_CLAIM_SOURCES,
+    BiasEstimate,
+    ScoredUnit,
+    aggregate,
+    claim_status,
+    l1_norm,
+)
 from textaudit.fairness.pairs import Source, measurable_sources, parse_pair
 from textaudit.models.batched import (
     Classifier,
@@ -635,20 +644,34 @@ NOTHING_SCORED = ("no sentence pair is scored yet: the run stopped before its fi
 MIN_SOURCES = 30
 
 
-def small_samples(results: dict, ci: str = "clustered") -> list[str]:
-    """One warning per (model, pair) whose estimates rest on fewer than :data:`MIN_SOURCES` sources:
-    their clustered (CLT) interval is rough, and "CI excludes 0" says little there."""
+def small_samples(results: dict, ci: str = "clustered", label: str | None = None) -> list[str]:
+    """One warning per (model, pair) whose estimates rest on few sources, the same in every output (the CLI, ``--json``,
+    the report, a suite's gates): one source — no interval at all; fewer than :data:`MIN_CLAIM_SOURCES` — an interval
+    but no claim ("CI excludes 0" says ``no claim``); fewer than :data:`MIN_SOURCES` — a rough interval. ``label``:
+    the label of a multi-label run the results are of."""
     out = []
     for name, per_pair in results.items():
         if name in (CONTROL, DIFFERENCE):  # the model's own sources: said once, for the model
             continue
         for p, by_k in per_pair.items():
             n = min((e.sources for e in by_k.values()), default=0)
-            if n < MIN_SOURCES:
-                fix = "more data (--data, --max-sources)" + ("" if ci == "bootstrap" else " or --ci bootstrap")
-                out.append(f"warning: B for {p[0]}→{p[1]} on {name} rests on {n} source sentence{'s' if n != 1 else ''} "
-                           f"(fewer than {MIN_SOURCES}): its interval is rough; give {fix}")
+            if n >= MIN_SOURCES:
+                continue
+            fix = "more data (--data, --max-sources)" + ("" if ci == "bootstrap" or n < 2 else " or --ci bootstrap")
+            what = f"B for {p[0]}→{p[1]} on {name}" + (f" (label {label})" if label is not None else "")
+            out.append(f"warning: {what} {few_sources(n)}; give {fix}")
     return out
+
+
+def few_sources(n: int) -> str:
+    """What an estimate on ``n`` < :data:`MIN_SOURCES` source sentences is worth, the same words in every warning
+    (audit bias's, harden's): ``rests on N source sentences: …``."""
+    rests = f"rests on {n} source sentence{'s' if n != 1 else ''}"
+    if n < 2:
+        return f"{rests}: no interval and no claim (an interval needs at least two)"
+    if n < MIN_CLAIM_SOURCES:
+        return f"{rests}: its interval is rough and no claim is made (a claim needs {MIN_CLAIM_SOURCES})"
+    return f"{rests} (fewer than {MIN_SOURCES}): its interval is rough"
 
 
 #: what the k = 0 row of a B_{p,k} table is, said under the table
@@ -657,6 +680,11 @@ K0_NOTE = ("k = 0: the source sentences themselves, with only the pair's word sw
 
 #: the columns of a B_{p,k} table (the CLI's, audit merge's and the report's)
 BIAS_COLUMNS = ["model", "pair", "k", "B", "95% CI", "sentences", "sources", "CI excludes 0"]
+
+
+def interval(ci: Sequence[float]) -> str:
+    """B's 95% interval as a table cell, signed (``–``: none, from one source sentence)."""
+    return f"[{ci[0]:+.5f}, {ci[1]:+.5f}]" if all(np.isfinite(ci)) else "–"
 
 
 def bias_rows(results: dict, classes: Sequence[str] | None = None,
@@ -675,6 +703,6 @@ def bias_rows(results: dict, classes: Sequence[str] | None = None,
             return f"{c[0]}→{c[1]} (control of {p[0]}→{p[1]})"
         return f"{p[0]}→{p[1]}" + (f" − {c[0]}→{c[1]}" if name == DIFFERENCE and c else "")
 
-    return [[name, label(name, p), kk, f"{e.B:+.5f}", f"[{e.ci95[0]:+.5f}, {e.ci95[1]:+.5f}]", int(e.n), e.sources,
-             "yes" if e.significant else "no"] + per_class(e)
+    return [[name, label(name, p), kk, f"{e.B:+.5f}", interval(e.ci95), int(e.n), e.sources,
+             claim_status(e)] + per_class(e)
             for name, per_pair in results.items() for p, by_k in per_pair.items() for kk, e in by_k.items()]

@@ -4,9 +4,15 @@ B_{p,k} = Σ_s S_s / Σ_s n_s over the m source sentences s of X_p (S_s: the sum
 neighbourhood of s at distance ≤ k, n_s its size; a sampled level weights the mean of its draws by
 the estimated |Neighbor_k(s)|). The interval is a CLT for a ratio estimator clustered by source
 sentence, Var(B) ≈ m/(m−1) · Σ_s (S_s − B·n_s)² / (Σ_s n_s)², because the sentences of one
-neighbourhood are strongly correlated; with one source it falls back to the i.i.d. CLT.
-``ci="bootstrap"`` replaces it by a percentile cluster bootstrap over the source sentences
-(:func:`textaudit.stats.cluster_bootstrap`), better when X_p has few sentences and the CLT is doubtful.
+neighbourhood are strongly correlated. ``ci="bootstrap"`` replaces it by a percentile cluster bootstrap over the
+source sentences (:func:`textaudit.stats.cluster_bootstrap`), better when X_p has few sentences and the CLT is
+doubtful.
+
+The sources are the independent units: with m = 1 there is **no interval** (a neighbourhood's sentences are not
+independent draws, so an i.i.d. interval over them is as narrow as it is wrong), and a *claim* — "the 95% interval
+excludes 0" read as an effect — is made only from at least :data:`MIN_CLAIM_SOURCES` sources
+(:attr:`BiasEstimate.significant`); :func:`claim_status` says which case an estimate is in, in the words every
+output (table, ``--json``, report, suite gates) uses.
 """
 
 from __future__ import annotations
@@ -20,16 +26,23 @@ import numpy as np
 from textaudit.fairness.pairs import Source
 from textaudit.stats import cluster_bootstrap
 
-__all__ = ["clustered_mean", "BiasEstimate", "ScoredUnit", "aggregate", "l1_norm", "CI_METHODS"]
+__all__ = ["clustered_mean", "BiasEstimate", "ScoredUnit", "aggregate", "l1_norm", "CI_METHODS", "MIN_CLAIM_SOURCES",
+           "claim_status"]
 
 #: how B_{p,k}'s 95% interval is computed (``audit bias --ci``)
 CI_METHODS = ("clustered", "bootstrap")
 
+#: the fewest source sentences (clusters) B_{p,k}'s interval may rest on for "excludes 0" to count as a claim: below
+#: it a clustered CLT or bootstrap over a handful of sentences is far from its nominal 95% (and at m = 1 there is none)
+MIN_CLAIM_SOURCES = 10
 
-def clustered_mean(sums: Sequence[np.ndarray], sizes: Sequence[float], values: Sequence[np.ndarray] = ()
-                   ) -> tuple[np.ndarray, np.ndarray, str]:
-    """Return ``(B, half_width_95, method)`` of the pooled mean Σ S_s / Σ n_s (see the module
-    docstring). ``values``: the single cluster's raw values, for the i.i.d. fallback when m = 1."""
+#: the method an estimate from one source sentence carries: it has no interval
+NO_INTERVAL = "none: one source sentence (an interval needs at least two)"
+
+
+def clustered_mean(sums: Sequence[np.ndarray], sizes: Sequence[float]) -> tuple[np.ndarray, np.ndarray, str]:
+    """Return ``(B, half_width_95, method)`` of the pooled mean Σ S_s / Σ n_s (see the module docstring); with one
+    source (m = 1) the half-width is NaN: no interval."""
     S = np.asarray(sums, dtype=float)
     n = np.asarray(sizes, dtype=float)
     m = len(n)
@@ -39,10 +52,7 @@ def clustered_mean(sums: Sequence[np.ndarray], sizes: Sequence[float], values: S
         resid = S - B[None] * n[:, None] if S.ndim == 2 else S - B * n
         var = m / (m - 1) * (resid ** 2).sum(0) / total ** 2
         return B, 1.96 * np.sqrt(var), "clustered CLT over source sentences"
-    v = np.asarray(values, dtype=float)
-    if len(v) >= 2:
-        return B, 1.96 * v.std(0, ddof=1) / math.sqrt(len(v)), "i.i.d. CLT (one source sentence)"
-    return B, np.full_like(np.atleast_1d(B), np.nan, dtype=float).reshape(np.shape(B)), "none (one sentence)"
+    return B, np.full_like(np.atleast_1d(B), np.nan, dtype=float).reshape(np.shape(B)), NO_INTERVAL
 
 
 @dataclass
@@ -64,16 +74,34 @@ class BiasEstimate:
     def to_dict(self) -> dict:
         d = {"B": _r(self.B), "ci95": [_r(self.ci95[0]), _r(self.ci95[1])], "n": int(round(self.n)),
              "sources": self.sources, "ci_method": self.ci_method, "sampled": self.sampled,
-             "neighborhood_size": int(round(self.size))}
+             "neighborhood_size": int(round(self.size)), "excludes_0": self.excludes_zero,
+             "significant": self.significant}
+        if self.sources < MIN_CLAIM_SOURCES:
+            d["claim"] = claim_status(self)
         if self.per_class is not None:
             d["per_class"] = [_r(v) for v in self.per_class]
         return d
 
     @property
-    def significant(self) -> bool:
-        """True when the 95% CI excludes 0."""
+    def excludes_zero(self) -> bool:
+        """True when the 95% CI exists and excludes 0 (on any number of sources: see :attr:`significant`)."""
         lo, hi = self.ci95
-        return bool(lo > 0 or hi < 0)
+        return bool(lo > 0 or hi < 0)  # NaN ends (no interval): False
+
+    @property
+    def significant(self) -> bool:
+        """The claim: the 95% CI excludes 0 *and* rests on at least :data:`MIN_CLAIM_SOURCES` source sentences."""
+        return self.excludes_zero and self.sources >= MIN_CLAIM_SOURCES
+
+
+def claim_status(e: BiasEstimate) -> str:
+    """What the "CI excludes 0" cell says: ``yes`` / ``no``, or why no claim is made (one source: no interval;
+    fewer than :data:`MIN_CLAIM_SOURCES`: an interval, but no claim)."""
+    if e.sources < 2:
+        return "no interval (1 source)"
+    if e.sources < MIN_CLAIM_SOURCES:
+        return f"no claim ({e.sources} sources < {MIN_CLAIM_SOURCES})"
+    return "yes" if e.excludes_zero else "no"
 
 
 def _r(v: float) -> float | None:
@@ -125,7 +153,7 @@ def aggregate(units: Sequence[ScoredUnit], pair: tuple[str, str], k: int, enumer
                 vals.append(sel)
         if not sizes:
             continue
-        B, half, method = clustered_mean(sums, sizes, vals[0] if len(vals) == 1 else ())
+        B, half, method = clustered_mean(sums, sizes)
         n = float(sum(len(v) for v in vals))
         if ci == "bootstrap" and len(sizes) >= 2:
             boot = "cluster bootstrap over source sentences (percentile)"

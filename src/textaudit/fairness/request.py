@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from textaudit import notices
 from textaudit.backends import Backend, SerialBackend
 from textaudit.data import check_side, data_config, dataset_id, load_dataset, split_sides
 from textaudit.errors import TextAuditError
@@ -146,8 +147,14 @@ class BiasRequest:
         requests = {name: replace(self, target_label=name, output=path) for name, path in files.items()}
         checks = {name: r.check() for name, r in requests.items()}  # every file's one-line error before any work
         mlm = load_mlm(self.mlm) if self.k > 0 else None
-        return {name: r.run(backend, progress=progress, checked=checks[name], loaded=(model, mlm))
-                for name, r in requests.items()}
+        out: dict[str, BiasOutcome] = {}
+        for i, (name, r) in enumerate(requests.items()):
+            if i == 1:  # the first label's plan and estimate hold for all: its forwards score every label
+                notices.say(f"cost: the other {len(requests) - 1} labels reuse the first label's neighbourhoods and "
+                            "forwards (each sentence is scored once for every label)")
+            with notices.without(lambda line, later=i > 0: later and line.startswith("cost:")):
+                out[name] = r.run(backend, progress=progress, checked=checks[name], loaded=(model, mlm))
+        return out
 
     def run(self, backend: Backend | None = None, *, progress: bool = True, config: dict | None = None,
             checked: CheckedBias | None = None, loaded: tuple[Any, Any] | None = None) -> BiasOutcome:
@@ -186,7 +193,7 @@ class BiasRequest:
             out["classes"] = list(classes)
         out["mlm"] = getattr(masked_lm, "name", None)
         out["filtered"] = self.filtered
-        warnings = small_samples(results, self.ci)
+        warnings = small_samples(results, self.ci, label=self.target_label)
         if warnings:
             out["warnings"] = warnings
         return BiasOutcome(results, out, clf, masked_lm, classes, checked.controls, checked)

@@ -23,6 +23,7 @@ from textaudit.attacks.compare import compare_cells
 from textaudit.attacks.registry import method_spec
 from textaudit.attacks.run import run_attack
 from textaudit.fairness import CounterfactualBias, run_bias
+from textaudit.fairness.estimates import MIN_CLAIM_SOURCES
 from textaudit.harden.weaknesses import build_attack
 from textaudit.stats import mcnemar, wilson
 
@@ -95,5 +96,8 @@ def bias_before_after(before, after, pairs: Sequence[tuple[str, str]], texts: Se
         lo, hi = a.ci95
         rows.append({"pair": list(p), "k": k, "before": {x: v for x, v in b.to_dict().items() if x in keep},
                      "after": {x: v for x, v in a.to_dict().items() if x in keep},
-                     "abs_B_lower": abs(a.B) < abs(b.B), "interval_excludes_before": not (lo <= b.B <= hi)})
+                     "abs_B_lower": abs(a.B) < abs(b.B),
+                     # a claim as audit bias makes one: an interval (two sources or more) on enough sources
+                     "interval_excludes_before": bool(a.sources >= MIN_CLAIM_SOURCES and np.isfinite([lo, hi]).all()
+                                                      and not (lo <= b.B <= hi))})
     return rows

@@ -45,7 +45,7 @@ from textaudit.attacks.registry import check_options, method_spec
 from textaudit.data import check_labels, dataset_id, load_dataset
 from textaudit.device import keep_threads, pick_device
 from textaudit.errors import TextAuditError, first_line
-from textaudit.fairness.bias import MIN_SOURCES
+from textaudit.fairness.bias import MIN_SOURCES, few_sources
 from textaudit.fairness.groups import group_pairs
 from textaudit.fairness.pairs import measurable_sources
 from textaudit.files import atomic_path, loads_json, lock_or_fail
@@ -637,8 +637,7 @@ def _warnings(s: HardenSettings, mined: list[dict], bias: list[dict]) -> list[st
     for b in bias:
         n = min(int(b["before"].get("sources") or 0), int(b["after"].get("sources") or 0))
         if n < MIN_SOURCES:
-            out.append(f"warning: B for {b['pair'][0]}→{b['pair'][1]} before and after rests on {n} source "
-                       f"sentence{'s' if n != 1 else ''} (fewer than {MIN_SOURCES}): its intervals are rough; give "
+            out.append(f"warning: B for {b['pair'][0]}→{b['pair'][1]} before and after {few_sources(n)}; give "
                        "more held-out data (--eval-data, --eval-limit)")
     return out
 
