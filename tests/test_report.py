@@ -341,6 +341,71 @@ def test_audit_run_gates_on_thresholds_and_resumes(results, cli):
     assert {p: p.read_text() for p in (d / "gate").rglob("*.jsonl")} == before  # the same runs, reused
 
 
+def test_audit_run_writes_its_gates_as_junit_that_a_junit_parser_reads(results, cli):
+    """#84: CI systems read JUnit XML. Each gate is a test case with its value, threshold and the results file it
+    reads; a failed gate a failure; B on a handful of sources carries audit bias's few-sources warning there, in the
+    table's notes, --json and the report. A file textaudit did not write is never overwritten."""
+    from junitparser import Failure, JUnitXml
+
+    d = results["dir"]
+    robust = f'"{d}/robust.py:clf"'
+    junit = d / "gates.xml"
+    fail = _suite(d, f"genetic.{robust}.success_rate_max = 0.0\nbias.\"he,she\".abs_B_k1_max = 0.01\n", "junit.toml")
+    r = cli("run", str(fail), "--junit", str(junit), "--json")
+    assert r.exit_code == 1, r.output
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    xml = JUnitXml.fromfile(str(junit))
+    suites = list(xml)
+    assert [s.name for s in suites] == ["tiny gate"] and xml.tests == 2 and xml.failures == 1
+    cases = {c.name: c for c in suites[0]}
+    assert set(cases) == {c["name"] for c in out["checks"]}
+    for check in out["checks"]:
+        case = cases[check["name"]]
+        props = case_properties(case)
+        assert props["value"] == repr(check["value"]) and props["threshold"] == f"{check['op']} {check['limit']}"
+        assert props["file"] == check["file"] and Path(check["file"]).exists()
+        assert case.is_passed == check["passed"] and case.classname.startswith("textaudit.tiny_gate.")
+        assert case_properties(case) and f"must be {check['op']} {check['limit']}" in case.system_out
+        assert [type(x) for x in case.result] == ([] if check["passed"] else [Failure])
+    bias = next(c for c in out["checks"] if c["name"].startswith("bias."))
+    assert bias["file"] == str(d / "gate" / "bias.jsonl") and not bias["passed"]
+    # the bias rests on few sources: the gate says so wherever it is read
+    sources = results_sources(Path(bias["file"]))
+    assert sources < 10 and bias["note"] == (f"B for he→she rests on {sources} source sentences: its interval is rough "
+                                             "and no claim is made (a claim needs 10)")
+    assert case_properties(cases[bias["name"]])["note"] == bias["note"] and bias["note"] in cases[bias["name"]].system_out
+    assert f"warning: {bias['name']}: {bias['note']}" in r.stderr
+    assert bias["note"] in Path(out["report"]).read_text()
+    genetic = next(c for c in out["checks"] if c["name"].startswith("genetic."))
+    cell = Path(genetic["file"])  # the robust model's genetic cell, the file its success rate is read from
+    assert cell.parent == d / "gate" / "compare" and cell.name.endswith("robust.py_clf.genetic.jsonl") and cell.is_file()
+    # run again: textaudit's own JUnit file is replaced; a file it did not write is refused before any audit runs
+    assert cli("run", str(fail), "--junit", str(junit)).exit_code == 1
+    theirs = d / "theirs.xml"
+    theirs.write_text("<?xml version='1.0'?><testsuites name=\"their tests\"/>")
+    r = cli("run", str(fail), "--junit", str(theirs))
+    assert r.exit_code == 2 and "textaudit did not write it" in r.output and "Traceback" not in r.output
+    assert theirs.read_text() == "<?xml version='1.0'?><testsuites name=\"their tests\"/>"
+
+
+def case_properties(case) -> dict:
+    """A JUnit test case's ``<properties>`` as junitparser reads them."""
+    from junitparser import Properties, Property
+
+    props = case.child(Properties)
+    return {} if props is None else {p.name: p.value for p in props.iterchildren(Property)}
+
+
+def results_sources(path: Path) -> int:
+    """How many source sentences a bias results file's B rests on (its records' distinct sources)."""
+    from textaudit.fairness.bias import estimates_from_records
+    from textaudit.results import read_header
+
+    cfg = read_header(path)["config"]
+    by_pair = next(iter(estimates_from_records(read_jsonl(path), cfg["k"], cfg["enumerate_k"]).values()))
+    return min(e.sources for by_k in by_pair.values() for e in by_k.values())
+
+
 @pytest.mark.parametrize("body,msg", [
     ("[suite]\nlimit = 3\n", "declares no audit"),
     ("[compare]\nmodels = ['cnn']\nmethods = ['so-beam']\n[extra]\nx = 1\n", "unknown section [extra]"),

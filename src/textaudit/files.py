@@ -50,6 +50,8 @@ APPLICATION_ID = 0x54415544
 #: ("textaudit 0.1.0 · 3 result file(s) · generated 2026-11-24 23:30")
 REPORT_MARKERS = (re.compile(rb'<meta name="generator" content="textaudit report '),
                   re.compile(rb"\A# [^\n]*\n\ntextaudit \S+ \xc2\xb7 \d+ result file\(s\) \xc2\xb7 generated "))
+#: a suite's JUnit XML (``audit run --junit``; :mod:`textaudit.formats.junit` writes it): its root's name
+JUNIT_MARK = re.compile(rb"<testsuites [^>]*\bname=\"textaudit suite")
 #: the metadata textaudit gives the figures it draws (PNG ``Software``, PDF and SVG ``Creator``)
 FIGURE_MARK = b"textaudit"
 _HEAD = 1 << 16
@@ -82,7 +84,7 @@ def made_by_textaudit(path: str | Path) -> bool:
         return len(head) >= 72 and int.from_bytes(head[68:72], "big") == APPLICATION_ID
     if head.startswith((b"\x89PNG", b"%PDF")) or b"<svg" in head[:4096]:
         return FIGURE_MARK in head or FIGURE_MARK in tail  # a PDF's metadata is at its end
-    if any(m.search(head) for m in REPORT_MARKERS):
+    if any(m.search(head) for m in REPORT_MARKERS) or (head.startswith(b"<?xml") and JUNIT_MARK.search(head[:4096])):
         return True
     n = int.from_bytes(head[:8], "little") if len(head) > 9 else 0
     if 0 < n < size and head[8:9] == b"{":  # safetensors: a JSON header after its length

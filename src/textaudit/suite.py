@@ -80,10 +80,11 @@ from typing import Any, Callable
 from textaudit.attacks.request import AttackRequest, CompareRequest
 from textaudit.data import dataset_id, load_dataset
 from textaudit.errors import TextAuditError
+from textaudit.fairness.bias import MIN_SOURCES, few_sources
 from textaudit.fairness.pairs import check_some_source
 from textaudit.fairness.request import BiasRequest
 from textaudit.findings import ReplayRequest
-from textaudit.formats.compare import check_distinct_files, file_part
+from textaudit.formats.compare import cell_path, check_distinct_files, file_part
 from textaudit.formats.jsonl import check_output, read_header, read_jsonl, write_results
 from textaudit.harden.request import HardenRequest
 from textaudit.models import load_classifier
@@ -146,11 +147,18 @@ class Check:
     op: str  # "<=", ">=", "<" or ">"
     limit: float
     passed: bool
+    file: str | None = None  # the results file (or folder) the value was read from
+    note: str | None = None  # what the value is worth beside its pass (B on too few sources: no claim)
 
     @property
     def row(self) -> list:
         return [self.name, "missing" if self.value is None else self.value, f"{self.op} {self.limit}",
-                "pass" if self.passed else "FAIL"]
+                ("pass" if self.passed else "FAIL") + (" (see the note)" if self.note else "")]
+
+    def to_dict(self) -> dict:
+        """The check as ``audit run --json`` gives it."""
+        return {"name": self.name, "value": self.value, "op": self.op, "limit": self.limit, "passed": self.passed,
+                "file": self.file, "note": self.note}
 
 
 @dataclass
@@ -523,13 +531,46 @@ def _replay_thresholds(suite: Suite) -> list[tuple[str, str, float, Callable[[di
 
 
 def check_thresholds(suite: Suite, results: dict) -> list[Check]:
-    """Every threshold of ``suite`` against ``results`` (see :func:`run_suite`); a missing value fails."""
+    """Every threshold of ``suite`` against ``results`` (see :func:`run_suite`); a missing value fails. Each check
+    names the results file its value is read from and, for B_{p,k}, audit bias's warning when it rests on few
+    sources (the gate still passes or fails on its value: the note says what that value is worth)."""
     checks = []
     for name, op, limit, value_of in _thresholds(suite) + _replay_thresholds(suite):
         v = value_of(results)
         ok = v is not None and {"<=": v <= limit, ">=": v >= limit, "<": v < limit, ">": v > limit}[op]
-        checks.append(Check(name, None if v is None else round(float(v), 6), op, limit, bool(ok)))
+        file, note = _gate_source(suite, name, results)
+        checks.append(Check(name, None if v is None else round(float(v), 6), op, limit, bool(ok),
+                            None if file is None else str(file), note))
     return checks
+
+
+def _gate_source(suite: Suite, name: str, results: dict) -> tuple[Path | None, str | None]:
+    """The results file a gate named ``name`` reads (the JUnit case's file), and its note."""
+    out = suite.output_dir
+    head, *rest = name.split(".")
+    if name.startswith("bias."):
+        pair_text, metric = name[len("bias."):].rsplit(".", 1)
+        pair = tuple(w.strip() for w in pair_text.strip('"').split(","))
+        k = int(metric.partition("_k")[2].split("_")[0])
+        e = next(iter(results.get("bias", {}).values()), {}).get(pair, {}).get(k)
+        note = None if e is None or e.sources >= MIN_SOURCES else f"B for {pair[0]}→{pair[1]} {few_sources(e.sources)}"
+        return out / "bias.jsonl", note
+    if head == "attack":
+        return out / "attack.jsonl", None
+    middle = name[len(head) + 1:name.rindex(".")] if rest else ""  # a model's name may hold a dot
+    if head == "certify":
+        return out / f"certify.{file_part(middle)}.jsonl", None
+    if head == "harden":
+        return out / "harden", None
+    if head == "replay":
+        return out / "replay.jsonl", None
+    if head == "compare":
+        return out / "compare", None
+    methods = suite.get("compare", "methods", [])
+    method = next((m for m in methods if m == head or m.replace("-", "_") == head), None)
+    if method is not None and middle in suite.get("compare", "models", []):
+        return cell_path(out / "compare", middle, method), None
+    return None, None
 
 
 def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], Path, list[Path]]:
