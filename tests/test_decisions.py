@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from html import escape as html_escape
 from pathlib import Path
 
 import numpy as np
@@ -120,9 +121,32 @@ def test_replay_with_a_margin_says_non_inferior_at_2_points_not_at_half(planted,
     from textaudit.results import load
 
     assert load(tmp_path / "r.jsonl").summary()["non_inferiority"] == t
-    r = cli(*args, "--margin", "0.005")
+    r = cli(*args, "--margin", "0.005", "--output", str(tmp_path / "half.jsonl"))
     assert r.exit_code == 0 and "not shown non-inferior at m = 0.5 points" in r.output, r.output
     assert "harmful" in r.output and "beneficial" in r.output
+    # #84: a 12-column table in a log breaks no word (it broke 'base.py:cl / f', 'beneficia / l') ...
+    rows = [line for line in r.stdout.splitlines() if line.startswith("│")]
+    assert any("│ new.py:clf │ base.py:clf │ 1000 │" in line and "[+0.0046, +0.0154]" in line for line in rows), r.stdout
+    assert "beneficial ┃ non-inferior ┃ equivalent" in r.stdout
+    # ... and the report shows the verdict the command printed (it was dropped)
+    verdict = next(line for line in r.stdout.splitlines() if "not shown non-inferior" in line)
+    for name, form in (("r.md", "md"), ("r.html", "html")):
+        rep = cli("report", str(tmp_path / "half.jsonl"), "--out", str(tmp_path / name))
+        assert rep.exit_code == 0, rep.output
+        text = (tmp_path / name).read_text()
+        assert (verdict if form == "md" else html_escape(verdict)) in text and "non-inferiority of the still-rate" in text
+
+
+def test_a_tiny_mcnemar_p_is_kept_and_printed_as_such_never_0():
+    """#84: "McNemar p = 0" where p ≈ 2e-13 — the summary rounded p to six decimals."""
+    from textaudit.kinds import summarize_replay
+    from textaudit.stats import format_p
+
+    records = [{"id": str(i), "method": "so-enum", "pair": None, "status": "fixed", "baseline_status": "still"}
+               for i in range(45)]
+    s = summarize_replay(records, "m", "base")
+    assert s["fixed_by_model"] == 45 and s["mcnemar_p"] == pytest.approx(2 * 0.5 ** 45, rel=1e-3) and s["mcnemar_p"] > 0
+    assert format_p(s["mcnemar_p"]) == "5.68e-14"
 
 
 @pytest.mark.parametrize("extra, message", [

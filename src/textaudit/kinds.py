@@ -24,7 +24,7 @@ from textaudit.robustness.calibration import summarize_calibration
 from textaudit.robustness.learnability import aggregate
 from textaudit.robustness.perturbscore.tuples import summarize_tuples
 from textaudit.robustness.smoothing import SMOOTHING, summarize_certify
-from textaudit.stats import hit_rates, mcnemar, non_inferiority, wilson
+from textaudit.stats import hit_rates, mcnemar, non_inferiority, round_p, wilson
 
 __all__ = ["Kind", "KINDS", "BY_ID", "kind_of", "summarize_records", "summarize_replay", "REPLAY_STATUSES",
            "resumable_commands", "listed"]
@@ -193,7 +193,7 @@ def summarize_replay(records: list[dict], model: str, baseline: str | None = Non
                    baseline_fixed=count("baseline_status", "fixed"),
                    fixed_by_model=sum(r.get("baseline_status") == "still" and r["status"] == "fixed" for r in records),
                    regressed=sum(r.get("baseline_status") == "fixed" and r["status"] == "still" for r in records),
-                   paired=len(both), mcnemar_p=round(float(test["p"]), 6))
+                   paired=len(both), mcnemar_p=round_p(float(test["p"])))
         if margin is not None and both:
             out["non_inferiority"] = non_inferiority([r["baseline_status"] == "still" for r in both],
                                                      [r["status"] == "still" for r in both], float(margin))

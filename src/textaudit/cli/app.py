@@ -26,6 +26,7 @@ from typer.exceptions import TyperException
 from textaudit.backends import make_backend
 from textaudit.environment import check_environment
 from textaudit.errors import TextAuditError
+from textaudit.formats.margins import MARGIN_COLUMNS, margin_rows, margin_title, margin_verdicts
 from textaudit.kinds import resumable_commands
 from textaudit.models.batched import each_label
 from textaudit.models.options import ModelOptions, use_model_options
@@ -659,9 +660,18 @@ def emit_json(obj: Any) -> None:
     typer.echo(json.dumps(obj, default=str))
 
 
+#: the width a table is laid out in when stdout is not a terminal (a CI log, a pipe) ...
+TABLE_WIDTH = 120
+#: ... widened to the table's natural width up to this (no cell wraps), and beyond it when a column's longest word
+#: needs it: a log line may be long, a word is never broken
+LOG_WIDTH = 200
+
+
 def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
-    """Print a rich table on stdout."""
+    """Print a rich table on stdout: at the terminal's width; else (a log) at :data:`TABLE_WIDTH`, widened to the
+    table's natural width up to :data:`LOG_WIDTH` and to its minimum (each column as wide as its longest word)."""
     from rich.console import Console
+    from rich.measure import Measurement
     from rich.table import Table
 
     table = Table(title=title, title_justify="left")
@@ -669,7 +679,22 @@ def print_table(title: str, columns: list[str], rows: list[list[Any]]) -> None:
         table.add_column(c, overflow="fold")
     for r in rows:
         table.add_row(*["" if v is None else str(v) for v in r])
-    Console(width=max(120, 0)).print(table)
+    terminal = wide_terminal()
+    console = Console(width=terminal or TABLE_WIDTH)
+    if not terminal:  # (a terminal folds at its own width)
+        need = Measurement.get(console, console.options.update_width(10_000), table)
+        console = Console(width=max(TABLE_WIDTH, min(need.maximum, LOG_WIDTH), need.minimum))
+    console.print(table)
+
+
+def wide_terminal(columns: int = 0) -> int:
+    """The width of the terminal stdout is, when it is one at least ``columns`` wide; else 0 (a log, a pipe)."""
+    import shutil
+
+    if not sys.stdout.isatty():
+        return 0
+    width = shutil.get_terminal_size((0, 0)).columns
+    return width if width >= max(columns, 1) else 0
 
 
 def notice(msg: str) -> None:
@@ -677,22 +702,12 @@ def notice(msg: str) -> None:
     typer.echo(msg, err=True)
 
 
-#: the columns of a non-inferiority table (audit replay --margin, audit compare --margin)
-MARGIN_COLUMNS = ["model", "vs", "n", "rate vs", "rate model", "harm", "90% CI", "margin", "harmful", "beneficial",
-                  "non-inferior", "equivalent"]
-
-
 def print_margins(rate: str, tests: list[tuple[str, str, dict]]) -> None:
     """The non-inferiority table of ``rate`` (higher is worse) for ``(model, baseline, non_inferiority(...))``
-    triples, harm = the model's rate − the baseline's, then each verdict as a sentence."""
-    margin = tests[0][2]["margin"]
-    print_table(f"non-inferiority of the {rate} at m = {margin:g} (harm = how much worse the model is than vs; "
-                "non-inferior when the 90% CI's upper end < m, equivalent when it lies within ±m)", MARGIN_COLUMNS,
-                [[m, b, t["n"], f"{t['rate_before']:.4f}", f"{t['rate_after']:.4f}", f"{t['harm']:+.4f}",
-                  f"[{t['harm_ci'][0]:+.4f}, {t['harm_ci'][1]:+.4f}]", t["margin"], t["harmful"], t["beneficial"],
-                  "yes" if t["non_inferior"] else "no", "yes" if t["equivalent"] else "no"] for m, b, t in tests])
-    for m, b, t in tests:
-        typer.echo(f"{m} vs {b}: {t['verdict']} ({t['harmful']} harmful, {t['beneficial']} beneficial flips)")
+    triples (:mod:`textaudit.formats.margins`: the report shows the same), then each verdict as a sentence."""
+    print_table(margin_title(rate, tests), MARGIN_COLUMNS, margin_rows(tests))
+    for line in margin_verdicts(tests):
+        typer.echo(line)
 
 
 def print_sampled(sampled: dict, what: str = "findings") -> None:

@@ -14,6 +14,7 @@ from textaudit.cli.app import (
     print_margins,
     print_table,
 )
+from textaudit.stats import format_p
 
 
 @audit_command(CompareRequest)
@@ -49,7 +50,7 @@ def print_compare(result: dict) -> None:
     if result["paired"]:
         print_table("paired: McNemar's exact test on the examples both attacked", ["a", "b", "n", "rate a", "rate b",
                                                                                   "only a", "only b", "p"],
-                    [[p["a"], p["b"], p["n"], p["rate_a"], p["rate_b"], p["only_a"], p["only_b"], p["p"]]
+                    [[p["a"], p["b"], p["n"], p["rate_a"], p["rate_b"], p["only_a"], p["only_b"], format_p(p["p"])]
                      for p in result["paired"]])
     tests = [(p["b"], p["a"], p["non_inferiority"]) for p in result["paired"] if "non_inferiority" in p]
     if tests:

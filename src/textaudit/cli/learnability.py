@@ -7,6 +7,7 @@ from textaudit.backends import Backend
 from textaudit.cli.app import JsonOpt, audit_command, conclude, notice, print_table
 from textaudit.robustness.learnability import LearnabilityRequest
 from textaudit.robustness.plots import plot_study
+from textaudit.stats import format_p
 
 
 # it trains fresh zoo models: no endpoint's transport options, no neighbourhood store
@@ -28,4 +29,4 @@ def learnability(json_out: JsonOpt = False, runner: Backend = None, request: Lea
                   r["robustness"], r["post_aug_delta"]] for r in study["results"]])
     if study["spearman"]:
         print_table("Spearman correlation over model × perturbation", ["pair", "ρ", "p"],
-                    [[k, v["rho"], v["p"]] for k, v in study["spearman"].items()])
+                    [[k, v["rho"], format_p(v["p"])] for k, v in study["spearman"].items()])

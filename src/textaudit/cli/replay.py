@@ -47,7 +47,7 @@ def replay(json_out: JsonOpt = False, request: ReplayRequest = None) -> None:
     title = f"{out['findings']} findings replayed on {out['model']}: {out['still']} still hold ({share} of the applicable)"
     if baseline:
         title += (f"; vs {out['baseline']}: {out['fixed_by_model']} fixed, {out['regressed']} regressed, "
-                  f"McNemar p = {out['mcnemar_p']:.4g}")
+                  f"McNemar p = {format_p(out['mcnemar_p'])}")
     print_table(title, COLUMNS, rows)
     notice(FIXED_MEANS)
     if again:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from textaudit.cli.app import JsonOpt, audit_command, conclude, notice, print_table
 from textaudit.robustness.plots import plot_wordorder
 from textaudit.robustness.wordorder import WordOrderRequest
+from textaudit.stats import format_p
 
 
 @audit_command(WordOrderRequest, store=False)
@@ -33,4 +34,4 @@ def wordorder(json_out: JsonOpt = False, request: WordOrderRequest = None) -> No
                 [[r["perturbation"], r["level"], r["rho"], r["accuracy"], r["dnd"], r["idc"], r["levenshtein"], r["bleu4"]]
                  for r in rows])
     print_table("Spearman correlation of accuracy with each metric", ["metric", "ρ", "p"],
-                [[k.replace("accuracy_vs_", ""), v["rho"], v["p"]] for k, v in corr.items() if k != "clean_accuracy"])
+                [[k.replace("accuracy_vs_", ""), v["rho"], format_p(v["p"])] for k, v in corr.items() if k != "clean_accuracy"])

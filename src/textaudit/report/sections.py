@@ -29,6 +29,7 @@ from textaudit.fairness.plots import plot_bias
 from textaudit.fairness.replay import REPLAY_COLUMNS, replay_row
 from textaudit.findings import Replay
 from textaudit.formats import harden as ba
+from textaudit.formats.margins import MARGIN_COLUMNS, margin_rows, margin_title, margin_verdicts
 from textaudit.harden.plots import plot_before_after
 from textaudit.kinds import summarize_records
 from textaudit.report.load import KINDS, Loaded
@@ -212,7 +213,18 @@ def _compare(item: Loaded, n: int, where: str | Path | None = None) -> Section:
                                 ["a", "b", "examples", "rate a", "rate b", "only a", "only b", "p"],
                                 [[p["a"], p["b"], p["n"], p["rate_a"], p["rate_b"], p["only_a"], p["only_b"], format_p(p["p"])]
                                  for p in c["paired"]]))
+    _margins(sec, "success rate", [(p["b"], p["a"], p["non_inferiority"]) for p in c.get("paired") or []
+                                   if isinstance(p.get("non_inferiority"), dict)])
+    _margins(sec, "error rate (1 − accuracy)", [(t["b"], t["a"], t["non_inferiority"]) for t in c.get("accuracy") or []
+                                                if isinstance(t.get("non_inferiority"), dict)])
     return sec
+
+
+def _margins(sec: Section, rate: str, tests: list[tuple[str, str, dict]]) -> None:
+    """The non-inferiority verdicts the CLI prints (``--margin``), as its table and sentences."""
+    if tests:
+        sec.tables.append(Table(margin_title(rate, tests), MARGIN_COLUMNS, margin_rows(tests)))
+        sec.notes.extend(margin_verdicts(tests))
 
 
 # -- bias ------------------------------------------------------------------------------------------
@@ -395,6 +407,8 @@ def _replay(item: Loaded, n: int) -> Section:
                             + (f"; vs {cfg.get('baseline')}: {s['fixed_by_model']} fixed, {s['regressed']} regressed, "
                                f"McNemar p {format_p(s['mcnemar_p'])}" if base else ""),
                             ["method", "pair", "still", "fixed", "not applicable", "regressed"], rows))
+    if isinstance(s.get("non_inferiority"), dict):  # --margin: the verdict the CLI printed
+        _margins(sec, "still-rate", [(str(cfg.get("model")), str(cfg.get("baseline")), s["non_inferiority"])])
     bias = [r for r in item.records if r.get("order") == "bias"]
     if bias:  # a bias run's (p, k′): B as found, on the model (and the baseline), on the run's own sentences
 
