@@ -34,7 +34,8 @@ def test_names_on_a_nameless_model_are_one_line_never_a_silent_sort(files, cli):
     for command in (["evaluate"], ["attack", "--method", "genetic", "--no-ppl"], ["wordorder"]):
         r = cli(*command, "--model", f"{files}/nameless.py:clf", "--data", str(files / "d.csv"))
         assert r.exit_code == 2, (command, r.output)
-        assert "has no class names" in r.output and "--label-map happy=0,unhappy=1" in r.output, r.output
+        # no guessed map: happy=0,unhappy=1 (the sort order) was the inverse of this model (#84)
+        assert "has no class names" in r.output and "--label-map happy=<id>,unhappy=<id>" in r.output, r.output
         assert "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
 
 
@@ -104,3 +105,27 @@ def test_the_zoos_sst2_models_name_their_classes():
     assert class_names({"num_classes": 2, "data": "sst2:train"}) == ["negative", "positive"]
     assert class_names({"num_classes": 3, "data": "reviews.csv", "labels": ["bad", "good", "ok"]}) == ["bad", "good", "ok"]
     assert class_names({"num_classes": 2, "data": "reviews.csv", "labels": ["0", "1"]}) == ["0", "1"]
+
+
+def test_a_swapped_label_map_is_noticed_below_chance_with_its_interval(files, cli, tmp_path):
+    """#84: a swapped map gave accuracy 0.205, exit 0, no word. A two-class accuracy whose whole interval is below
+    chance now warns that the map may be inverted — evaluate and attack alike (the attack skips the inputs it reads as
+    already misclassified) — and the right map gives no warning."""
+    rows = ROWS * 3  # 15 examples: an interval that can lie below ½
+    (files / "d15.csv").write_text("label,text\n" + "".join(f"{y},{t}\n" for y, t in rows))
+    swapped = ("--model", f"{files}/nameless.py:clf", "--data", str(files / "d15.csv"), "--label-map", "happy=0,unhappy=1")
+    r = cli("evaluate", *swapped, "--json")
+    assert r.exit_code == 0, r.output
+    out = _json(r)
+    assert out["accuracy"] == 0.0 and out["accuracy_ci95"][1] < 0.5
+    warning = ("warning: accuracy 0.000 [0.000, 0.204] on 15 examples is below chance (0.5) for two classes: the label "
+               "map may be inverted (the data's 0 read as the model's 1); check the model's class names or --label-map")
+    assert out["warnings"] == [warning] and warning in r.stderr
+    r = cli("attack", *swapped, "--method", "genetic", "--no-ppl", "--json")
+    assert r.exit_code == 0, r.output
+    out = _json(r)
+    assert out["skip_reasons"] == {"already misclassified": 15} and out["warnings"] == [warning] and warning in r.stderr
+    right = ("--model", f"{files}/nameless.py:clf", "--data", str(files / "d15.csv"), "--label-map", "happy=1,unhappy=0")
+    for command in (["evaluate"], ["attack", "--method", "genetic", "--no-ppl"]):
+        r = cli(*command, *right, "--json")
+        assert r.exit_code == 0 and "warnings" not in _json(r) and "below chance" not in r.output, r.output

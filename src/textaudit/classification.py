@@ -20,10 +20,22 @@ from textaudit.errors import TextAuditError
 from textaudit.stats import CONFIDENCE, wilson
 
 __all__ = ["confusion_matrix", "classification_metrics", "multilabel_metrics", "metrics_from_records", "label_confusions",
-           "N_RESAMPLES"]
+           "N_RESAMPLES", "below_chance"]
 
 #: resamples of the paired bootstrap of F1 and the macro averages
 N_RESAMPLES = 2000
+
+
+def below_chance(right: int, n: int, classes: int) -> str | None:
+    """The warning a two-class accuracy gets when its whole 95% (Wilson) interval lies below chance (½): a model that is
+    wrong more often than a coin most likely reads the labels the other way round (a swapped ``--label-map``, class
+    names in another order than the model's). ``None`` otherwise, and for more than two classes."""
+    ci = wilson(right, n) if classes == 2 and n > 0 else None
+    if ci is None or ci[1] >= 0.5:
+        return None
+    return (f"warning: accuracy {right / n:.3f} [{ci[0]:.3f}, {ci[1]:.3f}] on {n} examples is below chance (0.5) for two "
+            "classes: the label map may be inverted (the data's 0 read as the model's 1); check the model's class names "
+            "or --label-map")
 
 
 def confusion_matrix(labels: Sequence[int], pred: Sequence[int], classes: int) -> np.ndarray:

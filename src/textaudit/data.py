@@ -524,7 +524,7 @@ def align_labels(ds: "datasets.Dataset", classifier, label_map: dict[str, int] |
     if not model_names:
         if ds.info.description != SORTED_NAMES:
             return ds, names  # the file declared each name's id
-        example = ",".join(f"{n}={i}" for i, n in enumerate(names[:2]))
+        example = ",".join(f"{n}=<id>" for n in names[:2])  # never a guessed map: a guess in sort order inverts
         raise TextAuditError(f"the data's labels are class names ({', '.join(names[:4])}{', …' if len(names) > 4 else ''}) "
                              f"but model {who} has no class names, so which class each name means is not known; give "
                              f"class ids in the data, or map the names to the model's ids (audit attack, evaluate and "

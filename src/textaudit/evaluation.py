@@ -10,7 +10,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from textaudit.classification import classification_metrics, label_confusions, multilabel_metrics
+from textaudit.classification import below_chance, classification_metrics, label_confusions, multilabel_metrics
 from textaudit.data import (
     align_labels,
     as_pairs,
@@ -189,10 +189,12 @@ class EvaluateRequest:
         if ties:  # counted as wrong and in no class's column: say so, with the count
             extra["ties"] = ties
             say(f"note: {ties} of {len(pred)} texts tie between classes (no decision): counted as not right")
-        collapsed = one_class_warning(clf, pred, labels, names)
-        if collapsed:
-            say(collapsed)
-            extra["warnings"] = [collapsed]
+        warnings = [w for w in (one_class_warning(clf, pred, labels, names),
+                                below_chance(int(right.sum()), len(right), probs.shape[1])) if w]
+        for w in warnings:
+            say(w)
+        if warnings:
+            extra["warnings"] = warnings
         if self.perturbed is not None:
             extra["calibration"] = self._calibration(clf, ds, say)
         metrics = classification_metrics(labels, pred, names, seed=self.seed)

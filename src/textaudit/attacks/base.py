@@ -52,12 +52,16 @@ from textaudit.models.batched import (
 )
 from textaudit.sentence import Sentence
 
-__all__ = ["Attack", "AttackResult", "Budget", "Found", "Goal", "Skip", "Status", "example_rng"]
+__all__ = ["Attack", "AttackResult", "Budget", "Found", "Goal", "Skip", "Status", "example_rng", "MISCLASSIFIED"]
 
 #: success: a vulnerable / adversarial example was found; failed: searched, none found (or a budget
 #: ran out); skipped: not attacked (no patch word, already misclassified, nothing substitutable);
 #: error: the input cannot be attacked (e.g. a one-word sentence) or a post-condition failed.
 Status = Literal["success", "failed", "skipped", "error"]
+
+#: the reason an input the model already gets wrong is skipped (the attack summary counts them: a two-class run that
+#: skips most inputs this way is below chance, and may read its labels the other way round)
+MISCLASSIFIED = "already misclassified"
 
 
 @dataclass
@@ -218,7 +222,7 @@ class Attack:
         """The goal for x0: move away from the gold ``label`` (else the prediction); an example the
         model already gets wrong is skipped, as TextAttack does."""
         if label is not None and prediction != int(label):
-            raise Skip("already misclassified")
+            raise Skip(MISCLASSIFIED)
         return Goal(prediction if label is None else int(label))
 
     def search(self, x0: Sentence, goal: Goal, budget: Budget, rng: np.random.Generator) -> Search | Found | None:

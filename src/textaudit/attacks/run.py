@@ -8,9 +8,10 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from textaudit.attacks.base import Attack
+from textaudit.attacks.base import MISCLASSIFIED, Attack
 from textaudit.attacks.estimate import AttackClock, measure_pace, probe_attack
 from textaudit.backends import Backend, SerialBackend, place_on_device
+from textaudit.classification import below_chance
 from textaudit.data import check_labels
 from textaudit.engine import frozen_heap
 from textaudit.engine.scheduler import check_in_flight, in_flight_for
@@ -123,7 +124,17 @@ class AttackSummary:
             "mlm": self.mlm,
             **({"per_class": self.per_class()} if len(self.by_class) > 2 or self.classes and len(self.classes) > 2 else {}),
             **({"sampled": hit_rates(self.flips, self.draws)} if self.flips and self.draws else {}),
+            **({"warnings": [self.inverted]} if self.inverted else {}),
         }
+
+    @property
+    def inverted(self) -> str | None:
+        """:func:`~textaudit.classification.below_chance` of the clean accuracy a two-class attack saw: every labelled
+        input not skipped as already misclassified counts as right (a swapped label map skips most of them, silently)."""
+        wrong = self.skip_reasons.get(MISCLASSIFIED, 0)
+        judged = self.n - self.counts["error"]  # every input whose prediction was checked against its label
+        classes = len(self.classes) if self.classes else 2 if self.by_class and max(self.by_class) <= 1 else 0
+        return below_chance(judged - wrong, judged, classes) if wrong and judged >= 10 else None
 
     def headline(self) -> str:
         """Every input in one line: ``found for 31 of 50 inputs (62.0%) [48.3, 74.1]; 1 failed; 18 skipped: no patch

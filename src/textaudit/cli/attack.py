@@ -38,6 +38,8 @@ def attack(json_out: JsonOpt = False, runner: Backend = None, request: AttackReq
                        **({"http_tokens": clf.stats.tokens} if clf.stats.tokens else {}))
     if outcome.lm is not None and outcome.lm.loaded:
         summary["ppl_load_seconds"] = round(outcome.lm.load_seconds, 1)  # part of ppl_sec_per_example
+    for w in summary.get("warnings", []):
+        notice(w)
     if conclude(summary, request.output, json_out):
         return
     per_class = summary.pop("per_class", None)
@@ -63,7 +65,7 @@ def summary_rows(summary: dict) -> list[list]:
               "mean_l0": f"of the {summary.get('success')} found"}
     rows = []
     for key, v in summary.items():
-        if key == "headline":
+        if key in ("headline", "warnings"):  # (printed below the table; on stderr)
             continue
         if key == "skip_reasons":
             v = "; ".join(f"{why} ({c})" for why, c in v.items()) if v else None
