@@ -323,3 +323,19 @@ def test_a_bias_run_says_its_cost_per_k_and_time_before_spending_it(tiny_mlm, tm
     progress_lines = [ln for ln in err.splitlines() if ln.startswith("bias k<=1: ")]
     assert progress_lines[0].startswith("bias k<=1: 0/4 unit")
     assert any("ETA" in ln for ln in progress_lines if "/4 unit" in ln and not ln.startswith("bias k<=1: 4/4"))
+
+
+def test_a_default_model_is_named_and_is_the_one_a_first_user_already_has(cli, tmp_path):
+    """#84: `audit bias --pair he,she` defaulted to lstm at k = 3 and trained it for twenty minutes, the notice saying
+    "about a minute" and nothing saying lstm was a default nobody chose. The default is now cnn (README command 1 trains
+    it) and is named before anything runs; a given --model is not."""
+    from textaudit.fairness.request import DEFAULT_MODEL, BiasRequest
+
+    assert DEFAULT_MODEL == "cnn" and BiasRequest(pair=["he,she"]).model == "cnn"
+    assert BiasRequest(pair=["he,she"]).model_defaulted and not BiasRequest(pair=["he,she"], model="bow").model_defaulted
+    data = tmp_path / "none.tsv"
+    data.write_text("text\na film with no pair word .\n")
+    r = cli("bias", "--pair", "he,she", "--data", str(data), "--k", "0")  # refused before any model loads (or trains)
+    assert r.exit_code == 2 and "no --model given: auditing cnn, the default" in r.stderr, r.output
+    r = cli("bias", "--pair", "he,she", "--data", str(data), "--k", "0", "--model", "cnn")
+    assert r.exit_code == 2 and "no --model given" not in r.output, r.output

@@ -299,6 +299,13 @@ def finished(summary: dict, files: Any = ()) -> dict:
     return summary
 
 
+def say_default_model(request: Any) -> None:
+    """Name the model an audit uses when the user gave no ``--model`` (a default nobody chose is said, never silent)."""
+    if getattr(request, "model_defaulted", False):
+        notice(f"notice: no --model given: auditing {request.model}, the default (--model NAME chooses; audit train "
+               f"--model {request.model} trains it ahead if it is not trained yet)")
+
+
 def conclude(summary: dict, output: Path | None, json_out: bool, *, files: Any = None) -> bool:
     """The end every results-writing command shares: say where the results are (``output``), hand the summary and
     the ``files`` it wrote (default: ``output``) to ``--track`` (:func:`finished`) and, with ``--json``, print it;

@@ -13,6 +13,7 @@ from textaudit.cli.app import (
     each_label_summary,
     notice,
     print_table,
+    say_default_model,
     score_fields,
     store_fields,
     wide_terminal,
@@ -28,6 +29,7 @@ from textaudit.stats import format_ci
 @audit_command(BiasRequest, backend=True)
 def bias(json_out: JsonOpt = False, runner: Backend = None, request: BiasRequest = None) -> None:
     """Measure B_{p,k}: the mean shift of f_soft when p(1) → p(2) over the k-neighbourhood of the data."""
+    say_default_model(request)
     if request.target_label == ALL_LABELS:
         _each_label(request, runner, json_out)
         return

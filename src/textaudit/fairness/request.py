@@ -30,7 +30,7 @@ from textaudit.models import load_classifier
 from textaudit.models.batched import PairView, each_label, label_view
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.perturbations.gender import gender_words
-from textaudit.request import option, shared
+from textaudit.request import SHARED, option, shared
 from textaudit.runner import check_sharded_output
 from textaudit.sentence import check_language, guess_language
 from textaudit.shards import Shard
@@ -65,6 +65,10 @@ class BiasOutcome:
     checked: CheckedBias = field(repr=False, default=None)
 
 
+#: the model ``audit bias`` audits when given none: the one README command 1 trains, which a first user already has
+DEFAULT_MODEL = "cnn"
+
+
 @dataclass
 class BiasRequest:
     """Every option of ``audit bias`` with its default, range and help (:mod:`textaudit.request`)."""
@@ -77,7 +81,8 @@ class BiasRequest:
     group_pairs: str = option("reference", choices=("reference", "all"), help=(
         "Pairs of a --group: reference (each member vs the group's reference: american, christian, straight; "
         "names: male vs female by rank) or all (every two members)."))
-    model: str = shared("model", "lstm")
+    model: str = shared("model", None, help=SHARED["model"].help + (
+        f" Default: {DEFAULT_MODEL} (the model README command 1 trains; said when used)."))
     target_label: str | None = shared("target_label")
     compare: str | None = option(None, help="A second model scored on the same sentences.")
     control: str | None = option(None, help=(
@@ -110,6 +115,12 @@ class BiasRequest:
     resume: bool = shared("resume", False)
     shard: str | None = shared("shard")
     plot: Path | None = option(None, scope="command", help="Directory for histograms, B vs k and the pair bar chart.")
+
+    def __post_init__(self) -> None:
+        #: True when no model was given and :data:`DEFAULT_MODEL` is audited (the CLI says so: a default nobody chose)
+        self.model_defaulted = self.model is None
+        if self.model is None:
+            self.model = DEFAULT_MODEL
 
     def check(self) -> CheckedBias:
         """Every one-line error this request can have, before any data, masked LM or model loads."""

@@ -151,8 +151,10 @@ def load_zoo_model(name: str, *, train_if_missing: bool = True, device: str | No
         if not train_if_missing:
             raise TextAuditError(f"no checkpoint for '{name}' in {path.parent}; run: audit train --model {name}")
         arch, _ = parse_name(name)
-        notices.notice(f"no checkpoint for '{name}' in {path.parent}; training it now on SST-2 train "
-                       f"({'about 20 minutes' if arch == 'minilm' else 'about a minute'} on an idle 2-core CPU, longer on a busy one)")
+        notices.notice(f"no checkpoint for '{name}' in {path.parent}; training it now on SST-2 train, once (minutes on a "
+                       f"2-core CPU{', about 20 idle' if arch == 'minilm' else ''}, three times as long on a busy one: the "
+                       "progress line gives the time left once its first steps are timed; audit train --model "
+                       f"{name} does it ahead)")
         train_model(name, if_missing=True)
     return load_checkpoint(path, device=device, batch_size=batch_size, name=name)
 
