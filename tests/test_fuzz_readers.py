@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import HealthCheck, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from textaudit.errors import TextAuditError  # noqa: E402
@@ -338,6 +338,9 @@ def attack_record(draw) -> dict:
 
 @FUZZ
 @given(records=st.lists(attack_record(), min_size=1, max_size=3))
+@example(records=[{"id": "d:0", "status": "success", "method": "so-enum", "text": "a good film", "label": 1, "prediction": 1,
+                   "vulnerable": "a good film", "vulnerable_patched": "a good movie", "pair": None, "l0": 0, "queries": 3,
+                   "seconds": 0.1}])  # found by this test (#84's run): a finding with x̃ ⊕ p and no pair broke the report
 def test_merge_and_report_of_records_of_any_field_type(tmp_path_factory, records):
     """Shards and a report of records whose fields hold any JSON value: merged or refused in one line, and a report
     written or refused in one line."""
