@@ -29,11 +29,12 @@ from textaudit.stats import format_ci
 @audit_command(BiasRequest, backend=True)
 def bias(json_out: JsonOpt = False, runner: Backend = None, request: BiasRequest = None) -> None:
     """Measure B_{p,k}: the mean shift of f_soft when p(1) → p(2) over the k-neighbourhood of the data."""
-    say_default_model(request)
     if request.target_label == ALL_LABELS:
+        say_default_model(request)
         _each_label(request, runner, json_out)
         return
     checked = request.check()  # every one-line error before anything loads
+    say_default_model(request)  # (after them: a bad input is one line)
     outcome = request.run(runner, checked=checked)
     out = outcome.summary
     if request.output:
