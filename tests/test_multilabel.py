@@ -501,3 +501,20 @@ def test_label_all_on_one_source_gives_no_interval_no_claim_one_warning_per_labe
     assert all("no interval (1 source)" in row for row in table) and " yes " not in r.stdout
     costs = [line for line in r.stderr.splitlines() if line.startswith("cost:")]
     assert sum("units to score" in c for c in costs) == 1 and any("the other 2 labels reuse" in c for c in costs), costs
+
+
+def test_label_all_attack_says_its_cost_once_and_a_label_nothing_was_attacked_on_says_so(world, cli):
+    """#84: --label all repeated the same cost line for every label and printed 'None of 0' for a label whose inputs
+    were all skipped; its time estimate said '0s to 0s'."""
+    (world / "data3.tsv").write_text("toxic\tinsult\tidentity_hate\ttext\n" + "".join(f"1\t0\t0\t{r}\n" for r in ROWS))
+    r = cli("attack", "--model", f"{world}/tox.py:clf", "--label", "all", "--method", "so-beam", "--k", "1", "--beam", "2",
+            "--data", str(world / "data3.tsv"), "--mlm", str(world / "mlm"), "--pairs-file", str(world / "pairs.txt"),
+            "--naturalness", "off", "--no-ppl")
+    assert r.exit_code == 0, r.output
+    costs = [line for line in r.stderr.splitlines() if line.startswith("cost: ")]
+    assert len(costs) == 2 and costs[0].startswith("cost: up to ") and costs[1] == "cost: the same for the other 2 labels"
+    assert " 0s to 0s " not in r.stderr
+    rows = {line.split("│")[1].strip(): line for line in r.stdout.splitlines() if line.startswith("│")}
+    assert "None" not in r.stdout and set(rows) == {"toxic", "insult", "identity_hate"}, r.stdout
+    skipped_all = [name for name, line in rows.items() if "– (none attacked)" in line]
+    assert skipped_all == ["identity_hate"], r.stdout  # its ties on "film" are skipped, never attacked

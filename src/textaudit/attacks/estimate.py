@@ -256,7 +256,8 @@ class AttackClock:
         else:
             how = (f"for a search that asks what an SST-2 one does on the zoo's lstm ({q_w:g} texts and {m_w:g} contexts "
                    "per word); a more robust model asks more")
-        about = duration(total) if high is None else f"{duration(total)} to {duration(high)}"
+        about = duration(total) if high is None or duration(high) == duration(total) else \
+            f"{duration(total)} to {duration(high)}"  # (never "0s to 0s")
         return (f"time: about {about} for {examples} examples here ({'; '.join(parts)}), {how}. "
                 "Said again if the run proves it wrong by more than 2×")
 

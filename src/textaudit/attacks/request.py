@@ -159,8 +159,13 @@ class AttackRequest:
         checks = {name: r.check() for name, r in requests.items()}  # every file's one-line error before any work
         first = next(iter(checks.values()))
         mlm = load_mlm(self.mlm) if first.spec.needs_mlm else None
-        return {name: r.run(backend, checked=checks[name], progress=progress, say=say, loaded=(model, mlm))
-                for name, r in requests.items()}
+        out: dict[str, AttackOutcome] = {}
+        for i, (name, r) in enumerate(requests.items()):
+            if i == 1:  # the cost per example is each label's alike: said once (it was repeated per label)
+                say(f"cost: the same for the other {len(requests) - 1} labels")
+            speak = say if i == 0 else (lambda line: None if line.startswith("cost: ") else say(line))
+            out[name] = r.run(backend, checked=checks[name], progress=progress, say=speak, loaded=(model, mlm))
+        return out
 
     def run(self, backend: Backend | None = None, *, checked: CheckedAttack | None = None, progress: bool = True,
             say: Callable[[str], None] = say_line, loaded: tuple[Any, Any] | None = None) -> AttackOutcome:

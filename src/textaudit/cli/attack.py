@@ -112,5 +112,6 @@ def _each_label(request: AttackRequest, runner: Backend, json_out: bool) -> None
                 ["label", "found (of all inputs)", "95% CI", "success rate (of the attacked)", "results"],
                 [[name, f"{s.get('success')} of {s.get('n')}: {s.get('found_share')}",
                   format_ci(tuple(s.get("found_share_ci95") or ()) or None),
-                  f"{s.get('success_rate')} of {s.get('attacked')}", files[name] or "–"]
+                  f"{s.get('success_rate')} of {s.get('attacked')}" if s.get("attacked") else "– (none attacked)",
+                  files[name] or "–"]
                  for name, s in summary["labels"].items()])
