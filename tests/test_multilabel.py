@@ -167,6 +167,9 @@ def test_label_all_on_the_command_line_and_its_one_line_errors(world, cli):
     assert r.exit_code == 2 and "insult" in r.output and "Traceback" not in r.output, r.output  # no insult column
     r = cli("bias", "--model", "bow", "--label", "all", "--pair", "he,she", "--data", "sst2:dev", "--limit", "3", "--k", "0")
     assert r.exit_code == 2 and "is single-label" in r.output, r.output
+    from textaudit.models.zoo.names import checkpoint_dir
+
+    assert not checkpoint_dir("bow").exists()  # said from its name: a zoo model is not trained to learn it (#84)
 
 
 def test_replay_and_certify_take_a_label_too(world, cli):
