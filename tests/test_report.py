@@ -696,3 +696,20 @@ def test_a_suite_whose_data_holds_no_pair_stops_before_its_attacks(cli, tmp_path
     assert r.exit_code == 2 and "Traceback" not in r.output, r.output
     assert "[bias] limit = 2 cuts the data X_p is drawn from" in r.output and "max_sources = N" in r.output, r.output
     assert not any((tmp_path / "t").rglob("*.jsonl"))  # no attack ran (cnn was not even trained)
+
+
+def test_a_junit_file_holds_no_secret_this_process_knows(tmp_path):
+    """The JUnit file is an output like any other: a gate named after an endpoint with a credential in its URL is
+    written without the credential (the one redaction), and the file still reads as JUnit."""
+    from junitparser import JUnitXml
+
+    from textaudit.formats.junit import write_junit
+    from textaudit.secrets import register
+    from textaudit.suite import Check
+
+    register("sk-junit-secret-4711")
+    name = "so_beam.https://user:sk-junit-secret-4711@host/v1.success_rate_max"
+    path = write_junit(tmp_path / "g.xml", "s", [Check(name, 0.5, "<=", 0.2, False, "out/c.jsonl", None)])
+    text = path.read_text()
+    assert "sk-junit-secret-4711" not in text and "host/v1.success_rate_max" in text
+    assert JUnitXml.fromfile(str(path)).failures == 1
