@@ -73,11 +73,13 @@ def wilson(successes: int, n: int, confidence: float = CONFIDENCE) -> tuple[floa
     return round(float(ci.low), 4), round(float(ci.high), 4)
 
 
-def format_ci(ci: Sequence[float] | None, digits: int = 4) -> str:
-    """A 95% interval as ``[lo, hi]`` for a table ("–" when there is none, or an end is missing or not finite)."""
+def format_ci(ci: Sequence[float] | None, digits: int = 4, signed: bool = False) -> str:
+    """A 95% interval as ``[lo, hi]`` for a table ("–" when there is none, or an end is missing or not finite);
+    ``signed``: each end with its sign (an effect's interval: ``[-0.0120, +0.0340]``)."""
     if not ci or any(v is None or not math.isfinite(v) for v in ci):
         return "–"
-    return f"[{ci[0]:.{digits}f}, {ci[1]:.{digits}f}]"
+    sign = "+" if signed else ""
+    return f"[{ci[0]:{sign}.{digits}f}, {ci[1]:{sign}.{digits}f}]"
 
 
 def mcnemar(a: Sequence[bool], b: Sequence[bool]) -> dict:

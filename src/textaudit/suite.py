@@ -188,6 +188,14 @@ class Suite:
         return from_mapping(CertifyRequest, {**inherited, **section, "model": model}, self.path, "certify",
                             output=output, resume=False)
 
+    def results_path(self, audit: str, model: str | None = None) -> Path:
+        """Where the suite keeps ``audit``'s results (a certify file per ``model``): the one place :func:`run_suite`
+        writes them and a gate's JUnit case names them from."""
+        if audit == "certify":  # (a plug-in's or an endpoint's name holds / or :)
+            return self.output_dir / f"certify.{file_part(str(model))}.jsonl"
+        return self.output_dir / {"attack": "attack.jsonl", "bias": "bias.jsonl", "replay": "replay.jsonl",
+                                  "compare": "compare", "harden": "harden"}[audit]
+
     def attack_request(self) -> AttackRequest:
         """``[attack]`` as the request ``audit attack`` builds (its keys are :class:`AttackRequest`'s fields), into
         ``output_dir/attack.jsonl`` (resumed when it is there); the data, seed and limit are the suite's unless the
@@ -195,7 +203,7 @@ class Suite:
         section = self.spec["attack"]
         inherited = {k: self.spec["suite"][k] for k in ("data", "seed", "limit")
                      if k in self.spec.get("suite", {}) and k not in section}
-        output = self.output_dir / "attack.jsonl"
+        output = self.results_path("attack")
         return from_mapping(AttackRequest, {**inherited, **section}, self.path, "attack", output=output,
                             resume=output.exists())
 
@@ -230,7 +238,7 @@ class Suite:
         inherited = {field: self.spec["suite"][key] for key, field in (("data", "eval_data"), ("limit", "eval_limit"),
                                                                        ("seed", "seed"))
                      if key in self.spec.get("suite", {}) and field not in section}
-        return from_mapping(HardenRequest, {**inherited, **section}, self.path, "harden", out=self.output_dir / "harden")
+        return from_mapping(HardenRequest, {**inherited, **section}, self.path, "harden", out=self.results_path("harden"))
 
     def bias_request(self, output: Path | None = None) -> BiasRequest:
         """``[bias]`` as the request ``audit bias`` builds (its keys are :class:`BiasRequest`'s fields; ``pairs`` is
@@ -546,7 +554,6 @@ def check_thresholds(suite: Suite, results: dict) -> list[Check]:
 
 def _gate_source(suite: Suite, name: str, results: dict) -> tuple[Path | None, str | None]:
     """The results file a gate named ``name`` reads (the JUnit case's file), and its note."""
-    out = suite.output_dir
     head, *rest = name.split(".")
     if name.startswith("bias."):
         pair_text, metric = name[len("bias."):].rsplit(".", 1)
@@ -554,22 +561,16 @@ def _gate_source(suite: Suite, name: str, results: dict) -> tuple[Path | None, s
         k = int(metric.partition("_k")[2].split("_")[0])
         e = next(iter(results.get("bias", {}).values()), {}).get(pair, {}).get(k)
         note = None if e is None or e.sources >= MIN_SOURCES else f"B for {pair[0]}→{pair[1]} {few_sources(e.sources)}"
-        return out / "bias.jsonl", note
-    if head == "attack":
-        return out / "attack.jsonl", None
+        return suite.results_path("bias"), note
     middle = name[len(head) + 1:name.rindex(".")] if rest else ""  # a model's name may hold a dot
     if head == "certify":
-        return out / f"certify.{file_part(middle)}.jsonl", None
-    if head == "harden":
-        return out / "harden", None
-    if head == "replay":
-        return out / "replay.jsonl", None
-    if head == "compare":
-        return out / "compare", None
+        return suite.results_path("certify", middle), None
+    if head in ("attack", "harden", "replay", "compare"):
+        return suite.results_path(head), None
     methods = suite.get("compare", "methods", [])
     method = next((m for m in methods if m == head or m.replace("-", "_") == head), None)
     if method is not None and middle in suite.get("compare", "models", []):
-        return cell_path(out / "compare", middle, method), None
+        return cell_path(suite.results_path("compare"), middle, method), None
     return None, None
 
 
@@ -580,7 +581,7 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
     if out.exists() and not out.is_dir():
         raise TextAuditError(f"output_dir {out} is a file; give a directory")
     mark = {"suite": str(suite.path.resolve())}  # the replay file this suite writes, and may replace, carries it
-    replay_file = out / "replay.jsonl"
+    replay_file = suite.results_path("replay")
     if "replay" in suite.spec and replay_file.exists() and \
             ((read_header(replay_file) or {}).get("config") or {}).get("suite") != mark["suite"]:
         raise TextAuditError(f"{replay_file} was not written by this suite ({suite.path.name}): it is left as it is; "
@@ -588,7 +589,7 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
     results: dict[str, Any] = {}
     inputs: list[Path] = []
     if "bias" in suite.spec:  # data that holds no pair is said before any audit runs, not after the attacks
-        bias = suite.bias_request(out / "bias.jsonl")
+        bias = suite.bias_request(suite.results_path("bias"))
         checked = bias.check()
         bias_data = load_dataset(bias.data, text_column=bias.text_column, default_split="dev", limit=bias.limit,
                                  require_labels=False)
@@ -599,8 +600,8 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
         results["attack"] = attack.run(progress=progress).summary
         inputs.append(attack.output)
     if "compare" in suite.spec:
-        results["compare"] = suite.compare_request(out / "compare").run(progress=progress)
-        inputs.append(out / "compare")
+        results["compare"] = suite.compare_request(suite.results_path("compare")).run(progress=progress)
+        inputs.append(suite.results_path("compare"))
     if "bias" in suite.spec:
         header = {"limit": bias.limit} if bias.limit else {}
         results["bias"] = bias.run(progress=progress, config=header, checked=checked).results
@@ -608,7 +609,7 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
     if "certify" in suite.spec:
         results["certify"] = {}
         for model in suite.get("certify", "models"):
-            path = out / f"certify.{file_part(model)}.jsonl"  # (a plug-in's or an endpoint's name holds / or :)
+            path = suite.results_path("certify", model)
             results["certify"][model] = _certify(suite.certify_request(model, path), progress)
             inputs.append(path)
     if "harden" in suite.spec:  # resumes its folder: a suite run again evaluates the hardened model it trained

@@ -32,7 +32,7 @@ from textaudit.models.batched import each_label
 from textaudit.models.options import ModelOptions, use_model_options
 from textaudit.models.prompt import load_prompt
 from textaudit.models.registry import check_model_options
-from textaudit.models.zoo.names import ZOO_MODELS
+from textaudit.models.zoo.names import check_zoo_label
 from textaudit.neighborhoods.store import use_score_cache, use_store
 from textaudit.request import SHARED, Spec, flags_of, from_command, specs
 from textaudit.secrets import RedactingStream, register_env, register_url
@@ -247,15 +247,6 @@ def with_request(cls: type, *, into: str = "request") -> Callable:
         return option_group(command, options, around, into=into, first=True)
 
     return decorate
-
-
-def check_zoo_label(model: Any, label: str | None) -> None:
-    """``--label`` on a zoo model: one line before anything loads — a zoo model is single-label by its name, and
-    loading it to find out trained it first (a minute or more for an error)."""
-    if label is None or not isinstance(model, str) or model not in ZOO_MODELS:
-        return
-    raise TextAuditError(f"--label {label}: model {model} is single-label (the zoo's classes exclude each other); "
-                         "--label is for multi-label models")
 
 
 def audit_command(cls: type, *, backend: bool = False, store: bool = True, exclude: tuple[str, ...] = (),

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
+import math
+
 import typer
 
 from textaudit.backends import Backend
@@ -104,7 +105,7 @@ def label_row(name: str, results: dict) -> list:
     if not at:
         return [name, 0, "–", "–", "–", "–"]
     k = max(e.k for e in at.values())
-    top_pair, top = max(at.items(), key=lambda kv: abs(kv[1].B) if np.isfinite(kv[1].B) else -1.0)
+    top_pair, top = max(at.items(), key=lambda kv: abs(kv[1].B) if math.isfinite(kv[1].B) else -1.0)
     sources = sorted(e.sources for e in at.values())
     return [name, len(at), k, f"{sum(e.significant for e in at.values())} of {len(at)}",
             f"{top_pair[0]}→{top_pair[1]}: {top.B:+.4f} {format_ci(top.ci95, 4)} ({claim_status(top)})",

@@ -76,6 +76,7 @@ from textaudit.progress import WorkClock
 from textaudit.runner import ResumableRun
 from textaudit.sentence import Sentence, check_language, restore_case
 from textaudit.shards import Shard
+from textaudit.stats import format_ci
 
 __all__ = ["CounterfactualBias", "ControlShift", "run_bias", "estimates_from_records", "report", "bias_rows",
            "BIAS_COLUMNS", "CONTROL", "DIFFERENCE"]
@@ -682,11 +683,6 @@ K0_NOTE = ("k = 0: the source sentences themselves, with only the pair's word sw
 BIAS_COLUMNS = ["model", "pair", "k", "B", "95% CI", "sentences", "sources", "CI excludes 0"]
 
 
-def interval(ci: Sequence[float]) -> str:
-    """B's 95% interval as a table cell, signed (``–``: none, from one source sentence)."""
-    return f"[{ci[0]:+.5f}, {ci[1]:+.5f}]" if all(np.isfinite(ci)) else "–"
-
-
 def bias_rows(results: dict, classes: Sequence[str] | None = None,
               controls: Mapping[tuple[str, str], tuple[str, str]] | None = None) -> list[list]:
     """The table rows of ``{model: {pair: {k: BiasEstimate}}}``; with ``classes`` (C > 2) a last column
@@ -703,6 +699,6 @@ def bias_rows(results: dict, classes: Sequence[str] | None = None,
             return f"{c[0]}→{c[1]} (control of {p[0]}→{p[1]})"
         return f"{p[0]}→{p[1]}" + (f" − {c[0]}→{c[1]}" if name == DIFFERENCE and c else "")
 
-    return [[name, label(name, p), kk, f"{e.B:+.5f}", interval(e.ci95), int(e.n), e.sources,
+    return [[name, label(name, p), kk, f"{e.B:+.5f}", format_ci(e.ci95, 5, signed=True), int(e.n), e.sources,
              claim_status(e)] + per_class(e)
             for name, per_pair in results.items() for p, by_k in per_pair.items() for kk, e in by_k.items()]

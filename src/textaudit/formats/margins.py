@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from textaudit.stats import format_ci
+
 __all__ = ["MARGIN_COLUMNS", "margin_title", "margin_rows", "margin_verdicts"]
 
 #: the columns of a non-inferiority table
@@ -22,7 +24,7 @@ def margin_title(rate: str, tests: Sequence[tuple[str, str, dict]]) -> str:
 def margin_rows(tests: Sequence[tuple[str, str, dict]]) -> list[list]:
     """One row per ``(model, baseline, non_inferiority(...))``."""
     return [[m, b, t["n"], f"{t['rate_before']:.4f}", f"{t['rate_after']:.4f}", f"{t['harm']:+.4f}",
-             f"[{t['harm_ci'][0]:+.4f}, {t['harm_ci'][1]:+.4f}]", t["margin"], t["harmful"], t["beneficial"],
+             format_ci(t["harm_ci"], 4, signed=True), t["margin"], t["harmful"], t["beneficial"],
              "yes" if t["non_inferior"] else "no", "yes" if t["equivalent"] else "no"] for m, b, t in tests]
 
 

@@ -58,7 +58,7 @@ from textaudit.harden.model import check_trainable, load_trainable
 from textaudit.harden.weaknesses import consistency_pairs, found_examples, mine
 from textaudit.models import load_classifier
 from textaudit.models.batched import ALL_LABELS, check_label_threshold, label_view
-from textaudit.models.zoo.names import ZOO_MODELS
+from textaudit.models.zoo.names import ZOO_MODELS, check_zoo_label
 from textaudit.models.zoo.train import DEFAULTS, TrainConfig, fit
 from textaudit.neighborhoods import NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import load_mlm
@@ -190,9 +190,7 @@ class HardenSettings:
         if self.label == ALL_LABELS:
             raise TextAuditError("audit harden trains one label at a time: give --label NAME (--label all is for the "
                                  "audits: attack, bias, certify, compare)")
-        if self.model.strip() in ZOO_MODELS:
-            raise TextAuditError(f"--label {self.label}: model {self.model} is single-label (the zoo's classes exclude "
-                                 "each other); --label is for multi-label models")
+        check_zoo_label(self.model, self.label)
         check_label_threshold(self.label_threshold)
 
     def to_dict(self) -> dict[str, Any]:

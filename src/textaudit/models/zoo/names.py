@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textaudit.errors import TextAuditError
 from textaudit.resources import cache_dir
 
-__all__ = ["ARCHS", "AUGMENTATIONS", "ROBUST", "ROBUST_ARCHS", "ZOO_MODELS", "parse_name", "split_robust",
+__all__ = ["check_zoo_label", "ARCHS", "AUGMENTATIONS", "ROBUST", "ROBUST_ARCHS", "ZOO_MODELS", "parse_name", "split_robust",
            "checkpoint_dir"]
 
 ARCHS = ("bow", "cnn", "lstm", "transformer", "minilm")
@@ -44,3 +45,12 @@ def parse_name(name: str) -> tuple[str, str | None]:
 def checkpoint_dir(name: str) -> Path:
     """Return the cache directory of zoo model ``name``."""
     return cache_dir() / "models" / name
+
+
+def check_zoo_label(model: object, label: str | None) -> None:
+    """``--label`` on a zoo model: one line before anything loads — a zoo model is single-label by its name (loading it
+    to find out would train it first: a minute or more for an error)."""
+    if label is None or not isinstance(model, str) or model.strip() not in ZOO_MODELS:
+        return
+    raise TextAuditError(f"--label {label}: model {model} is single-label (the zoo's classes exclude each other); "
+                         "--label is for multi-label models")
