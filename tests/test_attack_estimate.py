@@ -40,16 +40,17 @@ def test_the_estimate_counts_the_masked_lm_at_its_measured_pace():
     there (the old line counted the classifier alone)."""
     said: list[str] = []
     clock = AttackClock("so-beam", TEXTS, Pace(0.001, 0.01), Counters(), say=said.append)
-    line = clock.estimate_line(10)
-    assert line is not None and line.startswith("time: about 15s for 10 examples here (classifier 10s at 1,000 texts/s; "
-                                                "masked LM 5s at 100 contexts/s)")
+    lines = clock.estimate_lines(10)
+    assert lines[0] == "time: about 15s for 10 examples here: classifier 10s at 1,000 texts/s; masked LM 5s at 100 contexts/s"
+    assert lines[1].startswith("time: from a search that asks what an SST-2 one does") and len(lines) == 2
+    assert all(len(ln) < 200 for ln in lines)  # a log shows each whole (the one line was 400+ characters)
     assert clock.said == pytest.approx(15.0)
     assert WORK_PER_WORD["so-beam"] == (96.0, 5.4)
 
 
 def test_no_line_without_a_pace_or_a_prior():
-    assert AttackClock("so-beam", TEXTS, None, Counters()).estimate_line(10) is None
-    assert AttackClock("textattack:pwws", TEXTS, Pace(0.001, 0.01), Counters()).estimate_line(10) is None
+    assert AttackClock("so-beam", TEXTS, None, Counters()).estimate_lines(10) == []
+    assert AttackClock("textattack:pwws", TEXTS, Pace(0.001, 0.01), Counters()).estimate_lines(10) == []
 
 
 def test_the_finished_examples_replace_the_prior_and_a_2x_miss_is_said_again(monkeypatch):
@@ -62,13 +63,13 @@ def test_the_finished_examples_replace_the_prior_and_a_2x_miss_is_said_again(mon
     counters = Counters()
     said: list[str] = []
     clock = AttackClock("so-beam", TEXTS, Pace(0.001, 0.1), counters, say=said.append, in_flight=1)
-    clock.estimate_line(10)  # 100 × (0.096 + 0.54) = 63.6 s
+    "\n".join(clock.estimate_lines(10))  # 100 × (0.096 + 0.54) = 63.6 s
     for i in range(REVISE_AFTER):
         now[0] += 60.0
         counters.now = [96.0 * 10 * (i + 1), 54.0 * 10 * (i + 1), 0.96 * (i + 1), 54.0 * (i + 1)]
         clock.finish({"text": TEXTS[0], "status": "success", "queries": 960, "mlm_queries": 540})
         assert bool(said) == (i + 1 >= REVISE_AFTER), said
-    assert said[0].startswith("time: revised to about ") and "the 3 examples finished asked 96 texts and 54.0 contexts per word" in said[0]
+    assert said[0].startswith("time: revised to about ") and "the 3 examples searched asked 96 texts and 54.0 contexts per word" in said[0]
     # the prior (200 words) and 30 words of 54 contexts each: (5.4·200 + 54·30) / 230 = 11.7 per word
     q_w, m_w = clock.per_word()
     assert m_w == pytest.approx((5.4 * 200 + 540 * 3) / 230)
@@ -86,45 +87,61 @@ def test_the_fields_grow_with_the_work_in_flight_and_the_eta_keeps_some_for_it()
 
 
 def test_a_probe_costs_the_unsettled_share_as_searches_that_find_nothing():
-    """A first round settled 4 of 16 at (10, 1) per word: the prior is ¼ of that and ¾ of what the rest ask —
-    SO-Beam: a share found in a later round (0.8 × ¼ / 0.6: a first round that settles little says the model
-    resists), the others failed searches (their cost scaled by the rounds' sentences); SO-Enum: the whole of
-    Neighbor_2."""
-    probe = Probe(examples=16, settled=4, per_word=(10.0, 1.0), pace=Pace(0.001, 0.01), seconds=2.0)
-    later = FOUND_LATER * 0.25 / SETTLED_FOR_FOUND_LATER
+    """A first round settled 4 of the 16 it attacked at (10, 1) per word: the settled share is (4 + 1) / (16 + 2)
+    (Laplace's rule: 4 of 4 would not prove that all settle), the rest cost what later rounds ask — SO-Beam: a
+    share found in a later round (0.8 × share / 0.6: a first round that settles little says the model resists),
+    the others failed searches (their cost scaled by the rounds' sentences); SO-Enum: the whole of Neighbor_2."""
+    probe = Probe(examples=16, settled=4, per_word=(10.0, 1.0), pace=Pace(0.001, 0.01), seconds=2.0, skipped=3)
+    share = 5 / 18
+    assert probe.settled_share() == pytest.approx(share)
+    assert Probe(4, 4, (1.0, 1.0), None, 1.0).settled_share() == pytest.approx(5 / 6)  # the replay's case: not 1
+    later = FOUND_LATER * share / SETTLED_FOR_FOUND_LATER
     assert probe.found_later() == pytest.approx(later)
-    assert Probe(10, 6, (1.0, 1.0), None, 1.0).found_later() == FOUND_LATER == Probe(10, 9, (1.0, 1.0), None, 1.0).found_later()
+    assert Probe(10, 7, (1.0, 1.0), None, 1.0).found_later() == FOUND_LATER == Probe(10, 9, (1.0, 1.0), None, 1.0).found_later()
     q, m = probe.prior("so-beam", 6)
     rest = [later * a + (1 - later) * b for a, b in zip(LATER_PER_WORD["so-beam"], FAILED_PER_WORD["so-beam"])]
-    assert (q, m) == pytest.approx((0.25 * 10 + 0.75 * rest[0], 0.25 * 1 + 0.75 * rest[1]))
+    assert (q, m) == pytest.approx((share * 10 + (1 - share) * rest[0], share * 1 + (1 - share) * rest[1]))
     # k = 2, β = 20: the first round expands x0, the second 20 sentences — 21 of k = 6's 101 (and a later find costs
     # no more than a failed search)
     failed = [1238.0 * 21 / 101, 71.2 * 21 / 101]
     rest = [later * min(a, b) + (1 - later) * b for a, b in zip(LATER_PER_WORD["so-beam"], failed)]
-    assert probe.prior("so-beam", 2) == pytest.approx((0.25 * 10 + 0.75 * rest[0], 0.25 * 1 + 0.75 * rest[1]))
-    assert probe.prior("so-enum", 2) == pytest.approx((0.25 * 10 + 0.75 * 1949.0, 0.25 * 1 + 0.75 * 168.0))
+    assert probe.prior("so-beam", 2) == pytest.approx((share * 10 + (1 - share) * rest[0], share * 1 + (1 - share) * rest[1]))
+    assert probe.prior("so-enum", 2) == pytest.approx((share * 10 + (1 - share) * 1949.0, share * 1 + (1 - share) * 168.0))
     measured = Pace(0.002, 0.02)
     clock = AttackClock("so-beam", TEXTS, measured, Counters(), probe=probe, k=6, beam=20)
     assert clock.pace == measured and clock.prior == pytest.approx((q, m))  # a 2 s probe is too short to time
-    assert "a first round (k = 1) on 16 of the examples settled 4 in 2.0 s" in clock.estimate_line(10)
+    assert "a first round (k = 1) on the first 19 examples settled 4 of the 16 attacked in 2.0 s" in clock.estimate_lines(10)[1]
     long = Probe(examples=16, settled=4, per_word=(10.0, 1.0), pace=Pace(0.001, 0.01), seconds=6.0)
     assert AttackClock("so-beam", TEXTS, measured, Counters(), probe=long, k=6).pace == long.pace  # the engine's own
 
 
-def test_the_quick_examples_that_finish_first_do_not_revise_the_estimate_down(monkeypatch):
-    """Skipped examples finish at once and ask nothing: a projection from them is far below what was
-    said, but it is not said until half the examples are done."""
+def test_examples_already_misclassified_cost_nothing_and_say_nothing_of_the_others(monkeypatch):
+    """An example the model gets wrong is skipped at once. Known before the run (``attacked``), it is out of the
+    estimate, which says how many are attacked; not known, it leaves the examples left when it finishes but does
+    not pull the cost per word of the attacked ones down (it finished first and asked nothing: the ETAs of a
+    20-example SO-Enum read half the elapsed time, 4× too low, while 11 searches ran)."""
     import textaudit.attacks.estimate as est
 
     now = [1000.0]
     monkeypatch.setattr(est.time, "monotonic", lambda: now[0])
     said: list[str] = []
-    clock = AttackClock("so-beam", TEXTS, Pace(0.001, 0.1), Counters(), say=said.append, in_flight=1)
-    clock.estimate_line(10)  # 63.6 s
-    for i in range(10):
+    counters = Counters()
+    texts = [f"w{i} two three four five six seven eight nine ten" for i in range(10)]  # 100 words
+    known = AttackClock("so-beam", texts, Pace(0.001, 0.1), counters, say=said.append, in_flight=1,
+                        attacked=[True] * 5 + [False] * 5)
+    lines = known.estimate_lines(10)
+    assert lines[0].startswith("time: about 32s for 10 examples here (5 to attack; 5 already misclassified): ")
+    assert known.said == pytest.approx(50 * (0.096 + 0.54))
+    unknown = AttackClock("so-beam", texts, Pace(0.001, 0.1), counters, say=said.append, in_flight=1)
+    assert unknown.estimate_lines(10)[0].startswith("time: about 1m04s for 10 examples here: ")
+    for i in range(5, 10):
         now[0] += 0.1
-        clock.finish({"text": TEXTS[0], "status": "skipped", "queries": 1, "mlm_queries": 0})
-        assert bool(said) == (i + 1 >= 5), (i, said)  # (half of the 10 done: the projection may go down)
+        for clock in (known, unknown):
+            clock.finish({"text": texts[i], "status": "skipped", "queries": 1, "mlm_queries": 0})
+    assert said == []  # the first was right; the second is not revised down by the quick ones
+    assert known.examples_left == 5 and known.per_word() == unknown.per_word() == pytest.approx(WORK_PER_WORD["so-beam"])
+    assert unknown.examples_left == 5 and known.remaining() == pytest.approx(unknown.remaining())
+    assert known.remaining() == pytest.approx(50 * (0.096 + 0.54))
 
 
 def test_a_sample_the_store_held_gives_a_range_up_to_computing_the_neighbours():
@@ -132,11 +149,11 @@ def test_a_sample_the_store_held_gives_a_range_up_to_computing_the_neighbours():
     neighbours' may not — the line gives both ends; a revision is measured against the middle."""
     pace = Pace(0.001, 0.0001, store_share=1.0, computed_seconds=0.01)
     clock = AttackClock("so-beam", TEXTS, pace, Counters())
-    line = clock.estimate_line(10)
+    line = clock.estimate_lines(10)[0]
     # 100 words: classifier 9.6 s; masked LM 5.4 contexts/word at 0.1 ms = 0.054 s, or at 10 ms = 5.4 s
-    assert line.startswith("time: about 10s to 15s for 10 examples here (classifier 10s at 1,000 texts/s; masked LM 0s at "
-                           "10,000 contexts/s; 100% of the first sentences' contexts were in the store: if their "
-                           "neighbours' are not, 5s at 100 contexts/s)"), line
+    assert line == ("time: about 10s to 15s for 10 examples here: classifier 10s at 1,000 texts/s; masked LM 0s at "
+                    "10,000 contexts/s; 100% of the first sentences' contexts were in the store: if their "
+                    "neighbours' are not, 5s at 100 contexts/s"), line
     assert clock.said == pytest.approx((9.654 * 15.0) ** 0.5)
 
 

@@ -339,3 +339,46 @@ def test_a_default_model_is_named_and_is_the_one_a_first_user_already_has(cli, t
     assert r.exit_code == 2 and "no --model given: auditing cnn, the default" in r.stderr, r.output
     r = cli("bias", "--pair", "he,she", "--data", str(data), "--k", "0", "--model", "cnn")
     assert r.exit_code == 2 and "no --model given" not in r.output, r.output
+
+
+def test_the_eta_of_units_in_flight_follows_the_texts_and_contexts_asked(monkeypatch):
+    """Many units in flight and none finishing: the ETA comes from the work asked inside them (the old one, elapsed ×
+    cost left / cost of the units finished, grew with the elapsed time: 10m27s → 1h02m while the run had 8 minutes
+    left). The first unit (10 estimated sentences) asked 20 texts and 5 contexts: the run's 40 sentences project 80
+    texts and 20 contexts; at the pace measured (0.1 s a text, 1 s a context) what is not asked yet is the time left."""
+    import textaudit.fairness.cost as cost_module
+    from textaudit.fairness.cost import BiasClock, BiasCost
+    from textaudit.fairness.pairs import Source
+    from textaudit.sentence import Sentence
+
+    now = [100.0]
+    monkeypatch.setattr(cost_module.time, "monotonic", lambda: now[0])
+    asked = [0.0, 0.0, 0.0, 0.0]  # texts, contexts, classifier seconds, masked-LM seconds
+    cost = BiasCost(1, 1, 200)
+    texts = ["he said so", "he said so today", "he said so today , twice", "he left"]
+    jobs = [(("he", "she"), Source(str(i), Sentence.parse(t), 0, False), None) for i, t in enumerate(texts)]
+    cost.rate = [1.0, 1.0]  # one candidate per position: a unit of n changeable words is 1 + n sentences
+    sizes = [cost.sentences(j) for j in jobs]
+    clock = BiasClock(cost, lambda: tuple(asked))
+    assert clock.remaining() is None  # before the first unit: the count's ETA has nothing either
+    asked[:] = [2.0 * sizes[0], 0.5 * sizes[0], 0.2 * sizes[0], 0.5 * sizes[0]]
+    now[0] += 0.7 * sizes[0]
+    clock.first_done(jobs, jobs[0])
+    total = sum(sizes)
+    assert clock.expected == pytest.approx((2.0 * total, 0.5 * total))
+    clock.finish(jobs[0])
+    assert clock.remaining() == pytest.approx((2.0 * (total - sizes[0])) * 0.1 + (0.5 * (total - sizes[0])) * 1.0)
+    # the others in flight, none finished: the ETA falls as they ask, whatever the count of units finished
+    asked[:] = [a + b for a, b in zip(asked, [2.0 * sizes[1], 0.5 * sizes[1], 0.2 * sizes[1], 0.5 * sizes[1]])]
+    now[0] += 0.7 * sizes[1]
+    left = (2.0 * (total - sizes[0] - sizes[1])) * 0.1 + (0.5 * (total - sizes[0] - sizes[1])) * 1.0
+    assert clock.remaining() == pytest.approx(left)
+    # a host that takes as long again as the forwards: twice the time left
+    now[0] += 0.7 * (sizes[0] + sizes[1])
+    assert clock.remaining() == pytest.approx(2 * left)
+    # more asked than projected (the first unit was small for its estimate) with units left: the finished units' pace
+    asked[0] += 10 * total
+    asked[1] += 10 * total
+    clock.finish(jobs[1])
+    elapsed = now[0] - 100.0
+    assert clock.remaining() == pytest.approx(elapsed * (sizes[2] + sizes[3]) / (sizes[0] + sizes[1]))

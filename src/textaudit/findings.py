@@ -328,13 +328,14 @@ def replay(findings: str | Path | Sequence[str | Path] | Sequence[Finding | Bias
 
 def fresh_attacks(paths: Sequence[str | Path], model: object, n: int, *, seed: int = 0,
                   pairs: Sequence[tuple[str, str]] | None = None, in_flight: int | None = None,
-                  progress: bool = True) -> list[dict]:
+                  progress: bool = True, say: Callable[[str], None] | None = None) -> list[dict]:
     """Attack ``model`` afresh on ``n`` examples drawn (``seed``) from the attacked examples of each attack
     results file of ``paths``, with that file's method and settings (k, β, κ, δ, the naturalness constraint, its
     seed and masked LM; patch words: ``pairs``, else the default ones): what a replay cannot say — whether the model is more
     robust now, not only whether these x̃ still flip. One dict per file: the examples, the successes
     there of the file's own model (its records) and of ``model`` now, each with its Wilson interval, and
-    McNemar's exact p on the paired examples."""
+    McNemar's exact p on the paired examples. ``say``: where each file's attack says its time before it starts
+    (as ``audit attack`` does) and again when wrong by more than 2×; None: not estimated."""
     if n < 1:
         raise TextAuditError(f"--fresh must be at least 1 example (got {n})")
     clf = model if hasattr(model, "predict_proba") and not isinstance(model, str) else load_classifier(model)
@@ -371,7 +372,7 @@ def fresh_attacks(paths: Sequence[str | Path], model: object, n: int, *, seed: i
             if hasattr(atk, "rank_patch_words"):
                 atk.rank_patch_words(texts)
             _, now = run_attack(atk, texts, [r["label"] for r in sample], ids=[str(r.get("id")) for r in sample],
-                                progress=progress, in_flight=in_flight)
+                                progress=progress, in_flight=in_flight, estimate=say is not None, say=say)
             pairs_ok = [(a, b) for a, b in zip(sample, now) if b.get("status") in ("success", "failed")]
             before = [a["status"] == "success" for a, _ in pairs_ok]
             after = [b["status"] == "success" for _, b in pairs_ok]
@@ -442,7 +443,7 @@ class ReplayRequest:
         again = None
         if self.fresh is not None:
             say(f"fresh attack: {self.fresh} examples of each attack file, on {result.model} …")
-            again = fresh_attacks(self.findings, model, self.fresh, pairs=pairs, progress=progress)
+            again = fresh_attacks(self.findings, model, self.fresh, pairs=pairs, progress=progress, say=say)
         if self.output is not None:
             write_results(self.output, result.records, command="replay", config=result.config)
         summary = result.summary()

@@ -23,6 +23,7 @@ said again, with why.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -91,25 +92,32 @@ REVISE_AFTER = 3
 REVISE_SECONDS = 15.0
 @dataclass
 class Probe:
-    """The first round (k = 1) of the search on the data's first examples: how many it settled (found p,
-    or skipped as misclassified) and what they asked per word; the pace of this machine on that work."""
+    """The first round (k = 1) of the search on the data's first examples: of those it attacked (the model
+    got them right), how many it settled (found p), what they asked per word; the pace of this machine on that
+    work. ``skipped``: the probe's examples not attacked (already misclassified: they cost nothing)."""
 
     examples: int
     settled: int
     per_word: tuple[float, float]  # (texts, contexts) per word of the settled examples
     pace: Pace | None
     seconds: float
+    skipped: int = 0
+
+    def settled_share(self) -> float:
+        """The share of attacked examples a first round settles: (settled + 1) / (examples + 2), Laplace's rule —
+        a probe that settled 4 of 4 does not prove that every example settles at once (a replay's fresh attack:
+        4 of 4 settled, and the 8 others cost 14× the first round's texts per word)."""
+        return (self.settled + 1) / (self.examples + 2)
 
     def found_later(self) -> float:
         """The share of the unsettled examples a later round is expected to find (:data:`FOUND_LATER`, scaled down
         when the first round settled less than :data:`SETTLED_FOR_FOUND_LATER`)."""
-        share = self.settled / max(self.examples, 1)
-        return FOUND_LATER * min(1.0, share / SETTLED_FOR_FOUND_LATER)
+        return FOUND_LATER * min(1.0, self.settled_share() / SETTLED_FOR_FOUND_LATER)
 
     def prior(self, method: str, k: int, beam: int = 20) -> tuple[float, float]:
-        """Per word of the run's examples: the settled share at what they asked; the rest, :meth:`found_later`
-        of them at what a search found in a later round asks (:data:`LATER_PER_WORD`; SO-Enum k = 2 has no
-        later round) and the others at the cost of a search that runs to k and finds nothing
+        """Per word of an attacked example: the settled share (:meth:`settled_share`) at what they asked; the
+        rest, :meth:`found_later` of them at what a search found in a later round asks (:data:`LATER_PER_WORD`;
+        SO-Enum k = 2 has no later round) and the others at the cost of a search that runs to k and finds nothing
         (:data:`FAILED_PER_WORD`)."""
         q_f, m_f = FAILED_PER_WORD[method]
         if method == "so-beam":
@@ -118,7 +126,7 @@ class Probe:
             q_l, m_l = (min(a, b) for a, b in zip(LATER_PER_WORD["so-beam"], (q_f, m_f)))
             later = self.found_later()
             q_f, m_f = later * q_l + (1 - later) * q_f, later * m_l + (1 - later) * m_f
-        share = self.settled / max(self.examples, 1)
+        share = self.settled_share()
         q_s, m_s = self.per_word
         return share * q_s + (1 - share) * q_f, share * m_s + (1 - share) * m_f
 
@@ -142,10 +150,12 @@ def probe_attack(attack: Any, texts: Sequence[str], labels: Sequence[int] | None
     jobs = [(i, (texts[i], None if labels is None else int(labels[i]), None if contexts is None else contexts[i]))
             for i in range(n)]
     start, t0 = counters(), time.perf_counter()
-    settled = words = asked_q = asked_m = 0.0
+    settled = skipped = words = asked_q = asked_m = 0.0
     for i, res in shallow.attack_many(jobs, in_flight=in_flight, side=side):
         rec = res.to_dict()
-        if rec.get("status") in ("success", "skipped"):
+        if rec.get("status") == "skipped":
+            skipped += 1
+        elif rec.get("status") == "success":
             w = _words(texts[i])
             settled, words = settled + 1, words + w
             asked_q += float(rec.get("queries") or 0)
@@ -155,7 +165,8 @@ def probe_attack(attack: Any, texts: Sequence[str], labels: Sequence[int] | None
     pace = None
     if q > 0 and clf_s + mlm_s > 0.05:  # the wall shared out in proportion to each one's own seconds
         pace = Pace(wall * clf_s / (clf_s + mlm_s) / q, wall * mlm_s / (clf_s + mlm_s) / c if c else None)
-    return Probe(n, int(settled), (asked_q / words, asked_m / words) if words else (0.0, 0.0), pace, wall)
+    return Probe(n - int(skipped), int(settled), (asked_q / words, asked_m / words) if words else (0.0, 0.0), pace,
+                 wall, int(skipped))
 
 
 def _words(text: str) -> int:
@@ -166,12 +177,14 @@ class AttackClock:
     """The time of one attack run: the estimate before it, the fields and ETA of its progress line, and
     a revision when the pace proves the estimate wrong by more than 2×.
 
-    ``counters()`` returns (texts asked, contexts asked, classifier seconds, masked-LM seconds) so far."""
+    ``counters()`` returns (texts asked, contexts asked, classifier seconds, masked-LM seconds) so far.
+    ``attacked``: which of ``texts`` the search will attack (the model gets them right; the others are skipped at
+    once and cost nothing) — None: all of them."""
 
     def __init__(self, method: str, texts: Sequence[str], pace: Pace | None,
                  counters: Callable[[], tuple[float, float, float, float]],
                  say: Callable[[str], None] | None = None, in_flight: int = 1, probe: Probe | None = None,
-                 k: int | None = None, beam: int | None = None):
+                 k: int | None = None, beam: int | None = None, attacked: Sequence[bool] | None = None):
         self.method, self.pace, self.counters = method, pace, counters
         self.in_flight = max(in_flight, 1)
         self.say = say or (lambda msg: None)
@@ -179,10 +192,13 @@ class AttackClock:
         self.prior = probe.prior(method, k or 1, beam or 20) if probe is not None else work_per_word(method, k)
         if probe is not None and probe.pace is not None and probe.seconds >= 5.0 and probe.pace.context_seconds:
             self.pace = probe.pace  # the engine's own batches, when they ran long enough to time
-        self.words_left = float(sum(_words(t) for t in texts))
-        self.examples_left = len(texts)
+        chosen = [t for t, a in zip(texts, attacked if attacked is not None else [True] * len(texts)) if a]
+        self.examples = len(texts)
+        self.pending = Counter(chosen)  # the texts to attack, not finished yet
+        self.words_left = float(sum(_words(t) for t in chosen))
+        self.examples_left = len(chosen)
         self.done_words = self.done_texts = self.done_contexts = 0.0
-        self.finished = 0
+        self.finished = self.searched = 0  # examples finished; of them, searched (not skipped)
         self.t0 = time.monotonic()
         self.start = counters()
         self.said: float | None = None  # the total seconds said last
@@ -232,10 +248,11 @@ class AttackClock:
         return ((self.examples_left - flying) * per_example + flying_left) * host
 
     # -- said and shown --------------------------------------------------------------------------
-    def estimate_line(self, examples: int) -> str | None:
-        """The line said before the run (None without a pace or a prior for the method)."""
+    def estimate_lines(self, examples: int) -> list[str]:
+        """The lines said before the run (none without a pace or a prior for the method): the time and where it
+        goes, then what it rests on — two lines a log shows whole, not one of 400 characters."""
         if self.pace is None or self.prior is None:
-            return None
+            return []
         q_w, m_w = self.prior
         s_q, s_m = self.pace.text_seconds, self.pace.context_seconds or 0.0
         clf, mlm = self.words_left * q_w * s_q, self.words_left * m_w * s_m
@@ -248,18 +265,20 @@ class AttackClock:
             held = (f"; {100 * (self.pace.store_share or 0):.0f}% of the first sentences' contexts were in the store: "
                     f"if their neighbours' are not, {duration(high - clf)} at {1 / computed:,.0f} contexts/s" if high else "")
             parts.append(f"masked LM {duration(mlm)} at {1 / s_m:,.0f} contexts/s{held}" if s_m else "masked LM –")
+        skipped = examples - self.examples_left
+        attacked = f" ({self.examples_left} to attack; {skipped} already misclassified)" if skipped > 0 else ""
         if self.probe is not None:
             pr = self.probe
-            how = (f"a first round (k = 1) on {pr.examples} of the examples settled {pr.settled} in {pr.seconds:.1f} s; "
-                   f"the rest are costed as later rounds and searches that find nothing: {q_w:.0f} texts and {m_w:.1f} "
-                   "contexts per word")
+            how = (f"a first round (k = 1) on the first {pr.examples + pr.skipped} examples settled {pr.settled} of the "
+                   f"{pr.examples} attacked in {pr.seconds:.1f} s; the rest are costed as later rounds and searches that "
+                   f"find nothing: {q_w:.0f} texts and {m_w:.1f} contexts per word")
         else:
-            how = (f"for a search that asks what an SST-2 one does on the zoo's lstm ({q_w:g} texts and {m_w:g} contexts "
+            how = (f"a search that asks what an SST-2 one does on the zoo's lstm ({q_w:g} texts and {m_w:g} contexts "
                    "per word); a more robust model asks more")
         about = duration(total) if high is None or duration(high) == duration(total) else \
             f"{duration(total)} to {duration(high)}"  # (never "0s to 0s")
-        return (f"time: about {about} for {examples} examples here ({'; '.join(parts)}), {how}. "
-                "Said again if the run proves it wrong by more than 2×")
+        return [f"time: about {about} for {examples} examples here{attacked}: {'; '.join(parts)}",
+                f"time: from {how}; said again if the run proves it wrong by more than 2×"]
 
     def fields(self) -> dict[str, str]:
         """The work done inside the examples, for the progress line (it moves while none finishes)."""
@@ -270,14 +289,21 @@ class AttackClock:
         return out
 
     def finish(self, record: dict) -> None:
-        """An example finished: its own asks replace the prior's share of it; revise if needed."""
-        w = _words(record.get("text") or "")
-        self.words_left = max(self.words_left - w, 0.0)
-        self.examples_left -= 1
+        """An example finished: its own asks replace the prior's share of it; revise if needed. A skipped example
+        (already misclassified) leaves the examples left if it was counted among them, and says nothing of
+        what an attacked one asks."""
+        text = record.get("text") or ""
+        w = _words(text)
+        if self.pending.get(text, 0) > 0:
+            self.pending[text] -= 1
+            self.words_left = max(self.words_left - w, 0.0)
+            self.examples_left -= 1
         self.finished += 1
-        self.done_words += w  # skipped examples too: the examples left have their share of them
-        self.done_texts += float(record.get("queries") or 0)
-        self.done_contexts += float(record.get("mlm_queries") or 0)
+        if record.get("status") != "skipped":
+            self.searched += 1
+            self.done_words += w
+            self.done_texts += float(record.get("queries") or 0)
+            self.done_contexts += float(record.get("mlm_queries") or 0)
         self.check()
 
     def check(self) -> None:
@@ -295,10 +321,10 @@ class AttackClock:
         ratio = total / max(self.said, 1e-9)
         # the examples that finish first are the quick ones (skipped, or found at once): a projection from them
         # is low, so it is revised down only once half of them are done
-        down = ratio < 1 / REVISE and self.examples_left <= self.finished
-        if not over and not (ratio > REVISE and self.finished >= REVISE_AFTER) and not down:
+        down = ratio < 1 / REVISE and self.examples_left <= self.searched
+        if not over and not (ratio > REVISE and self.searched >= REVISE_AFTER) and not down:
             return
-        why = (f"the {self.finished} examples finished asked {self.done_texts / self.done_words:.0f} texts and "
+        why = (f"the {self.searched} examples searched asked {self.done_texts / self.done_words:.0f} texts and "
                f"{self.done_contexts / self.done_words:.1f} contexts per word" if self.done_words else "no example finished yet")
         self.say(f"time: revised to about {duration(total)} in all ({duration(max(total - elapsed, 0.0))} more; "
                  f"said before: {duration(self.said)}): {why}, at {self._pace_text()} measured in this run")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from textaudit.engine import frozen_heap
 from textaudit.engine.scheduler import check_in_flight, in_flight_for
 from textaudit.errors import TextAuditError
 from textaudit.lm import CausalLM, LazyCausalLM
-from textaudit.models.batched import PairView, device_clocked, label_report, query_stats
+from textaudit.models.batched import PairView, classifier_seconds, is_remote, label_report, query_stats
 from textaudit.runner import ResumableRun
 from textaudit.shards import Shard, in_shard
 from textaudit.stats import hit_rates, wilson
@@ -216,17 +216,6 @@ class AttackJob:
         return rec
 
 
-def classifier_seconds(classifier: object) -> float:
-    """Seconds of the classifier's own compute so far: inside the bare module calls of a torch model
-    (its ``device_seconds``); for any other model — a plug-in function, an ``llm:`` prompt without
-    a clock, an endpoint — all of the time inside its forward (the function, the HTTP round trip):
-    that is the model's cost, not textaudit's bookkeeping."""
-    stats = query_stats(classifier)
-    if stats is None:
-        return 0.0
-    return float((stats.device_seconds if device_clocked(classifier) else stats.forward_seconds) or 0.0)
-
-
 def engine_counters(attack: Attack) -> np.ndarray:
     """The engine's counters so far: seconds of the classifier's compute (:func:`classifier_seconds`)
     and inside the masked LM's bare forwards, texts forwarded, classifier forwards, masked sentences
@@ -305,20 +294,30 @@ def _clock(attack: Attack, run: ResumableRun, todo: list[str], labels: list[int]
     with ``estimate``, the time they will take is said first, at the pace measured on them and — SO-Beam,
     SO-Enum — after a probe of the first few."""
     group = in_flight_for(attack.classifier, in_flight)
-    probe = pace = None
+    probe = pace = attacked = None
     if estimate and say is not None and todo and contexts is None:  # (pairs: timed as they run)
         kappa = getattr(getattr(attack, "builder", None), "kappa", 20)
         pace = measure_pace(attack.classifier, attack.mlm, todo, kappa)
     if pace is not None:
+        attacked = _right(attack.classifier, todo, labels)
         probe = probe_attack(attack, todo, labels, in_flight=group, counters=lambda: work_counters(attack), side=side,
                              contexts=contexts)
     clock = AttackClock(attack.method, todo, pace, lambda: work_counters(attack),
                         say=run.say if say is not None else None, in_flight=group,
-                        probe=probe, k=attack.k, beam=getattr(attack, "beam", None))
-    line = clock.estimate_line(len(todo)) if todo else None
-    if line and say is not None:
+                        probe=probe, k=attack.k, beam=getattr(attack, "beam", None), attacked=attacked)
+    for line in clock.estimate_lines(len(todo)) if todo and say is not None else []:
         say(line)
     return clock
+
+
+def _right(classifier: Any, texts: list[str], labels: list[int] | None) -> list[bool] | None:
+    """Which of ``texts`` the model gets right (an attack skips the others at once): their predictions, which the
+    run asks first anyway (the classifier's cache keeps them). None without labels, or for an endpoint (its
+    queries are counted against a budget: they are asked as the run reaches them)."""
+    if labels is None or is_remote(classifier):
+        return None
+    probs = np.asarray(classifier.predict_proba(texts))
+    return [int(p) == int(y) for p, y in zip(probs.argmax(axis=1), labels)]
 
 
 def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | None, *,

@@ -48,7 +48,7 @@ from textaudit.backends import Backend, SerialBackend, place_on_device
 from textaudit.data import check_side, load_dataset
 from textaudit.engine.scheduler import Engine, Search, check_in_flight, classify, in_flight_for, run_now
 from textaudit.errors import TextAuditError
-from textaudit.fairness.cost import BiasCost
+from textaudit.fairness.cost import BiasClock, BiasCost
 from textaudit.fairness.estimates import (
     CI_METHODS,
     MIN_CLAIM_SOURCES,
@@ -61,6 +61,7 @@ from textaudit.fairness.estimates import (
 from textaudit.fairness.pairs import Source, measurable_sources, parse_pair
 from textaudit.models.batched import (
     Classifier,
+    classifier_seconds,
     masked_lm_identity,
     model_scores,
     pair_inputs,
@@ -501,14 +502,25 @@ def _settings(estimator: CounterfactualBias, k: int, config: dict | None, max_so
     return settings
 
 
-def _live(estimator: CounterfactualBias, scorers: list) -> tuple:
-    """The progress line's live fields: sentences scored and masked contexts answered, as the work is done."""
+def _live(estimator: CounterfactualBias, scorers: list, cost: BiasCost) -> tuple[tuple, BiasClock]:
+    """The progress line's live fields — sentences scored and masked contexts answered, as the work is done — and
+    the :class:`~textaudit.fairness.cost.BiasClock` whose ETA follows them."""
     counted = [query_stats(getattr(sc, "classifier", sc)) for sc in scorers]
-    clock = WorkClock(lambda: float(sum(getattr(st, "answered", 0) or 0 for st in counted if st is not None)),
-                      lambda: 0.0, unit="scored",  # (the masked LM as loaded, on first use: k = 0 loads none)
-                      more={"contexts": lambda: float(sum(getattr(estimator._mlm, a, 0) or 0 for a in
-                                                          ("forwards", "cache_hits", "store_hits")))})
-    return clock.fields, None
+
+    def scored() -> float:
+        return float(sum(getattr(st, "answered", 0) or 0 for st in counted if st is not None))
+
+    def contexts() -> float:  # (the masked LM as loaded, on first use: k = 0 loads none)
+        return float(sum(getattr(estimator._mlm, a, 0) or 0 for a in ("forwards", "cache_hits", "store_hits")))
+
+    def counters() -> tuple[float, float, float, float]:
+        clock = getattr(estimator._mlm, "clock", None)
+        return (scored(), contexts(), sum(classifier_seconds(getattr(sc, "classifier", sc)) for sc in scorers),
+                float(getattr(clock, "seconds", 0.0) or 0.0))
+
+    work = WorkClock(scored, lambda: 0.0, unit="scored", more={"contexts": contexts})
+    clock = BiasClock(cost, counters)
+    return (work.fields, clock.remaining), clock
 
 
 def _read_back(run: ResumableRun, jobs: list, names: list[str],
@@ -596,12 +608,16 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
 
             def first(job, scored, seconds):
                 cost.measure(job, scored[0].distance)
+                if clock is not None:
+                    clock.first_done([j for _, j in todo], job)
                 cost.say_estimate([j for _, j in todo], job, len(scored[0].texts), seconds)
-        live = _live(estimator, scorers) if backend is None or isinstance(backend, SerialBackend) else None
+        live, clock = _live(estimator, scorers, cost) if backend is None or isinstance(backend, SerialBackend) else (None, None)
         for uid, scored in run.results(todo, make_worker, desc=f"bias k<={k}", unit="unit", skip=lambda _: False,
                                        backend=backend, cost=cost.sentences, first=first, weighted_eta=True,
                                        group=in_flight_for(estimator.classifier, in_flight), live=live):
             pair, src, sampled_k = job_of[uid]
+            if clock is not None:
+                clock.finish(job_of[uid])
             for n, u in zip(names, scored):
                 units[(pair, n)].append(u)
                 run.write(*_unit_records(uid, n, u, pair, src, sampled_k))

@@ -56,6 +56,7 @@ from textaudit.token_ids import default_batch_tokens, pack, splice_all
 
 __all__ = ["Classifier", "BatchedClassifier", "PairView", "pair_inputs", "QueryStats", "as_classifier", "softmax", "Text", "text_length",
            "scores_of", "unknown_class", "model_scores", "label_report", "label_only_report", "is_remote",
+           "classifier_seconds",
            "query_stats", "forward_of", "torch_parts", "device_clocked", "placement", "reduced_precision",
            "masked_lm_identity", "decisions", "TIE", "label_view", "check_label_threshold",
            "each_label", "ALL_LABELS"]
@@ -798,6 +799,17 @@ def is_remote(classifier: Classifier) -> bool:
 def query_stats(classifier: Classifier) -> QueryStats | None:
     """The :class:`QueryStats` of ``classifier`` (or of a PairView's model), or None for a bare callable."""
     return getattr(_inner(classifier), "stats", None)
+
+
+def classifier_seconds(classifier: Classifier) -> float:
+    """Seconds of the classifier's own compute so far: inside the bare module calls of a torch model
+    (its ``device_seconds``); for any other model — a plug-in function, an ``llm:`` prompt without
+    a clock, an endpoint — all of the time inside its forward (the function, the HTTP round trip):
+    that is the model's cost, not textaudit's bookkeeping."""
+    stats = query_stats(classifier)
+    if stats is None:
+        return 0.0
+    return float((stats.device_seconds if device_clocked(classifier) else stats.forward_seconds) or 0.0)
 
 
 def forward_of(classifier: Classifier) -> object:
