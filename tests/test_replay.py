@@ -316,6 +316,9 @@ def test_fresh_attacks_the_model_again_beside_the_files_own_records(found, cli):
     r = cli("replay", *files, "--model", f"{found}/robust.py:clf", "--fresh", "3", "--pairs-file", str(found / "pairs.txt"),
             "--json")
     assert r.exit_code == 0, r.output
+    # each file's attack says its time before it starts, as audit attack does (#84: a 2.5-minute attack said nothing)
+    said = [ln for ln in r.output.splitlines() if ln.startswith("time: about ")]
+    assert len(said) == 2 and all(" for 3 examples here" in ln for ln in said), r.output
     out = json.loads(r.stdout.strip().splitlines()[-1])
     fresh = {g["method"]: g for g in out["fresh"]}
     assert set(fresh) == {"so-enum", "genetic"}
