@@ -339,8 +339,10 @@ def test_certify_says_its_time_and_its_progress_moves_with_the_texts_answered(wo
     assert r.returncode == 0, r.stderr[-3000:]
     lines = r.stderr.splitlines()
     cost = next(i for i, x in enumerate(lines) if x.startswith("cost: up to 12,400 texts"))
-    time_line = next(i for i, x in enumerate(lines) if x.startswith("time: about "))
-    assert re.search(r"for the draws at [\d,]+ texts/s measured here; the progress line follows", lines[time_line])
+    time_line = next(i for i, x in enumerate(lines) if x.startswith("time: the draws take up to "))
+    # four examples: all of them are the first, timed ones — no estimate of a rest
+    assert re.search(r" at [\d,]+ texts/s measured here; the progress line follows", lines[time_line])
+    assert not any(x.startswith("time: about ") for x in lines)
     first = next(i for i, x in enumerate(lines) if x.startswith("certify (SAFER): "))
     assert cost < time_line < first
     seen = [(int(m.group(1)), int(m.group(2).replace(",", "")))
@@ -443,3 +445,39 @@ def test_a_label_only_endpoint_that_answers_by_turns_is_never_certified_from_one
     assert cert["abstain"] and cert["radius"] is None and cert["prediction"] is None
     summary = summarize_certify([{**cert, "label": 1, "correct": False}])
     assert summary["varying_answers"] == 1 and summary["abstain"] == 1
+
+
+def test_the_certify_estimate_comes_from_its_first_examples_and_the_share_they_view(monkeypatch):
+    """The first examples (a fifth: 4 of 20) run alone and are timed: the rest cost their draws (n0 + n texts) and,
+    for the share of inputs viewed ((v + 1) / (n + 2): 2 of 4 → ½), the view's texts and contexts measured on them,
+    at the pace measured — the old line said the draws' time alone, while the view is up to 40× more."""
+    import textaudit.progress as progress_module
+    from textaudit.robustness.certify_clock import CertifyClock, first_examples
+
+    now = [50.0]
+    monkeypatch.setattr(progress_module.time, "monotonic", lambda: now[0])
+    asked = [0.0, 0.0, 0.0, 0.0]
+    clock = CertifyClock(lambda: tuple(asked), todo=20, draws=120, neighbors=8)
+    assert clock.first == first_examples(20) == 4 and first_examples(3) == 3 and first_examples(200) == 16
+    assert clock.remaining() is None and clock.estimate_line() is None
+    # the four: 4 × 120 draws; two of them viewed, 500 texts and 10 contexts each; 0.01 s a text, 0.1 s a context
+    asked[:] = [4 * 120 + 2 * 500, 20.0, 0.01 * 1480, 0.1 * 20]
+    now[0] += 16.8
+    for i, viewed in enumerate([True, False, True, False]):
+        assert clock.add({"neighbors": [{"text": "x"}] if viewed else None}) == (i == 3)
+    assert clock.expected == pytest.approx((20 * (120 + 0.5 * 500), 20 * 0.5 * 10))
+    assert clock.remaining() == pytest.approx((7400 - 1480) * 0.01 + (100 - 20) * 0.1)
+    assert clock.estimate_line() == ("time: about 1m07s more for the other 16 examples — the first 4 took 17s, 2 of them "
+                                     "certified and viewed (the view: 500 texts and 10 contexts each; expected for 50% "
+                                     "of the inputs); the progress line's ETA follows the texts and contexts asked")
+    clock.finished(10, 2)  # the share follows the examples finished: (2 + 1) / (10 + 2)
+    assert clock.expected == pytest.approx((20 * (120 + 0.25 * 500), 20 * 0.25 * 10))
+    # none of the first viewed: a view costs at least its neighbours' draws; without the view, the draws alone
+    none = CertifyClock(lambda: tuple(asked), todo=20, draws=120, neighbors=8)
+    for _ in range(4):
+        none.add({})
+    assert none.per_view == (8 * 120, 0.0) and none.share() == pytest.approx(1 / 6)
+    off = CertifyClock(lambda: tuple(asked), todo=20, draws=120)
+    for _ in range(4):
+        off.add({})
+    assert off.expected == (20 * 120, 0.0)

@@ -193,3 +193,30 @@ def test_the_estimate_of_a_plugin_audit_is_within_3x_of_the_masked_lm_work_it_di
     words = sum(len(x["text"].split()) for x in records if x.get("status") != "skipped")
     expected, asked = float(m.group(2)) * words, sum(x.get("mlm_queries") or 0 for x in records)
     assert asked > 0 and 1 / 3 <= expected / asked <= 3, (expected, asked, line)
+
+
+def test_certify_times_its_first_examples_and_says_the_rest(tmp_path, mlm_dir):
+    """#84: certify said the draws' time alone (the second-order view, up to 40× more, was 'and its masked LM's
+    own time'). Now the first 4 of 10 run alone and are timed, then the time of the other 6 is said — with how many of
+    the first were certified and viewed, as their records say — before the fifth finishes."""
+    import json
+
+    (tmp_path / "p.py").write_text(PLUGIN)
+    out = tmp_path / "c.jsonl"
+    env = {**os.environ, "TEXTAUDIT_PROGRESS_SECONDS": "0", "TEXTAUDIT_CACHE": str(tmp_path / "cache")}
+    r = subprocess.run([sys.executable, "-m", "textaudit", "certify", "--model", f"{tmp_path / 'p.py'}:classify",
+                        "--method", "safer", "--data", "sst2:dev", "--limit", "10", "--samples", "200", "--selection",
+                        "20", "--neighbor-sample", "2", "--patches", "1", "--mlm", str(mlm_dir), "--output", str(out)],
+                       capture_output=True, text=True, env=env, timeout=1800)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stderr.splitlines()
+    before = next(i for i, ln in enumerate(lines) if ln.startswith("time: the draws take up to "))
+    assert lines[before].endswith("the first 4 examples run first and are timed for an estimate of the rest"), lines[before]
+    said = next(i for i, ln in enumerate(lines) if ln.startswith("time: about "))
+    records = [json.loads(x) for x in out.read_text().splitlines()[1:]]  # in completion order: the first 4 first
+    viewed = sum(bool(x.get("neighbors")) for x in records[:4])
+    assert re.match(rf"time: about \S+ more for the other 6 examples — the first 4 took \S+, {viewed} of them certified "
+                    r"and viewed \(the view: [\d,]+ texts and [\d,]+ contexts each", lines[said]), lines[said]
+    fifth = next(i for i, ln in enumerate(lines) if re.match(r"certify \(SAFER\): ([5-9]|10)/10 ex", ln))
+    assert before < said < fifth
+    assert len(records) == 10 and sum(bool(x.get("neighbors")) for x in records) >= viewed

@@ -31,7 +31,7 @@ import textaudit.notices as notices
 from textaudit.device import notice_if_busy
 
 __all__ = ["progress", "LogProgress", "log_interval", "quiet_third_party_bars", "eta_text", "duration",
-           "FIRST_LINE_SECONDS", "follow", "WorkClock"]
+           "FIRST_LINE_SECONDS", "follow", "WorkClock", "ProjectedClock"]
 
 #: the longest a plain-lines log waits for its second line (the first comes when the work starts)
 FIRST_LINE_SECONDS = 10.0
@@ -243,6 +243,42 @@ class WorkClock:
         if done <= 0:
             return None
         return max(self.expected() - done, 0.0) * (time.monotonic() - self.t0) / done
+
+
+class ProjectedClock:
+    """The ETA of work projected in classifier texts and masked-LM contexts (``expected``, set by the caller once it
+    can project them): what is not asked yet, each at the seconds per text and per context measured in this run,
+    times the host's share of the wall (``elapsed / (classifier + masked-LM seconds)``) — it moves as the work inside
+    units in flight is asked, where a count of finished units says nothing for minutes.
+
+    ``counters()`` returns (texts asked, contexts asked, classifier seconds, masked-LM seconds) so far."""
+
+    def __init__(self, counters: Callable[[], tuple[float, float, float, float]]):
+        self.counters = counters
+        self.start = counters()
+        self.t0 = time.monotonic()
+        self.expected: tuple[float, float] | None = None  # (texts, contexts) of the whole run, once projected
+
+    def asked(self) -> tuple[float, float, float, float]:
+        """(texts, contexts, classifier seconds, masked-LM seconds) since this clock started."""
+        return tuple(a - b for a, b in zip(self.counters(), self.start))  # type: ignore[return-value]
+
+    def left(self) -> float | None:
+        """Seconds for the projected work not asked yet (None before a projection or any work)."""
+        if self.expected is None:
+            return None
+        texts, contexts, clf_s, mlm_s = self.asked()
+        if texts <= 0 and contexts <= 0:
+            return None
+        s_q = clf_s / texts if texts > 0 else 0.0
+        s_m = mlm_s / contexts if contexts > 0 else 0.0
+        elapsed = time.monotonic() - self.t0
+        device = clf_s + mlm_s
+        host = elapsed / device if device > 1.0 and elapsed > device else 1.0
+        return (max(self.expected[0] - texts, 0.0) * s_q + max(self.expected[1] - contexts, 0.0) * s_m) * host
+
+    def remaining(self) -> float | None:
+        return self.left()
 
 
 def _columns() -> int:

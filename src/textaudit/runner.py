@@ -71,7 +71,7 @@ class ResumableRun:
                 unit: str, skip: Callable[[str], bool] | None = None,
                 backend: Backend | None = None, cost: Callable[[T], float] | None = None,
                 group: int | None = None, first: Callable[[T, Any, float], None] | None = None,
-                weighted_eta: bool = False,
+                first_count: int = 1, weighted_eta: bool = False,
                 live: tuple[Callable[[], dict[str, Any]], Callable[[], float | None] | None] | None = None
                 ) -> Iterator[tuple[str, Any]]:
         """Run the jobs still to do (default: id not in :attr:`done`) in this run's shard on ``backend``
@@ -81,8 +81,8 @@ class ResumableRun:
         by it, asked again after each job, so a cost that ``first`` refines counts from then on — for
         work whose cost is known, not for searches that stop at their first find); ``group``: jobs a worker
         keeps in flight (:meth:`Backend.map <textaudit.backends.Backend.map>`). ``first(job, result,
-        seconds)``: called once the first job is done — it runs alone, so that its seconds measure
-        one job (a cost estimate to say before the rest is spent) — before the others start."""
+        seconds)``: called as each of the first ``first_count`` jobs is done — they run alone, so that their
+        seconds measure them (a cost estimate to say before the rest is spent) — before the others start."""
         skip = skip or (lambda job_id: job_id in self.done)
         todo = [(job_id, job) for job_id, job in jobs if in_shard(job_id, self.shard) and not skip(job_id)]
         self._bar = progress_bar(total=len(todo), desc=desc, unit=unit, enabled=self.progress)
@@ -101,7 +101,7 @@ class ResumableRun:
             live = (live[0], weighted_left)
         stop_following = follow(self._bar, *live, shown=lambda: self._fields) if live else (lambda: None)
         try:
-            batches = [todo[:1], todo[1:]] if first is not None and todo else [todo]
+            batches = [todo[:first_count], todo[first_count:]] if first is not None and todo else [todo]
             for batch in batches:
                 for job_id, result in runner.map(make_worker, batch, cost, group):
                     job = left.pop(job_id)

@@ -19,7 +19,7 @@ import numpy as np
 
 import textaudit.notices as notices
 from textaudit.fairness.pairs import Source
-from textaudit.progress import duration
+from textaudit.progress import ProjectedClock, duration
 
 __all__ = ["BiasCost", "BiasClock", "PRIOR_PER_POSITION"]
 
@@ -88,28 +88,22 @@ class BiasCost:
                     "--max-sources N or a smaller --k bounds it")
 
 
-class BiasClock:
+class BiasClock(ProjectedClock):
     """The ETA of a bias run while its units are in flight (many at once, none finishing for minutes: a count of
     finished units says nothing then). The first unit runs alone: the texts it had scored and the contexts the masked
-    LM answered for it, per estimated sentence (:meth:`BiasCost.sentences`), project the whole run's texts and
-    contexts; the time left is what is not asked yet, each at the seconds per text and per context measured in this
-    run, times the host's share of the wall (``elapsed / (classifier + masked-LM seconds)``).
+    LM answered for it, per estimated sentence (:meth:`BiasCost.sentences`), project the whole run's
+    (:class:`~textaudit.progress.ProjectedClock` turns what is not asked yet into seconds).
 
     ``counters()`` returns (texts scored, contexts answered, classifier seconds, masked-LM seconds) so far."""
 
     def __init__(self, cost: BiasCost, counters: Callable[[], tuple[float, float, float, float]]):
-        self.cost, self.counters = cost, counters
-        self.start = counters()
-        self.t0 = time.monotonic()
-        self.expected: tuple[float, float] | None = None  # (texts, contexts) of the whole run, once projected
+        super().__init__(counters)
+        self.cost = cost
         self.total = self.units_left = 0.0  # estimated sentences of all the units; of those not finished
-
-    def _asked(self) -> tuple[float, float, float, float]:
-        return tuple(a - b for a, b in zip(self.counters(), self.start))  # type: ignore[return-value]
 
     def first_done(self, jobs: Sequence[Job], first: Job) -> None:
         """The first unit (of ``jobs``, all this run's units) finished: project the run's texts and contexts from it."""
-        texts, contexts, _, _ = self._asked()
+        texts, contexts, _, _ = self.asked()
         mine = self.cost.sentences(first)
         total = sum(self.cost.sentences(j) for j in jobs)
         if mine > 0:
@@ -120,19 +114,9 @@ class BiasClock:
         self.units_left = max(self.units_left - self.cost.sentences(job), 0.0)
 
     def remaining(self) -> float | None:
-        """Seconds left: the texts and contexts not asked yet at this run's pace; None before the first unit is done."""
-        if self.expected is None:
-            return None
-        texts, contexts, clf_s, mlm_s = self._asked()
-        if texts <= 0 and contexts <= 0:
-            return None
-        s_q = clf_s / texts if texts > 0 else 0.0
-        s_m = mlm_s / contexts if contexts > 0 else 0.0
-        elapsed = time.monotonic() - self.t0
-        device = clf_s + mlm_s
-        host = elapsed / device if device > 1.0 and elapsed > device else 1.0
-        q_left, m_left = max(self.expected[0] - texts, 0.0), max(self.expected[1] - contexts, 0.0)
-        left = (q_left * s_q + m_left * s_m) * host
-        if left <= 0 and self.units_left > 0:  # more asked than projected, units remain: the finished units' pace
-            left = elapsed * self.units_left / max(self.total - self.units_left, 1.0)
+        """Seconds left (None before the first unit is done); more asked than projected with units left: the
+        finished units' pace."""
+        left = self.left()
+        if left is not None and left <= 0 and self.units_left > 0:
+            left = (time.monotonic() - self.t0) * self.units_left / max(self.total - self.units_left, 1.0)
         return left

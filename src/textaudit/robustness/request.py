@@ -33,6 +33,7 @@ from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.notices import say as say_line
 from textaudit.progress import duration
 from textaudit.request import option, shared
+from textaudit.robustness.certify_clock import first_examples
 from textaudit.robustness.smoothing import SAFER, SMOOTHING, PerturbationSets, RanMASK, run_certify
 
 __all__ = ["CertifyRequest", "CertifyOutcome", "METHODS"]
@@ -216,6 +217,7 @@ class CertifyRequest:
         lexicon = str(self.synonyms) if self.synonyms is not None else "counterfitted-neighbors"
         summary, records = run_certify(safer, ds["text"], ds["label"], ds["id"], output=self.output,
                                        resume=self.resume, in_flight=self.in_flight, progress=progress, backend=backend,
+                                       say=say,
                                        config={"data": dataset_id(self.data, "dev"),
                                                "synonyms": lexicon if k or not ranmask else None,
                                                "synonyms_digest": synonyms_digest(table),
@@ -236,9 +238,11 @@ class CertifyRequest:
         say(f"cost: up to {n * per_text:,} texts to {clf.name} — {self.selection} + {self.samples} random {drawn} "
             f"of each of {n} examples (repeats are asked once){more}{budget}; --samples and --limit bound it")
         pace = measure_pace(clf, None, texts)  # (the data's first texts: asked again from the cache)
+        first = first_examples(n)
+        timed = (f"the first {first} examples run first and are timed for an estimate of the rest" if first < n else
+                 "the progress line follows the texts asked")
         if pace is not None:
-            view = (f"; the second-order view adds up to "
-                    f"{duration(n * per * (1 + patches) * per_text * pace.text_seconds)} (its neighbours' draws, for the "
-                    "inputs it certifies), and its masked LM's own time") if k else ""
-            say(f"time: about {duration(n * per_text * pace.text_seconds)} for the draws at "
-                f"{1 / pace.text_seconds:,.0f} texts/s measured here{view}; the progress line follows the texts asked")
+            view = (f"; the second-order view up to {duration(n * per * (1 + patches) * per_text * pace.text_seconds)} "
+                    "more, and its masked LM's time (for the inputs it certifies)") if k else ""
+            say(f"time: the draws take up to {duration(n * per_text * pace.text_seconds)} at {1 / pace.text_seconds:,.0f} "
+                f"texts/s measured here{view}; {timed}")

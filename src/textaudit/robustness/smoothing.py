@@ -42,15 +42,24 @@ import hashlib
 import math
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from textaudit.engine.scheduler import Engine, Search, classify, in_flight_for
 from textaudit.errors import TextAuditError
 from textaudit.lexicons import counterfitted_neighbors
-from textaudit.models.batched import TIE, decisions, query_stats, sampled_draws, scores_of, unknown_class
+from textaudit.models.batched import (
+    TIE,
+    classifier_seconds,
+    decisions,
+    query_stats,
+    sampled_draws,
+    scores_of,
+    unknown_class,
+)
 from textaudit.progress import WorkClock
+from textaudit.robustness.certify_clock import CertifyClock
 from textaudit.runner import ResumableRun
 from textaudit.sentence import Sentence, restore_case
 from textaudit.stats import wilson
@@ -181,14 +190,6 @@ class SAFER:
                 "samples": self.samples, "selection": self.selection, "alpha": self.alpha, "seed": self.seed,
                 "max_subs": self.sets.max_subs if self.sets else None, "hops": self.sets.hops if self.sets else None,
                 **second}
-
-    def expected_texts(self, examples: int, view_share: float | None = None) -> float:
-        """Texts the classifier is asked for ``examples`` inputs: the ``selection + samples`` draws of each,
-        and, with the second-order view, up to ``neighbors × (1 + patches)`` times as many again for each
-        input it views (a ``view_share`` of them: measured as the run goes; before that, every one)."""
-        per = self.selection + self.samples
-        view = self.neighbors * (1 + self.patches) * per if self.builder is not None else 0
-        return examples * (per + (1.0 if view_share is None else view_share) * view)
 
     def draws(self, text: str, key: str, n: int, stream: int) -> list[str]:
         """``n`` texts drawn from Π_x (seeded by the seed, ``key`` and ``stream``)."""
@@ -500,10 +501,11 @@ def summarize_certify(records: Sequence[Mapping], method: str = "safer") -> dict
 
 def run_certify(safer: SAFER, texts: Sequence[str], labels: Sequence[int], ids: Sequence[str], *, output=None,
                 resume: bool = False, progress: bool = True, in_flight: int | None = None, config: dict | None = None,
-                backend=None) -> tuple[dict, list[dict]]:
+                backend=None, say: Callable[[str], None] | None = None) -> tuple[dict, list[dict]]:
     """Certify every example (appended to ``output`` as it finishes; ``resume`` continues it) and return
-    ``(summary, records)``. Where the examples run here, the progress line shows the texts the classifier
-    was asked so far and an ETA from them (:meth:`expected_texts`): it moves while examples are in flight."""
+    ``(summary, records)``. Where the examples run here, the first of them run alone and are timed: ``say`` then
+    gets the time of the rest (:class:`~textaudit.robustness.certify_clock.CertifyClock`), and the progress line
+    shows the texts and contexts asked so far and an ETA from them: it moves while examples are in flight."""
     jobs = [(str(i), (str(i), t, int(y))) for i, t, y in zip(ids, texts, labels)]
     settings = {**safer.config(), **(config or {})}
     with ResumableRun(output, resume=resume, progress=progress, command="certify", config=settings) as run:
@@ -517,18 +519,36 @@ def run_certify(safer: SAFER, texts: Sequence[str], labels: Sequence[int], ids: 
         todo = sum(1 for k, _ in jobs if k not in run.done)
         stats = query_stats(safer.classifier)
         mlm = getattr(safer.builder, "mlm", None)
-        clock = WorkClock(lambda: float(getattr(stats, "answered", 0) or 0),
-                          lambda: safer.expected_texts(todo, viewed / finished if finished else None),
-                          more={"contexts": lambda: float(sum(getattr(mlm, a, 0) or 0 for a in
-                                                                  ("forwards", "cache_hits", "store_hits")))})
+
+        def contexts() -> float:
+            return float(sum(getattr(mlm, a, 0) or 0 for a in ("forwards", "cache_hits", "store_hits")))
+
+        def counters() -> tuple[float, float, float, float]:
+            clock = getattr(mlm, "clock", None)
+            return (float(getattr(stats, "answered", 0) or 0), contexts(), classifier_seconds(safer.classifier),
+                    float(getattr(clock, "seconds", 0.0) or 0.0))
+
+        work = WorkClock(lambda: float(getattr(stats, "answered", 0) or 0), lambda: 0.0, more={"contexts": contexts})
+        clock = CertifyClock(counters, todo=todo, draws=safer.selection + safer.samples,
+                             neighbors=safer.neighbors if safer.builder is not None else 0)
         local = backend is None or type(backend).__name__ == "SerialBackend"
+
+        def first(job, cert, seconds) -> None:
+            if clock.add(cert) and say is not None:
+                line = clock.estimate_line()
+                if line:
+                    run.say(line)
+
+        timed = local and stats is not None
         for key, cert in run.results(jobs, lambda: CertifyJob(safer, in_flight), desc=f"certify ({SMOOTHING[safer.method]})", unit="ex",
                                      backend=backend, group=in_flight_for(safer.classifier, in_flight),
-                                     live=(clock.fields, clock.remaining) if local and stats is not None else None):
+                                     first=first if timed else None, first_count=clock.first,
+                                     live=(work.fields, clock.remaining) if timed else None):
             job = job_of[key]
             run.write({"id": key, "text": job[1], "label": job[2], **cert})
             finished += 1
             viewed += bool(cert.get("neighbors"))
+            clock.finished(finished, viewed)
             done += bool(cert["correct"] and cert["radius"])
             run.show(certified_r1=done)
         records = list(run.records)
