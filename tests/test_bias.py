@@ -343,9 +343,10 @@ def test_a_default_model_is_named_and_is_the_one_a_first_user_already_has(cli, t
 
 def test_the_eta_of_units_in_flight_follows_the_texts_and_contexts_asked(monkeypatch):
     """Many units in flight and none finishing: the ETA comes from the work asked inside them (the old one, elapsed ×
-    cost left / cost of the units finished, grew with the elapsed time: 10m27s → 1h02m while the run had 8 minutes
-    left). The first unit (10 estimated sentences) asked 20 texts and 5 contexts: the run's 40 sentences project 80
-    texts and 20 contexts; at the pace measured (0.1 s a text, 1 s a context) what is not asked yet is the time left."""
+    cost left / cost of the units finished, grew with the elapsed time: 10m27s → 6h57m in a run of 20 minutes). The
+    first unit asked 2 texts per estimated sentence and 2 contexts per estimated context (one per changeable position
+    at k = 1: n): the run's are projected at those ratios; at the pace measured (0.1 s a text, 1 s a context) what is
+    not asked yet is the time left."""
     import textaudit.fairness.cost as cost_module
     from textaudit.fairness.cost import BiasClock, BiasCost
     from textaudit.fairness.pairs import Source
@@ -359,26 +360,48 @@ def test_the_eta_of_units_in_flight_follows_the_texts_and_contexts_asked(monkeyp
     jobs = [(("he", "she"), Source(str(i), Sentence.parse(t), 0, False), None) for i, t in enumerate(texts)]
     cost.rate = [1.0, 1.0]  # one candidate per position: a unit of n changeable words is 1 + n sentences
     sizes = [cost.sentences(j) for j in jobs]
+    ctx = [cost.contexts(j) for j in jobs]
+    assert ctx == [len(t.split()) - 1 for t in texts] and sizes == [1 + c for c in ctx]
     clock = BiasClock(cost, lambda: tuple(asked))
     assert clock.remaining() is None  # before the first unit: the count's ETA has nothing either
-    asked[:] = [2.0 * sizes[0], 0.5 * sizes[0], 0.2 * sizes[0], 0.5 * sizes[0]]
-    now[0] += 0.7 * sizes[0]
+
+    def unit(i: int) -> None:  # unit i asks 2 texts a sentence (0.1 s each) and 2 contexts a context (1 s each)
+        asked[:] = [a + b for a, b in zip(asked, [2.0 * sizes[i], 2.0 * ctx[i], 0.2 * sizes[i], 2.0 * ctx[i]])]
+        now[0] += 0.2 * sizes[i] + 2.0 * ctx[i]
+
+    unit(0)
     clock.first_done(jobs, jobs[0])
-    total = sum(sizes)
-    assert clock.expected == pytest.approx((2.0 * total, 0.5 * total))
+    assert clock.expected == pytest.approx((2.0 * sum(sizes), 2.0 * sum(ctx)))
     clock.finish(jobs[0])
-    assert clock.remaining() == pytest.approx((2.0 * (total - sizes[0])) * 0.1 + (0.5 * (total - sizes[0])) * 1.0)
+
+    def left(*done: int) -> float:
+        return sum(2.0 * sizes[i] * 0.1 + 2.0 * ctx[i] * 1.0 for i in range(4) if i not in done)
+
+    assert clock.remaining() == pytest.approx(left(0))
     # the others in flight, none finished: the ETA falls as they ask, whatever the count of units finished
-    asked[:] = [a + b for a, b in zip(asked, [2.0 * sizes[1], 0.5 * sizes[1], 0.2 * sizes[1], 0.5 * sizes[1]])]
-    now[0] += 0.7 * sizes[1]
-    left = (2.0 * (total - sizes[0] - sizes[1])) * 0.1 + (0.5 * (total - sizes[0] - sizes[1])) * 1.0
-    assert clock.remaining() == pytest.approx(left)
+    unit(1)
+    assert clock.remaining() == pytest.approx(left(0, 1))
     # a host that takes as long again as the forwards: twice the time left
-    now[0] += 0.7 * (sizes[0] + sizes[1])
-    assert clock.remaining() == pytest.approx(2 * left)
+    now[0] += sum(0.2 * sizes[i] + 2.0 * ctx[i] for i in (0, 1))
+    assert clock.remaining() == pytest.approx(2 * left(0, 1))
     # more asked than projected (the first unit was small for its estimate) with units left: the finished units' pace
-    asked[0] += 10 * total
-    asked[1] += 10 * total
+    asked[0] += 10 * sum(sizes)
+    asked[1] += 10 * sum(ctx)
     clock.finish(jobs[1])
     elapsed = now[0] - 100.0
     assert clock.remaining() == pytest.approx(elapsed * (sizes[2] + sizes[3]) / (sizes[0] + sizes[1]))
+
+
+def test_a_unit_of_long_sentences_asks_more_contexts_per_sentence():
+    """At k = 2 a unit asks one context per changeable position of itself and of each neighbour at distance 1:
+    n + n · r_1 · (n − 1), against 1 + n · r_1 + C(n, 2) · r_2 sentences — so the contexts are projected on their own."""
+    from textaudit.fairness.cost import BiasCost
+    from textaudit.fairness.pairs import Source
+    from textaudit.sentence import Sentence
+
+    cost = BiasCost(2, 2, 200)
+    cost.rate = [1.0, 3.0, 4.0]
+    job = (("he", "she"), Source("0", Sentence.parse("he said so today , twice"), 0, False), None)  # n = 5
+    assert cost.contexts(job) == pytest.approx(5 + 5 * 3.0 * 4)
+    assert cost.sentences(job) == pytest.approx(1 + 5 * 3.0 + 10 * 4.0)
+    assert cost.contexts((("he", "she"), job[1], 3)) == 200 * 3  # a sampled unit: one per step of each draw

@@ -610,7 +610,8 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
                 cost.measure(job, scored[0].distance)
                 if clock is not None:
                     clock.first_done([j for _, j in todo], job)
-                cost.say_estimate([j for _, j in todo], job, len(scored[0].texts), seconds)
+                cost.say_estimate([j for _, j in todo], job, len(scored[0].texts), seconds,
+                                  left=clock.left() if clock is not None else None)
         live, clock = _live(estimator, scorers, cost) if backend is None or isinstance(backend, SerialBackend) else (None, None)
         for uid, scored in run.results(todo, make_worker, desc=f"bias k<={k}", unit="unit", skip=lambda _: False,
                                        backend=backend, cost=cost.sentences, first=first, weighted_eta=True,

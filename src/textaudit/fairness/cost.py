@@ -54,6 +54,17 @@ class BiasCost:
         """Estimated sentences one unit scores (its cost, for the ETA)."""
         return sum(self.by_distance(job).values())
 
+    def contexts(self, job: Job) -> float:
+        """Estimated masked-LM contexts one unit asks: each sentence at a distance j below the enumerated k asks one
+        context per position still changeable, Σ_{j<k} C(n, j) · r_j · (n − j) — most of a unit's time on a CPU, and
+        it does not grow as the sentences do (a unit of long sentences asks more contexts per sentence scored); a
+        sampled unit, one per step of each draw."""
+        _, src, sampled_k = job
+        if sampled_k is not None:
+            return float(self.sample * sampled_k)
+        n = self._changeable(src)
+        return sum(comb(n, j) * r * (n - j) for j, r in enumerate(self.rate[:-1]))
+
     def measure(self, job: Job, distances: np.ndarray) -> None:
         """r_j from the first unit's sentences at each distance."""
         _, src, sampled_k = job
@@ -72,8 +83,10 @@ class BiasCost:
                     f"{', '.join('/'.join(p) for p in pairs[:4])}{' …' if len(pairs) > 4 else ''}, k ≤ {self.k}; "
                     "the first unit is timed for an estimate")
 
-    def say_estimate(self, jobs: Sequence[Job], first: Job, first_sentences: int, seconds: float) -> None:
-        """After the first unit: the sentences per k (k = 0 exact) and the time, at its pace."""
+    def say_estimate(self, jobs: Sequence[Job], first: Job, first_sentences: int, seconds: float,
+                     left: float | None = None) -> None:
+        """After the first unit: the sentences per k (k = 0 exact) and the time — ``left`` (a
+        :class:`BiasClock`'s projection of the texts and contexts), else the first unit's sentences per second."""
         per: dict[int, float] = {}
         for job in jobs:
             for j, n in self.by_distance(job).items():
@@ -82,7 +95,7 @@ class BiasCost:
         rest = total - first_sentences
         pace = first_sentences / seconds if seconds > 0 else float("inf")
         shown = ", ".join(f"k={j}: {'' if j == 0 else '~'}{int(round(n)):,}" for j, n in sorted(per.items()))
-        eta = duration(rest / pace) if np.isfinite(pace) and rest > 0 else "0s"
+        eta = duration(left) if left is not None else duration(rest / pace) if np.isfinite(pace) and rest > 0 else "0s"
         notices.say(f"cost: about {int(round(total)):,} neighbourhood sentences to score ({shown}; estimated from the first "
                     f"unit: {first_sentences:,} sentences in {seconds:.1f} s) — about {eta} more at that pace; "
                     "--max-sources N or a smaller --k bounds it")
@@ -90,9 +103,10 @@ class BiasCost:
 
 class BiasClock(ProjectedClock):
     """The ETA of a bias run while its units are in flight (many at once, none finishing for minutes: a count of
-    finished units says nothing then). The first unit runs alone: the texts it had scored and the contexts the masked
-    LM answered for it, per estimated sentence (:meth:`BiasCost.sentences`), project the whole run's
-    (:class:`~textaudit.progress.ProjectedClock` turns what is not asked yet into seconds).
+    finished units says nothing then). The first unit runs alone: the texts it had scored, per estimated sentence
+    (:meth:`BiasCost.sentences`), and the contexts the masked LM answered for it, per estimated context
+    (:meth:`BiasCost.contexts`), project the whole run's (:class:`~textaudit.progress.ProjectedClock` turns what is
+    not asked yet into seconds).
 
     ``counters()`` returns (texts scored, contexts answered, classifier seconds, masked-LM seconds) so far."""
 
@@ -102,12 +116,14 @@ class BiasClock(ProjectedClock):
         self.total = self.units_left = 0.0  # estimated sentences of all the units; of those not finished
 
     def first_done(self, jobs: Sequence[Job], first: Job) -> None:
-        """The first unit (of ``jobs``, all this run's units) finished: project the run's texts and contexts from it."""
+        """The first unit (of ``jobs``, all this run's units) finished: project the run's texts from its sentences
+        and its contexts from the contexts estimated per unit (:meth:`BiasCost.contexts`), each scaled by what the
+        first unit asked against its own estimate."""
         texts, contexts, _, _ = self.asked()
-        mine = self.cost.sentences(first)
-        total = sum(self.cost.sentences(j) for j in jobs)
+        mine, total = self.cost.sentences(first), sum(self.cost.sentences(j) for j in jobs)
+        mine_c, total_c = self.cost.contexts(first), sum(self.cost.contexts(j) for j in jobs)
         if mine > 0:
-            self.expected = (texts * total / mine, contexts * total / mine)
+            self.expected = (texts * total / mine, contexts * total_c / mine_c if mine_c > 0 else contexts * total / mine)
         self.total = self.units_left = total  # (the first unit leaves it through finish(), as every unit)
 
     def finish(self, job: Job) -> None:
