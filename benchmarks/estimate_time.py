@@ -75,8 +75,8 @@ class Case:
             for rx in _SAID:
                 m = rx.match(ln)
                 if m:
-                    lo = seconds(m.group("lo"))
-                    return t, lo, seconds(m.group("hi")) if m.group("hi") else lo
+                    lo, hi = seconds(m.group("lo")), m.groupdict().get("hi")
+                    return t, lo, seconds(hi) if hi else lo
         return None
 
     def end(self) -> float:

@@ -470,8 +470,12 @@ def test_the_certify_estimate_comes_from_its_first_examples_and_the_share_they_v
     assert clock.estimate_line() == ("time: about 1m07s more for the other 16 examples — the first 4 took 17s, 2 of them "
                                      "certified and viewed (the view: 500 texts and 10 contexts each; expected for 50% "
                                      "of the inputs); the progress line's ETA follows the texts and contexts asked")
-    clock.finished(10, 2)  # the share follows the examples finished: (2 + 1) / (10 + 2)
-    assert clock.expected == pytest.approx((20 * (120 + 0.25 * 500), 20 * 0.25 * 10))
+    # more asked than projected while examples remain: no ETA rather than "ETA 0s"
+    asked[0] += 10_000
+    assert clock.remaining() == pytest.approx((100 - 20) * 0.1 * (16.8 / (14.8 + 2)))  # the contexts left (the host:
+    # the texts' seconds did not grow, 16.8 s of wall over 16.8 s of forwards)
+    asked[1] += 1_000
+    assert clock.remaining() is None
     # none of the first viewed: a view costs at least its neighbours' draws; without the view, the draws alone
     none = CertifyClock(lambda: tuple(asked), todo=20, draws=120, neighbors=8)
     for _ in range(4):

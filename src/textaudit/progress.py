@@ -264,7 +264,8 @@ class ProjectedClock:
         return tuple(a - b for a, b in zip(self.counters(), self.start))  # type: ignore[return-value]
 
     def left(self) -> float | None:
-        """Seconds for the projected work not asked yet (None before a projection or any work)."""
+        """Seconds for the projected work not asked yet (None before a projection or any work, and once more was asked
+        than projected: the work left is unknown then, and "ETA 0s" would be wrong)."""
         if self.expected is None:
             return None
         texts, contexts, clf_s, mlm_s = self.asked()
@@ -275,7 +276,8 @@ class ProjectedClock:
         elapsed = time.monotonic() - self.t0
         device = clf_s + mlm_s
         host = elapsed / device if device > 1.0 and elapsed > device else 1.0
-        return (max(self.expected[0] - texts, 0.0) * s_q + max(self.expected[1] - contexts, 0.0) * s_m) * host
+        left = (max(self.expected[0] - texts, 0.0) * s_q + max(self.expected[1] - contexts, 0.0) * s_m) * host
+        return left if left > 0 else None
 
     def remaining(self) -> float | None:
         return self.left()

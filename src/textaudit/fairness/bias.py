@@ -617,8 +617,6 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
                                        backend=backend, cost=cost.sentences, first=first, weighted_eta=True,
                                        group=in_flight_for(estimator.classifier, in_flight), live=live):
             pair, src, sampled_k = job_of[uid]
-            if clock is not None:
-                clock.finish(job_of[uid])
             for n, u in zip(names, scored):
                 units[(pair, n)].append(u)
                 run.write(*_unit_records(uid, n, u, pair, src, sampled_k))

@@ -11,7 +11,6 @@ every source. Before that first unit, r_j = :data:`PRIOR_PER_POSITION` ** j.
 
 from __future__ import annotations
 
-import time
 from math import comb
 from typing import Callable, Sequence
 
@@ -113,7 +112,6 @@ class BiasClock(ProjectedClock):
     def __init__(self, cost: BiasCost, counters: Callable[[], tuple[float, float, float, float]]):
         super().__init__(counters)
         self.cost = cost
-        self.total = self.units_left = 0.0  # estimated sentences of all the units; of those not finished
 
     def first_done(self, jobs: Sequence[Job], first: Job) -> None:
         """The first unit (of ``jobs``, all this run's units) finished: project the run's texts from its sentences
@@ -124,15 +122,3 @@ class BiasClock(ProjectedClock):
         mine_c, total_c = self.cost.contexts(first), sum(self.cost.contexts(j) for j in jobs)
         if mine > 0:
             self.expected = (texts * total / mine, contexts * total_c / mine_c if mine_c > 0 else contexts * total / mine)
-        self.total = self.units_left = total  # (the first unit leaves it through finish(), as every unit)
-
-    def finish(self, job: Job) -> None:
-        self.units_left = max(self.units_left - self.cost.sentences(job), 0.0)
-
-    def remaining(self) -> float | None:
-        """Seconds left (None before the first unit is done); more asked than projected with units left: the
-        finished units' pace."""
-        left = self.left()
-        if left is not None and left <= 0 and self.units_left > 0:
-            left = (time.monotonic() - self.t0) * self.units_left / max(self.total - self.units_left, 1.0)
-        return left

@@ -515,7 +515,7 @@ def run_certify(safer: SAFER, texts: Sequence[str], labels: Sequence[int], ids: 
             if r.get("id") in text_of and r.get("text") != text_of[r["id"]]:
                 raise TextAuditError(f"{output}: the record of id {r['id']} is of another text than the data's; "
                                      "resume with the data it was written with, or write a new --output")
-        done, finished, viewed = 0, 0, 0
+        done = 0
         todo = sum(1 for k, _ in jobs if k not in run.done)
         stats = query_stats(safer.classifier)
         mlm = getattr(safer.builder, "mlm", None)
@@ -546,9 +546,6 @@ def run_certify(safer: SAFER, texts: Sequence[str], labels: Sequence[int], ids: 
                                      live=(work.fields, clock.remaining) if timed else None):
             job = job_of[key]
             run.write({"id": key, "text": job[1], "label": job[2], **cert})
-            finished += 1
-            viewed += bool(cert.get("neighbors"))
-            clock.finished(finished, viewed)
             done += bool(cert["correct"] and cert["radius"])
             run.show(certified_r1=done)
         records = list(run.records)
