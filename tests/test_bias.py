@@ -370,7 +370,7 @@ def test_the_eta_of_units_in_flight_follows_the_texts_and_contexts_asked(monkeyp
         now[0] += 0.2 * sizes[i] + 2.0 * ctx[i]
 
     unit(0)
-    clock.first_done(jobs, jobs[0])
+    clock.first_done(jobs, [jobs[0]])
     assert clock.expected == pytest.approx((2.0 * sum(sizes), 2.0 * sum(ctx)))
 
     def left(*done: int) -> float:
@@ -403,3 +403,19 @@ def test_a_unit_of_long_sentences_asks_more_contexts_per_sentence():
     assert cost.contexts(job) == pytest.approx(5 + 5 * 3.0 * 4)
     assert cost.sentences(job) == pytest.approx(1 + 5 * 3.0 + 10 * 4.0)
     assert cost.contexts((("he", "she"), job[1], 3)) == 200 * 3  # a sampled unit: one per step of each draw
+
+
+def test_the_first_units_are_a_fifth_of_the_run_and_their_rates_are_pooled():
+    """One source's neighbourhood says little of the others' (20 sources at k = 2: the first unit's rates projected
+    half of what the run asked): a fifth of the units (1 to 16) run first, and r_j is pooled over them —
+    Σ sentences at j / Σ C(n, j), not the last unit's."""
+    from textaudit.fairness.cost import BiasCost, first_units
+    from textaudit.fairness.pairs import Source
+    from textaudit.sentence import Sentence
+
+    assert [first_units(n) for n in (1, 4, 5, 6, 20, 80, 200)] == [1, 1, 1, 2, 4, 16, 16]
+    cost = BiasCost(1, 1, 200)
+    short = (("he", "she"), Source("0", Sentence.parse("he left"), 0, False), None)  # n = 1
+    long = (("he", "she"), Source("1", Sentence.parse("he said so today , twice"), 0, False), None)  # n = 5
+    cost.measure_units([(short, np.array([0, 1, 1, 1])), (long, np.array([0] + [1] * 5))])
+    assert cost.rate[1] == pytest.approx((3 + 5) / (1 + 5)) and cost.measured

@@ -48,7 +48,7 @@ from textaudit.backends import Backend, SerialBackend, place_on_device
 from textaudit.data import check_side, load_dataset
 from textaudit.engine.scheduler import Engine, Search, check_in_flight, classify, in_flight_for, run_now
 from textaudit.errors import TextAuditError
-from textaudit.fairness.cost import BiasClock, BiasCost
+from textaudit.fairness.cost import BiasClock, BiasCost, first_units
 from textaudit.fairness.estimates import (
     CI_METHODS,
     MIN_CLAIM_SOURCES,
@@ -602,19 +602,25 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
         make_worker = lambda: UnitJob(estimator, k, scorers[1:], in_flight)  # noqa: E731
         cost = BiasCost(k, estimator.enumerate_k, estimator.sample_n, len(scorers))
         first = None
+        timed = first_units(len(todo))
         if progress and todo and (backend is None or isinstance(backend, SerialBackend)):
-            # said before the work is spent; the first unit runs alone and is timed for the estimate
-            cost.say_plan([p for p, *_ in plans], [j for _, j in todo], len(jobs) - len(todo))
+            # said before the work is spent; the first units run alone and are timed for the estimate
+            cost.say_plan([p for p, *_ in plans], [j for _, j in todo], len(jobs) - len(todo), timed)
+            firsts: list = []
 
             def first(job, scored, seconds):
-                cost.measure(job, scored[0].distance)
+                firsts.append((job, scored[0]))
+                if len(firsts) < timed:
+                    return
+                cost.measure_units([(j, u.distance) for j, u in firsts])
                 if clock is not None:
-                    clock.first_done([j for _, j in todo], job)
-                cost.say_estimate([j for _, j in todo], job, len(scored[0].texts), seconds,
-                                  left=clock.left() if clock is not None else None)
+                    clock.first_done([j for _, j in todo], [j for j, _ in firsts])
+                cost.say_estimate([j for _, j in todo], [j for j, _ in firsts], sum(len(u.texts) for _, u in firsts),
+                                  seconds, left=clock.left() if clock is not None else None)
         live, clock = _live(estimator, scorers, cost) if backend is None or isinstance(backend, SerialBackend) else (None, None)
         for uid, scored in run.results(todo, make_worker, desc=f"bias k<={k}", unit="unit", skip=lambda _: False,
-                                       backend=backend, cost=cost.sentences, first=first, weighted_eta=True,
+                                       backend=backend, cost=cost.sentences, first=first, first_count=timed,
+                                       weighted_eta=True,
                                        group=in_flight_for(estimator.classifier, in_flight), live=live):
             pair, src, sampled_k = job_of[uid]
             for n, u in zip(names, scored):

@@ -5,8 +5,8 @@ The sentences to score are {x} ∪ Neighbor_k(x) for every source x of X_p (enum
 before the masked LM is asked, but it grows with the number of positions a word can change at: with
 n words (the pair's position protected, n − 1 changeable), the sentences at distance j are about
 C(n − 1, j) · r_j, where r_j — sentences at distance j per choice of j positions — is measured on the
-run's first unit (which runs alone for that: its seconds give the time estimate) and assumed for
-every source. Before that first unit, r_j = :data:`PRIOR_PER_POSITION` ** j.
+run's first units, pooled (a fifth of them, :func:`first_units`; they run alone for that, and what they asked
+gives the time estimate) and assumed for every source. Before them, r_j = :data:`PRIOR_PER_POSITION` ** j.
 """
 
 from __future__ import annotations
@@ -20,13 +20,23 @@ import textaudit.notices as notices
 from textaudit.fairness.pairs import Source
 from textaudit.progress import ProjectedClock, duration
 
-__all__ = ["BiasCost", "BiasClock", "PRIOR_PER_POSITION"]
+__all__ = ["BiasCost", "BiasClock", "PRIOR_PER_POSITION", "first_units"]
 
 #: candidates per changeable position assumed before the first unit is measured (κ = 20 within δ = 3
 #: of the best logit keeps about this many whole words on SST-2)
 PRIOR_PER_POSITION = 8.0
 
 Job = tuple[tuple[str, str], Source, "int | None"]
+
+#: units timed before the estimate: a fifth of the run, at least one, at most FIRST_UNITS_MAX — one source's
+#: neighbourhood says little of the others' (20 sources at k = 2: the first unit's rates projected half the sentences
+#: and contexts the run then asked)
+FIRST_UNITS_MAX = 16
+
+
+def first_units(todo: int) -> int:
+    """How many of ``todo`` units run first, alone, to time the rest."""
+    return min(todo, FIRST_UNITS_MAX, max(1, -(-todo // 5)))
 
 
 class BiasCost:
@@ -64,28 +74,30 @@ class BiasCost:
         n = self._changeable(src)
         return sum(comb(n, j) * r * (n - j) for j, r in enumerate(self.rate[:-1]))
 
-    def measure(self, job: Job, distances: np.ndarray) -> None:
-        """r_j from the first unit's sentences at each distance."""
-        _, src, sampled_k = job
-        if sampled_k is not None:
-            return
-        n = self._changeable(src)
+    def measure_units(self, units: Sequence[tuple[Job, np.ndarray]]) -> None:
+        """r_j from the first units' sentences at each distance, pooled: Σ sentences at j / Σ C(n, j)."""
         for j in range(1, len(self.rate)):
-            if comb(n, j):
-                self.rate[j] = float(np.sum(np.asarray(distances) == j)) / comb(n, j)
-        self.measured = True
+            count = positions = 0.0
+            for (_, src, sampled_k), distances in units:
+                if sampled_k is None:
+                    count += float(np.sum(np.asarray(distances) == j))
+                    positions += comb(self._changeable(src), j)
+            if positions:
+                self.rate[j] = count / positions
+        self.measured = self.measured or any(sampled_k is None for (_, _, sampled_k), _ in units)
 
-    def say_plan(self, pairs: Sequence[tuple[str, str]], jobs: Sequence[Job], done: int) -> None:
+    def say_plan(self, pairs: Sequence[tuple[str, str]], jobs: Sequence[Job], done: int, timed: int = 1) -> None:
         sources = len({(p, s.id) for p, s, _ in jobs})
         resumed = f" ({done} done before)" if done else ""
+        first = "the first unit is" if timed == 1 else f"the first {timed} units are"
         notices.say(f"cost: {len(jobs)} units to score{resumed} — {sources} source sentences of X_p for "
                     f"{', '.join('/'.join(p) for p in pairs[:4])}{' …' if len(pairs) > 4 else ''}, k ≤ {self.k}; "
-                    "the first unit is timed for an estimate")
+                    f"{first} timed for an estimate")
 
-    def say_estimate(self, jobs: Sequence[Job], first: Job, first_sentences: int, seconds: float,
+    def say_estimate(self, jobs: Sequence[Job], firsts: Sequence[Job], first_sentences: int, seconds: float,
                      left: float | None = None) -> None:
-        """After the first unit: the sentences per k (k = 0 exact) and the time — ``left`` (a
-        :class:`BiasClock`'s projection of the texts and contexts), else the first unit's sentences per second."""
+        """After the first units: the sentences per k (k = 0 exact) and the time — ``left`` (a
+        :class:`BiasClock`'s projection of the texts and contexts), else the first units' sentences per second."""
         per: dict[int, float] = {}
         for job in jobs:
             for j, n in self.by_distance(job).items():
@@ -95,15 +107,16 @@ class BiasCost:
         pace = first_sentences / seconds if seconds > 0 else float("inf")
         shown = ", ".join(f"k={j}: {'' if j == 0 else '~'}{int(round(n)):,}" for j, n in sorted(per.items()))
         eta = duration(left) if left is not None else duration(rest / pace) if np.isfinite(pace) and rest > 0 else "0s"
-        notices.say(f"cost: about {int(round(total)):,} neighbourhood sentences to score ({shown}; estimated from the first "
-                    f"unit: {first_sentences:,} sentences in {seconds:.1f} s) — about {eta} more at that pace; "
+        which = "the first unit" if len(firsts) == 1 else f"the first {len(firsts)} units"
+        notices.say(f"cost: about {int(round(total)):,} neighbourhood sentences to score ({shown}; estimated from {which}: "
+                    f"{first_sentences:,} sentences in {seconds:.1f} s) — about {eta} more at that pace; "
                     "--max-sources N or a smaller --k bounds it")
 
 
 class BiasClock(ProjectedClock):
     """The ETA of a bias run while its units are in flight (many at once, none finishing for minutes: a count of
-    finished units says nothing then). The first unit runs alone: the texts it had scored, per estimated sentence
-    (:meth:`BiasCost.sentences`), and the contexts the masked LM answered for it, per estimated context
+    finished units says nothing then). The first units run alone: the texts they had scored, per estimated sentence
+    (:meth:`BiasCost.sentences`), and the contexts the masked LM answered for them, per estimated context
     (:meth:`BiasCost.contexts`), project the whole run's (:class:`~textaudit.progress.ProjectedClock` turns what is
     not asked yet into seconds).
 
@@ -113,12 +126,12 @@ class BiasClock(ProjectedClock):
         super().__init__(counters)
         self.cost = cost
 
-    def first_done(self, jobs: Sequence[Job], first: Job) -> None:
-        """The first unit (of ``jobs``, all this run's units) finished: project the run's texts from its sentences
+    def first_done(self, jobs: Sequence[Job], firsts: Sequence[Job]) -> None:
+        """The first units (of ``jobs``, all this run's units) finished: project the run's texts from their sentences
         and its contexts from the contexts estimated per unit (:meth:`BiasCost.contexts`), each scaled by what the
-        first unit asked against its own estimate."""
+        first units asked against their own estimate."""
         texts, contexts, _, _ = self.asked()
-        mine, total = self.cost.sentences(first), sum(self.cost.sentences(j) for j in jobs)
-        mine_c, total_c = self.cost.contexts(first), sum(self.cost.contexts(j) for j in jobs)
+        mine, total = sum(self.cost.sentences(j) for j in firsts), sum(self.cost.sentences(j) for j in jobs)
+        mine_c, total_c = sum(self.cost.contexts(j) for j in firsts), sum(self.cost.contexts(j) for j in jobs)
         if mine > 0:
             self.expected = (texts * total / mine, contexts * total_c / mine_c if mine_c > 0 else contexts * total / mine)
