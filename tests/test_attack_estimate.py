@@ -184,3 +184,21 @@ def test_the_work_per_word_follows_k():
     assert work_per_word("so-beam", 3) == work_per_word("so-beam", 4) == WORK_BY_K[("so-beam", 3)]
     assert work_per_word("so-beam", 6) == WORK_PER_WORD["so-beam"] and work_per_word("genetic", None) == WORK_PER_WORD["genetic"]
     assert work_per_word("so-enum", 1)[1] < WORK_PER_WORD["so-enum"][1] / 20
+
+
+def test_levels_in_flight_are_costed_by_their_frontiers_not_by_the_average_example():
+    """SO-Enum enumerates a whole level before it checks it: an example in flight after its first level asks all of its
+    frontier's positions, known when the level begins (the neighbourhood builder counts them). The ETA counts those
+    not asked yet and the texts that score what they find — where the heavy-tail guess (half the seconds spent) read
+    half the elapsed time, 2–4× low, for minutes."""
+    counters = Counters()
+    levels = [0.0, 0.0]
+    clock = AttackClock("so-enum", TEXTS, Pace(0.001, 0.01), counters, in_flight=32, levels=lambda: list(levels))
+    counters.now = [1000.0, 100.0, 1.0, 1.0]  # 1 ms a text, 10 ms a context
+    assert clock.level_left(0.001, 0.01, (100.0, 10.0), 1000.0, 100.0) is None  # no level begun: the old guess
+    levels[0] = 2_000.0  # the in-flight examples began levels of 2,000 contexts in all
+    q_w, m_w = clock.per_word()
+    left = clock.level_left(0.001, 0.01, (q_w, m_w), 1000.0, 100.0)
+    assert left == pytest.approx((2_000 - 100) * 0.01 + (2_000 * q_w / m_w - 1_000) * 0.001)
+    # all ten in flight, none finished: the time left is at least what their levels still ask
+    assert clock.remaining() >= left

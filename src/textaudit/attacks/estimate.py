@@ -179,13 +179,18 @@ class AttackClock:
 
     ``counters()`` returns (texts asked, contexts asked, classifier seconds, masked-LM seconds) so far.
     ``attacked``: which of ``texts`` the search will attack (the model gets them right; the others are skipped at
-    once and cost nothing) — None: all of them."""
+    once and cost nothing) — None: all of them. ``levels()``: the masked-LM contexts of the neighbourhood levels begun
+    and asked so far (:attr:`NeighborhoodBuilder.level_contexts`): an enumeration in flight (SO-Enum) knows the
+    contexts of its level when it begins it."""
 
     def __init__(self, method: str, texts: Sequence[str], pace: Pace | None,
                  counters: Callable[[], tuple[float, float, float, float]],
                  say: Callable[[str], None] | None = None, in_flight: int = 1, probe: Probe | None = None,
-                 k: int | None = None, beam: int | None = None, attacked: Sequence[bool] | None = None):
+                 k: int | None = None, beam: int | None = None, attacked: Sequence[bool] | None = None,
+                 levels: Callable[[], Sequence[float]] | None = None):
         self.method, self.pace, self.counters = method, pace, counters
+        self.levels = levels
+        self.levels_start = tuple(levels()) if levels is not None else (0.0, 0.0)
         self.in_flight = max(in_flight, 1)
         self.say = say or (lambda msg: None)
         self.probe = probe
@@ -241,10 +246,32 @@ class AttackClock:
         texts, contexts, _, _ = (a - b for a, b in zip(self.counters(), self.start))
         spent = max(texts - self.done_texts, 0.0) * s_q + max(contexts - self.done_contexts, 0.0) * s_m
         flying = min(self.in_flight, self.examples_left)
-        # the examples in flight: their expected cost less what they spent, but at least half of that again
-        # (a search that ran long is one that has far to go: the costs are heavy-tailed)
-        flying_left = max(flying * per_example - spent, spent / 2)
+        level = self.level_left(s_q, s_m, rates, texts, contexts)
+        if level is None:
+            # the examples in flight: their expected cost less what they spent, but at least half of that again
+            # (a search that ran long is one that has far to go: the costs are heavy-tailed)
+            flying_left = max(flying * per_example - spent, spent / 2)
+        else:
+            # levels in flight: what their frontiers' positions ask (known when a level begins; an example still in
+            # flight after its first level enumerates the whole next one, whatever the average example costs)
+            flying_left = max(flying * per_example - spent, level)
         return ((self.examples_left - flying) * per_example + flying_left) * host
+
+    def level_left(self, s_q: float, s_m: float, rates: tuple[float, float], texts: float, contexts: float
+                   ) -> float | None:
+        """Seconds for what the neighbourhood levels begun ask and have not asked yet (``texts`` and ``contexts``:
+        asked since the run began): their contexts — all of their frontiers' positions, known when a level begins —
+        and the texts that score what they find (the run's texts per context); None where no level was begun (a
+        search that expands a beam, not whole levels). The masked LM answers a level in one ask for a whole frontier:
+        the live counters, not the levels' own count of asks done, say how far it got."""
+        if self.levels is None:
+            return None
+        planned = self.levels()[0] - self.levels_start[0]
+        if planned <= 0:
+            return None
+        q_w, m_w = rates
+        per_context = q_w / m_w if m_w else 0.0
+        return max(planned - contexts, 0.0) * s_m + max(planned * per_context - texts, 0.0) * s_q
 
     # -- said and shown --------------------------------------------------------------------------
     def estimate_lines(self, examples: int) -> list[str]:

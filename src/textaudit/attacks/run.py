@@ -304,10 +304,18 @@ def _clock(attack: Attack, run: ResumableRun, todo: list[str], labels: list[int]
                              contexts=contexts)
     clock = AttackClock(attack.method, todo, pace, lambda: work_counters(attack),
                         say=run.say if say is not None else None, in_flight=group,
-                        probe=probe, k=attack.k, beam=getattr(attack, "beam", None), attacked=attacked)
+                        probe=probe, k=attack.k, beam=getattr(attack, "beam", None), attacked=attacked,
+                        levels=_levels(attack))
     for line in clock.estimate_lines(len(todo)) if todo and say is not None else []:
         say(line)
     return clock
+
+
+def _levels(attack: Attack) -> Callable[[], list[int]] | None:
+    """The attack's masked-LM contexts of the neighbourhood levels begun and asked (None without a builder)."""
+    builder = getattr(attack, "builder", None)
+    counts = getattr(builder, "level_contexts", None)
+    return None if counts is None else (lambda: list(counts))
 
 
 def _right(classifier: Any, texts: list[str], labels: list[int] | None) -> list[bool] | None:

@@ -79,6 +79,9 @@ class NeighborhoodBuilder:
         self.frontier_chunk = frontier_chunk
         self.language = check_language(language)
         self.no_repeats = no_repeats
+        #: masked-LM contexts of the levels begun (:meth:`ask_level`), and of those asked so far: a level is all of its
+        #: frontier's positions, known when it begins — what an ETA can count on for an enumeration in flight
+        self.level_contexts = [0, 0]
 
     # -- inputs ------------------------------------------------------------------------------------
     def parse(self, x: str | Sentence) -> Sentence:
@@ -160,8 +163,12 @@ class NeighborhoodBuilder:
         ask per ``frontier_chunk`` sentences of the frontier."""
         prot = tuple(protected)
         level: list[Neighbor] = []
+        sizes = [len(self.positions(f, prot)) for f in frontier]
+        self.level_contexts[0] += sum(sizes)
         for s in range(0, len(frontier), self.frontier_chunk):
-            for nbrs in (yield from self.ask_neighbors1(frontier[s:s + self.frontier_chunk], prot)):
+            answered = yield from self.ask_neighbors1(frontier[s:s + self.frontier_chunk], prot)
+            self.level_contexts[1] += sum(sizes[s:s + self.frontier_chunk])
+            for nbrs in answered:
                 for y in nbrs:
                     if y.tokens not in seen:
                         seen.add(y.tokens)
