@@ -419,3 +419,20 @@ def test_the_first_units_are_a_fifth_of_the_run_and_their_rates_are_pooled():
     long = (("he", "she"), Source("1", Sentence.parse("he said so today , twice"), 0, False), None)  # n = 5
     cost.measure_units([(short, np.array([0, 1, 1, 1])), (long, np.array([0] + [1] * 5))])
     assert cost.rate[1] == pytest.approx((3 + 5) / (1 + 5)) and cost.measured
+
+
+def test_the_levels_in_flight_count_when_the_projection_falls_short():
+    """The first units projected fewer contexts than the units in flight have begun (their levels' positions are known
+    when each level begins): the ETA counts those, not 'no ETA' — and every pair's builder counts into the one
+    estimator's list."""
+    from textaudit.fairness.cost import BiasClock, BiasCost
+
+    asked = [100.0, 1_000.0, 10.0, 10.0]  # 0.1 s a text, 0.01 s a context
+    levels = [1_500.0, 0.0]
+    clock = BiasClock(BiasCost(1, 1, 200), lambda: tuple(asked), lambda: list(levels))
+    levels[0] += 3_000.0  # levels begun since the clock started: 3,000 contexts
+    asked[:] = [200.0, 2_500.0, 20.0, 25.0]
+    clock.expected = (100.0, 2_000.0)  # the projection: its texts all asked (100 since the start), contexts exceeded
+    assert clock.remaining() == pytest.approx((3_000 - 1_500) * 0.01, rel=0.05)
+    est = CounterfactualBias(planted(1.0), None, kappa=4, delta=1e9)
+    assert est.builder(("he", "she")).level_contexts is est.builder(("man", "woman")).level_contexts is est.level_contexts

@@ -25,7 +25,7 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import textaudit.notices as notices
 from textaudit.device import notice_if_busy
@@ -251,10 +251,15 @@ class ProjectedClock:
     times the host's share of the wall (``elapsed / (classifier + masked-LM seconds)``) — it moves as the work inside
     units in flight is asked, where a count of finished units says nothing for minutes.
 
-    ``counters()`` returns (texts asked, contexts asked, classifier seconds, masked-LM seconds) so far."""
+    ``counters()`` returns (texts asked, contexts asked, classifier seconds, masked-LM seconds) so far; ``levels()``,
+    the masked-LM contexts of the neighbourhood levels begun (and asked): a level's are known when it begins, so the
+    contexts expected are at least those — the projection from the first units counts the units not begun."""
 
-    def __init__(self, counters: Callable[[], tuple[float, float, float, float]]):
+    def __init__(self, counters: Callable[[], tuple[float, float, float, float]],
+                 levels: Callable[[], Sequence[float]] | None = None):
         self.counters = counters
+        self.levels = levels
+        self.levels_start = levels()[0] if levels is not None else 0.0
         self.start = counters()
         self.t0 = time.monotonic()
         self.expected: tuple[float, float] | None = None  # (texts, contexts) of the whole run, once projected
@@ -276,7 +281,9 @@ class ProjectedClock:
         elapsed = time.monotonic() - self.t0
         device = clf_s + mlm_s
         host = elapsed / device if device > 1.0 and elapsed > device else 1.0
-        left = (max(self.expected[0] - texts, 0.0) * s_q + max(self.expected[1] - contexts, 0.0) * s_m) * host
+        planned = self.levels()[0] - self.levels_start if self.levels is not None else 0.0
+        expected_contexts = max(self.expected[1], planned)
+        left = (max(self.expected[0] - texts, 0.0) * s_q + max(expected_contexts - contexts, 0.0) * s_m) * host
         return left if left > 0 else None
 
     def remaining(self) -> float | None:

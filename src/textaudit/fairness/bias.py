@@ -128,6 +128,7 @@ class CounterfactualBias:
         self.kappa, self.delta = kappa, delta
         self.blacklist = frozenset(w.lower() for w in blacklist)
         self.blacklists = {tuple(p): frozenset(w.lower() for w in ws) for p, ws in (blacklists or {}).items()}
+        self.level_contexts = [0, 0]  # every pair's builder counts its levels' contexts here (the ETA's)
         #: after :func:`run_bias` on several pairs: ``(pair, why)`` of those it left out
         self.skipped_pairs: list[tuple[tuple[str, str], str]] = []
         self.enumerate_k = enumerate_k
@@ -155,7 +156,8 @@ class CounterfactualBias:
         """The neighbourhood builder for ``pair``: the protected lexicon and the pair are blacklisted."""
         protected = self.blacklists.get(tuple(pair), self.blacklist)
         return NeighborhoodBuilder(self.mlm, kappa=self.kappa, delta=self.delta,
-                                   blacklist=protected | set(pair), seed=self.seed, language=self.language)
+                                   blacklist=protected | set(pair), seed=self.seed, language=self.language,
+                                   level_contexts=self.level_contexts)
 
     def check_pair(self, pair: tuple[str, str]) -> None:
         """Reject a pair word the classifier or the masked LM cannot know (one-line error)."""
@@ -519,7 +521,8 @@ def _live(estimator: CounterfactualBias, scorers: list, cost: BiasCost) -> tuple
                 float(getattr(clock, "seconds", 0.0) or 0.0))
 
     work = WorkClock(scored, lambda: 0.0, unit="scored", more={"contexts": contexts})
-    clock = BiasClock(cost, counters)
+    counts = estimator.level_contexts
+    clock = BiasClock(cost, counters, lambda: list(counts))
     return (work.fields, clock.remaining), clock
 
 

@@ -122,8 +122,9 @@ class BiasClock(ProjectedClock):
 
     ``counters()`` returns (texts scored, contexts answered, classifier seconds, masked-LM seconds) so far."""
 
-    def __init__(self, cost: BiasCost, counters: Callable[[], tuple[float, float, float, float]]):
-        super().__init__(counters)
+    def __init__(self, cost: BiasCost, counters: Callable[[], tuple[float, float, float, float]],
+                 levels: Callable[[], Sequence[float]] | None = None):
+        super().__init__(counters, levels)
         self.cost = cost
 
     def first_done(self, jobs: Sequence[Job], firsts: Sequence[Job]) -> None:

@@ -66,7 +66,8 @@ class NeighborhoodBuilder:
 
     def __init__(self, mlm, *, kappa: int = 20, delta: float = 3.0, blacklist: Iterable[str] = (),
                  alphabetic_only: bool = True, max_positions: int | None = None, seed: int = 0,
-                 frontier_chunk: int = 256, language: str = "en", no_repeats: bool = False):
+                 frontier_chunk: int = 256, language: str = "en", no_repeats: bool = False,
+                 level_contexts: list[int] | None = None):
         for arg, value, least in (("kappa (κ)", kappa, 1), ("delta (δ)", delta, 0), ("max_positions", max_positions, 1)):
             check_at_least(arg, value, least)
         self.mlm = mlm
@@ -80,8 +81,9 @@ class NeighborhoodBuilder:
         self.language = check_language(language)
         self.no_repeats = no_repeats
         #: masked-LM contexts of the levels begun (:meth:`ask_level`), and of those asked so far: a level is all of its
-        #: frontier's positions, known when it begins — what an ETA can count on for an enumeration in flight
-        self.level_contexts = [0, 0]
+        #: frontier's positions, known when it begins — what an ETA can count on for an enumeration in flight (a list
+        #: given here is shared: builders made one per pair count into one)
+        self.level_contexts = level_contexts if level_contexts is not None else [0, 0]
 
     # -- inputs ------------------------------------------------------------------------------------
     def parse(self, x: str | Sentence) -> Sentence:
