@@ -39,7 +39,7 @@ CASES: dict[str, list[str]] = {
     "attack so-enum k=2": ["attack", "--model", "{model}", "--method", "so-enum", "--k", "2", "--limit", "{n}",
                            "--no-ppl"],
     "replay --fresh": ["replay", "{attack_file}", "--model", "{model}", "--fresh", "{n}"],
-    "bias k=2": ["bias", "--model", "{model}", "--pair", "he,she", "--k", "2", "--max-sources", "{n}"],
+    "bias k=2": ["bias", "--model", "{model}", "--pair", "he,she", "--k", "2", "--max-sources", "{sources}"],
     "certify safer": ["certify", "--model", "{model}", "--method", "safer", "--limit", "{n}"],
 }
 
@@ -148,6 +148,8 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=20, help="examples (bias: source sentences) per case")
     ap.add_argument("--model", default="cnn", help="a zoo model trained already (its checkpoint is linked into each "
                                                    "case's empty cache), or file.py:obj")
+    ap.add_argument("--sources", type=int, default=None, help="bias: source sentences (default: --limit; 20 at k = 2 "
+                                                               "take about 20 minutes here)")
     ap.add_argument("--cases", default=",".join(CASES), help="which of: " + ", ".join(CASES))
     ap.add_argument("--interval", type=float, default=10.0, help="seconds between progress lines")
     ap.add_argument("--quiet", action="store_true", help="do not echo each case's stderr")
@@ -172,9 +174,11 @@ def main() -> None:
                 if name == "replay --fresh" and not attack_file.exists():
                     print(f"[{name}] skipped: it replays the 'attack so-beam k=6' case's file", flush=True)
                     continue
-                argv = [a.format(model=args.model, n=args.limit, attack_file=attack_file) for a in CASES[name]]
+                argv = [a.format(model=args.model, n=args.limit, attack_file=attack_file,
+                                 sources=args.sources or args.limit) for a in CASES[name]]
                 results.append(run_case(name, argv, env, echo=not args.quiet))
-    print(f"\n{args.limit} examples (bias: source sentences) on {args.model}, each case from an empty store; "
+    print(f"\n{args.limit} examples ({args.sources or args.limit} bias source sentences) on {args.model}, each case from "
+          "an empty store; "
           f"seconds from the estimate to the end of the work")
     print("| case | said s | range width | wall s | wall / said (within 2×) | ETA after ¼: worst left / ETA "
           "(all within 2× or 10 s) | revisions |")
