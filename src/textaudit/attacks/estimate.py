@@ -202,7 +202,7 @@ class AttackClock:
         self.words_left = float(sum(_words(t) for t in chosen))
         self.examples_left = len(chosen)
         self.done_words = self.done_texts = self.done_contexts = 0.0
-        self.finished = self.searched = 0  # examples finished; of them, searched (not skipped)
+        self.searched = 0  # examples finished that were searched (not skipped)
         self.t0 = time.monotonic()
         self.start = counters()
         self.said: float | None = None  # the total seconds said last
@@ -324,7 +324,6 @@ class AttackClock:
             self.pending[text] -= 1
             self.words_left = max(self.words_left - w, 0.0)
             self.examples_left -= 1
-        self.finished += 1
         if record.get("status") != "skipped":
             self.searched += 1
             self.done_words += w

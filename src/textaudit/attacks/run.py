@@ -18,6 +18,7 @@ from textaudit.engine.scheduler import check_in_flight, in_flight_for
 from textaudit.errors import TextAuditError
 from textaudit.lm import CausalLM, LazyCausalLM
 from textaudit.models.batched import PairView, classifier_seconds, is_remote, label_report, query_stats
+from textaudit.models.batched import work_counters as asked_so_far
 from textaudit.runner import ResumableRun
 from textaudit.shards import Shard, in_shard
 from textaudit.stats import hit_rates, wilson
@@ -229,15 +230,9 @@ def engine_counters(attack: Attack) -> np.ndarray:
 
 
 def work_counters(attack: Attack) -> tuple[float, float, float, float]:
-    """What the attack asked so far, for its :class:`~textaudit.attacks.estimate.AttackClock`: classifier
-    texts answered (counted as each batch of a forward returns), masked-LM contexts (forwarded, or answered by
-    its cache or the store), and the seconds of each."""
-    stats = query_stats(attack.classifier)
-    mlm = attack.mlm
-    contexts = sum(getattr(mlm, a, 0) or 0 for a in ("forwards", "cache_hits", "store_hits")) if mlm is not None else 0
-    clock = getattr(mlm, "clock", None)
-    return (float(getattr(stats, "answered", 0) or 0), float(contexts), classifier_seconds(attack.classifier),
-            float(getattr(clock, "seconds", 0.0) or 0.0))
+    """What the attack asked so far, for its :class:`~textaudit.attacks.estimate.AttackClock`
+    (:func:`textaudit.models.batched.work_counters` of its classifier and masked LM)."""
+    return asked_so_far([attack.classifier], attack.mlm)
 
 
 def engine_summary(attack: Attack, since: np.ndarray, wall: float, ppl: float = 0.0) -> dict:

@@ -61,7 +61,6 @@ from textaudit.fairness.estimates import (
 from textaudit.fairness.pairs import Source, measurable_sources, parse_pair
 from textaudit.models.batched import (
     Classifier,
-    classifier_seconds,
     masked_lm_identity,
     model_scores,
     pair_inputs,
@@ -69,6 +68,7 @@ from textaudit.models.batched import (
     reduced_precision,
     torch_parts,
     unknown_class,
+    work_counters,
 )
 from textaudit.neighborhoods.builder import NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
@@ -515,14 +515,10 @@ def _live(estimator: CounterfactualBias, scorers: list, cost: BiasCost) -> tuple
     def contexts() -> float:  # (the masked LM as loaded, on first use: k = 0 loads none)
         return float(sum(getattr(estimator._mlm, a, 0) or 0 for a in ("forwards", "cache_hits", "store_hits")))
 
-    def counters() -> tuple[float, float, float, float]:
-        clock = getattr(estimator._mlm, "clock", None)
-        return (scored(), contexts(), sum(classifier_seconds(getattr(sc, "classifier", sc)) for sc in scorers),
-                float(getattr(clock, "seconds", 0.0) or 0.0))
-
     work = WorkClock(scored, lambda: 0.0, unit="scored", more={"contexts": contexts})
     counts = estimator.level_contexts
-    clock = BiasClock(cost, counters, lambda: list(counts))
+    clock = BiasClock(cost, lambda: work_counters([getattr(sc, "classifier", sc) for sc in scorers], estimator._mlm),
+                      lambda: list(counts))
     return (work.fields, clock.remaining), clock
 
 

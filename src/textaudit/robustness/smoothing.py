@@ -51,12 +51,12 @@ from textaudit.errors import TextAuditError
 from textaudit.lexicons import counterfitted_neighbors
 from textaudit.models.batched import (
     TIE,
-    classifier_seconds,
     decisions,
     query_stats,
     sampled_draws,
     scores_of,
     unknown_class,
+    work_counters,
 )
 from textaudit.progress import WorkClock
 from textaudit.robustness.certify_clock import CertifyClock
@@ -523,13 +523,8 @@ def run_certify(safer: SAFER, texts: Sequence[str], labels: Sequence[int], ids: 
         def contexts() -> float:
             return float(sum(getattr(mlm, a, 0) or 0 for a in ("forwards", "cache_hits", "store_hits")))
 
-        def counters() -> tuple[float, float, float, float]:
-            clock = getattr(mlm, "clock", None)
-            return (float(getattr(stats, "answered", 0) or 0), contexts(), classifier_seconds(safer.classifier),
-                    float(getattr(clock, "seconds", 0.0) or 0.0))
-
         work = WorkClock(lambda: float(getattr(stats, "answered", 0) or 0), lambda: 0.0, more={"contexts": contexts})
-        clock = CertifyClock(counters, todo=todo, draws=safer.selection + safer.samples,
+        clock = CertifyClock(lambda: work_counters([safer.classifier], mlm), todo=todo, draws=safer.selection + safer.samples,
                              neighbors=safer.neighbors if safer.builder is not None else 0)
         local = backend is None or type(backend).__name__ == "SerialBackend"
 
