@@ -450,7 +450,8 @@ def test_a_label_only_endpoint_that_answers_by_turns_is_never_certified_from_one
 def test_the_certify_estimate_comes_from_its_first_examples_and_the_share_they_view(monkeypatch):
     """The first examples (a fifth: 4 of 20) run alone and are timed: the rest cost their draws (n0 + n texts) and,
     for the share of inputs viewed ((v + 1) / (n + 2): 2 of 4 → ½), the view's texts and contexts measured on them,
-    at the pace measured — the old line said the draws' time alone, while the view is up to 40× more."""
+    at the pace measured — the old line said the draws' time alone, while the view is up to 40× more. As the run goes
+    the share is re-made from the examples past their draws, those in their view counted viewed."""
     import textaudit.progress as progress_module
     from textaudit.robustness.certify_clock import CertifyClock, first_examples
 
@@ -470,6 +471,21 @@ def test_the_certify_estimate_comes_from_its_first_examples_and_the_share_they_v
     assert clock.estimate_line() == ("time: about 1m07s more for the other 16 examples — the first 4 took 17s, 2 of them "
                                      "certified and viewed (the view: 500 texts and 10 contexts each; expected for 50% "
                                      "of the inputs); the progress line's ETA follows the texts and contexts asked")
+    # later, the share is re-made from every example past its draws: the unviewed finish first, and counted alone
+    # they would read it low (2 of 8 finished viewed: 3/10); the three in their view are counted viewed (6/13)
+    views, mine = [0], [0.0, 0.0, 0.0, 0.0]
+    live = CertifyClock(lambda: tuple(mine), todo=20, draws=120, neighbors=8, views=lambda: views[0])
+    views[0], mine[:] = 2, asked[:]  # the first four as above, two of them viewed
+    for viewed in [True, False, True, False]:
+        live.add({"neighbors": [{"text": "x"}] if viewed else None})
+        live.finish({"neighbors": [{"text": "x"}] if viewed else None})
+    for _ in range(4):
+        live.finish({})
+    assert live.share() == pytest.approx(3 / 10)
+    views[0] += 3
+    assert live.share() == pytest.approx(6 / 13)
+    live.remaining()
+    assert live.expected == pytest.approx((20 * (120 + 6 / 13 * 500), 20 * 6 / 13 * 10))
     # more asked than projected while examples remain: no ETA rather than "ETA 0s"
     asked[0] += 10_000
     assert clock.remaining() == pytest.approx((100 - 20) * 0.1 * (16.8 / (14.8 + 2)))  # the contexts left (the host:

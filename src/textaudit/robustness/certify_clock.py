@@ -11,9 +11,11 @@ So the first examples (a fifth of the run, :data:`FIRST_MIN` to :data:`FIRST_MAX
 with a the seconds of one example's draws, b those of one viewed example's view (its texts beyond the draws and its
 contexts, at the pace measured on them), and s the share of inputs viewed: (v + 1) / (n + 2) of the n timed, v
 viewed (Laplace's rule: 0 of 4 viewed does not prove that none will be). The same projection, in texts and
-contexts, gives the progress line's ETA (:class:`~textaudit.progress.ProjectedClock`). It is not re-made from the
-examples that finish later: those not viewed finish first (right after their draws), so the share among them is
-low while the viewed ones run — the ETAs of 20 examples read 2–4× low that way.
+contexts, gives the progress line's ETA (:class:`~textaudit.progress.ProjectedClock`), and s is re-made as the run
+goes from every example past its draws: those finished and those in their view (``views()``: the views begun). An
+example not viewed finishes right after its draws and one viewed runs on, so the finished alone read s low while the
+viewed ones run (the ETAs of 20 examples read 2–4× low in their last third that way); counted in their view, they
+are not missed.
 """
 
 from __future__ import annotations
@@ -41,17 +43,35 @@ class CertifyClock(ProjectedClock):
     examples of this run)."""
 
     def __init__(self, counters: Callable[[], tuple[float, float, float, float]], *, todo: int, draws: int,
-                 neighbors: int = 0):
+                 neighbors: int = 0, views: Callable[[], int] | None = None):
         super().__init__(counters)
         self.todo, self.draws, self.neighbors = todo, draws, neighbors
         self.view = neighbors > 0
+        self.views = views
+        self.views_start = views() if views is not None else 0
         self.first = first_examples(todo)
-        self.timed = self.viewed = 0
+        self.timed = self.viewed = 0  # the first examples, and those of them viewed
+        self.finished = self.finished_viewed = 0  # every example finished (:meth:`finish`), and those viewed
         self.per_view: tuple[float, float] = (0.0, 0.0)  # texts and contexts of one viewed example's view
 
     def share(self) -> float:
-        """s: the share of inputs viewed, (v + 1) / (n + 2) of those timed (0 without the view)."""
-        return (self.viewed + 1) / (self.timed + 2) if self.view else 0.0
+        """s: the share of inputs viewed, (v + 1) / (n + 2) of the n examples past their draws — finished, or in
+        their view — v of them viewed (0 without the view)."""
+        if not self.view:
+            return 0.0
+        viewed, n = max(self.finished_viewed, self.viewed), max(self.finished, self.timed)
+        in_view = max(self.views() - self.views_start - viewed, 0) if self.views is not None else 0
+        return (viewed + in_view + 1) / (n + in_view + 2)
+
+    def finish(self, record: dict) -> None:
+        """An example of the run finished (the first ones too): the share viewed is re-made with it."""
+        self.finished += 1
+        self.finished_viewed += bool(record.get("neighbors"))
+
+    def left(self) -> float | None:
+        if self.expected is not None:
+            self.expected = self.projected(self.share())
+        return super().left()
 
     def add(self, record: dict) -> bool:
         """A first example finished (its record); True once all of them have: the projection is then made."""

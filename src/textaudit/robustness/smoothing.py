@@ -181,6 +181,7 @@ class SAFER:
             raise TextAuditError(f"--alpha must be above 0 and below 0.5 (got {self.alpha}); 0.05 is usual")
         if self.samples < 1 or self.selection < 1:
             raise TextAuditError("--samples and --selection must be at least 1 draw")
+        self.views_begun = 0  # second-order views begun here (the certify clock's count of examples in their view)
 
     def config(self) -> dict:
         second = {"neighbors_k": self.neighbors_k, "neighbors": self.neighbors, "patches": self.patches,
@@ -316,6 +317,7 @@ class SAFER:
         cert = yield from self.ask_certify(text, key)
         cert["correct"] = cert["prediction"] is not None and cert["prediction"] == label
         if self.builder is not None and cert["correct"] and cert["radius"] is not None and cert["radius"] >= self.view_radius:
+            self.views_begun += 1
             nbrs = yield from self.ask_second_order(text, key, label)
             cert["neighbors"] = nbrs
             cert["all_neighbors_certified"] = bool(nbrs) and all(n["certified"] for n in nbrs)
@@ -525,7 +527,8 @@ def run_certify(safer: SAFER, texts: Sequence[str], labels: Sequence[int], ids: 
 
         work = WorkClock(lambda: float(getattr(stats, "answered", 0) or 0), lambda: 0.0, more={"contexts": contexts})
         clock = CertifyClock(lambda: work_counters([safer.classifier], mlm), todo=todo, draws=safer.selection + safer.samples,
-                             neighbors=safer.neighbors if safer.builder is not None else 0)
+                             neighbors=safer.neighbors if safer.builder is not None else 0,
+                             views=lambda: safer.views_begun)
         local = backend is None or type(backend).__name__ == "SerialBackend"
 
         def first(job, cert, seconds) -> None:
@@ -541,6 +544,7 @@ def run_certify(safer: SAFER, texts: Sequence[str], labels: Sequence[int], ids: 
                                      live=(work.fields, clock.remaining) if timed else None):
             job = job_of[key]
             run.write({"id": key, "text": job[1], "label": job[2], **cert})
+            clock.finish(cert)
             done += bool(cert["correct"] and cert["radius"])
             run.show(certified_r1=done)
         records = list(run.records)
