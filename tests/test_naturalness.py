@@ -110,6 +110,33 @@ def test_a_finding_whose_changed_word_no_longer_fits_the_final_sentence_is_refus
     assert beam.status == "failed" and beam.extra["unnatural"] >= 1
 
 
+def test_the_checks_count_what_was_refused_and_an_eta_weighs_the_next_level_by_the_chance_of_going_on():
+    """An enumeration begins its next level only when every vulnerable candidate of a level is refused: the attack
+    counts the candidates checked and accepted and the checks that refused all; a level announced by a search in a
+    check of m candidates left counts at (1 − q)^m (q: the share accepted, Laplace's rule), one not in a check at the
+    share of checks that refused all."""
+    from textaudit.attacks.naturalness import NaturalChecks
+    from textaudit.attacks.run import upcoming_levels
+
+    clf = _flip_when("rich", "moving")
+    natural = SOEnum(clf, mlm=PlantedMLM(_two_step_rule), k=2, kappa=5, delta=1e9,
+                     patch_words=PatchWords(clf, [("film", "movie")]))
+    assert natural.attack(X, 1).status == "failed"
+    checks = natural.checks  # level 1: nothing vulnerable (no check); level 2: one check, its candidates refused
+    assert (checks.done, checks.refused, checks.accepted) == (1, 1, 0) and checks.checked >= 1 and checks.open == {}
+    upcoming = upcoming_levels(natural)
+    x0 = natural.parse(X).tokens
+    natural.builder.next_level[x0] = (1, 30)  # a first level done, a second of 30 contexts announced
+    assert upcoming([X]) == pytest.approx(30 * 2 / 3)  # not in a check: (1 + 1) / (1 + 2)
+    checks.open[x0] = 3  # in a check, 3 candidates left
+    assert upcoming([X]) == pytest.approx(30 * (1 - 1 / (checks.checked + 2)) ** 3)
+    assert upcoming(["another text here"]) == 0
+    natural.builder.next_level[x0] = (2, 30)  # k = 2: no level after the second
+    assert upcoming([X]) == 0
+    made = NaturalChecks(checked=8, accepted=2, done=3, refused=1, open={("a",): 2})
+    assert made.going_on(("a",)) == pytest.approx((1 - 3 / 10) ** 2) and made.going_on(("b",)) == pytest.approx(2 / 5)
+
+
 def test_a_settled_finding_is_kept_and_the_most_natural_of_equal_l0_comes_first():
     """Two vulnerable neighbours at ℓ0 = 1; the one whose word is the masked LM's first choice is the finding."""
     def rule(words, pos):
@@ -126,8 +153,10 @@ def test_a_settled_finding_is_kept_and_the_most_natural_of_equal_l0_comes_first(
     clf = as_classifier(f, name="planted")
     args = dict(k=1, kappa=5, delta=1e9, patch_words=PatchWords(clf, [("film", "movie")]))
     assert SOEnum(clf, mlm=PlantedMLM(rule), naturalness=False, **args).attack(X, 1).vulnerable == "a vast and meaningful film ."
-    r = SOEnum(clf, mlm=PlantedMLM(rule), **args).attack(X, 1)
+    attack = SOEnum(clf, mlm=PlantedMLM(rule), **args)
+    r = attack.attack(X, 1)
     assert r.status == "success" and r.vulnerable == "a rich and meaningful film ." and "unnatural" not in r.extra
+    assert (attack.checks.done, attack.checks.refused) == (1, 0) and attack.checks.accepted >= 1  # a finding kept
 
 
 def test_a_patch_that_does_not_fit_is_not_chosen_and_one_that_stops_fitting_is_refused():

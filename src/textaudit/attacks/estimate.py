@@ -181,15 +181,18 @@ class AttackClock:
     ``attacked``: which of ``texts`` the search will attack (the model gets them right; the others are skipped at
     once and cost nothing) — None: all of them. ``levels()``: the masked-LM contexts of the neighbourhood levels begun
     and asked so far (:attr:`NeighborhoodBuilder.level_contexts`): an enumeration in flight (SO-Enum) knows the
-    contexts of its level when it begins it."""
+    contexts of its level when it begins it. ``upcoming(texts)``: the contexts the unfinished ``texts`` are expected to
+    ask for the levels they would begin next (:func:`textaudit.attacks.run.upcoming_levels`): an example still
+    checking its first level has its second, known in size, before it if nothing there is natural."""
 
     def __init__(self, method: str, texts: Sequence[str], pace: Pace | None,
                  counters: Callable[[], tuple[float, float, float, float]],
                  say: Callable[[str], None] | None = None, in_flight: int = 1, probe: Probe | None = None,
                  k: int | None = None, beam: int | None = None, attacked: Sequence[bool] | None = None,
-                 levels: Callable[[], Sequence[float]] | None = None):
+                 levels: Callable[[], Sequence[float]] | None = None,
+                 upcoming: Callable[[list[str]], float] | None = None):
         self.method, self.pace, self.counters = method, pace, counters
-        self.levels = levels
+        self.levels, self.upcoming = levels, upcoming
         self.levels_start = tuple(levels()) if levels is not None else (0.0, 0.0)
         self.in_flight = max(in_flight, 1)
         self.say = say or (lambda msg: None)
@@ -259,8 +262,9 @@ class AttackClock:
 
     def level_left(self, s_q: float, s_m: float, rates: tuple[float, float], texts: float, contexts: float
                    ) -> float | None:
-        """Seconds for what the neighbourhood levels begun ask and have not asked yet (``texts`` and ``contexts``:
-        asked since the run began): their contexts — all of their frontiers' positions, known when a level begins —
+        """Seconds for what the neighbourhood levels begun, or announced by the level before (``upcoming``), ask and
+        have not asked yet (``texts`` and ``contexts``: asked since the run began): their contexts — all of their
+        frontiers' positions, known when a level begins —
         and the texts that score what they find (the run's texts per context); None where no level was begun (a
         search that expands a beam, not whole levels). The masked LM answers a level in one ask for a whole frontier:
         the live counters, not the levels' own count of asks done, say how far it got."""
@@ -269,6 +273,8 @@ class AttackClock:
         planned = self.levels()[0] - self.levels_start[0]
         if planned <= 0:
             return None
+        if self.upcoming is not None:
+            planned += self.upcoming([t for t, n in self.pending.items() if n > 0])
         q_w, m_w = rates
         per_context = q_w / m_w if m_w else 0.0
         return max(planned - contexts, 0.0) * s_m + max(planned * per_context - texts, 0.0) * s_q

@@ -32,7 +32,7 @@ attacked example's record counts the vulnerable candidates refused (``unnatural`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from textaudit.attacks.patch import Patch
@@ -40,7 +40,7 @@ from textaudit.engine.scheduler import Ask, Search
 from textaudit.errors import TextAuditError
 from textaudit.sentence import Sentence
 
-__all__ = ["Naturalness", "patch_fits", "word_settled", "POOL", "ppl_ratio", "most_natural_first", "naturalness_on"]
+__all__ = ["Naturalness", "NaturalChecks", "patch_fits", "word_settled", "POOL", "ppl_ratio", "most_natural_first", "naturalness_on"]
 
 #: P: the masked LM's most likely words at the patch position, one of which w2 must be (module docstring)
 POOL = 200
@@ -128,3 +128,30 @@ def most_natural_first(records: Sequence[dict]) -> list[dict]:
     found = [r for r in records if r.get("status") == "success" and r.get("vulnerable")
              and isinstance(r.get("text"), str)]  # a finding is shown beside its input
     return sorted(found, key=lambda r: (ppl_ratio(r) is None, ppl_ratio(r) or 0.0))
+
+
+@dataclass
+class NaturalChecks:
+    """The naturalness checks of an attack's vulnerable candidates, counted for an ETA: how likely a search still
+    checking a level is to go on to the next (an enumeration begins level d + 1 only when every candidate of level d
+    is refused).
+
+    ``checked`` / ``accepted``: candidates checked and found natural; ``done`` / ``refused``: checks finished, and
+    those that refused every candidate; ``open``: per start sentence (its tokens), the candidates its check in
+    flight has not checked yet."""
+
+    checked: int = 0
+    accepted: int = 0
+    done: int = 0
+    refused: int = 0
+    open: dict[tuple, int] = field(default_factory=dict)
+
+    def going_on(self, start: tuple) -> float:
+        """The chance that the search from ``start`` goes on to its next level: for a check in flight with m
+        candidates left, that all m are refused, (1 − q)^m with q = (a + 1) / (c + 2) the share of the c checked
+        found natural (Laplace's rule); for one not in a check (scoring its level), the share of checks that
+        refused all, (r + 1) / (n + 2)."""
+        m = self.open.get(start)
+        if m is None:
+            return (self.refused + 1) / (self.done + 2)
+        return (1 - (self.accepted + 1) / (self.checked + 2)) ** m

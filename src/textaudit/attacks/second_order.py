@@ -34,7 +34,7 @@ from typing import ClassVar, Iterable
 import numpy as np
 
 from textaudit.attacks.base import Attack, AttackResult, Budget, Found, Goal, Skip
-from textaudit.attacks.naturalness import Naturalness
+from textaudit.attacks.naturalness import NaturalChecks, Naturalness
 from textaudit.attacks.patch import Patch, PatchWords, apply_patch
 from textaudit.engine.scheduler import Search, classify
 from textaudit.errors import TextAuditError
@@ -95,6 +95,7 @@ class SecondOrderAttack(Attack):
         self.builder = NeighborhoodBuilder(self.mlm, kappa=kappa, delta=delta, blacklist=blacklist, seed=seed,
                                            language=language, no_repeats=naturalness)
         self.natural = Naturalness(self.mlm, kappa, delta) if naturalness else None
+        self.checks = NaturalChecks()  # (shared by this attack's copies: a pair's, the probe's)
         self.patch_words = patch_words or PatchWords(self.classifier)
 
     def settings(self) -> dict:
@@ -212,15 +213,26 @@ class SecondOrderAttack(Attack):
         idx = sorted((i for i in range(len(xs)) if fx[i] != fxp[i]), key=lambda j: (len(x0.diff(xs[j])), -abs(fs[j])))
         if self.natural is None:
             return Found(xs[idx[0]], int(fx[idx[0]]), int(fxp[idx[0]]), float(fs[idx[0]])) if idx else None
-        for s in range(0, len(idx), NATURAL_CHUNK):
-            part = idx[s:s + NATURAL_CHUNK]
-            drop = yield from self.natural.ask_natural(x0, [xs[i] for i in part], patch)
-            good = [(len(x0.diff(xs[i])), d, -abs(fs[i]), n) for n, (i, d) in enumerate(zip(part, drop)) if d is not None]
-            budget.unnatural += len(part) - len(good)
-            if good:
-                i = part[min(good)[3]]
-                return Found(xs[i], int(fx[i]), int(fxp[i]), float(fs[i]))
-        return None
+        if not idx:
+            return None
+        checks, key = self.checks, x0.tokens
+        checks.open[key] = len(idx)
+        try:
+            for s in range(0, len(idx), NATURAL_CHUNK):
+                part = idx[s:s + NATURAL_CHUNK]
+                drop = yield from self.natural.ask_natural(x0, [xs[i] for i in part], patch)
+                good = [(len(x0.diff(xs[i])), d, -abs(fs[i]), n) for n, (i, d) in enumerate(zip(part, drop)) if d is not None]
+                budget.unnatural += len(part) - len(good)
+                checks.checked, checks.accepted = checks.checked + len(part), checks.accepted + len(good)
+                checks.open[key] = len(idx) - s - len(part)
+                if good:
+                    i = part[min(good)[3]]
+                    return Found(xs[i], int(fx[i]), int(fxp[i]), float(fs[i]))
+            checks.refused += 1
+            return None
+        finally:
+            checks.done += 1
+            checks.open.pop(key, None)
 
 
 class SOEnum(SecondOrderAttack):
