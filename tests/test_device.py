@@ -98,3 +98,41 @@ def test_training_on_a_busy_machine_keeps_its_threads_and_gets_advice(monkeypatc
             assert "fewer is likely faster: audit --threads 1" in capsys.readouterr().err
     finally:
         torch.set_num_threads(before)
+
+
+def test_an_attack_times_its_pace_with_the_threads_its_run_will_use(monkeypatch, capsys, tiny_mlm):
+    """The pace behind an attack's estimate is timed after the busy machine's thread count is applied: timed with two
+    threads fighting over the one free core, it read 214 texts/s where the run went at 13,219, and an attack said
+    5m56s for 39 s."""
+    import numpy as np
+
+    import textaudit.device as device
+    from textaudit.attacks import SOEnum
+    from textaudit.attacks.patch import PatchWords
+    from textaudit.attacks.run import run_attack
+    from textaudit.models import as_classifier
+
+    threads_seen: list[int] = []
+
+    def f(texts):
+        threads_seen.append(torch.get_num_threads())
+        return np.array([[0.2, 0.8] if "film" in t else [0.7, 0.3] for t in texts])
+
+    clf = as_classifier(f, name="threads-seen")
+    monkeypatch.delenv("TEXTAUDIT_THREADS", raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (float(os.cpu_count()) + 3, 0.0, 0.0))
+    monkeypatch.setattr(device, "_noticed", [])
+    monkeypatch.setattr(device, "_keep", [])
+    said: list[str] = []
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        attack = SOEnum(clf, k=1, mlm=tiny_mlm, kappa=3, patch_words=PatchWords(clf, [("film", "movie")]))
+        run_attack(attack, ["a deep and meaningful film .", "an honest and moving film ."], [1, 1], progress=False,
+                   estimate=True, say=said.append)
+    finally:
+        torch.set_num_threads(before)
+    # the first call is the label check's one-text probe (how many classes); the pace's come next, then the run's
+    assert len(threads_seen) > 2 and set(threads_seen[1:]) == {1}, threads_seen
+    assert "torch uses 1 thread for this run instead of 2" in capsys.readouterr().err
+
