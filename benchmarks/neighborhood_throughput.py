@@ -1,6 +1,7 @@
 """Neighbourhood builder speed: builder vs a bare masked-LM forward, and the size/time of Neighbor_2.
 
     TEXTAUDIT_DATA=../shared/data python benchmarks/neighborhood_throughput.py [--mlm minilm-mlm] [--device cuda]
+        [--only chunk]
 
 1. Throughput (masked positions/s). The workload is one realistic frontier: Neighbor_1 of five
    15–25-word SST-2 dev sentences, expanded once more (every replaceable position of every
@@ -12,6 +13,11 @@
    token ids and packed to the masked LM's token budget). Ratio = builder / bare (target ≥ 0.9).
    On CUDA the bare forward's inputs are moved to the GPU and both timings synchronise.
 2. Neighbor_2 (κ = 20, δ = 3) of each of the five sentences: size per distance and seconds.
+3. The frontier chunk (``NeighborhoodBuilder(frontier_chunk=…)``: frontier sentences per masked-LM ask) for one
+   search alone, the case smaller asks could slow: Neighbor_2 of the same five sentences with the default (32) and
+   with 256 (the default before #84), alternating which goes first, with an empty cache each time. Ratio =
+   32's seconds / 256's (target ≤ 1.1: in a run the smaller asks let the engine's other searches' small asks —
+   naturalness checks — through between them).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ def main() -> None:
     ap.add_argument("--mlm", default=None)
     ap.add_argument("--batch-size", type=int, default=128)
     ap.add_argument("--device", default=None)
+    ap.add_argument("--only", choices=["chunk"], default=None, help="run the frontier-chunk comparison (3.) alone")
     args = ap.parse_args()
 
     import torch
@@ -40,6 +47,9 @@ def main() -> None:
         if cuda:
             torch.cuda.synchronize()
     texts = [t for t in load_dataset("sst2:dev")["text"] if 15 <= len(t.split()) <= 25][:5]
+    if args.only == "chunk":
+        frontier_chunk(mlm, texts, sync)
+        return
     b = NeighborhoodBuilder(mlm, kappa=20, delta=3.0)
     frontier = [nb.sentence for t in texts for nb in b.neighbors(t, 1)]
     queries = [(list(s.tokens), i) for s in frontier for i in b.positions(s)]
@@ -81,6 +91,25 @@ def main() -> None:
         counts = b.counts(t, 2)
         dt = time.perf_counter() - t0
         print(f"  {len(t.split()):2d} words: |N1|={counts[0]:5d} |N2 new|={counts[1]:7d} total={sum(counts):7d}  {dt:6.1f} s  | {t[:60]}")
+    frontier_chunk(mlm, texts, sync)
+
+
+def frontier_chunk(mlm, texts: list[str], sync) -> None:
+    """3.: Neighbor_2 of each text with frontier chunks of 32 and 256, alternating which goes first."""
+    from textaudit.neighborhoods import NeighborhoodBuilder
+
+    print("\nfrontier chunk, Neighbor_2 of one search alone (empty cache each time):")
+    seconds = {32: 0.0, 256: 0.0}
+    mlm.store = None  # (the neighbourhood store would answer the second of each pair)
+    for n, t in enumerate(texts):
+        for chunk in ((32, 256) if n % 2 == 0 else (256, 32)):
+            mlm._cache.clear()
+            t0 = time.perf_counter()
+            NeighborhoodBuilder(mlm, kappa=20, delta=3.0, frontier_chunk=chunk).counts(t, 2)
+            sync()
+            seconds[chunk] += time.perf_counter() - t0
+    print(f"  32: {seconds[32]:.1f} s   256: {seconds[256]:.1f} s   ratio 32/256 = {seconds[32] / seconds[256]:.2f}  "
+          "(target <= 1.1)")
 
 
 if __name__ == "__main__":
