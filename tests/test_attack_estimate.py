@@ -175,6 +175,41 @@ def test_the_pace_of_a_plugin_and_the_shipped_masked_lm_is_measured_on_the_data(
     assert measure_pace(clf, None, texts).context_seconds is None
 
 
+def test_the_classifier_pace_is_timed_on_the_first_neighbours_as_a_search_asks_them(tmp_path, monkeypatch):
+    """A run asks thousands of texts a call: timed on the data's few first texts a call, the pace was the call's
+    overhead (1,078 texts/s on a busy machine where the run went at 14,227). The classifier is also timed on the first
+    sentences' neighbours (one word replaced by a masked-LM candidate, written as a search writes them) in calls of
+    of about a hundred texts — unless its texts say that would take over 2 s (a model slow per text)."""
+    import textaudit.engine.pace as pace
+    from textaudit.attacks.estimate import measure_pace
+    from textaudit.models import load_classifier
+    from textaudit.neighborhoods.mlm import load_mlm
+    from textaudit.sentence import Sentence
+
+    (tmp_path / "p.py").write_text("import time\nCALLS = []\ndef clf(texts):\n    CALLS.append(list(texts))\n"
+                                   "    return [[0.3, 0.7] for t in texts]\n"
+                                   "def slow(texts):\n    CALLS.append(list(texts))\n    time.sleep(0.2 * len(texts))\n"
+                                   "    return [[0.3, 0.7] for t in texts]\n")
+    texts = ["a deep and meaningful film .", "the plot is thin and the acting is worse .", "one more film ."]
+    mlm = load_mlm("minilm-mlm")
+    monkeypatch.setattr(pace, "PACE_NEIGHBOR_SECONDS", 1e9)  # (whatever this machine's speed: timed)
+    clf = load_classifier(f"{tmp_path}/p.py:clf")
+    calls = clf.forward.__globals__["CALLS"]  # (the plugin's own list: every call it got)
+    measure_pace(clf, mlm, texts)
+    big = [c for c in calls if len(c) > 50]  # (10 contexts × up to 20 candidates, timed in two halves)
+    assert big, [len(c) for c in calls]
+    words = {tuple(Sentence.parse(t).tokens) for t in texts}
+    for text in big[0]:  # each a data sentence with one word replaced
+        tokens = Sentence.parse(text).tokens
+        assert any(len(w) == len(tokens) and sum(a != b for a, b in zip(w, tokens)) == 1 for w in words), text
+    monkeypatch.setattr(pace, "PACE_NEIGHBOR_SECONDS", 2.0)
+    slow = load_classifier(f"{tmp_path}/p.py:slow")
+    calls = slow.forward.__globals__["CALLS"]
+    calls.clear()
+    measure_pace(slow, mlm, texts)
+    assert calls and max(len(c) for c in calls) <= len(texts)  # 0.2 s a text: 256 neighbours would take 51 s
+
+
 def test_the_work_per_word_follows_k():
     """SO-Enum at k = 1 is one round (Neighbor_1 of x0), not Neighbor_2's enumeration: harden's before/after at
     k = 1 was estimated 17× over when every SO-Enum was costed at k = 2."""
