@@ -32,6 +32,7 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=128)
     ap.add_argument("--device", default=None)
     ap.add_argument("--only", choices=["chunk"], default=None, help="run the frontier-chunk comparison (3.) alone")
+    ap.add_argument("--chunks", default="32,256", help="frontier chunks compared in 3. (the first is the default's)")
     args = ap.parse_args()
 
     import torch
@@ -48,7 +49,7 @@ def main() -> None:
             torch.cuda.synchronize()
     texts = [t for t in load_dataset("sst2:dev")["text"] if 15 <= len(t.split()) <= 25][:5]
     if args.only == "chunk":
-        frontier_chunk(mlm, texts, sync)
+        frontier_chunk(mlm, texts, sync, [int(c) for c in args.chunks.split(",")])
         return
     b = NeighborhoodBuilder(mlm, kappa=20, delta=3.0)
     frontier = [nb.sentence for t in texts for nb in b.neighbors(t, 1)]
@@ -91,25 +92,26 @@ def main() -> None:
         counts = b.counts(t, 2)
         dt = time.perf_counter() - t0
         print(f"  {len(t.split()):2d} words: |N1|={counts[0]:5d} |N2 new|={counts[1]:7d} total={sum(counts):7d}  {dt:6.1f} s  | {t[:60]}")
-    frontier_chunk(mlm, texts, sync)
+    frontier_chunk(mlm, texts, sync, [int(c) for c in args.chunks.split(",")])
 
 
-def frontier_chunk(mlm, texts: list[str], sync) -> None:
-    """3.: Neighbor_2 of each text with frontier chunks of 32 and 256, alternating which goes first."""
+def frontier_chunk(mlm, texts: list[str], sync, chunks: list[int]) -> None:
+    """3.: Neighbor_2 of each text with each frontier chunk, the order rotated from one text to the next."""
     from textaudit.neighborhoods import NeighborhoodBuilder
 
     print("\nfrontier chunk, Neighbor_2 of one search alone (empty cache each time):")
-    seconds = {32: 0.0, 256: 0.0}
+    seconds = dict.fromkeys(chunks, 0.0)
     mlm.store = None  # (the neighbourhood store would answer the second of each pair)
     for n, t in enumerate(texts):
-        for chunk in ((32, 256) if n % 2 == 0 else (256, 32)):
+        for chunk in chunks[n % len(chunks):] + chunks[:n % len(chunks)]:
             mlm._cache.clear()
             t0 = time.perf_counter()
             NeighborhoodBuilder(mlm, kappa=20, delta=3.0, frontier_chunk=chunk).counts(t, 2)
             sync()
             seconds[chunk] += time.perf_counter() - t0
-    print(f"  32: {seconds[32]:.1f} s   256: {seconds[256]:.1f} s   ratio 32/256 = {seconds[32] / seconds[256]:.2f}  "
-          "(target <= 1.1)")
+    base = chunks[-1]
+    print("  " + "   ".join(f"{c}: {seconds[c]:.1f} s" for c in chunks) + "   ratio to " + str(base) + ": "
+          + ", ".join(f"{c} {seconds[c] / seconds[base]:.2f}" for c in chunks[:-1]) + "  (target <= 1.1)")
 
 
 if __name__ == "__main__":
