@@ -61,7 +61,8 @@ class NeighborhoodBuilder:
         asks of all searches in flight one step at a time, and a small ask waits for the step's largest: with 256, a
         second level was one ask of ~2,000 contexts per search, and the naturalness checks of the others' first levels
         waited behind them — findings of a 20-example SO-Enum came at 170 s in place of 70 s, in the same 172 s in
-        all. Enumerating one search alone, 32 was not slower than 256 (12.3 s vs 16.7 s, 4 SST-2 sentences at k = 2).
+        all. Enumerating one search alone, the cost of the smaller asks: 32 took 1.09× the time of 256 idle (64: 0.95×,
+        128: 1.04×) and 1.27× on a busy machine (``benchmarks/neighborhood_throughput.py --only chunk``).
     language: how sentences split into words (:meth:`Sentence.parse <textaudit.sentence.Sentence.parse>`;
         e.g. ``fr`` splits elisions such as ``l'homme``).
     no_repeats: never propose a word of the two before or the two after the position, punctuation aside (the
