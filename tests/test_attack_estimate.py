@@ -238,16 +238,14 @@ def test_levels_in_flight_are_costed_by_their_frontiers_not_by_the_average_examp
     # all ten in flight, none finished: the time left is at least what their levels still ask
     assert clock.remaining() >= left
     # examples still checking their first level announce second ones, expected to ask 1,500 contexts in all
-    # (:func:`textaudit.attacks.run.upcoming_levels` weighs them): at 135 s of a 173-second SO-Enum the ETA read 9 s
-    asked_for: list[list[str]] = []
+    # (:meth:`NaturalChecks.upcoming` weighs them): at 135 s of a 173-second SO-Enum the ETA read 9 s
     counters.now, begun = [0.0, 0.0, 0.0, 0.0], [0.0, 0.0]
     ahead = AttackClock("so-enum", TEXTS + ["a finished one"], Pace(0.001, 0.01), counters, in_flight=32,
-                        levels=lambda: list(begun), upcoming=lambda texts: asked_for.append(texts) or 1_500.0)
+                        levels=lambda: list(begun), upcoming=lambda: 1_500.0)
     counters.now, begun[0] = [1000.0, 100.0, 1.0, 1.0], 2_000.0
     ahead.finish({"text": "a finished one", "queries": 10, "mlm_queries": 1})
     more = ahead.level_left(0.001, 0.01, (q_w, m_w), 1000.0, 100.0)
     assert more == pytest.approx((3_500 - 100) * 0.01 + (3_500 * q_w / m_w - 1_000) * 0.001)
-    assert asked_for[-1] == TEXTS[:1]  # the unfinished texts (one text, ten times)
 
 
 def test_the_pace_keeps_the_faster_of_two_timed_halves(monkeypatch):

@@ -112,27 +112,36 @@ def test_a_finding_whose_changed_word_no_longer_fits_the_final_sentence_is_refus
 
 def test_the_checks_count_what_was_refused_and_an_eta_weighs_the_next_level_by_the_chance_of_going_on():
     """An enumeration begins its next level only when every vulnerable candidate of a level is refused: the attack
-    counts the candidates checked and accepted and the checks that refused all; a level announced by a search in a
-    check of m candidates left counts at (1 − q)^m (q: the share accepted, Laplace's rule), one not in a check at the
-    share of checks that refused all."""
+    counts the candidates checked and accepted and the checks that refused all; while it checks a level d < k the
+    search announces its next level's contexts (the level's sentences × the positions), withdrawn when it ends. An
+    announced level counts at (1 − q)^m for a check of m candidates left (q: the share accepted, Laplace's rule), one
+    not in a check at the share of checks that refused all."""
     from textaudit.attacks.naturalness import NaturalChecks
-    from textaudit.attacks.run import upcoming_levels
+    from textaudit.engine.scheduler import run_now
 
-    clf = _flip_when("rich", "moving")
+    flips = _flip_when("rich", "moving")
+    seen: list[dict] = []
+
+    def watched(texts):  # what the search has announced whenever it scores sentences
+        seen.append(dict(natural.checks.announced))
+        return flips.predict_proba(texts)
+
+    clf = as_classifier(watched, name="watched")
     natural = SOEnum(clf, mlm=PlantedMLM(_two_step_rule), k=2, kappa=5, delta=1e9,
                      patch_words=PatchWords(clf, [("film", "movie")]))
     assert natural.attack(X, 1).status == "failed"
     checks = natural.checks  # level 1: nothing vulnerable (no check); level 2: one check, its candidates refused
     assert (checks.done, checks.refused, checks.accepted) == (1, 1, 0) and checks.checked >= 1 and checks.open == {}
-    upcoming = upcoming_levels(natural)
     x0 = natural.parse(X).tokens
-    natural.builder.next_level[x0] = (1, 30)  # a first level done, a second of 30 contexts announced
-    assert upcoming([X]) == pytest.approx(30 * 2 / 3)  # not in a check: (1 + 1) / (1 + 2)
+    announced = [a[x0] for a in seen if x0 in a]  # level 1 found and scored, level 2 announced until it began
+    b, start = natural.builder, natural.parse(X)
+    level1 = run_now(b.ask_level(start, [start], {start.tokens}, 1, [4]))  # (4: the patch word, 'film')
+    assert announced and set(announced) == {len(level1) * len(b.positions(start, [4]))} != {0}
+    assert checks.announced == {}  # withdrawn when the search ended
+    checks.announced[x0] = 30  # a first level checked, a second of 30 contexts announced: not in a check
+    assert checks.upcoming() == pytest.approx(30 * 2 / 3)  # (1 + 1) / (1 + 2)
     checks.open[x0] = 3  # in a check, 3 candidates left
-    assert upcoming([X]) == pytest.approx(30 * (1 - 1 / (checks.checked + 2)) ** 3)
-    assert upcoming(["another text here"]) == 0
-    natural.builder.next_level[x0] = (2, 30)  # k = 2: no level after the second
-    assert upcoming([X]) == 0
+    assert checks.upcoming() == pytest.approx(30 * (1 - 1 / (checks.checked + 2)) ** 3)
     made = NaturalChecks(checked=8, accepted=2, done=3, refused=1, open={("a",): 2})
     assert made.going_on(("a",)) == pytest.approx((1 - 3 / 10) ** 2) and made.going_on(("b",)) == pytest.approx(2 / 5)
 

@@ -181,16 +181,17 @@ class AttackClock:
     ``attacked``: which of ``texts`` the search will attack (the model gets them right; the others are skipped at
     once and cost nothing) — None: all of them. ``levels()``: the masked-LM contexts of the neighbourhood levels begun
     and asked so far (:attr:`NeighborhoodBuilder.level_contexts`): an enumeration in flight (SO-Enum) knows the
-    contexts of its level when it begins it. ``upcoming(texts)``: the contexts the unfinished ``texts`` are expected to
-    ask for the levels they would begin next (:func:`textaudit.attacks.run.upcoming_levels`): an example still
-    checking its first level has its second, known in size, before it if nothing there is natural."""
+    contexts of its level when it begins it. ``upcoming()``: the contexts the searches in flight are expected to ask for
+    the levels they would begin next (:meth:`textaudit.attacks.naturalness.NaturalChecks.upcoming`): an example still
+    checking its first level has its second, known in size, before it if nothing there is natural. Most such checks
+    find one natural (5 of 6 in 20 SO-Enum examples on cnn): counted whole, the ETA read 5× high; left out, 4× low."""
 
     def __init__(self, method: str, texts: Sequence[str], pace: Pace | None,
                  counters: Callable[[], tuple[float, float, float, float]],
                  say: Callable[[str], None] | None = None, in_flight: int = 1, probe: Probe | None = None,
                  k: int | None = None, beam: int | None = None, attacked: Sequence[bool] | None = None,
                  levels: Callable[[], Sequence[float]] | None = None,
-                 upcoming: Callable[[list[str]], float] | None = None):
+                 upcoming: Callable[[], float] | None = None):
         self.method, self.pace, self.counters = method, pace, counters
         self.levels, self.upcoming = levels, upcoming
         self.levels_start = tuple(levels()) if levels is not None else (0.0, 0.0)
@@ -274,7 +275,7 @@ class AttackClock:
         if planned <= 0:
             return None
         if self.upcoming is not None:
-            planned += self.upcoming([t for t, n in self.pending.items() if n > 0])
+            planned += self.upcoming()
         q_w, m_w = rates
         per_context = q_w / m_w if m_w else 0.0
         return max(planned - contexts, 0.0) * s_m + max(planned * per_context - texts, 0.0) * s_q

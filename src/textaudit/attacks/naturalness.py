@@ -138,13 +138,21 @@ class NaturalChecks:
 
     ``checked`` / ``accepted``: candidates checked and found natural; ``done`` / ``refused``: checks finished, and
     those that refused every candidate; ``open``: per start sentence (its tokens), the candidates its check in
-    flight has not checked yet."""
+    flight has not checked yet; ``announced``: per start sentence whose search is in flight between two levels, the
+    masked-LM contexts of its next level (the level's sentences × the start's positions: a neighbour has as many
+    words), set by the search when a level d < k is found and withdrawn when the next begins or the search ends."""
 
     checked: int = 0
     accepted: int = 0
     done: int = 0
     refused: int = 0
     open: dict[tuple, int] = field(default_factory=dict)
+    announced: dict[tuple, int] = field(default_factory=dict)
+
+    def upcoming(self) -> float:
+        """The contexts the searches in flight are expected to ask for the levels they would begin next: each
+        announced level at :meth:`going_on`'s chance."""
+        return float(sum(c * self.going_on(start) for start, c in list(self.announced.items())))
 
     def going_on(self, start: tuple) -> float:
         """The chance that the search from ``start`` goes on to its next level: for a check in flight with m

@@ -304,7 +304,7 @@ def _clock(attack: Attack, run: ResumableRun, todo: list[str], labels: list[int]
     clock = AttackClock(attack.method, todo, pace, lambda: work_counters(attack),
                         say=run.say if say is not None else None, in_flight=group,
                         probe=probe, k=attack.k, beam=getattr(attack, "beam", None), attacked=attacked,
-                        levels=_levels(attack), upcoming=upcoming_levels(attack))
+                        levels=_levels(attack), upcoming=getattr(getattr(attack, "checks", None), "upcoming", None))
     for line in clock.estimate_lines(len(todo)) if todo and say is not None else []:
         say(line)
     return clock
@@ -315,36 +315,6 @@ def _levels(attack: Attack) -> Callable[[], list[int]] | None:
     builder = getattr(attack, "builder", None)
     counts = getattr(builder, "level_contexts", None)
     return None if counts is None else (lambda: list(counts))
-
-
-def upcoming_levels(attack: Attack) -> Callable[[list[str]], float] | None:
-    """The masked-LM contexts the attack's unfinished texts are expected to ask for the levels they would begin next
-    (None without a builder that announces them; each text parsed once, as the attack parses it): each announced
-    level at the chance its search goes on to it (:meth:`~textaudit.attacks.naturalness.NaturalChecks.going_on`).
-    A level found and not yet left is mostly one whose vulnerable candidates wait for their naturalness check behind
-    the other examples' second levels; most such checks find one natural (5 of 6 in 20 SO-Enum examples on cnn):
-    counted whole, the ETA read 5× high; left out, 4× low."""
-    builder = getattr(attack, "builder", None)
-    checks = getattr(attack, "checks", None)
-    if not hasattr(builder, "upcoming_contexts") or checks is None:
-        return None
-    starts: dict[str, tuple] = {}
-
-    def start(text: str) -> tuple:
-        if text not in starts:
-            try:
-                starts[text] = attack.parse(text).tokens
-            except TextAuditError:  # (a one-word text: skipped by the run, begins no level)
-                starts[text] = ()
-        return starts[text]
-
-    def upcoming(texts: list[str]) -> float:
-        total = 0.0
-        for key in map(start, texts):
-            contexts = builder.upcoming_contexts(key, attack.k or 0)
-            total += contexts * checks.going_on(key) if contexts else 0.0
-        return total
-    return upcoming
 
 
 def _right(classifier: Any, texts: list[str], labels: list[int] | None) -> list[bool] | None:

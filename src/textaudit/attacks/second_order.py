@@ -244,13 +244,20 @@ class SOEnum(SecondOrderAttack):
 
     def search_neighborhood(self, x0, patch, c, budget, rng):
         seen, frontier = {x0.tokens}, [x0]
-        for d in range(1, self.k + 1):  # level d = Neighbor_d(x0) \ Neighbor_{d-1}(x0), nearest first
-            level = [nb.sentence for nb in (yield from self.builder.ask_level(x0, frontier, seen, d, [patch.position]))]
-            found = yield from self._check(x0, level, patch, c, budget)
-            if found is not None or budget.exhausted() or not level:
-                return found
-            frontier = level
-        return None
+        announced = self.checks.announced  # (the next level's contexts while this level is checked: an ETA's)
+        try:
+            for d in range(1, self.k + 1):  # level d = Neighbor_d(x0) \ Neighbor_{d-1}(x0), nearest first
+                announced.pop(x0.tokens, None)
+                level = [nb.sentence for nb in (yield from self.builder.ask_level(x0, frontier, seen, d, [patch.position]))]
+                if d < self.k:
+                    announced[x0.tokens] = len(level) * len(self.builder.positions(x0, [patch.position]))
+                found = yield from self._check(x0, level, patch, c, budget)
+                if found is not None or budget.exhausted() or not level:
+                    return found
+                frontier = level
+            return None
+        finally:
+            announced.pop(x0.tokens, None)
 
     def _check(self, x0, level, patch, c, budget) -> Search:
         scored = (yield from self._score_within_budget(level, patch, c, budget)) if level else None

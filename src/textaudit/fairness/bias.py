@@ -62,6 +62,7 @@ from textaudit.fairness.pairs import Source, measurable_sources, parse_pair
 from textaudit.models.batched import (
     Classifier,
     masked_lm_identity,
+    mlm_contexts,
     model_scores,
     pair_inputs,
     query_stats,
@@ -513,7 +514,7 @@ def _live(estimator: CounterfactualBias, scorers: list, cost: BiasCost) -> tuple
         return float(sum(getattr(st, "answered", 0) or 0 for st in counted if st is not None))
 
     def contexts() -> float:  # (the masked LM as loaded, on first use: k = 0 loads none)
-        return float(sum(getattr(estimator._mlm, a, 0) or 0 for a in ("forwards", "cache_hits", "store_hits")))
+        return mlm_contexts(estimator._mlm)
 
     work = WorkClock(scored, lambda: 0.0, unit="scored", more={"contexts": contexts})
     counts = estimator.level_contexts

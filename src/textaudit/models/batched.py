@@ -56,7 +56,7 @@ from textaudit.token_ids import default_batch_tokens, pack, splice_all
 
 __all__ = ["Classifier", "BatchedClassifier", "PairView", "pair_inputs", "QueryStats", "as_classifier", "softmax", "Text", "text_length",
            "scores_of", "unknown_class", "model_scores", "label_report", "label_only_report", "is_remote",
-           "classifier_seconds", "work_counters",
+           "classifier_seconds", "work_counters", "mlm_contexts",
            "query_stats", "forward_of", "torch_parts", "device_clocked", "placement", "reduced_precision",
            "masked_lm_identity", "decisions", "TIE", "label_view", "check_label_threshold",
            "each_label", "ALL_LABELS"]
@@ -812,14 +812,18 @@ def classifier_seconds(classifier: Classifier) -> float:
     return float((stats.device_seconds if device_clocked(classifier) else stats.forward_seconds) or 0.0)
 
 
+def mlm_contexts(mlm: object | None) -> float:
+    """Masked-LM contexts asked so far: forwarded, or answered by its cache or the store (0 without one)."""
+    return float(sum(getattr(mlm, a, 0) or 0 for a in ("forwards", "cache_hits", "store_hits"))) if mlm is not None else 0.0
+
+
 def work_counters(classifiers: Sequence[Classifier], mlm: object | None) -> tuple[float, float, float, float]:
     """What an audit asked so far, for its ETA: texts the ``classifiers`` answered (counted as each batch of a forward
     returns), masked-LM contexts (forwarded, or answered by its cache or the store), and the seconds of each
     (:func:`classifier_seconds`; the masked LM's forwards)."""
     texts = sum(float(getattr(query_stats(c), "answered", 0) or 0) for c in classifiers)
-    contexts = sum(getattr(mlm, a, 0) or 0 for a in ("forwards", "cache_hits", "store_hits")) if mlm is not None else 0
     clock = getattr(mlm, "clock", None)
-    return (texts, float(contexts), sum(classifier_seconds(c) for c in classifiers),
+    return (texts, mlm_contexts(mlm), sum(classifier_seconds(c) for c in classifiers),
             float(getattr(clock, "seconds", 0.0) or 0.0))
 
 

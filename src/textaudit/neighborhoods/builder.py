@@ -89,9 +89,6 @@ class NeighborhoodBuilder:
         #: frontier's positions, known when it begins — what an ETA can count on for an enumeration in flight (a list
         #: given here is shared: builders made one per pair count into one)
         self.level_contexts = level_contexts if level_contexts is not None else [0, 0]
-        #: per start sentence (its tokens): the depth d of its last level and the contexts its next level would ask
-        #: (the level's sentences × the start's positions: a neighbour has as many words) — until that level begins
-        self.next_level: dict[tuple, tuple[int, int]] = {}
 
     # -- inputs ------------------------------------------------------------------------------------
     def parse(self, x: str | Sentence) -> Sentence:
@@ -175,7 +172,6 @@ class NeighborhoodBuilder:
         level: list[Neighbor] = []
         sizes = [len(self.positions(f, prot)) for f in frontier]
         self.level_contexts[0] += sum(sizes)
-        self.next_level.pop(x0.tokens, None)  # announced by the level before: counted as begun from here
         for s in range(0, len(frontier), self.frontier_chunk):
             answered = yield from self.ask_neighbors1(frontier[s:s + self.frontier_chunk], prot)
             self.level_contexts[1] += sum(sizes[s:s + self.frontier_chunk])
@@ -184,15 +180,7 @@ class NeighborhoodBuilder:
                     if y.tokens not in seen:
                         seen.add(y.tokens)
                         level.append(Neighbor(y, d, len(x0.diff(y))))
-        self.next_level[x0.tokens] = (d, len(level) * len(self.positions(x0, prot)))
         return level
-
-    def upcoming_contexts(self, start: tuple, k: int) -> int:
-        """The contexts of the level the start sentence ``start`` (its tokens) would begin next, up to depth ``k``
-        (0: none announced): an enumeration whose level d < k is done and checked without a finding begins level
-        d + 1, and its size is known from level d's before it begins."""
-        d, contexts = self.next_level.get(start, (k, 0))
-        return contexts if d < k else 0
 
     def ask_neighbors(self, x: str | Sentence, k: int, protected: Iterable[int] = ()) -> Search:
         """Neighbor_k(x) as a search (returns the list :meth:`iter_neighbors` yields, in its order)."""

@@ -52,6 +52,7 @@ from textaudit.lexicons import counterfitted_neighbors
 from textaudit.models.batched import (
     TIE,
     decisions,
+    mlm_contexts,
     query_stats,
     sampled_draws,
     scores_of,
@@ -522,10 +523,8 @@ def run_certify(safer: SAFER, texts: Sequence[str], labels: Sequence[int], ids: 
         stats = query_stats(safer.classifier)
         mlm = getattr(safer.builder, "mlm", None)
 
-        def contexts() -> float:
-            return float(sum(getattr(mlm, a, 0) or 0 for a in ("forwards", "cache_hits", "store_hits")))
-
-        work = WorkClock(lambda: float(getattr(stats, "answered", 0) or 0), lambda: 0.0, more={"contexts": contexts})
+        work = WorkClock(lambda: float(getattr(stats, "answered", 0) or 0), lambda: 0.0,
+                         more={"contexts": lambda: mlm_contexts(mlm)})
         clock = CertifyClock(lambda: work_counters([safer.classifier], mlm), todo=todo, draws=safer.selection + safer.samples,
                              neighbors=safer.neighbors if safer.builder is not None else 0,
                              views=lambda: safer.views_begun)
