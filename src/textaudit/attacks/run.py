@@ -295,8 +295,9 @@ def _clock(attack: Attack, run: ResumableRun, todo: list[str], labels: list[int]
         # the threads the run will use first: on a busy machine two threads fighting over one free core timed the
         # pace 60× slow (214 texts/s where the run went at 13,219), and the attack said 5m56s for 39 s
         notice_if_busy()
-        kappa = getattr(getattr(attack, "builder", None), "kappa", 20)
-        pace = measure_pace(attack.classifier, attack.mlm, todo, kappa)
+        builder = getattr(attack, "builder", None)
+        pace = measure_pace(attack.classifier, attack.mlm, todo, getattr(builder, "kappa", 20),
+                            getattr(builder, "language", "en"))
     if pace is not None:
         attacked = _right(attack.classifier, todo, labels)
         probe = probe_attack(attack, todo, labels, in_flight=group, counters=lambda: work_counters(attack), side=side,

@@ -56,7 +56,7 @@ def _fastest(call: Any, items: Sequence[Any]) -> float:
     return min(times)
 
 
-def measure_pace(classifier: Any, mlm: Any, texts: Sequence[str], kappa: int = 20) -> Pace | None:
+def measure_pace(classifier: Any, mlm: Any, texts: Sequence[str], kappa: int = 20, language: str = "en") -> Pace | None:
     """Time the classifier on up to :data:`PACE_TEXTS` of ``texts`` (after a one-text warm-up) and the masked
     LM on up to :data:`PACE_CONTEXTS` contexts of the first texts (each position masked in turn; the first
     half warms it up), and the share of the timed contexts its cache or the store already held. None for a
@@ -66,7 +66,7 @@ def measure_pace(classifier: Any, mlm: Any, texts: Sequence[str], kappa: int = 2
         return None
     classifier.predict_proba(sample[:1])  # a first call's set-up is not the pace
     ctx_s, share, computed = None, None, None
-    sentences = [Sentence.parse(t) for t in sample]
+    sentences = [Sentence.parse(t, language) for t in sample]  # (split as the search splits them)
     queries = [(list(s.tokens), i) for s in sentences if len(s.tokens) >= 2 for i in range(len(s.tokens))][:PACE_CONTEXTS]
     neighbors: list[str] = []
     if mlm is not None and len(queries) >= 2:
