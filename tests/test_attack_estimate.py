@@ -81,9 +81,11 @@ def test_the_fields_grow_with_the_work_in_flight_and_the_eta_keeps_some_for_it()
     assert clock.fields() == {"asked": "0"}
     counters.now = [12_345.0, 678.0, 12.3, 6.8]
     assert clock.fields() == {"asked": "12,345", "contexts": "678"}
-    # nothing finished, everything in flight, and more spent than the prior expected: still time left
+    # nothing finished, everything in flight, and more spent than the prior expected: as much time again is left
+    # (heavy-tailed costs: a search that ran long has far to go)
     counters.now = [1e7, 1e6, 100.0, 100.0]
-    assert clock.remaining() > 0
+    spent = 1e7 * clock.unit_seconds()[0] + 1e6 * clock.unit_seconds()[1]
+    assert clock.remaining() >= spent * clock.unit_seconds()[2]
 
 
 def test_a_probe_costs_the_unsettled_share_as_searches_that_find_nothing():
@@ -246,6 +248,10 @@ def test_levels_in_flight_are_costed_by_their_frontiers_not_by_the_average_examp
     ahead.finish({"text": "a finished one", "queries": 10, "mlm_queries": 1})
     more = ahead.level_left(0.001, 0.01, (q_w, m_w), 1000.0, 100.0)
     assert more == pytest.approx((3_500 - 100) * 0.01 + (3_500 * q_w / m_w - 1_000) * 0.001)
+    # the run's counters price a text below the pace (they leave out building the neighbours' sentences): the level's
+    # texts cost the pace's seconds, its contexts the run's
+    slow = ahead.level_left(0.0001, 0.01, (q_w, m_w), 1000.0, 100.0)
+    assert slow == pytest.approx(more)
 
 
 def test_the_pace_keeps_the_faster_of_two_timed_halves(monkeypatch):
