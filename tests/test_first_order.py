@@ -113,3 +113,123 @@ def test_genetic_lm_constraint_keeps_the_likeliest_synonyms():
     assert all(m.tokens[4] in top2 for m in kept)
     assert GeneticAttack(flips_on(top2[0]), neighbors=many, population=4, generations=3, lm=lm,
                          lm_top=2, lm_window=2).attack(X, label=1).status == "success"
+
+
+def test_text_window_is_textattacks():
+    """BAE's similarity window (and Jia et al.'s LM window): ``size`` words centred on the index, moved inside the
+    sentence at either end, one more before than after for an even size — TextAttack's text_window_around_index."""
+    from textaudit.attacks.first_order import text_window
+
+    assert text_window(20, 10, 15) == (3, 17)
+    assert text_window(20, 0, 15) == (0, 14) and text_window(20, 19, 15) == (5, 19)
+    assert text_window(20, 10, 6) == (7, 12)  # six words: three before, two after
+    assert text_window(5, 2, 15) == (0, 4)  # a sentence shorter than the window: all of it
+    assert all(b - a + 1 == 15 for a, b in (text_window(30, i, 15) for i in range(30)))
+
+
+def test_the_part_of_speech_filter_tags_in_context_with_the_pattern_tagger():
+    """TextAttack's PartOfSpeech constraint as BAE's recipe applies it: the word and the candidate tagged in the
+    original's context (four words before, three after), universal tags, a noun may become a verb."""
+    from textaudit.attacks.pos import PartOfSpeech, universal_tag
+
+    pos = PartOfSpeech()
+    words = X.split()
+    assert pos.tag(words, 4) == "NOUN" and [pos.tag(words, 1, c) for c in ("shallow", "ocean", "quickly")] == \
+        ["ADJ", "NOUN", "ADV"]
+    assert pos.can_replace(words, 4, ["movie", "quickly", "run", "beautiful", "the"]) == [True, False, True, False, False]
+    assert not PartOfSpeech(allow_verb_noun_swap=False).compatible("NOUN", "VERB")
+    assert universal_tag("VBZ") == "VERB" and universal_tag("PRP$") == "PRON" and universal_tag("UH") == "X"
+    asked = pos.asked
+    pos.can_replace(words, 4, ["movie"])
+    assert pos.asked == asked  # each context is tagged once
+
+
+def _bae_candidates(tiny_mlm, text: str, i: int) -> list[str]:
+    from textaudit.sentence import Sentence
+
+    x = Sentence.parse(text)
+    return [w for w, _ in tiny_mlm.candidates([(list(x.tokens), i)], top=150)[0]
+            if w.isalpha() and w.lower() != x.tokens[i].lower()][:50]
+
+
+def test_bae_paper_recipe_filters_by_part_of_speech_and_compares_a_window(tiny_mlm, encoder):
+    """The published recipe refuses a candidate of another part of speech (the relaxed one finds it), and compares
+    the similarity of the 15 words around the swap — a shorter sentence is not compared at all, as TextAttack's
+    skip_text_shorter_than_window does."""
+    from textaudit.attacks.pos import PartOfSpeech
+
+    pos = PartOfSpeech()
+    words = X.split()
+    cands = _bae_candidates(tiny_mlm, X, 4)
+    other = next(w for w, ok in zip(cands, pos.can_replace(words, 4, cands)) if not ok)
+    same = next(w for w, ok in zip(cands, pos.can_replace(words, 4, cands)) if ok)
+    fooled_by_other = flips_on(other)
+    relaxed = BAEAttack(fooled_by_other, mlm=tiny_mlm, encoder=encoder, threshold=0.0)
+    assert relaxed.attack(X, label=1).status == "success" and relaxed.settings()["recipe"] == "relaxed"
+    paper = BAEAttack(fooled_by_other, mlm=tiny_mlm, encoder=encoder, threshold=0.0, recipe="paper")
+    assert paper.settings() == {"recipe": "paper", "top": 50, "threshold": 0.0, "pos_filter": True, "window": 15}
+    assert other not in (paper.attack(X, label=1).vulnerable or "").split()
+    # six words < 15: not compared, so even a threshold no candidate meets lets the swap through
+    r = BAEAttack(flips_on(same), mlm=tiny_mlm, encoder=encoder, threshold=0.99999, recipe="paper").attack(X, label=1)
+    assert r.status == "success" and same in r.vulnerable.split()
+    # 16 words: the window is compared, and that threshold refuses every candidate
+    long = "a deep and meaningful film . " + " ".join(["it is good ."] * 2) + " we saw it twice ."
+    assert len(long.split()) >= 15
+    i = long.split().index("film")
+    c = _bae_candidates(tiny_mlm, long, i)
+    trigger = next(w for w, ok in zip(c, pos.can_replace(long.split(), i, c)) if ok)
+    strict = BAEAttack(flips_on(trigger), mlm=tiny_mlm, encoder=encoder, threshold=0.99999, recipe="paper")
+    assert strict.attack(long, label=1).status == "failed"
+    assert BAEAttack(flips_on(trigger), mlm=tiny_mlm, encoder=encoder, threshold=0.0,
+                     recipe="paper").attack(long, label=1).status == "success"
+
+
+def test_a_recipe_is_paper_or_relaxed_and_recorded(cli, tmp_path):
+    """``--recipe`` goes with Genetic and BAE only, not with Alzantot's --lm-constraint (the paper recipe has Jia et
+    al.'s); the header records it, and a file made with one recipe is not resumed with the other."""
+    from textaudit.errors import TextAuditError
+
+    with pytest.raises(TextAuditError, match="--recipe must be one of paper, relaxed"):
+        GeneticAttack(flips_on("picture"), neighbors=NEIGHBORS, recipe="published")
+    (tmp_path / "p.py").write_text(
+        "def clf(texts):\n    return [[0.9, 0.1] if 'movie' in t.split() else [0.1, 0.9] for t in texts]\n")
+    (tmp_path / "d.tsv").write_text("label\ttext\n1\ta deep and meaningful film .\n")
+    base = ["attack", "--model", f"{tmp_path}/p.py:clf", "--data", str(tmp_path / "d.tsv"), "--no-ppl"]
+    r = cli(*base, "--method", "so-beam", "--recipe", "paper")
+    assert r.exit_code == 2 and "--recipe applies to --method genetic, bae only" in r.output, r.output
+    r = cli(*base, "--method", "genetic", "--recipe", "paper", "--lm-constraint")
+    assert r.exit_code == 2 and "give one of them" in r.output and "Traceback" not in r.output
+    out = tmp_path / "o.jsonl"
+    r = cli(*base, "--method", "genetic", "--output", str(out))
+    assert r.exit_code == 0, r.output
+    from textaudit.formats.jsonl import read_header
+
+    config = read_header(out)["config"]
+    assert config["recipe"] == "relaxed" and config["lm_constraint"] is False
+    r = cli(*base, "--method", "genetic", "--recipe", "paper", "--output", str(out), "--resume")
+    assert r.exit_code == 2 and "recipe" in r.output, r.output
+
+
+@pytest.mark.slow
+def test_genetic_paper_recipe_keeps_candidates_within_five_nats_of_x0s_window():
+    """Jia et al.'s LM rule (TextAttack's faster-alzantot recipe), with SmolLM2: a synonym whose 6-word window is more
+    than 5 nats less likely than x0's is never tried, so a model fooled only by it is not fooled."""
+    from textaudit.engine.scheduler import run_now
+    from textaudit.lm import load_causal_lm
+    from textaudit.sentence import Sentence
+
+    lm = load_causal_lm(device="cpu")
+    many = {"film": ["movie", "picture", "kino", "zzyzx"]}
+    x0 = Sentence.parse(X)
+    windows = [x0.span(0, 6)] + [x0.replace(4, w).span(0, 6) for w in many["film"]]
+    ref, *lps = lm.log_likelihood(windows)
+    kept = [w for w, lp in zip(many["film"], lps) if lp > ref - 5.0]
+    dropped = [w for w, lp in zip(many["film"], lps) if lp <= ref - 5.0]
+    assert kept and dropped, (ref, lps)  # (the data of the test: both kinds among the synonyms)
+    atk = GeneticAttack(flips_on(dropped[0]), neighbors=many, population=4, generations=3, lm=lm, recipe="paper")
+    assert atk.settings()["lm_rule"] == "jia" and atk.lm_window == 6
+    assert atk.attack(X, label=1).status == "failed"
+    members = run_now(atk._perturb([x0] * 4, x0, {4: many["film"]}, 1, 1, np.random.default_rng(0)))
+    assert all(m.tokens[4] in kept for m in members)
+    assert GeneticAttack(flips_on(kept[0]), neighbors=many, population=4, generations=3, lm=lm,
+                         recipe="paper").attack(X, label=1).status == "success"

@@ -86,7 +86,7 @@ class CausalLM:
 
 
 class LazyCausalLM:
-    """A :class:`CausalLM` loaded on the first :meth:`perplexity` call, so work that needs no
+    """A :class:`CausalLM` loaded on the first :meth:`perplexity` or :meth:`log_likelihood` call, so work that needs no
     perplexity (a ``--resume`` with nothing left, a run without a success) never pays for loading it;
     :attr:`load_seconds` says what loading cost."""
 
@@ -100,12 +100,18 @@ class LazyCausalLM:
     def loaded(self) -> bool:
         return self._lm is not None
 
-    def perplexity(self, texts: Sequence[str]) -> list[float]:
+    def _load(self) -> CausalLM:
         if self._lm is None:
             t0 = time.perf_counter()
             self._lm = load_causal_lm(self._spec, device=self._device)
             self.load_seconds = time.perf_counter() - t0
-        return self._lm.perplexity(texts)
+        return self._lm
+
+    def perplexity(self, texts: Sequence[str]) -> list[float]:
+        return self._load().perplexity(texts)
+
+    def log_likelihood(self, texts: Sequence[str]) -> list[float]:
+        return self._load().log_likelihood(texts)
 
 
 def _dequantized_copy(gguf: Path) -> Path:

@@ -169,6 +169,10 @@ class Sentence:
             self._text = t
         return t
 
+    def span(self, lo: int, hi: int) -> str:
+        """The text of tokens ``lo`` to ``hi`` (exclusive), with the separators between them."""
+        return "".join(chain.from_iterable(zip(("", *self.seps[lo + 1:hi]), self.tokens[lo:hi])))
+
     def replace(self, i: int, word: str) -> "Sentence":
         """Return a copy with token ``i`` replaced by ``word`` (it remembers this sentence as its parent)."""
         child = Sentence(self.tokens[:i] + (word,) + self.tokens[i + 1:], self.seps)

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from textaudit.attacks.recipes import recipe_options
 from textaudit.attacks.registry import check_options, make_attack, method_spec
 from textaudit.attacks.run import run_attack, summarize
 from textaudit.data import align_labels, check_limit_sample, data_config, dataset_id, load_dataset
@@ -132,7 +133,7 @@ def run_compare(models: Sequence[str], methods: Sequence[str], output_dir: str |
                 limit: int | None = None, sample: int | None = None, k: int | None = None, mlm: str | None = None,
                 ppl: bool = False, seed: int = 0, progress: bool = True, in_flight: int | None = None, margin: float | None = None,
                 label_map: dict[str, int] | None = None, label: str | None = None,
-                label_threshold: float = 0.5, naturalness: bool = True) -> dict:
+                label_threshold: float = 0.5, naturalness: bool = True, recipe: str | None = None) -> dict:
     """Run (or resume) every method on every model into ``output_dir`` (:func:`cell_path`), write
     :data:`SUMMARY` there and return it: ``{"data", "mlm", "seed", "cells", "paired", "files"}``.
     ``in_flight``: examples each attack searches at once (:func:`~textaudit.attacks.run.run_attack`).
@@ -145,7 +146,8 @@ def run_compare(models: Sequence[str], methods: Sequence[str], output_dir: str |
     ``label`` (``--label``): multi-label models audited on that label (a row ``model[label]``, the data's column of
     the label's name as its gold), or on every label with ``"all"`` (one row per label; each model loaded once, its
     forwards shared by its labels) — :func:`~textaudit.models.batched.label_view`. ``naturalness``: the second-order
-    searches' constraint (:mod:`textaudit.attacks.naturalness`; False: the paper's search)."""
+    searches' constraint (:mod:`textaudit.attacks.naturalness`; False: the paper's search). ``recipe``: the first-order
+    methods' (:mod:`textaudit.attacks.recipes`; None: their default)."""
     output_dir = Path(output_dir)
     if output_dir.exists() and not output_dir.is_dir():
         raise TextAuditError(f"--output-dir {output_dir} is a file; give a directory")
@@ -154,8 +156,9 @@ def run_compare(models: Sequence[str], methods: Sequence[str], output_dir: str |
     check_limit_sample(limit, sample)
     specs = {method: method_spec(method) for method in methods}
     given = {method: {"seed": seed, **({"k": k} if k is not None and "k" in spec.options else {}),
-                      **({"naturalness": naturalness} if "naturalness" in spec.options else {})}
-             for method, spec in specs.items()}  # k and the naturalness constraint go to the methods that have them
+                      **({"naturalness": naturalness} if "naturalness" in spec.options else {}),
+                      **({"recipe": recipe} if recipe is not None and "recipe" in spec.options else {})}
+             for method, spec in specs.items()}  # k, the naturalness constraint and the recipe: to the methods that have them
     for method in methods:
         check_options(method, given[method])
     data_id = dataset_id(data, "dev")
@@ -183,7 +186,11 @@ def run_compare(models: Sequence[str], methods: Sequence[str], output_dir: str |
         row_ds, _ = align_labels(ds, clf, label_map)  # class names by the model's, never by their sort order
         for method in methods:
             path = cell_path(output_dir, row, method)
-            atk = make_attack(method, clf, **given[method], **({"mlm": masked_lm} if specs[method].needs_mlm else {}))
+            shared_lm = {}  # SmolLM2 loaded once, for the perplexities and a recipe's LM constraint
+            if lm is not None and "recipe" in specs[method].options and recipe_options(method, recipe).get("lm"):
+                shared_lm["lm"] = lm
+            atk = make_attack(method, clf, **given[method], **({"mlm": masked_lm} if specs[method].needs_mlm else {}),
+                              **shared_lm)
             if hasattr(atk, "rank_patch_words"):
                 atk.rank_patch_words(ds["text"])
             _, records = run_attack(atk, ds["text"], row_ds["label"], ids=ds["id"], output=path, resume=path.exists(),

@@ -16,6 +16,8 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from textaudit.attacks.base import Attack, Budget, Found, Goal, Skip
+from textaudit.attacks.pos import PartOfSpeech
+from textaudit.attacks.recipes import DEFAULT_RECIPE, recipe_options
 from textaudit.engine.scheduler import Ask, Search, classify
 from textaudit.errors import TextAuditError
 from textaudit.lexicons import counterfitted_neighbors
@@ -26,12 +28,24 @@ from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
 from textaudit.sentence import Sentence, restore_case
 from textaudit.text import STOPWORDS
 
-__all__ = ["FirstOrderAttack", "GeneticAttack", "BAEAttack", "BAE_THRESHOLD"]
+__all__ = ["FirstOrderAttack", "GeneticAttack", "BAEAttack", "BAE_THRESHOLD", "text_window"]
 
 #: BAE's sentence-similarity threshold for MiniLM-L6 (USE's 0.936 does not transfer): the 10th
 #: percentile of the cosine after one counter-fitted synonym swap on SST-2 train sentences
 #: (``benchmarks/calibrate_similarity.py``: 0.847; random-word swaps: median 0.869).
 BAE_THRESHOLD = 0.85
+
+
+def text_window(length: int, index: int, size: int) -> tuple[int, int]:
+    """The first and last word (inclusive) of the ``size`` words around word ``index`` of ``length``: centred, and
+    moved inside the sentence at either end — TextAttack's ``text_window_around_index``, whose similarity
+    constraint BAE's recipe uses (an even size leaves one word more before the index than after it)."""
+    half = (size - 1) / 2.0
+    if index - half < 0:
+        return 0, min(size - 1, length - 1)
+    if index + half >= length:
+        return max(0, length - size), length - 1
+    return index - math.ceil(half), index + math.floor(half)
 
 
 class FirstOrderAttack(Attack):
@@ -77,16 +91,23 @@ class GeneticAttack(FirstOrderAttack):
     ``max_perturb_ratio`` (20%) of the words changed; fitness = 1 − P(y | x′). Each generation's
     perturbation step scores all children's candidates in one batched call.
 
-    ``lm``: an optional :class:`~textaudit.lm.CausalLM`; with it, only the ``lm_top`` (4)
-    candidates with the lowest perplexity of the ±``lm_window`` (5) words around the substitution
-    are kept at each perturbation (Alzantot et al.'s LM constraint, with SmolLM2 for their 1B-word LM).
+    ``lm``: an optional :class:`~textaudit.lm.CausalLM` (SmolLM2 in the role of the published recipes'
+    1-billion-word LMs), applied at each perturbation by ``lm_rule``:
+
+    * ``"alzantot"`` (Alzantot et al. 2018): only the ``lm_top`` (4) candidates with the lowest perplexity of
+      the ±``lm_window`` (5) words around the substitution are kept;
+    * ``"jia"`` (Jia et al. 2019, TextAttack's ``faster-alzantot`` recipe, the published form of this search —
+      40 generations): a candidate is kept when log P of the ``lm_window`` (6) words around the substitution
+      (:func:`text_window`) is more than ``lm_max_drop`` (5.0 nats) above that of the same words of x0 minus
+      ``lm_max_drop``: log P(x′ window) > log P(x0 window) − 5.
     """
 
     method = "genetic"
 
     def __init__(self, classifier: Classifier, *, neighbors: dict[str, list[str]] | None = None, population: int = 60,
                  generations: int = 40, max_candidates: int = 8, max_perturb_ratio: float = 0.2,
-                 temperature: float = 0.3, lm: CausalLM | None = None, lm_top: int = 4, lm_window: int = 5,
+                 temperature: float = 0.3, lm: CausalLM | None = None, lm_top: int = 4, lm_window: int | None = None,
+                 lm_rule: str | None = None, lm_max_drop: float = 5.0, recipe: str | None = None,
                  max_queries: int | None = None, time_budget: float | None = None, seed: int = 0,
                  stopwords: Iterable[str] = STOPWORDS):
         if population < 2 or generations < 1 or max_candidates < 1:
@@ -96,12 +117,25 @@ class GeneticAttack(FirstOrderAttack):
         self.population, self.generations = population, generations
         self.max_candidates, self.max_perturb_ratio = max_candidates, max_perturb_ratio
         self.temperature = temperature
-        self.lm, self.lm_top, self.lm_window = lm, lm_top, lm_window
+        self.recipe = recipe or DEFAULT_RECIPE
+        preset = recipe_options("genetic", self.recipe)
+        if preset.get("lm") and lm is None:
+            from textaudit.lm import LazyCausalLM
+
+            lm = LazyCausalLM()  # (loaded at the first generation that asks it)
+        lm_rule = lm_rule or preset.get("lm_rule", "alzantot")
+        if lm_rule not in ("alzantot", "jia"):
+            raise TextAuditError(f"the Genetic LM rule is alzantot or jia (got {lm_rule!r})")
+        self.lm, self.lm_top, self.lm_rule, self.lm_max_drop = lm, lm_top, lm_rule, lm_max_drop
+        self.lm_window = lm_window if lm_window is not None else (6 if lm_rule == "jia" else 5)
 
     def settings(self) -> dict:
-        return {"population": self.population, "generations": self.generations, "max_candidates": self.max_candidates,
-                "max_perturb_ratio": self.max_perturb_ratio, "temperature": self.temperature,
-                "lm_constraint": self.lm is not None}
+        return {"recipe": self.recipe, "population": self.population, "generations": self.generations,
+                "max_candidates": self.max_candidates, "max_perturb_ratio": self.max_perturb_ratio,
+                "temperature": self.temperature, "lm_constraint": self.lm is not None,
+                **({"lm_rule": self.lm_rule, "lm_window": self.lm_window,
+                    **({"lm_max_drop": self.lm_max_drop} if self.lm_rule == "jia" else {"lm_top": self.lm_top})}
+                   if self.lm is not None else {})}
 
     def _candidates(self, x0: Sentence) -> dict[int, list[str]]:
         out = {}
@@ -119,13 +153,17 @@ class GeneticAttack(FirstOrderAttack):
         when the LM constraint is on); returns the perturbed members."""
         options: list[list[Sentence]] = []
         windows: list[tuple[int, int]] = []  # (start, end) of the words around each substitution the LM scores
+        positions: list[int] = []
         for m in members:
             changed = [i for i in x0.diff(m) if i in cands]
             allowed = list(cands) if len(changed) < limit else changed
             i = allowed[int(rng.integers(len(allowed)))]
             options.append([m.replace(i, w) for w in cands[i] if w != m.tokens[i]] or [m])
+            positions.append(i)
             windows.append((max(0, i - self.lm_window), i + self.lm_window + 1))
-        if self.lm is not None:
+        if self.lm is not None and self.lm_rule == "jia":
+            options = yield from self._lm_drop(options, members, positions, x0)
+        elif self.lm is not None:
             todo = [j for j, opts in enumerate(options) if len(opts) > self.lm_top]
             texts = [" ".join(o.tokens[windows[j][0]:windows[j][1]]) for j in todo for o in options[j]]
             ppl = (yield Ask(self.lm.perplexity, texts)) if texts else []  # one batched LM ask per generation
@@ -141,6 +179,40 @@ class GeneticAttack(FirstOrderAttack):
         for opts in options:
             j = int(np.argmin(p[s:s + len(opts)]))
             out.append(opts[j])
+            s += len(opts)
+        return out
+
+    def _lm_drop(self, options: list[list[Sentence]], members: list[Sentence], positions: list[int],
+                 x0: Sentence) -> Search:
+        """Jia et al.'s LM rule: of each member's options (its word at ``positions[j]`` replaced), those whose
+        ``lm_window`` words around the change are less than ``lm_max_drop`` nats less likely than x0's same words;
+        a member left with none stays as it is. One batched LM ask for the generation."""
+        words = [j for j, t in enumerate(x0.tokens) if any(ch.isalnum() for ch in t)]
+        spans: list[tuple[int, int] | None] = []
+        refs: dict[tuple[int, int], int] = {}  # (x0's window text is asked once per span)
+        texts: list[str] = []
+        for opts, m, i in zip(options, members, positions):
+            if opts == [m] or i not in words:
+                spans.append(None)
+                continue
+            a, b = text_window(len(words), words.index(i), self.lm_window)
+            span = (words[a], words[b] + 1)
+            spans.append(span)
+            if span not in refs:
+                refs[span] = len(texts)
+                texts.append(x0.span(*span))
+        first = len(texts)
+        for opts, span in zip(options, spans):
+            if span is not None:
+                texts.extend(o.span(*span) for o in opts)
+        lp = (yield Ask(self.lm.log_likelihood, texts)) if first else []
+        out, s = [], first
+        for opts, m, span in zip(options, members, spans):
+            if span is None:
+                out.append(opts)
+                continue
+            floor = lp[refs[span]] - self.lm_max_drop
+            out.append([o for o, v in zip(opts, lp[s:s + len(opts)]) if v > floor] or [m])
             s += len(opts)
         return out
 
@@ -187,24 +259,51 @@ class BAEAttack(FirstOrderAttack):
     cosine, :class:`~textaudit.models.encoders.SentenceEncoder`) is ≥ ``threshold``; if one flips
     the prediction return the most similar flip, else keep the candidate that most lowers P(y | x)
     and go on. Stop words are never replaced (a candidate may be one, as in BAE and TextAttack's
-    recipe). BAE's part-of-speech filter is not applied (no
-    tagger ships offline); USE is replaced by MiniLM, whose threshold is calibrated in
+    recipe). USE is replaced by MiniLM, whose threshold is calibrated in
     ``benchmarks/calibrate_similarity.py``.
+
+    The published recipe (``--recipe paper``, :mod:`textaudit.attacks.recipes`) adds what TextAttack's
+    ``bae`` recipe applies: ``pos`` — a :class:`~textaudit.attacks.pos.PartOfSpeech` filter (a candidate keeps the
+    replaced word's universal part of speech in its context, noun ↔ verb allowed) — and ``window`` (15): the
+    similarity is of the ``window`` words around the swap in x0 and in the candidate, and a sentence of fewer
+    words is not compared at all (its similarity counts as 1, TextAttack's ``skip_text_shorter_than_window``).
     """
 
     method = "bae"
 
     def __init__(self, classifier: Classifier, *, mlm: MaskedLM | None = None, top: int = 50,
                  encoder: SentenceEncoder | None = None, threshold: float | None = None,
+                 pos: PartOfSpeech | None = None, window: int | None = None, recipe: str | None = None,
                  max_queries: int | None = None, time_budget: float | None = None, seed: int = 0,
                  stopwords: Iterable[str] = STOPWORDS):
         super().__init__(classifier, max_queries=max_queries, time_budget=time_budget, seed=seed, stopwords=stopwords)
+        if window is not None and window < 1:
+            raise TextAuditError(f"BAE's similarity window must be at least one word (got {window})")
         self.mlm = load_mlm() if mlm is None else mlm
         self.encoder = SentenceEncoder() if encoder is None else encoder
         self.top, self.threshold = top, BAE_THRESHOLD if threshold is None else threshold
+        self.recipe = recipe or DEFAULT_RECIPE
+        preset = recipe_options("bae", self.recipe)
+        self.pos = PartOfSpeech() if pos is None and preset["pos"] else pos
+        self.window = preset["window"] if window is None else window
 
     def settings(self) -> dict:
-        return {"top": self.top, "threshold": self.threshold}
+        return {"recipe": self.recipe, "top": self.top, "threshold": self.threshold,
+                "pos_filter": self.pos is not None, "window": self.window}
+
+    def _similarity(self, x0: Sentence, opts: list[Sentence], i: int) -> Search:
+        """The cosine of each candidate with x0: whole sentences, or with ``window`` the words around position i
+        (1.0 for a sentence shorter than the window, as TextAttack's BAE recipe skips it)."""
+        if self.window is None:
+            vectors = yield Ask(self.encoder.encode, [x0.text(), *(o.text() for o in opts)])
+            return vectors[1:] @ vectors[0]  # cosines: the encoder's vectors are unit length
+        words = [j for j, t in enumerate(x0.tokens) if any(ch.isalnum() for ch in t)]
+        if len(words) < self.window or i not in words:
+            return np.ones(len(opts))
+        start, end = text_window(len(words), words.index(i), self.window)
+        lo, hi = words[start], words[end] + 1
+        vectors = yield Ask(self.encoder.encode, [x0.span(lo, hi), *(o.span(lo, hi) for o in opts)])
+        return vectors[1:] @ vectors[0]
 
     def search(self, x0: Sentence, goal: Goal, budget: Budget, rng: np.random.Generator) -> Search:
         c = goal.c
@@ -223,11 +322,12 @@ class BAEAttack(FirstOrderAttack):
             # count them: ask for more, filter, then cut
             cands = (yield Ask(self.mlm.candidates, [(list(x.tokens), i)], "mask", top=3 * self.top))[0]
             words = [w for w, _ in cands if w.isalpha() and w.lower() != x.tokens[i].lower()][: self.top]
+            if self.pos is not None:  # (tagged in x0's context, as TextAttack compares against the original)
+                words = [w for w, ok in zip(words, self.pos.can_replace(x0.tokens, i, words)) if ok]
             opts = [x.replace(i, restore_case(w, x0.tokens[i])) for w in words]
             if not opts:
                 continue
-            vectors = yield Ask(self.encoder.encode, [x0.text(), *(o.text() for o in opts)])
-            sim = vectors[1:] @ vectors[0]  # cosines: the encoder's vectors are unit length
+            sim = yield from self._similarity(x0, opts, i)
             keep = [j for j in range(len(opts)) if sim[j] >= self.threshold]
             if not keep:
                 continue

@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 from textaudit.attacks.compare import run_compare
 from textaudit.attacks.naturalness import naturalness_on
 from textaudit.attacks.patch import PatchWords
+from textaudit.attacks.recipes import DEFAULT_RECIPE, RECIPE_NAMES, recipe_options
 from textaudit.attacks.registry import (
     METHODS,
     MethodSpec,
@@ -113,7 +114,12 @@ class AttackRequest:
     max_queries: int | None = option(None, help="Classifier query budget per example.")
     time_budget: float | None = option(None, help="Seconds per example.")
     ppl: bool = option(True, flags=("--ppl/--no-ppl",), help="Perplexity of originals and vulnerable examples (SmolLM2).")
-    lm_constraint: bool = option(False, help="Genetic: keep the 4 synonyms with the lowest SmolLM2 perplexity.")
+    lm_constraint: bool = option(False, help="Genetic: keep the 4 synonyms with the lowest SmolLM2 perplexity "
+                                             "(Alzantot et al.'s rule).")
+    recipe: str | None = option(None, choices=RECIPE_NAMES, help=(
+        "Genetic and BAE: 'paper' applies every constraint of the published recipe (Genetic: Jia et al.'s LM rule "
+        "with SmolLM2; BAE: the part-of-speech filter and a 15-word similarity window); 'relaxed' (the default) "
+        "leaves them out. The results header records which."))
     threshold: float | None = option(None, low=0.0, high=1.0, help="BAE: MiniLM sentence-similarity threshold (default 0.85).")
     naturalness: str = shared("naturalness", "on", choices=("on", "off"))
     seed: int = shared("seed", 0)
@@ -126,9 +132,15 @@ class AttackRequest:
         natural = "naturalness" in method_spec(method).options  # the second-order searches
         options = dict(k=self.k, beam=self.beam, kappa=self.kappa, delta=self.delta, max_queries=self.max_queries,
                        time_budget=self.time_budget, seed=self.seed, lm=self.lm_constraint, threshold=self.threshold,
-                       patch_words=synonyms, language=self.language,
+                       patch_words=synonyms, language=self.language, recipe=self.recipe,
                        naturalness=naturalness_on(self.naturalness) if natural else None)
         spec = check_options(method, options)
+        if self.recipe == "paper" and self.lm_constraint:
+            raise TextAuditError("--lm-constraint is Alzantot et al.'s LM rule; --recipe paper has its own (Jia et al.'s): "
+                                 "give one of them")
+        recipe = (self.recipe or DEFAULT_RECIPE) if "recipe" in spec.options else None
+        if recipe is not None:
+            recipe_options(method, recipe)
         if "language" in spec.options:
             options["language"] = language
             if language != "en" and synonyms is None:
@@ -142,7 +154,8 @@ class AttackRequest:
         settings = dict(method=method, k=self.k, beam=self.beam, kappa=self.kappa, delta=self.delta,
                         max_queries=self.max_queries, time_budget=self.time_budget, seed=self.seed,
                         threshold=self.threshold, data=data_id, ppl=self.ppl,
-                        lm_constraint=self.lm_constraint if method == "genetic" else None, perturb_side=side,
+                        lm_constraint=self.lm_constraint if method == "genetic" else None, recipe=recipe,
+                        perturb_side=side,
                         data_sample=self.sample)
         part = check_sharded_output(self.output, self.resume, self.shard, settings)
         return CheckedAttack(method, self.method is not None, spec, options, language, synonyms, data_id, side, part)
@@ -186,8 +199,9 @@ class AttackRequest:
         clf = label_view(model, self.target_label, self.label_threshold)
         options["mlm"] = (mlm if mlm is not None else load_mlm(self.mlm)) if checked.spec.needs_mlm else None
         # SmolLM2 is loaded on first use: a run (or a --resume) without a success never loads it
-        lm = LazyCausalLM() if self.ppl or self.lm_constraint else None
-        options["lm"] = lm if self.lm_constraint else None
+        uses_lm = method == "genetic" and (self.lm_constraint or bool(recipe_options(method, self.recipe).get("lm")))
+        lm = LazyCausalLM() if self.ppl or uses_lm else None
+        options["lm"] = lm if uses_lm else None
         ds, classes = align_labels(ds, clf, parse_label_map(self.label_map))
         if checked.synonyms is not None:
             options["patch_words"] = PatchWords(clf, checked.synonyms)
