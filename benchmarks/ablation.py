@@ -1,0 +1,198 @@
+"""Table 2's first-order cells, one factor at a time (issue #79): what each published constraint does to the rate.
+
+    TEXTAUDIT_DATA=../shared/data python benchmarks/ablation.py --models cnn,lstm          # run what is missing
+    TEXTAUDIT_DATA=../shared/data python benchmarks/ablation.py --render                   # the table, from the cells
+
+For each model, BAE over all 872 SST-2 dev examples and Genetic over the first 100 (the paper's), each **factor** a
+cell of its own, changed alone from the relaxed search that ``paper/`` ran — rerun here as the baseline (``relaxed``)
+on the model as trained here: ``paper/cells``' relaxed cell, of the same model trained on another machine, is shown
+beside it (the training run is a factor too):
+
+* BAE: ``+pos`` (TextAttack's part-of-speech filter), ``+window`` (similarity of the 15 words around the swap,
+  shorter sentences not compared), ``paper`` (both: the published recipe), ``paper@0.936`` (MiniLM held to USE's
+  published threshold);
+* Genetic: ``+lm-alzantot`` (SmolLM2 keeps the 4 likeliest synonyms in ±5 words), ``paper`` (Jia et al.'s rule:
+  the 6-word window within 5 nats of x0's — TextAttack's ``faster-alzantot``, the published recipe of this search).
+
+Each factor's Δ in points is against the relaxed cell on the same examples (paired: Newcombe's interval, McNemar's
+p), each rate with its Wilson 95% interval; the paper's value beside. Cells are JSONL under ``paper/ablation/runs``
+(appended as examples finish; a killed run resumes), packed gzip into ``paper/ablation/cells`` with ``--pack`` (what
+is committed); ``paper/ablation.md`` is rendered from whatever is there (a partial cell says how far it got).
+The masked LM is a factor only where a second one can run: offline there is one (``minilm-mlm``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+#: factor → the options it changes from the relaxed search (``make_attack`` keywords)
+FACTORS: dict[str, dict[str, dict]] = {
+    "genetic": {"relaxed": {}, "paper": {"recipe": "paper"}, "+lm-alzantot": {"lm": "alzantot"}},
+    "bae": {"relaxed": {}, "paper": {"recipe": "paper"}, "+pos": {"pos": True}, "+window": {"window": 15},
+            "paper@0.936": {"recipe": "paper", "threshold": 0.936}},
+}
+#: the examples each method is run on: the first N of SST-2 dev (None: all 872), as in the paper
+LIMITS = {"bae": None, "genetic": 100}
+#: where paper/'s relaxed cells are (its Table 2 run, on the models as trained there)
+BASELINE = {"bae": "attacks", "genetic": "few"}
+
+
+def cell_name(model: str, method: str, factor: str) -> str:
+    slug = factor.replace("+", "plus-").replace("@", "-at-")
+    return f"{model}.{method}.{slug}.jsonl"
+
+
+def build(method: str, clf, factor: dict, mlm, lm):
+    from textaudit.attacks.pos import PartOfSpeech
+    from textaudit.attacks.registry import make_attack
+
+    options = dict(factor)
+    if options.get("pos") is True:
+        options["pos"] = PartOfSpeech()
+    if options.get("lm") == "alzantot":
+        options.update(lm=lm, lm_rule="alzantot")
+    elif method == "genetic" and options.get("recipe") == "paper":
+        options["lm"] = lm
+    return make_attack(method, clf, **options, **({"mlm": mlm} if method == "bae" else {}))
+
+
+def run(models: list[str], only: set[str] | None, runs: Path, in_flight: int | None) -> None:
+    from textaudit.attacks.run import run_attack
+    from textaudit.data import data_config, dataset_id, load_dataset
+    from textaudit.lm import LazyCausalLM
+    from textaudit.models import load_classifier
+    from textaudit.neighborhoods.mlm import load_mlm
+
+    runs.mkdir(parents=True, exist_ok=True)
+    mlm, lm = None, LazyCausalLM()
+    for model in models:
+        clf = load_classifier(model)
+        for method, factors in FACTORS.items():
+            ds = load_dataset("sst2:dev", limit=LIMITS[method])
+            for factor, options in factors.items():
+                if only and f"{method}:{factor}" not in only:
+                    continue
+                if method == "bae" and mlm is None:
+                    mlm = load_mlm(None)
+                path = runs / cell_name(model, method, factor)
+                atk = build(method, clf, options, mlm, lm)
+                print(f"[ablation] {model} {method} {factor} → {path}", file=sys.stderr, flush=True)
+                t0 = time.perf_counter()
+                run_attack(atk, ds["text"], ds["label"], ids=ds["id"], output=path, resume=path.exists(), ppl=None,
+                           config=data_config(dataset_id("sst2:dev", "dev"), None), in_flight=in_flight)
+                print(f"[ablation] {model} {method} {factor}: {time.perf_counter() - t0:.0f} s", file=sys.stderr,
+                      flush=True)
+
+
+def _read(path: Path) -> tuple[dict, list[dict]]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        lines = [json.loads(ln) for ln in f if ln.strip()]
+    head = lines[0].get("header", {}) if lines and "header" in lines[0] else {}
+    return head, [r for r in lines if "header" not in r]
+
+
+def _cell(path: Path) -> tuple[dict, int, dict[str, bool]] | None:
+    """(header config, examples finished, {id: success} of those attacked — the skipped left out) of a cell, or None."""
+    for p in (path, path.with_suffix(path.suffix + ".gz")):
+        if p.exists():
+            head, recs = _read(p)
+            return head.get("config", {}), len(recs), {r["id"]: r.get("status") == "success" for r in recs
+                                                       if r.get("status") in ("success", "failed")}
+    return None
+
+
+def render(models: list[str], runs: Path, cells: Path, baseline: Path) -> str:
+    from reproduce_paper import _paper_numbers, _paper_value
+
+    from textaudit.stats import format_p, mcnemar, paired_difference, wilson
+
+    paper = _paper_numbers()
+    rows = []
+
+    def row(model: str, method: str, factor: str, f: dict[str, bool], b: dict[str, bool] | None, done: int, want: int,
+            pv: float | None) -> list[str]:
+        n = f"{len(f)}" + (f" (partial: {done} of {want} examples)" if done < want else "")
+        ci = wilson(sum(f.values()), len(f)) if f else None
+        out = [model, method, factor, n, f"{100 * sum(f.values()) / len(f):.1f}" if f else "–",
+               f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else "–"]
+        ids = [i for i in f if b is not None and i in b]
+        if ids and factor != "relaxed":
+            d = paired_difference([b[i] for i in ids], [f[i] for i in ids])
+            p = mcnemar([b[i] for i in ids], [f[i] for i in ids])["p"]
+            out += [f"{100 * d['difference']:+.1f} [{100 * d['ci'][0]:+.1f}, {100 * d['ci'][1]:+.1f}] over {len(ids)}",
+                    format_p(p)]
+        else:
+            out += ["", ""]
+        return out + ["–" if pv is None else f"{pv:.1f}"]
+
+    for model in models:
+        for method, factors in FACTORS.items():
+            want = 872 if LIMITS[method] is None else LIMITS[method]
+            pv = _paper_value(paper, model, method)
+            found = {factor: _cell(runs / cell_name(model, method, factor)) or _cell(cells / cell_name(model, method, factor))
+                     for factor in factors}
+            local = found.get("relaxed")
+            b = local[2] if local else None
+            theirs = _cell(baseline / BASELINE[method] / f"{model}.{method}.jsonl")
+            if theirs is not None:
+                rows.append(row(model, method, "relaxed, paper/'s cell (the model trained elsewhere)", theirs[2], b,
+                                theirs[1], want, pv))
+            for factor in factors:
+                if found[factor] is None:
+                    rows.append([model, method, factor, "not run", "", "", "", "", ""])
+                else:
+                    rows.append(row(model, method, factor, found[factor][2], b, found[factor][1], want, pv))
+    header = ["model", "method", "factor", "attacked", "success %", "Wilson 95%",
+              "Δ vs relaxed here, points (Newcombe 95%)", "McNemar p", "paper"]
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def pack(runs: Path, cells: Path) -> int:
+    cells.mkdir(parents=True, exist_ok=True)
+    n = 0
+    for f in sorted(runs.glob("*.jsonl")):
+        data = f.read_bytes()
+        data = data[:data.rfind(b"\n") + 1]  # a line still being written stays out
+        with gzip.GzipFile(cells / (f.name + ".gz"), "wb", mtime=0) as g:
+            g.write(data)
+        n += 1
+    return n
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default="cnn,lstm")
+    ap.add_argument("--only", help="comma-separated method:factor cells to run (default: every one missing)")
+    ap.add_argument("--out", type=Path, default=ROOT / "paper" / "ablation")
+    ap.add_argument("--baseline", type=Path, default=ROOT / "paper" / "cells", help="the relaxed cells (paper/'s)")
+    ap.add_argument("--render", action="store_true", help="run nothing: write the table from the cells there are")
+    ap.add_argument("--pack", action="store_true", help="pack the runs' cells into <out>/cells (what is committed)")
+    ap.add_argument("--in-flight", type=int, default=None)
+    args = ap.parse_args(argv)
+    models = args.models.split(",")
+    runs, cells = args.out / "runs", args.out / "cells"
+    if not args.render:
+        run(models, set(args.only.split(",")) if args.only else None, runs, args.in_flight)
+    if args.pack:
+        print(f"packed {pack(runs, cells)} cells into {cells}", file=sys.stderr)
+    table = render(models, runs, cells, args.baseline)
+    (args.out.parent / "ablation.md").write_text(
+        "# Table 2's first-order cells, one factor at a time\n\n" + (__doc__.split("\n\n", 2)[2].split("\n\n")[0]) +
+        "\n\n" + table)
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
