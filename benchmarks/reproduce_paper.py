@@ -288,8 +288,14 @@ def model_accuracy(scale: Scale, args, runs: Path) -> dict:
     from textaudit.models.zoo.train import accuracy
     from textaudit.results import check_output, read_jsonl, write_results
 
-    ds = load_dataset(args.data, default_split="dev")
     out = {}
+    if args.render:  # the committed files as they are: no model is loaded (a fresh clone trains none)
+        for model in scale.models:
+            path = cell_path(runs, model, "accuracy")
+            if path.exists():
+                out[model] = read_jsonl(path)[0]
+        return out
+    ds = load_dataset(args.data, default_split="dev")
     for model in scale.models:
         path = cell_path(runs, model, "accuracy")  # <model>.accuracy.jsonl, the name made file-safe
         clf = load_classifier(model)
@@ -333,6 +339,55 @@ def run_gender_bias(scale: Scale, args, runs: Path) -> tuple[dict, dict]:
         except TextAuditError:
             sizes[pair] = 0
     return results, sizes
+
+
+#: bins of the F_soft histograms kept in results.json (Figure 6: as ``plot_bias`` draws them from the values)
+HIST_BINS = 40
+
+
+def bias_histograms(results: dict) -> dict:
+    """``{model: {"w1,w2": {"k": [edges, counts]}}}``: each estimate's F_soft values binned as Figure 6 draws them —
+    what results.json keeps of the millions of scored sentences (a fresh clone renders the figures from it)."""
+    import numpy as np
+
+    out: dict = {}
+    for name, per in results.items():
+        for pair, by_k in per.items():
+            for kk, e in by_k.items():
+                counts, edges = np.histogram(np.asarray(e.values, dtype=float), bins=HIST_BINS)
+                out.setdefault(name, {}).setdefault(",".join(pair), {})[str(kk)] = [edges.tolist(), counts.tolist()]
+    return out
+
+
+def bias_from_report(bias: dict, histograms: dict | None) -> dict:
+    """``{model: {pair: {k: BiasEstimate}}}`` read back from results.json's ``bias`` (``fairness.report``'s object)
+    and ``bias_histograms``: what Table 5, the B table and the figures are drawn from — after a run as after
+    ``--render``, so both write the same bytes."""
+    from textaudit.fairness.estimates import BiasEstimate
+
+    out: dict = {}
+    for part in (bias, bias.get("compare")):
+        if not part or not part.get("model"):
+            continue
+        hist = (histograms or {}).get(part["model"], {})
+        out[part["model"]] = {
+            tuple(p["pair"]): {int(kk): BiasEstimate.from_dict(tuple(p["pair"]), int(kk), d,
+                                                               _hist(hist.get(",".join(p["pair"]), {}).get(kk)))
+                               for kk, d in p["by_k"].items()}
+            for p in part["pairs"]}
+    return out
+
+
+def _hist(h: list | None) -> tuple | None:
+    return (h[0], h[1]) if h else None
+
+
+def _saved_report(out: Path) -> dict:
+    """results.json as committed (empty when there is none)."""
+    try:
+        return json.loads((out / "results.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
 
 
 def table2(scale: Scale, cells: dict, acc: dict, paper: dict) -> str:
@@ -387,16 +442,26 @@ def table3(scale: Scale, cells: dict, paper: dict | None = None) -> str:
             rows.append([model, method, f"{c['success']}/{c['attacked']}",
                          f"{dash(c.get('mean_l0'))} ({ref.get('l0', '–')})", dash(po), dash(pp),
                          f"{pp / po:.2f}" if po and pp else "–", paper_ratio, dash(c.get("sec_per_example"))])
-    return _markdown(header, rows) + ("\nℓ0: words changed from the original (second-order: x̃0's distance to x0 plus "
-                                      "the swap). Perplexity: SmolLM2-135M; ratio = perturbed / original (lower "
-                                      "is more natural).\n")
+    foot = ("\nℓ0: words changed from the original (second-order: the words x̃ changed from x0 — the swap p is not "
+            "counted, as in the paper). Perplexity: SmolLM2-135M; ratio = perturbed / original (lower is more "
+            "natural).\n")
+    secs = (paper or {}).get("seconds_per_example") or {}
+    if secs:
+        ours = {m: (cells.get(("lstm", m)) or {}).get("sec_per_example") for m in scale.methods}
+        foot += ("\nSeconds per example on the base LSTM, the paper's (a GPU, §3.3.2) beside ours (s / example above: "
+                 "the device each cell ran on): " + "; ".join(
+                     f"{m} {secs[m]} vs {ours[m] if ours.get(m) is not None else '–'}" for m in scale.methods
+                     if m in secs) + ".\n")
+    return _markdown(header, rows) + foot
 
 
-def table5(results: dict, sizes: dict, k: int) -> str:
+def table5(results: dict, sizes: dict, k: int, paper: dict | None = None) -> str:
     names = list(results)
+    theirs = (paper or {}).get("table5", {})
     # (no "|" in a Markdown table cell: sizes are written "size of ...")
     header = ["pair", "size of X_p"] + [f"size of X_filter, {n}" for n in names] + [
-        f"size of Neighbor_{kk}(X_filter), {names[0]}" for kk in range(1, k + 1)]
+        f"size of Neighbor_{kk}(X_filter), {names[0]}" for kk in range(1, k + 1)] + (
+        ["paper: X_filter, Neighbor_3(X_filter)", "ours / paper, Neighbor_3 per source"] if theirs else [])
     rows = []
     for pair, n_p in sizes.items():
         row = [f"{pair[0]}/{pair[1]}", n_p]
@@ -406,6 +471,11 @@ def table5(results: dict, sizes: dict, k: int) -> str:
         by_k = results[names[0]].get(pair, {})
         row += [f"{int(round(by_k[kk].size)):,}" + (" (est.)" if by_k[kk].sampled else "") if kk in by_k else "–"
                 for kk in range(1, k + 1)]
+        if theirs:
+            ref = theirs.get(",".join(pair))
+            ours = by_k.get(3)
+            row += [f"{ref[0]}, {ref[1]:,}" if ref else "–",
+                    f"{(ours.size / ours.sources) / (ref[1] / ref[0]):.0f}×" if ref and ours and ours.sources else "–"]
         rows.append(row)
     return _markdown(header, rows) + ("\nX_p: dev sentences with one p(1) and no p(2) (or the reverse, swapped "
                                       "back); X_filter: those with |F_soft| < ε at k = 0 under each model. "
@@ -512,6 +582,15 @@ def main(argv: list[str] | None = None) -> int:
     base = QUICK if args.quick else PAPER
     if args.out is None:
         args.out = Path("paper/quick") if args.quick else Path("paper")
+    if args.render:  # the settings the committed run was rendered with, for every one not given here
+        kept = _saved_report(args.out).get("settings") or {}
+        join = lambda v: ",".join(v) if isinstance(v, list) else v  # noqa: E731
+        names = ["models", "methods", "few_methods", "data", "k", "epsilon", "pairs", "bias_model", "bias_compare"]
+        if not kept.get("random"):  # (a --random run's N is its subsets', not the whole-set cells')
+            names += ["limit", "few_limit"]
+        for name in names:
+            if getattr(args, name) == ap.get_default(name) and kept.get(name) is not None:
+                setattr(args, name, join(kept[name]))
     scale = Scale(models=args.models.split(",") if args.models else list(base.models),
                   limit=args.limit if args.limit is not None else base.limit,
                   few_methods=args.few_methods.split(",") if args.few_methods is not None else list(base.few_methods),
@@ -529,7 +608,8 @@ def main(argv: list[str] | None = None) -> int:
     seconds: dict[str, float] = {}
     report: dict = {"scale": "quick" if args.quick else "paper", "settings": {**asdict(scale), "data": args.data,
                     "mlm": args.mlm, "bias_model": args.bias_model, "bias_compare": args.bias_compare,
-                    "pairs": args.pairs, "k": args.k, "epsilon": args.epsilon, "seed": args.seed},
+                    "pairs": args.pairs, "k": args.k, "epsilon": args.epsilon, "seed": args.seed,
+                    **({"random": True} if args.random else {})},
                     "command": "python benchmarks/reproduce_paper.py " + " ".join(sys.argv[1:] if argv is None else argv)}
     from textaudit.models.options import ModelOptions, use_model_options
 
@@ -580,20 +660,35 @@ def _run(args, scale: Scale, skip: set[str], out: Path, runs: Path, paper: dict,
         (out / "table3.md").write_text("# Table 3: ℓ0 and perplexity\n\n" + table3(scale, cells, paper))
     report["table2"] = [{"model": m, "method": a, **c} for (m, a), c in cells.items()]
     report["accuracy"] = acc
+    saved = _saved_report(out)
     if "bias" not in skip:
         from textaudit.fairness import report as bias_report
         from textaudit.fairness.plots import plot_bias
 
         t0 = time.perf_counter()
-        print(f"[3/3] bias: {args.bias_model} vs {args.bias_compare}, k <= {args.k}, X_filter", file=sys.stderr)
-        results, sizes = run_gender_bias(scale, args, runs)
+        if args.render:  # from results.json as committed: the millions of scored sentences are not in the repository
+            print("[3/3] bias: Table 5 and the figures from results.json", file=sys.stderr)
+            bias, histograms = saved.get("bias"), saved.get("bias_histograms")
+            sizes = {tuple(t["pair"]): t["X_p"] for t in saved.get("table5") or []}
+        else:
+            print(f"[3/3] bias: {args.bias_model} vs {args.bias_compare}, k <= {args.k}, X_filter", file=sys.stderr)
+            computed, sizes = run_gender_bias(scale, args, runs)
+            bias, histograms = bias_report(computed), bias_histograms(computed)
         seconds["bias"] = round(time.perf_counter() - t0, 1)
-        (out / "table5.md").write_text("# Table 5: X_filter and neighbourhood sizes\n\n" + table5(results, sizes, args.k)
-                                       + "\n## B_{p,k} on X_filter\n\n" + bias_table(results))
-        figures = plot_bias(results, out / "figures")
-        report["bias"] = bias_report(results)
-        report["table5"] = [{"pair": list(p), "X_p": n} for p, n in sizes.items()]
-        report["figures"] = [str(f.relative_to(out)) for f in figures]
+        if bias and bias.get("model"):
+            results = bias_from_report(bias, histograms)  # (read back as a render reads it: the same bytes either way)
+            (out / "table5.md").write_text("# Table 5: X_filter and neighbourhood sizes\n\n"
+                                           + table5(results, sizes, args.k, paper)
+                                           + "\n## B_{p,k} on X_filter\n\n" + bias_table(results))
+            report["bias"] = bias
+            report["table5"] = [{"pair": list(p), "X_p": n} for p, n in sizes.items()]
+            if histograms:
+                report["bias_histograms"] = histograms
+                report["figures"] = [str(f.relative_to(out)) for f in plot_bias(results, out / "figures")]
+            else:  # a results.json from before the histograms were kept: its figures stay as they are
+                report["figures"] = saved.get("figures", [])
+                print("bias: results.json keeps no histograms (a run before they were kept): the figures are left as "
+                      "they are; rerun the bias stage to redraw them", file=sys.stderr)
     if args.pack:
         print(f"packed {pack_cells(runs, out / 'cells')} results files into {out / 'cells'}", file=sys.stderr)
     report["seconds"] = seconds
@@ -601,7 +696,8 @@ def _run(args, scale: Scale, skip: set[str], out: Path, runs: Path, paper: dict,
         if size != grew[stage] and stage in seconds:
             stages[stage] = round(stages.get(stage, 0.0) + seconds[stage], 1)
     report["stage_seconds"] = stages
-    report["device"] = _device()
+    # a render computes nothing: the device is the one the numbers were computed on
+    report["device"] = saved.get("device", "unknown") if args.render else _device()
     report["date"] = time.strftime("%Y-%m-%d")
     (out / "results.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
     (out / "README.md").write_text(_readme(report, out))

@@ -307,3 +307,73 @@ def test_a_random_subset_cell_stands_in_for_an_unfinished_one(paper):
     bad = _run(d, "--random", "--methods", "so-beam", "--skip", "accuracy,bias", "--out", str(out))
     assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1] == \
         "error: --random draws --limit (and --few-limit) examples at random: give the N"
+
+
+def _fresh_clone(src: Path, dest: Path) -> None:
+    """What a clone holds of a paper/ folder: the packed cells, results.json and what was rendered — no runs/."""
+    import shutil
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from reproduce_paper import pack_cells
+
+    dest.mkdir()
+    pack_cells(src / "runs", dest / "cells")
+    for f in src.iterdir():
+        if f.is_file():
+            shutil.copy(f, dest / f.name)
+
+
+def test_a_fresh_clone_renders_every_table_and_figure_from_committed_files_loading_no_model(paper):
+    """``--render`` on a clone (packed cells and results.json, no runs/, an empty cache) writes the same Tables 2, 3
+    and 5 and the figures — with the models' files gone, so none can be loaded (nor trained); the README differs only
+    in its command/date and seconds lines."""
+    d, _ = paper
+    fresh = d / "fresh"
+    _fresh_clone(d / "paper", fresh)
+    (fresh / "figures").mkdir(exist_ok=False)  # (figures are drawn again from results.json's histograms)
+    hidden = [d / n for n in ("weak.py", "robust.py", "she.py")]
+    for f in hidden:
+        f.rename(f.with_suffix(".hidden"))
+    try:
+        env = {**os.environ, "TEXTAUDIT_CACHE": str(d / "empty-cache")}
+        r = subprocess.run([sys.executable, str(SCRIPT), "--render", "--out", str(fresh), "--data", str(d / "data.tsv"),
+                            "--k", "1", "--no-progress"], capture_output=True, text=True, env=env, cwd=d, timeout=600)
+    finally:
+        for f in hidden:
+            f.with_suffix(".hidden").rename(f)
+    assert r.returncode == 0, r.stderr[-3000:]
+    for table in ("table2.md", "table3.md", "table5.md"):
+        assert (fresh / table).read_bytes() == (d / "paper" / table).read_bytes(), table
+    figures = json.loads((d / "paper" / "results.json").read_text())["figures"]
+    assert figures and all((fresh / f).read_bytes()[:4] == b"\x89PNG" for f in figures)
+    assert not (d / "empty-cache" / "models").exists()
+    old, new = ((p / "README.md").read_text().splitlines() for p in (d / "paper", fresh))
+    changed = [i for i, (a, b) in enumerate(zip(old, new)) if a != b]
+    assert len(old) == len(new) and all(new[i].startswith(("`", "Seconds per stage")) for i in changed), changed
+    saved = json.loads((fresh / "results.json").read_text())
+    assert saved["device"] == json.loads((d / "paper" / "results.json").read_text())["device"]  # not the render's
+
+
+def test_the_committed_paper_renders_from_a_fresh_clone(tmp_path, monkeypatch):
+    """The committed paper/ (its cells and results.json only) renders its committed Tables 2, 3 and 5 byte for byte,
+    loading no model and no masked LM (a fresh clone has none: it would train bow first)."""
+    import shutil
+
+    import textaudit.models
+    import textaudit.neighborhoods.mlm
+
+    def refuse(*a, **k):
+        raise AssertionError("the render loaded a model")
+
+    monkeypatch.setattr(textaudit.models, "load_classifier", refuse)
+    monkeypatch.setattr(textaudit.neighborhoods.mlm, "load_mlm", refuse)
+    monkeypatch.setenv("TEXTAUDIT_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "paper"
+    shutil.copytree(REPO / "paper" / "cells", out / "cells")
+    shutil.copy(REPO / "paper" / "results.json", out / "results.json")
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from reproduce_paper import main
+
+    assert main(["--render", "--out", str(out), "--no-progress"]) == 0
+    for table in ("table2.md", "table3.md", "table5.md"):
+        assert (out / table).read_text() == (REPO / "paper" / table).read_text(), table

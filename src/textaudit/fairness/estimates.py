@@ -70,6 +70,18 @@ class BiasEstimate:
     per_class: list[float] | None = None  # C > 2: the per-class mean of F_soft (``B`` is its L1 norm)
     size: float = 0.0  # |Neighbor_k(X_p)| as a multiset: exact when enumerated, estimated when sampled
     values: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    #: (bin edges, counts) of ``values`` when the estimate was read back without them (:meth:`from_dict`)
+    histogram: tuple[list[float], list[int]] | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, pair: tuple[str, str], k: int, d: dict,
+                  histogram: tuple[list[float], list[int]] | None = None) -> "BiasEstimate":
+        """The estimate :meth:`to_dict` wrote (its values are not there: ``histogram``, when kept, stands in for them
+        in a plot)."""
+        f = lambda v: math.nan if v is None else float(v)  # noqa: E731  (to_dict writes a NaN as null)
+        return cls(tuple(pair), int(k), f(d["B"]), (f(d["ci95"][0]), f(d["ci95"][1])), float(d["n"]),
+                   int(d["sources"]), d["ci_method"], bool(d.get("sampled", False)), d.get("per_class"),
+                   float(d.get("neighborhood_size", 0)), histogram=histogram)
 
     def to_dict(self) -> dict:
         d = {"B": _r(self.B), "ci95": [_r(self.ci95[0]), _r(self.ci95[1])], "n": int(round(self.n)),

@@ -35,7 +35,11 @@ def plot_bias(results: Results, out_dir: str | Path) -> list[Path]:
         fig, axes = plt.subplots(1, len(ks), figsize=(3.2 * len(ks), 2.8), squeeze=False)
         for ax, kk in zip(axes[0], ks):
             e = by_k[kk]
-            ax.hist(e.values, bins=40, color="tab:blue", alpha=0.8)
+            if len(e.values) or e.histogram is None:
+                ax.hist(e.values, bins=40, color="tab:blue", alpha=0.8)
+            else:  # read back without its values: the same bars from the kept bins
+                edges, counts = e.histogram
+                ax.hist(edges[:-1], bins=edges, weights=counts, color="tab:blue", alpha=0.8)
             ax.axvline(0, color="black", lw=0.8)
             ax.axvline(e.B, color="tab:red", lw=1.2, label=f"B={e.B:+.4f}")
             ax.set_title(f"k={kk} (n={int(e.n)})", fontsize=9)
