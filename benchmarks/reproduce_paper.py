@@ -354,7 +354,8 @@ def bias_histograms(results: dict) -> dict:
     for name, per in results.items():
         for pair, by_k in per.items():
             for kk, e in by_k.items():
-                counts, edges = np.histogram(np.asarray(e.values, dtype=float), bins=HIST_BINS)
+                # (rounded as the results file keeps F: a resumed run, which reads them back, bins the same values)
+                counts, edges = np.histogram(np.round(np.asarray(e.values, dtype=float), 6), bins=HIST_BINS)
                 out.setdefault(name, {}).setdefault(",".join(pair), {})[str(kk)] = [edges.tolist(), counts.tolist()]
     return out
 
@@ -658,9 +659,13 @@ def _run(args, scale: Scale, skip: set[str], out: Path, runs: Path, paper: dict,
     if cells:  # (a run that skips the attacks keeps the tables it finds)
         (out / "table2.md").write_text("# Table 2: attack success rates\n\n" + table2(scale, cells, acc, paper))
         (out / "table3.md").write_text("# Table 3: ℓ0 and perplexity\n\n" + table3(scale, cells, paper))
-    report["table2"] = [{"model": m, "method": a, **c} for (m, a), c in cells.items()]
-    report["accuracy"] = acc
     saved = _saved_report(out)
+    # a stage left out (--skip) keeps what results.json said of it: only what ran here is replaced
+    report["table2"] = ([{"model": m, "method": a, **c} for (m, a), c in cells.items()] if "attacks" not in skip
+                        else saved.get("table2", []))
+    report["accuracy"] = acc if "accuracy" not in skip else saved.get("accuracy", {})
+    if "bias" in skip:
+        report.update({key: saved[key] for key in ("bias", "table5", "figures", "bias_histograms") if key in saved})
     if "bias" not in skip:
         from textaudit.fairness import report as bias_report
         from textaudit.fairness.plots import plot_bias

@@ -377,3 +377,20 @@ def test_the_committed_paper_renders_from_a_fresh_clone(tmp_path, monkeypatch):
     assert main(["--render", "--out", str(out), "--no-progress"]) == 0
     for table in ("table2.md", "table3.md", "table5.md"):
         assert (out / table).read_text() == (REPO / "paper" / table).read_text(), table
+
+
+def test_a_stage_left_out_keeps_what_results_json_said_of_it(paper):
+    """Rerunning one stage (``--skip attacks,accuracy``: the bias run again) replaces only what it computed:
+    results.json keeps Table 2's cells and the accuracy, and the README its compute table."""
+    import shutil
+
+    d, _ = paper
+    out = d / "only-bias"
+    shutil.copytree(d / "paper", out)
+    before = json.loads((out / "results.json").read_text())
+    r = _run(d, "--skip", "attacks,accuracy", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    after = json.loads((out / "results.json").read_text())
+    assert after["table2"] == before["table2"] and after["accuracy"] == before["accuracy"]
+    assert after["bias"] == before["bias"] and after["bias_histograms"] == before["bias_histograms"]
+    assert "| model | method | examples | compute s | precision |" in (out / "README.md").read_text()
