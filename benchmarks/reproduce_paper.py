@@ -33,6 +33,13 @@ A cell that cannot run whole on the machine at hand (SO-Enum on minilm on a CPU)
 largest such subset, saying so, wherever the whole set's cell is unfinished.
 The paper's numbers are those in ``benchmarks/data/double_perturbation_paper.toml`` (see there
 which cells are known offline).
+
+Recipes. Genetic and BAE run as published (``--recipe paper``, the default: TextAttack's recipes, which the paper
+ran — :mod:`textaudit.attacks.recipes` names the offline stand-ins) into ``runs/recipe-paper/``; ``--recipe
+relaxed`` is the search without the LM constraint and the part-of-speech filter that paper/ ran first (``runs/``).
+Table 2 shows a relaxed cell, saying so, where the recipe's has not run; ``benchmarks/ablation.py`` measures what
+each constraint changes (``paper/ablation.md``). ``--render`` computes nothing and loads no model: a fresh clone
+renders every table and figure from the committed cells and results.json.
 """
 
 from __future__ import annotations
@@ -197,6 +204,16 @@ def _whole(c: dict | None) -> bool:
     return c is not None and c["finished"] >= c["requested"]
 
 
+#: the methods with recipes (textaudit.attacks.recipes): their cells are kept per recipe
+FIRST_ORDER = ("genetic", "bae")
+
+
+def recipe_dir(runs: Path, recipe: str) -> Path:
+    """Where the first-order cells of ``recipe`` are: ``runs/`` for the relaxed search (the cells paper/ ran first),
+    ``runs/recipe-<name>/`` for another."""
+    return runs if recipe == "relaxed" else runs / f"recipe-{recipe}"
+
+
 def random_dir(runs: Path, n: int) -> Path:
     """Where ``--random`` keeps the cells of ``n`` examples drawn uniformly at random (never mixed with the cells of
     the first N: a file holds one kind of subset)."""
@@ -213,8 +230,12 @@ def run_attacks(scale: Scale, args, runs: Path) -> dict:
     from textaudit.data import load_dataset
     from textaudit.errors import TextAuditError
 
-    groups = [([m for m in scale.methods if m not in scale.few_methods], scale.limit, runs / "attacks"),
-              ([m for m in scale.methods if m in scale.few_methods], scale.few_limit, runs / "few")]
+    # the first-order methods' cells of the published recipe live apart from the relaxed ones paper/ ran first
+    groups = []
+    for base in dict.fromkeys([runs, recipe_dir(runs, args.recipe)]):
+        here = [m for m in scale.methods if (recipe_dir(runs, args.recipe) if m in FIRST_ORDER else runs) == base]
+        groups.append(([m for m in here if m not in scale.few_methods], scale.limit, base / "attacks"))
+        groups.append(([m for m in here if m in scale.few_methods], scale.few_limit, base / "few"))
     groups = [g for g in groups if g[0]]
     if args.random and not args.render and any(limit is None for _, limit, _ in groups):
         raise TextAuditError("--random draws --limit (and --few-limit) examples at random: give the N")
@@ -223,7 +244,7 @@ def run_attacks(scale: Scale, args, runs: Path) -> dict:
             run_compare(scale.models, methods, random_dir(runs, limit) if args.random else out, data=args.data,
                         limit=None if args.random else limit, sample=limit if args.random else None, k=args.attack_k,
                         mlm=args.mlm, ppl=not args.no_ppl, seed=args.seed, progress=not args.no_progress,
-                        in_flight=args.in_flight,
+                        in_flight=args.in_flight, recipe=args.recipe,
                         naturalness=False)  # the paper's search exactly (#68: the constraint is textaudit's default)
     cells: dict[tuple[str, str], dict] = {}
     for methods, limit, out in groups:  # (with --random, N is the subsets': these cells are over the whole set)
@@ -244,6 +265,16 @@ def run_attacks(scale: Scale, args, runs: Path) -> dict:
         whole = [c for c in found if _whole(c)]
         if whole or key not in cells:
             cells[key] = whole[0] if whole else max(found, key=lambda c: c["finished"])
+    for key, c in cells.items():
+        if key[1] in FIRST_ORDER:
+            c["recipe"] = args.recipe
+    if args.recipe != "relaxed":  # a first-order cell not run with the recipe yet: the relaxed one, said to be so
+        for methods, limit, sub in ((scale.methods, scale.limit, "attacks"), (scale.few_methods, scale.few_limit, "few")):
+            todo = [m for m in methods if m in FIRST_ORDER and (sub == "few") == (m in scale.few_methods)]
+            ids = set(load_dataset(args.data, default_split="dev", limit=None if args.random else limit)["id"])
+            for key, c in _cell_summaries(runs / sub, scale.models, todo, ids).items():
+                if key not in cells:
+                    cells[key] = {**c, "limit": limit, "recipe": "relaxed"}
     return cells
 
 
@@ -408,8 +439,9 @@ def table2(scale: Scale, cells: dict, acc: dict, paper: dict) -> str:
                 row.append("–")
                 continue
             lo, hi = c["success_rate_ci95"] or (None, None)
+            relaxed = " — relaxed recipe" if c.get("recipe") == "relaxed" else ""
             row.append(f"**{_pct(c['success_rate'])}** [{_pct(lo)}, {_pct(hi)}] {c['success']}/{c['attacked']} "
-                       f"({_paper_cell(paper, model, method)}){_partial(c)}{_random(c)}")
+                       f"({_paper_cell(paper, model, method)}){_partial(c)}{_random(c)}{relaxed}")
             inside.append(f"{method} {_inside(paper, model, method, c)}")
         rows.append(row + [" · ".join(inside) or "–"])
     rng = paper.get("table2", {}).get("range", {}).get("so-beam")
@@ -423,6 +455,11 @@ def table2(scale: Scale, cells: dict, acc: dict, paper: dict) -> str:
             "over examples drawn uniformly at random: its interval is that subset's, an estimate of the whole set's rate.")
     if rng:
         foot += f" The paper's abstract: SO-Beam {rng[0]}–{rng[1]}% on base and robust CNNs and Transformers."
+    if any(c.get("recipe") == "relaxed" for c in cells.values()):
+        foot += (" *Relaxed recipe*: a Genetic or BAE cell run without the published constraints (Genetic: no LM "
+                 "constraint; BAE: no part-of-speech filter, whole-sentence similarity), shown until the published "
+                 "recipe's cell is run (`--recipe paper`, the default); what each constraint changes is measured in "
+                 "[ablation.md](ablation.md).")
     return _markdown(header, rows) + foot + "\n"
 
 
@@ -544,6 +581,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="draw --limit/--few-limit examples uniformly at random (--seed) instead of the first N "
                          "(cells under runs/random-N/; a table shows one where the whole set's cell is not finished)")
     ap.add_argument("--attack-k", type=int, help="k of SO-Enum and SO-Beam (default: theirs, 2 and 6)")
+    ap.add_argument("--recipe", choices=("paper", "relaxed"), default="paper",
+                    help="Genetic's and BAE's (textaudit.attacks.recipes): paper, every published constraint (default), "
+                         "or relaxed, the search paper/ ran first; each recipe's cells are kept apart (runs/recipe-paper/), "
+                         "and Table 2 shows a relaxed cell, saying so, where the recipe's is not run yet")
     ap.add_argument("--data", default="sst2:dev")
     ap.add_argument("--mlm", default=None, help="masked LM of the neighbourhoods (default: the offline one)")
     ap.add_argument("--bias-model", default="lstm")

@@ -46,7 +46,8 @@ def _run(d: Path, *extra: str) -> subprocess.CompletedProcess:
     args = [sys.executable, str(SCRIPT), "--out", str(d / "paper"), "--data", str(d / "data.tsv"), "--mlm", str(d / "mlm"),
             "--models", f"{d}/weak.py:clf,{d}/robust.py:clf", "--methods", "genetic,so-beam", "--attack-k", "1",
             "--few-methods", "genetic", "--few-limit", "5", "--bias-model", f"{d}/she.py:clf", "--bias-compare", f"{d}/robust.py:clf",
-            "--pairs", "he,she", "--k", "1", "--epsilon", "10", "--no-ppl", "--no-progress", *extra]
+            "--pairs", "he,she", "--k", "1", "--epsilon", "10", "--no-ppl", "--no-progress",
+            *(() if "--recipe" in extra else ("--recipe", "relaxed")), *extra]
     return subprocess.run(args, capture_output=True, text=True, env=env, cwd=d, timeout=1800)
 
 
@@ -394,3 +395,26 @@ def test_a_stage_left_out_keeps_what_results_json_said_of_it(paper):
     assert after["table2"] == before["table2"] and after["accuracy"] == before["accuracy"]
     assert after["bias"] == before["bias"] and after["bias_histograms"] == before["bias_histograms"]
     assert "| model | method | examples | compute s | precision |" in (out / "README.md").read_text()
+
+
+def test_the_published_recipe_has_cells_of_its_own_and_a_relaxed_cell_says_so(paper):
+    """``--recipe paper`` (the default) runs Genetic and BAE with every published constraint into runs/recipe-paper/;
+    Table 2 shows a recipe's cell where it ran, and a relaxed cell — saying so — where it did not yet."""
+    import shutil
+
+    d, _ = paper
+    out = d / "recipes"
+    shutil.copytree(d / "paper", out)
+    r = _run(d, "--recipe", "paper", "--methods", "bae", "--skip", "accuracy,bias", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    weak = f"{d}/weak.py:clf"
+    cell = cell_path(out / "runs" / "recipe-paper" / "attacks", weak, "bae")
+    config = json.loads(cell.read_text().splitlines()[0])["header"]["config"]
+    assert config["recipe"] == "paper" and config["pos_filter"] is True and config["window"] == 15
+    assert not (out / "runs" / "attacks" / cell.name).exists()  # the relaxed cells are not touched
+    r = _run(d, "--render", "--recipe", "paper", "--methods", "genetic,bae", "--skip", "accuracy,bias", "--out", str(out))
+    assert r.returncode == 0, r.stderr[-3000:]
+    row = next(line for line in (out / "table2.md").read_text().splitlines() if line.startswith(f"| {weak} "))
+    genetic, bae = row.split(" | ")[4:6]
+    assert genetic.endswith("— relaxed recipe") and "relaxed" not in bae, row
+    assert "*Relaxed recipe*" in (out / "table2.md").read_text()
