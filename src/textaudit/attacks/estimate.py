@@ -208,6 +208,7 @@ class AttackClock:
         self.done_words = self.done_texts = self.done_contexts = 0.0
         self.searched = 0  # examples finished that were searched (not skipped)
         self.t0 = time.monotonic()
+        self.last_finish = self.t0  # when an example last finished (or the run began)
         self.start = counters()
         self.said: float | None = None  # the total seconds said last
 
@@ -252,15 +253,20 @@ class AttackClock:
         flying = min(self.in_flight, self.examples_left)
         level = self.level_left(s_q, s_m, rates, texts, contexts)
         if level is None:
-            # the examples in flight: their expected cost less what they spent, but at least as much again (the costs
-            # are heavy-tailed: a search that ran long is one that has far to go — half of it again read SO-Beam's and
-            # a replay's ETA 11 s low a quarter into 26-second runs of 20 examples)
-            flying_left = max(flying * per_example - spent, spent)
+            # the examples in flight: their expected cost less what they spent, but at least half of that again
+            flying_left = max(flying * per_example - spent, spent / 2)
         else:
             # levels in flight: what their frontiers' positions ask (known when a level begins; an example still in
             # flight after its first level enumerates the whole next one, whatever the average example costs)
             flying_left = max(flying * per_example - spent, level)
-        return ((self.examples_left - flying) * per_example + flying_left) * host
+        left = ((self.examples_left - flying) * per_example + flying_left) * host
+        if level is None:
+            # nothing finished for a while: the examples in flight have about as long again to go (the costs are
+            # heavy-tailed: a search that ran long is one that has far to go). Half the work they spent read SO-Beam's
+            # and a replay's ETA 11 s low a quarter into 26-second runs; all of it, 19 s high once most had finished
+            # (the counters hold work no record claims: the patch words' ranking, texts shared by examples)
+            left = max(left, time.monotonic() - self.last_finish)
+        return left
 
     def level_left(self, s_q: float, s_m: float, rates: tuple[float, float], texts: float, contexts: float
                    ) -> float | None:
@@ -332,6 +338,7 @@ class AttackClock:
         what an attacked one asks."""
         text = record.get("text") or ""
         w = _words(text)
+        self.last_finish = time.monotonic()
         if self.pending.get(text, 0) > 0:
             self.pending[text] -= 1
             self.words_left = max(self.words_left - w, 0.0)
