@@ -12,7 +12,9 @@ line every ``--interval`` seconds. Every stderr line is stamped as it arrives, s
 * **wall**: the seconds from that line to the end of the work (the last progress line);
 * **wall / said**: against the estimate (a range's geometric middle) — within 2× is the goal;
 * **ETA after ¼**: every progress line's ETA once a quarter of the wall has passed, against the time that was in
-  fact left: the worst ratio (an ETA within 10 s of the truth counts as right, whatever the ratio);
+  fact left: the worst ratio (an ETA within 10 s of the truth counts as right, whatever the ratio); and the same once
+  a quarter of the examples have finished too (the issue's "a quarter of the work": a run whose first quarter of
+  the wall finishes one example in twelve has not done a quarter of its work);
 * **revisions**: the ``time: revised …`` lines.
 
 Nothing is timed in a test: a busy machine moves these figures (the estimate measures the pace on the machine as it
@@ -84,12 +86,14 @@ class Case:
         ends = [t for t, ln in self.lines if _PROGRESS.match(ln)]
         return ends[-1] if ends else self.wall
 
-    def etas(self, since: float) -> list[tuple[float, float]]:
-        """(ETA said, seconds that were in fact left) of each progress line after ``since``."""
+    def etas(self, since: float, share: float = 0.0) -> list[tuple[float, float]]:
+        """(ETA said, seconds that were in fact left) of each progress line after ``since`` that counts at least
+        ``share`` of the examples finished."""
         end, out = self.end(), []
         for t, ln in self.lines:
             m = _PROGRESS.match(ln)
-            if m and m.group("eta") and t >= since and t < end:
+            if (m and m.group("eta") and t >= since and t < end
+                    and int(m.group("n")) >= share * int(m.group("total"))):
                 out.append((seconds(m.group("eta")), end - t))
         return out
 
@@ -129,18 +133,22 @@ def row(case: Case) -> str:
     actual = case.end() - t
     middle = math.sqrt(max(lo, 1.0) * max(hi, 1.0))
     width = max(hi, 1.0) / max(lo, 1.0)
-    etas = case.etas(t + (case.end() - t) / 4)
-    worst, ok = float("nan"), True
-    for eta, left in etas:
-        r = left / max(eta, 1.0)
-        fine = abs(left - eta) <= ETA_SLACK_SECONDS or 0.5 <= r <= 2.0
-        ok &= fine
-        if not math.isfinite(worst) or abs(math.log(max(r, 1e-9))) > abs(math.log(max(worst, 1e-9))):
-            worst = r
+    quarter = t + (case.end() - t) / 4
     said_text = f"{lo:.0f}" if hi == lo else f"{lo:.0f} to {hi:.0f}"
     goal = "yes" if 0.5 <= actual / middle <= 2.0 and width <= 3.0 else "no"
     return (f"| {case.name} | {said_text} | {width:.1f} | {actual:.0f} | {ratio_text(actual / middle)} ({goal}) | "
-            f"{ratio_text(worst)} over {len(etas)} ({'yes' if ok else 'no'}) | {len(case.revisions())} |")
+            f"{_worst(case.etas(quarter))} | {_worst(case.etas(quarter, 0.25))} | {len(case.revisions())} |")
+
+
+def _worst(etas: list[tuple[float, float]]) -> str:
+    """The worst ratio of time left to ETA among ``etas``, how many, and whether each is within 2× or 10 s."""
+    worst, ok = float("nan"), True
+    for eta, left in etas:
+        r = left / max(eta, 1.0)
+        ok &= abs(left - eta) <= ETA_SLACK_SECONDS or 0.5 <= r <= 2.0
+        if not math.isfinite(worst) or abs(math.log(max(r, 1e-9))) > abs(math.log(max(worst, 1e-9))):
+            worst = r
+    return f"{ratio_text(worst)} over {len(etas)} ({'yes' if ok else 'no'})"
 
 
 def main() -> None:
@@ -180,9 +188,9 @@ def main() -> None:
     print(f"\n{args.limit} examples ({args.sources or args.limit} bias source sentences) on {args.model}, each case from "
           "an empty store; "
           f"seconds from the estimate to the end of the work")
-    print("| case | said s | range width | wall s | wall / said (within 2×) | ETA after ¼: worst left / ETA "
-          "(all within 2× or 10 s) | revisions |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| case | said s | range width | wall s | wall / said (within 2×) | ETA after ¼ of the wall: worst left / ETA "
+          "(all within 2× or 10 s) | ... and ¼ of the examples finished | revisions |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for case in results:
         print(row(case))
 
