@@ -1,4 +1,4 @@
-"""The first-order attacks' recipes, as table entries: ``RECIPES[method][name]``.
+"""The first-order attacks' recipes, as table entries: ``RECIPES``, method → recipe name → :class:`Recipe`.
 
 ``paper`` is the recipe as published and as TextAttack builds it (the implementation the Double Perturbation paper
 ran, §5): each constraint it applies, with textaudit's offline component where the original cannot be had here —
@@ -12,7 +12,7 @@ another recipe is refused, as for any other setting.
 
 >>> sorted(RECIPES["bae"])
 ['paper', 'relaxed']
->>> RECIPES["genetic"]["paper"].options["lm_rule"]
+>>> RECIPES.get("genetic").get("paper").options.get("lm_rule")
 'jia'
 """
 
