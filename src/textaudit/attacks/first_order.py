@@ -21,7 +21,7 @@ from textaudit.attacks.recipes import DEFAULT_RECIPE, recipe_options
 from textaudit.engine.scheduler import Ask, Search, classify
 from textaudit.errors import TextAuditError
 from textaudit.lexicons import counterfitted_neighbors
-from textaudit.lm import CausalLM
+from textaudit.lm import CausalLM, LazyCausalLM
 from textaudit.models.batched import TIE, Classifier, decisions, scores_of, unknown_class
 from textaudit.models.encoders import SentenceEncoder
 from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
@@ -120,8 +120,6 @@ class GeneticAttack(FirstOrderAttack):
         self.recipe = recipe or DEFAULT_RECIPE
         preset = recipe_options("genetic", self.recipe)
         if preset.get("lm") and lm is None:
-            from textaudit.lm import LazyCausalLM
-
             lm = LazyCausalLM()  # (loaded at the first generation that asks it)
         lm_rule = lm_rule or preset.get("lm_rule", "alzantot")
         if lm_rule not in ("alzantot", "jia"):
