@@ -192,8 +192,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"packed {pack(runs, cells)} cells into {cells}", file=sys.stderr)
     table = render(models, runs, cells, args.baseline)
     (args.out.parent / "ablation.md").write_text(
-        "# Table 2's first-order cells, one factor at a time\n\n" + (__doc__.split("\n\n", 2)[2].split("\n\n")[0]) +
-        "\n\n" + table)
+        "# Table 2's first-order cells, one factor at a time\n\n" + "\n\n".join(__doc__.split("\n\n")[2:5]) +
+        "\n\nRun: `TEXTAUDIT_DATA=../shared/data python benchmarks/ablation.py --models cnn` (this CPU, niced: 2 h of "
+        "one core for cnn's eight cells).\n\n" + table)
     print(table)
     return 0
 
