@@ -167,7 +167,10 @@ def test_bae_paper_recipe_filters_by_part_of_speech_and_compares_a_window(tiny_m
     relaxed = BAEAttack(fooled_by_other, mlm=tiny_mlm, encoder=encoder, threshold=0.0)
     assert relaxed.attack(X, label=1).status == "success" and relaxed.settings()["recipe"] == "relaxed"
     paper = BAEAttack(fooled_by_other, mlm=tiny_mlm, encoder=encoder, threshold=0.0, recipe="paper")
-    assert paper.settings() == {"recipe": "paper", "top": 50, "threshold": 0.0, "pos_filter": True, "window": 15}
+    settings = paper.settings()
+    assert {k: v for k, v in settings.items() if k != "pos_tagger"} == {"recipe": "paper", "top": 50, "threshold": 0.0,
+                                                                         "pos_filter": True, "window": 15}
+    assert settings["pos_tagger"].startswith("textblob-pattern ")  # the tagger is in the header: another, other records
     assert other not in (paper.attack(X, label=1).vulnerable or "").split()
     # six words < 15: not compared, so even a threshold no candidate meets lets the swap through
     r = BAEAttack(flips_on(same), mlm=tiny_mlm, encoder=encoder, threshold=0.99999, recipe="paper").attack(X, label=1)
@@ -199,6 +202,12 @@ def test_a_recipe_is_paper_or_relaxed_and_recorded(cli, tmp_path):
     assert r.exit_code == 2 and "--recipe applies to --method genetic, bae only" in r.output, r.output
     r = cli(*base, "--method", "genetic", "--recipe", "paper", "--lm-constraint")
     assert r.exit_code == 2 and "give one of them" in r.output and "Traceback" not in r.output
+    import sys
+
+    with pytest.MonkeyPatch.context() as mp:  # TextBlob not installed: one line, before any model loads
+        mp.setitem(sys.modules, "textblob.en.taggers", None)
+        r = cli(*base, "--method", "bae", "--recipe", "paper")
+    assert r.exit_code == 2 and "pip install 'textaudit[recipes]'" in r.output and "Traceback" not in r.output, r.output
     out = tmp_path / "o.jsonl"
     r = cli(*base, "--method", "genetic", "--output", str(out))
     assert r.exit_code == 0, r.output
@@ -227,7 +236,7 @@ def test_genetic_paper_recipe_keeps_candidates_within_five_nats_of_x0s_window():
     dropped = [w for w, lp in zip(many["film"], lps) if lp <= ref - 5.0]
     assert kept and dropped, (ref, lps)  # (the data of the test: both kinds among the synonyms)
     atk = GeneticAttack(flips_on(dropped[0]), neighbors=many, population=4, generations=3, lm=lm, recipe="paper")
-    assert atk.settings()["lm_rule"] == "jia" and atk.lm_window == 6
+    assert atk.settings()["lm_rule"] == "jia" and atk.lm_window == 6 and atk.settings()["lm"] == lm.name
     assert atk.attack(X, label=1).status == "failed"
     members = run_now(atk._perturb([x0] * 4, x0, {4: many["film"]}, 1, 1, np.random.default_rng(0)))
     assert all(m.tokens[4] in kept for m in members)

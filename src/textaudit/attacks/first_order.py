@@ -28,7 +28,7 @@ from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
 from textaudit.sentence import Sentence, restore_case
 from textaudit.text import STOPWORDS
 
-__all__ = ["FirstOrderAttack", "GeneticAttack", "BAEAttack", "BAE_THRESHOLD", "text_window"]
+__all__ = ["FirstOrderAttack", "GeneticAttack", "BAEAttack", "BAE_THRESHOLD", "text_window", "window_span"]
 
 #: BAE's sentence-similarity threshold for MiniLM-L6 (USE's 0.936 does not transfer): the 10th
 #: percentile of the cosine after one counter-fitted synonym swap on SST-2 train sentences
@@ -46,6 +46,16 @@ def text_window(length: int, index: int, size: int) -> tuple[int, int]:
     if index + half >= length:
         return max(0, length - size), length - 1
     return index - math.ceil(half), index + math.floor(half)
+
+
+def window_span(x0: Sentence, i: int, size: int) -> tuple[int, int] | None:
+    """The tokens ``[lo, hi)`` of the ``size`` words (tokens with a letter or digit) around token i of x0
+    (:func:`text_window`: all of them in a sentence of fewer words), or None when token i is not a word."""
+    words = [j for j, t in enumerate(x0.tokens) if any(ch.isalnum() for ch in t)]
+    if i not in words:
+        return None
+    a, b = text_window(len(words), words.index(i), size)
+    return words[a], words[b] + 1
 
 
 class FirstOrderAttack(Attack):
@@ -97,9 +107,9 @@ class GeneticAttack(FirstOrderAttack):
     * ``"alzantot"`` (Alzantot et al. 2018): only the ``lm_top`` (4) candidates with the lowest perplexity of
       the ±``lm_window`` (5) words around the substitution are kept;
     * ``"jia"`` (Jia et al. 2019, TextAttack's ``faster-alzantot`` recipe, the published form of this search —
-      40 generations): a candidate is kept when log P of the ``lm_window`` (6) words around the substitution
-      (:func:`text_window`) is more than ``lm_max_drop`` (5.0 nats) above that of the same words of x0 minus
-      ``lm_max_drop``: log P(x′ window) > log P(x0 window) − 5.
+      40 generations): a candidate is kept when the ``lm_window`` (6) words around the substitution
+      (:func:`text_window`) lose less than ``lm_max_drop`` (5.0 nats) of log-probability against the same words of
+      x0: log P(x′ window) > log P(x0 window) − 5.
     """
 
     method = "genetic"
@@ -131,7 +141,8 @@ class GeneticAttack(FirstOrderAttack):
         return {"recipe": self.recipe, "population": self.population, "generations": self.generations,
                 "max_candidates": self.max_candidates, "max_perturb_ratio": self.max_perturb_ratio,
                 "temperature": self.temperature, "lm_constraint": self.lm is not None,
-                **({"lm_rule": self.lm_rule, "lm_window": self.lm_window,
+                **({"lm": getattr(self.lm, "name", type(self.lm).__name__), "lm_rule": self.lm_rule,
+                    "lm_window": self.lm_window,
                     **({"lm_max_drop": self.lm_max_drop} if self.lm_rule == "jia" else {"lm_top": self.lm_top})}
                    if self.lm is not None else {})}
 
@@ -185,18 +196,13 @@ class GeneticAttack(FirstOrderAttack):
         """Jia et al.'s LM rule: of each member's options (its word at ``positions[j]`` replaced), those whose
         ``lm_window`` words around the change are less than ``lm_max_drop`` nats less likely than x0's same words;
         a member left with none stays as it is. One batched LM ask for the generation."""
-        words = [j for j, t in enumerate(x0.tokens) if any(ch.isalnum() for ch in t)]
         spans: list[tuple[int, int] | None] = []
         refs: dict[tuple[int, int], int] = {}  # (x0's window text is asked once per span)
         texts: list[str] = []
         for opts, m, i in zip(options, members, positions):
-            if opts == [m] or i not in words:
-                spans.append(None)
-                continue
-            a, b = text_window(len(words), words.index(i), self.lm_window)
-            span = (words[a], words[b] + 1)
+            span = None if opts == [m] else window_span(x0, i, self.lm_window)
             spans.append(span)
-            if span not in refs:
+            if span is not None and span not in refs:
                 refs[span] = len(texts)
                 texts.append(x0.span(*span))
         first = len(texts)
@@ -287,7 +293,8 @@ class BAEAttack(FirstOrderAttack):
 
     def settings(self) -> dict:
         return {"recipe": self.recipe, "top": self.top, "threshold": self.threshold,
-                "pos_filter": self.pos is not None, "window": self.window}
+                "pos_filter": self.pos is not None, "window": self.window,
+                **({"pos_tagger": self.pos.name} if self.pos is not None else {})}
 
     def _similarity(self, x0: Sentence, opts: list[Sentence], i: int) -> Search:
         """The cosine of each candidate with x0: whole sentences, or with ``window`` the words around position i
@@ -295,11 +302,10 @@ class BAEAttack(FirstOrderAttack):
         if self.window is None:
             vectors = yield Ask(self.encoder.encode, [x0.text(), *(o.text() for o in opts)])
             return vectors[1:] @ vectors[0]  # cosines: the encoder's vectors are unit length
-        words = [j for j, t in enumerate(x0.tokens) if any(ch.isalnum() for ch in t)]
-        if len(words) < self.window or i not in words:
+        span = window_span(x0, i, self.window)
+        if span is None or sum(any(ch.isalnum() for ch in t) for t in x0.tokens) < self.window:
             return np.ones(len(opts))
-        start, end = text_window(len(words), words.index(i), self.window)
-        lo, hi = words[start], words[end] + 1
+        lo, hi = span
         vectors = yield Ask(self.encoder.encode, [x0.span(lo, hi), *(o.span(lo, hi) for o in opts)])
         return vectors[1:] @ vectors[0]
 

@@ -16,11 +16,12 @@ different tagger agrees with NLTK's on most words and not on all, so BAE's cells
 from __future__ import annotations
 
 from functools import lru_cache
+from importlib.metadata import version
 from typing import Sequence
 
 from textaudit.errors import TextAuditError
 
-__all__ = ["UNIVERSAL", "universal_tag", "PartOfSpeech", "load_tagger"]
+__all__ = ["UNIVERSAL", "universal_tag", "PartOfSpeech", "load_tagger", "require_tagger", "tagger_name"]
 
 #: Penn Treebank tag → universal tag (Petrov et al. 2012's en-ptb mapping); anything else is "X"
 UNIVERSAL: dict[str, str] = {
@@ -44,14 +45,26 @@ def universal_tag(penn: str) -> str:
     return UNIVERSAL.get(penn, "X")
 
 
-def load_tagger():
-    """TextBlob's Pattern tagger (a ``tag(text, tokenize=False)`` callable), or one line saying how to install it."""
+def require_tagger() -> type:
+    """TextBlob's Pattern tagger class, or one line saying how to install it (checked before any model loads)."""
     try:
         from textblob.en.taggers import PatternTagger
     except ImportError as e:
         raise TextAuditError("BAE's part-of-speech filter (--recipe paper) tags words with TextBlob's Pattern tagger, "
                              "which is not installed: pip install 'textaudit[recipes]'") from e
-    return PatternTagger()
+    return PatternTagger
+
+
+def load_tagger():
+    """TextBlob's Pattern tagger (a ``tag(text, tokenize=False)`` callable), or one line saying how to install it."""
+    return require_tagger()()
+
+
+def tagger_name(tagger) -> str:
+    """What a results header records of the tagger: TextBlob's Pattern tagger with TextBlob's version, or the class."""
+    if type(tagger).__module__.startswith("textblob"):
+        return f"textblob-pattern {version('textblob')}"
+    return type(tagger).__name__
 
 
 class PartOfSpeech:
@@ -60,6 +73,7 @@ class PartOfSpeech:
 
     def __init__(self, tagger=None, allow_verb_noun_swap: bool = True, cache_size: int = 2 ** 16):
         self.tagger = load_tagger() if tagger is None else tagger
+        self.name = tagger_name(self.tagger)  # (recorded in the results header: another tagger, other records)
         self.allow_verb_noun_swap = allow_verb_noun_swap
         self.tag_in_context = lru_cache(maxsize=cache_size)(self._tag_in_context)
         self.asked = 0  # contexts tagged (cache misses)

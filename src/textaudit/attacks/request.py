@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 from textaudit.attacks.compare import run_compare
 from textaudit.attacks.naturalness import naturalness_on
 from textaudit.attacks.patch import PatchWords
+from textaudit.attacks.pos import require_tagger
 from textaudit.attacks.recipes import DEFAULT_RECIPE, RECIPE_NAMES, recipe_options
 from textaudit.attacks.registry import (
     METHODS,
@@ -139,8 +140,8 @@ class AttackRequest:
             raise TextAuditError("--lm-constraint is Alzantot et al.'s LM rule; --recipe paper has its own (Jia et al.'s): "
                                  "give one of them")
         recipe = (self.recipe or DEFAULT_RECIPE) if "recipe" in spec.options else None
-        if recipe is not None:
-            recipe_options(method, recipe)
+        if recipe is not None and recipe_options(method, recipe).get("pos"):
+            require_tagger()  # (TextBlob missing: one line now, not after the model and the masked LM load)
         if "language" in spec.options:
             options["language"] = language
             if language != "en" and synonyms is None:
