@@ -17,15 +17,14 @@ beside it (the training run is a factor too):
 Each factor's Δ in points is against the relaxed cell on the same examples (paired: Newcombe's interval, McNemar's
 p), each rate with its Wilson 95% interval; the paper's value beside. Cells are JSONL under ``paper/ablation/runs``
 (appended as examples finish; a killed run resumes), packed gzip into ``paper/ablation/cells`` with ``--pack`` (what
-is committed); ``paper/ablation.md`` is rendered from whatever is there (a partial cell says how far it got).
+is committed, with ``reproduce_paper.py``'s packing; a fresh clone restores them and resumes); ``paper/ablation.md``
+is rendered from whatever is there (a partial cell says how far it got).
 The masked LM is a factor only where a second one can run: offline there is one (``minilm-mlm``).
 """
 
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import sys
 import time
 from pathlib import Path
@@ -92,25 +91,19 @@ def run(models: list[str], only: set[str] | None, runs: Path, in_flight: int | N
                       flush=True)
 
 
-def _read(path: Path) -> tuple[dict, list[dict]]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        lines = [json.loads(ln) for ln in f if ln.strip()]
-    head = lines[0].get("header", {}) if lines and "header" in lines[0] else {}
-    return head, [r for r in lines if "header" not in r]
-
-
 def _cell(path: Path) -> tuple[dict, int, dict[str, bool]] | None:
     """(header config, examples finished, {id: success} of those attacked — the skipped left out) of a cell, or None."""
-    for p in (path, path.with_suffix(path.suffix + ".gz")):
-        if p.exists():
-            head, recs = _read(p)
-            return head.get("config", {}), len(recs), {r["id"]: r.get("status") == "success" for r in recs
-                                                       if r.get("status") in ("success", "failed")}
-    return None
+    from textaudit.formats.jsonl import read_header
+    from textaudit.results import read_jsonl
+
+    if not path.exists():
+        return None
+    recs = read_jsonl(path)  # (checked as every results file is: a damaged line is one error, not a wrong rate)
+    return (read_header(path) or {}).get("config", {}), len(recs), {
+        r["id"]: r.get("status") == "success" for r in recs if r.get("status") in ("success", "failed")}
 
 
-def render(models: list[str], runs: Path, cells: Path, baseline: Path) -> str:
+def render(models: list[str], runs: Path, baseline: Path) -> str:
     from reproduce_paper import _paper_numbers, _paper_value
 
     from textaudit.stats import format_p, mcnemar, paired_difference, wilson
@@ -142,11 +135,10 @@ def render(models: list[str], runs: Path, cells: Path, baseline: Path) -> str:
         for method, factors in FACTORS.items():
             want = 872 if LIMITS[method] is None else LIMITS[method]
             pv = _paper_value(paper, model, method)
-            found = {factor: _cell(runs / cell_name(model, method, factor)) or _cell(cells / cell_name(model, method, factor))
-                     for factor in factors}
+            found = {factor: _cell(runs / cell_name(model, method, factor)) for factor in factors}
             local = found.get("relaxed")
             b = local[2] if local else None
-            theirs = _cell(baseline / BASELINE[method] / f"{model}.{method}.jsonl")
+            theirs = _cell(baseline / BASELINE[method] / f"{model}.{method}.jsonl")  # (unpacked by main)
             if theirs is not None:
                 rows.append(row(model, method, "relaxed, paper/'s cell (the model trained elsewhere)", theirs[2], b,
                                 theirs[1], want, pv))
@@ -162,18 +154,6 @@ def render(models: list[str], runs: Path, cells: Path, baseline: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def pack(runs: Path, cells: Path) -> int:
-    cells.mkdir(parents=True, exist_ok=True)
-    n = 0
-    for f in sorted(runs.glob("*.jsonl")):
-        data = f.read_bytes()
-        data = data[:data.rfind(b"\n") + 1]  # a line still being written stays out
-        with gzip.GzipFile(cells / (f.name + ".gz"), "wb", mtime=0) as g:
-            g.write(data)
-        n += 1
-    return n
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="cnn,lstm")
@@ -184,13 +164,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pack", action="store_true", help="pack the runs' cells into <out>/cells (what is committed)")
     ap.add_argument("--in-flight", type=int, default=None)
     args = ap.parse_args(argv)
+    import tempfile
+
+    from reproduce_paper import pack_cells, unpack_cells
+
     models = args.models.split(",")
     runs, cells = args.out / "runs", args.out / "cells"
+    # the committed cells restored where runs/ lacks them (a fresh clone): a run resumes from them, a render reads them
+    restored = unpack_cells(cells, runs)
+    if restored:
+        print(f"restored {restored} cells from {cells}; resuming from them", file=sys.stderr)
     if not args.render:
         run(models, set(args.only.split(",")) if args.only else None, runs, args.in_flight)
     if args.pack:
-        print(f"packed {pack(runs, cells)} cells into {cells}", file=sys.stderr)
-    table = render(models, runs, cells, args.baseline)
+        print(f"packed {pack_cells(runs, cells)} cells into {cells}", file=sys.stderr)
+    with tempfile.TemporaryDirectory() as tmp:  # paper/'s relaxed cells, as committed (gzip)
+        unpack_cells(args.baseline, Path(tmp))
+        table = render(models, runs, Path(tmp))
     (args.out.parent / "ablation.md").write_text(
         "# Table 2's first-order cells, one factor at a time\n\n" + "\n\n".join(__doc__.split("\n\n")[2:5]) +
         "\n\nRun: `TEXTAUDIT_DATA=../shared/data python benchmarks/ablation.py --models cnn` (this CPU, niced: 2 h of "
