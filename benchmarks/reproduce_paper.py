@@ -269,12 +269,12 @@ def run_attacks(scale: Scale, args, runs: Path) -> dict:
         if key[1] in FIRST_ORDER:
             c["recipe"] = args.recipe
     if args.recipe != "relaxed":  # a first-order cell not run with the recipe yet: the relaxed one, said to be so
-        for methods, limit, sub in ((scale.methods, scale.limit, "attacks"), (scale.few_methods, scale.few_limit, "few")):
-            todo = [m for m in methods if m in FIRST_ORDER and (sub == "few") == (m in scale.few_methods)]
+        for method in [m for m in scale.methods if m in FIRST_ORDER]:
+            few = method in scale.few_methods
+            limit = scale.few_limit if few else scale.limit
             ids = set(load_dataset(args.data, default_split="dev", limit=None if args.random else limit)["id"])
-            for key, c in _cell_summaries(runs / sub, scale.models, todo, ids).items():
-                if key not in cells:
-                    cells[key] = {**c, "limit": limit, "recipe": "relaxed"}
+            for key, c in _cell_summaries(runs / ("few" if few else "attacks"), scale.models, [method], ids).items():
+                cells.setdefault(key, {**c, "limit": limit, "recipe": "relaxed"})
     return cells
 
 
@@ -372,14 +372,12 @@ def run_gender_bias(scale: Scale, args, runs: Path) -> tuple[dict, dict]:
     return results, sizes
 
 
-#: bins of the F_soft histograms kept in results.json (Figure 6: as ``plot_bias`` draws them from the values)
-HIST_BINS = 40
-
-
 def bias_histograms(results: dict) -> dict:
     """``{model: {"w1,w2": {"k": [edges, counts]}}}``: each estimate's F_soft values binned as Figure 6 draws them —
     what results.json keeps of the millions of scored sentences (a fresh clone renders the figures from it)."""
     import numpy as np
+
+    from textaudit.fairness.plots import HIST_BINS  # (Figure 6's, as plot_bias draws them from the values)
 
     out: dict = {}
     for name, per in results.items():
@@ -627,7 +625,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.render:  # the settings the committed run was rendered with, for every one not given here
         kept = _saved_report(args.out).get("settings") or {}
         join = lambda v: ",".join(v) if isinstance(v, list) else v  # noqa: E731
-        names = ["models", "methods", "few_methods", "data", "k", "epsilon", "pairs", "bias_model", "bias_compare"]
+        names = ["models", "methods", "few_methods", "data", "k", "epsilon", "pairs", "bias_model", "bias_compare", "recipe"]
         if not kept.get("random"):  # (a --random run's N is its subsets', not the whole-set cells')
             names += ["limit", "few_limit"]
         for name in names:
@@ -650,7 +648,7 @@ def main(argv: list[str] | None = None) -> int:
     seconds: dict[str, float] = {}
     report: dict = {"scale": "quick" if args.quick else "paper", "settings": {**asdict(scale), "data": args.data,
                     "mlm": args.mlm, "bias_model": args.bias_model, "bias_compare": args.bias_compare,
-                    "pairs": args.pairs, "k": args.k, "epsilon": args.epsilon, "seed": args.seed,
+                    "pairs": args.pairs, "k": args.k, "epsilon": args.epsilon, "seed": args.seed, "recipe": args.recipe,
                     **({"random": True} if args.random else {})},
                     "command": "python benchmarks/reproduce_paper.py " + " ".join(sys.argv[1:] if argv is None else argv)}
     from textaudit.models.options import ModelOptions, use_model_options

@@ -16,6 +16,10 @@ __all__ = ["plot_bias"]
 Results = dict[str, dict[tuple[str, str], dict[int, BiasEstimate]]]
 
 
+#: bins of each F_soft histogram (kept with an estimate read back without its values: ``BiasEstimate.histogram``)
+HIST_BINS = 40
+
+
 def plot_bias(results: Results, out_dir: str | Path) -> list[Path]:
     """Write the bias plots for ``results`` (see :func:`textaudit.fairness.bias.run_bias`) into
     ``out_dir`` and return their paths."""
@@ -36,7 +40,7 @@ def plot_bias(results: Results, out_dir: str | Path) -> list[Path]:
         for ax, kk in zip(axes[0], ks):
             e = by_k[kk]
             if len(e.values) or e.histogram is None:
-                ax.hist(e.values, bins=40, color="tab:blue", alpha=0.8)
+                ax.hist(e.values, bins=HIST_BINS, color="tab:blue", alpha=0.8)
             else:  # read back without its values: the same bars from the kept bins
                 edges, counts = e.histogram
                 ax.hist(edges[:-1], bins=edges, weights=counts, color="tab:blue", alpha=0.8)
