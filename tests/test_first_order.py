@@ -199,7 +199,7 @@ def test_a_recipe_is_paper_or_relaxed_and_recorded(cli, tmp_path):
     (tmp_path / "d.tsv").write_text("label\ttext\n1\ta deep and meaningful film .\n")
     base = ["attack", "--model", f"{tmp_path}/p.py:clf", "--data", str(tmp_path / "d.tsv"), "--no-ppl"]
     r = cli(*base, "--method", "so-beam", "--recipe", "paper")
-    assert r.exit_code == 2 and "--recipe applies to --method genetic, bae only" in r.output, r.output
+    assert r.exit_code == 2 and "--recipe applies to --method genetic, bae, textattack:genetic, textattack:bae only" in r.output, r.output
     r = cli(*base, "--method", "genetic", "--recipe", "paper", "--lm-constraint")
     assert r.exit_code == 2 and "give one of them" in r.output and "Traceback" not in r.output
     import sys

@@ -157,3 +157,93 @@ def test_textattack_does_not_warn_about_our_model_wrapper(capfd):
     ti.build_recipe("genetic", flips_on("picture"), neighbors=NEIGHBORS).attack(X, 1)
     captured = capfd.readouterr()
     assert "Unknown if model" not in captured.err + captured.out
+
+
+def _needs(module: str):
+    return pytest.mark.skipif(importlib.util.find_spec(module) is None,
+                              reason=f"{module} not installed (README command 2 installs it in .venv-textattack)")
+
+
+@needs_textattack
+@_needs("textblob")
+@_needs("gguf")
+@pytest.mark.slow
+def test_paper_recipe_constraints_decide_as_textaudits_own_over_the_same_objects():
+    """``--recipe paper`` on TextAttack's side: its LM constraint (faster-alzantot's) and part-of-speech constraint
+    (bae's), fed textaudit's SmolLM2 and tagger, accept exactly the swaps textaudit's Genetic and BAE accept."""
+    from textattack.shared import AttackedText
+
+    from textaudit.attacks import textattack_interop as ti
+    from textaudit.attacks.first_order import window_span
+    from textaudit.attacks.pos import PartOfSpeech
+    from textaudit.lexicons import counterfitted_neighbors
+    from textaudit.lm import load_causal_lm
+    from textaudit.sentence import Sentence
+
+    lm, pos = load_causal_lm(device="cpu"), PartOfSpeech()
+    lm_rule, pos_rule = ti.CausalLMWindow(lm), ti.TaggerPartOfSpeech(pos)
+    assert (lm_rule.window_size, lm_rule.max_log_prob_diff) == (6, 5.0)
+    neighbors = counterfitted_neighbors()
+    decisions = {"lm": [], "pos": []}
+    for text in ("the acting is strong and the story moves with real purpose",
+                 "a gorgeous and deeply moving film about a small town family"):
+        x0, ref = Sentence.parse(text), AttackedText(text)
+        assert list(x0.tokens) == ref.words  # (no punctuation: word i is token i on both sides)
+        for i, w in enumerate(ref.words):
+            for c in [c for c in neighbors.get(w, []) if c.isalpha()][:8]:
+                x = ref.replace_word_at_index(i, c)
+                lo, hi = window_span(x0, i, 6)
+                ours_lm = lm.log_likelihood([x0.replace(i, c).span(lo, hi)])[0] > \
+                    lm.log_likelihood([x0.span(lo, hi)])[0] - 5.0
+                decisions["lm"].append((ours_lm, bool(lm_rule._check_constraint(x, ref))))
+                decisions["pos"].append((pos.can_replace(ref.words, i, [c])[0], bool(pos_rule._check_constraint(x, ref))))
+    for name, pairs in decisions.items():
+        assert len(pairs) > 40 and all(a == b for a, b in pairs), name
+        assert {a for a, _ in pairs} == {True, False}, name  # (both kinds among the swaps: the test can fail)
+
+
+@needs_textattack
+@_needs("textblob")
+@_needs("gguf")
+@pytest.mark.slow
+def test_paper_recipe_on_textattacks_searches(cli, tmp_path):
+    """textattack:genetic and textattack:bae with ``recipe="paper"``: the swap the LM or the tagger rejects never
+    fools the model (it does with ``relaxed``); BAE's similarity skips a sentence shorter than its 15-word window;
+    the header records the recipe, the LM and the tagger; --recipe for TextAttack's own recipes is refused."""
+    from textaudit.attacks import make_attack
+    from textaudit.attacks.pos import PartOfSpeech
+    from textaudit.lm import load_causal_lm
+    from textaudit.models.encoders import SentenceEncoder
+    from textaudit.neighborhoods import load_mlm
+    from textaudit.sentence import Sentence
+
+    lm = load_causal_lm(device="cpu")
+    many = {"film": ["movie", "zzyzx"]}
+    ref, movie, junk = lm.log_likelihood([X.rstrip(" ."), "a deep and meaningful movie", "a deep and meaningful zzyzx"])
+    assert movie > ref - 5.0 >= junk  # (the data of the test)
+    for word, status in (("movie", "success"), ("zzyzx", "failed")):
+        atk = make_attack("textattack:genetic", flips_on(word), neighbors=many, recipe="paper", lm=lm, max_queries=2000)
+        assert atk.attack(X, label=1).status == status, word
+        assert make_attack("textattack:genetic", flips_on(word), neighbors=many).attack(X, label=1).status == "success"
+    assert atk.settings() == {"recipe": "paper", "lm": lm.name}
+    assert make_attack("textattack:genetic", flips_on("movie"), neighbors=many).settings() == {"recipe": "relaxed"}
+
+    mlm, enc, pos = load_mlm("minilm-mlm", quiet=True), SentenceEncoder(device="cpu"), PartOfSpeech()
+    tokens = list(Sentence.parse(X).tokens)
+    cands = [w for w, _ in mlm.candidates([(tokens, 3)], top=50)[0] if w.isalpha() and w not in X.split()]
+    ok = dict(zip(cands, pos.can_replace(tokens, 3, cands)))
+    same, other = next(w for w in cands if ok[w]), next(w for w in cands if not ok[w])
+    for trigger, status in ((same, "success"), (other, "failed")):
+        # threshold 0.99999: only a sentence the 15-word window skips can pass (X has 5 words)
+        paper = make_attack("textattack:bae", flips_on(trigger), mlm=mlm, encoder=enc, pos=pos, threshold=0.99999,
+                            recipe="paper")
+        assert paper.attack(X, label=1).status == status, trigger
+    assert make_attack("textattack:bae", flips_on(same), mlm=mlm, encoder=enc, threshold=0.99999,
+                       recipe="relaxed").attack(X, label=1).status == "failed"
+    assert paper.settings() == {"recipe": "paper", "pos_tagger": pos.name}
+
+    (tmp_path / "d.tsv").write_text("label\ttext\n1\ta deep and meaningful film .\n")
+    for extra, message in ((["--method", "textattack:pwws", "--recipe", "paper"], "--recipe applies to --method genetic, bae, textattack:genetic, textattack:bae only"),
+                           (["--method", "textattack:genetic", "--lm-constraint"], "takes --recipe paper")):
+        r = cli("attack", "--model", "bow", "--data", str(tmp_path / "d.tsv"), "--no-ppl", *extra)
+        assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output

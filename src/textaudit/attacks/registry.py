@@ -104,7 +104,8 @@ def method_spec(method: str) -> MethodSpec:
         require_textattack()
         recipe = method.split(":", 1)[1]
         options = frozenset({"max_queries", "seed", "mlm", "encoder", "neighbors"}
-                            | ({"threshold"} if recipe == "bae" else set()))
+                            | ({"threshold", "recipe", "pos"} if recipe == "bae" else set())
+                            | ({"recipe", "lm"} if recipe == "genetic" else set()))
         return MethodSpec(method, TextAttackRecipe, recipe == "bae", options, f"TextAttack recipe {recipe}", recipe)
     raise TextAuditError(f"unknown attack method '{method}'; use one of {', '.join(METHODS)}, or textattack:<recipe>")
 
@@ -119,6 +120,8 @@ def check_options(method: str, options: dict[str, Any]) -> MethodSpec:
         if value is None or value is False or name in spec.options:
             continue
         users = [m for m, s in METHODS.items() if name in s.options]
+        if name == "recipe":  # (textaudit's recipes of TextAttack's searches: textattack_interop.OFFLINE_RECIPES)
+            users += [f"textattack:{m}" for m in users]
         where = f"--method {', '.join(users)}" if users else "no method"
         if name == "time_budget":
             where += " (a TextAttack search cannot be stopped by time; use --max-queries)"

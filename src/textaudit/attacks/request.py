@@ -136,11 +136,14 @@ class AttackRequest:
                        patch_words=synonyms, language=self.language, recipe=self.recipe,
                        naturalness=naturalness_on(self.naturalness) if natural else None)
         spec = check_options(method, options)
+        if method == "textattack:genetic" and self.lm_constraint:
+            raise TextAuditError("--lm-constraint is textaudit's Genetic's (Alzantot et al.'s rule); textattack:genetic "
+                                 "takes --recipe paper (Jia et al.'s rule)")
         if self.recipe == "paper" and self.lm_constraint:
             raise TextAuditError("--lm-constraint is Alzantot et al.'s LM rule; --recipe paper has its own (Jia et al.'s): "
                                  "give one of them")
         recipe = (self.recipe or DEFAULT_RECIPE) if "recipe" in spec.options else None
-        if recipe is not None and recipe_options(method, recipe).get("pos"):
+        if recipe is not None and recipe_options(method.removeprefix("textattack:"), recipe).get("pos"):
             require_tagger()  # (TextBlob missing: one line now, not after the model and the masked LM load)
         if "language" in spec.options:
             options["language"] = language
@@ -200,7 +203,8 @@ class AttackRequest:
         clf = label_view(model, self.target_label, self.label_threshold)
         options["mlm"] = (mlm if mlm is not None else load_mlm(self.mlm)) if checked.spec.needs_mlm else None
         # SmolLM2 is loaded on first use: a run (or a --resume) without a success never loads it
-        uses_lm = method == "genetic" and (self.lm_constraint or bool(recipe_options(method, self.recipe).get("lm")))
+        native = method.removeprefix("textattack:")
+        uses_lm = native == "genetic" and (self.lm_constraint or bool(recipe_options(native, self.recipe).get("lm")))
         lm = LazyCausalLM() if self.ppl or uses_lm else None
         options["lm"] = lm if uses_lm else None
         ds, classes = align_labels(ds, clf, parse_label_map(self.label_map))

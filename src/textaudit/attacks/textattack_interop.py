@@ -15,9 +15,18 @@ and recipes on any textaudit classifier, with offline components textaudit suppl
   TextAttack recipe name (``pwws``, ``textfooler``, …) or dotted class path is built by TextAttack
   itself, which may need downloads this machine cannot make (a one-line error says so).
 
-What is dropped, because it needs a download: the Google 1B-words / learning-to-write LM
-constraints of the Genetic recipes and BAE's part-of-speech filter (textaudit's native attacks do
-not use them either). Importing TextAttack needs NLTK's English stop-word list and TextAttack's
+``recipe`` (:mod:`textaudit.attacks.recipes`) is the native attacks' own: ``relaxed`` builds the two without the
+constraints that need a download; ``paper`` adds them as TextAttack's ``faster-alzantot`` and ``bae`` recipes apply
+them, over the *same objects* the native attacks use, so a side-by-side run differs only in the search code:
+
+- :func:`CausalLMWindow` — TextAttack's ``LanguageModelConstraint`` on textaudit's causal LM (SmolLM2 in the role of
+  the learning-to-write LM): log P of the 6 words around each swap within 5 nats of the original's;
+- :func:`TaggerPartOfSpeech` — TextAttack's ``PartOfSpeech`` constraint tagging with a
+  :class:`~textaudit.attacks.pos.PartOfSpeech` (TextBlob's Pattern tagger in NLTK's role);
+- the MiniLM encoder compared over the 15 words around the swap, shorter sentences skipped (USE's window).
+
+Counter-fitted *distances* (``faster-alzantot``'s ``WordEmbeddingDistance``) need the counter-fitted vectors, which
+are not here: neither side applies it (the neighbour lists are the counter-fitted ones already). Importing TextAttack needs NLTK's English stop-word list and TextAttack's
 post-install marker; :func:`import_textattack` provides both offline (the stop words written are
 textaudit's own list, :data:`textaudit.text.STOPWORDS`, only when NLTK has none).
 """
@@ -36,6 +45,7 @@ import numpy as np
 
 from textaudit.attacks.base import Budget, Found, Goal
 from textaudit.attacks.first_order import BAE_THRESHOLD, FirstOrderAttack
+from textaudit.attacks.recipes import DEFAULT_RECIPE, recipe_options
 from textaudit.errors import TextAuditError
 from textaudit.files import atomic_path
 from textaudit.lexicons import counterfitted_neighbors
@@ -48,7 +58,7 @@ from textaudit.sentence import Sentence
 from textaudit.text import STOPWORDS
 
 __all__ = ["require_textattack", "import_textattack", "model_wrapper", "counterfitted_embedding", "MiniLMSentenceEncoder",
-           "build_recipe", "TextAttackRecipe", "OFFLINE_RECIPES"]
+           "CausalLMWindow", "TaggerPartOfSpeech", "build_recipe", "TextAttackRecipe", "OFFLINE_RECIPES"]
 
 #: recipes textaudit builds from offline components (other names are TextAttack's own recipes)
 OFFLINE_RECIPES = ("genetic", "bae")
@@ -179,12 +189,72 @@ def MiniLMSentenceEncoder(encoder=None, threshold: float = BAE_THRESHOLD, **kwar
     return _sentence_encoder_class()(encoder, threshold, **kwargs)
 
 
-def build_recipe(name: str, classifier, *, mlm=None, encoder=None, neighbors=None, threshold: float | None = None,
-                 max_queries: int | None = None):
+@lru_cache(maxsize=1)
+def _lm_constraint_class():
+    import_textattack()
+    import torch
+    from textattack.constraints.grammaticality.language_models import LanguageModelConstraint
+
+    class CausalLMWindowConstraint(LanguageModelConstraint):
+        """Jia et al.'s LM rule as TextAttack's ``LearningToWriteLanguageModel`` applies it — log P of the
+        ``window_size`` words around each newly changed word (``text_window_around_index``), rejected when it is
+        ``max_log_prob_diff`` or more below the original's — with a textaudit causal LM's ``log_likelihood``."""
+
+        def __init__(self, lm, window_size: int = 6, max_log_prob_diff: float = 5.0, compare_against_original=True):
+            self.lm, self.window_size = lm, window_size
+            super().__init__(max_log_prob_diff=max_log_prob_diff, compare_against_original=compare_against_original)
+
+        def get_log_probs_at_index(self, text_list, word_index):
+            windows = [t.text_window_around_index(word_index, self.window_size) for t in text_list]
+            return torch.tensor(np.asarray(self.lm.log_likelihood(windows), dtype=np.float64))
+
+    return CausalLMWindowConstraint
+
+
+def CausalLMWindow(lm=None, window_size: int = 6, max_log_prob_diff: float = 5.0):  # noqa: N802 (a class factory)
+    """TextAttack's language-model constraint over textaudit's causal LM ``lm`` (default: SmolLM2, loaded lazily)
+    with ``faster-alzantot``'s window (6) and threshold (5 nats)."""
+    if lm is None:
+        from textaudit.lm import LazyCausalLM
+        lm = LazyCausalLM()
+    return _lm_constraint_class()(lm, window_size, max_log_prob_diff)
+
+
+@lru_cache(maxsize=1)
+def _pos_constraint_class():
+    import_textattack()
+    from textattack.constraints.grammaticality import PartOfSpeech as TAPartOfSpeech
+
+    class TaggerPartOfSpeechConstraint(TAPartOfSpeech):
+        """TextAttack's ``PartOfSpeech`` constraint (its context, cache and verb ↔ noun rule) whose tags come from a
+        :class:`textaudit.attacks.pos.PartOfSpeech` — the tagger textaudit's BAE uses."""
+
+        def __init__(self, pos, allow_verb_noun_swap: bool = True, compare_against_original=True):
+            super().__init__(tagger_type="nltk", tagset="universal", allow_verb_noun_swap=allow_verb_noun_swap,
+                             compare_against_original=compare_against_original)
+            self.pos = pos
+
+        def _get_pos(self, before_ctx, word, after_ctx):
+            return self.pos.tag_in_context(tuple(before_ctx), word, tuple(after_ctx))
+
+    return TaggerPartOfSpeechConstraint
+
+
+def TaggerPartOfSpeech(pos=None, allow_verb_noun_swap: bool = True):  # noqa: N802 (a class factory)
+    """TextAttack's part-of-speech constraint tagging with ``pos`` (default: TextBlob's Pattern tagger)."""
+    if pos is None:
+        from textaudit.attacks.pos import PartOfSpeech
+        pos = PartOfSpeech()
+    return _pos_constraint_class()(pos, allow_verb_noun_swap)
+
+
+def build_recipe(name: str, classifier, *, recipe: str | None = None, mlm=None, encoder=None, lm=None, pos=None,
+                 neighbors=None, threshold: float | None = None, max_queries: int | None = None):
     """Return a ``textattack.Attack`` for recipe ``name`` on ``classifier``.
 
-    ``genetic``/``bae`` use textaudit's offline components (see module docstring); any other name is
-    a TextAttack recipe (its CLI names, e.g. ``pwws``, or a dotted class path)."""
+    ``genetic``/``bae`` use textaudit's offline components (see module docstring), with the constraints of
+    ``recipe`` (``relaxed`` or ``paper``; ``lm`` and ``pos`` are the causal LM and tagger ``paper`` uses); any other
+    name is a TextAttack recipe (its CLI names, e.g. ``pwws``, or a dotted class path)."""
     ta = import_textattack()
     from textattack.constraints.overlap import MaxWordsPerturbed
     from textattack.constraints.pre_transformation import RepeatModification, StopwordModification
@@ -199,6 +269,8 @@ def build_recipe(name: str, classifier, *, mlm=None, encoder=None, neighbors=Non
 
         transformation = WordSwapEmbedding(max_candidates=8, embedding=counterfitted_embedding(neighbors))
         constraints = [RepeatModification(), stop, MaxWordsPerturbed(max_percent=0.2)]
+        if recipe_options("genetic", recipe).get("lm_rule") == "jia":
+            constraints.append(CausalLMWindow(lm))
         search = AlzantotGeneticAlgorithm(pop_size=60, max_iters=40, post_crossover_check=False)
         return ta.Attack(goal, constraints, transformation, search)
     if name == "bae":
@@ -211,22 +283,27 @@ def build_recipe(name: str, classifier, *, mlm=None, encoder=None, neighbors=Non
             raise TextAuditError(f"TextAttack's BAE needs a HuggingFace masked LM; '{mlm.name}' is not one")
         transformation = WordSwapMaskedLM(method="bae", masked_language_model=mlm.model, tokenizer=mlm.tokenizer,
                                           max_candidates=50, min_confidence=0.0)
-        constraints = [RepeatModification(), stop,
-                       MiniLMSentenceEncoder(encoder, threshold if threshold is not None else BAE_THRESHOLD)]
+        preset = recipe_options("bae", recipe)
+        window = {"window_size": preset["window"], "skip_text_shorter_than_window": True} if preset["window"] else {}
+        constraints = [RepeatModification(), stop, *([TaggerPartOfSpeech(pos)] if preset["pos"] else []),
+                       MiniLMSentenceEncoder(encoder, threshold if threshold is not None else BAE_THRESHOLD, **window)]
         return ta.Attack(goal, constraints, transformation, GreedyWordSwapWIR(wir_method="delete"))
     from textattack.attack_args import ATTACK_RECIPE_NAMES
 
+    if recipe is not None:
+        raise TextAuditError(f"--recipe applies to textattack:{' and textattack:'.join(OFFLINE_RECIPES)}; "
+                             f"TextAttack's own recipe '{name}' is built as TextAttack publishes it")
     path = ATTACK_RECIPE_NAMES.get(name, name)
     module_name, _, cls_name = path.rpartition(".")
     try:
-        recipe = getattr(importlib.import_module(module_name), cls_name) if module_name else None
+        built = getattr(importlib.import_module(module_name), cls_name) if module_name else None
     except (ImportError, AttributeError):
-        recipe = None
-    if recipe is None:
+        built = None
+    if built is None:
         raise TextAuditError(f"unknown TextAttack recipe '{name}'; use {', '.join(OFFLINE_RECIPES)} (offline), "
                              f"one of {', '.join(ATTACK_RECIPE_NAMES)}, or a dotted class path")
     try:
-        return recipe.build(wrapper)
+        return built.build(wrapper)
     except Exception as e:  # noqa: BLE001 - TextAttack raises whatever its downloads raise
         lines = [ln.strip(" *") for ln in str(e).splitlines() if any(ch.isalnum() for ch in ln)]
         first = (lines or [type(e).__name__])[0][:200]
@@ -239,17 +316,31 @@ class TextAttackRecipe(FirstOrderAttack):
     resume as the native attacks (``method`` = ``textattack:<name>``; ℓ0 = words changed). A time
     budget cannot stop a TextAttack search, so only a query budget is accepted."""
 
-    def __init__(self, classifier: Classifier, recipe: str, *, mlm: MaskedLM | None = None,
-                 encoder: SentenceEncoder | None = None, threshold: float | None = None,
+    def __init__(self, classifier: Classifier, name: str, *, recipe: str | None = None, mlm: MaskedLM | None = None,
+                 encoder: SentenceEncoder | None = None, lm=None, pos=None, threshold: float | None = None,
                  neighbors: dict[str, list[str]] | None = None, max_queries: int | None = None,
                  time_budget: float | None = None, seed: int = 0):
         if time_budget is not None:
             raise TextAuditError("a time budget cannot stop a TextAttack search; use a query budget (--max-queries)")
         super().__init__(classifier, max_queries=max_queries, seed=seed)
-        self.method = f"textattack:{recipe}"
+        self.method = f"textattack:{name}"
         self.mlm = mlm
-        self._attack = build_recipe(recipe, self.classifier, mlm=mlm, encoder=encoder, threshold=threshold,
-                                    neighbors=neighbors, max_queries=self.max_queries)
+        # textaudit's own recipes take ``recipe`` (default relaxed, as for the native attacks); the rest none
+        self.recipe = (recipe or DEFAULT_RECIPE) if name in OFFLINE_RECIPES else None
+        self._attack = build_recipe(name, self.classifier, recipe=self.recipe, mlm=mlm, encoder=encoder, lm=lm,
+                                    pos=pos, threshold=threshold, neighbors=neighbors, max_queries=self.max_queries)
+
+    def settings(self) -> dict:
+        """The recipe and, for ``paper``, the LM's and the tagger's names (as the native attacks' headers)."""
+        if self.recipe is None:
+            return {}
+        out: dict[str, Any] = {"recipe": self.recipe}
+        for c in self._attack.constraints + self._attack.pre_transformation_constraints:
+            if hasattr(c, "lm"):
+                out["lm"] = getattr(c.lm, "name", type(c.lm).__name__)
+            if hasattr(c, "pos"):
+                out["pos_tagger"] = c.pos.name
+        return out
 
     def on_pair(self, context: str, side: str = "second") -> "TextAttackRecipe":
         """TextAttack's search holds its own model wrapper of single texts: sentence pairs are refused."""
