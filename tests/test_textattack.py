@@ -243,7 +243,8 @@ def test_paper_recipe_on_textattacks_searches(cli, tmp_path):
     assert paper.settings() == {"recipe": "paper", "pos_tagger": pos.name}
 
     (tmp_path / "d.tsv").write_text("label\ttext\n1\ta deep and meaningful film .\n")
-    for extra, message in ((["--method", "textattack:pwws", "--recipe", "paper"], "--recipe applies to --method genetic, bae, textattack:genetic, textattack:bae only"),
+    refused = "--recipe applies to --method genetic, bae, textattack:genetic, textattack:bae only"
+    for extra, message in ((["--method", "textattack:pwws", "--recipe", "paper"], refused),
                            (["--method", "textattack:genetic", "--lm-constraint"], "takes --recipe paper")):
         r = cli("attack", "--model", "bow", "--data", str(tmp_path / "d.tsv"), "--no-ppl", *extra)
         assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output
