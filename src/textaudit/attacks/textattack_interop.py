@@ -28,8 +28,8 @@ them, over the *same objects* the native attacks use, so a side-by-side run diff
 Counter-fitted *distances* (``faster-alzantot``'s ``WordEmbeddingDistance``) need the counter-fitted vectors, which
 are not here: neither side applies it (the neighbour lists are the counter-fitted ones already).
 
-Importing TextAttack needs NLTK's English stop-word list and TextAttack's post-install marker; :func:`import_textattack` provides both offline (the stop words written are
-textaudit's own list, :data:`textaudit.text.STOPWORDS`, only when NLTK has none).
+Importing TextAttack needs NLTK's English stop-word list and TextAttack's post-install marker;
+:func:`import_textattack` provides both offline (the stop words written are textaudit's own list, :data:`textaudit.text.STOPWORDS`, only when NLTK has none).
 """
 
 from __future__ import annotations
