@@ -29,7 +29,8 @@ Counter-fitted *distances* (``faster-alzantot``'s ``WordEmbeddingDistance``) nee
 are not here: neither side applies it (the neighbour lists are the counter-fitted ones already).
 
 Importing TextAttack needs NLTK's English stop-word list and TextAttack's post-install marker;
-:func:`import_textattack` provides both offline (the stop words written are textaudit's own list, :data:`textaudit.text.STOPWORDS`, only when NLTK has none).
+:func:`import_textattack` provides both offline (the stop words written are textaudit's own list,
+:data:`textaudit.text.STOPWORDS`, only when NLTK has none).
 """
 
 from __future__ import annotations
