@@ -49,6 +49,68 @@ def test_bounds_contain_every_substitution_combination(arch):
     assert torch.allclose(lo0, module(ids), atol=1e-5) and torch.allclose(hi0, module(ids), atol=1e-5)
 
 
+JIA_LSTM = {"bidirectional": True, "hidden_layer": True, "input_dropout": False}
+
+
+def test_bidirectional_lstm_bounds_hold_for_each_row_of_a_padded_batch():
+    """Jia et al.'s LSTM (both directions, a hidden layer): the backward recursion runs over each row's own words
+    reversed, so a short row padded in a batch gets the bounds it gets alone, and they hold every combination."""
+    torch.manual_seed(0)
+    vocab = Vocab(WORDS)
+    module = build_module("lstm", torch.randn(len(vocab), 50), 2, **JIA_LSTM).eval()
+    assert module.lstm.bidirectional and module.hidden.in_features == 200
+    table = substitution_table(vocab, NEIGHBORS)
+    tok = WordTokenizer(vocab)
+    texts = ["a good film but a dull plot and a bad story", "a bad movie", "good fun"]
+    batch = tok(texts)["input_ids"]
+    lo, hi = logit_bounds(module, batch, table)
+    rng = np.random.default_rng(0)
+    for row, text in enumerate(texts):
+        ids = tok([text])["input_ids"]
+        alone = logit_bounds(module, ids, table)
+        assert torch.allclose(alone[0][0], lo[row], atol=1e-5) and torch.allclose(alone[1][0], hi[row], atol=1e-5)
+        with torch.no_grad():
+            z = module(_random_combinations(ids[0], table, 300, rng))
+        assert (z >= lo[row] - 1e-5).all() and (z <= hi[row] + 1e-5).all()
+    # the backward direction reads a row from its last word: only the last word has substitutes, so at the first
+    # position the forward states are exact and the backward ones are not
+    from textaudit.models.zoo.ibp import _relu, lstm_state_bounds, word_box
+
+    ids = tok(["a the film"])["input_ids"]
+    s_lo, s_hi = lstm_state_bounds(module.lstm, *_relu(*word_box(module, ids, table)), ids != 0)
+    width = (s_hi - s_lo)[0, 0]
+    assert torch.all(width[:100] < 1e-6) and torch.all(width[100:] > 0)
+    lo0, hi0 = logit_bounds(module, batch, table, scale=0.0)
+    assert torch.allclose(lo0, module(batch), atol=1e-5) and torch.allclose(hi0, module(batch), atol=1e-5)
+
+
+def test_jia_recipe_trains_a_bidirectional_lstm_as_published(tmp_path, cli):
+    """``lstm-ibp-jia``: Jia et al. 2019's recipe (frozen vectors, bidirectional LSTM with a hidden layer, batch 32,
+    weight decay 1e-4, gradients clipped to 0.25, κ → 0.8 with no warm-up), saved and loaded back as that model."""
+    from textaudit.models.zoo import load_checkpoint, train_model
+    from textaudit.models.zoo.ibp import JIA_SCHEDULE, ibp_schedule
+
+    r = train_model("lstm-ibp-jia", max_train=1200, epochs=2, progress=False, out=tmp_path / "m", eval_data="sst2:dev")
+    assert r["model"] == "lstm-ibp-jia"
+    clf = load_checkpoint(tmp_path / "m")
+    cfg = clf.config
+    assert cfg["robust"] == "ibp-jia"
+    assert {k: cfg["train"][k] for k in ("batch_size", "weight_decay", "clip_grad", "tune_embeddings", "arch_options")} \
+        == {"batch_size": 32, "weight_decay": 1e-4, "clip_grad": 0.25, "tune_embeddings": False, "arch_options": JIA_LSTM}
+    module, tok = clf.forward.module, clf.forward.tokenizer
+    assert module.lstm.bidirectional and module.hidden is not None
+    assert ibp_schedule(0.0, warmup=JIA_SCHEDULE["warmup"], ramp=JIA_SCHEDULE["ramp"]) == 0.0
+    assert ibp_schedule(0.5, warmup=JIA_SCHEDULE["warmup"], ramp=JIA_SCHEDULE["ramp"]) == pytest.approx(0.75)
+    table = substitution_table(tok.vocab)
+    ids = tok(["the film is a dull and boring mess , but the acting is good"])["input_ids"]
+    lo, hi = logit_bounds(module, ids, table)
+    with torch.no_grad():
+        z = module(_random_combinations(ids[0], table, 200, np.random.default_rng(2)).to(lo.device))
+    assert (z >= lo - 1e-4).all() and (z <= hi + 1e-4).all()
+    r = cli("train", "--model", "cnn", "--robust", "ibp-jia")
+    assert r.exit_code == 2 and "is built for lstm, not cnn" in r.output
+
+
 def test_trained_ibp_model_is_sound_and_certifies(tmp_path):
     from textaudit.data import load_dataset
     from textaudit.models.zoo import load_checkpoint, train_model

@@ -647,12 +647,12 @@ def _global_options(
 
 
 def _ibp_certification(argv: list[str]) -> bool:
-    """``audit certify`` by IBP (one pass, nothing resumes): --method ibp, or a zoo *-ibp model without --method."""
+    """``audit certify`` by IBP (one pass, nothing resumes): --method ibp, or a zoo *-ibp(-jia) model without --method."""
     if argv[:1] != ["certify"]:
         return False
     methods = [b for a, b in zip(argv, argv[1:]) if a == "--method"] + [a.split("=", 1)[1] for a in argv
                                                                         if a.startswith("--method=")]
-    return methods[-1:] == ["ibp"] or (not methods and any(a.endswith("-ibp") for a in argv))
+    return methods[-1:] == ["ibp"] or (not methods and any(a.endswith(("-ibp", "-ibp-jia")) for a in argv))
 
 
 def interrupt_hint(argv: list[str]) -> str:

@@ -61,7 +61,9 @@ def train(
     epochs: Optional[int] = typer.Option(None, "--epochs", min=1, help="Maximum epochs (early stopping on held-out train)."),
     seed: SeedOpt = 0,
     augment: Optional[str] = typer.Option(None, "--augment", help="Training-set augmentation: gender-swap."),
-    robust: Optional[str] = typer.Option(None, "--robust", help="Certified training: ibp (bow, cnn, lstm); saves <model>-ibp."),
+    robust: Optional[str] = typer.Option(None, "--robust", help=(
+        "Certified training: ibp (bow, cnn, lstm; saves <model>-ibp) or ibp-jia (Jia et al. 2019's published "
+        "recipe: lstm; saves lstm-ibp-jia).")),
     out: Optional[Path] = typer.Option(None, "--out", help="Checkpoint directory (default: the user cache)."),
     eval_data: Optional[str] = typer.Option(None, "--eval-data", help=(
         "Reported only, same columns (default: sst2:dev for sst2).")),

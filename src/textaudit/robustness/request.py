@@ -27,7 +27,7 @@ from textaudit.formats.jsonl import check_output, write_results
 from textaudit.lexicons import counterfitted_neighbors
 from textaudit.models import load_classifier
 from textaudit.models.batched import each_label, label_view, masked_lm_identity
-from textaudit.models.zoo.names import ROBUST_ARCHS, ZOO_MODELS, parse_name
+from textaudit.models.zoo.names import ROBUST_ARCHS, ZOO_MODELS, parse_name, split_robust
 from textaudit.neighborhoods.builder import NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.notices import say as say_line
@@ -128,8 +128,8 @@ class CertifyRequest:
 
     @property
     def chosen_method(self) -> str:
-        """``method``, or its default: IBP for a zoo *-ibp model, else SAFER."""
-        return self.method or ("ibp" if self.model in ZOO_MODELS and self.model.endswith("-ibp") else "safer")
+        """``method``, or its default: IBP for a zoo *-ibp (or *-ibp-jia) model, else SAFER."""
+        return self.method or ("ibp" if self.model in ZOO_MODELS and split_robust(self.model)[1] else "safer")
 
     def check(self) -> dict | None:
         """Every one-line error before any data or model loads; returns the ``--synonyms`` table (None: the

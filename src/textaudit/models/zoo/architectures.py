@@ -86,22 +86,33 @@ class CNN(WordModel):
 
 
 class LSTM(WordModel):
-    """LSTM: one unidirectional layer (hidden 100) → masked mean of its states → output."""
+    """LSTM: one layer (hidden 100) → masked mean of its states → output.
 
-    def __init__(self, embeddings, num_classes=2, hidden=100, dropout=0.2, tune_embeddings=False):
+    The zoo's: unidirectional, dropout on the projected words. Jia et al. 2019's certified LSTM (``bidirectional``,
+    ``hidden_layer``, no ``input_dropout``): both directions' states (2 × 100) → masked mean → dropout →
+    Linear(200, 100) + ReLU → dropout → output."""
+
+    def __init__(self, embeddings, num_classes=2, hidden=100, dropout=0.2, tune_embeddings=False,
+                 bidirectional: bool = False, hidden_layer: bool = False, input_dropout: bool = True):
         super().__init__(embeddings, hidden, num_classes, tune_embeddings)
-        self.lstm = nn.LSTM(hidden, hidden, batch_first=True)
+        self.lstm = nn.LSTM(hidden, hidden, batch_first=True, bidirectional=bidirectional)
         self.drop = nn.Dropout(dropout)
-        self.out = nn.Linear(hidden, num_classes)
+        self.input_dropout = input_dropout
+        width = 2 * hidden if bidirectional else hidden
+        self.hidden = nn.Linear(width, hidden) if hidden_layer else None
+        self.out = nn.Linear(hidden if hidden_layer else width, num_classes)
 
     def features(self, input_ids, vectors=None):
         mask = input_ids != 0
         lengths = mask.sum(1).clamp(min=1).cpu()
-        x = self.drop(self.embed_words(input_ids, vectors))
+        x = self.embed_words(input_ids, vectors)
+        if self.input_dropout:
+            x = self.drop(x)
         packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
         out, _ = self.lstm(packed)
         out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=input_ids.shape[1])
-        return _masked_mean(out, mask)
+        h = _masked_mean(out, mask)
+        return torch.relu(self.hidden(self.drop(h))) if self.hidden is not None else h
 
 
 class Transformer(WordModel):
@@ -130,6 +141,8 @@ class Transformer(WordModel):
 ARCHITECTURES: dict[str, type[WordModel]] = {"bow": BoW, "cnn": CNN, "lstm": LSTM, "transformer": Transformer}
 
 
-def build_module(arch: str, embeddings: torch.Tensor, num_classes: int, tune_embeddings: bool = False) -> WordModel:
-    """Return an untrained word model of family ``arch`` over ``embeddings``."""
-    return ARCHITECTURES[arch](embeddings, num_classes=num_classes, tune_embeddings=tune_embeddings)
+def build_module(arch: str, embeddings: torch.Tensor, num_classes: int, tune_embeddings: bool = False,
+                 **options) -> WordModel:
+    """Return an untrained word model of family ``arch`` over ``embeddings``; ``options``: the family's own (e.g. the
+    LSTM's ``bidirectional``), as :class:`~textaudit.models.zoo.train.TrainConfig`'s ``arch_options`` records them."""
+    return ARCHITECTURES[arch](embeddings, num_classes=num_classes, tune_embeddings=tune_embeddings, **options)

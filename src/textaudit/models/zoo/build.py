@@ -17,6 +17,7 @@ from textaudit.models.zoo.checkpoint import CONFIG, id_encoder, load_checkpoint
 from textaudit.models.zoo.names import (
     ARCHS,
     AUGMENTATIONS,
+    JIA_ARCHS,
     ROBUST,
     ROBUST_ARCHS,
     checkpoint_dir,
@@ -69,6 +70,9 @@ def train_model(name: str, *, data: str = "sst2", epochs: int | None = None, see
         raise TextAuditError(f"unknown robust training '{robust}'; use one of {', '.join(ROBUST)}")
     if robust is not None and arch not in ROBUST_ARCHS:
         raise TextAuditError(f"certified (IBP) training supports {', '.join(ROBUST_ARCHS)}, not {arch}")
+    if robust == "ibp-jia" and arch not in JIA_ARCHS:
+        raise TextAuditError(f"Jia et al.'s certified training (ibp-jia) is built for {', '.join(JIA_ARCHS)}, not {arch}; "
+                             f"use --robust ibp")
     full_name = arch + (f"-{augment}" if augment else "") + (f"-{robust}" if robust else "")
     if epochs is not None and epochs < 1:
         raise TextAuditError(f"--epochs must be at least 1 (got {epochs})")
@@ -109,10 +113,11 @@ def _train(full_name: str, arch: str, path: Path, *, data: str, epochs: int | No
         swapped = [(s, y) for t, y in zip(texts, labels) if (s := gender_swap(t)) != " ".join(t.split()).lower()]
         texts += [s for s, _ in swapped]
         labels += [y for _, y in swapped]
-    if robust == "ibp":
-        from textaudit.models.zoo.ibp import IBP_DEFAULTS, ibp_hooks  # torch at import: only for certified training
+    if robust in ROBUST:
+        from textaudit.models.zoo.ibp import IBP_RECIPES, ibp_hooks  # torch at import: only for certified training
 
-        defaults, hooks = IBP_DEFAULTS[arch], ibp_hooks()
+        table, schedule = IBP_RECIPES[robust]
+        defaults, hooks = table[arch], ibp_hooks(**schedule)
     else:
         defaults, hooks = DEFAULTS[arch], {}
     cfg = TrainConfig(arch=arch, seed=seed, **defaults)

@@ -116,7 +116,8 @@ def load_module(path: Path):
         got = "none" if emb is None else emb.shape[0]
         raise TextAuditError(f"checkpoint {path} does not match its vocabulary ({got} embedding rows, "
                              f"{len(vocab)} words); delete it and retrain")
-    module = build_module(arch, torch.zeros_like(emb), int(cfg["num_classes"]))
+    options = (cfg.get("train") or {}).get("arch_options") or {}  # (e.g. Jia et al.'s bidirectional LSTM)
+    module = build_module(arch, torch.zeros_like(emb), int(cfg["num_classes"]), **options)
     try:
         module.load_state_dict(state)
     except RuntimeError as e:

@@ -43,7 +43,7 @@ from textaudit.stats import wilson
 
 __all__ = ["substitution_table", "word_box", "logit_bounds", "interval_mul", "lstm_state_bounds", "ibp_schedule",
            "ibp_loss", "certify", "certify_classifier",
-           "ibp_hooks", "IBP_DEFAULTS", "IBP_SCHEDULE", "ROBUST_ARCHS"]
+           "ibp_hooks", "IBP_DEFAULTS", "IBP_SCHEDULE", "JIA_DEFAULTS", "JIA_SCHEDULE", "IBP_RECIPES", "ROBUST_ARCHS"]
 
 
 def substitution_table(vocab, neighbors: dict[str, list[str]] | None = None, max_subs: int = 9) -> torch.Tensor:
@@ -89,12 +89,31 @@ def interval_mul(a_lo, a_hi, b_lo, b_hi) -> tuple[torch.Tensor, torch.Tensor]:
     return p.min(0).values, p.max(0).values
 
 
-def lstm_state_bounds(lstm: nn.LSTM, c: torch.Tensor, r: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Bounds (B, T, H) of a one-layer unidirectional LSTM's hidden states h_t when its input at
-    each step lies in the box (c_t ± r_t); h_0 = c_0 = 0 (exact, radius 0). Padding sits at the end of
-    a row, so a real position's state never depends on it (the caller masks the padded ones)."""
-    w_ih, w_hh = lstm.weight_ih_l0, lstm.weight_hh_l0
-    bias = (lstm.bias_ih_l0 + lstm.bias_hh_l0) if lstm.bias else 0.0
+def lstm_state_bounds(lstm: nn.LSTM, c: torch.Tensor, r: torch.Tensor, mask: torch.Tensor | None = None
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Bounds (B, T, H) of a one-layer LSTM's hidden states h_t when its input at each step lies in the box
+    (c_t ± r_t); h_0 = c_0 = 0 (exact, radius 0). Padding sits at the end of a row, so a real position's state never
+    depends on it (the caller masks the padded ones). A bidirectional LSTM (``mask``: the real positions, (B, T))
+    gives (B, T, 2H): the forward states, then the backward ones — the same recursion over each row's words
+    reversed (its padding left at the end), with the reverse weights, put back in order."""
+    lo, hi = _direction_bounds(lstm, "", c, r)
+    if not lstm.bidirectional:
+        return lo, hi
+    if mask is None:
+        raise TextAuditError("a bidirectional LSTM's bounds need the mask of the real positions")
+    lengths = mask.reshape(mask.shape[0], -1).sum(1).long()
+    t = torch.arange(c.shape[1], device=c.device)
+    rev = torch.where(t[None] < lengths[:, None], lengths[:, None] - 1 - t[None], t[None])  # (B, T): an involution
+    idx = rev.unsqueeze(-1)
+    b_lo, b_hi = _direction_bounds(lstm, "_reverse", c.gather(1, idx.expand_as(c)), r.gather(1, idx.expand_as(r)))
+    back = idx.expand_as(b_lo)
+    return torch.cat([lo, b_lo.gather(1, back)], -1), torch.cat([hi, b_hi.gather(1, back)], -1)
+
+
+def _direction_bounds(lstm: nn.LSTM, suffix: str, c: torch.Tensor, r: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`lstm_state_bounds` of one direction (``suffix``: "" forward, "_reverse" backward)."""
+    w_ih, w_hh = getattr(lstm, f"weight_ih_l0{suffix}"), getattr(lstm, f"weight_hh_l0{suffix}")
+    bias = (getattr(lstm, f"bias_ih_l0{suffix}") + getattr(lstm, f"bias_hh_l0{suffix}")) if lstm.bias else 0.0
     xc, xr = c @ w_ih.t() + bias, r @ w_ih.abs().t()  # every step's input part at once: (B, T, 4H)
     hidden = w_hh.shape[1]
     h_lo = h_hi = cell_lo = cell_hi = c.new_zeros(c.shape[0], hidden)
@@ -129,10 +148,12 @@ def logit_bounds(module, input_ids: torch.Tensor, table: torch.Tensor, scale: fl
         c, r = (c * mask).sum(1) / n, (r * mask).sum(1) / n
         c, r = _relu(*_linear(c, r, module.hidden))
     elif isinstance(module, LSTM):
-        lo, hi = lstm_state_bounds(module.lstm, c, r)
+        lo, hi = lstm_state_bounds(module.lstm, c, r, mask[..., 0])
         n = mask.sum(1).clamp(min=1.0)
         lo, hi = (lo * mask).sum(1) / n, (hi * mask).sum(1) / n  # the masked mean is monotone
         c, r = (hi + lo) / 2, (hi - lo) / 2
+        if module.hidden is not None:  # (Jia et al.'s hidden layer)
+            c, r = _relu(*_linear(c, r, module.hidden))
     else:
         c, r = c * mask, r * mask
         conv = module.conv
@@ -224,6 +245,24 @@ IBP_DEFAULTS: dict[str, dict[str, Any]] = {
     "lstm": dict(epochs=10, lr=1e-3, patience=10, tune_embeddings=True),
 }
 IBP_SCHEDULE: dict[str, Any] = dict(robust_weight=0.5, warmup=0.1, ramp=0.5, min_clean=0.75)
+
+#: Jia et al. 2019's certified training as published (github.com/robinjia/certified-word-sub: its README's
+#: commands and ``src/train.py``'s defaults), zoo name ``<arch>-ibp-jia``: word vectors *frozen*, the LSTM
+#: bidirectional with a hidden layer (:class:`~textaudit.models.zoo.architectures.LSTM`), batch 32, Adam at 1e-3 with
+#: weight decay 1e-4, gradients clipped to norm 0.25, 60 epochs, the certified checkpoint with the best held-out
+#: certified accuracy. What this machine cannot match: GloVe 840B-300d (the 6B-50d vectors here), and 60 epochs
+#: of a CPU (``--epochs`` scales the schedule with them: its shares stay the published ones).
+JIA_DEFAULTS: dict[str, dict[str, Any]] = {
+    "lstm": dict(epochs=60, lr=1e-3, batch_size=32, weight_decay=1e-4, clip_grad=0.25, patience=60,
+                 tune_embeddings=False,
+                 arch_options={"bidirectional": True, "hidden_layer": True, "input_dropout": False}),
+}
+#: ... and its schedule: no clean warm-up (``--non-cert-train-epochs 0``), κ (``-c``) and ε rising linearly to 0.8
+#: and 1 over the first 40 of 60 epochs, the last 20 (``--full-train-epochs 20``) at full weight
+JIA_SCHEDULE: dict[str, Any] = dict(robust_weight=0.8, warmup=0.0, ramp=40 / 60, min_clean=0.75)
+#: robust training name → (training defaults per architecture, schedule)
+IBP_RECIPES: dict[str, tuple[dict[str, dict[str, Any]], dict[str, Any]]] = {
+    "ibp": (IBP_DEFAULTS, IBP_SCHEDULE), "ibp-jia": (JIA_DEFAULTS, JIA_SCHEDULE)}
 
 
 def ibp_hooks(robust_weight: float = IBP_SCHEDULE["robust_weight"], warmup: float = IBP_SCHEDULE["warmup"],

@@ -12,21 +12,26 @@ from pathlib import Path
 from textaudit.errors import TextAuditError
 from textaudit.resources import cache_dir
 
-__all__ = ["check_zoo_label", "ARCHS", "AUGMENTATIONS", "ROBUST", "ROBUST_ARCHS", "ZOO_MODELS", "parse_name", "split_robust",
-           "checkpoint_dir"]
+__all__ = ["check_zoo_label", "ARCHS", "AUGMENTATIONS", "ROBUST", "ROBUST_ARCHS", "JIA_ARCHS", "ZOO_MODELS", "parse_name",
+           "split_robust", "checkpoint_dir"]
 
 ARCHS = ("bow", "cnn", "lstm", "transformer", "minilm")
 AUGMENTATIONS = ("gender-swap",)
-ROBUST = ("ibp",)
+#: certified (IBP) training: textaudit's recipe, and Jia et al. 2019's as published (``ibp.IBP_RECIPES``)
+ROBUST = ("ibp", "ibp-jia")
 #: architectures IBP can certify (:mod:`textaudit.models.zoo.ibp`)
 ROBUST_ARCHS = ("bow", "cnn", "lstm")
+#: ... and those Jia et al.'s recipe is built for here
+JIA_ARCHS = ("lstm",)
 ZOO_MODELS: tuple[str, ...] = tuple(
-    [n for a in ARCHS for n in (a, *(f"{a}-{aug}" for aug in AUGMENTATIONS))] + [f"{a}-ibp" for a in ROBUST_ARCHS])
+    [n for a in ARCHS for n in (a, *(f"{a}-{aug}" for aug in AUGMENTATIONS))] + [f"{a}-ibp" for a in ROBUST_ARCHS]
+    + [f"{a}-ibp-jia" for a in JIA_ARCHS])
 
 
 def split_robust(name: str) -> tuple[str, str | None]:
-    """Split ``cnn-ibp`` into ``("cnn", "ibp")`` (certified-robust training, :mod:`textaudit.models.zoo.ibp`)."""
-    for r in ROBUST:
+    """Split ``cnn-ibp`` into ``("cnn", "ibp")``, ``lstm-ibp-jia`` into ``("lstm", "ibp-jia")`` (certified-robust
+    training, :mod:`textaudit.models.zoo.ibp`)."""
+    for r in sorted(ROBUST, key=len, reverse=True):
         if name.endswith("-" + r):
             return name[: -len(r) - 1], r
     return name, None

@@ -47,6 +47,8 @@ class TrainConfig:
     evals_per_epoch: int = 1
     tune_embeddings: bool = False  # word models: fine-tune the GloVe vectors (sparse updates)
     select_best: bool = True  # keep the best held-out checkpoint (and stop early); False: train every epoch, keep the last
+    clip_grad: float | None = None  # clip the gradients' norm to this (default: 1 for subword models and the transformer)
+    arch_options: dict[str, Any] = field(default_factory=dict)  # the architecture's own options (build_module)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -226,7 +228,7 @@ def _model_to_train(arch: str, cfg: TrainConfig, C: int, init: tuple[Any, Any] |
     from textaudit.models.zoo.architectures import build_module
     vocab, emb = build_vocab([flat[i] for i in tr], extra_words=extra_words, seed=cfg.seed)
     tokenizer = WordTokenizer(vocab, max_len=cfg.max_len)
-    module = build_module(arch, torch.from_numpy(emb), C, tune_embeddings=cfg.tune_embeddings)
+    module = build_module(arch, torch.from_numpy(emb), C, tune_embeddings=cfg.tune_embeddings, **cfg.arch_options)
     return module, tokenizer, tokenizer, np.array([len(t.split()) for t in flat])
 
 
@@ -245,7 +247,7 @@ class _Optimisers:
         self.sched = torch.optim.lr_scheduler.LambdaLR(
             self.opt, lambda s: min(1.0, (s + 1) / warmup) if s < warmup else max(0.0, (total - s) / max(1, total - warmup))
             if hf else 1.0)
-        self.clip = clip
+        self.clip = cfg.clip_grad if cfg.clip_grad is not None else (1.0 if clip else None)
         self.loss_fn = torch.nn.CrossEntropyLoss()
 
     @property
@@ -255,7 +257,7 @@ class _Optimisers:
 
     def step(self, module, enc: dict, y, objective: Callable | None, done: float):
         """One batch: the loss (cross-entropy, or ``objective(module, enc, y, done)``), its gradients (clipped
-        to norm 1 for subword models and the transformer), one step of each optimiser and of the schedule."""
+        to norm ``clip_grad``, by default 1 for subword models and the transformer), one step of each optimiser and of the schedule."""
         import torch
 
         if objective is not None:
@@ -268,7 +270,7 @@ class _Optimisers:
             self.sparse.zero_grad(set_to_none=True)
         loss.backward()
         if self.clip:
-            torch.nn.utils.clip_grad_norm_(self.params, 1.0)
+            torch.nn.utils.clip_grad_norm_(self.params, self.clip)
         self.opt.step()
         if self.sparse is not None:
             self.sparse.step()
