@@ -421,6 +421,8 @@ def _saved_report(out: Path) -> dict:
 
 
 def table2(scale: Scale, cells: dict, acc: dict, paper: dict) -> str:
+    from textaudit.models.zoo.names import split_robust
+
     header = (["model", "paper's row", "accuracy (paper)", "certified acc."] + [f"{m} (paper)" for m in scale.methods]
               + ["paper inside our 95% interval"])
     rows = []
@@ -453,6 +455,11 @@ def table2(scale: Scale, cells: dict, acc: dict, paper: dict) -> str:
             "over examples drawn uniformly at random: its interval is that subset's, an estimate of the whole set's rate.")
     if rng:
         foot += f" The paper's abstract: SO-Beam {rng[0]}–{rng[1]}% on base and robust CNNs and Transformers."
+    if any(split_robust(m)[1] for m in scale.models):
+        foot += (" No robust Transformer row (the paper's is Xu et al. 2020's certified Transformer): it is trained with "
+                 "auto_LiRPA, whose only PyPI releases (0.2 and 0.3, by its authors) require torch < 1.13, which has no "
+                 "build for this Python 3.11 (pip finds none), and whose training script is in its GitHub repository, "
+                 "not in the wheel. The robust rows beside Jia et al.'s recipe: [robust.md](robust.md).")
     if any(c.get("recipe") == "relaxed" for c in cells.values()):
         foot += (" *Relaxed recipe*: a Genetic or BAE cell run without the published constraints (Genetic: no LM "
                  "constraint; BAE: no part-of-speech filter, whole-sentence similarity), shown until the published "
