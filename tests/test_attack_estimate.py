@@ -279,5 +279,60 @@ def test_the_pace_keeps_the_faster_of_two_timed_halves(monkeypatch):
     ticks = iter([0.0, 1.0, 1.0, 1.1])  # the first half took 1 s (interrupted), the second 0.1 s
     monkeypatch.setattr(pace.time, "perf_counter", lambda: next(ticks))
     seen: list[list[int]] = []
-    assert pace._fastest(seen.append, list(range(10))) == pytest.approx(0.1 / 5)
+    assert pace.fastest(seen.append, list(range(10))) == pytest.approx(0.1 / 5)
     assert seen == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]  # each item asked once
+
+
+def test_the_helpers_a_search_asks_are_priced_with_its_texts(tmp_path):
+    """BAE's encoder and tagger (real ones): their seconds count with the classifier's while it runs, and before it
+    they are timed on the data's first texts × the items a search asks of each per classifier text
+    (HELPER_ITEMS_PER_TEXT) — the estimate line names them. Without them a BAE or Genetic run with its LM was said to
+    take 'about 0s' (the classifier's share) for minutes of encoder or LM."""
+    pytest.importorskip("textblob")
+    from textaudit.attacks import make_attack, run_attack
+    from textaudit.attacks.estimate import HELPER_ITEMS_PER_TEXT, helper_seconds
+    from textaudit.attacks.pos import PartOfSpeech
+    from textaudit.attacks.run import work_counters
+    from textaudit.models import load_classifier
+    from textaudit.models.encoders import SentenceEncoder
+    from textaudit.neighborhoods.mlm import load_mlm
+
+    (tmp_path / "p.py").write_text("def clf(texts):\n    return [[0.3, 0.7] if 'film' in t else [0.6, 0.4] for t in texts]\n")
+    enc, pos = SentenceEncoder(device="cpu"), PartOfSpeech()
+    atk = make_attack("bae", load_classifier(f"{tmp_path}/p.py:clf"), mlm=load_mlm("minilm-mlm"), encoder=enc, pos=pos,
+                      recipe="paper")
+    assert atk.helpers() == [enc, pos]
+    texts = ["a deep and meaningful film .", "the film is thin and the acting is worse .", "one more film ."]
+    before = enc.seconds
+    extra = helper_seconds("bae", "paper", atk.helpers(), texts)
+    assert extra > 0 and enc.seconds > before and pos.seconds > 0
+    assert helper_seconds("bae", "paper", [], texts) == 0.0
+    assert helper_seconds("genetic", "relaxed", [enc], texts) == 0.0  # (a helper the table does not list there)
+    assert HELPER_ITEMS_PER_TEXT[("bae", "paper", "encoder")] > 0
+    said: list[str] = []
+    run_attack(atk, texts, [1, 1, 1], progress=False, estimate=True, say=said.append)
+    assert any(ln.startswith("time: about") and f"classifier and {enc.name} and {pos.name}" in ln for ln in said), said
+    texts_asked, _, seconds, _ = work_counters(atk)
+    assert texts_asked > 0 and seconds >= enc.seconds + pos.seconds > 0
+
+
+def test_the_texts_an_attack_has_asked_are_counted_as_its_records_count_them(tmp_path):
+    """The clock's texts are the records' unit (distinct texts a search asked: those the model or the store answered),
+    not every answer of the memory cache: Genetic asks its population again each generation, and counted with those
+    repeats its texts were several times its records' queries — each priced at a repeat's cost, 'ETA 3s' with ten
+    minutes to go."""
+    from textaudit.attacks import make_attack, run_attack
+    from textaudit.attacks.run import work_counters
+    from textaudit.models import load_classifier
+    from textaudit.models.batched import query_stats
+
+    (tmp_path / "p.py").write_text("def clf(texts):\n    return [[0.2, 0.8] for t in texts]\n")  # never fooled
+    neighbors = {"film": ["movie", "picture"], "deep": ["profound", "thick"], "meaningful": ["significant"],
+                 "plot": ["story"], "thin": ["slim", "slender"]}
+    atk = make_attack("genetic", load_classifier(f"{tmp_path}/p.py:clf"), neighbors=neighbors, seed=0)
+    texts = ["a deep and meaningful film .", "the plot is thin ."]
+    _, records = run_attack(atk, texts, [1, 1], progress=False)
+    asked = sum(r["queries"] for r in records)
+    counted = work_counters(atk)[0]
+    assert asked > 0 and asked <= counted <= asked + len(texts)  # (+ the originals' own predictions)
+    assert query_stats(atk.classifier).cache_hits > 2 * asked  # the repeats the old count included

@@ -48,6 +48,7 @@ class CausalLM:
         self.prefix = document_prefix(tokenizer)  # each text is scored as the start of a document
         self._cache: OrderedDict[str, tuple[float, int]] = OrderedDict()  # text -> (log P, tokens)
         self.forwards = 0  # texts actually run through the model
+        self.seconds = 0.0  # ... and the seconds they took (an attack's ETA prices the LM a search asks)
 
     def clear_cache(self) -> None:
         """Forget every cached score."""
@@ -66,6 +67,7 @@ class CausalLM:
         for t in found:
             self._cache.move_to_end(t)  # least recently used leaves first
         todo = sorted((t for t in dict.fromkeys(texts) if t not in found), key=len)  # less padding
+        t0 = time.perf_counter()
         for s in range(0, len(todo), self.batch_size):
             chunk = todo[s:s + self.batch_size]
             enc = self.tokenizer([self.prefix + t for t in chunk], return_tensors="pt", padding=True,
@@ -82,6 +84,7 @@ class CausalLM:
             self.forwards += len(chunk)
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
+        self.seconds += time.perf_counter() - t0 if todo else 0.0
         return [found[t] for t in texts]
 
 
@@ -106,6 +109,11 @@ class LazyCausalLM:
             self._lm = load_causal_lm(self._spec, device=self._device)
             self.load_seconds = time.perf_counter() - t0
         return self._lm
+
+    @property
+    def seconds(self) -> float:
+        """The loaded LM's seconds of scoring (its loading not counted: :attr:`load_seconds`); 0 before it loads."""
+        return self._lm.seconds if self._lm is not None else 0.0
 
     def perplexity(self, texts: Sequence[str]) -> list[float]:
         return self._load().perplexity(texts)

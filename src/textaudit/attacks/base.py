@@ -210,6 +210,12 @@ class Attack:
         """The method's own settings (κ, δ, β, thresholds …) for :meth:`config`."""
         return {}
 
+    def helpers(self) -> list:
+        """The models the search asks beside the classifier and the masked LM (a causal LM, a sentence encoder, a
+        tagger), each with its ``seconds`` so far: what the classifier's texts cost includes them
+        (:func:`textaudit.attacks.run.work_counters`; an ETA without them read 'about 0s' for a ten-minute run)."""
+        return []
+
     # -- hooks ------------------------------------------------------------------------------------
     def parse(self, text: str) -> Sentence:
         """Return x0, or raise :class:`TextAuditError` for an input that cannot be attacked."""

@@ -27,10 +27,12 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from textaudit.engine.pace import Pace, measure_pace  # (re-exported)
+from textaudit.engine.pace import Pace, fastest, measure_pace  # (Pace, measure_pace: re-exported)
 from textaudit.progress import duration
+from textaudit.sentence import Sentence
 
-__all__ = ["WORK_PER_WORD", "WORK_BY_K", "work_per_word", "FAILED_PER_WORD", "Pace", "Probe", "AttackClock", "measure_pace", "probe_attack"]
+__all__ = ["WORK_PER_WORD", "WORK_BY_K", "HELPER_ITEMS_PER_TEXT", "helper_kind", "helper_seconds", "work_per_word",
+           "FAILED_PER_WORD", "Pace", "Probe", "AttackClock", "measure_pace", "probe_attack"]
 
 #: (classifier texts, masked-LM contexts) a search asks per word of the attacked sentence: the means
 #: over SST-2 dev at the paper's scale on the zoo's lstm (``paper/cells``, 2026-11-27: SO-Beam
@@ -43,10 +45,64 @@ WORK_PER_WORD: dict[str, tuple[float, float]] = {
     "genetic": (43.0, 0.0),
 }
 
+#: what a first-order search asks of its helpers per classifier text it asks — LM windows scored (Genetic's LM rule),
+#: sentences encoded (BAE's similarity), contexts tagged (BAE's part-of-speech filter) — by method, recipe and helper;
+#: priced at the helper's seconds per item measured before the run; texts in the records' unit (distinct texts the
+#: model or the store answered). From ``benchmarks/helper_work.py --genetic 12`` on the zoo's cnn (2026-11-29: Genetic
+#: paper on 12 SST-2 dev examples, BAE on 40): the helpers took 114 s of the LM against under a second of the
+#: classifier, 32 s of the encoder against about 0.1 s — an estimate without them said 'about 0s'.
+HELPER_ITEMS_PER_TEXT: dict[tuple[str, str, str], float] = {
+    ("genetic", "paper", "lm"): 0.73,
+    ("bae", "relaxed", "encoder"): 1.30, ("bae", "paper", "encoder"): 0.84, ("bae", "paper", "pos"): 1.64,
+}
+
 #: where k changes it: one round (k = 1: Neighbor_1 of x0 only) and SO-Beam at k = 3 (harden's default), measured on
 #: the zoo's cnn over 100 SST-2 dev and train examples (2026-11-27, a fresh clone's `audit harden`)
 WORK_BY_K: dict[tuple[str, int], tuple[float, float]] = {("so-enum", 1): (12.3, 0.61), ("so-beam", 1): (12.3, 0.61),
                                                          ("so-beam", 3): (75.8, 4.73)}
+
+
+def helper_kind(helper: Any) -> str | None:
+    """What a search's helper is, for :data:`HELPER_ITEMS_PER_TEXT`: "lm" (scores texts), "encoder" (embeds them),
+    "pos" (tags words in context), or None."""
+    if hasattr(helper, "log_likelihood"):
+        return "lm"
+    if hasattr(helper, "encode"):
+        return "encoder"
+    if hasattr(helper, "tag_in_context"):
+        return "pos"
+    return None
+
+
+#: the data's first texts a helper is timed on (:func:`helper_seconds`)
+HELPER_SAMPLE = 8
+
+
+def helper_seconds(method: str, recipe: str | None, helpers: Sequence[Any], texts: Sequence[str]) -> float:
+    """Seconds per classifier text that a search's ``helpers`` add: each timed here on items of the data's first texts
+    (a causal LM on their 6-word windows, an encoder on the texts, a tagger on their words in context; the faster of
+    two halves, :func:`~textaudit.engine.pace.fastest`) × the items it asks per classifier text
+    (:data:`HELPER_ITEMS_PER_TEXT`; 0 for a helper that table does not list)."""
+    sample = [Sentence.parse(t) for t in texts[:HELPER_SAMPLE] if isinstance(t, str) and t.strip()]
+    total = 0.0
+    for h in helpers:
+        kind = helper_kind(h)
+        per_text = HELPER_ITEMS_PER_TEXT.get((method, recipe or "relaxed", kind or ""))
+        if not per_text or not sample:
+            continue
+        if kind == "lm":
+            items = [x.span(max(0, i - 3), min(len(x.tokens), i + 3)) for x in sample for i in range(0, len(x.tokens), 3)]
+            call: Callable[[list], Any] = h.log_likelihood
+        elif kind == "encoder":
+            items, call = [x.text() for x in sample], h.encode
+        else:
+            items = [(tuple(x.tokens), i) for x in sample for i in range(len(x.tokens))]
+
+            def call(batch: list, h: Any = h) -> list:
+                return [h.tag(list(w), i) for w, i in batch]
+        call(items[:1])  # its loading (SmolLM2 is loaded at first use) and first call's set-up are not its pace
+        total += per_text * fastest(call, items[1:] or items)
+    return total
 
 
 def work_per_word(method: str, k: int | None) -> tuple[float, float] | None:
@@ -191,8 +247,9 @@ class AttackClock:
                  say: Callable[[str], None] | None = None, in_flight: int = 1, probe: Probe | None = None,
                  k: int | None = None, beam: int | None = None, attacked: Sequence[bool] | None = None,
                  levels: Callable[[], Sequence[float]] | None = None,
-                 upcoming: Callable[[], float] | None = None):
+                 upcoming: Callable[[], float] | None = None, helpers: Sequence[str] = ()):
         self.method, self.pace, self.counters = method, pace, counters
+        self.helpers = tuple(helpers)  # the names of what the classifier's texts are priced with (Genetic's LM ...)
         self.levels, self.upcoming = levels, upcoming
         self.levels_start = tuple(levels()) if levels is not None else (0.0, 0.0)
         self.in_flight = max(in_flight, 1)
@@ -304,7 +361,8 @@ class AttackClock:
         computed = self.pace.computed_seconds if m_w else None
         high = clf + self.words_left * m_w * computed if computed else None
         self.said = total if high is None else (total * high) ** 0.5  # (a range: revised against its middle)
-        parts = [f"classifier {duration(clf)} at {1 / s_q:,.0f} texts/s" if s_q else "classifier –"]
+        who = "classifier" + "".join(f" and {name}" for name in self.helpers)
+        parts = [f"{who} {duration(clf)} at {1 / s_q:,.0f} texts/s" if s_q else f"{who} –"]
         if m_w:
             held = (f"; {100 * (self.pace.store_share or 0):.0f}% of the first sentences' contexts were in the store: "
                     f"if their neighbours' are not, {duration(high - clf)} at {1 / computed:,.0f} contexts/s" if high else "")

@@ -146,6 +146,9 @@ class GeneticAttack(FirstOrderAttack):
                     **({"lm_max_drop": self.lm_max_drop} if self.lm_rule == "jia" else {"lm_top": self.lm_top})}
                    if self.lm is not None else {})}
 
+    def helpers(self) -> list:
+        return [self.lm] if self.lm is not None else []
+
     def _candidates(self, x0: Sentence) -> dict[int, list[str]]:
         out = {}
         for i, t in enumerate(x0.tokens):
@@ -295,6 +298,9 @@ class BAEAttack(FirstOrderAttack):
         return {"recipe": self.recipe, "top": self.top, "threshold": self.threshold,
                 "pos_filter": self.pos is not None, "window": self.window,
                 **({"pos_tagger": self.pos.name} if self.pos is not None else {})}
+
+    def helpers(self) -> list:
+        return [self.encoder] + ([self.pos] if self.pos is not None else [])
 
     def _similarity(self, x0: Sentence, opts: list[Sentence], i: int) -> Search:
         """The cosine of each candidate with x0: whole sentences, or with ``window`` the words around position i

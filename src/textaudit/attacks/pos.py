@@ -15,6 +15,7 @@ different tagger agrees with NLTK's on most words and not on all, so BAE's cells
 
 from __future__ import annotations
 
+import time
 from functools import lru_cache
 from importlib.metadata import version
 from typing import Sequence
@@ -77,15 +78,20 @@ class PartOfSpeech:
         self.allow_verb_noun_swap = allow_verb_noun_swap
         self.tag_in_context = lru_cache(maxsize=cache_size)(self._tag_in_context)
         self.asked = 0  # contexts tagged (cache misses)
+        self.seconds = 0.0  # ... and the seconds they took (an attack's ETA prices them)
 
     def _tag_in_context(self, before: tuple[str, ...], word: str, after: tuple[str, ...]) -> str:
         self.asked += 1
-        words = [*before, word, *after]
-        tagged = self.tagger.tag(" ".join(words), tokenize=False)
-        if len(tagged) != len(words):  # a word the tagger split or joined: tag it alone
-            tagged = self.tagger.tag(word, tokenize=False)[:1]
-            return universal_tag(tagged[0][1]) if tagged else "X"
-        return universal_tag(tagged[len(before)][1])
+        t0 = time.perf_counter()
+        try:
+            words = [*before, word, *after]
+            tagged = self.tagger.tag(" ".join(words), tokenize=False)
+            if len(tagged) != len(words):  # a word the tagger split or joined: tag it alone
+                tagged = self.tagger.tag(word, tokenize=False)[:1]
+                return universal_tag(tagged[0][1]) if tagged else "X"
+            return universal_tag(tagged[len(before)][1])
+        finally:
+            self.seconds += time.perf_counter() - t0
 
     def tag(self, words: Sequence[str], i: int, word: str | None = None) -> str:
         """The universal tag of ``word`` (default: ``words[i]``) put at position i of ``words``, in its context."""

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import replace
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
 from textaudit.attacks.base import MISCLASSIFIED, Attack
-from textaudit.attacks.estimate import AttackClock, measure_pace, probe_attack
+from textaudit.attacks.estimate import AttackClock, helper_seconds, measure_pace, probe_attack
 from textaudit.backends import Backend, SerialBackend, place_on_device
 from textaudit.classification import below_chance
 from textaudit.data import check_labels
@@ -232,8 +233,16 @@ def engine_counters(attack: Attack) -> np.ndarray:
 
 def work_counters(attack: Attack) -> tuple[float, float, float, float]:
     """What the attack asked so far, for its :class:`~textaudit.attacks.estimate.AttackClock`
-    (:func:`textaudit.models.batched.work_counters` of its classifier and masked LM)."""
-    return asked_so_far([attack.classifier], attack.mlm)
+    (:func:`textaudit.models.batched.work_counters` of its classifier and masked LM), the seconds of its
+    :meth:`~textaudit.attacks.base.Attack.helpers` counted with the classifier's."""
+    texts, contexts, clf_s, mlm_s = asked_so_far([attack.classifier], attack.mlm)
+    # texts in the unit of the records' ``queries`` (the distinct texts a search asked, :class:`Meter`): those the
+    # model or the store answered, not the memory cache — Genetic asks its population again each generation, and
+    # counted with those repeats its texts were 7.75× its records' queries (6 SST-2 dev examples on cnn), which
+    # priced each at a repeat's cost and read 'ETA 3s' with ten minutes to go
+    texts -= float(getattr(query_stats(attack.classifier), "cache_hits", 0) or 0)
+    # what the search asks beside them (Genetic's LM, BAE's encoder and tagger) is part of what its texts cost
+    return texts, contexts, clf_s + sum(float(getattr(h, "seconds", 0.0) or 0.0) for h in attack.helpers()), mlm_s
 
 
 def engine_summary(attack: Attack, since: np.ndarray, wall: float, ppl: float = 0.0) -> dict:
@@ -298,6 +307,9 @@ def _clock(attack: Attack, run: ResumableRun, todo: list[str], labels: list[int]
         builder = getattr(attack, "builder", None)
         pace = measure_pace(attack.classifier, attack.mlm, todo, getattr(builder, "kappa", 20),
                             getattr(builder, "language", "en"))
+        if pace is not None and attack.helpers():  # (Genetic's LM, BAE's encoder and tagger: priced per text)
+            extra = helper_seconds(attack.method, getattr(attack, "recipe", None), attack.helpers(), todo)
+            pace = replace(pace, text_seconds=pace.text_seconds + extra)
     if pace is not None:
         attacked = _right(attack.classifier, todo, labels)
         probe = probe_attack(attack, todo, labels, in_flight=group, counters=lambda: work_counters(attack), side=side,
@@ -305,7 +317,8 @@ def _clock(attack: Attack, run: ResumableRun, todo: list[str], labels: list[int]
     clock = AttackClock(attack.method, todo, pace, lambda: work_counters(attack),
                         say=run.say if say is not None else None, in_flight=group,
                         probe=probe, k=attack.k, beam=getattr(attack, "beam", None), attacked=attacked,
-                        levels=_levels(attack), upcoming=getattr(getattr(attack, "checks", None), "upcoming", None))
+                        levels=_levels(attack), upcoming=getattr(getattr(attack, "checks", None), "upcoming", None),
+                        helpers=[str(getattr(h, "name", type(h).__name__)) for h in attack.helpers()])
     for line in clock.estimate_lines(len(todo)) if todo and say is not None else []:
         say(line)
     return clock

@@ -332,6 +332,13 @@ class TextAttackRecipe(FirstOrderAttack):
         self._attack = build_recipe(name, self.classifier, recipe=self.recipe, mlm=mlm, encoder=encoder, lm=lm,
                                     pos=pos, threshold=threshold, neighbors=neighbors, max_queries=self.max_queries)
 
+    def helpers(self) -> list:
+        """The LM, tagger and encoder its constraints ask (their seconds count with the classifier's)."""
+        found = []
+        for c in self._attack.constraints + self._attack.pre_transformation_constraints:
+            found += [getattr(c, a) for a in ("lm", "pos", "_encoder") if getattr(c, a, None) is not None]
+        return found
+
     def settings(self) -> dict:
         """The recipe and, for ``paper``, the LM's and the tagger's names (as the native attacks' headers)."""
         if self.recipe is None:

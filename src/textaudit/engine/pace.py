@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 from textaudit.sentence import Sentence
 
-__all__ = ["Pace", "measure_pace", "PACE_TEXTS", "PACE_CONTEXTS", "PACE_NEIGHBORS"]
+__all__ = ["Pace", "measure_pace", "fastest", "PACE_TEXTS", "PACE_CONTEXTS", "PACE_NEIGHBORS"]
 
 #: classifier texts timed for its pace (the data's first ones: the attack asks them first anyway)
 PACE_TEXTS = 64
@@ -39,7 +39,7 @@ class Pace:
 
 
 
-def _fastest(call: Any, items: Sequence[Any]) -> float:
+def fastest(call: Any, items: Sequence[Any]) -> float:
     """Seconds per item of ``call`` over ``items``, timed in two halves (different items: a second call of the same
     would be answered from a cache) and the faster half kept — a busy machine's other process, scheduled in during
     one call, made a 15 ms call take 1.4 s and an estimate 12× too long (timeit keeps the fastest for this reason)."""
@@ -76,14 +76,14 @@ def measure_pace(classifier: Any, mlm: Any, texts: Sequence[str], kappa: int = 2
         half = len(queries) // 2
         answers = mlm.candidates(queries[:half], top=kappa)
         hits0 = getattr(mlm, "cache_hits", 0) + getattr(mlm, "store_hits", 0)
-        ctx_s = _fastest(lambda q: mlm.candidates(q, top=kappa), queries[half:])
+        ctx_s = fastest(lambda q: mlm.candidates(q, top=kappa), queries[half:])
         n = len(queries) - half
         share = (getattr(mlm, "cache_hits", 0) + getattr(mlm, "store_hits", 0) - hits0) / n
         computed = getattr(mlm, "seconds_per_context", lambda: None)() if share > 0.5 else None
         neighbors = _neighbor_texts(sentences, queries[:half], answers)
-    text_s = _fastest(classifier.predict_proba, sample[1:] or sample)
+    text_s = fastest(classifier.predict_proba, sample[1:] or sample)
     if neighbors and text_s * len(neighbors) <= PACE_NEIGHBOR_SECONDS:  # (a slow model's pace is its texts')
-        text_s = min(text_s, _fastest(classifier.predict_proba, neighbors))
+        text_s = min(text_s, fastest(classifier.predict_proba, neighbors))
     return Pace(text_s, ctx_s, share, computed if computed and computed > (ctx_s or 0) else None)
 
 

@@ -3,6 +3,7 @@ stand-in for the Universal Sentence Encoder that BAE uses (USE cannot be downloa
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from typing import Sequence
 
@@ -34,12 +35,14 @@ class SentenceEncoder:
         self.cache_size = cache_size
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self.name = "minilm-l6-mean"
+        self.seconds = 0.0  # of encoding (an attack's ETA prices the encoder a search asks)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         import torch
 
         found = {t: self._cache[t] for t in dict.fromkeys(texts) if t in self._cache}
         order = sorted((t for t in dict.fromkeys(texts) if t not in found), key=len)
+        t0 = time.perf_counter()
         for s in range(0, len(order), self.batch_size):
             chunk = order[s:s + self.batch_size]
             enc = self.tokenizer(chunk, padding=True, truncation=True, max_length=128, return_tensors="pt").to(self.device)
@@ -48,6 +51,7 @@ class SentenceEncoder:
             m = enc["attention_mask"].unsqueeze(-1).float()
             v = torch.nn.functional.normalize((h * m).sum(1) / m.sum(1).clamp(min=1.0), dim=-1).cpu().numpy()
             found.update(zip(chunk, v))
+        self.seconds += time.perf_counter() - t0 if order else 0.0
         for t in order:
             self._cache[t] = found[t]
         while len(self._cache) > self.cache_size:
