@@ -82,6 +82,8 @@ def test_textattack_genetic_finds_the_planted_synonym():
     assert type(ti.build_recipe("genetic", flips_on("zebra"), neighbors=NEIGHBORS).attack(X, 1)).__name__ \
         == "FailedAttackResult"
     # budgets: TextAttack's query budget is passed through and reported; a time budget is refused
+    r = ti.TextAttackRecipe(flips_on("zebra"), "genetic", neighbors=NEIGHBORS).attack(X, label=1)
+    assert r.status == "failed" and r.seconds > 0  # its search is one engine step: its time still reaches the record
     r = ti.TextAttackRecipe(flips_on("zebra"), "genetic", neighbors=NEIGHBORS, max_queries=3).attack(X, label=1)
     assert r.status == "failed" and r.reason == "query budget exhausted"
     with pytest.raises(TextAuditError, match="use a query budget"):

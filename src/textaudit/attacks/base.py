@@ -137,6 +137,9 @@ class Budget:
         self.scored = 0
         #: classifier queries made outside the engine (a TextAttack recipe calls the model itself)
         self.outside_queries = 0
+        #: ... and the seconds it took: its search is one step of the engine, whose time reaches the meter only once
+        #: the step is over — after the record is written (TextAttack's records read 0.0 s)
+        self.outside_seconds = 0.0
         #: vulnerable candidates the naturalness constraint refused (:mod:`textaudit.attacks.naturalness`)
         self.unnatural = 0
         self.reason: str | None = None
@@ -148,7 +151,7 @@ class Budget:
 
     @property
     def seconds(self) -> float:
-        return self.meter.seconds
+        return self.meter.seconds + self.outside_seconds
 
     def stop(self, reason: str) -> None:
         """Record that the search stopped for ``reason`` (e.g. a budget enforced elsewhere)."""

@@ -39,6 +39,7 @@ import importlib
 import importlib.util
 import logging
 import os
+import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -359,7 +360,11 @@ class TextAttackRecipe(FirstOrderAttack):
     def search(self, x0: Sentence, goal: Goal, budget: Budget, rng: np.random.Generator) -> Found | None:
         from textattack.attack_results import SuccessfulAttackResult
 
-        result = self._attack.attack(x0.text(), goal.c)
+        t0 = time.perf_counter()
+        try:
+            result = self._attack.attack(x0.text(), goal.c)
+        finally:
+            budget.outside_seconds += time.perf_counter() - t0
         ta_goal = self._attack.goal_function
         budget.outside_queries += int(ta_goal.num_queries)  # TextAttack calls the model itself, past the engine
         if not isinstance(result, SuccessfulAttackResult):
