@@ -353,3 +353,14 @@ def test_a_search_with_helpers_weighs_its_bursts_against_the_measured_pace():
     counters.now = [200_000.0, 0.0, 2_000.0 + 200_000 * 0.01, 0.0]  # a long run: its own pace wins
     assert with_lm.unit_seconds()[0] == pytest.approx(0.02, rel=0.01)
     assert with_lm.estimate_lines(10)[0].startswith("time: about") and "classifier and smollm2 " in with_lm.estimate_lines(10)[0]
+
+
+def test_the_recipe_picks_its_own_work_per_word():
+    """Jia et al.'s LM rule drops most synonyms: Genetic's published recipe asks about 30 texts a word (paper/ablation's
+    cells on cnn and lstm), its relaxed search the method's 43."""
+    from textaudit.attacks.estimate import WORK_BY_RECIPE
+
+    paper = AttackClock("genetic", TEXTS, Pace(0.001, None), Counters(), recipe="paper")
+    relaxed = AttackClock("genetic", TEXTS, Pace(0.001, None), Counters(), recipe="relaxed")
+    assert paper.prior == WORK_BY_RECIPE[("genetic", "paper")] and 25 < paper.prior[0] < 35
+    assert relaxed.prior == WORK_PER_WORD["genetic"] == AttackClock("genetic", TEXTS, None, Counters()).prior

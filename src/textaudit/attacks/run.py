@@ -318,7 +318,8 @@ def _clock(attack: Attack, run: ResumableRun, todo: list[str], labels: list[int]
                         say=run.say if say is not None else None, in_flight=group,
                         probe=probe, k=attack.k, beam=getattr(attack, "beam", None), attacked=attacked,
                         levels=_levels(attack), upcoming=getattr(getattr(attack, "checks", None), "upcoming", None),
-                        helpers=[str(getattr(h, "name", type(h).__name__)) for h in attack.helpers()])
+                        helpers=[str(getattr(h, "name", type(h).__name__)) for h in attack.helpers()],
+                        recipe=getattr(attack, "recipe", None))
     for line in clock.estimate_lines(len(todo)) if todo and say is not None else []:
         say(line)
     return clock
