@@ -341,7 +341,8 @@ def test_the_texts_an_attack_has_asked_are_counted_as_its_records_count_them(tmp
 def test_a_search_with_helpers_weighs_its_bursts_against_the_measured_pace():
     """Genetic's LM scores every member's candidates before the classifier sees one: 300 texts with 60 s of LM
     behind them is a burst, not the pace (0.2 s a text, where the run goes at 0.01). With helpers the run's own pace is
-    weighed against the one measured before it, as if that had HELPER_PRIOR_TEXTS texts; without, it is the run's."""
+    the pace measured before it until HELPER_PRIOR_TEXTS texts, then weighed against it as if that had as many;
+    without helpers, it is the run's."""
     from textaudit.attacks.estimate import HELPER_PRIOR_TEXTS
 
     counters = Counters()
@@ -349,7 +350,9 @@ def test_a_search_with_helpers_weighs_its_bursts_against_the_measured_pace():
     alone = AttackClock("genetic", TEXTS, Pace(0.01, None), counters)
     counters.now = [300.0, 0.0, 60.0, 0.0]
     assert alone.unit_seconds()[0] == pytest.approx(0.2)
-    assert with_lm.unit_seconds()[0] == pytest.approx((60.0 + 0.01 * HELPER_PRIOR_TEXTS) / (300 + HELPER_PRIOR_TEXTS))
+    assert with_lm.unit_seconds()[0] == pytest.approx(0.01)  # (a burst before HELPER_PRIOR_TEXTS texts: the pace)
+    counters.now = [3000.0, 0.0, 600.0, 0.0]
+    assert with_lm.unit_seconds()[0] == pytest.approx((600.0 + 0.01 * HELPER_PRIOR_TEXTS) / (3000 + HELPER_PRIOR_TEXTS))
     counters.now = [200_000.0, 0.0, 2_000.0 + 200_000 * 0.01, 0.0]  # a long run: its own pace wins
     assert with_lm.unit_seconds()[0] == pytest.approx(0.02, rel=0.01)
     assert with_lm.estimate_lines(10)[0].startswith("time: about") and "classifier and smollm2 " in with_lm.estimate_lines(10)[0]

@@ -293,8 +293,11 @@ class AttackClock:
         if self.helpers and self.pace is not None:
             # a search with helpers asks them in bursts — Genetic scores every member's candidates with its LM before
             # the classifier sees one (75 s into a 221-s run on cnn: 332 texts and 70 s of LM, '4 texts/s' where the
-            # run averaged 34 and 'ETA 47m') — so its own pace is weighed against the one measured before it
-            s_q = (clf_s + self.pace.text_seconds * HELPER_PRIOR_TEXTS) / (texts + HELPER_PRIOR_TEXTS)
+            # run averaged 34 and 'ETA 47m'; 40 examples, 32 in flight: 630 texts in 5 minutes, 'ETA 3h16m' for 15
+            # minutes) — so the pace measured before it holds until it asked HELPER_PRIOR_TEXTS texts, and is weighed
+            # against its own after that as if it had as many behind it
+            s_q = (self.pace.text_seconds if texts < HELPER_PRIOR_TEXTS else
+                   (clf_s + self.pace.text_seconds * HELPER_PRIOR_TEXTS) / (texts + HELPER_PRIOR_TEXTS))
         else:
             s_q = clf_s / texts if texts >= 100 else (self.pace.text_seconds if self.pace else 0.0)
         s_m = mlm_s / contexts if contexts >= 20 else ((self.pace.context_seconds or 0.0) if self.pace else 0.0)
