@@ -89,9 +89,18 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}"
 
 
+def _paper_model(paper: dict, model: str, table: str) -> str:
+    """The model whose entries in the paper's ``table`` are ``model``'s: itself, or another of the same paper row
+    (``lstm-ibp-jia`` is the paper's robust LSTM, as ``lstm-ibp``)."""
+    if model in paper.get(table, {}):
+        return model
+    rows = paper.get("rows", {})
+    return next((m for m, row in rows.items() if row == rows.get(model) and m in paper.get(table, {})), model)
+
+
 def _paper_value(paper: dict, model: str, method: str) -> float | None:
     """The paper's Table 2 success rate (%) of ``model``'s row under ``method`` (None: no such cell)."""
-    v = paper.get("table2", {}).get(model, {}).get(method)
+    v = paper.get("table2", {}).get(_paper_model(paper, model, "table2"), {}).get(method)
     return float(v) if isinstance(v, (int, float)) else None
 
 
@@ -479,7 +488,7 @@ def table3(scale: Scale, cells: dict, paper: dict | None = None) -> str:
                 continue
             po, pp = c.get("median_ppl_original"), c.get("median_ppl_perturbed")
             dash = lambda v: "–" if v is None else v  # noqa: E731
-            ref = (paper or {}).get("table3", {}).get(model, {}).get(method, {})
+            ref = (paper or {}).get("table3", {}).get(_paper_model(paper or {}, model, "table3"), {}).get(method, {})
             paper_ratio = (f"{ref['ppl_perturbed'] / ref['ppl_original']:.2f} ({ref['ppl_perturbed']}/{ref['ppl_original']})"
                            if ref else "–")
             rows.append([model, method, f"{c['success']}/{c['attacked']}",
