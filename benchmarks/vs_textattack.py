@@ -19,7 +19,8 @@ classes):
 Each attack gets a freshly loaded classifier (cold prediction cache) and an empty LM and tag cache; the masked LM,
 the sentence encoder, the causal LM and the tagger are loaded once, before timing. Prints success rate with its
 Wilson 95% interval, the paired difference (Newcombe 95%) and McNemar's p over the examples both attacked, mean ℓ0,
-seconds and classifier queries per attacked example, and the ratios (TextAttack ÷ textaudit seconds: the speed-up).
+seconds and classifier queries per attacked example, each helper's seconds (and the LM's texts scored), and the
+ratios (TextAttack ÷ textaudit seconds: the speed-up).
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ def main() -> None:
         out = args.output / f"{method.replace(':', '_')}.jsonl" if args.output else None
         if out:
             out.parent.mkdir(parents=True, exist_ok=True)
+        helpers0 = {h: (getattr(h, "forwards", None), h.seconds) for h in atk.helpers() if hasattr(h, "seconds")}
         t0 = time.perf_counter()
         summary, records = run_attack(atk, ds["text"], ds["label"], ids=[f"sst2:dev:{i}" for i in range(len(ds))],
                                       output=out, resume=out is not None, progress=True)
@@ -105,7 +107,12 @@ def main() -> None:
                         "mean_l0": summary["mean_l0"],
                         "attacked": len(attacked), "sec_per_attacked": round(secs / max(1, len(attacked)), 3),
                         "queries_per_attacked": round(sum(r.get("queries") or 0 for r in attacked) / max(1, len(attacked)), 1),
-                        "wall_seconds": round(time.perf_counter() - t0, 1)}
+                        "wall_seconds": round(time.perf_counter() - t0, 1),
+                        # where the seconds went: each helper's (LM, encoder, tagger) seconds and LM texts scored
+                        "helpers": {str(getattr(h, "name", type(h).__name__)): {
+                            "seconds": round(h.seconds - s0, 1),
+                            **({"scored": h.forwards - f0} if f0 is not None else {})}
+                            for h, (f0, s0) in helpers0.items()}}
         print(method, json.dumps(rows[method]), flush=True)
         pair = (method, f"textattack:{method}") if not method.startswith("textattack:") else (method.split(":", 1)[1], method)
         if all(m in rows for m in pair):  # a ratio as soon as both sides are measured
