@@ -57,6 +57,9 @@ def main() -> None:
     ap.add_argument("--methods", default="genetic,textattack:genetic,bae,textattack:bae")
     ap.add_argument("--recipe", default="paper", choices=("paper", "relaxed"),
                     help="the constraints both sides apply (default: the published recipes)")
+    ap.add_argument("--no-repeat", action="store_true",
+                    help="textaudit's Genetic substitutes a word once and none past its 20%% cap (TextAttack's "
+                         "RepeatModification; default: a changed word may change again)")
     ap.add_argument("--output", type=Path, default=None, help="directory for one JSONL per method (resumable)")
     args = ap.parse_args()
 
@@ -90,6 +93,8 @@ def main() -> None:
         # each method takes the components its table entry names; a fresh tag cache over the one tagger
         shared = {"mlm": mlm, "encoder": encoder, "recipe": args.recipe, "lm": lm,
                   "pos": PartOfSpeech(tagger) if tagger is not None else None}
+        if args.no_repeat and method == "genetic":
+            shared["repeat"] = False
         atk = make_attack(method, clf, seed=0, **{k: v for k, v in shared.items()
                                                    if k in method_spec(method).options and v is not None})
         out = args.output / f"{method.replace(':', '_')}.jsonl" if args.output else None

@@ -242,3 +242,26 @@ def test_genetic_paper_recipe_keeps_candidates_within_five_nats_of_x0s_window():
     assert all(m.tokens[4] in kept for m in members)
     assert GeneticAttack(flips_on(kept[0]), neighbors=many, population=4, generations=3, lm=lm,
                          recipe="paper").attack(X, label=1).status == "success"
+
+
+def test_genetic_without_repeats_substitutes_a_word_once_and_none_past_the_cap():
+    """``repeat=False`` (TextAttack's RepeatModification and 20% cap): a member's changed word never changes again, and a
+    member at the cap is left as it is; the header says so (the default, repeats allowed, adds nothing to it)."""
+    from textaudit.engine.scheduler import run_now
+    from textaudit.sentence import Sentence
+
+    many = {"deep": ["profound", "thick"], "meaningful": ["significant", "important"], "film": ["movie", "picture"]}
+    text = "a deep and meaningful film about a deep and meaningful film ."
+    x0 = Sentence.parse(text)
+    atk = GeneticAttack(flips_on("zebra"), neighbors=many, population=6, generations=2, repeat=False)
+    assert atk.settings()["repeat"] is False and "repeat" not in GeneticAttack(flips_on("zebra")).settings()
+    cands = atk._candidates(x0)
+    rng = np.random.default_rng(0)
+    members = [x0] * 6
+    for _ in range(6):  # the cap here: floor(0.2 × 12 words) = 2
+        before = members
+        members = run_now(atk._perturb(members, x0, cands, 2, 1, rng))
+        for b, m in zip(before, members):
+            assert set(x0.diff(b)) <= set(x0.diff(m)) and len(x0.diff(m)) <= 2  # no change undone or past the cap
+            assert all(m.tokens[i] == b.tokens[i] for i in x0.diff(b))  # a changed word is not changed again
+    assert all(len(x0.diff(m)) == 2 for m in members)

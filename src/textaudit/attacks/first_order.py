@@ -110,6 +110,10 @@ class GeneticAttack(FirstOrderAttack):
       40 generations): a candidate is kept when the ``lm_window`` (6) words around the substitution
       (:func:`text_window`) lose less than ``lm_max_drop`` (5.0 nats) of log-probability against the same words of
       x0: log P(x′ window) > log P(x0 window) − 5.
+
+    ``repeat`` (default True): a member's changed word may change again (and once it holds ``max_perturb_ratio`` of
+    the words, only those); False is TextAttack's rule — ``RepeatModification`` substitutes a word once, and its 20%
+    cap refuses any change past it.
     """
 
     method = "genetic"
@@ -117,7 +121,7 @@ class GeneticAttack(FirstOrderAttack):
     def __init__(self, classifier: Classifier, *, neighbors: dict[str, list[str]] | None = None, population: int = 60,
                  generations: int = 40, max_candidates: int = 8, max_perturb_ratio: float = 0.2,
                  temperature: float = 0.3, lm: CausalLM | None = None, lm_top: int = 4, lm_window: int | None = None,
-                 lm_rule: str | None = None, lm_max_drop: float = 5.0, recipe: str | None = None,
+                 lm_rule: str | None = None, lm_max_drop: float = 5.0, recipe: str | None = None, repeat: bool = True,
                  max_queries: int | None = None, time_budget: float | None = None, seed: int = 0,
                  stopwords: Iterable[str] = STOPWORDS):
         if population < 2 or generations < 1 or max_candidates < 1:
@@ -136,6 +140,7 @@ class GeneticAttack(FirstOrderAttack):
             raise TextAuditError(f"the Genetic LM rule is alzantot or jia (got {lm_rule!r})")
         self.lm, self.lm_top, self.lm_rule, self.lm_max_drop = lm, lm_top, lm_rule, lm_max_drop
         self.lm_window = lm_window if lm_window is not None else (6 if lm_rule == "jia" else 5)
+        self.repeat = repeat
 
     def settings(self) -> dict:
         return {"recipe": self.recipe, "population": self.population, "generations": self.generations,
@@ -144,7 +149,8 @@ class GeneticAttack(FirstOrderAttack):
                 **({"lm": getattr(self.lm, "name", type(self.lm).__name__), "lm_rule": self.lm_rule,
                     "lm_window": self.lm_window,
                     **({"lm_max_drop": self.lm_max_drop} if self.lm_rule == "jia" else {"lm_top": self.lm_top})}
-                   if self.lm is not None else {})}
+                   if self.lm is not None else {}),
+                **({"repeat": False} if not self.repeat else {})}
 
     def helpers(self) -> list:
         return [self.lm] if self.lm is not None else []
@@ -168,7 +174,15 @@ class GeneticAttack(FirstOrderAttack):
         positions: list[int] = []
         for m in members:
             changed = [i for i in x0.diff(m) if i in cands]
-            allowed = list(cands) if len(changed) < limit else changed
+            if self.repeat:
+                allowed = list(cands) if len(changed) < limit else changed
+            else:  # TextAttack's RepeatModification and 20 % cap: a word is substituted once, none past the cap
+                allowed = [i for i in cands if i not in changed] if len(changed) < limit else []
+            if not allowed:
+                options.append([m])
+                positions.append(-1)
+                windows.append((0, 0))
+                continue
             i = allowed[int(rng.integers(len(allowed)))]
             options.append([m.replace(i, w) for w in cands[i] if w != m.tokens[i]] or [m])
             positions.append(i)

@@ -58,7 +58,7 @@ METHODS: dict[str, MethodSpec] = {
                           "SO-Enum: Neighbor_k enumerated, k <= 2"),
     "random": MethodSpec("random", RandomBaseline, True, _COMMON | _NEIGHBORHOOD,
                          "random walk of k steps (App. A.1 baseline)"),
-    "genetic": MethodSpec("genetic", GeneticAttack, False, _COMMON | {"lm", "neighbors", "recipe", "lm_rule"},
+    "genetic": MethodSpec("genetic", GeneticAttack, False, _COMMON | {"lm", "neighbors", "recipe", "lm_rule", "repeat"},
                           "first-order Genetic (Alzantot et al.; Jia et al.'s variant)"),
     "bae": MethodSpec("bae", BAEAttack, True, _COMMON | {"mlm", "threshold", "encoder", "recipe", "pos", "window"},
                       "first-order BAE-R (Garg & Ramakrishnan)"),
