@@ -11,8 +11,11 @@ beside it (the training run is a factor too):
 * BAE: ``+pos`` (TextAttack's part-of-speech filter), ``+window`` (similarity of the 15 words around the swap,
   shorter sentences not compared), ``paper`` (both: the published recipe), ``paper@0.936`` (MiniLM held to USE's
   published threshold);
-* Genetic: ``+lm-alzantot`` (SmolLM2 keeps the 4 likeliest synonyms in ±5 words), ``paper`` (Jia et al.'s rule:
-  the 6-word window within 5 nats of x0's — TextAttack's ``faster-alzantot``, the published recipe of this search).
+* Genetic: ``+lm-alzantot`` (SmolLM2 keeps the 4 likeliest synonyms in ±5 words), ``+lm-jia`` (Jia et al.'s rule:
+  the 6-word window within 5 nats of x0's), ``+no-repeat`` (TextAttack's RepeatModification: a word substituted
+  once, none past the 20% cap), ``paper`` (both: TextAttack's ``faster-alzantot``, the published recipe of this
+  search; before session 38 the ``paper`` cells were ``+lm-jia``'s — TextAttack's searches with the same LM asked
+  half its LM windows, and the repeats were why: ``benchmarks/data/vs_textattack-*``).
 
 Each factor's Δ in points is against the relaxed cell on the same examples (paired: Newcombe's interval, McNemar's
 p), each rate with its Wilson 95% interval; the paper's value beside. Cells are JSONL under ``paper/ablation/runs``
@@ -34,7 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 #: factor → the options it changes from the relaxed search (``make_attack`` keywords)
 FACTORS: dict[str, dict[str, dict]] = {
-    "genetic": {"relaxed": {}, "paper": {"recipe": "paper"}, "+lm-alzantot": {"lm": "alzantot"}},
+    "genetic": {"relaxed": {}, "paper": {"recipe": "paper"}, "+lm-jia": {"recipe": "paper", "repeat": True},
+                "+no-repeat": {"repeat": False}, "+lm-alzantot": {"lm": "alzantot"}},
     "bae": {"relaxed": {}, "paper": {"recipe": "paper"}, "+pos": {"pos": True}, "+window": {"window": 15},
             "paper@0.936": {"recipe": "paper", "threshold": 0.936}},
 }

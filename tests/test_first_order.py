@@ -255,6 +255,7 @@ def test_genetic_without_repeats_substitutes_a_word_once_and_none_past_the_cap()
     x0 = Sentence.parse(text)
     atk = GeneticAttack(flips_on("zebra"), neighbors=many, population=6, generations=2, repeat=False)
     assert atk.settings()["repeat"] is False and "repeat" not in GeneticAttack(flips_on("zebra")).settings()
+    assert GeneticAttack(flips_on("zebra"), recipe="paper", lm=object()).repeat is False  # (the published recipe's)
     cands = atk._candidates(x0)
     rng = np.random.default_rng(0)
     members = [x0] * 6

@@ -111,8 +111,8 @@ class GeneticAttack(FirstOrderAttack):
       (:func:`text_window`) lose less than ``lm_max_drop`` (5.0 nats) of log-probability against the same words of
       x0: log P(x′ window) > log P(x0 window) − 5.
 
-    ``repeat`` (default True): a member's changed word may change again (and once it holds ``max_perturb_ratio`` of
-    the words, only those); False is TextAttack's rule — ``RepeatModification`` substitutes a word once, and its 20%
+    ``repeat`` (True, the relaxed recipe's): a member's changed word may change again (and once it holds
+    ``max_perturb_ratio`` of the words, only those); False (the published recipe's) is TextAttack's rule — ``RepeatModification`` substitutes a word once, and its 20%
     cap refuses any change past it.
     """
 
@@ -121,7 +121,8 @@ class GeneticAttack(FirstOrderAttack):
     def __init__(self, classifier: Classifier, *, neighbors: dict[str, list[str]] | None = None, population: int = 60,
                  generations: int = 40, max_candidates: int = 8, max_perturb_ratio: float = 0.2,
                  temperature: float = 0.3, lm: CausalLM | None = None, lm_top: int = 4, lm_window: int | None = None,
-                 lm_rule: str | None = None, lm_max_drop: float = 5.0, recipe: str | None = None, repeat: bool = True,
+                 lm_rule: str | None = None, lm_max_drop: float = 5.0, recipe: str | None = None,
+                 repeat: bool | None = None,
                  max_queries: int | None = None, time_budget: float | None = None, seed: int = 0,
                  stopwords: Iterable[str] = STOPWORDS):
         if population < 2 or generations < 1 or max_candidates < 1:
@@ -140,7 +141,7 @@ class GeneticAttack(FirstOrderAttack):
             raise TextAuditError(f"the Genetic LM rule is alzantot or jia (got {lm_rule!r})")
         self.lm, self.lm_top, self.lm_rule, self.lm_max_drop = lm, lm_top, lm_rule, lm_max_drop
         self.lm_window = lm_window if lm_window is not None else (6 if lm_rule == "jia" else 5)
-        self.repeat = repeat
+        self.repeat = preset.get("repeat", True) if repeat is None else repeat
 
     def settings(self) -> dict:
         return {"recipe": self.recipe, "population": self.population, "generations": self.generations,

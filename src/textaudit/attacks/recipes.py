@@ -58,10 +58,11 @@ RECIPES: dict[str, dict[str, Recipe]] = {
                            "the offline masked LM (minilm-mlm) for BERT-base")),
     },
     "genetic": {
-        "paper": Recipe("genetic", "paper", {"lm_rule": "jia", "lm": True},
+        "paper": Recipe("genetic", "paper", {"lm_rule": "jia", "lm": True, "repeat": False},
                         "Genetic as TextAttack's faster-alzantot recipe (Jia et al. 2019): population 60, 40 "
-                        "generations, 8 counter-fitted synonyms, ≤ 20% of the words, a candidate kept when log P of "
-                        "the 6 words around it is within 5 nats of x0's",
+                        "generations, 8 counter-fitted synonyms, ≤ 20% of the words, each substituted once "
+                        "(RepeatModification), a candidate kept when log P of the 6 words around it is within 5 nats "
+                        "of x0's",
                         ("SmolLM2-135M for the 1-billion-word Learning-to-Write LM",)),
         "relaxed": Recipe("genetic", "relaxed", {"lm": False},
                           "Genetic without a language-model constraint"),
