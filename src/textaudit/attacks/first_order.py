@@ -112,8 +112,8 @@ class GeneticAttack(FirstOrderAttack):
       x0: log P(x′ window) > log P(x0 window) − 5.
 
     ``repeat`` (True, the relaxed recipe's): a member's changed word may change again (and once it holds
-    ``max_perturb_ratio`` of the words, only those); False (the published recipe's) is TextAttack's rule — ``RepeatModification`` substitutes a word once, and its 20%
-    cap refuses any change past it.
+    ``max_perturb_ratio`` of the words, only those); False (the published recipe's) is TextAttack's rule —
+    ``RepeatModification`` substitutes a word once, and its 20% cap refuses any change past it.
     """
 
     method = "genetic"
