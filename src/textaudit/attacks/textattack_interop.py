@@ -48,10 +48,12 @@ import numpy as np
 
 from textaudit.attacks.base import Budget, Found, Goal
 from textaudit.attacks.first_order import BAE_THRESHOLD, FirstOrderAttack
+from textaudit.attacks.pos import PartOfSpeech
 from textaudit.attacks.recipes import DEFAULT_RECIPE, recipe_options
 from textaudit.errors import TextAuditError
 from textaudit.files import atomic_path
 from textaudit.lexicons import counterfitted_neighbors
+from textaudit.lm import LazyCausalLM
 from textaudit.models.batched import Classifier, as_classifier
 from textaudit.models.encoders import SentenceEncoder
 from textaudit.models.zoo.vocab import glove_index
@@ -218,7 +220,6 @@ def CausalLMWindow(lm=None, window_size: int = 6, max_log_prob_diff: float = 5.0
     """TextAttack's language-model constraint over textaudit's causal LM ``lm`` (default: SmolLM2, loaded lazily)
     with ``faster-alzantot``'s window (6) and threshold (5 nats)."""
     if lm is None:
-        from textaudit.lm import LazyCausalLM
         lm = LazyCausalLM()
     return _lm_constraint_class()(lm, window_size, max_log_prob_diff)
 
@@ -246,7 +247,6 @@ def _pos_constraint_class():
 def TaggerPartOfSpeech(pos=None, allow_verb_noun_swap: bool = True):  # noqa: N802 (a class factory)
     """TextAttack's part-of-speech constraint tagging with ``pos`` (default: TextBlob's Pattern tagger)."""
     if pos is None:
-        from textaudit.attacks.pos import PartOfSpeech
         pos = PartOfSpeech()
     return _pos_constraint_class()(pos, allow_verb_noun_swap)
 
