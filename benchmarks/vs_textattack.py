@@ -89,7 +89,7 @@ def main() -> None:
     for done, method in enumerate(methods, 1):
         clf = load_classifier(args.model)
         if lm is not None:
-            lm._cache.clear()  # each side asks its own windows: no answer carried from the side before
+            lm.clear_cache()  # each side asks its own windows: no answer carried from the side before
         # each method takes the components its table entry names; a fresh tag cache over the one tagger
         shared = {"mlm": mlm, "encoder": encoder, "recipe": args.recipe, "lm": lm,
                   "pos": PartOfSpeech(tagger) if tagger is not None else None}

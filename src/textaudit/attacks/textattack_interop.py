@@ -345,11 +345,11 @@ class TextAttackRecipe(FirstOrderAttack):
         if self.recipe is None:
             return {}
         out: dict[str, Any] = {"recipe": self.recipe}
-        for c in self._attack.constraints + self._attack.pre_transformation_constraints:
-            if hasattr(c, "lm"):
-                out["lm"] = getattr(c.lm, "name", type(c.lm).__name__)
-            if hasattr(c, "pos"):
-                out["pos_tagger"] = c.pos.name
+        for h in self.helpers():
+            if hasattr(h, "log_likelihood"):
+                out["lm"] = getattr(h, "name", type(h).__name__)
+            elif hasattr(h, "tag_in_context"):
+                out["pos_tagger"] = h.name
         return out
 
     def on_pair(self, context: str, side: str = "second") -> "TextAttackRecipe":
