@@ -32,7 +32,7 @@ from textaudit.models.batched import each_label
 from textaudit.models.options import ModelOptions, use_model_options
 from textaudit.models.prompt import load_prompt
 from textaudit.models.registry import check_model_options
-from textaudit.models.zoo.names import check_zoo_label
+from textaudit.models.zoo.names import check_zoo_label, split_robust
 from textaudit.neighborhoods.store import use_score_cache, use_store
 from textaudit.request import SHARED, Spec, flags_of, from_command, specs
 from textaudit.secrets import RedactingStream, register_env, register_url
@@ -652,7 +652,7 @@ def _ibp_certification(argv: list[str]) -> bool:
         return False
     methods = [b for a, b in zip(argv, argv[1:]) if a == "--method"] + [a.split("=", 1)[1] for a in argv
                                                                         if a.startswith("--method=")]
-    return methods[-1:] == ["ibp"] or (not methods and any(a.endswith(("-ibp", "-ibp-jia")) for a in argv))
+    return methods[-1:] == ["ibp"] or (not methods and any(split_robust(a)[1] for a in argv))
 
 
 def interrupt_hint(argv: list[str]) -> str:
