@@ -17,8 +17,10 @@ pieces of one word) stay in their slots, so the text keeps its length and its sp
 - ``full_shuffle``: a uniformly random permutation of the units;
 - ``phrase_shuffle(ρ)``: walk the units, start a new phrase before each unit with probability ρ
   (the first unit always starts one), then shuffle the phrases, keeping each phrase's inner order;
-- ``neighbor_flip(ρ)``: walk left to right; with probability ρ swap the current unit with the next
-  one and skip past the pair (a swapped pair is not swapped again).
+- ``neighbor_flip(ρ)``: the paper's Algorithm 4 — hold the first unit and walk the others left to
+  right; with probability ρ the current unit is emitted *before* the held one, which stays held (so a
+  held unit can travel several places right: "The" → "heT" in the paper's Figure 4); otherwise the
+  held unit is emitted and the current one becomes held. The last held unit closes the text.
 All are seeded by the ``random.Random`` passed in.
 """
 
@@ -65,28 +67,37 @@ def dnd(permutation: Sequence[int]) -> float:
 def char_permutation(original: str, perturbed: str) -> list[int]:
     """Return P for two texts that are permutations of each other's characters.
 
-    Repeated characters are matched with a rule that prefers keeping runs together: the character
-    at position j is matched to original index P[j−1] + 1 when that index holds the same character
-    and is still unused; otherwise to the earliest unused occurrence of that character. (So a text
-    compared with itself gives the identity, and a moved block of text is recognised as one block.)
+    Repeated characters are matched by the *longest run* rule: the character at position j continues
+    the run of j−1 (original index P[j−1] + 1) when that index holds the same character and is unused;
+    otherwise it takes the unused occurrence from which the longest stretch of the perturbed text
+    matches the original (unused characters only), the earliest on a tie. So a text compared with
+    itself gives the identity and a moved block is matched as a block even where its first characters
+    occur earlier ("test is a This" from "This is a test" moves "is a", not the "is" of "This": the
+    paper's Appendix C listing). A permutation that is not made of moved blocks — neighbour flips of
+    equal characters — cannot be told from the text alone; :func:`perturb` returns the true P.
     """
     if sorted(original) != sorted(perturbed):
         raise TextAuditError("the two texts are not permutations of each other (different characters)")
-    free: dict[str, list[int]] = {}
+    n = len(original)
+    where: dict[str, list[int]] = {}
     for i, c in enumerate(original):
-        free.setdefault(c, []).append(i)
-    used = [False] * len(original)
-    ptr = {c: 0 for c in free}
+        where.setdefault(c, []).append(i)
+    used = [False] * n
     out: list[int] = []
-    for c in perturbed:
-        cand = out[-1] + 1 if out else None
-        if cand is not None and cand < len(original) and original[cand] == c and not used[cand]:
-            i = cand
+
+    def run_length(i: int, j: int) -> int:
+        length = 0
+        while j + length < n and i + length < n and not used[i + length] and original[i + length] == perturbed[j + length]:
+            length += 1
+        return length
+
+    for j, c in enumerate(perturbed):
+        nxt = out[-1] + 1 if out else -1
+        if 0 <= nxt < n and original[nxt] == c and not used[nxt]:
+            i = nxt
         else:
-            lst = free[c]
-            while used[lst[ptr[c]]]:
-                ptr[c] += 1
-            i = lst[ptr[c]]
+            free = [i for i in where[c] if not used[i]]
+            i = max(free, key=lambda i: (run_length(i, j), -i))
         used[i] = True
         out.append(i)
     return out
@@ -152,14 +163,17 @@ def _phrase_shuffle(m: int, rng: random.Random, rho: float) -> list[int]:
 
 
 def _neighbor_flip(m: int, rng: random.Random, rho: float) -> list[int]:
-    order = list(range(m))
-    i = 0
-    while i < m - 1:
-        if rng.random() < rho:
-            order[i], order[i + 1] = order[i + 1], order[i]
-            i += 2
+    if m == 0:
+        return []
+    order: list[int] = []
+    held = 0
+    for i in range(1, m):
+        if rng.random() < rho:  # flip: the current unit goes before the held one, which stays held
+            order.append(i)
         else:
-            i += 1
+            order.append(held)
+            held = i
+    order.append(held)
     return order
 
 
