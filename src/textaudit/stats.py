@@ -20,7 +20,8 @@ from textaudit.decision import decisions
 from textaudit.errors import TextAuditError
 
 __all__ = ["rank_correlation", "round_p", "wilson", "mcnemar", "cluster_bootstrap", "format_ci", "CONFIDENCE",
-           "paired_difference", "non_inferiority", "check_margin", "hit_at_k", "hit_rates", "calibration", "paired_calibration"]
+           "paired_difference", "non_inferiority", "check_margin", "hit_at_k", "hit_rates", "calibration", "paired_calibration",
+           "rank_correlations_with_intervals"]
 
 #: the confidence level of every interval textaudit reports
 CONFIDENCE = 0.95
@@ -58,6 +59,46 @@ def rank_correlation(x: Sequence[float], y: Sequence[float], method: str = "spea
         res = (kendalltau if method == "kendall" else spearmanr)(x, y)
     rho = float(res.statistic)
     return {"rho": None if math.isnan(rho) else round(rho, 4), "p": round_p(res.pvalue), "n": n}
+
+
+def rank_correlations_with_intervals(y: Sequence[float], xs: dict[str, Sequence[float]], *,
+                                     contrast: tuple[str, str] | None = None, confidence: float = CONFIDENCE,
+                                     n_resamples: int = 2000, seed: int = 0) -> dict:
+    """Spearman ρ of ``y`` with each series in ``xs``, each with a percentile bootstrap interval over the points
+    (resampled together, ``scipy.stats.bootstrap(paired=True)``), and for ``contrast = (a, b)`` the difference
+    |ρ_a| − |ρ_b| with its interval from the same resamples (the claim "y follows a more than b" holds at the
+    confidence level when that interval lies above 0).
+
+    Returns ``{name: {"rho", "p", "n", "ci95"}, ..., "contrast": {"a", "b", "difference", "ci95"}}``."""
+    from scipy.stats import bootstrap, spearmanr
+
+    names = list(xs)
+    out: dict = {name: rank_correlation(y, xs[name]) for name in names}
+    data = (np.asarray(y, dtype=float), *(np.asarray(xs[name], dtype=float) for name in names))
+    if len(data[0]) < MIN_POINTS or any(out[name]["rho"] is None for name in names):
+        return out
+
+    def statistic(y_, *cols):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a resample with a constant column gives NaN: it leaves the interval
+            rhos = [spearmanr(y_, c).statistic for c in cols]
+        if contrast is not None:
+            a, b = (rhos[names.index(k)] for k in contrast)
+            rhos.append(abs(a) - abs(b))
+        return np.array(rhos, dtype=float)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = bootstrap(data, statistic, paired=True, vectorized=False, n_resamples=n_resamples,
+                        confidence_level=confidence, method="percentile", rng=np.random.default_rng(seed))
+    low, high = np.atleast_1d(res.confidence_interval.low), np.atleast_1d(res.confidence_interval.high)
+    for k, name in enumerate(names):
+        out[name]["ci95"] = [round(float(low[k]), 4), round(float(high[k]), 4)]
+    if contrast is not None:
+        a, b = contrast
+        out["contrast"] = {"a": a, "b": b, "difference": round(abs(out[a]["rho"]) - abs(out[b]["rho"]), 4),
+                           "ci95": [round(float(low[-1]), 4), round(float(high[-1]), 4)]}
+    return out
 
 
 def wilson(successes: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float] | None:

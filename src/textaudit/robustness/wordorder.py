@@ -8,9 +8,10 @@ the Spearman correlation of accuracy with each metric.
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -24,7 +25,7 @@ from textaudit.progress import progress as progress_bar
 from textaudit.request import option, shared
 from textaudit.stats import rank_correlation, wilson
 
-__all__ = ["WordOrderRequest", "WordOrderOutcome", "evaluate_reordering", "sweep", "DEFAULT_GRID"]
+__all__ = ["WordOrderRequest", "WordOrderOutcome", "evaluate_reordering", "evaluate_retrained", "sweep", "DEFAULT_GRID"]
 
 DEFAULT_GRID: list[tuple[str, str, float]] = (
     [("full_shuffle", lv, 1.0) for lv in LEVELS]
@@ -66,6 +67,23 @@ def evaluate_reordering(classifier: Classifier, texts: Sequence[str], labels: Se
             "dnd": round(float(np.mean(ds)), 4), "idc": round(float(np.mean(ics)), 4),
             "levenshtein": round(float(np.mean(levs)), 4), "bleu4": round(float(np.mean(bleus)), 4),
             "example": out[0]}
+
+
+def evaluate_retrained(fit: Callable[[list[str], list[int]], Classifier], train_texts: Sequence[str],
+                       train_labels: Sequence[int], texts: Sequence[str], labels: Sequence[int], perturbation: str,
+                       level: str, rho: float = 0.5, seed: int = 0) -> dict:
+    """The paper's protocol (Clouâtre et al. §5: training and evaluation both on the perturbed data): reorder every
+    training text (seeded by ``seed`` alone, so a setting's training set is the same whatever else runs), train
+    a fresh model with ``fit(texts, labels)``, and return :func:`evaluate_reordering`'s row on the reordered
+    ``texts`` plus ``train_seconds``."""
+    if len(train_texts) == 0:
+        raise TextAuditError("no training examples to reorder (empty dataset)")
+    rng = random.Random(f"{seed}:train:{perturbation}:{level}:{rho}")
+    reordered = [perturb(t, perturbation, level, rng, rho)[0] for t in train_texts]
+    t0 = time.perf_counter()
+    clf = fit(reordered, list(train_labels))
+    seconds = time.perf_counter() - t0
+    return {**evaluate_reordering(clf, texts, labels, perturbation, level, rho, seed), "train_seconds": round(seconds, 1)}
 
 
 def sweep(classifier: Classifier, texts: Sequence[str], labels: Sequence[int], grid: Iterable[tuple[str, str, float]] = DEFAULT_GRID,
