@@ -7,10 +7,12 @@ import math
 import random
 import re
 
+import numpy as np
 import pytest
 
 from textaudit.errors import TextAuditError
 from textaudit.perturbations.wordorder import char_permutation, dnd, idc, perturb, units
+from textaudit.robustness.wordorder import evaluate_reordering, evaluate_retrained
 
 
 @pytest.mark.parametrize("perm, want_idc, want_dnd", [
@@ -171,3 +173,76 @@ def test_cli_wordorder(cli, tmp_path):
     assert r.exit_code == 2 and "--level must be word or subword or char (got 'phoneme')" in r.output
     r = cli("wordorder", "--model", f"{tmp_path}/p.py:bag", "--data", str(tmp_path / "d.tsv"), "--rho", "1.5")
     assert r.exit_code == 2 and "Invalid value for '--rho': Input should be less than or equal to 1" in r.output
+
+
+class WordCounts:
+    """A real (if small) learner for the protocol tests: per-word label counts, the majority class for unseen text."""
+
+    def __init__(self, texts, labels):
+        self.counts: dict[str, list[int]] = {}
+        for t, y in zip(texts, labels):
+            for w in t.split():
+                self.counts.setdefault(w, [0, 0])[y] += 1
+        self.majority = int(sum(labels) * 2 >= len(labels))
+        self.seen: list[str] = list(texts)
+
+    def predict(self, texts):
+        out = []
+        for t in texts:
+            votes = [sum(self.counts.get(w, [0, 0])[c] for w in t.split()) for c in (0, 1)]
+            out.append(self.majority if votes[0] == votes[1] else int(votes[1] > votes[0]))
+        return np.array(out)
+
+
+PLANTED = [("a truly good film", 1), ("good and fine acting", 1), ("great fun all the way", 1),
+           ("a dull and slow film", 0), ("bad acting and worse plot", 0), ("dull slow bad", 0)] * 8
+
+
+def test_retrained_protocol_trains_on_the_reordered_training_set():
+    texts, labels = [t for t, _ in PLANTED], [y for _, y in PLANTED]
+    fitted = []
+
+    def fit(x, y):
+        fitted.append(WordCounts(x, y))
+        return fitted[-1]
+
+    # word-level: every training text is a reordering of its words, and a bag of words loses nothing
+    row = evaluate_retrained(fit, texts, labels, texts, labels, "full_shuffle", "word", seed=3)
+    seen = fitted[-1].seen
+    assert [sorted(s.split()) for s in seen] == [sorted(t.split()) for t in texts] and seen != texts
+    assert row["accuracy"] == 1.0 and row["train_seconds"] >= 0 and row["dnd"] > 0.1
+    # the same seed reorders the training set the same way whatever ran before
+    evaluate_retrained(fit, texts, labels, texts, labels, "neighbor_flip", "char", seed=3)
+    evaluate_retrained(fit, texts, labels, texts, labels, "full_shuffle", "word", seed=3)
+    assert fitted[-1].seen == seen
+    # characters shuffled within the text: the words a bag learns from train are not the words it meets in test
+    char = evaluate_retrained(fit, texts, labels, texts, labels, "full_shuffle", "char", seed=3)
+    clean_model = WordCounts(texts, labels)
+    test_only = evaluate_reordering(clean_model, texts, labels, "full_shuffle", "char", seed=3)
+    assert char["accuracy"] < 0.8 and test_only["accuracy"] < 0.8 and char["dnd"] > 0.8
+    with pytest.raises(TextAuditError, match="no training examples"):
+        evaluate_retrained(fit, [], [], texts, labels, "full_shuffle", "word")
+
+
+def test_rank_correlations_with_intervals():
+    from scipy.stats import spearmanr
+
+    from textaudit.stats import rank_correlations_with_intervals
+
+    rng = np.random.default_rng(0)
+    local = rng.random(27)
+    accuracy = 1 - local + rng.normal(0, 0.05, 27)  # accuracy follows local damage, not the unrelated global one
+    glob = rng.random(27)
+    out = rank_correlations_with_intervals(accuracy, {"dnd": local, "idc": glob}, contrast=("dnd", "idc"), seed=1)
+    assert out["dnd"]["rho"] == pytest.approx(spearmanr(accuracy, local).statistic, abs=1e-4)
+    lo, hi = out["dnd"]["ci95"]
+    assert lo <= out["dnd"]["rho"] <= hi < -0.5
+    assert out["idc"]["ci95"][0] < out["idc"]["rho"] < out["idc"]["ci95"][1]
+    assert out["contrast"]["ci95"][0] > 0 and out["contrast"]["difference"] > 0.5
+    again = rank_correlations_with_intervals(accuracy, {"dnd": local, "idc": glob}, contrast=("dnd", "idc"), seed=1)
+    assert again == out  # seeded
+    # reversed roles: the interval of the contrast lies below 0
+    flip = rank_correlations_with_intervals(accuracy, {"dnd": glob, "idc": local}, contrast=("dnd", "idc"), seed=1)
+    assert flip["contrast"]["ci95"][1] < 0
+    flat = rank_correlations_with_intervals([0.5] * 5, {"dnd": [1, 2, 3, 4, 5]}, seed=1)
+    assert flat["dnd"]["rho"] is None and "ci95" not in flat["dnd"]
