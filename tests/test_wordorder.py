@@ -246,3 +246,5 @@ def test_rank_correlations_with_intervals():
     assert flip["contrast"]["ci95"][1] < 0
     flat = rank_correlations_with_intervals([0.5] * 5, {"dnd": [1, 2, 3, 4, 5]}, seed=1)
     assert flat["dnd"]["rho"] is None and "ci95" not in flat["dnd"]
+    few = rank_correlations_with_intervals([1, 2, 3, 4], {"x": [1, 3, 2, 4]}, seed=1)  # many resamples are constant
+    assert few["x"]["undefined_resamples"] > 0 and not any(math.isnan(v) for v in few["x"]["ci95"])

@@ -65,39 +65,46 @@ def rank_correlations_with_intervals(y: Sequence[float], xs: dict[str, Sequence[
                                      contrast: tuple[str, str] | None = None, confidence: float = CONFIDENCE,
                                      n_resamples: int = 2000, seed: int = 0) -> dict:
     """Spearman ρ of ``y`` with each series in ``xs``, each with a percentile bootstrap interval over the points
-    (resampled together, ``scipy.stats.bootstrap(paired=True)``), and for ``contrast = (a, b)`` the difference
-    |ρ_a| − |ρ_b| with its interval from the same resamples (the claim "y follows a more than b" holds at the
-    confidence level when that interval lies above 0).
+    (resampled together), and for ``contrast = (a, b)`` the difference |ρ_a| − |ρ_b| with its interval from the
+    same resamples (the claim "y follows a more than b" holds at the confidence level when that interval lies
+    above 0).
 
-    Returns ``{name: {"rho", "p", "n", "ci95"}, ..., "contrast": {"a", "b", "difference", "ci95"}}``."""
-    from scipy.stats import bootstrap, spearmanr
+    A resample whose column is constant has no ρ; it is left out of that interval (``scipy.stats.bootstrap``
+    would turn the whole interval into NaN, which on a dozen points happens often), and ``undefined_resamples``
+    counts them. Returns ``{name: {"rho", "p", "n", "ci95"}, ..., "contrast": {"a", "b", "difference", "ci95"}}``."""
+    from scipy.stats import spearmanr
 
     names = list(xs)
     out: dict = {name: rank_correlation(y, xs[name]) for name in names}
-    data = (np.asarray(y, dtype=float), *(np.asarray(xs[name], dtype=float) for name in names))
-    if len(data[0]) < MIN_POINTS or any(out[name]["rho"] is None for name in names):
+    y_ = np.asarray(y, dtype=float)
+    cols = [np.asarray(xs[name], dtype=float) for name in names]
+    n = len(y_)
+    if n < MIN_POINTS or any(out[name]["rho"] is None for name in names):
         return out
-
-    def statistic(y_, *cols):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # a resample with a constant column gives NaN: it leaves the interval
-            rhos = [spearmanr(y_, c).statistic for c in cols]
-        if contrast is not None:
-            a, b = (rhos[names.index(k)] for k in contrast)
-            rhos.append(abs(a) - abs(b))
-        return np.array(rhos, dtype=float)
-
+    rng = np.random.default_rng(seed)
+    stats = np.full((n_resamples, len(names) + (contrast is not None)), np.nan)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = bootstrap(data, statistic, paired=True, vectorized=False, n_resamples=n_resamples,
-                        confidence_level=confidence, method="percentile", rng=np.random.default_rng(seed))
-    low, high = np.atleast_1d(res.confidence_interval.low), np.atleast_1d(res.confidence_interval.high)
+        warnings.simplefilter("ignore")  # a constant resample: NaN, left out below
+        for b in range(n_resamples):
+            idx = rng.integers(0, n, n)
+            rhos = [spearmanr(y_[idx], c[idx]).statistic for c in cols]
+            if contrast is not None:
+                a, c2 = (rhos[names.index(k)] for k in contrast)
+                rhos.append(abs(a) - abs(c2))
+            stats[b] = rhos
+    tail = (1 - confidence) / 2 * 100
+
+    def interval(k: int) -> list[float]:
+        col = stats[:, k][~np.isnan(stats[:, k])]
+        return [round(float(np.percentile(col, tail)), 4), round(float(np.percentile(col, 100 - tail)), 4)]
+
     for k, name in enumerate(names):
-        out[name]["ci95"] = [round(float(low[k]), 4), round(float(high[k]), 4)]
+        out[name]["ci95"] = interval(k)
+        out[name]["undefined_resamples"] = int(np.isnan(stats[:, k]).sum())
     if contrast is not None:
         a, b = contrast
         out["contrast"] = {"a": a, "b": b, "difference": round(abs(out[a]["rho"]) - abs(out[b]["rho"]), 4),
-                           "ci95": [round(float(low[-1]), 4), round(float(high[-1]), 4)]}
+                           "ci95": interval(len(names))}
     return out
 
 
