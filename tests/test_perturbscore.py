@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -83,6 +85,18 @@ def test_build_tuples_resumes_without_duplicates(tiny, tmp_path):
     assert len(ids) == 7 == len(set(ids)) and out.read_text().splitlines()[:5] == first  # header + 4
     assert all(r["edit_distance"] >= 1 for r in recs if r["kept"])
     assert all((r["eps"] is None) != r["kept"] for r in recs)
+
+
+def test_max_words_sets_the_edit_distances_spanned(tiny, tmp_path):
+    from textaudit.robustness.perturbscore import build_tuples
+
+    texts = ["a good film and a great story with fun acting and a dull plot"]
+    few = build_tuples(tiny, texts, n=12, progress=False, max_eps=2.0)
+    many = build_tuples(tiny, texts, n=12, progress=False, max_eps=2.0, max_words=8, output=tmp_path / "t.jsonl")
+    assert max(r["edit_distance"] for r in few) <= 3 < max(r["edit_distance"] for r in many) <= 8
+    assert json.loads((tmp_path / "t.jsonl").read_text().splitlines()[0])["header"]["config"]["max_words"] == 8
+    with pytest.raises(TextAuditError, match="--max-words must be at least 1"):
+        build_tuples(tiny, texts, n=1, progress=False, max_words=0)
 
 
 def test_scorer_trains_saves_and_reloads(tmp_path):

@@ -39,6 +39,7 @@ class TuplesRequest:
     steps: int = option(5, low=1, help="PGD steps per ε.")
     max_eps: float = option(1.0, low=0.01, help="Largest ε of the grid (step 0.01).")
     tolerance: float = option(0.005, low=0.0, help="Drop a tuple whose closest shift is off by more.")
+    max_words: int = option(3, low=1, help="Words a perturbation changes: 1 to this many (the edit distances spanned).")
     seed: int = shared("seed", 0)
 
     def check(self) -> Shard | None:
@@ -50,7 +51,7 @@ class TuplesRequest:
                                  f"{', '.join(TUPLE_PERTURBATIONS)}")
         return check_sharded_output(self.output, self.resume, self.shard, dict(
             perturbation=self.perturbation, seed=self.seed, space=self.space, steps=self.steps, max_eps=self.max_eps,
-            tolerance=self.tolerance))
+            tolerance=self.tolerance, **({"max_words": self.max_words} if self.max_words != 3 else {})))
 
     def run(self, backend: Backend | None = None, *, shard: Shard | None = None, progress: bool = True) -> dict:
         """Build the tuples into ``output`` and return their summary (``shard``: :meth:`check`'s answer)."""
@@ -62,6 +63,6 @@ class TuplesRequest:
         recs = build_tuples(clf, list(ds["text"]), perturbation=self.perturbation, n=self.n, seed=self.seed,
                             output=self.output, resume=self.resume, space=self.space, steps=self.steps,
                             max_eps=self.max_eps, tolerance=self.tolerance, ids=ds["id"], shard=shard, backend=backend,
-                            progress=progress)
+                            progress=progress, max_words=self.max_words)
         return {"model": clf.name, "perturbation": self.perturbation, **summarize_tuples(recs),
                 "seconds": round(time.perf_counter() - t0, 1), "output": str(self.output)}

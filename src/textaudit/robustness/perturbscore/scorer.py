@@ -117,9 +117,10 @@ class PerturbScorer:
         return path
 
 
-def evaluate_scorer(scorer: PerturbScorer, test: Sequence[dict], encoder=None) -> dict:
+def evaluate_scorer(scorer: PerturbScorer, test: Sequence[dict], encoder=None, *, keep_scores: bool = False) -> dict:
     """Kendall τ / Spearman ρ with ε on ``test`` for the scorer, the edit distance and the sentence
-    embedding distance 1 − cos (MiniLM mean pooled) — the paper's Table 3 layout."""
+    embedding distance 1 − cos (MiniLM mean pooled) — the paper's Table 3 layout; ``keep_scores`` adds each
+    method's score per tuple (``"scores"``) and the ε (``"eps"``), for intervals over the tuples."""
     eps = [r["eps"] for r in test]
     if encoder is None:
         encoder = SentenceEncoder()
@@ -129,6 +130,8 @@ def evaluate_scorer(scorer: PerturbScorer, test: Sequence[dict], encoder=None) -
             "edit_distance": [r["edit_distance"] for r in test],
             "embedding_distance": (1.0 - (a * b).sum(1)).tolist()}
     out = {"n_test": len(test), "methods": {k: spearman_kendall(v, eps) for k, v in rows.items()}}
+    if keep_scores:
+        out.update(scores={k: [round(float(x), 6) for x in v] for k, v in rows.items()}, eps=list(eps))
     if len(test) < MIN_TEST:
         out["note"] = (f"only {len(test)} held-out tuples: Kendall τ and Spearman ρ are too noisy to mean much "
                        f"(build at least {5 * MIN_TEST} tuples, so that {MIN_TEST} are held out)")

@@ -90,27 +90,30 @@ def build_tuples(classifier: Classifier, texts: Sequence[str], *, perturbation: 
                  seed: int = 0, output=None, resume: bool = False, space: str = "hidden", steps: int = 5,
                  step: float = 0.01, max_eps: float = 1.0, tolerance: float = 0.005, progress: bool = True,
                  ids: Sequence[str] | None = None, shard: Shard | None = None,
-                 backend: Backend | None = None) -> list[dict]:
-    """Make ``n`` attempts (x from ``texts`` in a seeded order, x′ = ``perturbation``(x)); each is
+                 backend: Backend | None = None, max_words: int = 3) -> list[dict]:
+    """Make ``n`` attempts (x from ``texts`` in a seeded order, x′ = ``perturbation``(x) of 1..``max_words`` words
+    — the edit distances the tuples span); each is
     written to ``output`` as it finishes: ``{"id", "x", "x_prime", "edit_distance", "d", "eps",
     "kept", "shift_at_eps", "seconds"}`` (``eps`` None and ``kept`` false when dropped)."""
     if perturbation not in TUPLE_PERTURBATIONS:
         raise TextAuditError(f"unknown perturbation '{perturbation}'; use one of {', '.join(TUPLE_PERTURBATIONS)}")
     if not texts:
         raise TextAuditError("no sentences to perturb (empty dataset)")
+    if max_words < 1:
+        raise TextAuditError(f"--max-words must be at least 1 (got {max_words})")
     sm = differentiable(classifier)
     rng = np.random.default_rng(seed)
     if perturbation == "random-swap":
         vocab = sorted(w for w in counterfitted_neighbors() if w.isalpha())
-        perturb: Callable[[str, np.random.Generator], str] = lambda x, r: random_swap(x, r, vocab)  # noqa: E731
+        perturb: Callable[[str, np.random.Generator], str] = lambda x, r: random_swap(x, r, vocab, max_words)  # noqa: E731
     else:
         nb = counterfitted_neighbors()
-        perturb = lambda x, r: synonym_swap(x, r, nb)  # noqa: E731
+        perturb = lambda x, r: synonym_swap(x, r, nb, max_words)  # noqa: E731
     ids = list(ids) if ids is not None else [str(i) for i in range(len(texts))]
     order = rng.permutation(len(texts))
     settings = {"model": getattr(classifier, "name", None), "model_fingerprint": getattr(classifier, "fingerprint", None),
                 "perturbation": perturbation, "seed": seed, "space": space, "steps": steps, "step": step,
-                "max_eps": max_eps, "tolerance": tolerance}
+                "max_eps": max_eps, "tolerance": tolerance, **({"max_words": max_words} if max_words != 3 else {})}
     with ResumableRun(output, resume=resume, progress=progress, command="perturbscore build", config=settings,
                       shard=shard) as run:
         kept = sum(1 for r in run.previous if r.get("kept"))
