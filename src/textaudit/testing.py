@@ -1,0 +1,223 @@
+"""Contract checks a plug-in author runs on their own model before auditing it — scikit-learn's
+``check_estimator``, for classifiers.
+
+    from textaudit.testing import check_model
+    check_model("sentiment.py:vader")          # a spec, a callable, an object with predict_proba, a classifier
+
+Every audit assumes the same few things of a model; a model that breaks one gives numbers that mean something
+else (a score that depends on the other texts of its batch makes a search's findings depend on its batch
+size, a non-deterministic one makes ``--resume`` and the score cache lie). :func:`check_model` asks each:
+
+- ``scores``: one row per text, C ≥ 2 columns (≥ 1 for a multi-label model) as ``num_classes`` says, finite, in
+  [0, 1], each row summing to 1 within 1e-3 (multi-label: each in [0, 1]);
+- ``labels``: the declared class names, if any, are C distinct names;
+- ``decisions``: ``predict`` is the strict arg-max of ``predict_proba`` (a tie is no class);
+- ``batch invariance``: each text scored alone equals its score in a batch, and in the batch reversed;
+- ``determinism``: asked twice (past every cache), the same scores;
+- ``empty batch``: no texts, no rows (shape ``(0, C)``);
+- ``edge texts``: an empty, a blank, a very long and a non-Latin text each get a valid row or a
+  :class:`~textaudit.errors.TextAuditError` the model raises itself — never another exception (textaudit shows
+  a plug-in's crash to users as one line; the check names the crash).
+
+Scores are compared within ``tolerance`` (default 1e-5: a float32 forward may differ in its last bits between
+batch shapes). The answer is a :class:`ModelReport`; ``strict=True`` (the default) raises
+:class:`ModelCheckError` listing every failed check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from textaudit.decision import decisions
+from textaudit.errors import TextAuditError
+from textaudit.models import as_classifier, load_classifier
+from textaudit.models.batched import BatchedClassifier
+
+__all__ = ["check_model", "ModelReport", "ModelCheck", "ModelCheckError", "PROBE_TEXTS", "EDGE_TEXTS"]
+
+#: the texts every check scores (short and long, punctuation, a repeated word, digits)
+PROBE_TEXTS = (
+    "a deep and moving film .",
+    "the plot is thin , the acting wooden and the ending a relief .",
+    "not bad at all",
+    "great great great",
+    "it runs 95 minutes and feels like 3 hours !",
+    "an unremarkable , forgettable sequel that never finds its footing , despite a cast that tries hard .",
+)
+#: texts a model must answer or refuse in one line: empty, blank, very long, non-Latin
+EDGE_TEXTS = ("", "   ", " ".join(["long"] * 2000), "très bien — 非常好 — отлично")
+
+
+class ModelCheckError(TextAuditError):
+    """A model failed :func:`check_model`; the message lists each failed check."""
+
+
+@dataclass
+class ModelCheck:
+    """One check: its ``name``, whether it ``passed``, and what was seen (``detail``)."""
+
+    name: str
+    passed: bool
+    detail: str = ""
+
+
+@dataclass
+class ModelReport:
+    """Every check of one model (:func:`check_model`)."""
+
+    model: str
+    checks: list[ModelCheck] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    @property
+    def failed(self) -> list[ModelCheck]:
+        return [c for c in self.checks if not c.passed]
+
+    def __str__(self) -> str:
+        lines = [f"{self.model}: {'every check passed' if self.ok else f'{len(self.failed)} check(s) failed'}"]
+        lines += [f"  {'ok  ' if c.passed else 'FAIL'} {c.name}" + (f": {c.detail}" if c.detail else "") for c in self.checks]
+        return "\n".join(lines)
+
+
+def _classifier(model: Any) -> BatchedClassifier:
+    if isinstance(model, BatchedClassifier):
+        return model
+    if isinstance(model, str):
+        return load_classifier(model)
+    return as_classifier(model, output=getattr(model, "output", "probs"))
+
+
+def _fresh(clf: BatchedClassifier, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
+    """Scores the model itself gives (past the memory and disk caches), ``batch_size`` texts per forward."""
+    old = clf.batch_size
+    if batch_size is not None:
+        clf.batch_size = batch_size
+    try:
+        return np.asarray(clf.predict_proba_fresh(list(texts)), dtype=float)
+    finally:
+        clf.batch_size = old
+
+
+def _gap(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.max(np.abs(a - b))) if a.size else 0.0
+
+
+def _check_rows(probs: np.ndarray, n: int, multilabel: bool) -> str | None:
+    """What is wrong with ``probs`` as scores of ``n`` texts (None: nothing)."""
+    if probs.ndim != 2 or probs.shape[0] != n:
+        return f"shape {probs.shape} for {n} texts (want ({n}, C))"
+    if probs.shape[1] < (1 if multilabel else 2):
+        return f"{probs.shape[1]} column(s): a classifier needs at least {1 if multilabel else 2}"
+    if not np.isfinite(probs).all():
+        return "a score is NaN or infinite"
+    if probs.min() < 0 or probs.max() > 1:
+        return f"a score outside [0, 1] ({probs.min():.4g} .. {probs.max():.4g})"
+    if not multilabel and np.abs(probs.sum(1) - 1).max() > 1e-3:
+        return f"a row sums to {probs.sum(1)[np.abs(probs.sum(1) - 1).argmax()]:.4g}, not 1"
+    return None
+
+
+def _run(name: str, fn: Callable[[], str | None], report: ModelReport) -> None:
+    """Run one check: ``fn`` returns what is wrong (None: passed); an exception fails the check with its line."""
+    try:
+        problem = fn()
+    except TextAuditError as e:
+        problem = f"refused: {str(e).splitlines()[0]}"
+    except Exception as e:  # noqa: BLE001 — any other exception is exactly what the check reports
+        problem = f"raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    report.checks.append(ModelCheck(name, problem is None, problem or ""))
+
+
+def check_model(model: Any, *, texts: Sequence[str] | None = None, tolerance: float = 1e-5,
+                strict: bool = True) -> ModelReport:
+    """Run every check of the module docstring on ``model`` (a spec ``load_classifier`` takes, a callable, an
+    object with ``predict_proba``, or a :class:`~textaudit.models.batched.BatchedClassifier`) over ``texts``
+    (default :data:`PROBE_TEXTS`); return the :class:`ModelReport`, raising :class:`ModelCheckError` when a
+    check failed and ``strict``."""
+    clf = _classifier(model)
+    probe = list(texts) if texts is not None else list(PROBE_TEXTS)
+    if len(probe) < 2:
+        raise TextAuditError("check_model needs at least two texts (batch invariance compares them in a batch)")
+    report = ModelReport(getattr(clf, "name", "model"))
+    multilabel = bool(getattr(clf, "multilabel", False))
+    seen: dict[str, np.ndarray] = {}
+
+    def scores() -> str | None:
+        seen["batch"] = batch = _fresh(clf, probe)
+        problem = _check_rows(batch, len(probe), multilabel)
+        if problem is None and clf.num_classes != batch.shape[1]:
+            problem = f"num_classes says {clf.num_classes}, the rows have {batch.shape[1]} columns"
+        return problem
+
+    def labels() -> str | None:
+        names, width = getattr(clf, "labels", None), seen["batch"].shape[1]
+        if names is None:
+            return None
+        if len(names) != width:
+            return f"{len(names)} label names for {width} classes"
+        if len(set(names)) != len(names):
+            return f"label names repeat: {list(names)}"
+        return None
+
+    def decided() -> str | None:
+        if multilabel:
+            return None  # independent labels: each decided against its own threshold, not an arg-max
+        got, want = np.asarray(clf.predict(probe)), decisions(seen["batch"])
+        return None if np.array_equal(got, want) else f"predict gives {got.tolist()}, the arg-max of the rows {want.tolist()}"
+
+    def batch_invariance() -> str | None:
+        batch = seen["batch"]
+        alone = np.vstack([_fresh(clf, [t], batch_size=1) for t in probe])
+        backwards = _fresh(clf, probe[::-1])[::-1]
+        gap_alone, gap_order = _gap(alone, batch), _gap(backwards, batch)
+        if gap_alone > tolerance:
+            worst = int(np.abs(alone - batch).max(1).argmax())
+            return (f"scored alone, {probe[worst]!r} differs from its score in a batch by {gap_alone:.3g} "
+                    f"(the other texts of a batch change a text's score)")
+        if gap_order > tolerance:
+            return f"the batch reversed changes scores by {gap_order:.3g}"
+        return None
+
+    def determinism() -> str | None:
+        gap = _gap(_fresh(clf, probe), seen["batch"])
+        return None if gap <= tolerance else f"asked again, scores differ by {gap:.3g} (a random or stateful model)"
+
+    def empty_batch() -> str | None:
+        out = np.asarray(clf.predict_proba([]))
+        return None if out.shape[0] == 0 else f"no texts gave shape {out.shape}"
+
+    def edge_texts() -> str | None:
+        for t in EDGE_TEXTS:
+            shown = repr(t if len(t) < 40 else t[:20] + f"… ({len(t)} characters)")
+            try:
+                row = _fresh(clf, [t])
+            except TextAuditError as e:
+                cause = e.__cause__
+                if cause is None or isinstance(cause, TextAuditError):
+                    continue  # the model refused it in one line, as it may
+                # textaudit shows a plug-in's crash as one line; for its author it is still a crash
+                return f"{shown} raised {type(cause).__name__}: {str(cause).splitlines()[0] if str(cause) else ''}"
+            except Exception as e:  # noqa: BLE001 — what the check reports
+                return f"{shown} raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            problem = _check_rows(row, 1, multilabel)
+            if problem:
+                return f"{shown}: {problem}"
+        return None
+
+    _run("scores", scores, report)
+    for name, fn in (("labels", labels), ("decisions", decided), ("batch invariance", batch_invariance),
+                     ("determinism", determinism), ("empty batch", empty_batch), ("edge texts", edge_texts)):
+        if "batch" in seen:
+            _run(name, fn, report)
+        else:
+            report.checks.append(ModelCheck(name, False, "not run: the model gave no scores to check"))
+    if strict and not report.ok:
+        raise ModelCheckError(f"{report.model} failed {len(report.failed)} check(s): "
+                              + "; ".join(f"{c.name}: {c.detail}" for c in report.failed))
+    return report
