@@ -192,8 +192,8 @@ def _show_smoothing(request: CertifyRequest, outcome, json_out: bool) -> None:
     if collapsed:  # the smoothed classifier is (nearly) constant: its certificates are a constant's
         collapsed = collapsed.replace("its answers barely depend on the text", "the smoothed classifier barely depends "
                                       "on the text and its certificates are a constant's") + (
-            f"; a model that never saw masked text may answer one class under {request.mask_rate:.0%} masks: try a "
-            "lower --mask-rate, a --mask-token it knows, or a model trained on masked copies" if ranmask else "")
+            f"; a model that never saw masked text may answer one class under {request.rate:.0%} masks: try a "
+            "lower --mask-rate, a --mask-token it knows, or a model trained on masked copies (audit harden --method masked)" if ranmask else "")
         notice(collapsed)
         summary["warnings"] = [collapsed]
     if conclude(summary, request.output, json_out):

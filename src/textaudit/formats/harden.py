@@ -13,7 +13,8 @@ from textaudit.formats.compare import folder_file, plain_name
 from textaudit.formats.jsonl import check_results, read_header, read_jsonl
 from textaudit.stats import format_ci, format_p
 
-__all__ = ["SUMMARY", "read_harden", "read_harden_folder", "summary_rows", "bias_rows", "cost_rows", "SUMMARY_COLUMNS", "BIAS_COLUMNS",
+__all__ = ["SUMMARY", "hardened_threat",
+           "read_harden", "read_harden_folder", "summary_rows", "bias_rows", "cost_rows", "SUMMARY_COLUMNS", "BIAS_COLUMNS",
            "COST_COLUMNS"]
 
 #: the summary file ``audit harden`` writes in its ``--out`` folder
@@ -23,6 +24,28 @@ SUMMARY = "harden.json"
 SUMMARY_COLUMNS = ["metric", "before", "95% CI", "after", "95% CI", "McNemar p"]
 COST_COLUMNS = ["attacking the training sample", "building consistency pairs", "training", "evaluation"]
 BIAS_COLUMNS = ["pair", "k", "B before", "95% CI", "B after", "95% CI", "|B| lower", "after's interval excludes before"]
+
+
+def hardened_threat(model: str | Path) -> dict | None:
+    """The threat model a hardened model was trained for (``audit harden --method masked|substitute``): ``{"method":
+    "ranmask", "mask_rate", "mask_token"}`` or ``{"method": "safer", "hops"}``, read from the model's folder
+    (``textaudit-harden.json``, or a zoo checkpoint's ``textaudit.json``); None for any other model."""
+    path = Path(str(model)).expanduser()
+    if not path.is_dir():
+        return None
+    for name, key in (("textaudit-harden.json", None), ("textaudit.json", "hardened")):
+        f = path / name
+        if not f.is_file():
+            continue
+        try:
+            info = loads_json(f.read_text())
+        except (OSError, ValueError):
+            return None
+        if key is not None:
+            info = info.get(key) if isinstance(info, dict) else None
+        threat = info.get("threat") if isinstance(info, dict) else None
+        return threat if isinstance(threat, dict) and threat.get("method") in ("ranmask", "safer") else None
+    return None
 
 
 def read_harden(path: str | Path) -> dict:

@@ -27,7 +27,9 @@ class HardenRequest:
     method: str = option(..., help=(
         "augment (attack a training sample, add every x̃ and x̃ ⊕ p with the gold label, fine-tune), adversarial "
         "(the same, a fresh sample each round with the current model) or consistency (symmetric-KL loss between "
-        "f(x̃) and f(x̃ ⊕ p); with --pair/--group: counterfactual consistency)."), choices=METHODS)
+        "f(x̃) and f(x̃ ⊕ p); with --pair/--group: counterfactual consistency), masked (RanMASK's training: random "
+        "masked copies, for audit certify --method ranmask) or substitute (SAFER's: random synonym substitutions, for "
+        "--method safer)."), choices=METHODS)
     out: Path = option(..., scope="command", help=(
         "Results folder: mined weaknesses, the hardened model (out/model: give it to --model), before/after files, "
         "harden.json (audit report renders it). A rerun with the same settings resumes."))
@@ -62,6 +64,10 @@ class HardenRequest:
         "augment, adversarial: train on the successes of these attack results files (or compare / harden folders), "
         "mined by any run, instead of mining the first round; repeat for several. Findings holding a held-out "
         "sentence are left out."))
+    copies: int = option(4, low=1, help="masked, substitute: random copies of each training example trained on.")
+    mask_rate: float = option(0.9, help="masked: ρ, the share of the words masked in each copy (RanMASK's 0.9).")
+    mask_token: str = option("[MASK]", help="masked: what a masked word becomes (BERT-like: [MASK]; RoBERTa: <mask>).")
+    hops: int = option(2, low=1, high=2, help="substitute: the synonym sets reach 1 or 2 hops of neighbours (SAFER's).")
     in_flight: int | None = shared("in_flight")
     seed: int = shared("seed", 0)
     target_label: str | None = shared("target_label")
@@ -79,7 +85,8 @@ class HardenRequest:
             eval_limit=self.eval_limit, eval_attacks=[[m, kk] for m, kk in parse_eval_attacks(self.eval_attack)],
             max_queries=self.max_queries, mlm=self.mlm, lora=self.lora, seed=self.seed,
             from_findings=[str(p) for p in self.from_findings] if self.from_findings else None,
-            label=self.target_label, label_threshold=self.label_threshold, naturalness=naturalness_on(self.naturalness))
+            label=self.target_label, label_threshold=self.label_threshold, naturalness=naturalness_on(self.naturalness),
+            copies=self.copies, mask_rate=self.mask_rate, mask_token=self.mask_token, hops=self.hops)
 
     def check(self) -> HardenSettings:
         """Every one-line error before anything loads; returns the run's settings."""

@@ -10,6 +10,12 @@ Methods (``--method``):
 - **adversarial**: the same inside the training loop: ``--rounds`` rounds, each attacking a fresh
   sample of training examples with the *current* model and fine-tuning one epoch on train + all
   found so far (TextAttack's adversarial training, on our engine and budgets).
+- **masked** (RanMASK's training) and **substitute** (SAFER's): fine-tune on the training split plus ``--copies``
+  random copies of each example drawn exactly as the certificate draws them — words masked at ``--mask-rate``
+  with ``--mask-token`` (:class:`~textaudit.robustness.smoothing.RanMASK`), or each word replaced by a random
+  member of its synonym set (:class:`~textaudit.robustness.smoothing.SAFER`, ``--hops``) — so that the smoothed
+  classifier votes over inputs like its training data. The hardened model records the threat model it was trained
+  for, and ``audit certify`` on it uses that by default (:data:`CERTIFIED`).
 - **consistency**: fine-tune with cross-entropy + λ × the symmetric KL between f(x̃) and f(x̃ ⊕ p)
   over pairs from training sentences and their Neighbor_1 (:mod:`textaudit.harden.losses`); p is
   each sentence's patch pair, or the protected pairs of ``--pair``/``--group`` (counterfactual
@@ -56,6 +62,7 @@ from textaudit.harden.before_after import accuracy_before_after, attack_before_a
 from textaudit.harden.losses import LabelTarget, consistency_objective
 from textaudit.harden.model import check_trainable, load_trainable
 from textaudit.harden.weaknesses import consistency_pairs, found_examples, mine
+from textaudit.lexicons import counterfitted_neighbors
 from textaudit.models import load_classifier
 from textaudit.models.batched import ALL_LABELS, check_label_threshold, label_view
 from textaudit.models.zoo.names import ZOO_MODELS, check_zoo_label
@@ -67,9 +74,11 @@ from textaudit.secrets import redact_obj
 from textaudit.text import word_tokenize
 from textaudit.train_state import state_digest
 
-__all__ = ["HardenSettings", "harden", "METHODS", "SUMMARY", "parse_eval_attacks"]
+__all__ = ["HardenSettings", "harden", "METHODS", "CERTIFIED", "SUMMARY", "parse_eval_attacks", "threat_model"]
 
-METHODS = ("augment", "adversarial", "consistency")
+METHODS = ("augment", "adversarial", "consistency", "masked", "substitute")
+#: the methods that train for a smoothing certificate, and the certificate (``audit certify --method``) each is for
+CERTIFIED = {"masked": "ranmask", "substitute": "safer"}
 #: the settings a rerun on the same --out must repeat
 SETTINGS = "settings.json"
 #: the mark of a harden folder's settings file (what makes the folder textaudit's: files.check_folder)
@@ -137,6 +146,12 @@ class HardenSettings:
     naturalness: bool = True
     #: results files or folders whose successes are the first round's found examples (no mining then)
     from_findings: list[str] | None = None
+    #: masked, substitute: random copies of each training example, drawn as the certificate draws them
+    copies: int = 4
+    #: masked: RanMASK's ρ and mask token; substitute: SAFER's synonym sets reach this many hops
+    mask_rate: float = 0.9
+    mask_token: str = "[MASK]"
+    hops: int = 2
 
     def check(self) -> None:
         """One-line errors for settings that cannot run (before anything loads)."""
@@ -154,11 +169,17 @@ class HardenSettings:
                                          ("--found-weight", self.found_weight, 1, 1000),
                                          ("--pairs-per-sentence", self.pairs_per_sentence, 1, 1000),
                                          ("--eval-limit", self.eval_limit, 1, 10_000_000),
-                                         ("--max-train", self.max_train, 1, 100_000_000)):
+                                         ("--max-train", self.max_train, 1, 100_000_000),
+                                         ("--copies", self.copies, 1, 1000), ("--hops", self.hops, 1, 2)):
             if value is not None and not least <= value <= most:
                 raise TextAuditError(f"{name} must be from {least} to {most:,} (got {value})")
         if self.pairs and self.group:
             raise TextAuditError("give --pair or --group, not both")
+        if not (isinstance(self.mask_rate, (int, float)) and 0 <= self.mask_rate < 1):
+            raise TextAuditError(f"--mask-rate must be at least 0 and below 1 (got {self.mask_rate}); RanMASK's paper "
+                                 "uses 0.9")
+        if not str(self.mask_token).strip():
+            raise TextAuditError("--mask-token must not be empty (BERT-like tokenizers: [MASK]; RoBERTa: <mask>)")
         if self.from_findings:
             if self.method not in ("augment", "adversarial"):
                 raise TextAuditError(f"--from gives found examples to train on: it applies to --method augment or "
@@ -195,6 +216,26 @@ class HardenSettings:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def threat_model(s: HardenSettings) -> dict[str, Any] | None:
+    """What a ``masked`` or ``substitute`` hardening trained for: the certificate's method and parameters, recorded
+    with the hardened model (``audit certify`` reads them: :func:`textaudit.formats.harden.hardened_threat`)."""
+    method = CERTIFIED.get(s.method)
+    if method == "ranmask":
+        return {"method": method, "mask_rate": s.mask_rate, "mask_token": s.mask_token}
+    if method == "safer":
+        return {"method": method, "hops": s.hops}
+    return None
+
+
+def smoothing_sampler(s: HardenSettings):
+    """The certificate's own sampler for ``s``'s threat model (its ``draws``), seeded by ``s.seed``."""
+    from textaudit.robustness.smoothing import SAFER, PerturbationSets, RanMASK
+
+    if s.method == "masked":
+        return RanMASK(None, PerturbationSets({}), rate=s.mask_rate, mask_token=s.mask_token, seed=s.seed)
+    return SAFER(None, PerturbationSets(counterfitted_neighbors(), hops=s.hops), seed=s.seed)
 
 
 def _say(msg: str, progress: bool) -> None:
@@ -356,12 +397,17 @@ class _Hardening:
         s, split = self.s, self.split
         hardened = self.original.copy()
         t0 = time.perf_counter()
-        done = self._mine_and_fine_tune(hardened) if s.method in ("augment", "adversarial") else \
-            self._consistency(hardened)
+        if s.method in ("augment", "adversarial"):
+            done = self._mine_and_fine_tune(hardened)
+        elif s.method in CERTIFIED:
+            done = self._smoothing_copies(hardened)
+        else:
+            done = self._consistency(hardened)
         done.cost["harden_seconds"] = time.perf_counter() - t0
+        threat = threat_model(s)
         done.info = {"name": f"{self.name}+harden-{s.method}", "from": self.name, "method": s.method,
                      "settings": s.to_dict(), "n_train": len(split.texts), "found": len(found_examples(done.mined)),
-                     "cost": _round(done.cost)}
+                     "cost": _round(done.cost), **({"threat": threat} if threat else {})}
         hardened.save(self.model_dir, done.info)
         for p in [*self.out.glob(".round*.pt"), *self.out.glob(".train-state*.pt")]:
             p.unlink()
@@ -412,6 +458,25 @@ class _Hardening:
                 _save_weights(hardened, round_state)
             cost["train_seconds"] = cost.get("train_seconds", 0.0) + time.perf_counter() - tt
         return Trained({}, cost, files, mined)
+
+    def _smoothing_copies(self, hardened) -> Trained:
+        """masked, substitute: fine-tune on the training split plus ``copies`` random copies of each example, drawn
+        by the certificate's own sampler (its stream 2: the certificate's selection and estimation samples are
+        streams 0 and 1), so the base classifier learns the inputs the smoothed classifier votes over."""
+        s, split = self.s, self.split
+        sampler = smoothing_sampler(s)
+        what = f"masked at ρ = {s.mask_rate}" if s.method == "masked" else f"synonym substitutions ({s.hops} hops)"
+        _say(f"harden: fine-tuning on {len(split.texts)} training examples + {s.copies} copies of each, {what}",
+             self.progress)
+        tm = time.perf_counter()
+        copies = [c for t, i in zip(split.texts, split.ids) for c in sampler.draws(t, f"harden|{i}", s.copies, 2)]
+        cost: dict[str, float] = {"copies_seconds": time.perf_counter() - tm, "copies": len(copies)}
+        tt = time.perf_counter()
+        _fine_tune(hardened, split.texts + copies, split.labels + [y for y in split.labels for _ in range(s.copies)], s,
+                   epochs=s.epochs, seed=s.seed, state=self.out / ".train-state.pt", device=self.device,
+                   progress=self.progress, label=self.label_target())
+        cost["train_seconds"] = time.perf_counter() - tt
+        return Trained({}, cost, [], [])
 
     def _consistency(self, hardened) -> Trained:
         """consistency: pairs (x̃, x̃ ⊕ p) from training sentences and their Neighbor_1, then fine-tuning with
@@ -500,6 +565,7 @@ class _Hardening:
                          "train_overlap_removed": split.overlap,
                          "attacked_for_training": len({r.get("id") for r in mined})},
             "found_files": found_files, "cost": _round(cost), **({"replay_found": replayed} if replayed else {}),
+            **({"threat": threat_model(s)} if threat_model(s) else {}),
             **({"warnings": warnings} if warnings else {})}
 
 
@@ -600,6 +666,9 @@ def _say_time(s: HardenSettings, original, before, mlm, sources: list[str], n_tr
         total += t or 0.0
         found = int(0.9 * len(mined)) * s.found_weight  # an SST-2 model: about nine in ten are found
         example_epochs = (s.epochs if s.method == "augment" else s.rounds) * (n_train + found)
+    elif s.method in CERTIFIED:
+        parts.append(f"{s.copies} random copies of each of the {n_train} training examples (no mining)")
+        example_epochs = s.epochs * n_train * (1 + s.copies)
     else:
         t = sum(len(x.split()) for x in mined) * s_m
         parts.append(f"the natural neighbours of {len(mined)} training sentences {duration(t)}")

@@ -23,6 +23,7 @@ from textaudit.data import align_labels, check_labels, dataset_id, load_dataset
 from textaudit.engine.pace import measure_pace
 from textaudit.errors import TextAuditError
 from textaudit.files import loads_json
+from textaudit.formats.harden import hardened_threat
 from textaudit.formats.jsonl import check_output, write_results
 from textaudit.lexicons import counterfitted_neighbors
 from textaudit.models import load_classifier
@@ -104,15 +105,18 @@ class CertifyRequest:
     samples: int = option(1000, low=1, help="Smoothing: the estimation sample n (draws per example).")
     selection: int = option(100, low=1, help="Smoothing: the selection sample n0 that names the class.")
     alpha: float = option(0.05, help="Smoothing: 1 − the confidence of p_A's Clopper–Pearson lower bound.")
-    mask_rate: float = option(0.9, help=(
+    mask_rate: float | None = option(None, help=(
         "RanMASK: ρ, the share of the words masked in each draw (the paper's 0.9 suits models trained on masked "
-        "text; a model that never saw masks keeps more accuracy with a lower rate, and a smaller radius)."))
-    mask_token: str = option("[MASK]", help=(
-        "RanMASK: what a masked word becomes (BERT-like tokenizers: [MASK]; RoBERTa: <mask>)."))
+        "text; a model that never saw masks keeps more accuracy with a lower rate, and a smaller radius). Default: "
+        "what the model was hardened for (audit harden --method masked), else 0.9."))
+    mask_token: str | None = option(None, help=(
+        "RanMASK: what a masked word becomes (BERT-like tokenizers: [MASK]; RoBERTa: <mask>). Default: the "
+        "model's hardening's, else [MASK]."))
     synonyms: Path | None = option(None, help=(
         "SAFER: a JSON file {word: [substitutes, closest first]} (default: the counter-fitted neighbours IBP uses)."))
-    hops: int = option(2, low=1, high=2, help=(
-        "SAFER: what smoothing draws from: 1, a word and its substitutes; 2, their substitutes too (tighter)."))
+    hops: int | None = option(None, low=1, high=2, help=(
+        "SAFER: what smoothing draws from: 1, a word and its substitutes; 2, their substitutes too (tighter). "
+        "Default: the model's hardening's (audit harden --method substitute), else 2."))
     neighbors: int = option(1, low=0, help=(
         "Smoothing's second-order view: for each certified input, certify natural neighbours up to k words away (the "
         "masked LM's) and try synonym patches on those that are not; 0: off."))
@@ -127,17 +131,61 @@ class CertifyRequest:
     in_flight: int | None = shared("in_flight")
 
     @property
+    def threat(self) -> dict | None:
+        """The threat model ``model`` was hardened for (``audit harden --method masked|substitute``), or None."""
+        return hardened_threat(self.model)
+
+    @property
     def chosen_method(self) -> str:
-        """``method``, or its default: IBP for a zoo *-ibp (or *-ibp-jia) model, else SAFER."""
-        return self.method or ("ibp" if self.model in ZOO_MODELS and split_robust(self.model)[1] else "safer")
+        """``method``, or its default: the smoothing a hardened model was trained for, IBP for a zoo *-ibp (or
+        *-ibp-jia) model, else SAFER."""
+        threat = self.threat
+        return self.method or (threat["method"] if threat else None) or \
+            ("ibp" if self.model in ZOO_MODELS and split_robust(self.model)[1] else "safer")
+
+    def _setting(self, name: str, default: Any) -> Any:
+        """An option's value: as given, else the model's hardening's, else ``default``."""
+        given = getattr(self, name)
+        return given if given is not None else (self.threat or {}).get(name, default)
+
+    @property
+    def rate(self) -> float:
+        """RanMASK's ρ (``--mask-rate``, else the hardening's, else 0.9)."""
+        return float(self._setting("mask_rate", 0.9))
+
+    @property
+    def token(self) -> str:
+        """RanMASK's mask token (``--mask-token``, else the hardening's, else ``[MASK]``)."""
+        return str(self._setting("mask_token", "[MASK]"))
+
+    @property
+    def synonym_hops(self) -> int:
+        """SAFER's hops (``--hops``, else the hardening's, else 2)."""
+        return int(self._setting("hops", 2))
+
+    def _check_threat(self, method: str) -> None:
+        """A hardened model is certified under the threat model it was trained for: another is one line."""
+        threat = self.threat
+        if not threat:
+            return
+        asked = {"method": method, **({"mask_rate": self.rate, "mask_token": self.token} if method == "ranmask" else
+                                      {"hops": self.synonym_hops} if method == "safer" else {})}
+        differ = [k for k in threat if asked.get(k) != threat[k]]
+        if differ:
+            said = ", ".join(f"{k} {threat[k]}" for k in threat)
+            asked_said = ", ".join(f"{k} {asked.get(k)}" for k in differ)
+            raise TextAuditError(f"{self.model} was hardened for {said}; certifying it under {asked_said} measures a "
+                                 "threat model it was not trained for: leave --method, --mask-rate, --mask-token and "
+                                 "--hops out (they follow its training), or certify the model it was hardened from")
 
     def check(self) -> dict | None:
         """Every one-line error before any data or model loads; returns the ``--synonyms`` table (None: the
         counter-fitted neighbours)."""
-        if not 0 <= self.mask_rate < 1:
-            raise TextAuditError(f"--mask-rate must be at least 0 and below 1 (got {self.mask_rate}); RanMASK's paper "
+        if not 0 <= self.rate < 1:
+            raise TextAuditError(f"--mask-rate must be at least 0 and below 1 (got {self.rate}); RanMASK's paper "
                                  "uses 0.9")
         method = self.chosen_method
+        self._check_threat(method)
         if method not in METHODS:
             raise TextAuditError(f"unknown --method '{method}'; use ibp (zoo bow/cnn/lstm word models), "
                                  f"{' or '.join(SMOOTHING)} (any model)")
@@ -152,16 +200,16 @@ class CertifyRequest:
         if not 0 < self.alpha < 0.5:
             raise TextAuditError(f"--alpha must be above 0 and below 0.5 (got {self.alpha}); 0.05 is usual")
         ranmask = method == "ranmask"
-        if ranmask and not self.mask_token.strip():
+        if ranmask and not self.token.strip():
             raise TextAuditError("--mask-token must not be empty (BERT-like tokenizers: [MASK]; RoBERTa: <mask>)")
         table = read_synonyms(Path(self.synonyms)) if self.synonyms is not None else None
         k = self.neighbors
         check_output(self.output, self.resume, dict(
             method=method, samples=self.samples, selection=self.selection, alpha=self.alpha, seed=self.seed,
-            data=dataset_id(self.data, "dev"), hops=self.hops if (k or not ranmask) else None, neighbors_k=k,
+            data=dataset_id(self.data, "dev"), hops=self.synonym_hops if (k or not ranmask) else None, neighbors_k=k,
             neighbors=self.neighbor_sample if k else None, patches=self.patches if k else None,
             view_radius=self.view_radius if k else None, synonyms_digest=synonyms_digest(table),
-            **({"mask_rate": self.mask_rate, "mask_token": self.mask_token} if ranmask else {})))
+            **({"mask_rate": self.rate, "mask_token": self.token} if ranmask else {})))
         return table
 
     def run_each_label(self, backend: Backend | None = None, *, progress: bool = True,
@@ -208,12 +256,12 @@ class CertifyRequest:
         builder = NeighborhoodBuilder(mlm if mlm is not None else load_mlm(self.mlm), seed=self.seed) if k else None
         # RanMASK draws no synonyms: its sets serve only the second-order view's patches
         sets = PerturbationSets({} if ranmask and not k else table if table is not None else counterfitted_neighbors(),
-                                hops=self.hops)
+                                hops=self.synonym_hops)
         kind: type[SAFER] = RanMASK if ranmask else SAFER
         safer = kind(clf, sets, samples=self.samples, selection=self.selection, alpha=self.alpha, seed=self.seed,
                      builder=builder, neighbors_k=k, neighbors=self.neighbor_sample, patches=self.patches,
                      view_radius=self.view_radius,
-                     **({"rate": self.mask_rate, "mask_token": self.mask_token} if ranmask else {}))
+                     **({"rate": self.rate, "mask_token": self.token} if ranmask else {}))
         lexicon = str(self.synonyms) if self.synonyms is not None else "counterfitted-neighbors"
         summary, records = run_certify(safer, ds["text"], ds["label"], ds["id"], output=self.output,
                                        resume=self.resume, in_flight=self.in_flight, progress=progress, backend=backend,
