@@ -193,7 +193,8 @@ def _show_smoothing(request: CertifyRequest, outcome, json_out: bool) -> None:
         collapsed = collapsed.replace("its answers barely depend on the text", "the smoothed classifier barely depends "
                                       "on the text and its certificates are a constant's") + (
             f"; a model that never saw masked text may answer one class under {request.rate:.0%} masks: try a "
-            "lower --mask-rate, a --mask-token it knows, or a model trained on masked copies (audit harden --method masked)" if ranmask else "")
+            "lower --mask-rate, a --mask-token it knows, or a model trained on masked copies (audit harden --method "
+            "masked)" if ranmask else "")
         notice(collapsed)
         summary["warnings"] = [collapsed]
     if conclude(summary, request.output, json_out):
