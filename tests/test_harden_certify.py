@@ -45,7 +45,7 @@ def _harden(root: Path, method: str, out: Path, **extra):
 
     s = HardenSettings(model=str(root / "bow"), method=method, data=str(root / "train.tsv"),
                        eval_data=str(root / "dev.tsv"), epochs=3, copies=4, eval_attacks=[["so-enum", 1]],
-                       mlm="minilm-mlm", naturalness=False, **extra)
+                       mlm="minilm-mlm", naturalness=False, cert_samples=200, cert_selection=50, **extra)
     return harden(s, out, progress=False)
 
 
@@ -72,6 +72,16 @@ def test_a_masked_hardening_certifies_what_the_clean_model_cannot(sprinkled, tmp
     was = {c["radius"]: c["certified_accuracy"] for c in clean.summary["curve"]}
     assert hardened.summary["accuracy"] >= 0.8 > clean.summary["accuracy"] + 0.2
     assert at[1] >= was[1] + 0.1 and at[2] > 0.3
+    # harden's before/after certificate is audit certify's, run by hand on both models (same draws, same records)
+    cert = res["certificate"]
+    assert cert["method"] == "ranmask" and cert["files"] == ["before.certify.jsonl", "after.certify.jsonl"]
+    for side, by_hand in (("before", clean), ("after", hardened)):
+        assert cert[side]["curve"] == by_hand.summary["curve"] and cert[side]["accuracy"] == by_hand.summary["accuracy"]
+    from textaudit.formats.harden import summary_rows
+
+    rows = {r[0]: r for r in summary_rows(res)}
+    assert rows["ranmask: certified accuracy at radius 1"][3] == round(at[1], 3)
+    assert rows["ranmask: smoothed accuracy"][1] == round(clean.summary["accuracy"], 3)
 
 
 def test_a_hardened_model_is_certified_under_its_own_threat_model_or_refused_in_one_line(sprinkled, tmp_path, cli):

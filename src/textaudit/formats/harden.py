@@ -11,7 +11,7 @@ from textaudit.errors import TextAuditError
 from textaudit.files import loads_json
 from textaudit.formats.compare import folder_file, plain_name
 from textaudit.formats.jsonl import check_results, read_header, read_jsonl
-from textaudit.stats import format_ci, format_p
+from textaudit.stats import format_ci, format_p, wilson
 
 __all__ = ["SUMMARY", "hardened_threat",
            "read_harden", "read_harden_folder", "summary_rows", "bias_rows", "cost_rows", "SUMMARY_COLUMNS", "BIAS_COLUMNS",
@@ -127,6 +127,18 @@ def summary_rows(summary: dict) -> list[list]:
         rows.append([f"{name}: success rate", r3(a["before"]["success_rate"]), format_ci(a["before"]["ci95"], 3),
                      r3(a["after"]["success_rate"]), format_ci(a["after"]["ci95"], 3), format_p(a["mcnemar"]["p"])])
         rows.append([f"{name}: mean ℓ0 of successes", r3(a["before"]["mean_l0"]), "", r3(a["after"]["mean_l0"]), "", ""])
+    cert = summary.get("certificate")
+    if cert:  # a hardening for a certificate: both models smoothed under the threat model it trained for
+        b, a = cert["before"], cert["after"]
+        rows.append([f"{cert['method']}: smoothed accuracy", r3(b["accuracy"]), format_ci(b["accuracy_ci95"], 3),
+                     r3(a["accuracy"]), format_ci(a["accuracy_ci95"], 3), ""])
+        curves = [{c["radius"]: c for c in side["curve"]} for side in (b, a)]
+        for radius in range(max(len(b["curve"]), len(a["curve"]))):
+            cells = []
+            for side, curve in zip((b, a), curves):  # past a curve's end nothing is certified at that radius
+                c = curve.get(radius) or {"certified_accuracy": 0.0, "certified_accuracy_ci95": wilson(0, side["n"])}
+                cells += [r3(c["certified_accuracy"]), format_ci(c["certified_accuracy_ci95"], 3)]
+            rows.append([f"{cert['method']}: certified accuracy at radius {radius}", *cells, ""])
     return rows
 
 

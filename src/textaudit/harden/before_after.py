@@ -7,7 +7,10 @@
   exact test on the examples both models were attacked on (an example is attacked when the model
   classifies it correctly, so the two sets differ a little);
 - B_{p,k} of each protected pair for both models with its interval, scored on the same sentences
-  (:func:`~textaudit.fairness.bias.run_bias` with ``compare``).
+  (:func:`~textaudit.fairness.bias.run_bias` with ``compare``);
+- for a hardening that trained for a certificate (``masked``, ``substitute``): the smoothed classifier's accuracy
+  and certified accuracy at every radius of both models, each with its Wilson interval, under the threat model
+  the training targeted (:func:`certificate_before_after`: the records ``audit certify`` writes, seeded alike).
 
 What it writes is read back, checked, and turned into tables by :mod:`textaudit.formats.harden`.
 """
@@ -27,7 +30,7 @@ from textaudit.fairness.estimates import MIN_CLAIM_SOURCES
 from textaudit.harden.weaknesses import build_attack
 from textaudit.stats import mcnemar, wilson
 
-__all__ = ["accuracy_before_after", "attack_before_after", "bias_before_after", "attack_file"]
+__all__ = ["accuracy_before_after", "attack_before_after", "bias_before_after", "attack_file", "certificate_before_after"]
 
 def _rate(successes: int, n: int) -> dict:
     return {"n": n, "rate": round(successes / n, 4) if n else None, "ci95": list(wilson(successes, n) or ()) or None}
@@ -101,3 +104,31 @@ def bias_before_after(before, after, pairs: Sequence[tuple[str, str]], texts: Se
                      "interval_excludes_before": bool(a.sources >= MIN_CLAIM_SOURCES and np.isfinite([lo, hi]).all()
                                                       and not (lo <= b.B <= hi))})
     return rows
+
+
+def certificate_before_after(before, after, threat: dict, texts: Sequence[str], labels: Sequence[int],
+                             ids: Sequence[str], *, out: Path, seed: int, samples: int = 1000, selection: int = 100,
+                             alpha: float = 0.05, in_flight: int | None = None, progress: bool = True) -> dict:
+    """Both models certified under ``threat`` (``{"method": "ranmask", "mask_rate", "mask_token"}`` or ``{"method":
+    "safer", "hops"}``) on the held-out examples: the records ``audit certify`` writes (``before.certify.jsonl``,
+    ``after.certify.jsonl``, resumable), and ``{"method", "threat", "before", "after", "files"}`` — each side the
+    smoothed accuracy, abstentions and certified accuracy per radius with Wilson intervals (its summary)."""
+    from textaudit.lexicons import counterfitted_neighbors
+    from textaudit.robustness.smoothing import SAFER, PerturbationSets, RanMASK, run_certify
+
+    ranmask = threat["method"] == "ranmask"
+    sides, files = {}, []
+    for role, clf in (("before", before), ("after", after)):
+        path = Path(out) / f"{role}.certify.jsonl"
+        sets = PerturbationSets({} if ranmask else counterfitted_neighbors(), hops=int(threat.get("hops", 2)))
+        kind = RanMASK if ranmask else SAFER
+        smoother = kind(clf, sets, samples=samples, selection=selection, alpha=alpha, seed=seed,
+                        **({"rate": threat["mask_rate"], "mask_token": threat["mask_token"]} if ranmask else {}))
+        summary, _ = run_certify(smoother, list(texts), list(labels), list(ids), output=path, resume=path.exists(),
+                                 progress=progress, in_flight=in_flight,
+                                 config={"synonyms": None if ranmask else "counterfitted-neighbors",
+                                         "synonyms_digest": None})
+        sides[role] = summary
+        files.append(path.name)
+    return {"method": threat["method"], "threat": threat, "before": sides["before"], "after": sides["after"],
+            "files": files}

@@ -68,6 +68,8 @@ class HardenRequest:
     mask_rate: float = option(0.9, help="masked: ρ, the share of the words masked in each copy (RanMASK's 0.9).")
     mask_token: str = option("[MASK]", help="masked: what a masked word becomes (BERT-like: [MASK]; RoBERTa: <mask>).")
     hops: int = option(2, low=1, high=2, help="substitute: the synonym sets reach 1 or 2 hops of neighbours (SAFER's).")
+    cert_samples: int = option(1000, low=1, help="masked, substitute: the before/after certificate's estimation sample n.")
+    cert_selection: int = option(100, low=1, help="masked, substitute: the before/after certificate's selection sample n0.")
     in_flight: int | None = shared("in_flight")
     seed: int = shared("seed", 0)
     target_label: str | None = shared("target_label")
@@ -86,7 +88,8 @@ class HardenRequest:
             max_queries=self.max_queries, mlm=self.mlm, lora=self.lora, seed=self.seed,
             from_findings=[str(p) for p in self.from_findings] if self.from_findings else None,
             label=self.target_label, label_threshold=self.label_threshold, naturalness=naturalness_on(self.naturalness),
-            copies=self.copies, mask_rate=self.mask_rate, mask_token=self.mask_token, hops=self.hops)
+            copies=self.copies, mask_rate=self.mask_rate, mask_token=self.mask_token, hops=self.hops,
+            cert_samples=self.cert_samples, cert_selection=self.cert_selection)
 
     def check(self) -> HardenSettings:
         """Every one-line error before anything loads; returns the run's settings."""

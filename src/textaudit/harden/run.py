@@ -58,7 +58,7 @@ from textaudit.files import atomic_path, loads_json, lock_or_fail
 from textaudit.findings import attack_files, read_findings, replay
 from textaudit.formats.harden import SUMMARY  # the summary audit report and results.load read
 from textaudit.formats.jsonl import read_header, read_jsonl, write_results
-from textaudit.harden.before_after import accuracy_before_after, attack_before_after, bias_before_after
+from textaudit.harden.before_after import accuracy_before_after, attack_before_after, bias_before_after, certificate_before_after
 from textaudit.harden.losses import LabelTarget, consistency_objective
 from textaudit.harden.model import check_trainable, load_trainable
 from textaudit.harden.weaknesses import consistency_pairs, found_examples, mine
@@ -152,6 +152,9 @@ class HardenSettings:
     mask_rate: float = 0.9
     mask_token: str = "[MASK]"
     hops: int = 2
+    #: masked, substitute: the before/after certificate's estimation and selection samples (``audit certify``'s)
+    cert_samples: int = 1000
+    cert_selection: int = 100
 
     def check(self) -> None:
         """One-line errors for settings that cannot run (before anything loads)."""
@@ -170,7 +173,9 @@ class HardenSettings:
                                          ("--pairs-per-sentence", self.pairs_per_sentence, 1, 1000),
                                          ("--eval-limit", self.eval_limit, 1, 10_000_000),
                                          ("--max-train", self.max_train, 1, 100_000_000),
-                                         ("--copies", self.copies, 1, 1000), ("--hops", self.hops, 1, 2)):
+                                         ("--copies", self.copies, 1, 1000), ("--hops", self.hops, 1, 2),
+                                         ("--cert-samples", self.cert_samples, 1, 10_000_000),
+                                         ("--cert-selection", self.cert_selection, 1, 10_000_000)):
             if value is not None and not least <= value <= most:
                 raise TextAuditError(f"{name} must be from {least} to {most:,} (got {value})")
         if self.pairs and self.group:
@@ -542,6 +547,13 @@ class _Hardening:
             bias = bias_before_after(before, after, self.pairs, texts, ids, mlm=self.mlm, k=s.bias_k,
                                      out=out / "bias.jsonl", seed=s.seed, data=split.eval_id,
                                      blacklists=self.blacklists, in_flight=self.in_flight, progress=progress)
+        certificate = None
+        threat = threat_model(s)
+        if threat is not None:
+            _say(f"harden: certifying both models by {threat['method']} on {len(texts)} held-out examples", progress)
+            certificate = certificate_before_after(before, after, threat, texts, labels, ids, out=out, seed=s.seed,
+                                                   samples=s.cert_samples, selection=s.cert_selection,
+                                                   in_flight=self.in_flight, progress=progress)
         mined, found_files = trained.mined, trained.found_files
         replayed = None
         if found_files and any(r.get("status") == "success" for r in mined):
@@ -565,7 +577,7 @@ class _Hardening:
                          "train_overlap_removed": split.overlap,
                          "attacked_for_training": len({r.get("id") for r in mined})},
             "found_files": found_files, "cost": _round(cost), **({"replay_found": replayed} if replayed else {}),
-            **({"threat": threat_model(s)} if threat_model(s) else {}),
+            **({"threat": threat, "certificate": certificate} if certificate is not None else {}),
             **({"warnings": warnings} if warnings else {})}
 
 
