@@ -116,3 +116,27 @@ def test_a_hardened_model_is_certified_under_its_own_threat_model_or_refused_in_
 def test_what_a_certified_hardening_cannot_do_is_one_line(cli, tmp_path, args, message):
     r = cli("harden", "--model", "bow", "--out", str(tmp_path / "h"), *args)
     assert r.exit_code == 2 and message in r.output and not (tmp_path / "h").exists()
+
+
+def test_a_suite_gates_the_hardened_certificate(sprinkled, tmp_path, cli):
+    """[harden] with method = "masked": harden.after.certified_at_<R> and smoothed_accuracy gate the certificate the
+    run computed; on a hardening that trains for no certificate they are one line."""
+    (tmp_path / "s.toml").write_text(
+        f'[suite]\ndata = "{sprinkled / "dev.tsv"}"\noutput_dir = "out"\n'
+        f'[harden]\nmodel = "{sprinkled / "bow"}"\ndata = "{sprinkled / "train.tsv"}"\nmlm = "minilm-mlm"\n'
+        'method = "masked"\nepochs = 3\ncopies = 4\neval_attack = "so-enum:1"\nnaturalness = "off"\n'
+        'cert_samples = 200\ncert_selection = 50\n'
+        '[thresholds]\nharden.after.certified_at_1_min = 0.5\nharden.before.certified_at_1_min = 0.9\n'
+        'harden.after.smoothed_accuracy_min = 0.8\nharden.after.certified_at_40_max = 0.0\n')
+    s = cli("run", str(tmp_path / "s.toml"), "--json")
+    assert s.exit_code == 1, s.output  # the clean model is a constant under the masks: its gate fails
+    checks = {c["name"]: c for c in json.loads(s.stdout.strip().splitlines()[-1])["checks"]}
+    summary = json.loads((tmp_path / "out" / "harden" / "harden.json").read_text())
+    at1 = {c["radius"]: c["certified_accuracy"] for c in summary["certificate"]["after"]["curve"]}[1]
+    assert checks["harden.after.certified_at_1_min"]["passed"] and checks["harden.after.certified_at_1_min"]["value"] == at1
+    assert not checks["harden.before.certified_at_1_min"]["passed"]
+    assert checks["harden.after.smoothed_accuracy_min"]["passed"] and checks["harden.after.certified_at_40_max"]["value"] == 0
+    (tmp_path / "bad.toml").write_text(
+        f'[harden]\nmodel = "{sprinkled / "bow"}"\nmethod = "augment"\n[thresholds]\nharden.after.certified_at_2_min = 0.5\n')
+    bad = cli("run", str(tmp_path / "bad.toml"))
+    assert bad.exit_code == 2 and "[harden] method 'augment' trains for no certificate; masked or substitute do" in bad.output

@@ -64,7 +64,8 @@ count as not found —, ``success_rate``, the share of the attacked only, ``mean
 Wilson intervals' ends);
 bias: ``B_k<k>`` and ``abs_B_k<k>``; certify: ``accuracy`` and ``certified_accuracy`` (IBP's), or
 ``certified_accuracy_r<R>`` (randomized smoothing's at radius R); harden: ``harden.<before|after>.<accuracy|
-success_rate>`` and ``harden.mcnemar_p`` (the first evaluation attack's paired test). Method names
+success_rate>`` (and, for ``method = "masked"`` or ``"substitute"``, ``smoothed_accuracy`` and ``certified_at_<R>``)
+and ``harden.mcnemar_p`` (the first evaluation attack's paired test). Method names
 may be written with ``_`` for ``-``.
 """
 
@@ -87,6 +88,7 @@ from textaudit.findings import ReplayRequest
 from textaudit.formats.compare import cell_path, check_distinct_files, file_part
 from textaudit.formats.jsonl import check_output, read_header, read_jsonl, write_results
 from textaudit.harden.request import HardenRequest
+from textaudit.harden.run import CERTIFIED
 from textaudit.models import load_classifier
 from textaudit.report import write_report
 from textaudit.report.render import is_report
@@ -369,6 +371,23 @@ def _check_certify(suite: Suite) -> None:
         _in_section(suite, "certify", lambda m=m: suite.certify_request(m).check())
 
 
+def _harden_value(summary: dict, path: tuple, metric: str) -> float | None:
+    """A harden gate's value: the first evaluation attack's (``accuracy``, ``success_rate``), the paired test, or the
+    certificate a masked or substitute hardening computed (``smoothed_accuracy``, ``certified_at_<R>``: 0 past the
+    largest radius certified)."""
+    if not path:
+        return summary.get(metric)
+    if metric == "smoothed_accuracy" or metric.startswith("certified_at_"):
+        side = (summary.get("certificate") or {}).get(path[0])
+        if side is None:
+            return None
+        if metric == "smoothed_accuracy":
+            return side.get("accuracy")
+        at = {c["radius"]: c["certified_accuracy"] for c in side.get("curve", [])}
+        return at.get(int(metric.rsplit("_", 1)[1]), 0.0)
+    return summary[path[0]].get(metric)
+
+
 def _check_harden(suite: Suite) -> None:
     _in_section(suite, "harden", lambda: suite.harden_request().check())  # with audit harden's ranges
 
@@ -437,12 +456,16 @@ def _thresholds(suite: Suite) -> list[tuple[str, str, float, Callable[[dict], fl
                                      "declare [attack]")
             out.append((name, op, float(limit), lambda res, k=metric: _attack_value(res["attack"], k)))
         elif head == "harden":
+            certified = metric == "smoothed_accuracy" or re.fullmatch(r"certified_at_[0-9]+", metric) is not None
             if "harden" not in suite.spec or keys[1:-1] not in (("before",), ("after",), ()) or \
-                    (metric not in HARDEN_METRICS if len(keys) == 3 else metric != "mcnemar_p"):
-                raise TextAuditError(f"threshold {name}: write harden.<before|after>.<{'|'.join(HARDEN_METRICS)}>_<max|min> "
-                                     "or harden.mcnemar_p_max, and declare [harden]")
-            out.append((name, op, float(limit), lambda res, path=keys[1:-1], k=metric:
-                        (res["harden"][path[0]] if path else res["harden"]).get(k)))
+                    (not (metric in HARDEN_METRICS or certified) if len(keys) == 3 else metric != "mcnemar_p"):
+                raise TextAuditError(f"threshold {name}: write harden.<before|after>.<{'|'.join(HARDEN_METRICS)}|"
+                                     "smoothed_accuracy|certified_at_<R>>_<max|min> or harden.mcnemar_p_max, and declare "
+                                     "[harden]")
+            if certified and suite.spec["harden"].get("method") not in CERTIFIED:
+                raise TextAuditError(f"threshold {name}: [harden] method {suite.spec['harden'].get('method')!r} trains for "
+                                     f"no certificate; {' or '.join(CERTIFIED)} do")
+            out.append((name, op, float(limit), lambda res, path=keys[1:-1], k=metric: _harden_value(res["harden"], path, k)))
         elif head == "certify":
             if len(keys) != 3 or keys[1] not in suite.get("certify", "models", []) or not (
                     metric in CERTIFY_METRICS or re.fullmatch(r"certified_accuracy_r[0-9]+", metric)):
