@@ -56,7 +56,7 @@ def _certify(model: str, data: Path, **options):
     return r.run(table=r.check(), progress=False)
 
 
-def test_a_masked_hardening_certifies_what_the_clean_model_cannot(sprinkled, tmp_path):
+def test_a_masked_hardening_certifies_what_the_clean_model_cannot(sprinkled, tmp_path, cli):
     res = _harden(sprinkled, "masked", tmp_path / "h")
     assert res["threat"] == {"method": "ranmask", "mask_rate": 0.9, "mask_token": "[MASK]"}
     info = json.loads((tmp_path / "h" / "model" / "textaudit.json").read_text())["hardened"]
@@ -82,6 +82,11 @@ def test_a_masked_hardening_certifies_what_the_clean_model_cannot(sprinkled, tmp
     rows = {r[0]: r for r in summary_rows(res)}
     assert rows["ranmask: certified accuracy at radius 1"][3] == round(at[1], 3)
     assert rows["ranmask: smoothed accuracy"][1] == round(clean.summary["accuracy"], 3)
+    html = cli("report", str(tmp_path / "h"), "--out", str(tmp_path / "r.html"))
+    assert html.exit_code == 0, html.output
+    page = (tmp_path / "r.html").read_text()
+    assert "Certified accuracy before and after" in page and "ranmask: certified accuracy at radius 1" in page
+    assert "mask_rate 0.9" in page
 
 
 def test_a_hardened_model_is_certified_under_its_own_threat_model_or_refused_in_one_line(sprinkled, tmp_path, cli):

@@ -358,7 +358,9 @@ def _harden(item: Loaded, n: int) -> Section:
     sec = Section(f"harden-{n}", f"Hardening: {h.get('from')} → {h.get('method')} (before and after)", "harden",
                   [("summary", item.path.name), ("hardened model", shown_path(Path(str(h.get("model"))), item.path.parent)),
                    ("method", h.get("method")),
-                   ("mining attack", f"{cfg.get('attack')} k={cfg.get('k')}" if h.get("method") != "consistency" else None),
+                   ("mining attack", f"{cfg.get('attack')} k={cfg.get('k')}" if h.get("method") in ("augment", "adversarial")
+                    else None),
+                   ("trained for", ", ".join(f"{k} {v}" for k, v in h["threat"].items()) if h.get("threat") else None),
                    ("training data", h.get("data")), ("held-out data", h.get("eval_data")), ("seed", cfg.get("seed"))])
     sec.settings = [(k, v) for k, v in sec.settings if v is not None]
     sec.tables.append(Table(f"Before and after on the same {held.get('eval_examples')} held-out examples "
@@ -378,7 +380,19 @@ def _harden(item: Loaded, n: int) -> Section:
     sec.tables.append(Table("What it cost (seconds)", ba.COST_COLUMNS, ba.cost_rows(h)))
     sec.notes.append(f"held out: harden attacked and trained only {h.get('data')} ({held.get('train_examples')} examples; "
                      f"{held.get('train_overlap_removed', 0)} that also occur in {h.get('eval_data')} left out)")
-    figures, notes = _figures(lambda d: [plot_before_after(h, d)], lambda p: "Before and after, with 95% intervals")
+    cert = h.get("certificate")
+
+    def draw(d):
+        paths = [plot_before_after(h, d)]
+        if cert:  # a hardening for a certificate: one curve before, one after, under the threat model it trained for
+            name = SMOOTHING.get(cert["method"], cert["method"])
+            paths.append(plot_certified_curve({f"{h.get('from')} (before)": cert["before"]["curve"],
+                                               f"hardened (after, {h.get('method')})": cert["after"]["curve"]}, d,
+                                              title=f"{name} certified accuracy, before and after"))
+        return paths
+
+    figures, notes = _figures(draw, lambda p: "Before and after, with 95% intervals" if p.name == "before_after.png"
+                              else "Certified accuracy before and after (Wilson 95% bands)")
     sec.figures = figures
     sec.notes.extend(notes)
     sec.notes.extend(w for w in h.get("warnings", []) if isinstance(w, str))  # nothing found, too few sources
