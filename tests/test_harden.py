@@ -178,7 +178,7 @@ def test_adversarial_attacks_each_round_with_the_model_of_the_round_before(plant
     (["--model", "x.py:clf"], "whose weights textaudit cannot train"),
     (["--model", "http://127.0.0.1:9/v1/completions"], "whose weights textaudit cannot train"),
     (["--model", "llm:smollm2"], "whose weights textaudit cannot train"),
-    (["--method", "magic"], "--method must be augment or adversarial or consistency (got 'magic')"),
+    (["--method", "magic"], "--method must be augment or adversarial or consistency or masked or substitute (got 'magic')"),
     (["--eval-data", "sst2:train"], "is the training split"),
     (["--eval-attack", "so-enum:x"], "k must be a whole number"),
     (["--eval-attack", "genetic:2"], "genetic has no k"),
