@@ -145,3 +145,14 @@ def test_a_suite_gates_the_hardened_certificate(sprinkled, tmp_path, cli):
         f'[harden]\nmodel = "{sprinkled / "bow"}"\nmethod = "augment"\n[thresholds]\nharden.after.certified_at_2_min = 0.5\n')
     bad = cli("run", str(tmp_path / "bad.toml"))
     assert bad.exit_code == 2 and "[harden] method 'augment' trains for no certificate; masked or substitute do" in bad.output
+
+
+def test_the_certificate_is_costed_before_it_is_spent(sprinkled, tmp_path, cli):
+    r = cli("harden", "--model", str(sprinkled / "bow"), "--method", "substitute", "--data", str(sprinkled / "train.tsv"),
+            "--eval-data", str(sprinkled / "dev.tsv"), "--mlm", "minilm-mlm", "--epochs", "1", "--copies", "1",
+            "--cert-samples", "20", "--cert-selection", "10", "--naturalness", "off", "--out", str(tmp_path / "h"))
+    assert r.exit_code == 0, r.output
+    (time_line,) = [line for line in r.stderr.splitlines() if line.startswith("time: about")]
+    assert "1 random copies of each of the 600 training examples (no mining)" in time_line
+    assert f"the before/after certificate, up to {2 * 40 * 30:,} texts" in time_line
+    assert "certifying both models by safer on 40 held-out examples" in r.stderr

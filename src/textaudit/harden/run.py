@@ -695,6 +695,11 @@ def _say_time(s: HardenSettings, original, before, mlm, sources: list[str], n_tr
         total += t
     else:
         parts.append("fine-tuning (not estimated: the model's training time is not recorded)")
+    if s.method in CERTIFIED:  # the before/after certificate: selection + estimation draws of each held-out example
+        draws = 2 * len(held) * (s.cert_samples + s.cert_selection)
+        t = draws * s_q
+        parts.append(f"the before/after certificate, up to {draws:,} texts {duration(t)}")
+        total += t
     audit = [attack_seconds(m, held, k if k is not None else (2 if m == "so-enum" else 6)) for m, k in evals]
     if all(a is not None for a in audit):
         t = 2 * sum(audit)  # type: ignore[arg-type]
