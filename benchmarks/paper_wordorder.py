@@ -80,6 +80,10 @@ def run(models: list[str], protocols: list[str], runs: Path, seed: int, limit: i
                 continue
             clf = load_classifier(model) if protocol == "test-only" else None
             fit = zoo_fitter(model, seed)
+            if path.exists():  # a line a kill cut short is dropped (its setting runs again), never appended to
+                data = path.read_bytes()
+                if data and not data.endswith(b"\n"):
+                    path.write_bytes(data[:data.rfind(b"\n") + 1])
             with path.open("a") as f:
                 if header is None:
                     f.write(json.dumps({"header": config}) + "\n")
