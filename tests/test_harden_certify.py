@@ -52,7 +52,7 @@ def _harden(root: Path, method: str, out: Path, **extra):
 def _certify(model: str, data: Path, **options):
     from textaudit.robustness.request import CertifyRequest
 
-    r = CertifyRequest(model=model, data=str(data), samples=200, selection=50, neighbors=0, **options)
+    r = CertifyRequest(model=model, data=str(data), samples=200, selection=50, **{"neighbors": 0, **options})
     return r.run(table=r.check(), progress=False)
 
 
@@ -77,11 +77,15 @@ def test_a_masked_hardening_certifies_what_the_clean_model_cannot(sprinkled, tmp
     assert cert["method"] == "ranmask" and cert["files"] == ["before.certify.jsonl", "after.certify.jsonl"]
     for side, by_hand in (("before", clean), ("after", hardened)):
         assert cert[side]["curve"] == by_hand.summary["curve"] and cert[side]["accuracy"] == by_hand.summary["accuracy"]
+    # the second-order view (harden's --cert-neighbors 1) is audit certify --neighbors 1's, by hand
+    view = _certify(str(tmp_path / "h" / "model"), dev, neighbors=1, mlm="minilm-mlm").summary["second_order"]
+    assert cert["after"]["second_order"] == view and view["certified_inputs"] > 0
     from textaudit.formats.harden import summary_rows
 
     rows = {r[0]: r for r in summary_rows(res)}
     assert rows["ranmask: certified accuracy at radius 1"][3] == round(at[1], 3)
     assert rows["ranmask: smoothed accuracy"][1] == round(clean.summary["accuracy"], 3)
+    assert rows["ranmask: certified inputs with an uncertified neighbour"][3] == round(view["with_uncertified_neighbor_share"], 3)
     html = cli("report", str(tmp_path / "h"), "--out", str(tmp_path / "r.html"))
     assert html.exit_code == 0, html.output
     page = (tmp_path / "r.html").read_text()

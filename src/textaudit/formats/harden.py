@@ -139,6 +139,14 @@ def summary_rows(summary: dict) -> list[list]:
                 c = curve.get(radius) or {"certified_accuracy": 0.0, "certified_accuracy_ci95": wilson(0, side["n"])}
                 cells += [r3(c["certified_accuracy"]), format_ci(c["certified_accuracy_ci95"], 3)]
             rows.append([f"{cert['method']}: certified accuracy at radius {radius}", *cells, ""])
+        views = [side.get("second_order") for side in (b, a)]
+        if all(views):  # of the certified inputs: a natural neighbour not certified, or flipping under a patch
+            for key, label in (("with_uncertified_neighbor", "certified inputs with an uncertified neighbour"),
+                               ("with_patch_flip", "certified inputs whose neighbour flips under a synonym patch")):
+                cells = []
+                for v in views:
+                    cells += [r3(v[f"{key}_share"]), format_ci(v[f"{key}_ci95"], 3)]
+                rows.append([f"{cert['method']}: {label}", *cells, ""])
     return rows
 
 

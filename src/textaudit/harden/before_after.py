@@ -108,11 +108,15 @@ def bias_before_after(before, after, pairs: Sequence[tuple[str, str]], texts: Se
 
 def certificate_before_after(before, after, threat: dict, texts: Sequence[str], labels: Sequence[int],
                              ids: Sequence[str], *, out: Path, seed: int, samples: int = 1000, selection: int = 100,
-                             alpha: float = 0.05, in_flight: int | None = None, progress: bool = True) -> dict:
+                             alpha: float = 0.05, in_flight: int | None = None, progress: bool = True,
+                             builder=None, neighbors_k: int = 1, neighbors: int = 8, patches: int = 4) -> dict:
     """Both models certified under ``threat`` (``{"method": "ranmask", "mask_rate", "mask_token"}`` or ``{"method":
     "safer", "hops"}``) on the held-out examples: the records ``audit certify`` writes (``before.certify.jsonl``,
     ``after.certify.jsonl``, resumable), and ``{"method", "threat", "before", "after", "files"}`` — each side the
-    smoothed accuracy, abstentions and certified accuracy per radius with Wilson intervals (its summary)."""
+    smoothed accuracy, abstentions and certified accuracy per radius with Wilson intervals (its summary). With a
+    ``builder`` (the masked LM's neighbourhoods) each side also gets ``audit certify --neighbors``'s second-order
+    view: of its certified inputs, the share with a natural neighbour that is not certified or flips under a
+    synonym patch."""
     from textaudit.lexicons import counterfitted_neighbors
     from textaudit.robustness.smoothing import SAFER, PerturbationSets, RanMASK, run_certify
 
@@ -122,11 +126,14 @@ def certificate_before_after(before, after, threat: dict, texts: Sequence[str], 
         path = Path(out) / f"{role}.certify.jsonl"
         sets = PerturbationSets({} if ranmask else counterfitted_neighbors(), hops=int(threat.get("hops", 2)))
         kind = RanMASK if ranmask else SAFER
-        smoother = kind(clf, sets, samples=samples, selection=selection, alpha=alpha, seed=seed,
+        if builder is not None and ranmask:  # the view's synonym patches come from the counter-fitted sets
+            sets = PerturbationSets(counterfitted_neighbors(), hops=int(threat.get("hops", 2)))
+        smoother = kind(clf, sets, samples=samples, selection=selection, alpha=alpha, seed=seed, builder=builder,
+                        neighbors_k=neighbors_k if builder is not None else 0, neighbors=neighbors, patches=patches,
                         **({"rate": threat["mask_rate"], "mask_token": threat["mask_token"]} if ranmask else {}))
         summary, _ = run_certify(smoother, list(texts), list(labels), list(ids), output=path, resume=path.exists(),
                                  progress=progress, in_flight=in_flight,
-                                 config={"synonyms": None if ranmask else "counterfitted-neighbors",
+                                 config={"synonyms": None if ranmask and builder is None else "counterfitted-neighbors",
                                          "synonyms_digest": None})
         sides[role] = summary
         files.append(path.name)

@@ -70,6 +70,9 @@ class HardenRequest:
     hops: int = option(2, low=1, high=2, help="substitute: the synonym sets reach 1 or 2 hops of neighbours (SAFER's).")
     cert_samples: int = option(1000, low=1, help="masked, substitute: the before/after certificate's estimation sample n.")
     cert_selection: int = option(100, low=1, help="masked, substitute: the before/after certificate's selection sample n0.")
+    cert_neighbors: int = option(1, low=0, high=6, help=(
+        "masked, substitute: the certificate's second-order view — natural neighbours up to this many words away "
+        "certified too, synonym patches tried on those that are not (0: off)."))
     in_flight: int | None = shared("in_flight")
     seed: int = shared("seed", 0)
     target_label: str | None = shared("target_label")
@@ -89,7 +92,7 @@ class HardenRequest:
             from_findings=[str(p) for p in self.from_findings] if self.from_findings else None,
             label=self.target_label, label_threshold=self.label_threshold, naturalness=naturalness_on(self.naturalness),
             copies=self.copies, mask_rate=self.mask_rate, mask_token=self.mask_token, hops=self.hops,
-            cert_samples=self.cert_samples, cert_selection=self.cert_selection)
+            cert_samples=self.cert_samples, cert_selection=self.cert_selection, cert_neighbors=self.cert_neighbors)
 
     def check(self) -> HardenSettings:
         """Every one-line error before anything loads; returns the run's settings."""

@@ -155,6 +155,8 @@ class HardenSettings:
     #: masked, substitute: the before/after certificate's estimation and selection samples (``audit certify``'s)
     cert_samples: int = 1000
     cert_selection: int = 100
+    #: the certificate's second-order view: natural neighbours up to this many words away (0: off)
+    cert_neighbors: int = 1
 
     def check(self) -> None:
         """One-line errors for settings that cannot run (before anything loads)."""
@@ -175,7 +177,8 @@ class HardenSettings:
                                          ("--max-train", self.max_train, 1, 100_000_000),
                                          ("--copies", self.copies, 1, 1000), ("--hops", self.hops, 1, 2),
                                          ("--cert-samples", self.cert_samples, 1, 10_000_000),
-                                         ("--cert-selection", self.cert_selection, 1, 10_000_000)):
+                                         ("--cert-selection", self.cert_selection, 1, 10_000_000),
+                                         ("--cert-neighbors", self.cert_neighbors, 0, 6)):
             if value is not None and not least <= value <= most:
                 raise TextAuditError(f"{name} must be from {least} to {most:,} (got {value})")
         if self.pairs and self.group:
@@ -551,9 +554,11 @@ class _Hardening:
         threat = threat_model(s)
         if threat is not None:
             _say(f"harden: certifying both models by {threat['method']} on {len(texts)} held-out examples", progress)
+            builder = NeighborhoodBuilder(self.mlm, seed=s.seed) if s.cert_neighbors and self.mlm is not None else None
             certificate = certificate_before_after(before, after, threat, texts, labels, ids, out=out, seed=s.seed,
                                                    samples=s.cert_samples, selection=s.cert_selection,
-                                                   in_flight=self.in_flight, progress=progress)
+                                                   in_flight=self.in_flight, progress=progress, builder=builder,
+                                                   neighbors_k=s.cert_neighbors)
         mined, found_files = trained.mined, trained.found_files
         replayed = None
         if found_files and any(r.get("status") == "success" for r in mined):
@@ -600,7 +605,8 @@ def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: i
     out.mkdir(parents=True, exist_ok=True)
     with atomic_path(out / SETTINGS) as tmp:
         tmp.write_text(json.dumps(redact_obj({"format": SETTINGS_FORMAT, **s.to_dict()}), indent=1))
-    needs_mlm = s.method == "consistency" or any(_needs_mlm(m) for m, _ in evals) or _needs_mlm(s.attack)
+    needs_mlm = s.method == "consistency" or any(_needs_mlm(m) for m, _ in evals) or _needs_mlm(s.attack) or \
+        (s.method in CERTIFIED and s.cert_neighbors > 0)
     run = _Hardening(s, out, split, original, before, load_mlm(s.mlm) if needs_mlm else None, pairs, blacklists,
                      progress, in_flight, device)
     if not run.trained:
