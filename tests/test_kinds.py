@@ -91,3 +91,13 @@ def test_a_certify_interrupt_by_ibp_keeps_nothing():
     assert interrupt_hint(["certify", "--model", "cnn-ibp", "--output", "x.jsonl"]) == "nothing to keep"
     assert interrupt_hint(["certify", "--method", "ibp", "--model", "m", "-o", "x"]) == "nothing to keep"
     assert "rerun with --resume" in interrupt_hint(["certify", "--method=ranmask", "--model", "m", "--output", "x"])
+
+
+def test_a_kind_without_its_summary_table_rows_cannot_be_declared():
+    """Each kind gives its own rows of a report's summary table (no if/elif over kinds elsewhere): the row is
+    incomplete without them, and every declared kind has them."""
+    from textaudit.kinds import Kind
+
+    assert all(callable(kind.headline) for kind in KINDS)
+    with pytest.raises(TypeError, match="headline"):
+        Kind("toy", "toy", "audit toy", "a toy's results", None)  # type: ignore[call-arg]

@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 from html import escape as html_escape
+from html import unescape as html_unescape
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -221,8 +222,17 @@ def test_report_has_every_section_and_nothing_external(results, cli, tmp_path):
     assert sum(u.startswith("data:image/png") for u in page.urls) >= 3  # bias histograms, B vs k, learnability
     assert "<mark>" in html and '<mark class="swap">' in html  # changed and swapped words highlighted
     assert "script" in page.tags and "link" not in page.tags
-    # the headline numbers are the records' own
+    # the headline numbers are the records' own: every input but the comparison (whose cells have rows of their own)
+    # gives its kind's rows of the summary table, each as wide as the table
+    from textaudit.kinds import HEADLINE_COLUMNS
+    from textaudit.report.load import load_inputs
+    from textaudit.report.sections import headline_rows
+
     assert "B_(p,1) = +" in html and "certified accuracy" in html
+    for item in load_inputs(_report_inputs(d)):
+        rows = headline_rows([item])
+        assert (rows == []) == (item.kind == "compare") and all(len(row) == len(HEADLINE_COLUMNS) for row in rows)
+        assert all(str(row[-1]) in html_unescape(html) for row in rows), item.kind
     # #52: the bias page gives audit bias's warning when B rests on fewer than 30 sources (the CLI's, word for word)
     from textaudit.fairness.bias import estimates_from_records, small_samples
     from textaudit.results import read_header

@@ -6,9 +6,12 @@ example, resumable, mergeable). :func:`kind_of` reads a header into its :class:`
 results files — ``results.load``, ``audit merge``, ``audit report``, the tracker, an interrupt's hint — asks the
 table instead of testing the command itself.
 
-Where each kind's other parts live: its records' fields are checked in :data:`textaudit.formats.jsonl.RECORD_FIELDS`,
-its report section is ``textaudit.report.sections.BUILDERS[kind.id]`` (a contract test holds the two tables
-together), its command in :mod:`textaudit.cli`. A new kind is one row here, one builder there.
+Each kind's row also gives its line(s) of a report's summary table (``headline``: what was audited, with what, and
+its headline number, from the header's config, the records and — for a folder — its summary; :data:`HEADLINE_COLUMNS`):
+a kind without one cannot be declared. Where each kind's other parts live: its records' fields are checked in
+:data:`textaudit.formats.jsonl.RECORD_FIELDS`, its report section is ``textaudit.report.sections.BUILDERS[kind.id]``
+(a contract test holds the tables together), its command in :mod:`textaudit.cli`. A new kind is one row here, one
+builder there.
 """
 
 from __future__ import annotations
@@ -24,15 +27,20 @@ from textaudit.robustness.calibration import summarize_calibration
 from textaudit.robustness.learnability import aggregate
 from textaudit.robustness.perturbscore.tuples import summarize_tuples
 from textaudit.robustness.smoothing import SMOOTHING, summarize_certify
-from textaudit.stats import hit_rates, mcnemar, non_inferiority, round_p, wilson
+from textaudit.stats import format_ci, format_p, hit_rates, mcnemar, non_inferiority, round_p, wilson
 
 __all__ = ["Kind", "KINDS", "BY_ID", "kind_of", "summarize_records", "summarize_replay", "REPLAY_STATUSES",
-           "resumable_commands", "listed"]
+           "resumable_commands", "listed", "HEADLINE_COLUMNS", "shown_number"]
+
+#: a report's summary table: one row per audit (a kind's ``headline`` gives its rows)
+HEADLINE_COLUMNS = ["audit", "model", "what", "masked LM", "data", "seed", "headline (95% CI)"]
 
 #: what a replayed finding can be (:mod:`textaudit.findings`)
 REPLAY_STATUSES = ("still", "fixed", "not_applicable")
 
 Summarizer = Callable[[Mapping[str, Any], list[dict]], dict]
+#: ``headline(config, records, summary)``: the kind's rows of :data:`HEADLINE_COLUMNS` (``summary``: a folder's)
+Headline = Callable[[Mapping[str, Any], list[dict], Mapping[str, Any]], list[list[Any]]]
 
 
 @dataclass(frozen=True)
@@ -41,13 +49,14 @@ class Kind:
     command line that writes it (``writer``), a ``title`` for a person, ``summarize(config, records)`` (the
     command's summary from its records alone; None where it has none), ``resumable`` (``--resume`` continues a cut
     file), ``merge_refusal`` (None: shards merge; else why not, one line), ``per_model`` (one record per model
-    rather than per example)."""
+    rather than per example), ``headline`` (its rows of a report's summary table)."""
 
     id: str
     command: str
     writer: str
     title: str
     summarize: Summarizer | None
+    headline: Headline
     resumable: bool = False
     merge_refusal: str | None = None
     per_model: bool = False
@@ -95,29 +104,128 @@ def _perturbscore(config: Mapping, records: list[dict]) -> dict:
     return {"model": config.get("model"), "perturbation": config.get("perturbation"), **summarize_tuples(records)}
 
 
+def shown_number(v: Any, digits: int = 3) -> Any:
+    """A number as a table shows it: a float rounded, None as "–"."""
+    return "–" if v is None else round(v, digits) if isinstance(v, float) else v
+
+
+_num = shown_number
+
+
+def _attack_rows(cfg: Mapping, records: list[dict], summary: Mapping) -> list[list[Any]]:
+    s = summarize_attack(records, cfg.get("method"), cfg.get("k"), cfg.get("labels"))
+    what = f"{s['headline']}; success rate {_num(s['success_rate'])} {format_ci(s['success_rate_ci95'], 3)} of the " \
+           f"{s['attacked']} attacked only"
+    return [["attack", cfg.get("model"), cfg.get("method") + (f", k={cfg['k']}" if cfg.get("k") else ""),
+             cfg.get("mlm") or "–", cfg.get("data"), cfg.get("seed"), what]]
+
+
+def _bias_rows(cfg: Mapping, records: list[dict], summary: Mapping) -> list[list[Any]]:
+    rows = []
+    for name, per in estimates_from_records(records, cfg["k"], cfg["enumerate_k"]).items():
+        for p, by_k in per.items():
+            if by_k:
+                e = by_k[max(by_k)]
+                rows.append(["bias", name, f"{p[0]}→{p[1]}", cfg.get("mlm") or "–", cfg.get("data"), cfg.get("seed"),
+                             f"B_(p,{max(by_k)}) = {e.B:+.5f} {format_ci(e.ci95, 5)}"])
+    return rows
+
+
+def _certify_rows(cfg: Mapping, records: list[dict], summary: Mapping) -> list[list[Any]]:
+    c = summarize_certify(records, cfg["method"])
+    r1 = next((r for r in c["curve"] if r["radius"] == 1), None)
+    return [["certify", cfg.get("model"), SMOOTHING[cfg["method"]], "–", cfg.get("data"), cfg.get("seed"),
+             f"smoothed accuracy {_num(c['accuracy'])}; certified at radius 1: "
+             + (f"{_num(r1['certified_accuracy'])} {format_ci(r1['certified_accuracy_ci95'], 3)}" if r1 else "0")]]
+
+
+def _certify_ibp_rows(cfg: Mapping, records: list[dict], summary: Mapping) -> list[list[Any]]:
+    return [["certify", r.get("model"), "IBP", "–", cfg.get("data"), "–",
+             f"certified accuracy {r['certified_accuracy']} {format_ci(r.get('certified_accuracy_ci95'), 3)}"]
+            for r in records]
+
+
+def _wordorder_rows(cfg: Mapping, records: list[dict], summary: Mapping) -> list[list[Any]]:
+    if cfg.get("sweep"):
+        return [["wordorder", cfg.get("model"), f"sweep of {len(records)}", "–", cfg.get("data"), cfg.get("seed"),
+                 f"clean accuracy {(cfg.get('correlations') or {}).get('clean_accuracy')}"]]
+    return [["wordorder", cfg.get("model"), f"{r['perturbation']} ({r['level']})", "–", cfg.get("data"), cfg.get("seed"),
+             f"accuracy {r['accuracy']} {format_ci(r.get('accuracy_ci95'), 3)}"] for r in records[:1]]
+
+
+def _learnability_rows(cfg: Mapping, records: list[dict], summary: Mapping) -> list[list[Any]]:
+    return [["learnability", ", ".join(sorted({r["model"] for r in records})), "–", "–", cfg.get("data"), "–",
+             f"{len(records)} training runs"]]
+
+
+def _harden_rows(cfg: Mapping, records: list[dict], h: Mapping) -> list[list[Any]]:
+    line = (f"success {_num(h['before']['success_rate'])} → {_num(h['after']['success_rate'])} (McNemar p "
+            f"{format_p(h.get('mcnemar_p'))}); accuracy {_num(h['before']['accuracy'])} → {_num(h['after']['accuracy'])}")
+    cert = h.get("certificate")
+    if cert:  # a hardening for a certificate: certified at radius 1, before → after
+        at1 = [{c["radius"]: c["certified_accuracy"] for c in cert[side]["curve"]}.get(1, 0.0) for side in ("before", "after")]
+        line += f"; {SMOOTHING.get(cert['method'], cert['method'])} certified at radius 1: {_num(at1[0])} → {_num(at1[1])}"
+    return [["harden", h.get("from"), f"{h.get('method')}; {h['before']['attack']} before → after",
+             h.get("mlm") or cfg.get("mlm") or "–", h.get("eval_data"), cfg.get("seed"), line]]
+
+
+def _replay_rows(cfg: Mapping, records: list[dict], summary: Mapping) -> list[list[Any]]:
+    s = _replay(cfg, records)
+    base = f"; vs {cfg.get('baseline')}: {s['regressed']} regressed" if cfg.get("baseline") else ""
+    return [["replay", cfg.get("model"), f"{s['findings']} findings", "–", "–", "–",
+             f"still {s['still']} of {s['still'] + s['fixed']} applicable{base}"]]
+
+
+def _evaluate_rows(cfg: Mapping, records: list[dict], summary: Mapping) -> list[list[Any]]:
+    c = _evaluate(cfg, records)
+    return [["evaluate", cfg.get("model"), f"calibration vs {cfg.get('perturbed')}", "–", cfg.get("data"), cfg.get("seed"),
+             f"ECE {c['original']['ece']:.4f} → {c['perturbed']['ece']:.4f} (difference "
+             f"{format_ci(c['difference']['ece_ci95'], 4)})"]]
+
+
+def _metrics_rows(cfg: Mapping, records: list[dict], summary: Mapping) -> list[list[Any]]:
+    m = metrics_from_records(dict(cfg), records)
+    head = (f"micro F1 {_num(m['micro']['f1'])}, subset accuracy {_num(m['subset_accuracy'])}" if m.get("multilabel")
+            else f"accuracy {_num(m['accuracy'])} {format_ci(m['accuracy_ci95'] or None, 3)}")
+    return [["evaluate", cfg.get("model"), f"macro F1 {_num(m['macro']['f1'])}", "–", cfg.get("data"), cfg.get("seed"),
+             head]]
+
+
+def _perturbscore_rows(cfg: Mapping, records: list[dict], summary: Mapping) -> list[list[Any]]:
+    return [["perturbscore", cfg.get("model"), cfg.get("perturbation"), "–", "–", cfg.get("seed"),
+             f"{len(records)} tuples"]]
+
+
+def _compare_rows(cfg: Mapping, records: list[dict], summary: Mapping) -> list[list[Any]]:
+    return []  # a comparison's cells are attack files the report loads with it: each has its own row
+
+
 #: every kind, in the order of a report's sections
 KINDS: tuple[Kind, ...] = (
-    Kind("harden", "harden", "audit harden", "a before/after of hardening (a folder)", None,
+    Kind("harden", "harden", "audit harden", "a before/after of hardening (a folder)", None, _harden_rows,
          merge_refusal="a harden folder is one run: there are no shards to merge"),
-    Kind("replay", "replay", "audit replay", "findings replayed on a model", _replay),
-    Kind("compare", "compare", "audit compare", "a model × method matrix (a folder)", None,
+    Kind("replay", "replay", "audit replay", "findings replayed on a model", _replay, _replay_rows),
+    Kind("compare", "compare", "audit compare", "a model × method matrix (a folder)", None, _compare_rows,
          merge_refusal="an audit compare folder is not a shard: rerun audit compare to extend it"),
-    Kind("attack", "attack", "audit attack", "an attack's examples", _attack, resumable=True),
-    Kind("bias", "bias", "audit bias", "counterfactual token bias B_(p,k)", _bias, resumable=True),
-    Kind("wordorder", "wordorder", "audit wordorder", "word-order sensitivity (DND, IDC)", None,
+    Kind("attack", "attack", "audit attack", "an attack's examples", _attack, _attack_rows, resumable=True),
+    Kind("bias", "bias", "audit bias", "counterfactual token bias B_(p,k)", _bias, _bias_rows, resumable=True),
+    Kind("wordorder", "wordorder", "audit wordorder", "word-order sensitivity (DND, IDC)", None, _wordorder_rows,
          merge_refusal="a word-order sweep has no summary to recompute from shards"),
     Kind("certify", "certify", "audit certify --method safer|ranmask", "randomized smoothing's certificates",
-         _certify, resumable=True),
+         _certify, _certify_rows, resumable=True),
     Kind("certify-ibp", "certify", "audit certify --method ibp", "IBP's certified accuracy", _certify_ibp,
+         _certify_ibp_rows,
          merge_refusal="an IBP certification has one record per model: there is nothing to merge", per_model=True),
-    Kind("evaluate", "evaluate", "audit evaluate --perturbed", "calibration under perturbation", _evaluate),
+    Kind("evaluate", "evaluate", "audit evaluate --perturbed", "calibration under perturbation", _evaluate,
+         _evaluate_rows),
     Kind("metrics", "evaluate", "audit evaluate --output", "precision, recall, F1 and the confusion matrix",
-         lambda config, records: metrics_from_records(dict(config), records),
+         lambda config, records: metrics_from_records(dict(config), records), _metrics_rows,
          merge_refusal="an evaluation's predictions are one pass: run audit evaluate on all the data"),
     Kind("learnability", "learnability", "audit learnability", "learnability of perturbations", _learnability,
+         _learnability_rows,
          resumable=True),
     Kind("perturbscore build", "perturbscore build", "audit perturbscore build", "PerturbScore's tuples",
-         _perturbscore, resumable=True),
+         _perturbscore, _perturbscore_rows, resumable=True),
 )
 BY_ID: dict[str, Kind] = {kind.id: kind for kind in KINDS}
 

@@ -11,6 +11,7 @@ from typing import Iterable, Sequence
 
 from textaudit.errors import TextAuditError
 from textaudit.files import REPORT_MARKERS, atomic_path
+from textaudit.kinds import HEADLINE_COLUMNS
 from textaudit.report.load import Loaded, load_inputs
 from textaudit.report.sections import build_sections, headline_rows
 from textaudit.secrets import redact
@@ -19,7 +20,6 @@ from textaudit.version import __version__
 __all__ = ["render_report", "write_report", "FORMATS", "HEADLINE_COLUMNS"]
 
 FORMATS = ("html", "md")
-HEADLINE_COLUMNS = ["audit", "model", "what", "masked LM", "data", "seed", "headline (95% CI)"]
 
 
 class _Markdown(str):

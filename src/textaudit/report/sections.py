@@ -31,7 +31,7 @@ from textaudit.findings import Replay
 from textaudit.formats import harden as ba
 from textaudit.formats.margins import MARGIN_COLUMNS, margin_rows, margin_title, margin_verdicts
 from textaudit.harden.plots import plot_before_after
-from textaudit.kinds import summarize_records
+from textaudit.kinds import BY_ID, shown_number, summarize_records
 from textaudit.report.load import KINDS, Loaded
 from textaudit.robustness.calibration import CALIBRATION_COLUMNS, calibration_rows, plot_reliability
 from textaudit.robustness.plots import plot_certified_curve, plot_study, plot_wordorder
@@ -115,8 +115,7 @@ def marked(before: str, after: str) -> list[tuple[str, bool]]:
     return out + [(w, False) for w in b[len(b) - tail:]]
 
 
-def _num(v: Any, digits: int = 3) -> Any:
-    return "–" if v is None else round(v, digits) if isinstance(v, float) else v
+_num = shown_number
 
 
 def _figures(draw: Callable[[Path], Sequence[Path]], titles: Callable[[Path], str] = lambda p: p.stem) -> tuple[list[Figure], list[str]]:
@@ -579,69 +578,6 @@ def _certify_side_by_side(items: Sequence[Loaded]) -> Section:
 
 
 def headline_rows(items: Sequence[Loaded]) -> list[list[Any]]:
-    """The summary table: one row per audit — what was audited, with what, and its headline number."""
-    rows = []
-    for item in items:
-        cfg = item.config
-        if item.kind == "attack":
-            s = summarize(item.records, cfg.get("method"), cfg.get("k"), cfg.get("labels"))
-            what = (f"{s['headline']}; success rate {_num(s['success_rate'])} {format_ci(s['success_rate_ci95'], 3)} of the "
-                    f"{s['attacked']} attacked only")
-            rows.append(["attack", cfg.get("model"), cfg.get("method") + (f", k={cfg['k']}" if cfg.get("k") else ""),
-                         cfg.get("mlm") or "–", cfg.get("data"), cfg.get("seed"), what])
-        elif item.kind == "bias":
-            res = estimates_from_records(item.records, cfg["k"], cfg["enumerate_k"])
-            for name, per in res.items():
-                for p, by_k in per.items():
-                    if by_k:
-                        kk = max(by_k)
-                        e = by_k[kk]
-                        rows.append(["bias", name, f"{p[0]}→{p[1]}", cfg.get("mlm") or "–", cfg.get("data"), cfg.get("seed"),
-                                     f"B_(p,{kk}) = {e.B:+.5f} {format_ci(e.ci95, 5)}"])
-        elif item.kind == "certify":
-            c = summarize_certify(item.records, cfg["method"])
-            r1 = next((r for r in c["curve"] if r["radius"] == 1), None)
-            rows.append(["certify", cfg.get("model"), SMOOTHING[cfg["method"]], "–", cfg.get("data"), cfg.get("seed"),
-                         f"smoothed accuracy {_num(c['accuracy'])}; certified at radius 1: "
-                         + (f"{_num(r1['certified_accuracy'])} {format_ci(r1['certified_accuracy_ci95'], 3)}" if r1 else "0")])
-        elif item.kind == "certify-ibp":
-            for r in item.records:
-                rows.append(["certify", r.get("model"), "IBP", "–", cfg.get("data"), "–",
-                             f"certified accuracy {r['certified_accuracy']} {format_ci(r.get('certified_accuracy_ci95'), 3)}"])
-        elif item.kind == "wordorder":
-            for r in item.records[:1] if not cfg.get("sweep") else []:
-                rows.append(["wordorder", cfg.get("model"), f"{r['perturbation']} ({r['level']})", "–", cfg.get("data"),
-                             cfg.get("seed"), f"accuracy {r['accuracy']} {format_ci(r.get('accuracy_ci95'), 3)}"])
-            if cfg.get("sweep"):
-                rows.append(["wordorder", cfg.get("model"), f"sweep of {len(item.records)}", "–", cfg.get("data"),
-                             cfg.get("seed"), f"clean accuracy {(cfg.get('correlations') or {}).get('clean_accuracy')}"])
-        elif item.kind == "learnability":
-            rows.append(["learnability", ", ".join(sorted({r["model"] for r in item.records})), "–", "–",
-                         cfg.get("data"), "–", f"{len(item.records)} training runs"])
-        elif item.kind == "harden":
-            h = item.summary
-            rows.append(["harden", h.get("from"), f"{h.get('method')}; {h['before']['attack']} before → after",
-                         h.get("mlm") or cfg.get("mlm") or "–", h.get("eval_data"), cfg.get("seed"),
-                         f"success {_num(h['before']['success_rate'])} → {_num(h['after']['success_rate'])} "
-                         f"(McNemar p {format_p(h.get('mcnemar_p'))}); accuracy {_num(h['before']['accuracy'])} → "
-                         f"{_num(h['after']['accuracy'])}"])
-        elif item.kind == "replay":
-            s = _replay_summary(item)
-            base = f"; vs {cfg.get('baseline')}: {s['regressed']} regressed" if cfg.get("baseline") else ""
-            rows.append(["replay", cfg.get("model"), f"{s['findings']} findings", "–", "–", "–",
-                         f"still {s['still']} of {s['still'] + s['fixed']} applicable{base}"])
-        elif item.kind == "evaluate":
-            c = summarize_records(item.header, item.records)
-            rows.append(["evaluate", cfg.get("model"), f"calibration vs {cfg.get('perturbed')}", "–", cfg.get("data"),
-                         cfg.get("seed"), f"ECE {c['original']['ece']:.4f} → {c['perturbed']['ece']:.4f} (difference "
-                         f"{format_ci(c['difference']['ece_ci95'], 4)})"])
-        elif item.kind == "metrics":
-            m = summarize_records(item.header, item.records)
-            head = (f"micro F1 {_num(m['micro']['f1'])}, subset accuracy {_num(m['subset_accuracy'])}" if m.get("multilabel")
-                    else f"accuracy {_num(m['accuracy'])} {format_ci(m['accuracy_ci95'] or None, 3)}")
-            rows.append(["evaluate", cfg.get("model"), f"macro F1 {_num(m['macro']['f1'])}", "–", cfg.get("data"),
-                         cfg.get("seed"), head])
-        elif item.kind == "perturbscore build":
-            rows.append(["perturbscore", cfg.get("model"), cfg.get("perturbation"), "–", "–", cfg.get("seed"),
-                         f"{len(item.records)} tuples"])
-    return rows
+    """The summary table: one row per audit — what was audited, with what, and its headline number — each kind's
+    own rows (:attr:`textaudit.kinds.Kind.headline`)."""
+    return [row for item in items for row in BY_ID[item.kind].headline(item.config, item.records, item.summary)]
