@@ -142,14 +142,16 @@ def render(out: Path) -> str:
             cells.append(f"{e['log_auc']:.3f} | {e['robustness']:+.3f} | {e['post_aug_delta']:+.3f}" if e else "| |")
         lines.append(f"| {g} | " + " | ".join(cells) + f" | {rnn:.3f} | {avg:.3f} |")
     corr = correlations(entries) if len(entries) >= 3 else {}
-    claim = ["| Spearman ρ over the model–perturbation pairs | ours, SST-2 [95% bootstrap] | claim | paper IMDB | YELP | QQP |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    claim = ["| Spearman ρ over the model–perturbation pairs | ours, SST-2 [95% bootstrap] | claim | paper IMDB | YELP | QQP "
+             "| the paper's IMDB ρ inside our interval? |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for key, label, sign in (("robustness", "average learnability vs robustness", -1),
                              ("post_aug_delta", "average learnability vs post-aug Δ", +1)):
         c = corr.get(key, {"rho": None, "note": "fewer than 3 finished pairs"})
         paper = PAPER_TABLE3[key]
+        ci = c.get("ci95")
+        inside = "–" if not ci else ("inside" if ci[0] <= paper[0] <= ci[1] else "outside")
         claim.append(f"| {label} | {fmt_rho(c)} (n = {len(entries)}) | {'ρ < 0' if sign < 0 else 'ρ > 0'} at p < 0.05: "
-                     f"**{verdict(c, sign)}** | {paper[0]:+.3f} | {paper[1]:+.3f} | {paper[2]:+.3f} |")
+                     f"**{verdict(c, sign)}** | {paper[0]:+.3f} | {paper[1]:+.3f} | {paper[2]:+.3f} | {inside} |")
     seconds = sum(r.get("seconds", 0) for r in rows)
     return "\n".join(claim), "\n".join(lines), len(entries), n_jobs, seconds, config.get("train_size")
 

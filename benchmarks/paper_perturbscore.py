@@ -125,7 +125,8 @@ def _tuples(path: Path) -> list[dict]:
 
 def render(perturbations: list[str], out: Path) -> tuple[str, str]:
     lines = ["| perturbation | tuples kept / tried | held-out | method | Kendall τ [95%] | Spearman ρ | paper IMDB τ / ρ "
-             "| paper AG's News τ / ρ |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| paper AG's News τ / ρ | the paper's τ inside our interval? |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     claims = ["| perturbation | τ(PerturbScorer) − τ(edit distance) [95%] | the paper's claim | τ(PerturbScorer) − "
               "τ(1 − cos, MiniLM) [95%] | scorer above the encoder (the paper: above USE and BERTScore)? |",
               "| --- | --- | --- | --- | --- |"]
@@ -136,7 +137,7 @@ def render(perturbations: list[str], out: Path) -> tuple[str, str]:
         packed = out / "cells" / f"eval.{pert}.json"
         source = path if path.exists() else packed
         if not source.exists():
-            lines.append(f"| {pert} | {sum(1 for r in tuples if r.get('kept'))} / {len(tuples)} | not evaluated | | | | | |")
+            lines.append(f"| {pert} | {sum(1 for r in tuples if r.get('kept'))} / {len(tuples)} | not evaluated | | | | | | |")
             continue
         res = json.loads(source.read_text())
         cis = kendall_intervals(res["scores"], res["eps"])
@@ -146,8 +147,11 @@ def render(perturbations: list[str], out: Path) -> tuple[str, str]:
             imdb, ag = PAPER[("IMDB", pert)][paper_name[m]], PAPER[("AG's News", pert)][paper_name[m]]
             label = {"edit_distance": "edit distance", "embedding_distance": "1 − cos, MiniLM (paper: USE)",
                      "perturbscorer": "PerturbScorer"}[m]
+            inside = ", ".join(f"{name} {'inside' if cis[m][0] <= tau <= cis[m][1] else 'outside'}"
+                               for name, tau in (("IMDB", imdb[0]), ("AG", ag[0])))
             lines.append(f"| {pert} | {kept} / {len(tuples)} | {res['n_test']} | {label} | {c['kendall']:.4f} "
-                         f"[{cis[m][0]:.2f}, {cis[m][1]:.2f}] | {c['spearman']:.4f} | {imdb[0]} / {imdb[1]} | {ag[0]} / {ag[1]} |")
+                         f"[{cis[m][0]:.2f}, {cis[m][1]:.2f}] | {c['spearman']:.4f} | {imdb[0]} / {imdb[1]} | {ag[0]} / {ag[1]} "
+                         f"| {inside} |")
         cells = []
         for other in ("edit_distance", "embedding_distance"):
             lo, hi = cis[f"perturbscorer-{other}"]
