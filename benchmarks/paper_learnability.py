@@ -20,8 +20,6 @@ percentile-bootstrap intervals over the pairs, beside the paper's IMDB −0.643 
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import math
 import sys
 from pathlib import Path
@@ -59,24 +57,11 @@ def run_study(models: list[str], out: Path, train_size: int) -> dict:
 
 def records(out: Path, header: dict | None = None) -> list[dict]:
     """The study's records (from ``runs/``, else the packed cell); ``header``, when given, receives its config."""
-    path = study_path(out)
-    if not path.exists():
-        packed = out / "cells" / "study.jsonl.gz"
-        if not packed.exists():
-            return []
-        text = gzip.decompress(packed.read_bytes()).decode()
-    else:
-        text = path.read_text()
-    rows = []
-    for line in text.splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:  # a line cut by a kill
-            continue
-        if "header" not in rec:
-            rows.append(rec)
-        elif header is not None:
-            header.update(rec["header"].get("config", {}))
+    from reproduce_paper import read_cell
+
+    head, rows = read_cell(study_path(out), out / "cells" / "study.jsonl.gz")
+    if header is not None and head is not None:
+        header.update(head.get("config", {}))
     return rows
 
 

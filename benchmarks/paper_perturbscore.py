@@ -103,24 +103,9 @@ def run(perturbations: list[str], out: Path, n: int, max_words: int, epochs: int
 
 
 def _tuples(path: Path) -> list[dict]:
-    import gzip
+    from reproduce_paper import read_cell
 
-    if not path.exists():
-        packed = path.parent.parent / "cells" / (path.name + ".gz")
-        if not packed.exists():
-            return []
-        text = gzip.decompress(packed.read_bytes()).decode()
-    else:
-        text = path.read_text()
-    rows = []
-    for line in text.splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if "header" not in rec:
-            rows.append(rec)
-    return rows
+    return read_cell(path, path.parent.parent / "cells" / (path.name + ".gz"))[1]
 
 
 def render(perturbations: list[str], out: Path) -> tuple[str, str]:

@@ -38,21 +38,9 @@ def setting_id(perturbation: str, level: str, rho: float) -> str:
 
 
 def _rows(path: Path) -> tuple[dict | None, list[dict]]:
-    if not path.exists():
-        return None, []
-    header, rows = None, []
-    for line in path.read_text().splitlines():
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:  # a line cut by a kill: the setting runs again
-            continue
-        if "header" in rec:
-            header = rec["header"]
-        else:
-            rows.append(rec)
-    return header, rows
+    from reproduce_paper import read_cell
+
+    return read_cell(path)
 
 
 def run(models: list[str], protocols: list[str], runs: Path, seed: int, limit: int | None = None,

@@ -159,6 +159,32 @@ def pack_cells(runs: Path, cells: Path) -> int:
     return n
 
 
+def read_cell(path: Path, packed: Path | None = None) -> tuple[dict | None, list[dict]]:
+    """A results file's header and records, from ``path`` or else its packed copy ``packed`` (``pack_cells``): a line a
+    kill cut short is left out (its work runs again on a resume); nothing there: ``(None, [])``."""
+    import gzip
+
+    if path.exists():
+        text = path.read_text()
+    elif packed is not None and packed.exists():
+        text = gzip.decompress(packed.read_bytes()).decode()
+    else:
+        return None, []
+    header, rows = None, []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if "header" in rec:
+            header = rec["header"]
+        else:
+            rows.append(rec)
+    return header, rows
+
+
 def unpack_cells(cells: Path, runs: Path) -> int:
     """Restore the committed cells (``pack_cells``) whose results file ``runs`` lacks (a fresh clone or
     machine), so that the run resumes from them; a results file that exists is never touched."""
