@@ -501,3 +501,18 @@ def test_the_certify_estimate_comes_from_its_first_examples_and_the_share_they_v
     for _ in range(4):
         off.add({})
     assert off.expected == (20 * 120, 0.0)
+
+
+def test_a_certified_one_word_input_skips_the_second_order_view_without_ending_the_run(cli, world, tiny_mlm):
+    """The view asks the masked LM for natural neighbours, which a one-word text ("cool ?") has none of: the run goes
+    on, the record says why it has no view, and the summary counts it apart from the certified inputs it viewed."""
+    tiny_mlm.model.save_pretrained(world / "mlm")
+    tiny_mlm.tokenizer.save_pretrained(world / "mlm")
+    (world / "d.tsv").write_text("label\ttext\n" + "".join(f"{y}\t{t}\n" for y, t in [*ROWS, (1, "film !")]))
+    out = _certify(cli, world, "on_class", "--output", str(world / "short.jsonl"), "--neighbors", "1", "--mlm",
+                   str(world / "mlm"), "--neighbor-sample", "2", "--patches", "1")
+    short = [r for r in _records(world / "short.jsonl") if r["text"] == "film !"]
+    assert short and short[0]["correct"] and "fewer than two words" in short[0]["view_skipped"]
+    assert "neighbors" not in short[0]
+    so = out["second_order"]
+    assert so["skipped_too_short"] == 1 and so["certified_inputs"] == 4  # the four of ROWS, viewed as before

@@ -318,6 +318,11 @@ class SAFER:
         cert = yield from self.ask_certify(text, key)
         cert["correct"] = cert["prediction"] is not None and cert["prediction"] == label
         if self.builder is not None and cert["correct"] and cert["radius"] is not None and cert["radius"] >= self.view_radius:
+            try:
+                self.builder.parse(text)
+            except TextAuditError as e:  # one word ("cool ?"): no natural neighbourhood to view, and no run to end
+                cert["view_skipped"] = str(e).splitlines()[0]
+                return cert
             self.views_begun += 1
             nbrs = yield from self.ask_second_order(text, key, label)
             cert["neighbors"] = nbrs
@@ -498,7 +503,8 @@ def summarize_certify(records: Sequence[Mapping], method: str = "safer") -> dict
             "with_uncertified_neighbor_share": round(1 - every / m, 4),
             "with_uncertified_neighbor_ci95": [round(1 - v, 4) for v in reversed(wilson(every, m))],
             "with_patch_flip": flips, "with_patch_flip_share": round(flips / m, 4),
-            "with_patch_flip_ci95": [round(v, 4) for v in wilson(flips, m)]}
+            "with_patch_flip_ci95": [round(v, 4) for v in wilson(flips, m)],
+            "skipped_too_short": sum(1 for r in rows if r.get("view_skipped"))}
     return out
 
 
