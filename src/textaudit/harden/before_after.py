@@ -28,6 +28,8 @@ from textaudit.attacks.run import run_attack
 from textaudit.fairness import CounterfactualBias, run_bias
 from textaudit.fairness.estimates import MIN_CLAIM_SOURCES
 from textaudit.harden.weaknesses import build_attack
+from textaudit.lexicons import counterfitted_neighbors
+from textaudit.robustness.smoothing import SAFER, PerturbationSets, RanMASK, run_certify
 from textaudit.stats import mcnemar, wilson
 
 __all__ = ["accuracy_before_after", "attack_before_after", "bias_before_after", "attack_file", "certificate_before_after"]
@@ -117,9 +119,6 @@ def certificate_before_after(before, after, threat: dict, texts: Sequence[str], 
     ``builder`` (the masked LM's neighbourhoods) each side also gets ``audit certify --neighbors``'s second-order
     view: of its certified inputs, the share with a natural neighbour that is not certified or flips under a
     synonym patch."""
-    from textaudit.lexicons import counterfitted_neighbors
-    from textaudit.robustness.smoothing import SAFER, PerturbationSets, RanMASK, run_certify
-
     ranmask = threat["method"] == "ranmask"
     sides, files = {}, []
     for role, clf in (("before", before), ("after", after)):

@@ -70,6 +70,7 @@ from textaudit.models.zoo.train import DEFAULTS, TrainConfig, fit
 from textaudit.neighborhoods import NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.progress import duration
+from textaudit.robustness.smoothing import SAFER, PerturbationSets, RanMASK
 from textaudit.secrets import redact_obj
 from textaudit.text import word_tokenize
 from textaudit.train_state import state_digest
@@ -239,8 +240,6 @@ def threat_model(s: HardenSettings) -> dict[str, Any] | None:
 
 def smoothing_sampler(s: HardenSettings):
     """The certificate's own sampler for ``s``'s threat model (its ``draws``), seeded by ``s.seed``."""
-    from textaudit.robustness.smoothing import SAFER, PerturbationSets, RanMASK
-
     if s.method == "masked":
         return RanMASK(None, PerturbationSets({}), rate=s.mask_rate, mask_token=s.mask_token, seed=s.seed)
     return SAFER(None, PerturbationSets(counterfitted_neighbors(), hops=s.hops), seed=s.seed)
