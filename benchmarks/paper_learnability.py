@@ -163,7 +163,9 @@ training on train plus its perturbed copy. The paper's columns are IMDB's.
 ## What differs from the paper
 
 - **Data**: SST-2 ({train_size:,} training phrases sampled with seed 0, the 872 dev sentences) in place of IMDB, YELP and
-  QQP; SST-2's phrases are short, so a perturbation has fewer places to act on each.
+  QQP; SST-2's phrases are short, so a perturbation has fewer places to act on each. No package on PyPI ships the
+  papers' data sets offline (checked 2026-11-29: `imdb` is an IMDb query client, `agnews` a news scraper;
+  `torchtext` and `tensorflow-datasets` download the data at run time, which this machine cannot).
 - **Models**: textaudit's zoo (GloVe-6B-50d CNN and BiLSTM, trained from scratch) in place of XLNet, RoBERTa, BERT
   and TextRNN; one seed (the paper's number of seeds is not stated in the text we have).
 - **Points**: {n} model–perturbation pairs (the paper: 32), so the bootstrap intervals are wide.
