@@ -89,16 +89,19 @@ def table1(entries_acc: list[dict], entries_prob: list[dict]) -> str:
 
 def claims(entries_acc: list[dict], entries_prob: list[dict]) -> str:
     lines = ["| average sensitivity | vs robustness [95%] | vs post-aug Δ [95%] | claim (ρ < 0 and ρ > 0, p < 0.05) "
-             "| CENT IMDB |", "| --- | --- | --- | --- | --- |"]
-    for label, entries, paper in (("accuracy-based", entries_acc, "−0.643 / +0.756"),
-                                  ("probability-based", entries_prob, "−0.652 / +0.727")):
+             "| CENT IMDB | CENT's ρ inside our intervals? |", "| --- | --- | --- | --- | --- | --- |"]
+    for label, entries, paper in (("accuracy-based", entries_acc, (-0.643, 0.756)),
+                                  ("probability-based", entries_prob, (-0.652, 0.727))):
+        shown = f"{paper[0]:+.3f} / {paper[1]:+.3f}"
         if len(entries) < 3:
-            lines.append(f"| {label} | fewer than 3 finished pairs | | | {paper} |")
+            lines.append(f"| {label} | fewer than 3 finished pairs | | | {shown} | – |")
             continue
         c = learn.correlations(entries)
         ok = learn.verdict(c["robustness"], -1) == "holds" and learn.verdict(c["post_aug_delta"], +1) == "holds"
+        inside = " / ".join("inside" if c[k].get("ci95") and c[k]["ci95"][0] <= v <= c[k]["ci95"][1] else "outside"
+                            for k, v in zip(("robustness", "post_aug_delta"), paper))
         lines.append(f"| {label} | {learn.fmt_rho(c['robustness'])} | {learn.fmt_rho(c['post_aug_delta'])} | "
-                     f"**{'holds' if ok else 'not shown'}** (n = {len(entries)}) | {paper} |")
+                     f"**{'holds' if ok else 'not shown'}** (n = {len(entries)}) | {shown} | {inside} |")
     return "\n".join(lines)
 
 
@@ -122,7 +125,8 @@ ATEs).
 
 {table3}
 
-What differs from CENT: the data (SST-2, {train_size:,} training phrases, against IMDB), the models (the zoo's CNN
+Compute: none of its own — the study of `paper/learnability` (its README gives its time). What differs from CENT: the
+data (SST-2, {train_size:,} training phrases, against IMDB), the models (the zoo's CNN
 and BiLSTM against XLNet, RoBERTa, BERT and TextRNN), {n} model–feature pairs against 32, one seed —
 `paper/learnability/README.md` says more. Run: `TEXTAUDIT_DATA=../shared/data python benchmarks/paper_cent.py`
 (`--render` redraws this page from `paper/learnability`'s committed study, loading no model).
