@@ -160,3 +160,16 @@ def test_the_certificate_is_costed_before_it_is_spent(sprinkled, tmp_path, cli):
     assert "1 random copies of each of the 600 training examples (no mining)" in time_line
     assert f"the before/after certificate, up to {2 * 40 * 30:,} texts" in time_line
     assert "certifying both models by safer on 40 held-out examples" in r.stderr
+
+
+@pytest.mark.parametrize("threat", [{"method": "ranmask", "mask_rate": "0.9", "mask_token": "[MASK]"},
+                                    {"method": "ranmask", "mask_rate": 1.5, "mask_token": "[MASK]"},
+                                    {"method": "safer", "hops": 7}, {"method": "safer", "hops": 2, "extra": 1}])
+def test_a_damaged_threat_record_is_one_line_not_a_certificates_settings(tmp_path, cli, threat):
+    """The hardened model's record is a file anyone may have edited: its threat model is checked before it sets a
+    certificate's options (before, a malformed record passed into the certificate unchecked)."""
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "textaudit-harden.json").write_text(json.dumps({"name": "x", "threat": threat}))
+    r = cli("certify", "--model", str(tmp_path / "m"), "--data", str(tmp_path / "none.tsv"))
+    assert r.exit_code == 2 and "threat model the model was hardened for is damaged" in r.output
+    assert r.output.count("\n") == 1 and "Traceback" not in r.output

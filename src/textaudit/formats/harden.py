@@ -44,8 +44,25 @@ def hardened_threat(model: str | Path) -> dict | None:
         if key is not None:
             info = info.get(key) if isinstance(info, dict) else None
         threat = info.get("threat") if isinstance(info, dict) else None
-        return threat if isinstance(threat, dict) and threat.get("method") in ("ranmask", "safer") else None
+        if threat is None:
+            return None
+        if not _sound_threat(threat):  # a hostile or damaged record: never a certificate's settings
+            raise TextAuditError(f"{f}: its record of the threat model the model was hardened for is damaged; "
+                                 "rerun the audit harden that made it, or certify with --method and its options")
+        return threat
     return None
+
+
+def _sound_threat(threat: object) -> bool:
+    """A threat model as harden records it: RanMASK's ρ in [0, 1) and a mask token, or SAFER's hops 1 or 2."""
+    if not isinstance(threat, dict):
+        return False
+    number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)  # noqa: E731
+    if threat.get("method") == "ranmask":
+        return set(threat) == {"method", "mask_rate", "mask_token"} and number(threat["mask_rate"]) and \
+            0 <= threat["mask_rate"] < 1 and isinstance(threat["mask_token"], str) and bool(threat["mask_token"].strip())
+    return threat.get("method") == "safer" and set(threat) == {"method", "hops"} and threat["hops"] in (1, 2) and \
+        not isinstance(threat["hops"], bool)
 
 
 def read_harden(path: str | Path) -> dict:

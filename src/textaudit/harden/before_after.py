@@ -123,10 +123,10 @@ def certificate_before_after(before, after, threat: dict, texts: Sequence[str], 
     sides, files = {}, []
     for role, clf in (("before", before), ("after", after)):
         path = Path(out) / f"{role}.certify.jsonl"
-        sets = PerturbationSets({} if ranmask else counterfitted_neighbors(), hops=int(threat.get("hops", 2)))
+        # RanMASK draws no synonyms: its sets serve only the second-order view's patches (as audit certify's)
+        sets = PerturbationSets({} if ranmask and builder is None else counterfitted_neighbors(),
+                                hops=int(threat.get("hops", 2)))
         kind = RanMASK if ranmask else SAFER
-        if builder is not None and ranmask:  # the view's synonym patches come from the counter-fitted sets
-            sets = PerturbationSets(counterfitted_neighbors(), hops=int(threat.get("hops", 2)))
         smoother = kind(clf, sets, samples=samples, selection=selection, alpha=alpha, seed=seed, builder=builder,
                         neighbors_k=neighbors_k if builder is not None else 0, neighbors=neighbors, patches=patches,
                         **({"rate": threat["mask_rate"], "mask_token": threat["mask_token"]} if ranmask else {}))

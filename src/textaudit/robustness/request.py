@@ -173,7 +173,8 @@ class CertifyRequest:
         differ = [k for k in threat if asked.get(k) != threat[k]]
         if differ:
             said = ", ".join(f"{k} {threat[k]}" for k in threat)
-            asked_said = ", ".join(f"{k} {asked.get(k)}" for k in differ)
+            asked_said = f"method {method}" if method != threat["method"] else \
+                ", ".join(f"{k} {asked.get(k)}" for k in differ)
             raise TextAuditError(f"{self.model} was hardened for {said}; certifying it under {asked_said} measures a "
                                  "threat model it was not trained for: leave --method, --mask-rate, --mask-token and "
                                  "--hops out (they follow its training), or certify the model it was hardened from")
