@@ -1,12 +1,15 @@
-"""The naturalness constraint against the paper's search, side by side in one run of this script (issue #68).
+"""The naturalness constraint against the paper's search, side by side in one run of this script (issues #68, #85).
 
-On the first ``--limit`` SST-2 dev sentences, for each model of ``--models`` and each of SO-Enum (k = 2) and SO-Beam
-(k = 6), ``audit attack`` runs twice as a user runs it (its own process, the offline masked LM, SmolLM2's
-perplexities): with the default ``--naturalness on`` and with ``--naturalness off`` (the paper's search). Each run's
-results file is kept in ``--out`` and resumed, so a cut run goes on where it stopped. It prints, per cell:
+On the first ``--limit`` SST-2 dev sentences, for each model of ``--models`` and each method of ``--methods`` (SO-Beam
+k = 6 by default; SO-Enum k = 2), ``audit attack`` runs as a user runs it (its own process, the offline masked LM,
+SmolLM2's perplexities) with the default ``--naturalness on``, with ``--naturalness off`` (the paper's search) and,
+with ``--previous REV``, with the default of commit REV (checked out into a git worktree: the constraint as it was,
+e.g. before #85 chose p among every pair instead of the ten best). Each cell has its own store, so each is cold: its
+wall time and masked-LM contexts are what a first run costs. Each cell's results file is kept in ``--out`` and
+resumed, so a cut run goes on where it stopped. It prints, per cell:
 
-* the success rate with its Wilson interval, attacked and skipped (a sentence where no synonym fits is not
-  attacked), and the share of all sentences with a finding;
+* **found / all**: the share of *all* the sentences with a finding (skipped and failed count as not found) with its
+  Wilson interval, then the success rate among the attacked with its interval, and the skips;
 * the measuring LM's median perplexities (SmolLM2 — the constraint asks only the masked LM, so the figure that
   measures is not the score that filtered): x̃ / x0 (``median_ppl_perturbed / median_ppl_original``, the paper's
   Table 3 ratio) and x̃ ⊕ p / x̃;
@@ -14,20 +17,23 @@ results file is kept in ``--out`` and resumed, so a cut run goes on where it sto
 * a second judge, independent of both LMs: findings whose x̃ ⊕ p holds a word rarer than Zipf 3 (wordfreq: about
   once per million words) that x0 does not — the foreign and archaic swaps of the counter-fitted lists (largo,
   lange);
-* the cost: seconds per example and masked-LM contexts, and a warm rerun of the first "on" cell (new masked-LM
-  contexts it had to compute: the store's misses).
+* the cost: the cold wall seconds, search seconds per example and masked-LM contexts per example; then a warm rerun
+  of the first model's "on" (and "previous") cell on its own store: its wall time and the store's misses.
 
 It also writes ``blind.tsv`` (``--blind`` pairs, original and the shown x̃ ⊕ p, drawn at random from the successes,
-half from each setting, shuffled, without saying which) and ``blind-key.json`` (which setting each came from, and
-the judges' verdicts), for a reader who wants to judge the pairs by hand before looking.
+half from the default and half from the paper's search, shuffled, without saying which) and ``blind-key.json``
+(which setting each came from, and the judges' verdicts), for a reader who wants to judge the pairs by hand before
+looking.
 
-    python benchmarks/naturalness.py [--limit 200] [--models cnn,lstm] [--out runs/naturalness] [--blind 100]
+    python benchmarks/naturalness.py [--limit 200] [--models cnn,lstm] [--methods so-beam] [--previous REV]
+                                     [--out runs/naturalness] [--blind 100]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -36,19 +42,25 @@ import tempfile
 import time
 from pathlib import Path
 
-CELLS = (("so-enum", 2), ("so-beam", 6))
+ROOT = Path(__file__).resolve().parents[1]
+K = {"so-enum": 2, "so-beam": 6}
 RARE = 3.0  # Zipf frequency: about once per million words
 
 
-def attack(args: list[str], out: Path) -> float:
-    """``audit attack ARGS --output OUT`` in its own process (resumed when OUT exists): its wall seconds."""
-    t0 = time.perf_counter()
+def attack(args: list[str], out: Path, src: Path) -> tuple[float, dict]:
+    """``audit attack ARGS --output OUT --json`` in its own process, from the sources ``src`` (resumed when OUT
+    exists): its wall seconds and its summary."""
     resume = ["--resume"] if out.exists() else []
-    r = subprocess.run([sys.executable, "-m", "textaudit", "attack", *args, "--output", str(out), *resume, "--json"],
-                       capture_output=True, text=True)
+    argv = ["attack", *args, "--output", str(out), *resume, "--json"]
+    code = f"import sys; sys.path.insert(0, {str(src)!r}); from textaudit.cli.main import main; main({argv!r})"
+    env = {**os.environ, "TEXTAUDIT_PROGRESS_SECONDS": "600"}
+    if env.get("TEXTAUDIT_DATA"):
+        env["TEXTAUDIT_DATA"] = str(Path(env["TEXTAUDIT_DATA"]).resolve())
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     if r.returncode != 0:
         sys.exit(f"audit attack {' '.join(args)} failed:\n{r.stderr[-2000:]}")
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, json.loads(r.stdout.strip().splitlines()[-1])
 
 
 def _repeated(text: str, window: int = 2) -> set[str]:
@@ -84,11 +96,13 @@ def judge(records: list[dict]) -> dict:
 
     po, pp, pq = med("ppl_original"), med("ppl_perturbed"), med("ppl_patched")
     lo, hi = wilson(len(succ), attacked) or (None, None)
+    flo, fhi = wilson(len(succ), len(records)) or (None, None)
     return {
         "n": len(records), "attacked": attacked, "skipped": sum(r.get("status") == "skipped" for r in records),
         "success": len(succ), "success_rate": round(len(succ) / attacked, 4) if attacked else None,
         "success_rate_ci95": [round(lo, 4), round(hi, 4)] if lo is not None else None,
         "found_share": round(len(succ) / len(records), 4) if records else None,
+        "found_share_ci95": [round(flo, 4), round(fhi, 4)] if flo is not None else None,
         "median_ppl_original": po, "median_ppl_perturbed": pp, "median_ppl_patched": pq,
         "ratio_perturbed_original": round(pp / po, 3) if po and pp else None,
         "ratio_patched_perturbed": round(pq / pp, 3) if pp and pq else None,
@@ -105,33 +119,57 @@ def read(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()[1:] if '"status"' in line]
 
 
+def worktree(rev: str, where: Path) -> Path:
+    """The sources of commit ``rev``, checked out (once) into ``where``."""
+    if not where.exists():
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(where), rev], check=True,
+                       capture_output=True)
+    return where / "src"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit", type=int, default=200)
     ap.add_argument("--models", default="cnn,lstm")
+    ap.add_argument("--methods", default="so-beam", help="so-beam (k = 6), so-enum (k = 2) or both, comma-separated")
+    ap.add_argument("--previous", help="also run the default of this commit (e.g. the one before a change)")
     ap.add_argument("--out", type=Path, default=Path("runs/naturalness"))
     ap.add_argument("--blind", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    rows, walls = {}, {}
+    sources = {"on": ROOT / "src", "off": ROOT / "src"}
+    if args.previous:
+        sources["previous"] = worktree(args.previous, (args.out / f"src-{args.previous}").resolve())
+    rows, cost = {}, {}
     for model in args.models.split(","):
-        for method, k in CELLS:
-            for setting in ("on", "off"):
-                path = args.out / f"{model}.{method}.{setting}.jsonl"
-                walls[path.name] = round(attack(["--model", model, "--method", method, "--k", str(k), "--data",
-                                                 "sst2:dev", "--limit", str(args.limit), "--mlm", "minilm-mlm",
-                                                 "--naturalness", setting, "--seed", str(args.seed)], path), 1)
-                rows[(model, method, setting)] = judge(read(path))
-    # a warm rerun of the first "on" cell: what the constraint asks again is answered by the store
-    model, (method, k) = args.models.split(",")[0], CELLS[0]
-    with tempfile.TemporaryDirectory() as tmp:
-        r = subprocess.run([sys.executable, "-m", "textaudit", "attack", "--model", model, "--method", method, "--k",
-                            str(k), "--data", "sst2:dev", "--limit", str(args.limit), "--mlm", "minilm-mlm",
-                            "--no-ppl", "--seed", str(args.seed), "--output", str(Path(tmp) / "warm.jsonl"), "--json"],
-                           capture_output=True, text=True)
-        warm = json.loads(r.stdout.strip().splitlines()[-1]) if r.returncode == 0 else {"error": r.stderr[-500:]}
-    # the blind check: half of the pairs from each setting, shuffled, the setting kept apart
+        for method in args.methods.split(","):
+            for setting, src in sources.items():
+                cell = f"{model}.{method}.{setting}"
+                path, store = args.out / f"{cell}.jsonl", args.out / f"{cell}.sqlite"
+                fresh = not path.exists()
+                wall, summary = attack(["--model", model, "--method", method, "--k", str(K[method]), "--data",
+                                        "sst2:dev", "--limit", str(args.limit), "--mlm", "minilm-mlm", "--naturalness",
+                                        "off" if setting == "off" else "on", "--seed", str(args.seed),
+                                        "--store", str(store)], path, src)
+                recs = read(path)
+                rows[(model, method, setting)] = judge(recs)
+                contexts = (summary.get("store_hits") or 0) + (summary.get("store_misses") or 0)
+                cost[cell] = {"cold_wall_s": round(wall, 1) if fresh else None,
+                              "contexts_per_example": round(contexts / max(len(recs), 1), 1) if fresh else None}
+    # warm reruns of the first model's "on" and "previous" cells, each on its own (now warm) store
+    warm = {}
+    model, method = args.models.split(",")[0], args.methods.split(",")[0]
+    for setting in [s for s in ("on", "previous") if s in sources]:
+        cell = f"{model}.{method}.{setting}"
+        with tempfile.TemporaryDirectory() as tmp:
+            wall, summary = attack(["--model", model, "--method", method, "--k", str(K[method]), "--data", "sst2:dev",
+                                    "--limit", str(args.limit), "--mlm", "minilm-mlm", "--no-ppl", "--seed",
+                                    str(args.seed), "--store", str(args.out / f"{cell}.sqlite")],
+                                   Path(tmp) / "warm.jsonl", sources[setting])
+        warm[cell] = {"wall_s": round(wall, 1), "store_misses": summary.get("store_misses"),
+                      "score_forwards": summary.get("score_forwards")}
+    # the blind check: half of the pairs from the default, half from the paper's search, shuffled, the setting apart
     rng = random.Random(args.seed)
     pools = {s: [(m, a, r) for (m, a, s2), _ in rows.items() if s2 == s
                  for r in read(args.out / f"{m}.{a}.{s}.jsonl") if r.get("status") == "success"] for s in ("on", "off")}
@@ -155,19 +193,28 @@ def main() -> None:
                     "lm_ratio_above_1.5": sum(x > 1.5 for x in ratios),
                     "repeated_word": sum(x["repeated_word"] for x in mine),
                     "rare_new_word": sum(x["rare_new_word"] for x in mine)}
-    print(f"first {args.limit} SST-2 dev, masked LM minilm-mlm, perplexities SmolLM2 (paper, Table 3: about 1.2)")
-    head = ["model", "method", "naturalness", "attacked", "skipped", "success rate [95% CI]", "found/all",
-            "x̃/x0 ppl", "x̃⊕p/x̃ ppl", "repeats", "rare word", "refused", "s/ex", "wall s"]
+    print(f"first {args.limit} SST-2 dev, masked LM minilm-mlm, perplexities SmolLM2 (paper, Table 3: about 1.2); "
+          f"previous = {args.previous or '(not run)'}")
+    head = ["model", "method", "naturalness", "found / all [95% CI]", "attacked", "skipped", "success among attacked "
+            "[95% CI]", "x̃/x0 ppl", "x̃⊕p/x̃ ppl", "repeats", "rare word", "refused", "s/ex", "cold wall s",
+            "contexts/ex"]
     print(" | ".join(head))
     for (m, a, s), v in rows.items():
         ci = v["success_rate_ci95"] or ["–", "–"]
-        print(" | ".join(str(x) for x in [m, a, s, v["attacked"], v["skipped"], f"{v['success_rate']} [{ci[0]}, {ci[1]}]",
-                                          v["found_share"], v["ratio_perturbed_original"], v["ratio_patched_perturbed"],
-                                          v["repeated_word"], v["rare_new_word"], v["unnatural_refused"],
-                                          v["sec_per_example"], walls[f"{m}.{a}.{s}.jsonl"]]))
-    print(json.dumps({"cells": {"/".join(k): v for k, v in rows.items()}, "blind": blind,
-                      "warm_rerun": {k: warm.get(k) for k in ("store_hits", "store_misses", "score_forwards",
-                                                              "wall_seconds", "error") if k in warm}}, indent=1))
+        fci = v["found_share_ci95"] or ["–", "–"]
+        c = cost[f"{m}.{a}.{s}"]
+        print(" | ".join(str(x) for x in [
+            m, a, s, f"{v['success']} of {v['n']} = {v['found_share']} [{fci[0]}, {fci[1]}]", v["attacked"],
+            v["skipped"], f"{v['success_rate']} [{ci[0]}, {ci[1]}]", v["ratio_perturbed_original"],
+            v["ratio_patched_perturbed"], v["repeated_word"], v["rare_new_word"], v["unnatural_refused"],
+            v["sec_per_example"], c["cold_wall_s"], c["contexts_per_example"]]))
+    for cell, w in warm.items():
+        cold = cost[cell]["cold_wall_s"]
+        ratio = f"cold / warm = {cold / w['wall_s']:.1f}x" if cold and w["wall_s"] else "cold wall not measured here"
+        print(f"warm rerun {cell}: {w['wall_s']} s, store misses {w['store_misses']}, classifier forwards "
+              f"{w['score_forwards']} ({ratio})")
+    print(json.dumps({"cells": {"/".join(k): {**v, **cost["/".join(k).replace("/", ".")]} for k, v in rows.items()},
+                      "blind": blind, "warm_rerun": warm}, indent=1))
 
 
 if __name__ == "__main__":

@@ -184,10 +184,10 @@ class PatchWords:
         best = self.select_many(x0, 1, exclude_positions)
         return best[0] if best else None
 
-    def select_many(self, x0: Sentence, m: int, exclude_positions: Sequence[int] = (), *,
-                    per_word: int = 1) -> list[Patch]:
-        """The ``m`` best-ranked applicable p for ``x0``, largest gap first (ties by (w1, w2)); at
-        most ``per_word`` of them share w1 (1: each word's best w2, as :meth:`select` ranks them)."""
+    def select_many(self, x0: Sentence, m: int | None, exclude_positions: Sequence[int] = (), *,
+                    per_word: int | None = 1) -> list[Patch]:
+        """The ``m`` best-ranked applicable p for ``x0`` (None: all), largest gap first (ties by (w1, w2)); at
+        most ``per_word`` of them share w1 (1: each word's best w2, as :meth:`select` ranks them; None: all)."""
         lower = [t.lower() for t in x0.tokens]
         self.fit(lower)  # nothing to do when the attack ranked its data's words beforehand
         present = set(lower)

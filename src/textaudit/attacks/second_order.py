@@ -43,12 +43,13 @@ from textaudit.neighborhoods.builder import NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
 from textaudit.sentence import Sentence
 
-__all__ = ["AttackResult", "SecondOrderAttack", "SOEnum", "SOBeam", "RandomBaseline", "pair_loss", "NATURALNESS"]
+__all__ = ["AttackResult", "SecondOrderAttack", "SOEnum", "SOBeam", "RandomBaseline", "pair_loss", "NATURALNESS", "PATCH_CHOICE"]
 
 #: what a results header records of the naturalness constraint (absent: the paper's search)
 NATURALNESS = "mlm-agreement"
-#: the best-ranked patch pairs tried, in order, until one fits x0
-PATCH_CHOICES = 10
+#: what a results header records of how p is chosen under the constraint: the best-ranked of every applicable pair
+#: that fits x0 (absent: the ten best were tried, files written before issue #85; a ``--resume`` of one is refused)
+PATCH_CHOICE = "best-fitting of every pair"
 #: vulnerable candidates checked for naturalness per masked-LM ask (in the order a finding is chosen)
 NATURAL_CHUNK = 32
 
@@ -102,6 +103,7 @@ class SecondOrderAttack(Attack):
         out = {"kappa": self.builder.kappa, "delta": self.builder.delta}
         if self.natural is not None:  # absent: the paper's search (every file written before the constraint)
             out["naturalness"] = NATURALNESS
+            out["patch_choice"] = PATCH_CHOICE
         if self.builder.language != "en":
             out["language"] = self.builder.language
         digest = self.patch_words.pairs_digest()
@@ -147,7 +149,7 @@ class SecondOrderAttack(Attack):
 
     def goal(self, x0: Sentence, prediction: int, label: int | None) -> Goal | Search:
         """c = the prediction of x0; p = the best-ranked patch word of x0 (skipped when there is none); with the
-        naturalness constraint, the best-ranked of the :data:`PATCH_CHOICES` best that fits x0 (a search)."""
+        naturalness constraint, the best-ranked of every applicable pair that fits x0 (a search)."""
         if self.natural is not None:
             return self._natural_goal(x0, prediction)
         patch = self.patch_words.select(x0)
@@ -157,14 +159,13 @@ class SecondOrderAttack(Attack):
 
     def _natural_goal(self, x0: Sentence, prediction: int) -> Search:
         assert self.natural is not None
-        patches = self.patch_words.select_many(x0, PATCH_CHOICES, per_word=PATCH_CHOICES)
+        patches = self.patch_words.select_many(x0, None, per_word=None)
         if not patches:
             raise Skip("no patch word: no counter-fitted word occurs exactly once")
-        fits = yield from self.natural.ask_patch_fits([x0] * len(patches), patches)
-        patch = next((p for p, ok in zip(patches, fits) if ok), None)
+        patch = yield from self.natural.ask_first_fitting(x0, patches)
         if patch is None:
-            raise Skip(f"no patch word fits this sentence: the masked LM finds each of the {len(patches)} best-ranked "
-                       "synonyms far less plausible than the word it would replace (--naturalness off tries them)")
+            raise Skip(f"no patch word fits this sentence: the masked LM finds each of its {len(patches)} synonym "
+                       "pairs far less plausible than the word it would replace (--naturalness off tries them)")
         return Goal(prediction, patch)
 
     def search(self, x0: Sentence, goal: Goal, budget: Budget, rng: np.random.Generator) -> Search:
