@@ -136,6 +136,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path("runs/naturalness"))
     ap.add_argument("--blind", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--cells-only", action="store_true", help="run the cells and stop (no warm rerun, no blind file)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     sources = {"on": ROOT / "src", "off": ROOT / "src"}
@@ -155,8 +156,14 @@ def main() -> None:
                 recs = read(path)
                 rows[(model, method, setting)] = judge(recs)
                 contexts = (summary.get("store_hits") or 0) + (summary.get("store_misses") or 0)
-                cost[cell] = {"cold_wall_s": round(wall, 1) if fresh else None,
-                              "contexts_per_example": round(contexts / max(len(recs), 1), 1) if fresh else None}
+                kept = args.out / f"{cell}.cost.json"  # a cell's cold cost, kept for a later run of this script
+                if fresh:
+                    kept.write_text(json.dumps({"cold_wall_s": round(wall, 1),
+                                                "contexts_per_example": round(contexts / max(len(recs), 1), 1)}))
+                cost[cell] = json.loads(kept.read_text()) if kept.exists() else {"cold_wall_s": None,
+                                                                                 "contexts_per_example": None}
+    if args.cells_only:
+        return
     # warm reruns of the first model's "on" and "previous" cells, each on its own (now warm) store
     warm = {}
     model, method = args.models.split(",")[0], args.methods.split(",")[0]
