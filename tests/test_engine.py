@@ -43,6 +43,40 @@ def test_asks_of_the_same_function_are_merged_into_one_call_per_step():
     assert results["s2"] == ("s2", [[3, 4]] * 3)  # each search got its own slice back ("s20", "s20!", …)
 
 
+class Widths:
+    """A batched function of a per-item keyword (a masked LM's ``top``): answers item x with x repeated ``top`` times."""
+
+    def __init__(self):
+        self.calls: list[tuple[int, object]] = []
+
+    def __call__(self, items, top):
+        self.calls.append((len(items), top))
+        tops = [top] * len(items) if isinstance(top, int) else top
+        return [[x] * t for x, t in zip(items, tops)]
+
+
+def asks_top(fn, name: str, top: int, per_item: str | None):
+    got = yield Ask(fn, [name, name + "!"], per_item=per_item, top=top)
+    return got
+
+
+def test_asks_differing_only_in_a_per_item_keyword_merge_into_one_call_each_given_its_own_value():
+    """#85: the naturalness constraint asks P = 200 candidates where the neighbourhood asks κ = 20; with ``per_item``
+    the asks merge (one call, one value per item) and each search gets exactly its own answer; without it they stay
+    two calls, as before."""
+    fn = Widths()
+    done = dict(Engine(in_flight=4).run(((j, t), lambda _m, j=j, t=t: asks_top(fn, f"s{j}", t, "top"))
+                                        for j, t in enumerate((1, 3, 1))))
+    assert fn.calls == [(6, [1, 1, 3, 3, 1, 1])]  # one call, each item its own top
+    assert done[(1, 3)] == [["s1"] * 3, ["s1!"] * 3] and done[(2, 1)] == [["s2"], ["s2!"]]
+    fn = Widths()
+    list(Engine(in_flight=4).run((j, lambda _m, j=j: asks_top(fn, f"s{j}", 2, "top")) for j in range(2)))
+    assert fn.calls == [(4, 2)]  # one value for all: given as it is (a plain call)
+    fn = Widths()
+    done = dict(Engine(in_flight=4).run((t, lambda _m, t=t: asks_top(fn, f"s{t}", t, None)) for t in (1, 3)))
+    assert sorted(fn.calls) == [(2, 1), (2, 3)] and done[3] == [["s3"] * 3, ["s3!"] * 3]
+
+
 def test_one_in_flight_calls_once_per_ask_and_searches_finish_in_completion_order():
     fn = Recorder()
     done = list(Engine(in_flight=1).run((j, lambda _m, j=j: steps("x", j, fn)) for j in (3, 1, 2)))

@@ -14,6 +14,7 @@ import pytest
 
 from textaudit.attacks import PatchWords, SOBeam, SOEnum
 from textaudit.attacks.naturalness import patch_fits, word_settled
+from textaudit.attacks.second_order import PATCH_CHOICE
 from textaudit.models import as_classifier
 from textaudit.neighborhoods import NeighborhoodBuilder
 from textaudit.sentence import Sentence
@@ -195,6 +196,28 @@ def test_a_patch_that_does_not_fit_is_not_chosen_and_one_that_stops_fitting_is_r
     assert r.pair == ["film", "movie"] and r.status == "failed" and r.extra["unnatural"] == 1
 
 
+def test_p_is_the_best_fitting_of_every_pair_not_only_of_the_ten_best_ranked():
+    """#85: a third of SST-2 dev was skipped because none of the ten best-ranked pairs fit; p is now the best-ranked
+    pair that fits among all of x0's — here the twelfth — and their fit is asked once per position (one masked
+    context for the twelve pairs at 'film')."""
+    def rule(words, pos):
+        return [("film", 10.0), ("movie", 9.0)] if pos == 4 else [("the", 10.0)]
+
+    others = [f"w{i}" for i in range(11)]  # better-ranked synonyms the masked LM does not read there
+
+    def f(texts):  # single words: each of w0 … w10 moves the score more than 'movie' does
+        gap = {w: 0.4 - 0.02 * i for i, w in enumerate(others)} | {"movie": 0.1, "film": 0.0}
+        return np.array([[0.5 - gap[t], 0.5 + gap[t]] if t in gap else [0.3, 0.7] for t in texts])
+
+    clf = as_classifier(f, name="planted-gaps")
+    words = PatchWords(clf, [("film", w) for w in [*others, "movie"]])
+    assert [p.w2 for p in words.select_many(Sentence.parse(X), None, per_word=None)][-1] == "movie"  # twelfth
+    mlm = PlantedMLM(rule)
+    r = SOEnum(clf, k=1, mlm=mlm, kappa=5, delta=1e9, patch_words=words).attack(X, 1)
+    assert r.status != "skipped" and r.pair == ["film", "movie"]
+    assert mlm.asked[0] == (X, 4) and mlm.asked[1] != (X, 4)  # one context answered the twelve pairs' fit
+
+
 LONG = '''
 def clf(texts):  # a flaw on any word swapped for "long": "largo" the most, "big" less
     out = []
@@ -224,6 +247,7 @@ def test_the_shipped_masked_lm_refuses_a_swap_of_another_language_and_the_header
     assert got["off"][1]["pair"] == ["long", "largo"] and got["on"][1]["pair"] == ["long", "big"]
     assert got["on"][1]["status"] == got["off"][1]["status"] == "success"
     assert got["on"][0]["naturalness"] == "mlm-agreement" and "naturalness" not in got["off"][0]
+    assert got["on"][0]["patch_choice"] == PATCH_CHOICE and "patch_choice" not in got["off"][0]
     r = cli(*base, "--output", str(tmp_path / "off.jsonl"), "--resume")  # the default (on) over the paper's file
     assert r.exit_code == 2 and "naturalness" in r.output and "Traceback" not in r.output, r.output
 

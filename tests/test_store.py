@@ -69,6 +69,29 @@ def test_answers_from_the_store_are_the_forwards_answers(tiny_mlm, tmp_path):
     assert second.store_summary()["hit_rate"] == 1.0 and second.store_summary()["mlm_seconds_saved"] >= 0
 
 
+def test_one_top_per_context_answers_as_one_call_per_top_and_stores_what_each_asked(tiny_mlm, tmp_path):
+    """#85: the engine merges the neighbourhood's κ = 20 and the naturalness constraint's P = 200 into one call (one
+    top per context): each answer is what a call of its own top gives, the forward runs once for both, and the
+    store keeps each context with what was asked of it (a κ context is not stored 200 wide)."""
+    q = _queries()[:6]
+    tops = [20, 200, 20, 200, 5, 20]
+    off = _fresh(tiny_mlm, None)
+    want = [off.candidates([x], top=t)[0] for x, t in zip(q, tops)]
+    store = NeighborhoodStore(tmp_path / "s.sqlite")
+    mixed = _fresh(tiny_mlm, store)
+    got = mixed.candidates(q, top=tops)
+    assert _close(got, want) and [len(c) for c in got] == tops and mixed.forwards == 6
+    kept = store.get(mixed._store_id(), [context_key(w, i) for w, i in q], 1)
+    assert [kept[context_key(w, i)][0] for w, i in q] == [max(t, STORE_TOP) for t in tops]
+    again = _fresh(tiny_mlm, store)  # the store answers each at its own top: no forward
+    assert _close(again.candidates(q, top=tops), want) and again.forwards == 0
+    wider = _fresh(tiny_mlm, store)  # a context stored 32 wide, asked 200 wide: computed, and only it
+    assert _close(wider.candidates(q[:1], top=[200]), [off.candidates(q[:1], top=200)[0]]) and wider.forwards == 1
+    from textaudit.errors import TextAuditError
+    with pytest.raises(TextAuditError, match="2 tops for 6"):
+        mixed.candidates(q, top=[20, 200])
+
+
 def test_neighbourhoods_are_the_same_with_and_without_the_store(tiny_mlm, tmp_path):
     def build(store):
         b = NeighborhoodBuilder(_fresh(tiny_mlm, store), kappa=6, delta=10.0)

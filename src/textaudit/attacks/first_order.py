@@ -24,6 +24,7 @@ from textaudit.lexicons import counterfitted_neighbors
 from textaudit.lm import CausalLM, LazyCausalLM
 from textaudit.models.batched import TIE, Classifier, decisions, scores_of, unknown_class
 from textaudit.models.encoders import SentenceEncoder
+from textaudit.neighborhoods.masked_lm import ask_candidates
 from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
 from textaudit.sentence import Sentence, restore_case
 from textaudit.text import STOPWORDS
@@ -345,7 +346,7 @@ class BAEAttack(FirstOrderAttack):
                 return None
             # the MLM's best ``top`` *usable* words (alphabetic, not the current word), as BAE/TextAttack
             # count them: ask for more, filter, then cut
-            cands = (yield Ask(self.mlm.candidates, [(list(x.tokens), i)], "mask", top=3 * self.top))[0]
+            cands = (yield ask_candidates(self.mlm, [(list(x.tokens), i)], 3 * self.top))[0]
             words = [w for w, _ in cands if w.isalpha() and w.lower() != x.tokens[i].lower()][: self.top]
             if self.pos is not None:  # (tagged in x0's context, as TextAttack compares against the original)
                 words = [w for w, ok in zip(words, self.pos.can_replace(x0.tokens, i, words)) if ok]

@@ -38,8 +38,9 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from textaudit.attacks.patch import Patch
-from textaudit.engine.scheduler import Ask, Search
+from textaudit.engine.scheduler import Search
 from textaudit.errors import TextAuditError
+from textaudit.neighborhoods.masked_lm import ask_candidates
 from textaudit.sentence import Sentence
 
 __all__ = ["Naturalness", "NaturalChecks", "patch_fits", "word_settled", "POOL", "ppl_ratio", "most_natural_first", "naturalness_on"]
@@ -88,7 +89,7 @@ class Naturalness:
         if not sentences:
             return []
         queries = [(list(s.tokens), p.position) for s, p in zip(sentences, patches)]
-        cands = yield Ask(self.mlm.candidates, queries, "mask", top=self.pool)
+        cands = yield ask_candidates(self.mlm, queries, self.pool)
         return [patch_fits(c, p.w1, p.w2, self.delta) for c, p in zip(cands, patches)]
 
     def ask_first_fitting(self, x0: Sentence, patches: Sequence[Patch]) -> Search:
@@ -97,7 +98,7 @@ class Naturalness:
         positions = list(dict.fromkeys(p.position for p in patches))
         if not positions:
             return None
-        cands = yield Ask(self.mlm.candidates, [(list(x0.tokens), i) for i in positions], "mask", top=self.pool)
+        cands = yield ask_candidates(self.mlm, [(list(x0.tokens), i) for i in positions], self.pool)
         at = dict(zip(positions, cands))
         return next((p for p in patches if patch_fits(at[p.position], p.w1, p.w2, self.delta)), None)
 
@@ -109,7 +110,7 @@ class Naturalness:
             for i in x0.diff(s):
                 queries.append((list(s.tokens), i))
                 owners.append((j, i))
-        cands = (yield Ask(self.mlm.candidates, queries, "mask", top=self.kappa)) if queries else []
+        cands = (yield ask_candidates(self.mlm, queries, self.kappa)) if queries else []
         drop: list[float | None] = [0.0] * len(sentences)
         for (j, i), c in zip(owners, cands):
             if drop[j] is not None:

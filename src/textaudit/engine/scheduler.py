@@ -48,13 +48,24 @@ class Ask:
     """One request of a search: ``fn(items, **kw)`` answers it with one entry per item. Asks with
     the same ``fn`` and keyword arguments are merged into one call. ``kind``: what the items are,
     for the per-search counters (``classify``: classifier inputs; ``mask``: ``(words, position)``
-    masked-LM queries; anything else is not counted)."""
+    masked-LM queries; anything else is not counted). ``per_item``: a keyword ``fn`` also takes as one
+    value per item (a masked LM's ``top``): asks that differ only in it merge too, the call given each
+    item's value."""
 
-    __slots__ = ("fn", "items", "kw", "kind", "key")
+    __slots__ = ("fn", "items", "kw", "kind", "key", "per_item")
 
-    def __init__(self, fn: Callable[..., Any], items: Sequence[Any], kind: str = "", **kw: Any):
-        self.fn, self.items, self.kind, self.kw = fn, items, kind, kw
-        self.key = (fn, tuple(sorted(kw.items())))
+    def __init__(self, fn: Callable[..., Any], items: Sequence[Any], kind: str = "", *, per_item: str | None = None,
+                 **kw: Any):
+        self.fn, self.items, self.kind, self.kw, self.per_item = fn, items, kind, kw, per_item
+        self.key = (fn, tuple(sorted((k, v) for k, v in kw.items() if k != per_item)), per_item)
+
+    def merged_kw(self, asks: Sequence["Ask"]) -> dict[str, Any]:
+        """The keyword arguments of one call answering ``asks`` (this one first): its own, with the
+        :attr:`per_item` keyword as one value per item where the asks' values differ."""
+        name = self.per_item
+        if name is None or len({a.kw[name] for a in asks}) == 1:
+            return self.kw
+        return {**self.kw, name: [a.kw[name] for a in asks for _ in a.items]}
 
     def answer(self) -> Any:
         """The answer of this ask alone (a direct call)."""
@@ -173,7 +184,7 @@ class Engine:
         first = asks[0]
         assert first is not None
         try:
-            answer = first.fn(items, **first.kw)
+            answer = first.fn(items, **first.merged_kw(asks))  # type: ignore[arg-type]
         except StopRun:
             raise
         except Exception as e:  # noqa: BLE001

@@ -25,8 +25,9 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from textaudit.engine.scheduler import Ask, Search, run_now
+from textaudit.engine.scheduler import Search, run_now
 from textaudit.errors import TextAuditError, check_at_least
+from textaudit.neighborhoods.masked_lm import ask_candidates
 from textaudit.sentence import Sentence, check_language, restore_case
 
 __all__ = ["NeighborhoodBuilder", "Neighbor"]
@@ -142,7 +143,7 @@ class NeighborhoodBuilder:
             for i in self.positions(s, prot):
                 queries.append((list(s.tokens), i))
                 owners.append((j, i))
-        cands = (yield Ask(self.mlm.candidates, queries, "mask", top=self.kappa)) if queries else []
+        cands = (yield ask_candidates(self.mlm, queries, self.kappa)) if queries else []
         out: list[list[tuple[int, list[str]]]] = [[] for _ in sentences]
         for (j, i), c in zip(owners, cands):
             out[j].append((i, self._keep(c, sentences[j].tokens[i], _beside(sentences[j].tokens, i))))
@@ -325,7 +326,7 @@ class _UniformSampler:
         key = (i, s.tokens[:i], s.tokens[i + 1:])
         if key not in self.full:
             b = self.builder
-            c = (yield Ask(b.mlm.candidates, [(list(s.tokens), i)], "mask", top=b.kappa))[0]
+            c = (yield ask_candidates(b.mlm, [(list(s.tokens), i)], b.kappa))[0]
             self.full[key] = b._keep(c, "\x00")  # nothing equals the sentinel: the current word is kept
         return self.full[key]
 
@@ -341,7 +342,7 @@ class _UniformSampler:
         todo = self.parent_positions(z)
         missing = [i for i in todo if (i, z.tokens[:i], z.tokens[i + 1:]) not in self.full]
         if missing:
-            cands = yield Ask(b.mlm.candidates, [(list(z.tokens), i) for i in missing], "mask", top=b.kappa)
+            cands = yield ask_candidates(b.mlm, [(list(z.tokens), i) for i in missing], b.kappa)
             for i, c in zip(missing, cands):
                 self.full[(i, z.tokens[:i], z.tokens[i + 1:])] = b._keep(c, "\x00")
         for i in todo:

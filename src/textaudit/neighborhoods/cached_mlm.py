@@ -79,34 +79,47 @@ class CachedMaskedLM:
         return True
 
     # -- the tiers ---------------------------------------------------------------------------------
-    def candidates(self, batch: list[Query], top: int = 20) -> list[list[tuple[str, float]]]:
+    #: ``candidates`` takes one ``top`` per query (the engine merges asks of different tops into one call)
+    tops_per_item = True
+
+    def candidates(self, batch: list[Query], top: int | Sequence[int] = 20) -> list[list[tuple[str, float]]]:
         """Return, per ``(words, position)``, the ``top`` whole-word candidates ``(word, logit)``, best first
         (the original word is *not* removed here; the neighbourhood builder does that): from the in-memory
         cache, else the store, else the forward — a masked context shared by several sentences is computed
-        once — and what is computed goes into both."""
+        once — and what is computed goes into both. ``top``: one for all, or one per query (asks of κ = 20 and
+        of the naturalness constraint's P = 200 answered in the same forwards; each context is kept with what
+        was asked of it)."""
         for words, pos in batch:
             if not 0 <= pos < len(words):
                 raise TextAuditError(f"position {pos} is outside a sentence of {len(words)} words")
+        tops = [top] * len(batch) if isinstance(top, int) else list(top)
+        if len(tops) != len(batch):
+            raise TextAuditError(f"{len(tops)} tops for {len(batch)} masked contexts")
         keys = self.context_keys(batch)
-        found, todo = self._from_memory(keys, top)
+        need: dict[tuple, int] = {}
+        for k, t in zip(keys, tops):
+            need[k] = max(t, need.get(k, 0))
+        found, todo = self._from_memory(keys, need)
         mlm_id = self._store_id() if todo else None
         skeys: dict[tuple, bytes] = {}
         if mlm_id is not None:
             skeys = {k: context_key(*batch[i]) for k, i in todo.items()}
-            self._from_store(mlm_id, skeys, found, todo, top)
+            self._from_store(mlm_id, skeys, found, todo, need)
         if todo:
-            n = max(top, STORE_TOP)
+            n = max(max(need[k] for k in todo), STORE_TOP)
             t0 = self.forward_seconds
             rows = []
             for k, ids, vals in self.compute(list(todo), n):
-                found[k] = self._remember(k, top, [(self.id_to_word[j], v) for j, v in zip(ids[:top], vals[:top])])
-                rows.append((k, ids, vals))
+                t = need[k]
+                found[k] = self._remember(k, t, [(self.id_to_word[j], v) for j, v in zip(ids[:t], vals[:t])])
+                kept = max(t, STORE_TOP)  # what the store keeps of it: what was asked (at least STORE_TOP)
+                rows.append((k, kept, ids[:kept], vals[:kept]))
             if mlm_id is not None and rows:
                 per = (self.forward_seconds - t0) / len(rows)
-                self.store.put(mlm_id, [(skeys[k], n, ids, vals) for k, ids, vals in rows], per)  # type: ignore[union-attr]
-        return [found[k][:top] for k in keys]
+                self.store.put(mlm_id, [(skeys[k], kept, ids, vals) for k, kept, ids, vals in rows], per)  # type: ignore[union-attr]
+        return [found[k][:t] for k, t in zip(keys, tops)]
 
-    def _from_memory(self, keys: list[tuple], top: int) -> tuple[dict[tuple, list], dict[tuple, int]]:
+    def _from_memory(self, keys: list[tuple], need: dict[tuple, int]) -> tuple[dict[tuple, list], dict[tuple, int]]:
         """The contexts the in-memory cache holds (enough of, or all there is), and the others (key → its first
         query)."""
         cache = self._cache
@@ -116,7 +129,7 @@ class CachedMaskedLM:
             if k in found or k in todo:
                 continue
             hit = cache.get(k)
-            if hit is not None and (hit[0] >= top or len(hit[1]) < hit[0]):  # enough, or all there is
+            if hit is not None and (hit[0] >= need[k] or len(hit[1]) < hit[0]):  # enough, or all there is
                 cache.move_to_end(k)
                 found[k] = hit[1]
             else:
@@ -124,14 +137,20 @@ class CachedMaskedLM:
         self.cache_hits += len(keys) - len(todo)
         return found, todo
 
-    def _from_store(self, mlm_id: int, skeys: dict[tuple, bytes], found: dict, todo: dict, top: int) -> None:
-        """Move the contexts of ``todo`` the store holds into ``found`` (and the in-memory cache), and count."""
+    def _from_store(self, mlm_id: int, skeys: dict[tuple, bytes], found: dict, todo: dict,
+                    need: dict[tuple, int]) -> None:
+        """Move the contexts of ``todo`` the store holds (enough of, or all there is) into ``found`` (and the
+        in-memory cache), and count."""
         assert self.store is not None
-        got = self.store.get(mlm_id, list(skeys.values()), top)
+        got = self.store.get(mlm_id, list(skeys.values()), min(need[k] for k in todo))
         words = self.id_to_word
-        for k in [k for k in todo if skeys[k] in got]:
-            _, ids, vals = got[skeys[k]]
-            found[k] = self._remember(k, top, [(words[j], v) for j, v in zip(ids[:top], vals[:top])])
+        for k in list(todo):
+            hit = got.get(skeys[k])
+            if hit is None or not (hit[0] >= need[k] or len(hit[1]) < hit[0]):
+                continue
+            _, ids, vals = hit
+            t = need[k]
+            found[k] = self._remember(k, t, [(words[j], v) for j, v in zip(ids[:t], vals[:t])])
             del todo[k]
         self.store_hits += len(skeys) - len(todo)
         self.store_misses += len(todo)

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
 from textaudit.device import pick_device
+from textaudit.engine.scheduler import Ask
 from textaudit.errors import StopRun, TextAuditError
 from textaudit.models.options import current_model_options
 from textaudit.models.torch_backend import DeviceClock, autocast, check_precision, forward_inputs, only_inputs, to_device
@@ -73,6 +74,16 @@ class MaskedLM(Protocol):
     name: str
 
     def candidates(self, batch: list[Query], top: int = 20) -> list[list[tuple[str, float]]]: ...
+
+
+def ask_candidates(mlm: MaskedLM, queries: Sequence[Query], top: int) -> Ask:
+    """The search's ask "the ``top`` candidates at each of ``queries``" of ``mlm``. A masked LM whose ``candidates``
+    takes one ``top`` per query (``tops_per_item``: textaudit's own) lets the engine merge asks of different tops —
+    the neighbourhood's κ and the naturalness constraint's P — into one call, so their contexts share forwards; any
+    other is asked once per distinct top."""
+    if getattr(mlm, "tops_per_item", False):
+        return Ask(mlm.candidates, queries, "mask", per_item="top", top=top)
+    return Ask(mlm.candidates, queries, "mask", top=top)
 
 
 class HFMaskedLM(CachedMaskedLM):

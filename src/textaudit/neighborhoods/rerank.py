@@ -55,16 +55,24 @@ class RerankedMaskedLM:
         getattr(self.mlm, "clear_cache", lambda: None)()
         self.lm.clear_cache()
 
-    def candidates(self, batch: list[Query], top: int = 20) -> list[list[tuple[str, float]]]:
-        """Per ``(words, position)``: the ``top`` candidates ``(word, s(word))`` best first."""
-        proposals = self.mlm.candidates(batch, top=max(self.pool, top))
+    #: ``candidates`` takes one ``top`` per query (as its masked LM's, when that one does)
+    @property
+    def tops_per_item(self) -> bool:
+        return bool(getattr(self.mlm, "tops_per_item", False))
+
+    def candidates(self, batch: list[Query], top: int | Sequence[int] = 20) -> list[list[tuple[str, float]]]:
+        """Per ``(words, position)``: the ``top`` candidates ``(word, s(word))`` best first (``top``: one for all,
+        or one per query)."""
+        tops = [top] * len(batch) if isinstance(top, int) else list(top)
+        wide = [max(self.pool, t) for t in tops]
+        proposals = self.mlm.candidates(batch, top=wide if len(set(wide)) > 1 else (wide[0] if wide else self.pool))
         texts = [_filled(words, pos, w) for (words, pos), props in zip(batch, proposals) for w, _ in props]
         ll = iter(self.lm.log_likelihood(texts))
         out = []
-        for props in proposals:
+        for props, t in zip(proposals, tops):
             scored = [(w, next(ll) + self.weight * logit) for w, logit in props]
             scored.sort(key=lambda c: -c[1])
-            out.append(scored[:top])
+            out.append(scored[:t])
         return out
 
 

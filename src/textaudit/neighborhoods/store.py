@@ -942,11 +942,17 @@ class StoredMaskedLM:
         self.store_seconds_saved = 0.0
         self._seconds = float(found[0]["seconds_per_entry"])
 
-    def candidates(self, batch: list, top: int = 20) -> list[list[tuple[str, float]]]:
-        """Per ``(words, position)``: the stored ``top`` candidates ``(word, logit)``, best first."""
+    #: ``candidates`` takes one ``top`` per query
+    tops_per_item = True
+
+    def candidates(self, batch: list, top: int | Sequence[int] = 20) -> list[list[tuple[str, float]]]:
+        """Per ``(words, position)``: the stored ``top`` candidates ``(word, logit)``, best first (``top``: one for
+        all, or one per query)."""
+        tops = [top] * len(batch) if isinstance(top, int) else list(top)
         keys = [context_key(words, pos) for words, pos in batch]
-        got = self.store.get(self._id, list(dict.fromkeys(keys)), top)
-        missing = [(words, pos) for (words, pos), k in zip(batch, keys) if k not in got]
+        got = self.store.get(self._id, list(dict.fromkeys(keys)), min(tops, default=top if isinstance(top, int) else 0))
+        missing = [(words, pos) for (words, pos), k, t in zip(batch, keys, tops)
+                   if k not in got or not (got[k][0] >= t or len(got[k][1]) < got[k][0])]
         if missing:
             words, pos = missing[0]
             raise TextAuditError(f"the store holds no answer of {self.name} for '{' '.join(words[:pos])} [MASK] "
@@ -955,7 +961,7 @@ class StoredMaskedLM:
         self.store_hits += len(set(keys))
         self.store_seconds_saved += len(set(keys)) * self._seconds
         words = self._words
-        return [[(words[j], v) for j, v in zip(got[k][1][:top], got[k][2][:top])] for k in keys]
+        return [[(words[j], v) for j, v in zip(got[k][1][:t], got[k][2][:t])] for k, t in zip(keys, tops)]
 
     def store_summary(self) -> dict:
         return {"path": str(self.store.path), "hits": self.store_hits, "misses": 0, "hit_rate": 1.0 if self.store_hits else None,
