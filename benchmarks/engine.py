@@ -195,7 +195,15 @@ def main() -> None:
     ap.add_argument("--floor", action="store_true", help="replay the padded batches through bare forwards")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    from textaudit.neighborhoods.store import use_score_cache, use_store
 
+    # every path computes what it asks: neither the neighbourhood store nor the classifiers' score cache answers
+    # (the first path would fill them for the next, which would then forward nothing)
+    with use_store("off"), use_score_cache("off"):
+        _measure(args)
+
+
+def _measure(args: argparse.Namespace) -> None:
     from textaudit.data import load_dataset
     from textaudit.progress import quiet_third_party_bars
 

@@ -155,7 +155,7 @@ class AttackSummary:
             parts.append(f"{self.counts['skipped']} skipped: " + ", ".join(
                 f"{why}" + (f" ({c})" if len(reasons) > 1 else "") for why, c in reasons))
         if self.counts["error"]:
-            parts.append(f"{self.counts['error']} errors")
+            parts.append(f"{self.counts['error']} error{'' if self.counts['error'] == 1 else 's'}")
         return "; ".join(parts)
 
     def per_class(self) -> dict[str, dict]:
