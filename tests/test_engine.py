@@ -72,6 +72,10 @@ def test_asks_differing_only_in_a_per_item_keyword_merge_into_one_call_each_give
     fn = Widths()
     list(Engine(in_flight=4).run((j, lambda _m, j=j: asks_top(fn, f"s{j}", 2, "top")) for j in range(2)))
     assert fn.calls == [(4, 2)]  # one value for all: given as it is (a plain call)
+    fn = Widths()  # an ask may give one value per item itself (the constraint's two checks in one ask)
+    done = dict(Engine(in_flight=4).run(((j, str(t)), lambda _m, j=j, t=t: asks_top(fn, f"s{j}", t, "top"))
+                                        for j, t in enumerate((2, [1, 3]))))
+    assert fn.calls == [(4, [2, 2, 1, 3])] and done[(1, "[1, 3]")] == [["s1"], ["s1!"] * 3]
     fn = Widths()
     done = dict(Engine(in_flight=4).run((t, lambda _m, t=t: asks_top(fn, f"s{t}", t, None)) for t in (1, 3)))
     assert sorted(fn.calls) == [(2, 1), (2, 3)] and done[3] == [["s3"] * 3, ["s3!"] * 3]

@@ -39,6 +39,20 @@ class PlantedMLM:
         return out
 
 
+class PlantedMLMTops(PlantedMLM):
+    """The same, taking one ``top`` per query as textaudit's own masked LMs do: the constraint's two checks of a
+    candidate are then one ask (:meth:`Naturalness.ask_natural`), with the same verdicts."""
+
+    tops_per_item = True
+
+    def candidates(self, batch, top=20):
+        tops = top if isinstance(top, list) else [top] * len(batch)
+        return [super(PlantedMLMTops, self).candidates([q], t)[0] for q, t in zip(batch, tops)]
+
+
+BOTH = pytest.mark.parametrize("planted", [PlantedMLM, PlantedMLMTops], ids=["two-asks", "one-ask"])
+
+
 def test_patch_fits_and_word_settled_read_the_masked_lms_answer():
     cands = [("was", 13.8), ("is", 13.5), ("seemed", 10.3), ("feels", 9.5), ("felt", 9.4), ("looked", 7.0)]
     assert patch_fits(cands, "feels", "felt", 3.0)  # both read, within δ
@@ -98,16 +112,17 @@ def _two_step_rule(words, pos):
     return [("the", 10.0)]
 
 
-def test_a_finding_whose_changed_word_no_longer_fits_the_final_sentence_is_refused():
+@BOTH
+def test_a_finding_whose_changed_word_no_longer_fits_the_final_sentence_is_refused(planted):
     """'a rich and moving film' flips, but 'rich' was proposed beside 'meaningful': beside 'moving' the masked LM
     proposes 'odd'. Unsettled: refused and counted; the paper's search (off) takes it."""
     clf = _flip_when("rich", "moving")
     args = dict(k=2, kappa=5, delta=1e9, patch_words=PatchWords(clf, [("film", "movie")]))
-    paper = SOEnum(clf, mlm=PlantedMLM(_two_step_rule), naturalness=False, **args).attack(X, 1)
+    paper = SOEnum(clf, mlm=planted(_two_step_rule), naturalness=False, **args).attack(X, 1)
     assert paper.status == "success" and paper.vulnerable == "a rich and moving film ."
-    natural = SOEnum(clf, mlm=PlantedMLM(_two_step_rule), **args).attack(X, 1)
+    natural = SOEnum(clf, mlm=planted(_two_step_rule), **args).attack(X, 1)
     assert natural.status == "failed" and natural.extra["unnatural"] >= 1
-    beam = SOBeam(clf, mlm=PlantedMLM(_two_step_rule), beam=4, **args).attack(X, 1)
+    beam = SOBeam(clf, mlm=planted(_two_step_rule), beam=4, **args).attack(X, 1)
     assert beam.status == "failed" and beam.extra["unnatural"] >= 1
 
 
@@ -147,7 +162,8 @@ def test_the_checks_count_what_was_refused_and_an_eta_weighs_the_next_level_by_t
     assert made.going_on(("a",)) == pytest.approx((1 - 3 / 10) ** 2) and made.going_on(("b",)) == pytest.approx(2 / 5)
 
 
-def test_a_settled_finding_is_kept_and_the_most_natural_of_equal_l0_comes_first():
+@BOTH
+def test_a_settled_finding_is_kept_and_the_most_natural_of_equal_l0_comes_first(planted):
     """Two vulnerable neighbours at ℓ0 = 1; the one whose word is the masked LM's first choice is the finding."""
     def rule(words, pos):
         if pos == 1:
@@ -162,14 +178,15 @@ def test_a_settled_finding_is_kept_and_the_most_natural_of_equal_l0_comes_first(
 
     clf = as_classifier(f, name="planted")
     args = dict(k=1, kappa=5, delta=1e9, patch_words=PatchWords(clf, [("film", "movie")]))
-    assert SOEnum(clf, mlm=PlantedMLM(rule), naturalness=False, **args).attack(X, 1).vulnerable == "a vast and meaningful film ."
-    attack = SOEnum(clf, mlm=PlantedMLM(rule), **args)
+    assert SOEnum(clf, mlm=planted(rule), naturalness=False, **args).attack(X, 1).vulnerable == "a vast and meaningful film ."
+    attack = SOEnum(clf, mlm=planted(rule), **args)
     r = attack.attack(X, 1)
     assert r.status == "success" and r.vulnerable == "a rich and meaningful film ." and "unnatural" not in r.extra
     assert (attack.checks.done, attack.checks.refused) == (1, 0) and attack.checks.accepted >= 1  # a finding kept
 
 
-def test_a_patch_that_does_not_fit_is_not_chosen_and_one_that_stops_fitting_is_refused():
+@BOTH
+def test_a_patch_that_does_not_fit_is_not_chosen_and_one_that_stops_fitting_is_refused(planted):
     """p is the best-ranked pair that fits x0; none fitting: skipped with the reason. A finding in whose x̃ the
     patch no longer fits is refused."""
     def rule(words, pos):
@@ -181,9 +198,9 @@ def test_a_patch_that_does_not_fit_is_not_chosen_and_one_that_stops_fitting_is_r
 
     clf = _flip_when()  # any text with 'movie' flips
     largo = PatchWords(clf, [("film", "largo")])
-    r = SOEnum(clf, k=1, mlm=PlantedMLM(rule), kappa=5, delta=1e9, patch_words=largo).attack(X, 1)
+    r = SOEnum(clf, k=1, mlm=planted(rule), kappa=5, delta=1e9, patch_words=largo).attack(X, 1)
     assert r.status == "skipped" and "no patch word fits" in r.reason and "--naturalness off" in r.reason
-    assert SOEnum(clf, k=1, mlm=PlantedMLM(rule), kappa=5, delta=1e9, patch_words=largo,
+    assert SOEnum(clf, k=1, mlm=planted(rule), kappa=5, delta=1e9, patch_words=largo,
                   naturalness=False).attack(X, 1).pair == ["film", "largo"]
 
     # x0 itself flips with 'movie' (ℓ0 = 0, p fits x0); with only 'odd' at 3 flipping, the finding is refused
@@ -191,12 +208,13 @@ def test_a_patch_that_does_not_fit_is_not_chosen_and_one_that_stops_fitting_is_r
         return np.array([[0.9, 0.1] if "movie" in t and "odd" in t else [0.1, 0.9] for t in texts])
 
     odd = as_classifier(g, name="planted-odd")
-    r = SOEnum(odd, k=1, mlm=PlantedMLM(rule), kappa=5, delta=1e9,
+    r = SOEnum(odd, k=1, mlm=planted(rule), kappa=5, delta=1e9,
                patch_words=PatchWords(odd, [("film", "movie")])).attack(X, 1)
     assert r.pair == ["film", "movie"] and r.status == "failed" and r.extra["unnatural"] == 1
 
 
-def test_p_is_the_best_fitting_of_every_pair_not_only_of_the_ten_best_ranked():
+@BOTH
+def test_p_is_the_best_fitting_of_every_pair_not_only_of_the_ten_best_ranked(planted):
     """#85: a third of SST-2 dev was skipped because none of the ten best-ranked pairs fit; p is now the best-ranked
     pair that fits among all of x0's — here the twelfth — and their fit is asked once per position (one masked
     context for the twelve pairs at 'film')."""
@@ -212,7 +230,7 @@ def test_p_is_the_best_fitting_of_every_pair_not_only_of_the_ten_best_ranked():
     clf = as_classifier(f, name="planted-gaps")
     words = PatchWords(clf, [("film", w) for w in [*others, "movie"]])
     assert [p.w2 for p in words.select_many(Sentence.parse(X), None, per_word=None)][-1] == "movie"  # twelfth
-    mlm = PlantedMLM(rule)
+    mlm = planted(rule)
     r = SOEnum(clf, k=1, mlm=mlm, kappa=5, delta=1e9, patch_words=words).attack(X, 1)
     assert r.status != "skipped" and r.pair == ["film", "movie"]
     assert mlm.asked[0] == (X, 4) and mlm.asked[1] != (X, 4)  # one context answered the twelve pairs' fit

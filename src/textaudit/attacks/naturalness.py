@@ -105,12 +105,11 @@ class Naturalness:
     def ask_settled(self, x0: Sentence, sentences: Sequence[Sentence]) -> Search:
         """Per sentence, None unless every word changed from ``x0`` is settled (:func:`word_settled`), else the sum
         of their distances below the best logit (0: each is the masked LM's first choice) — one ask for all."""
-        queries, owners = [], []
-        for j, s in enumerate(sentences):
-            for i in x0.diff(s):
-                queries.append((list(s.tokens), i))
-                owners.append((j, i))
+        queries, owners = _changed_words(x0, sentences)
         cands = (yield ask_candidates(self.mlm, queries, self.kappa)) if queries else []
+        return self._settled(sentences, owners, cands)
+
+    def _settled(self, sentences: Sequence[Sentence], owners: list[tuple[int, int]], cands: Sequence) -> list:
         drop: list[float | None] = [0.0] * len(sentences)
         for (j, i), c in zip(owners, cands):
             if drop[j] is not None:
@@ -120,11 +119,33 @@ class Naturalness:
 
     def ask_natural(self, x0: Sentence, sentences: Sequence[Sentence], patch: Patch) -> Search:
         """Per vulnerable candidate x̃: None unless it is settled and its patch fits in it, else its settled distance
-        (:meth:`ask_settled`; two asks, answered in one step each)."""
-        settled = yield from self.ask_settled(x0, sentences)
-        keep = [s for s, d in zip(sentences, settled) if d is not None]
-        fits = iter((yield from self.ask_patch_fits(keep, [patch] * len(keep))))
-        return [d if d is not None and next(fits) else None for d in settled]
+        (:meth:`ask_settled`). With a masked LM that takes one top per context (``tops_per_item``: textaudit's own)
+        both checks are one ask — κ at each changed word, P at the patch of every candidate, settled or not — so a
+        check is one engine step, not two, and its contexts share the forwards of the other searches' asks (#85:
+        the constraint's small asks had halved the engine's fullness); any other masked LM is asked twice, the
+        patch's fit only of the settled."""
+        if not getattr(self.mlm, "tops_per_item", False):
+            settled = yield from self.ask_settled(x0, sentences)
+            keep = [s for s, d in zip(sentences, settled) if d is not None]
+            fits = iter((yield from self.ask_patch_fits(keep, [patch] * len(keep))))
+            return [d if d is not None and next(fits) else None for d in settled]
+        queries, owners = _changed_words(x0, sentences)
+        at_patch = [(list(s.tokens), patch.position) for s in sentences]
+        cands = (yield ask_candidates(self.mlm, queries + at_patch, [self.kappa] * len(queries)
+                                      + [self.pool] * len(at_patch))) if sentences else []
+        settled = self._settled(sentences, owners, cands[:len(queries)])
+        return [d if d is not None and patch_fits(c, patch.w1, patch.w2, self.delta) else None
+                for d, c in zip(settled, cands[len(queries):])]
+
+
+def _changed_words(x0: Sentence, sentences: Sequence[Sentence]) -> tuple[list, list[tuple[int, int]]]:
+    """The masked contexts of every word each sentence changed from x0, and (sentence, position) of each."""
+    queries, owners = [], []
+    for j, s in enumerate(sentences):
+        for i in x0.diff(s):
+            queries.append((list(s.tokens), i))
+            owners.append((j, i))
+    return queries, owners
 
 
 def ppl_ratio(record: dict) -> float | None:

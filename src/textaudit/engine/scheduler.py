@@ -50,7 +50,7 @@ class Ask:
     for the per-search counters (``classify``: classifier inputs; ``mask``: ``(words, position)``
     masked-LM queries; anything else is not counted). ``per_item``: a keyword ``fn`` also takes as one
     value per item (a masked LM's ``top``): asks that differ only in it merge too, the call given each
-    item's value."""
+    item's value (an ask may give it as one value for all its items or as a list, one per item)."""
 
     __slots__ = ("fn", "items", "kw", "kind", "key", "per_item")
 
@@ -63,9 +63,13 @@ class Ask:
         """The keyword arguments of one call answering ``asks`` (this one first): its own, with the
         :attr:`per_item` keyword as one value per item where the asks' values differ."""
         name = self.per_item
-        if name is None or len({a.kw[name] for a in asks}) == 1:
+        if name is None:
             return self.kw
-        return {**self.kw, name: [a.kw[name] for a in asks for _ in a.items]}
+        values = [a.kw[name] for a in asks]
+        if not any(isinstance(v, list) for v in values) and len(set(values)) == 1:
+            return self.kw
+        return {**self.kw, name: [x for a, v in zip(asks, values)
+                                  for x in (v if isinstance(v, list) else [v] * len(a.items))]}
 
     def answer(self) -> Any:
         """The answer of this ask alone (a direct call)."""

@@ -76,13 +76,16 @@ class MaskedLM(Protocol):
     def candidates(self, batch: list[Query], top: int = 20) -> list[list[tuple[str, float]]]: ...
 
 
-def ask_candidates(mlm: MaskedLM, queries: Sequence[Query], top: int) -> Ask:
-    """The search's ask "the ``top`` candidates at each of ``queries``" of ``mlm``. A masked LM whose ``candidates``
-    takes one ``top`` per query (``tops_per_item``: textaudit's own) lets the engine merge asks of different tops —
-    the neighbourhood's κ and the naturalness constraint's P — into one call, so their contexts share forwards; any
-    other is asked once per distinct top."""
+def ask_candidates(mlm: MaskedLM, queries: Sequence[Query], top: int | list[int]) -> Ask:
+    """The search's ask "the ``top`` candidates at each of ``queries``" of ``mlm`` (``top``: one for all, or one per
+    query where the masked LM takes that). A masked LM whose ``candidates`` takes one ``top`` per query
+    (``tops_per_item``: textaudit's own) lets the engine merge asks of different tops — the neighbourhood's κ and the
+    naturalness constraint's P — into one call, so their contexts share forwards; any other is asked once per
+    distinct top."""
     if getattr(mlm, "tops_per_item", False):
         return Ask(mlm.candidates, queries, "mask", per_item="top", top=top)
+    if isinstance(top, list):
+        raise TypeError(f"{type(mlm).__name__} takes one top for all its queries")
     return Ask(mlm.candidates, queries, "mask", top=top)
 
 
