@@ -151,8 +151,8 @@ def test_a_tiny_mcnemar_p_is_kept_and_printed_as_such_never_0():
 
 @pytest.mark.parametrize("extra, message", [
     (["--margin", "0.02"], "--margin needs --baseline"),
-    (["--margin", "2", "--baseline", "x.py:clf"], "--margin is a share between 0 and 1"),
-    (["--margin", "0", "--baseline", "x.py:clf"], "--margin is a share between 0 and 1"),
+    (["--margin", "2", "--baseline", "x.py:clf"], "--margin must be a number > 0 and < 1"),
+    (["--margin", "0", "--baseline", "x.py:clf"], "--margin must be a number > 0 and < 1"),
 ])
 def test_a_bad_margin_is_one_line_before_anything_loads(planted, cli, extra, message):
     r = cli("replay", str(planted / "found.jsonl"), "--model", f"{planted}/new.py:clf", *extra)
@@ -211,7 +211,7 @@ def test_a_suite_gate_with_a_margin_passes_at_2_points_and_fails_at_half(planted
     r = cli("run", str(tmp_path / "nobase.toml"))
     assert r.exit_code == 2 and "margin needs baseline" in r.output, r.output
     r = cli("run", str(_suite(planted, tmp_path, "badm", "margin = 1.5\n")))
-    assert r.exit_code == 2 and "margin must be a share between 0 and 1" in r.output, r.output
+    assert r.exit_code == 2 and "margin must be a number > 0 and < 1" in r.output, r.output
     r = cli("run", str(_suite(planted, tmp_path, "eqonly", "equivalence = true\n")))
     assert r.exit_code == 2 and "equivalence needs margin" in r.output, r.output
 

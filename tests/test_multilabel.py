@@ -92,7 +92,7 @@ def test_one_line_errors_for_labels_that_make_no_sense(world, cli):
         (["evaluate", "--model", f"{bad}:clf", "--label", "toxic", "--data", str(world / "data.tsv"), "--label-column",
           "toxic"], "returned shape (3, 2) for 3 texts; expected (3, 3): one probability per label (toxic, insult, threat)"),
         (["evaluate", "--model", f"{world}/tox.py:clf", "--label", "toxic", "--label-threshold", "1", "--data",
-          str(world / "data.tsv"), "--label-column", "toxic"], "--label-threshold must lie strictly between 0 and 1"),
+          str(world / "data.tsv"), "--label-column", "toxic"], "--label-threshold must be a number > 0 and < 1"),
     ]
     for args, says in cases:
         r = cli(*args)
@@ -275,7 +275,7 @@ def test_compare_takes_a_label_and_every_label(world, cli):
     assert r.exit_code == 2 and "is single-label" in r.output and "Traceback" not in r.output, r.output
     r = cli("compare", "--models", model, "--label", "toxic", "--label-threshold", "1", "--output-dir",
             str(world / "t"), *args)
-    assert r.exit_code == 2 and "--label-threshold must lie strictly between 0 and 1" in r.output, r.output
+    assert r.exit_code == 2 and "--label-threshold must be a number > 0 and < 1" in r.output, r.output
 
 
 def test_certify_every_label_in_one_run_equals_each_label_alone(world, cli):

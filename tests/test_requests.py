@@ -82,8 +82,9 @@ def test_a_suite_section_takes_every_field_of_the_request_with_its_range(name, t
             request = from_mapping(cls, {**need, field: default}, *where)
             assert getattr(request, field) == default
         if spec.low is not None:
-            bad = spec.low - 1
-            with pytest.raises(TextAuditError, match=rf"^s\.toml: \[{name}\] {field} must be .* >= {spec.low:g} "):
+            bad = spec.low if spec.open else spec.low - 1  # an open range refuses its bound itself
+            op = ">" if spec.open else ">="
+            with pytest.raises(TextAuditError, match=rf"^s\.toml: \[{name}\] {field} must be .* {op} {spec.low:g}\b"):
                 from_mapping(cls, {**need, field: bad}, *where)
         if spec.choices:
             with pytest.raises(TextAuditError, match=rf"\[{name}\] {field} must be {' or '.join(spec.choices)}"):
@@ -305,3 +306,33 @@ def test_every_commands_choices_are_the_fields_own(name, tmp_path):
         r = CliRunner().invoke(app, [*name.split(), *need, *extra, flags_of(field, spec)[0], "maybe"])
         assert r.exit_code == 2 and "Traceback" not in r.output, (field, r.output)
         assert f"must be {' or '.join(spec.choices)} (got 'maybe')" in r.output, (field, r.output)
+
+
+@pytest.mark.parametrize("margin, ok", [(0, False), (1, False), (1.5, False), (0.02, True), (0.999, True)])
+def test_a_margin_has_one_range_wherever_it_is_given(cli, tmp_path, margin, ok):
+    """#81: a non-inferiority margin was checked in four places with two bounds (the compare option took 0 and 1,
+    the checks refused them). Now each reads RANGES["margin"]: the two requests' fields, the library's check, the
+    suite's [replay] key and the command line refuse and accept the same values, in the same words."""
+    from textaudit.request import RANGES, range_words, within
+    from textaudit.stats import check_margin
+    from textaudit.suite import SECTION_KEYS
+
+    words = range_words("margin")
+    assert words == "a number > 0 and < 1" and within("margin", margin) is ok
+    for cls in (CompareRequest, ReplayRequest):
+        spec = specs(cls)["margin"][2]
+        assert (spec.low, spec.high, spec.open) == tuple(RANGES["margin"][k] for k in ("low", "high", "open"))
+    what, check = SECTION_KEYS["replay"]["margin"]
+    assert check(margin) is ok and what.startswith(words)
+    if ok:
+        check_margin(margin, True)
+        assert from_mapping(CompareRequest, {"models": ["a", "b"], "margin": margin}, "s.toml", "compare").margin == margin
+        return
+    with pytest.raises(TextAuditError, match=f"--margin must be {words}"):
+        check_margin(margin, True)
+    with pytest.raises(TextAuditError, match=rf"\[compare\] margin must be {words}"):
+        from_mapping(CompareRequest, {"models": ["a", "b"], "margin": margin}, "s.toml", "compare")
+    r = cli("compare", "--models", "cnn,lstm", "--methods", "so-beam", "--output-dir", str(tmp_path / "c"),
+            "--margin", str(margin))
+    assert r.exit_code == 2 and f"--margin must be {words}" in r.output and "Traceback" not in r.output, r.output
+    assert not (tmp_path / "c").exists()

@@ -53,7 +53,7 @@ from textaudit.models import load_classifier
 from textaudit.models.batched import TIE, Classifier, decisions, flips_in_draws, label_view, sampled_draws, unknown_class
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.notices import say as say_line
-from textaudit.request import option, shared
+from textaudit.request import RANGES, option, shared
 from textaudit.stats import check_margin, mcnemar, wilson
 
 __all__ = ["ReplayRequest", "ReplayOutcome", "Finding", "BiasFindings", "Replay", "read_findings", "replay", "attack_files", "STATUSES"]
@@ -409,7 +409,7 @@ class ReplayRequest:
     baseline: str | None = option(None, help=(
         "A second model (the previous version): the findings are replayed on both and paired — fixed by --model, "
         "regressed (fixed on the baseline, holding again), McNemar's exact p."))
-    margin: float | None = option(None, help=(
+    margin: float | None = option(None, **RANGES["margin"], help=(
         "With --baseline: a non-inferiority margin m, a share (0.02 = 2 points). Says whether the model's still-rate "
         "is no worse than the baseline's by m or more (the one-sided test at α = 0.05 on Newcombe's paired interval) "
         "and whether the two are equivalent within ±m (TOST); the harmful and beneficial flips beside it."))

@@ -26,15 +26,15 @@ from typing import Any, Mapping
 from textaudit.errors import TextAuditError
 
 __all__ = ["Spec", "option", "shared", "SHARED", "specs", "flags_of", "from_mapping", "from_command", "check_value",
-           "describe", "suite_fields"]
+           "describe", "suite_fields", "RANGES", "within", "range_words"]
 
 
 @dataclass(frozen=True)
 class Spec:
     """What a field means to a person: ``help``, the command line's ``flags`` (default ``--field-name``), the
-    range ``low``..``high`` (inclusive) or the ``choices``, and ``scope`` (``audit``: any caller sets it;
-    ``command``: only the command line — where results go and how they are shown); ``sep``: a list field the
-    command line takes as one ``sep``-separated string (a suite writes a list)."""
+    range ``low``..``high`` (inclusive; ``open``: the bounds themselves excluded) or the ``choices``, and ``scope``
+    (``audit``: any caller sets it; ``command``: only the command line — where results go and how they are shown);
+    ``sep``: a list field the command line takes as one ``sep``-separated string (a suite writes a list)."""
 
     help: str
     flags: tuple[str, ...] = ()
@@ -44,14 +44,50 @@ class Spec:
     scope: str = "audit"
     sep: str | None = None  # a list the command line writes as one string, e.g. --models cnn,lstm
     argument: bool = False  # the command line's argument (no flag): audit replay FILE …
+    open: bool = False  # low < value < high, not low <= value <= high
+
+
+#: the ranges a value has wherever it is given — an option on the command line, a key of a suite section, a check in
+#: the library — stated once: a field takes its range with ``**RANGES[name]``, a check reads :func:`within`
+RANGES: dict[str, dict[str, Any]] = {
+    "margin": {"low": 0.0, "high": 1.0, "open": True},  # a non-inferiority margin m: a share (0.02 = 2 points)
+    "label_threshold": {"low": 0.0, "high": 1.0, "open": True},  # the probability above which a label is on
+    "share": {"low": 0.0, "high": 1.0},  # a rate a suite gate bounds (max_still)
+}
+
+
+def _holds(value: Any, low: float | None, high: float | None, open: bool) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return False
+    if low is not None and (value <= low if open else value < low):
+        return False
+    return high is None or (value < high if open else value <= high)
+
+
+def _bounds(low: float | None, high: float | None, open: bool) -> str:
+    parts = [f"{'>' if open else '>='} {low:g}" if low is not None else "",
+             f"{'<' if open else '<='} {high:g}" if high is not None else ""]
+    return " and ".join(p for p in parts if p)
+
+
+def within(name: str, value: Any) -> bool:
+    """Whether ``value`` is a number in :data:`RANGES`' range ``name``."""
+    r = RANGES[name]
+    return _holds(value, r.get("low"), r.get("high"), r.get("open", False))
+
+
+def range_words(name: str) -> str:
+    """:data:`RANGES`' range ``name`` as a one-line error says it: ``a number > 0 and < 1``."""
+    r = RANGES[name]
+    return f"a number {_bounds(r.get('low'), r.get('high'), r.get('open', False))}"
 
 
 def option(default: Any = None, *, help: str, flags: tuple[str, ...] = (), low: float | None = None,
            high: float | None = None, choices: tuple[str, ...] | None = None, scope: str = "audit",
-           sep: str | None = None, argument: bool = False) -> Any:
+           sep: str | None = None, argument: bool = False, open: bool = False) -> Any:
     """A request field with its default and :class:`Spec` (a list default is copied per request; ``...``: required,
     the command line and a suite section must give it)."""
-    return _field(default, Spec(help, flags, low, high, choices, scope, sep, argument))
+    return _field(default, Spec(help, flags, low, high, choices, scope, sep, argument, open))
 
 
 def _field(default: Any, spec: Spec) -> Any:
@@ -84,7 +120,7 @@ SHARED: dict[str, Spec] = {
                         "the masked LM; the causal LM's perplexity measures the result) or off (the paper's search "
                         "exactly; reproduce_paper.py uses it)."),
     "label_threshold": Spec("With --label: the probability above which the label is on.", ("--label-threshold",),
-                            low=0.0, high=1.0),
+                            **RANGES["label_threshold"]),
     "limit": Spec("Use only the first N examples.", low=1),
     "sample": Spec("Use N examples drawn at random with --seed (each keeps its row's id; not with --limit).", low=1),
     "mlm": Spec("Masked LM of the neighbourhood: minilm-mlm, or any HF fill-mask id or directory "
@@ -140,8 +176,8 @@ def describe(hint: Any, spec: Spec) -> str:
     if typing.get_origin(base) is list:
         return "a non-empty list of names" if spec.sep else "a list of strings"
     word = {int: "a whole number", float: "a number", bool: "true or false", str: "a string", Path: "a path"}[base]
-    bounds = [f">= {spec.low:g}" if spec.low is not None else "", f"<= {spec.high:g}" if spec.high is not None else ""]
-    return " ".join([word, *[b for b in bounds if b]])
+    bounds = _bounds(spec.low, spec.high, spec.open)
+    return f"{word} {bounds}" if bounds else word
 
 
 def check_value(hint: Any, spec: Spec, value: Any, where: str) -> Any:
@@ -170,10 +206,8 @@ def check_value(hint: Any, spec: Spec, value: Any, where: str) -> Any:
         ok = isinstance(value, str) and value.strip() != ""
     if ok and spec.choices is not None:
         ok = value in spec.choices
-    if ok and spec.low is not None and isinstance(value, (int, float)):
-        ok = value >= spec.low
-    if ok and spec.high is not None and isinstance(value, (int, float)):
-        ok = value <= spec.high
+    if ok and (spec.low is not None or spec.high is not None) and isinstance(value, (int, float)):
+        ok = _holds(value, spec.low, spec.high, spec.open)
     if not ok:
         raise TextAuditError(f"{where} must be {describe(hint, spec)} (got {value!r})")
     return value

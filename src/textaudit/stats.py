@@ -18,6 +18,7 @@ import numpy as np
 
 from textaudit.decision import decisions
 from textaudit.errors import TextAuditError
+from textaudit.request import range_words, within
 
 __all__ = ["rank_correlation", "round_p", "wilson", "mcnemar", "cluster_bootstrap", "format_ci", "CONFIDENCE",
            "paired_difference", "non_inferiority", "check_margin", "hit_at_k", "hit_rates", "calibration", "paired_calibration",
@@ -227,8 +228,8 @@ def check_margin(margin: float | None, paired: bool, what: str = "--baseline") -
     """A non-inferiority margin is a share in (0, 1) and needs something to compare with: one line."""
     if margin is None:
         return
-    if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 < margin < 1:
-        raise TextAuditError(f"--margin is a share between 0 and 1, e.g. 0.02 for 2 points (got {margin!r})")
+    if not within("margin", margin):
+        raise TextAuditError(f"--margin must be {range_words('margin')}: a share, e.g. 0.02 for 2 points (got {margin!r})")
     if not paired:
         raise TextAuditError(f"--margin needs {what}: non-inferiority compares the model with a baseline")
 
@@ -245,8 +246,8 @@ def non_inferiority(before: Sequence[bool], after: Sequence[bool], margin: float
     the one-sided test of H0: h ≥ m at level α. Equivalent at m: the whole interval lies inside
     (−m, m), the two one-sided tests (TOST, Schuirmann 1987) at level α each. Beside the verdicts,
     the flips: ``harmful`` (examples that became worse) and ``beneficial`` (that became better)."""
-    if not 0 < margin < 1:
-        raise ValueError(f"the margin is a share between 0 and 1 (got {margin})")
+    if not within("margin", margin):
+        raise ValueError(f"the margin must be {range_words('margin')} (got {margin})")
     diff = paired_difference(before, after, 1 - 2 * alpha)
     sign = 1 if higher_is_worse else -1
     lo, hi = sorted((sign * diff["ci"][0], sign * diff["ci"][1]))

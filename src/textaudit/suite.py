@@ -92,7 +92,7 @@ from textaudit.harden.run import CERTIFIED
 from textaudit.models import load_classifier
 from textaudit.report import write_report
 from textaudit.report.render import is_report
-from textaudit.request import from_mapping
+from textaudit.request import from_mapping, range_words, within
 from textaudit.robustness.request import CertifyRequest
 
 __all__ = ["Suite", "Check", "load_suite", "run_suite", "check_thresholds"]
@@ -125,13 +125,13 @@ SUITE_KEYS: dict[str, tuple[str, Callable[[Any], bool]]] = {
 }
 _INT = lambda low: (f"a whole number >= {low}", lambda v: isinstance(v, int) and v >= low)  # noqa: E731
 _BOOL = ("true or false", lambda v: isinstance(v, bool))
-_MARGIN = ("a share between 0 and 1 (0.02: 2 points)", lambda v: isinstance(v, (int, float)) and 0 < v < 1)
+_MARGIN = (f"{range_words('margin')} (a share: 0.02 is 2 points)", lambda v: within("margin", v))
 #: the other sections' single values, checked when the suite is read (before any model loads); lists
 #: (models, methods, pairs) and the bias model are checked in :func:`load_suite`
 SECTION_KEYS: dict[str, dict[str, tuple[str, Callable[[Any], bool]]]] = {
     "suite": SUITE_KEYS,
     "compare": {"equivalence": _BOOL},
-    "replay": {"max_still": ("a share from 0 to 1", lambda v: isinstance(v, (int, float)) and 0 <= v <= 1),
+    "replay": {"max_still": (f"{range_words('share')} (a share)", lambda v: within("share", v)),
                "max_regressed": _INT(0), "margin": _MARGIN, "equivalence": _BOOL},
 }
 

@@ -43,7 +43,7 @@ from textaudit.models import load_classifier
 from textaudit.models.batched import check_label_threshold, each_label, label_view
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.notices import say as say_line
-from textaudit.request import option, shared
+from textaudit.request import RANGES, option, shared
 from textaudit.runner import check_sharded_output
 from textaudit.sentence import check_language, guess_language
 from textaudit.shards import Shard
@@ -264,7 +264,7 @@ class CompareRequest:
     mlm: str | None = shared("mlm")
     ppl: bool = option(False, flags=("--ppl/--no-ppl",), help="Perplexities of successes (SmolLM2); off by default.")
     naturalness: str = shared("naturalness", "on", choices=("on", "off"))
-    margin: float | None = option(None, low=0.0, high=1.0, help=(
+    margin: float | None = option(None, **RANGES["margin"], help=(
         "A non-inferiority margin m, a share (0.02 = 2 points): under each method, is every model's success rate no "
         "worse than the first model's by m or more (one-sided test at α = 0.05, Newcombe's paired interval), and "
         "equivalent within ±m (TOST)? Harmful and beneficial flips beside it."))

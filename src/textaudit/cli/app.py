@@ -62,7 +62,8 @@ INTERRUPT_HINTS = {
 def typer_annotation(hint: Any, name: str, spec: Any) -> Any:
     """The typer option of a request field or a shared option (:mod:`textaudit.request`): its flags, help, range
     (a ``sep`` list: one string, ``--models cnn,lstm``)."""
-    bounds = {k: v for k, v in (("min", spec.low), ("max", spec.high)) if v is not None}
+    # (click's bounds are inclusive: an open range is the request's own check, one line in its words)
+    bounds = {} if spec.open else {k: v for k, v in (("min", spec.low), ("max", spec.high)) if v is not None}
     if spec.sep:
         hint = str
     if spec.argument:

@@ -50,6 +50,7 @@ import numpy as np
 import textaudit.notices as notices
 from textaudit.decision import TIE, decisions
 from textaudit.errors import TextAuditError, check_at_least, user_code_error
+from textaudit.request import range_words, within
 from textaudit.secrets import safe_name
 from textaudit.sentence import Sentence
 from textaudit.token_ids import default_batch_tokens, pack, splice_all
@@ -646,8 +647,8 @@ def check_label_names(name: str | None, labels: Sequence[str] | None, multilabel
 
 def check_label_threshold(threshold: float) -> None:
     """``--label-threshold``: a probability strictly between 0 and 1 (one line otherwise)."""
-    if not 0 < threshold < 1:
-        raise TextAuditError(f"--label-threshold must lie strictly between 0 and 1 (got {threshold})")
+    if not within("label_threshold", threshold):
+        raise TextAuditError(f"--label-threshold must be {range_words('label_threshold')} (got {threshold})")
 
 
 def _single_label(classifier: "BatchedClassifier", label: str) -> TextAuditError:
