@@ -2,11 +2,11 @@
 
 On the first ``--limit`` SST-2 dev sentences, for each model of ``--models`` and each method of ``--methods`` (SO-Beam
 k = 6 by default; SO-Enum k = 2), ``audit attack`` runs as a user runs it (its own process, the offline masked LM,
-SmolLM2's perplexities) with the default ``--naturalness on``, with ``--naturalness off`` (the paper's search) and,
-with ``--previous REV``, with the default of commit REV (checked out into a git worktree: the constraint as it was,
-e.g. before #85 chose p among every pair instead of the ten best). Each cell has its own store, so each is cold: its
-wall time and masked-LM contexts are what a first run costs. Each cell's results file is kept in ``--out`` and
-resumed, so a cut run goes on where it stopped. It prints, per cell:
+SmolLM2's perplexities) with the default ``--naturalness on``, with ``--naturalness off`` (the paper's search) and
+with the default of commit ``--previous`` (default :data:`PREVIOUS`, checked out into a git worktree: the constraint
+as it was before #85 chose p among every pair instead of the ten best; ``none`` leaves it out). Each cell has its
+own store, so each is cold: its wall time and masked-LM contexts are what a first run costs. Each cell's results file
+is kept in ``--out`` and resumed, so a cut run goes on where it stopped. It prints, per cell:
 
 * **found / all**: the share of *all* the sentences with a finding (skipped and failed count as not found) with its
   Wilson interval, then the success rate among the attacked with its interval, and the skips;
@@ -25,7 +25,7 @@ half from the default and half from the paper's search, shuffled, without saying
 (which setting each came from, and the judges' verdicts), for a reader who wants to judge the pairs by hand before
 looking.
 
-    python benchmarks/naturalness.py [--limit 200] [--models cnn,lstm] [--methods so-beam] [--previous REV]
+    python benchmarks/naturalness.py [--limit 200] [--models cnn,lstm] [--methods so-beam] [--previous REV|none]
                                      [--out runs/naturalness] [--blind 100]
 """
 
@@ -45,6 +45,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 K = {"so-enum": 2, "so-beam": 6}
 RARE = 3.0  # Zipf frequency: about once per million words
+#: the default's last commit before #85 chose p among every synonym pair (the "previous" cells)
+PREVIOUS = "9185027"
 
 
 def attack(args: list[str], out: Path, src: Path) -> tuple[float, dict]:
@@ -132,7 +134,8 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=200)
     ap.add_argument("--models", default="cnn,lstm")
     ap.add_argument("--methods", default="so-beam", help="so-beam (k = 6), so-enum (k = 2) or both, comma-separated")
-    ap.add_argument("--previous", help="also run the default of this commit (e.g. the one before a change)")
+    ap.add_argument("--previous", default=PREVIOUS, help=f"also run the default of this commit (default {PREVIOUS}: "
+                    "the last before #85 chose p among every pair; 'none' to leave it out)")
     ap.add_argument("--out", type=Path, default=Path("runs/naturalness"))
     ap.add_argument("--blind", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
@@ -140,6 +143,13 @@ def main() -> None:
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     sources = {"on": ROOT / "src", "off": ROOT / "src"}
+    if args.previous == "none":
+        args.previous = None
+    elif subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{args.previous}^{{commit}}"],
+                        capture_output=True).returncode != 0:
+        print(f"commit {args.previous} is not in this clone (a shallow one?): the previous default is left out",
+              file=sys.stderr)
+        args.previous = None
     if args.previous:
         sources["previous"] = worktree(args.previous, (args.out / f"src-{args.previous}").resolve())
     rows, cost = {}, {}
