@@ -158,6 +158,8 @@ def test_quality_mode_reranks_the_mlm_pool_by_sentence_likelihood(tiny_mlm, tmp_
     pure = RerankedMaskedLM(tiny_mlm, lm, pool=12, weight=0.0).candidates(queries[:1], top=12)[0]
     assert sorted(w for w, _ in pure) == sorted(w for w, _ in pools[0]) and [w for w, _ in pure] != [w for w, _ in pools[0]]
     assert rr.name == "tiny-distilbert+tiny-llama"
+    # one top per query (#85: the engine merges κ and P asks): each answer is its own top's
+    assert rr.tops_per_item and rr.candidates(queries, top=[5, 3]) == [got[0], got[1][:3]]
 
 
 def test_quality_mode_by_name(babbler, capsys):

@@ -15,9 +15,10 @@ import time
 
 import pytest
 
+from textaudit.errors import TextAuditError
 from textaudit.neighborhoods import NeighborhoodBuilder
 from textaudit.neighborhoods.masked_lm import HFMaskedLM
-from textaudit.neighborhoods.store import STORE_TOP, NeighborhoodStore, context_key
+from textaudit.neighborhoods.store import STORE_TOP, NeighborhoodStore, StoredMaskedLM, context_key
 
 SENTENCES = ["a deep and meaningful film .", "the plot is thin and the acting is worse .",
              "an unflinching look at the mess we make .", "it is not the worst , is it ?"]
@@ -85,9 +86,12 @@ def test_one_top_per_context_answers_as_one_call_per_top_and_stores_what_each_as
     assert [kept[context_key(w, i)][0] for w, i in q] == [max(t, STORE_TOP) for t in tops]
     again = _fresh(tiny_mlm, store)  # the store answers each at its own top: no forward
     assert _close(again.candidates(q, top=tops), want) and again.forwards == 0
+    stored = StoredMaskedLM(store, "tiny-distilbert")  # --mlm store:NAME answers one top per context alike
+    assert _close(stored.candidates(q, top=tops), want)
+    with pytest.raises(TextAuditError, match="holds no answer"):  # stored 32 wide, asked 200 wide: not held
+        stored.candidates(q[:1], top=[200])
     wider = _fresh(tiny_mlm, store)  # a context stored 32 wide, asked 200 wide: computed, and only it
     assert _close(wider.candidates(q[:1], top=[200]), [off.candidates(q[:1], top=200)[0]]) and wider.forwards == 1
-    from textaudit.errors import TextAuditError
     with pytest.raises(TextAuditError, match="2 tops for 6"):
         mixed.candidates(q, top=[20, 200])
 
