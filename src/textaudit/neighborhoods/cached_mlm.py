@@ -21,7 +21,7 @@ from typing import Iterable, Sequence
 
 from textaudit.errors import TextAuditError
 from textaudit.neighborhoods.fingerprints import recall_fingerprint, remember_fingerprint
-from textaudit.neighborhoods.store import STORE_TOP, context_key
+from textaudit.neighborhoods.store import STORE_TOP, context_key, serves, tops_per_query
 from textaudit.neighborhoods.store_sync import WORKER_COUNTS
 
 __all__ = ["CachedMaskedLM", "Query"]
@@ -92,9 +92,7 @@ class CachedMaskedLM:
         for words, pos in batch:
             if not 0 <= pos < len(words):
                 raise TextAuditError(f"position {pos} is outside a sentence of {len(words)} words")
-        tops = [top] * len(batch) if isinstance(top, int) else list(top)
-        if len(tops) != len(batch):
-            raise TextAuditError(f"{len(tops)} tops for {len(batch)} masked contexts")
+        tops = tops_per_query(top, len(batch))
         keys = self.context_keys(batch)
         need: dict[tuple, int] = {}
         for k, t in zip(keys, tops):
@@ -129,7 +127,7 @@ class CachedMaskedLM:
             if k in found or k in todo:
                 continue
             hit = cache.get(k)
-            if hit is not None and (hit[0] >= need[k] or len(hit[1]) < hit[0]):  # enough, or all there is
+            if hit is not None and serves(hit[0], len(hit[1]), need[k]):
                 cache.move_to_end(k)
                 found[k] = hit[1]
             else:
@@ -146,7 +144,7 @@ class CachedMaskedLM:
         words = self.id_to_word
         for k in list(todo):
             hit = got.get(skeys[k])
-            if hit is None or not (hit[0] >= need[k] or len(hit[1]) < hit[0]):
+            if hit is None or not serves(hit[0], len(hit[1]), need[k]):
                 continue
             _, ids, vals = hit
             t = need[k]

@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from textaudit.neighborhoods.masked_lm import MaskedLM, Query
+from textaudit.neighborhoods.store import tops_per_query
 
 __all__ = ["RerankedMaskedLM", "POOL", "WEIGHT"]
 
@@ -63,9 +64,9 @@ class RerankedMaskedLM:
     def candidates(self, batch: list[Query], top: int | Sequence[int] = 20) -> list[list[tuple[str, float]]]:
         """Per ``(words, position)``: the ``top`` candidates ``(word, s(word))`` best first (``top``: one for all,
         or one per query)."""
-        tops = [top] * len(batch) if isinstance(top, int) else list(top)
-        wide = [max(self.pool, t) for t in tops]
-        proposals = self.mlm.candidates(batch, top=wide if len(set(wide)) > 1 else (wide[0] if wide else self.pool))
+        tops = tops_per_query(top, len(batch))
+        wide = [max(self.pool, t) for t in tops]  # (one value for all unless the tops differ: any masked LM takes that)
+        proposals = self.mlm.candidates(batch, top=wide if len(set(wide)) > 1 else max(self.pool, *tops[:1]))
         texts = [_filled(words, pos, w) for (words, pos), props in zip(batch, proposals) for w, _ in props]
         ll = iter(self.lm.log_likelihood(texts))
         out = []

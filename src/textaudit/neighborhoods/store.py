@@ -80,10 +80,25 @@ from textaudit.secrets import redact
 __all__ = ["NeighborhoodStore", "StoredMaskedLM", "StoreStats", "default_store_path", "open_store", "context_key",
            "STORE_TOP", "FORMAT", "APPLICATION_ID", "use_store", "current_store", "parse_store", "not_a_store",
            "score_key", "score_identity", "use_score_cache", "score_cache_choice", "SCORES_FORMAT", "MergeCounts",
-           "entry_problem"]
+           "entry_problem", "tops_per_query", "serves"]
 
 #: every entry holds at least this many candidates (κ = 20 by default; a larger κ stores more)
 STORE_TOP = 32
+
+
+def tops_per_query(top: int | Sequence[int], n: int) -> list[int]:
+    """A masked LM's ``top`` as one value per query of ``n``: one for all, or one each (the engine's merged asks of κ
+    and of the naturalness constraint's P)."""
+    tops = [top] * n if isinstance(top, int) else list(top)
+    if len(tops) != n:
+        raise TextAuditError(f"{len(tops)} tops for {n} masked contexts")
+    return tops
+
+
+def serves(n: int, held: int, need: int) -> bool:
+    """Whether an answer kept with ``n`` candidates asked (``held`` of them there) serves an ask of ``need``: it has
+    enough, or it is all the masked LM has there (fewer whole words than were asked)."""
+    return n >= need or held < n
 #: the store's format; a store of ours of another format is set aside and rebuilt
 FORMAT = "textaudit-neighborhoods-1"
 #: textaudit's mark in a store's SQLite header (``PRAGMA application_id``: "TAUD"; textaudit.files.APPLICATION_ID)
@@ -480,7 +495,7 @@ class NeighborhoodStore:
             if ids and max(ids) >= size or not all(map(math.isfinite, vals)):  # a file written by another hand
                 bad.append(k)
                 continue
-            if n_ >= top or len(ids) < n_:  # enough, or the masked LM has no more whole words there
+            if serves(n_, len(ids), top):
                 out[k] = (n_, ids, vals)
         self._drop_damaged("entries", "mlm", mlm, bad, "entry" if len(bad) == 1 else "entries")
         if self._writable:  # their last-use day, written with the next write (prune drops the oldest)
@@ -948,11 +963,11 @@ class StoredMaskedLM:
     def candidates(self, batch: list, top: int | Sequence[int] = 20) -> list[list[tuple[str, float]]]:
         """Per ``(words, position)``: the stored ``top`` candidates ``(word, logit)``, best first (``top``: one for
         all, or one per query)."""
-        tops = [top] * len(batch) if isinstance(top, int) else list(top)
+        tops = tops_per_query(top, len(batch))
         keys = [context_key(words, pos) for words, pos in batch]
-        got = self.store.get(self._id, list(dict.fromkeys(keys)), min(tops, default=top if isinstance(top, int) else 0))
+        got = self.store.get(self._id, list(dict.fromkeys(keys)), min(tops, default=0))
         missing = [(words, pos) for (words, pos), k, t in zip(batch, keys, tops)
-                   if k not in got or not (got[k][0] >= t or len(got[k][1]) < got[k][0])]
+                   if k not in got or not serves(got[k][0], len(got[k][1]), t)]
         if missing:
             words, pos = missing[0]
             raise TextAuditError(f"the store holds no answer of {self.name} for '{' '.join(words[:pos])} [MASK] "
