@@ -268,6 +268,13 @@ def test_the_shipped_masked_lm_refuses_a_swap_of_another_language_and_the_header
     assert got["on"][0]["patch_choice"] == PATCH_CHOICE and "patch_choice" not in got["off"][0]
     r = cli(*base, "--output", str(tmp_path / "off.jsonl"), "--resume")  # the default (on) over the paper's file
     assert r.exit_code == 2 and "naturalness" in r.output and "Traceback" not in r.output, r.output
+    # a file of the constraint before #85 (p among the ten best pairs: no patch_choice in its header) is not resumed
+    lines = (tmp_path / "on.jsonl").read_text().splitlines()
+    header = json.loads(lines[0])
+    del header["header"]["config"]["patch_choice"]
+    (tmp_path / "old.jsonl").write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    r = cli(*base, "--output", str(tmp_path / "old.jsonl"), "--resume")
+    assert r.exit_code == 2 and "patch_choice" in r.output and "Traceback" not in r.output, r.output
 
 
 @pytest.mark.parametrize("command", [["attack", "--model", "cnn"], ["compare", "--models", "cnn", "--output-dir", "x"],
