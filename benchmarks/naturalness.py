@@ -32,6 +32,7 @@ looking.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -41,6 +42,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 K = {"so-enum": 2, "so-beam": 6}
@@ -121,12 +123,17 @@ def read(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()[1:] if '"status"' in line]
 
 
-def worktree(rev: str, where: Path) -> Path:
-    """The sources of commit ``rev``, checked out (once) into ``where``."""
+@contextlib.contextmanager
+def worktree(rev: str, where: Path) -> Iterator[Path]:
+    """The sources of commit ``rev``, checked out into ``where`` while the cells run, then removed (the repository's
+    list of worktrees is left as it was; a cut run checks it out again)."""
     if not where.exists():
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(where), rev], check=True,
                        capture_output=True)
-    return where / "src"
+    try:
+        yield where / "src"
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(where)], capture_output=True)
 
 
 def main() -> None:
@@ -150,8 +157,13 @@ def main() -> None:
         print(f"commit {args.previous} is not in this clone (a shallow one?): the previous default is left out",
               file=sys.stderr)
         args.previous = None
-    if args.previous:
-        sources["previous"] = worktree(args.previous, (args.out / f"src-{args.previous}").resolve())
+    with contextlib.ExitStack() as stack:
+        if args.previous:
+            sources["previous"] = stack.enter_context(worktree(args.previous, (args.out / f"src-{args.previous}").resolve()))
+        _run(args, sources)
+
+
+def _run(args: argparse.Namespace, sources: dict[str, Path]) -> None:
     rows, cost = {}, {}
     for model in args.models.split(","):
         for method in args.methods.split(","):
