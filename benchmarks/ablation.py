@@ -6,7 +6,9 @@
 For each model, BAE over all 872 SST-2 dev examples and Genetic over the first 100 (the paper's), each **factor** a
 cell of its own, changed alone from the relaxed search that ``paper/`` ran — rerun here as the baseline (``relaxed``)
 on the model as trained here: ``paper/cells``' relaxed cell, of the same model trained on another machine, is shown
-beside it (the training run is a factor too):
+beside it (the training run is a factor too). A model retrained on another machine has other weights (its fingerprint,
+in every cell's header, in parentheses after the model's name): its cells are a training of their own, each factor
+compared with the relaxed cell of its own training, never another's:
 
 * BAE: ``+pos`` (TextAttack's part-of-speech filter), ``+window`` (similarity of the 15 words around the swap,
   shorter sentences not compared), ``paper`` (both: the published recipe), ``paper@0.936`` (MiniLM held to USE's
@@ -53,6 +55,36 @@ def cell_name(model: str, method: str, factor: str) -> str:
     return f"{model}.{method}.{slug}.jsonl"
 
 
+def _training(path: Path) -> str | None:
+    """The model fingerprint a cell's header records (which training of the model it ran on)."""
+    from textaudit.formats.jsonl import read_header
+
+    return ((read_header(path) or {}).get("config") or {}).get("model_fingerprint")
+
+
+def cell_path(runs: Path, model: str, method: str, factor: str, fingerprint: str | None) -> Path:
+    """Where the cell of this training of ``model`` is: the flat name when free or already this training's, else a
+    folder ``<model>@<fingerprint>`` of its own — a cell of another training (another machine's) is never resumed
+    into, moved or overwritten: it stays a row of its own training."""
+    name = cell_name(model, method, factor)
+    flat = runs / name
+    for p in [flat, *sorted(runs.glob(f"*/{name}"))]:
+        if p.exists() and _training(p) == fingerprint:
+            return p
+    return flat if not flat.exists() else runs / f"{model}@{fingerprint}" / name
+
+
+def trainings(runs: Path, model: str, method: str) -> list[tuple[str | None, dict[str, Path]]]:
+    """Every training of ``model`` with ``method`` cells under ``runs``: (fingerprint, {factor: cell}), the training
+    with the most cells first — each factor's Δ is against the relaxed cell *of the same training*."""
+    slugs = {cell_name(model, method, f): f for f in FACTORS[method]}
+    found: dict[str | None, dict[str, Path]] = {}
+    for p in sorted(runs.rglob("*.jsonl")):
+        if p.name in slugs:
+            found.setdefault(_training(p), {})[slugs[p.name]] = p
+    return sorted(found.items(), key=lambda kv: (-len(kv[1]), str(kv[0])))
+
+
 def build(method: str, clf, factor: dict, mlm, lm):
     from textaudit.attacks.pos import PartOfSpeech
     from textaudit.attacks.registry import make_attack
@@ -85,7 +117,8 @@ def run(models: list[str], only: set[str] | None, runs: Path, in_flight: int | N
                     continue
                 if method == "bae" and mlm is None:
                     mlm = load_mlm(None)
-                path = runs / cell_name(model, method, factor)
+                path = cell_path(runs, model, method, factor, clf.fingerprint)
+                path.parent.mkdir(parents=True, exist_ok=True)
                 atk = build(method, clf, options, mlm, lm)
                 print(f"[ablation] {model} {method} {factor} → {path}", file=sys.stderr, flush=True)
                 t0 = time.perf_counter()
@@ -105,6 +138,13 @@ def _cell(path: Path) -> tuple[dict, int, dict[str, bool]] | None:
     recs = read_jsonl(path)  # (checked as every results file is: a damaged line is one error, not a wrong rate)
     return (read_header(path) or {}).get("config", {}), len(recs), {
         r["id"]: r.get("status") == "success" for r in recs if r.get("status") in ("success", "failed")}
+
+
+THEIRS = "relaxed, paper/'s cell (trained elsewhere; Δ: vs the training below)"
+
+
+def _tag(model: str, fingerprint: str | None) -> str:
+    return f"{model} ({fingerprint[:8]})" if fingerprint else model
 
 
 def render(models: list[str], runs: Path, baseline: Path) -> str:
@@ -139,20 +179,22 @@ def render(models: list[str], runs: Path, baseline: Path) -> str:
         for method, factors in FACTORS.items():
             want = 872 if LIMITS[method] is None else LIMITS[method]
             pv = _paper_value(paper, model, method)
-            found = {factor: _cell(runs / cell_name(model, method, factor)) for factor in factors}
-            local = found.get("relaxed")
-            b = local[2] if local else None
+            groups = trainings(runs, model, method) or [(None, {})]
             theirs = _cell(baseline / BASELINE[method] / f"{model}.{method}.jsonl")  # (unpacked by main)
-            if theirs is not None:
-                rows.append(row(model, method, "relaxed, paper/'s cell (the model trained elsewhere)", theirs[2], b,
-                                theirs[1], want, pv))
-            for factor in factors:
-                if found[factor] is None:
-                    rows.append([model, method, factor, "not run", "", "", "", "", ""])
-                else:
-                    rows.append(row(model, method, factor, found[factor][2], b, found[factor][1], want, pv))
-    header = ["model", "method", "factor", "attacked", "success %", "Wilson 95%",
-              "Δ vs relaxed here, points (Newcombe 95%)", "McNemar p", "paper"]
+            for g, (fp, cells) in enumerate(groups):  # (g: the first shows paper/'s)
+                found = {factor: _cell(path) for factor, path in cells.items()}
+                b = found["relaxed"][2] if "relaxed" in found else None
+                tag = _tag(model, fp)
+                if g == 0 and theirs is not None:  # (its Δ: the training as a factor)
+                    rows.append(row(_tag(model, theirs[0].get("model_fingerprint")), method, THEIRS, theirs[2], b,
+                                    theirs[1], want, pv))
+                for factor in factors:
+                    if factor in found:
+                        rows.append(row(tag, method, factor, found[factor][2], b, found[factor][1], want, pv))
+            ran = {factor for _, cells in groups for factor in cells}
+            rows += [[model, method, factor, "not run", "", "", "", "", ""] for factor in factors if factor not in ran]
+    header = ["model (training)", "method", "factor", "attacked", "success %", "Wilson 95%",
+              "Δ vs relaxed of the same training, points (Newcombe 95%)", "McNemar p", "paper"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines) + "\n"
