@@ -236,6 +236,58 @@ def test_p_is_the_best_fitting_of_every_pair_not_only_of_the_ten_best_ranked(pla
     assert mlm.asked[0] == (X, 4) and mlm.asked[1] != (X, 4)  # one context answered the twelve pairs' fit
 
 
+def _pairs_rule(words, pos):
+    """'film' → 'movie' fits at 4, 'meaningful' → 'significant' at 3; 'rich' is what the masked LM reads at 1."""
+    return {4: [("film", 10.0), ("movie", 9.0)], 3: [("meaningful", 10.0), ("significant", 9.5)],
+            1: [("rich", 10.0)]}.get(pos, [("the", 10.0)])
+
+
+def _flips(*needs):
+    """P(positive) 0.1 once every word of one of ``needs`` (tuples) is in the text, else 0.9 — and on single words a
+    gap that ranks 'film' → 'movie' above 'meaningful' → 'significant'."""
+    def f(texts):
+        out = []
+        for t in texts:
+            w = set(t.split())
+            p = {"movie": 0.5, "significant": 0.7}.get(t, 0.1 if any(all(x in w for x in n) for n in needs) else 0.9)
+            out.append([1 - p, p])
+        return np.array(out)
+
+    return as_classifier(f, name=f"planted-{needs}")
+
+
+@BOTH
+@pytest.mark.parametrize("method", [SOEnum, SOBeam])
+def test_a_nearer_finding_under_another_fitting_pair_comes_before_searching_further_under_p(planted, method):
+    """#85 item 3: under p (the best-ranked pair that fits x0) nothing flips within ℓ0 = 1; under the second pair that
+    fits, 'a rich and meaningful film .' does — found at ℓ0 = 1 under that pair, which the record names, instead of
+    a search beyond ℓ0 = 1 under p. x0 flipping under another pair comes before p's Neighbor_1; when p has a finding
+    at ℓ0 = 1 it stays p's. The paper's search (off) never looks at another pair."""
+    args = dict(k=2, kappa=5, delta=1e9)
+    clf = _flips(("rich", "significant"))
+    words = PatchWords(clf, [("film", "movie"), ("meaningful", "significant")])
+    assert [(p.w1, p.w2) for p in words.select_many(Sentence.parse(X), None, per_word=None)] == [
+        ("film", "movie"), ("meaningful", "significant")]
+    r = method(clf, mlm=planted(_pairs_rule), patch_words=words, **args).attack(X, 1)
+    assert r.status == "success" and r.pair == ["meaningful", "significant"] and r.patch_position == 3
+    assert (r.l0, r.vulnerable, r.vulnerable_patched) == (1, "a rich and meaningful film .", "a rich and significant film .")
+    assert (r.vulnerable_prediction, r.vulnerable_patched_prediction) == (1, 0)
+    assert r.f_soft == pytest.approx(-0.8)
+    paper = method(clf, mlm=planted(_pairs_rule), patch_words=words, naturalness=False, **args).attack(X, 1)
+    assert paper.pair == ["film", "movie"] and paper.status == "failed"
+
+    # x0 itself flips under the second pair: ℓ0 = 0 under it, before p's Neighbor_1 (where 'rich' + 'movie' flips)
+    clf = _flips(("significant",), ("rich", "movie"))
+    words = PatchWords(clf, [("film", "movie"), ("meaningful", "significant")])
+    r = method(clf, mlm=planted(_pairs_rule), patch_words=words, **args).attack(X, 1)
+    assert (r.status, r.pair, r.l0, r.vulnerable) == ("success", ["meaningful", "significant"], 0, X)
+    # both pairs flip a neighbour at ℓ0 = 1: p's comes first, as before
+    clf = _flips(("rich", "significant"), ("rich", "movie"))
+    words = PatchWords(clf, [("film", "movie"), ("meaningful", "significant")])
+    r = method(clf, mlm=planted(_pairs_rule), patch_words=words, **args).attack(X, 1)
+    assert (r.status, r.pair, r.l0, r.vulnerable_patched) == ("success", ["film", "movie"], 1, "a rich and meaningful movie .")
+
+
 LONG = '''
 def clf(texts):  # a flaw on any word swapped for "long": "largo" the most, "big" less
     out = []
@@ -274,6 +326,10 @@ def test_the_shipped_masked_lm_refuses_a_swap_of_another_language_and_the_header
     del header["header"]["config"]["patch_choice"]
     (tmp_path / "old.jsonl").write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
     r = cli(*base, "--output", str(tmp_path / "old.jsonl"), "--resume")
+    assert r.exit_code == 2 and "patch_choice" in r.output and "Traceback" not in r.output, r.output
+    header["header"]["config"]["patch_choice"] = "best-fitting of every pair"  # #85's first choice (session 40)
+    (tmp_path / "first.jsonl").write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    r = cli(*base, "--output", str(tmp_path / "first.jsonl"), "--resume")
     assert r.exit_code == 2 and "patch_choice" in r.output and "Traceback" not in r.output, r.output
 
 

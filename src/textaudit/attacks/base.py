@@ -103,6 +103,9 @@ class Goal:
 
     c: int
     patch: Patch | None = None
+    #: (second order, the naturalness constraint) the other pairs that fit x0, best-ranked first: a search may
+    #: find a nearer x̃ under one of them (its :class:`Found` then names it)
+    others: tuple[Patch, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,8 @@ class Found:
     prediction: int
     patched_prediction: int | None = None
     f_soft: float | None = None
+    #: the pair x̃ flips under, when not the goal's own p (one of :attr:`Goal.others`)
+    patch: Patch | None = None
 
 
 class Skip(Exception):
@@ -304,6 +309,9 @@ class Attack:
             if found is None:
                 res.reason = budget.reason or self.no_result
             else:
+                if found.patch is not None:  # found under another pair that fits x0: the record names that one
+                    goal = Goal(goal.c, found.patch)
+                    res.pair, res.patch_position = [goal.patch.w1, goal.patch.w2], goal.patch.position
                 draws = yield from self._verified(found, goal)
                 if draws is not None:  # a sampling endpoint: how often the finding flips over its N draws
                     res.extra.update(draws=draws[0], flips=draws[1])

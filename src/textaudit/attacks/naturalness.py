@@ -23,10 +23,12 @@ perplexity (SmolLM2, ``median_ppl_*`` of ``audit attack``) — is never the scor
   offline ``minilm-mlm``): w2 is in the top 50 for 11 % of the pairs, the top 100 for 16 %, the top 200 for 22 %,
   the top 500 for 31 %; at least one of the ten fits 63, 77, 85 and 91 sentences of 100. P = 200 keeps most
   sentences attackable while refusing the words the masked LM does not consider at all there. p is then the
-  best-ranked pair of x0 that fits it among *every* applicable pair (:meth:`Naturalness.ask_first_fitting`); until
+  best-ranked pair of x0 that fits it among *every* applicable pair (:meth:`Naturalness.ask_fitting`); until
   issue #85 only the ten best were tried, and a third of SST-2 dev went unattacked. On the first 200 rows of SST-2
   train (192 of two words or more) and cnn's ranking, a fitting pair is among the 10 best for 111, the 20 best for
-  148 and among all for 157: the pairs past the tenth are what most sentences without a finding lacked.
+  148 and among all for 157: the pairs past the tenth are what most sentences without a finding lacked. The other
+  pairs that fit x0 are kept too: a finding at ℓ0 ≤ 1 under one of them comes before a search beyond ℓ0 = 1 under p
+  (:meth:`SecondOrderAttack.search <textaudit.attacks.second_order.SecondOrderAttack.search>`).
 
 A vulnerable candidate that fails is not a finding: the search goes on (SO-Beam drops it from its beam). Each
 attacked example's record counts the vulnerable candidates refused (``unnatural``).
@@ -92,15 +94,15 @@ class Naturalness:
         cands = yield ask_candidates(self.mlm, queries, self.pool)
         return [patch_fits(c, p.w1, p.w2, self.delta) for c, p in zip(cands, patches)]
 
-    def ask_first_fitting(self, x0: Sentence, patches: Sequence[Patch]) -> Search:
-        """The first of ``patches`` (best-ranked first) that fits x0 (:func:`patch_fits`), or None: one masked-LM ask,
-        one context per distinct patch position (the pairs at one position share its answer)."""
+    def ask_fitting(self, x0: Sentence, patches: Sequence[Patch]) -> Search:
+        """Those of ``patches`` that fit x0 (:func:`patch_fits`), in their order (best-ranked first): one masked-LM
+        ask, one context per distinct patch position (the pairs at one position share its answer)."""
         positions = list(dict.fromkeys(p.position for p in patches))
         if not positions:
-            return None
+            return []
         cands = yield ask_candidates(self.mlm, [(list(x0.tokens), i) for i in positions], self.pool)
         at = dict(zip(positions, cands))
-        return next((p for p in patches if patch_fits(at[p.position], p.w1, p.w2, self.delta)), None)
+        return [p for p in patches if patch_fits(at[p.position], p.w1, p.w2, self.delta)]
 
     def ask_settled(self, x0: Sentence, sentences: Sequence[Sentence]) -> Search:
         """Per sentence, None unless every word changed from ``x0`` is settled (:func:`word_settled`), else the sum
