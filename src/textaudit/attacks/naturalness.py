@@ -140,6 +140,29 @@ class Naturalness:
                 for d, c in zip(settled, cands[len(queries):])]
 
 
+    def ask_natural_groups(self, x0: Sentence, groups: Sequence[tuple[Patch, Sequence[Sentence]]]) -> Search:
+        """:meth:`ask_natural` of several (patch, candidates) groups: one ask for all with a masked LM that takes one
+        top per context (the verdicts are each group's own), else one group after another."""
+        if not getattr(self.mlm, "tops_per_item", False):
+            each = []
+            for patch, xs in groups:
+                each.append((yield from self.ask_natural(x0, xs, patch)))
+            return each
+        queries, tops, spans = [], [], []
+        for patch, xs in groups:
+            changed, owners = _changed_words(x0, xs)
+            spans.append((len(queries), owners, len(changed)))
+            queries += changed + [(list(s.tokens), patch.position) for s in xs]
+            tops += [self.kappa] * len(changed) + [self.pool] * len(xs)
+        cands = (yield ask_candidates(self.mlm, queries, tops)) if queries else []
+        out = []
+        for (patch, xs), (at, owners, n) in zip(groups, spans):
+            settled = self._settled(xs, owners, cands[at:at + n])
+            out.append([d if d is not None and patch_fits(c, patch.w1, patch.w2, self.delta) else None
+                        for d, c in zip(settled, cands[at + n:at + n + len(xs)])])
+        return out
+
+
 def _changed_words(x0: Sentence, sentences: Sequence[Sentence]) -> tuple[list, list[tuple[int, int]]]:
     """The masked contexts of every word each sentence changed from x0, and (sentence, position) of each."""
     queries, owners = [], []

@@ -204,25 +204,34 @@ class SecondOrderAttack(Attack):
         Neighbor_1(x0) has no finding under p, :meth:`_nearer_pair` looks under ``others`` before going on."""
         raise NotImplementedError
 
-    def _nearer_pair(self, x0: Sentence, level1: list[Sentence], patch: Patch, others: tuple[Patch, ...], c: int,
+    def _nearer_pair(self, x0: Sentence, level1: list[Sentence], others: tuple[Patch, ...], c: int,
                      budget: Budget) -> Search:
-        """A finding at ℓ0 = 1 under one of ``others`` (the pairs that fit x0 after p, best-ranked first), or None:
-        Neighbor_1(x0) is ``level1`` (p's position protected) and the neighbours at p's position (one more masked
-        context); each pair protects its own position. Per pair one classifier ask and its checks
-        (:meth:`_best_vulnerable`); the first pair with a finding wins."""
-        if not others:
+        """A finding at ℓ0 = 1 under one of ``others`` (the pairs that fit x0 after p, best-ranked first), or None.
+        ``level1`` is all of Neighbor_1(x0), p's position included (each pair protects its own). Every pair's
+        neighbours are scored in one classifier ask and the first chunk of each pair's vulnerable candidates checked
+        in one masked-LM ask (:meth:`Naturalness.ask_natural_groups`: full batches for the engine); the first pair in
+        rank order with a finding wins (:meth:`_best_vulnerable`, as one pair after another would choose)."""
+        per = [(q, xs) for q in others if (xs := [y for y in level1 if q.position not in x0.diff(y)])]
+        if not per:
             return None
-        at_p = [i for i in range(len(x0.tokens)) if i != patch.position]
-        extra = (yield from self.builder.ask_neighbors1([x0], protected=at_p))[0]
-        nbrs = list(level1) + extra
-        for q in others:
-            xs = [y for y in nbrs if q.position not in x0.diff(y)]
-            scored = (yield from self._score_within_budget(xs, q, c, budget)) if xs else None
-            if scored is not None:
-                fx, fxp, fs, _ = scored
-                found = yield from self._best_vulnerable(x0, xs, fx, fxp, fs, q, budget)
-                if found is not None:
-                    return Found(found.sentence, found.prediction, found.patched_prediction, found.f_soft, patch=q)
+        probs = yield classify(self.classifier, [t for q, xs in per for t in (*xs, *(apply_patch(y, q) for y in xs))])
+        scored, at = [], 0
+        for q, xs in per:
+            px, pxp = probs[at:at + len(xs)], probs[at + len(xs):at + 2 * len(xs)]
+            at += 2 * len(xs)
+            budget.scored += len(xs)
+            fx, fxp = self._decided(px, pxp)
+            fs = pxp[:, c] - px[:, c]
+            idx = self._vulnerable(x0, xs, fx, fxp, fs)
+            if idx:
+                scored.append((q, xs, fx, fxp, fs, idx))
+        assert self.natural is not None
+        firsts = iter((yield from self.natural.ask_natural_groups(
+            x0, [(q, [xs[i] for i in idx[:NATURAL_CHUNK]]) for q, xs, _, _, _, idx in scored])) if scored else [])
+        for (q, xs, fx, fxp, fs, _), first in zip(scored, firsts):
+            found = yield from self._best_vulnerable(x0, xs, fx, fxp, fs, q, budget, first=first)
+            if found is not None:
+                return Found(found.sentence, found.prediction, found.patched_prediction, found.f_soft, patch=q)
             if budget.exhausted():
                 return None
         return None
@@ -255,13 +264,18 @@ class SecondOrderAttack(Attack):
             parts.append((yield from self._score(xs[s:s + self.chunk], patch, c, budget)))
         return tuple(np.concatenate([part[i] for part in parts]) for i in range(4))
 
+    @staticmethod
+    def _vulnerable(x0: Sentence, xs: list[Sentence], fx, fxp, fs) -> list[int]:
+        """The vulnerable among ``xs`` in the order a finding is chosen: the smallest ℓ0, then the largest |F_soft|."""
+        return sorted((i for i in range(len(xs)) if fx[i] != fxp[i]), key=lambda j: (len(x0.diff(xs[j])), -abs(fs[j])))
+
     def _best_vulnerable(self, x0: Sentence, xs: list[Sentence], fx, fxp, fs, patch: Patch,
-                         budget: Budget) -> Search:
+                         budget: Budget, first: list | None = None) -> Search:
         """The vulnerable sentence with the smallest ℓ0 (ties: the largest |F_soft|), or None. With the naturalness
         constraint, in that order, :data:`NATURAL_CHUNK` at a time: the natural ones of the smallest ℓ0 in the first
         chunk that has any, the most natural of them (the smallest settled distance; ties: the largest |F_soft|).
-        The refused are counted in ``budget.unnatural``."""
-        idx = sorted((i for i in range(len(xs)) if fx[i] != fxp[i]), key=lambda j: (len(x0.diff(xs[j])), -abs(fs[j])))
+        The refused are counted in ``budget.unnatural``. ``first``: the first chunk's verdicts, already asked."""
+        idx = self._vulnerable(x0, xs, fx, fxp, fs)
         if self.natural is None:
             return Found(xs[idx[0]], int(fx[idx[0]]), int(fxp[idx[0]]), float(fs[idx[0]])) if idx else None
         if not idx:
@@ -271,7 +285,8 @@ class SecondOrderAttack(Attack):
         try:
             for s in range(0, len(idx), NATURAL_CHUNK):
                 part = idx[s:s + NATURAL_CHUNK]
-                drop = yield from self.natural.ask_natural(x0, [xs[i] for i in part], patch)
+                drop = first if s == 0 and first is not None else (
+                    yield from self.natural.ask_natural(x0, [xs[i] for i in part], patch))
                 good = [(len(x0.diff(xs[i])), d, -abs(fs[i]), n) for n, (i, d) in enumerate(zip(part, drop)) if d is not None]
                 budget.unnatural += len(part) - len(good)
                 checks.checked, checks.accepted = checks.checked + len(part), checks.accepted + len(good)
@@ -299,12 +314,15 @@ class SOEnum(SecondOrderAttack):
         try:
             for d in range(1, self.k + 1):  # level d = Neighbor_d(x0) \ Neighbor_{d-1}(x0), nearest first
                 announced.pop(x0.tokens, None)
-                level = [nb.sentence for nb in (yield from self.builder.ask_level(x0, frontier, seen, d, [patch.position]))]
+                wide = d == 1 and bool(others)  # (the other pairs' Neighbor_1 holds p's position too: one ask)
+                every = [nb.sentence for nb in (yield from self.builder.ask_level(x0, frontier, seen, d,
+                                                                                  [] if wide else [patch.position]))]
+                level = [y for y in every if patch.position not in x0.diff(y)] if wide else every
                 if d < self.k:
                     announced[x0.tokens] = len(level) * len(self.builder.positions(x0, [patch.position]))
                 found = yield from self._check(x0, level, patch, c, budget)
-                if found is None and d == 1 and not budget.exhausted():
-                    found = yield from self._nearer_pair(x0, level, patch, others, c, budget)
+                if found is None and wide and not budget.exhausted():
+                    found = yield from self._nearer_pair(x0, every, others, c, budget)
                 if found is not None or budget.exhausted() or not level:
                     return found
                 frontier = level
@@ -342,21 +360,21 @@ class SOBeam(SecondOrderAttack):
         beam = [x0]
         seen = {x0.tokens}
         for step in range(self.k):
-            cands = []
-            for nbrs in (yield from self.builder.ask_neighbors1(beam, protected=[patch.position])):
+            wide = step == 0 and bool(others)  # (the other pairs' Neighbor_1 holds p's position too: one ask)
+            every = []
+            for nbrs in (yield from self.builder.ask_neighbors1(beam, protected=[] if wide else [patch.position])):
                 for y in nbrs:
                     if y.tokens not in seen:
                         seen.add(y.tokens)
-                        cands.append(y)
-            if not cands:
-                return None
-            scored = yield from self._score_within_budget(cands, patch, c, budget)
+                        every.append(y)
+            cands = [y for y in every if patch.position not in x0.diff(y)] if wide else every
+            scored = (yield from self._score_within_budget(cands, patch, c, budget)) if cands else None
             if scored is None:
-                return None
+                return (yield from self._nearer_pair(x0, every, others, c, budget)) if wide and cands == [] else None
             fx, fxp, fs, loss = scored
             found = yield from self._best_vulnerable(x0, cands, fx, fxp, fs, patch, budget)
-            if found is None and step == 0 and not budget.exhausted():
-                found = yield from self._nearer_pair(x0, cands, patch, others, c, budget)
+            if found is None and wide and not budget.exhausted():
+                found = yield from self._nearer_pair(x0, every, others, c, budget)
             if found is not None or budget.exhausted():
                 return found
             if self.natural is not None:  # vulnerable but unnatural (all refused): not sentences to search on from
