@@ -118,7 +118,7 @@ def test_a_hardened_model_is_certified_under_its_own_threat_model_or_refused_in_
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--method", "masked", "--mask-rate", "1.0"], "--mask-rate must be at least 0 and below 1"),
+    (["--method", "masked", "--mask-rate", "1.0"], "--mask-rate must be a number >= 0 and < 1"),
     (["--method", "masked", "--copies", "0"], "--copies"),
     (["--method", "masked", "--mask-token", " "], "--mask-token must not be empty"),
 ])

@@ -177,7 +177,7 @@ CASES: list[tuple[str, list[str], dict[str, str], str]] = [
      "certify --method ibp supports the zoo's bow/cnn/lstm word models"),
     ("certify by an unknown method", ["certify", "--model", G, "--method", "cohen"], {}, "unknown --method 'cohen'"),
     ("certify with a mask rate of 1", ["certify", "--model", G, "--method", "ranmask", "--mask-rate", "1"], {},
-     "--mask-rate must be at least 0 and below 1"),
+     "--mask-rate must be a number >= 0 and < 1"),
     ("certify with an empty mask token", ["certify", "--model", G, "--method", "ranmask", "--mask-token", " "], {},
      "--mask-token must not be empty"),
     ("certify with alpha 0.7", ["certify", "--model", G, "--method", "safer", "--alpha", "0.7"], {},

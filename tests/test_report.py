@@ -431,7 +431,7 @@ def results_sources(path: Path) -> int:
      "pair 'man,woman' is not among [bias] pairs"),
     ("[bias]\nmodel = 'cnn'\npairs = ['he,she']\nk = 1\n[thresholds]\nbias.'he,she'.B_k3_max = 1\n", "k <= the [bias] k"),
     ("[certify]\nmodels = ['transformer']\nmethod = 'ibp'\n", "not transformer"),
-    ("[certify]\nmodels = ['cnn']\nmethod = 'ranmask'\nmask_rate = 1.5\n", "--mask-rate must be at least 0 and below 1"),
+    ("[certify]\nmodels = ['cnn']\nmethod = 'ranmask'\nmask_rate = 1.5\n", "[certify] mask_rate must be a number >= 0 and < 1 (got 1.5)"),
     ("[certify]\nmodels = ['cnn']\nsamples = 0\n", "[certify] samples must be a whole number >= 1 (got 0)"),
     ("[certify]\nmodel = 'cnn'\nmodels = ['cnn']\n", "[certify] takes models = "),
     ("[compare\nmodels = 1", "is not valid TOML"),

@@ -84,8 +84,9 @@ def test_a_suite_section_takes_every_field_of_the_request_with_its_range(name, t
             request = from_mapping(cls, {**need, field: default}, *where)
             assert getattr(request, field) == default
         if spec.low is not None:
-            bad = spec.low if spec.open else spec.low - 1  # an open range refuses its bound itself
-            op = ">" if spec.open else ">="
+            open_low = spec.open is True or spec.open == "low"
+            bad = spec.low if open_low else spec.low - 1  # an open range refuses its bound itself
+            op = ">" if open_low else ">="
             with pytest.raises(TextAuditError, match=rf"^s\.toml: \[{name}\] {field} must be .* {op} {spec.low:g}\b"):
                 from_mapping(cls, {**need, field: bad}, *where)
         if spec.choices:
@@ -338,3 +339,37 @@ def test_a_margin_has_one_range_wherever_it_is_given(cli, tmp_path, margin, ok):
             "--margin", str(margin))
     assert r.exit_code == 2 and f"--margin must be {words}" in r.output and "Traceback" not in r.output, r.output
     assert not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize("rate, ok", [(-0.1, False), (1, False), (1.5, False), (0, True), (0.9, True)])
+def test_a_mask_rate_has_one_range_wherever_it_is_given(cli, tmp_path, rate, ok):
+    """#81: RanMASK's ρ was checked in four places (certify's request, harden's, the smoother, the hardened model's
+    threat record), each with its own comparison. Now each reads RANGES["mask_rate"], a range closed below and open
+    above ([0, 1)): the same values refused and accepted, in the same words, by the two requests' fields, the smoother,
+    the threat record's reader and the command line."""
+    from textaudit.formats.harden import _sound_threat
+    from textaudit.harden.request import HardenRequest
+    from textaudit.models import as_classifier
+    from textaudit.request import RANGES, range_words, within
+    from textaudit.robustness.request import CertifyRequest
+    from textaudit.robustness.smoothing import RanMASK
+
+    words = range_words("mask_rate")
+    assert words == "a number >= 0 and < 1" and within("mask_rate", rate) is ok
+    for cls in (CertifyRequest, HardenRequest):
+        spec = specs(cls)["mask_rate"][2]
+        assert (spec.low, spec.high, spec.open) == tuple(RANGES["mask_rate"][k] for k in ("low", "high", "open"))
+    assert _sound_threat({"method": "ranmask", "mask_rate": rate, "mask_token": "[MASK]"}) is ok
+    if ok:
+        assert RanMASK(as_classifier(lambda texts: [[0.5, 0.5]] * len(texts)), rate=rate).rate == rate
+        assert from_mapping(CertifyRequest, {"model": "cnn", "mask_rate": rate}, "s.toml", "certify").mask_rate == rate
+        return
+    with pytest.raises(TextAuditError, match=f"--mask-rate must be {words}"):
+        RanMASK(as_classifier(lambda texts: [[0.5, 0.5]] * len(texts)), rate=rate)
+    with pytest.raises(TextAuditError, match=rf"\[certify\] mask_rate must be {words}"):
+        from_mapping(CertifyRequest, {"model": "cnn", "mask_rate": rate}, "s.toml", "certify")
+    for command in (["certify", "--model", "cnn", "--method", "ranmask"],
+                    ["harden", "--model", "cnn", "--method", "masked", "--out", str(tmp_path / "h")]):
+        r = cli(*command, "--mask-rate", str(rate))
+        assert r.exit_code == 2 and f"--mask-rate must be {words}" in r.output and "Traceback" not in r.output, r.output
+    assert not (tmp_path / "h").exists()

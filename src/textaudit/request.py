@@ -44,7 +44,7 @@ class Spec:
     scope: str = "audit"
     sep: str | None = None  # a list the command line writes as one string, e.g. --models cnn,lstm
     argument: bool = False  # the command line's argument (no flag): audit replay FILE …
-    open: bool = False  # low < value < high, not low <= value <= high
+    open: bool | str = False  # True: low < value < high, not low <= value <= high; "high" / "low": that end alone
 
 
 #: the ranges a value has wherever it is given — an option on the command line, a key of a suite section, a check in
@@ -53,20 +53,28 @@ RANGES: dict[str, dict[str, Any]] = {
     "margin": {"low": 0.0, "high": 1.0, "open": True},  # a non-inferiority margin m: a share (0.02 = 2 points)
     "label_threshold": {"low": 0.0, "high": 1.0, "open": True},  # the probability above which a label is on
     "share": {"low": 0.0, "high": 1.0},  # a rate a suite gate bounds (max_still)
+    "mask_rate": {"low": 0.0, "high": 1.0, "open": "high"},  # RanMASK's ρ: the share of the words masked, [0, 1)
 }
 
 
-def _holds(value: Any, low: float | None, high: float | None, open: bool) -> bool:
+def _ends(open: bool | str) -> tuple[bool, bool]:
+    """Whether a range's low and high ends are excluded: ``open`` True (both), ``"low"`` or ``"high"`` (that end)."""
+    return open is True or open == "low", open is True or open == "high"
+
+
+def _holds(value: Any, low: float | None, high: float | None, open: bool | str) -> bool:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
         return False
-    if low is not None and (value <= low if open else value < low):
+    open_low, open_high = _ends(open)
+    if low is not None and (value <= low if open_low else value < low):
         return False
-    return high is None or (value < high if open else value <= high)
+    return high is None or (value < high if open_high else value <= high)
 
 
-def _bounds(low: float | None, high: float | None, open: bool) -> str:
-    parts = [f"{'>' if open else '>='} {low:g}" if low is not None else "",
-             f"{'<' if open else '<='} {high:g}" if high is not None else ""]
+def _bounds(low: float | None, high: float | None, open: bool | str) -> str:
+    open_low, open_high = _ends(open)
+    parts = [f"{'>' if open_low else '>='} {low:g}" if low is not None else "",
+             f"{'<' if open_high else '<='} {high:g}" if high is not None else ""]
     return " and ".join(p for p in parts if p)
 
 
@@ -84,7 +92,7 @@ def range_words(name: str) -> str:
 
 def option(default: Any = None, *, help: str, flags: tuple[str, ...] = (), low: float | None = None,
            high: float | None = None, choices: tuple[str, ...] | None = None, scope: str = "audit",
-           sep: str | None = None, argument: bool = False, open: bool = False) -> Any:
+           sep: str | None = None, argument: bool = False, open: bool | str = False) -> Any:
     """A request field with its default and :class:`Spec` (a list default is copied per request; ``...``: required,
     the command line and a suite section must give it)."""
     return _field(default, Spec(help, flags, low, high, choices, scope, sep, argument, open))

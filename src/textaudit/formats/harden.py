@@ -11,6 +11,7 @@ from textaudit.errors import TextAuditError
 from textaudit.files import loads_json
 from textaudit.formats.compare import folder_file, plain_name
 from textaudit.formats.jsonl import check_results, read_header, read_jsonl
+from textaudit.request import within
 from textaudit.stats import format_ci, format_p, wilson
 
 __all__ = ["SUMMARY", "hardened_threat",
@@ -57,10 +58,9 @@ def _sound_threat(threat: object) -> bool:
     """A threat model as harden records it: RanMASK's ρ in [0, 1) and a mask token, or SAFER's hops 1 or 2."""
     if not isinstance(threat, dict):
         return False
-    number = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)  # noqa: E731
     if threat.get("method") == "ranmask":
-        return set(threat) == {"method", "mask_rate", "mask_token"} and number(threat["mask_rate"]) and \
-            0 <= threat["mask_rate"] < 1 and isinstance(threat["mask_token"], str) and bool(threat["mask_token"].strip())
+        return set(threat) == {"method", "mask_rate", "mask_token"} and \
+            within("mask_rate", threat["mask_rate"]) and isinstance(threat["mask_token"], str) and bool(threat["mask_token"].strip())
     return threat.get("method") == "safer" and set(threat) == {"method", "hops"} and threat["hops"] in (1, 2) and \
         not isinstance(threat["hops"], bool)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from textaudit.attacks.naturalness import naturalness_on
 from textaudit.harden.run import METHODS, HardenSettings, harden, parse_eval_attacks
 from textaudit.lexicons import parse_pair
-from textaudit.request import option, shared
+from textaudit.request import RANGES, option, shared
 
 __all__ = ["HardenRequest"]
 
@@ -65,7 +65,7 @@ class HardenRequest:
         "mined by any run, instead of mining the first round; repeat for several. Findings holding a held-out "
         "sentence are left out."))
     copies: int = option(4, low=1, help="masked, substitute: random copies of each training example trained on.")
-    mask_rate: float = option(0.9, help="masked: ρ, the share of the words masked in each copy (RanMASK's 0.9).")
+    mask_rate: float = option(0.9, **RANGES["mask_rate"], help="masked: ρ, the share of the words masked in each copy (RanMASK's 0.9).")
     mask_token: str = option("[MASK]", help="masked: what a masked word becomes (BERT-like: [MASK]; RoBERTa: <mask>).")
     hops: int = option(2, low=1, high=2, help="substitute: the synonym sets reach 1 or 2 hops of neighbours (SAFER's).")
     cert_samples: int = option(1000, low=1, help="masked, substitute: the before/after certificate's estimation sample n.")

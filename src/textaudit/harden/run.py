@@ -70,6 +70,7 @@ from textaudit.models.zoo.train import DEFAULTS, TrainConfig, fit
 from textaudit.neighborhoods import NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.progress import duration
+from textaudit.request import range_words, within
 from textaudit.robustness.smoothing import SAFER, PerturbationSets, RanMASK
 from textaudit.secrets import redact_obj
 from textaudit.text import word_tokenize
@@ -184,9 +185,9 @@ class HardenSettings:
                 raise TextAuditError(f"{name} must be from {least} to {most:,} (got {value})")
         if self.pairs and self.group:
             raise TextAuditError("give --pair or --group, not both")
-        if not (isinstance(self.mask_rate, (int, float)) and 0 <= self.mask_rate < 1):
-            raise TextAuditError(f"--mask-rate must be at least 0 and below 1 (got {self.mask_rate}); RanMASK's paper "
-                                 "uses 0.9")
+        if not within("mask_rate", self.mask_rate):
+            raise TextAuditError(f"--mask-rate must be {range_words('mask_rate')} (got {self.mask_rate}); RanMASK's "
+                                 "paper uses 0.9")
         if not str(self.mask_token).strip():
             raise TextAuditError("--mask-token must not be empty (BERT-like tokenizers: [MASK]; RoBERTa: <mask>)")
         if self.from_findings:

@@ -33,7 +33,7 @@ from textaudit.neighborhoods.builder import NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.notices import say as say_line
 from textaudit.progress import duration
-from textaudit.request import option, shared
+from textaudit.request import RANGES, option, range_words, shared, within
 from textaudit.robustness.certify_clock import first_examples
 from textaudit.robustness.smoothing import SAFER, SMOOTHING, PerturbationSets, RanMASK, run_certify
 
@@ -105,7 +105,7 @@ class CertifyRequest:
     samples: int = option(1000, low=1, help="Smoothing: the estimation sample n (draws per example).")
     selection: int = option(100, low=1, help="Smoothing: the selection sample n0 that names the class.")
     alpha: float = option(0.05, help="Smoothing: 1 − the confidence of p_A's Clopper–Pearson lower bound.")
-    mask_rate: float | None = option(None, help=(
+    mask_rate: float | None = option(None, **RANGES["mask_rate"], help=(
         "RanMASK: ρ, the share of the words masked in each draw (the paper's 0.9 suits models trained on masked "
         "text; a model that never saw masks keeps more accuracy with a lower rate, and a smaller radius). Default: "
         "what the model was hardened for (audit harden --method masked), else 0.9."))
@@ -182,8 +182,8 @@ class CertifyRequest:
     def check(self) -> dict | None:
         """Every one-line error before any data or model loads; returns the ``--synonyms`` table (None: the
         counter-fitted neighbours)."""
-        if not 0 <= self.rate < 1:
-            raise TextAuditError(f"--mask-rate must be at least 0 and below 1 (got {self.rate}); RanMASK's paper "
+        if not within("mask_rate", self.rate):  # (the hardening's record too: a file anyone may edit)
+            raise TextAuditError(f"--mask-rate must be {range_words('mask_rate')} (got {self.rate}); RanMASK's paper "
                                  "uses 0.9")
         method = self.chosen_method
         self._check_threat(method)

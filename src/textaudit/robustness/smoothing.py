@@ -60,6 +60,7 @@ from textaudit.models.batched import (
     work_counters,
 )
 from textaudit.progress import WorkClock
+from textaudit.request import range_words, within
 from textaudit.robustness.certify_clock import CertifyClock
 from textaudit.runner import ResumableRun
 from textaudit.sentence import Sentence, restore_case
@@ -385,8 +386,8 @@ class RanMASK(SAFER):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not 0 <= self.rate < 1:
-            raise TextAuditError(f"--mask-rate must be at least 0 and below 1 (got {self.rate}); RanMASK's paper uses 0.9")
+        if not within("mask_rate", self.rate):
+            raise TextAuditError(f"--mask-rate must be {range_words('mask_rate')} (got {self.rate}); RanMASK's paper uses 0.9")
         if not self.mask_token.strip():
             raise TextAuditError("--mask-token must not be empty (BERT-like tokenizers: [MASK]; RoBERTa: <mask>)")
 
