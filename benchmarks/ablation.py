@@ -128,8 +128,9 @@ def run(models: list[str], only: set[str] | None, runs: Path, in_flight: int | N
                       flush=True)
 
 
-def _cell(path: Path) -> tuple[dict, int, dict[str, bool]] | None:
-    """(header config, examples finished, {id: success} of those attacked — the skipped left out) of a cell, or None."""
+def _cell(path: Path) -> tuple[dict, int, dict[str, bool], dict[str, tuple]] | None:
+    """(header config, examples finished, {id: success} of those attacked — the skipped left out, {id: (status,
+    prediction, the adversarial text)} of every record) of a cell, or None."""
     from textaudit.formats.jsonl import read_header
     from textaudit.results import read_jsonl
 
@@ -137,10 +138,11 @@ def _cell(path: Path) -> tuple[dict, int, dict[str, bool]] | None:
         return None
     recs = read_jsonl(path)  # (checked as every results file is: a damaged line is one error, not a wrong rate)
     return (read_header(path) or {}).get("config", {}), len(recs), {
-        r["id"]: r.get("status") == "success" for r in recs if r.get("status") in ("success", "failed")}
+        r["id"]: r.get("status") == "success" for r in recs if r.get("status") in ("success", "failed")}, {
+        r["id"]: (r.get("status"), r.get("prediction"), r.get("vulnerable")) for r in recs}
 
 
-THEIRS = "relaxed, paper/'s cell (trained elsewhere; Δ: vs the training below)"
+THEIRS = "relaxed, paper/'s cell (Table 2's; trained elsewhere)"
 
 
 def _tag(model: str, fingerprint: str | None) -> str:
@@ -156,7 +158,7 @@ def render(models: list[str], runs: Path, baseline: Path) -> str:
     rows = []
 
     def row(model: str, method: str, factor: str, f: dict[str, bool], b: dict[str, bool] | None, done: int, want: int,
-            pv: float | None) -> list[str]:
+            pv: float | None, versus: str = "relaxed") -> list[str]:
         left = want - done
         ok = sum(f.values())
         # a partial cell: the quick searches finish first, so its rate leans high; the bounds hold whatever the rest give
@@ -166,7 +168,7 @@ def render(models: list[str], runs: Path, baseline: Path) -> str:
         out = [model, method, factor, n, f"{100 * sum(f.values()) / len(f):.1f}" if f else "–",
                f"[{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else "–"]
         ids = [i for i in f if b is not None and i in b]
-        if ids and factor != "relaxed":
+        if ids and factor != versus:
             d = paired_difference([b[i] for i in ids], [f[i] for i in ids])
             p = mcnemar([b[i] for i in ids], [f[i] for i in ids])["p"]
             out += [f"{100 * d['difference']:+.1f} [{100 * d['ci'][0]:+.1f}, {100 * d['ci'][1]:+.1f}] over {len(ids)}",
@@ -185,16 +187,21 @@ def render(models: list[str], runs: Path, baseline: Path) -> str:
                 found = {factor: _cell(path) for factor, path in cells.items()}
                 b = found["relaxed"][2] if "relaxed" in found else None
                 tag = _tag(model, fp)
-                if g == 0 and theirs is not None:  # (its Δ: the training as a factor)
-                    rows.append(row(_tag(model, theirs[0].get("model_fingerprint")), method, THEIRS, theirs[2], b,
+                if g == 0 and theirs is not None:
+                    rows.append(row(_tag(model, theirs[0].get("model_fingerprint")), method, THEIRS, theirs[2], None,
                                     theirs[1], want, pv))
                 for factor in factors:
-                    if factor in found:
+                    if factor == "relaxed" and factor in found and theirs is not None:  # the training as a factor
+                        same = sum(found[factor][3].get(i) == v for i, v in theirs[3].items())
+                        label = f"relaxed (Δ: vs paper/'s cell; {same} of {len(theirs[3])} records identical)"
+                        rows.append(row(tag, method, label, found[factor][2], theirs[2], found[factor][1], want, pv,
+                                        versus=""))
+                    elif factor in found:
                         rows.append(row(tag, method, factor, found[factor][2], b, found[factor][1], want, pv))
             ran = {factor for _, cells in groups for factor in cells}
             rows += [[model, method, factor, "not run", "", "", "", "", ""] for factor in factors if factor not in ran]
     header = ["model (training)", "method", "factor", "attacked", "success %", "Wilson 95%",
-              "Δ vs relaxed of the same training, points (Newcombe 95%)", "McNemar p", "paper"]
+              "Δ vs the same training's relaxed cell, points (Newcombe 95%)", "McNemar p", "paper"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines) + "\n"

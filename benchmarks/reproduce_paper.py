@@ -230,8 +230,8 @@ def _cell_summaries(out: Path, models: list[str], methods: list[str], ids: set[s
                                             # the searches' and the perplexities' own seconds, on whichever machine ran them
                                             "compute_seconds": round(sum((r.get("seconds") or 0) + (r.get("ppl_seconds") or 0)
                                                                          for r in recs), 1),
-                                            "precision": (read_header(cell_path(out, c["model"], c["method"])) or {})
-                                            .get("config", {}).get("precision")}
+                                            **{k: (read_header(cell_path(out, c["model"], c["method"])) or {})
+                                               .get("config", {}).get(k) for k in ("precision", "model_fingerprint")}}
     return cells
 
 
@@ -359,7 +359,7 @@ def model_accuracy(scale: Scale, args, runs: Path) -> dict:
         for model in scale.models:
             path = cell_path(runs, model, "accuracy")
             if path.exists():
-                out[model] = read_jsonl(path)[0]
+                out[model] = {**read_jsonl(path)[0], "model_fingerprint": _fingerprint(path)}
         return out
     ds = load_dataset(args.data, default_split="dev")
     for model in scale.models:
@@ -368,7 +368,7 @@ def model_accuracy(scale: Scale, args, runs: Path) -> dict:
         config = {"model": model, "model_fingerprint": clf.fingerprint, "data": dataset_id(args.data, "dev")}
         if path.exists():
             check_output(path, True, config, exact=True)
-            out[model] = read_jsonl(path)[0]
+            out[model] = {**read_jsonl(path)[0], "model_fingerprint": _fingerprint(path)}
             continue
         row = {"id": model, "accuracy": round(accuracy(clf, ds["text"], ds["label"]), 4), "n": len(ds)}
         if model in ZOO_MODELS and model.endswith("-ibp"):  # the certified zoo models (bow/cnn/lstm-ibp)
@@ -377,7 +377,7 @@ def model_accuracy(scale: Scale, args, runs: Path) -> dict:
             c = certify_classifier(clf, ds["text"], ds["label"])
             row.update(certified_accuracy=c["certified_accuracy"], certified_accuracy_ci95=c["certified_accuracy_ci95"])
         write_results(path, [row], command="accuracy", config=config)
-        out[model] = row
+        out[model] = {**row, "model_fingerprint": clf.fingerprint}
     return out
 
 
@@ -455,12 +455,19 @@ def _saved_report(out: Path) -> dict:
         return {}
 
 
+def _fingerprint(path: Path) -> str | None:
+    """The model fingerprint a cell's header records (which training of the model it ran on)."""
+    from textaudit.formats.jsonl import read_header
+
+    return ((read_header(path) or {}).get("config") or {}).get("model_fingerprint")
+
+
 def table2(scale: Scale, cells: dict, acc: dict, paper: dict) -> str:
     from textaudit.models.zoo.names import split_robust
 
     header = (["model", "paper's row", "accuracy (paper)", "certified acc."] + [f"{m} (paper)" for m in scale.methods]
               + ["paper inside our 95% interval"])
-    rows = []
+    rows, retrained = [], []
     for model in scale.models:
         a = acc.get(model, {})
         paper_acc = paper.get("accuracy", {}).get(model)
@@ -475,8 +482,13 @@ def table2(scale: Scale, cells: dict, acc: dict, paper: dict) -> str:
                 continue
             lo, hi = c["success_rate_ci95"] or (None, None)
             relaxed = " — relaxed recipe" if c.get("recipe") == "relaxed" else ""
+            other = c.get("model_fingerprint") and a.get("model_fingerprint") and \
+                c["model_fingerprint"] != a["model_fingerprint"]
+            if other:
+                retrained.append(f"{model}'s {method} ({c['model_fingerprint'][:8]}; the row's "
+                                 f"{a['model_fingerprint'][:8]})")
             row.append(f"**{_pct(c['success_rate'])}** [{_pct(lo)}, {_pct(hi)}] {c['success']}/{c['attacked']} "
-                       f"({_paper_cell(paper, model, method)}){_partial(c)}{_random(c)}{relaxed}")
+                       f"({_paper_cell(paper, model, method)}){_partial(c)}{_random(c)}{relaxed}{' ‡' if other else ''}")
             inside.append(f"{method} {_inside(paper, model, method, c)}")
         rows.append(row + [" · ".join(inside) or "–"])
     rng = paper.get("table2", {}).get("range", {}).get("so-beam")
@@ -500,6 +512,10 @@ def table2(scale: Scale, cells: dict, acc: dict, paper: dict) -> str:
                  "constraint; BAE: no part-of-speech filter, whole-sentence similarity), shown until the published "
                  "recipe's cell is run (`--recipe paper`, the default); what each constraint changes is measured in "
                  "[ablation.md](ablation.md).")
+    if retrained:
+        foot += (" ‡ Run on another training of the row's model (its fingerprint, the weights and training record, "
+                 f"differs): {', '.join(retrained)}. [ablation.md](ablation.md) sets each such training's relaxed cell "
+                 "beside the row's, record by record.")
     return _markdown(header, rows) + foot + "\n"
 
 
