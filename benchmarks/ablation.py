@@ -150,6 +150,8 @@ def _tag(model: str, fingerprint: str | None) -> str:
 
 
 def render(models: list[str], runs: Path, baseline: Path) -> str:
+    """The table: ``models``' cells (a factor not run yet says so), then those of any other model with cells under
+    ``runs`` (a model whose published recipe's cell Table 2 shows)."""
     from reproduce_paper import _paper_numbers, _paper_value
 
     from textaudit.stats import format_p, mcnemar, paired_difference, wilson
@@ -177,11 +179,15 @@ def render(models: list[str], runs: Path, baseline: Path) -> str:
             out += ["", ""]
         return out + ["–" if pv is None else f"{pv:.1f}"]
 
-    for model in models:
+    others = sorted({p.name.split(".")[0] for p in runs.rglob("*.jsonl")} - set(models))
+    for model in [*models, *others]:
         for method, factors in FACTORS.items():
             want = 872 if LIMITS[method] is None else LIMITS[method]
             pv = _paper_value(paper, model, method)
-            groups = trainings(runs, model, method) or [(None, {})]
+            groups = trainings(runs, model, method)
+            if not groups and model not in models:
+                continue
+            groups = groups or [(None, {})]
             theirs = _cell(baseline / BASELINE[method] / f"{model}.{method}.jsonl")  # (unpacked by main)
             for g, (fp, cells) in enumerate(groups):  # (g: the first shows paper/'s)
                 found = {factor: _cell(path) for factor, path in cells.items()}
@@ -199,7 +205,8 @@ def render(models: list[str], runs: Path, baseline: Path) -> str:
                     elif factor in found:
                         rows.append(row(tag, method, factor, found[factor][2], b, found[factor][1], want, pv))
             ran = {factor for _, cells in groups for factor in cells}
-            rows += [[model, method, factor, "not run", "", "", "", "", ""] for factor in factors if factor not in ran]
+            if model in models:
+                rows += [[model, method, factor, "not run", "", "", "", "", ""] for factor in factors if factor not in ran]
     header = ["model (training)", "method", "factor", "attacked", "success %", "Wilson 95%",
               "Δ vs the same training's relaxed cell, points (Newcombe 95%)", "McNemar p", "paper"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
