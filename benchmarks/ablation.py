@@ -57,9 +57,9 @@ def cell_name(model: str, method: str, factor: str) -> str:
 
 def _training(path: Path) -> str | None:
     """The model fingerprint a cell's header records (which training of the model it ran on)."""
-    from textaudit.formats.jsonl import read_header
+    from reproduce_paper import _fingerprint
 
-    return ((read_header(path) or {}).get("config") or {}).get("model_fingerprint")
+    return _fingerprint(path)
 
 
 def cell_path(runs: Path, model: str, method: str, factor: str, fingerprint: str | None) -> Path:
