@@ -88,8 +88,7 @@ def run(perturbations: list[str], out: Path, n: int, max_words: int, epochs: int
         tuples = runs / f"tuples.{pert}.jsonl"
         req = TuplesRequest(model=model, perturbation=pert, n=n, data=data, output=tuples, resume=tuples.exists(),
                             max_words=max_words)
-        req.check()
-        print(f"[{pert}] tuples: {req.run()}", file=sys.stderr)
+        print(f"[{pert}] tuples: {req.run().summary}", file=sys.stderr)
         evaluation = runs / f"eval.{pert}.json"
         if evaluation.exists():
             continue

@@ -53,7 +53,7 @@ def _certify(model: str, data: Path, **options):
     from textaudit.robustness.request import CertifyRequest
 
     r = CertifyRequest(model=model, data=str(data), samples=200, selection=50, **{"neighbors": 0, **options})
-    return r.run(table=r.check(), progress=False)
+    return r.run(checked=r.check(), progress=False)
 
 
 def test_a_masked_hardening_certifies_what_the_clean_model_cannot(sprinkled, tmp_path, cli):

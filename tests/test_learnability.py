@@ -121,3 +121,26 @@ def test_cli_learnability_resumable(cli, tmp_path):
     assert r.exit_code == 2 and "unknown model 'gpt'" in r.output
     r = cli("learnability", "--perturbation", "nope")
     assert r.exit_code == 2 and "unknown perturbation 'nope'" in r.output
+
+
+def test_a_data_file_without_eval_data_is_one_line_and_with_it_the_study_tests_there(cli, tmp_path):
+    """A file names no split to hold out: learnability said "unknown dataset 'f.tsv:dev'" after loading the training
+    texts; now one line before anything trains, and --eval-data is where the models are tested (its header says so)."""
+    import json
+
+    def rows(n: int, start: int) -> str:
+        return "label\ttext\n" + "".join(f"{i % 2}\t{'good fine nice' if i % 2 else 'bad dull poor'} film {i} .\n"
+                                          for i in range(start, start + n))
+
+    (tmp_path / "train.tsv").write_text(rows(40, 0))
+    (tmp_path / "dev.tsv").write_text(rows(8, 100))
+    r = cli("learnability", "--model", "bow", "--data", str(tmp_path / "train.tsv"), "--train-size", "40")
+    assert r.exit_code == 2 and "give --eval-data" in r.output and "Traceback" not in r.output, r.output
+    out = tmp_path / "l.jsonl"
+    r = cli("learnability", "--model", "bow", "--data", str(tmp_path / "train.tsv"), "--eval-data",
+            str(tmp_path / "dev.tsv"), "--train-size", "40", "--probabilities", "1.0", "--perturbation",
+            "butter_fingers_perturbation", "--output", str(out), "--json")
+    assert r.exit_code == 0, r.output
+    header = json.loads(out.read_text().splitlines()[0])["header"]["config"]
+    assert header["eval_data"] == "dev.tsv" and header["data"] == "train.tsv"
+    assert json.loads(r.stdout.strip().splitlines()[-1])["results"][0]["model"] == "bow"

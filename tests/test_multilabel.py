@@ -292,7 +292,7 @@ def test_certify_every_label_in_one_run_equals_each_label_alone(world, cli):
     alone = {}
     for name in every:
         r = CertifyRequest(**common, target_label=name, output=world / f"one.{name}.jsonl")
-        alone[name] = r.run(table=r.check(), progress=False)
+        alone[name] = r.run(checked=r.check(), progress=False)
         untimed = lambda path: [{k: v for k, v in x.items() if k != "seconds"} for x in _records(path)[1]]  # noqa: E731
         assert untimed(world / f"c.{name}.jsonl") == untimed(world / f"one.{name}.jsonl"), name
     # the planted film → movie flip of toxic: half the draws on each side, the smoothed classifier abstains on all

@@ -24,13 +24,13 @@ from textaudit.data import (
 from textaudit.decision import TIE, decisions
 from textaudit.errors import TextAuditError
 from textaudit.findings import label_on, read_findings
-from textaudit.formats.jsonl import check_output, write_results
+from textaudit.formats.jsonl import check_output, read_jsonl, write_results
 from textaudit.models import load_classifier
 from textaudit.models.batched import check_label_threshold, label_only_report, label_view
 from textaudit.models.zoo.names import ZOO_MODELS
 from textaudit.notices import say as say_line
 from textaudit.plotting import pyplot, save_figure
-from textaudit.request import option, shared
+from textaudit.request import Outcome, option, shared, written
 from textaudit.robustness.calibration import (
     calibration_under_perturbation,
     perturb,
@@ -148,11 +148,17 @@ class EvaluateRequest:
             raise TextAuditError(f"--label-columns names {twice!r} twice: give each label's column once")
         return names
 
-    def run(self, *, say: Callable[[str], None] = say_line) -> dict:
-        """The summary: ``accuracy`` with its interval, ``per_class``, ``macro``, ``micro``, ``confusion``, an endpoint's
-        label report, warnings, and with ``perturbed`` the ``calibration`` (its records to ``output``, its diagram to
-        ``plot``); without ``perturbed``, ``output`` gets each example's label and prediction (``audit report`` and
-        ``results.load`` recompute the metrics from them) and ``plot`` the confusion matrix."""
+    def run(self, *, checked: None = None, progress: bool = True, say: Callable[[str], None] = say_line) -> Outcome:
+        """The outcome; its summary: ``accuracy`` with its interval, ``per_class``, ``macro``, ``micro``,
+        ``confusion``, an endpoint's label report, warnings, and with ``perturbed`` the ``calibration`` (its records
+        to ``output``, its diagram to ``plot``); without ``perturbed``, ``output`` gets each example's label and
+        prediction (``audit report`` and ``results.load`` recompute the metrics from them) and ``plot`` the confusion
+        matrix. Its records are the file's (none without ``output``)."""
+        self.check()
+        summary = self._summary(say)
+        return Outcome(summary, read_jsonl(self.output) if self.output is not None else [], written(self.output))
+
+    def _summary(self, say: Callable[[str], None]) -> dict:
         columns = dict(text_column=self.text_column, label_column=self.label_column, pair_column=self.pair_column,
                        default_split="dev", limit=self.limit, sample=self.sample, seed=self.seed)
         zoo = str(self.model) in ZOO_MODELS  # never multi-label: data without labels is refused before it trains

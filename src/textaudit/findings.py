@@ -53,7 +53,7 @@ from textaudit.models import load_classifier
 from textaudit.models.batched import TIE, Classifier, decisions, flips_in_draws, label_view, sampled_draws, unknown_class
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.notices import say as say_line
-from textaudit.request import RANGES, option, shared
+from textaudit.request import RANGES, Outcome, option, shared, written
 from textaudit.stats import check_margin, mcnemar, wilson
 
 __all__ = ["ReplayRequest", "ReplayOutcome", "Finding", "BiasFindings", "Replay", "read_findings", "replay", "attack_files", "STATUSES"]
@@ -384,13 +384,13 @@ def fresh_attacks(paths: Sequence[str | Path], model: object, n: int, *, seed: i
     return out
 
 
-@dataclass
-class ReplayOutcome:
-    """A finished replay: the :class:`Replay`, its ``summary`` (the command's ``--json`` object; with ``fresh``, the
-    fresh attack's rows under ``"fresh"``) and the fresh attack's rows (None without ``fresh``)."""
+@dataclass(kw_only=True)
+class ReplayOutcome(Outcome):
+    """A finished replay (:class:`~textaudit.request.Outcome`: its ``summary`` — with ``fresh``, the fresh attack's
+    rows under ``"fresh"`` —, one record per finding, its results file), the :class:`Replay` and the fresh attack's
+    rows (None without ``fresh``)."""
 
     replay: Replay
-    summary: dict
     fresh: list[dict] | None
 
 
@@ -437,7 +437,7 @@ class ReplayRequest:
     def run(self, *, checked: tuple | None = None, progress: bool = True,
             say: Callable[[str], None] = say_line) -> ReplayOutcome:
         """Replay the findings (and attack afresh with ``fresh``); the records go to ``output`` when it is given."""
-        found, pairs = checked or self.check()
+        found, pairs = self.check() if checked is None else checked
         model = label_view(load_classifier(self.model), self.target_label, self.label_threshold)
         result = replay(found, model, self.baseline, margin=self.margin)
         again = None
@@ -449,4 +449,4 @@ class ReplayRequest:
         summary = result.summary()
         if again is not None:
             summary["fresh"] = again
-        return ReplayOutcome(result, summary, again)
+        return ReplayOutcome(summary, result.records, written(self.output), replay=result, fresh=again)

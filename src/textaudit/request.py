@@ -10,8 +10,11 @@ with :func:`option`. Everything that starts the audit reads the same fields:
   ``scope="command"``; the suite decides those itself);
 - hardening and a notebook: the dataclass itself, ``BiasRequest(pair=["he,she"], k=1).run()``.
 
-``request.check()`` raises every one-line error a bad request can have before anything loads; ``run(...)``
-does the audit and returns its outcome.
+Every request keeps one contract, :class:`Audit`: ``request.check()`` raises every one-line error a bad request
+can have before anything loads and returns what it found (the audit's own ``Checked*`` object, or None);
+``request.run(checked=..., progress=...)`` does the audit (checking first when it is not given what ``check()``
+found) and returns an :class:`Outcome` — the ``summary`` (the command's ``--json`` object, the same whoever runs it),
+the ``records`` and the ``files`` it wrote. ``textaudit.testing.check_audit`` checks a request keeps it.
 """
 
 from __future__ import annotations
@@ -21,12 +24,40 @@ import types
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol, runtime_checkable
 
 from textaudit.errors import TextAuditError
 
-__all__ = ["Spec", "option", "shared", "SHARED", "specs", "flags_of", "from_mapping", "from_command", "check_value",
-           "describe", "suite_fields", "RANGES", "within", "range_words"]
+__all__ = ["Audit", "Outcome", "written", "Spec", "option", "shared", "SHARED", "specs", "flags_of", "from_mapping",
+           "from_command", "check_value", "describe", "suite_fields", "RANGES", "within", "range_words"]
+
+
+@dataclass
+class Outcome:
+    """What every audit's ``run`` returns: the ``summary`` (the command's ``--json`` object: a command, a suite and a
+    notebook get the same one), the ``records`` (what its results file holds: one per example, cell or row; empty
+    for an audit whose results are a folder's), and the ``files`` it wrote (results files and folders, in order).
+    An audit's own outcome adds what a person is shown beside them (the classifier, the attack …)."""
+
+    summary: dict
+    records: list[dict] = dataclasses.field(default_factory=list)
+    files: list[Path] = dataclasses.field(default_factory=list)
+
+
+@runtime_checkable
+class Audit(Protocol):
+    """The contract of every audit's request (see the module's docstring)."""
+
+    def check(self) -> Any:
+        """Every one-line error before anything loads; what was found (the ``checked`` :meth:`run` takes)."""
+
+    def run(self, *, checked: Any = None, progress: bool = True) -> Outcome:
+        """The audit, into its files; its :class:`Outcome`."""
+
+
+def written(*paths: Path | None) -> list[Path]:
+    """The results files and folders of ``paths`` an audit wrote (None: none asked for)."""
+    return [Path(p) for p in paths if p is not None]
 
 
 @dataclass(frozen=True)

@@ -412,7 +412,7 @@ def _certify(request: CertifyRequest, progress: bool) -> dict:
     if request.chosen_method != "ibp":
         request = dataclasses.replace(request, resume=path.exists())
     table = request.check()
-    return request.run(table=table, progress=progress, config=config).summary
+    return request.run(checked=table, progress=progress, config=config).summary
 
 
 def _split(name: str) -> tuple[str, str]:
@@ -623,7 +623,7 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
         results["attack"] = attack.run(progress=progress).summary
         inputs.append(attack.output)
     if "compare" in suite.spec:
-        results["compare"] = suite.compare_request(suite.results_path("compare")).run(progress=progress)
+        results["compare"] = suite.compare_request(suite.results_path("compare")).run(progress=progress).summary
         inputs.append(suite.results_path("compare"))
     if "bias" in suite.spec:
         header = {"limit": bias.limit} if bias.limit else {}
@@ -637,7 +637,7 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
             inputs.append(path)
     if "harden" in suite.spec:  # resumes its folder: a suite run again evaluates the hardened model it trained
         harden = suite.harden_request()
-        results["harden"] = harden.run(progress=progress)
+        results["harden"] = harden.run(progress=progress).summary
         inputs.append(harden.out)
     if "replay" in suite.spec:
         outcome = suite.replay_request().run(progress=progress)

@@ -22,21 +22,39 @@ size, a non-deterministic one makes ``--resume`` and the score cache lie). :func
 Scores are compared within ``tolerance`` (default 1e-5: a float32 forward may differ in its last bits between
 batch shapes). The answer is a :class:`ModelReport`; ``strict=True`` (the default) raises
 :class:`ModelCheckError` listing every failed check.
+
+:func:`check_audit` does the same for an audit's request (:class:`textaudit.request.Audit`), run on small real
+settings — an audit's author runs it on a new request, our tests on every row of ``textaudit.audits.AUDITS``:
+
+- ``contract``: ``check()`` and ``run(checked=..., progress=...)``;
+- ``check``: every one-line error before anything loads — it writes nothing, and asked twice it answers twice;
+- ``run``: given what ``check()`` found, an :class:`~textaudit.request.Outcome`;
+- ``summary``: a dict with string keys that JSON writes as it is (no value only ``str()`` could show);
+- ``records``: a list of dicts JSON writes as they are;
+- ``files``: every file it names exists and was asked for; a JSONL one is a results file of a known kind
+  (:func:`textaudit.kinds.kind_of`) holding the outcome's records.
 """
 
 from __future__ import annotations
 
+import inspect
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from textaudit.decision import decisions
 from textaudit.errors import TextAuditError
+from textaudit.formats.jsonl import read_header, read_jsonl
+from textaudit.kinds import kind_of
 from textaudit.models import as_classifier, load_classifier
 from textaudit.models.batched import BatchedClassifier
+from textaudit.request import Audit, Outcome
 
-__all__ = ["check_model", "ModelReport", "ModelCheck", "ModelCheckError", "PROBE_TEXTS", "EDGE_TEXTS"]
+__all__ = ["check_model", "ModelReport", "ModelCheck", "ModelCheckError", "PROBE_TEXTS", "EDGE_TEXTS", "check_audit",
+           "AuditReport", "AuditCheckError", "OUTPUT_FIELDS"]
 
 #: the texts every check scores (short and long, punctuation, a repeated word, digits)
 PROBE_TEXTS = (
@@ -53,6 +71,10 @@ EDGE_TEXTS = ("", "   ", " ".join(["long"] * 2000), "très bien — 非常好 �
 
 class ModelCheckError(TextAuditError):
     """A model failed :func:`check_model`; the message lists each failed check."""
+
+
+class AuditCheckError(TextAuditError):
+    """A request failed :func:`check_audit`; the message lists each failed check."""
 
 
 @dataclass
@@ -219,5 +241,107 @@ def check_model(model: Any, *, texts: Sequence[str] | None = None, tolerance: fl
             report.checks.append(ModelCheck(name, False, "not run: the model gave no scores to check"))
     if strict and not report.ok:
         raise ModelCheckError(f"{report.model} failed {len(report.failed)} check(s): "
+                              + "; ".join(f"{c.name}: {c.detail}" for c in report.failed))
+    return report
+
+
+@dataclass
+class AuditReport(ModelReport):
+    """Every check of one audit's request (:func:`check_audit`; ``model``: the request's class name) and the
+    :class:`~textaudit.request.Outcome` its run gave (None when it did not run)."""
+
+    outcome: Outcome | None = None
+
+
+#: the request fields an audit's results go to (a file or a folder)
+OUTPUT_FIELDS = ("output", "output_dir", "out")
+
+
+def _outputs(request: Any) -> list[Path]:
+    return [Path(getattr(request, f)) for f in OUTPUT_FIELDS if getattr(request, f, None) is not None]
+
+
+def _json(value: Any, what: str) -> str | None:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        return f"{what} is not plain JSON: {e}"
+    return None
+
+
+def _plain(value: Any) -> Any:
+    return json.loads(json.dumps(value))
+
+
+def _bag(records: list[dict]) -> list[str]:
+    """Records as a multiset: a file holds them in the order they finished, an outcome in the data's."""
+    return sorted(json.dumps(r, sort_keys=True) for r in records)
+
+
+def check_audit(request: Any, *, strict: bool = True) -> AuditReport:
+    """Run every check of the module docstring on ``request`` (an audit's request, on settings small enough to run
+    here): ``check()``, then ``run(checked=..., progress=False)``. Returns the :class:`AuditReport`, raising
+    :class:`AuditCheckError` when a check failed and ``strict``."""
+    report = AuditReport(type(request).__name__)
+    seen: dict[str, Any] = {}
+
+    def contract() -> str | None:
+        if not isinstance(request, Audit):
+            return "no check() or no run()"
+        params = inspect.signature(request.run).parameters
+        missing = [p for p in ("checked", "progress") if p not in params]
+        return f"run() takes no {' or '.join(missing)}" if missing else None
+
+    def check() -> str | None:
+        before = {p: p.exists() for p in _outputs(request)}
+        seen["checked"] = request.check()
+        wrote = [str(p) for p, was in before.items() if p.exists() and not was]
+        if wrote:
+            return f"check() wrote {', '.join(wrote)}: it must only say what is wrong"
+        request.check()  # asked again before anything ran: the same request, no other answer
+        return None
+
+    def run() -> str | None:
+        outcome = request.run(checked=seen["checked"], progress=False)
+        if not isinstance(outcome, Outcome):
+            return f"run() returned {type(outcome).__name__}, not an Outcome"
+        report.outcome = outcome
+        return None
+
+    def summary() -> str | None:
+        got = report.outcome.summary
+        if not isinstance(got, dict) or not all(isinstance(k, str) for k in got):
+            return f"the summary is a {type(got).__name__}{'' if not isinstance(got, dict) else ' with a key not a string'}"
+        return _json(got, "the summary")
+
+    def records() -> str | None:
+        got = report.outcome.records
+        if not isinstance(got, list) or not all(isinstance(r, dict) for r in got):
+            return "the records are not a list of dicts"
+        return _json(got, "a record")
+
+    def files() -> str | None:
+        asked = [p.resolve() for p in _outputs(request)]
+        for path in report.outcome.files:
+            if not Path(path).exists():
+                return f"{path} is named but does not exist"
+            if not any(Path(path).resolve() == a or a in Path(path).resolve().parents for a in asked):
+                return f"{path} was not asked for (the request's {', '.join(OUTPUT_FIELDS)})"
+            if Path(path).is_file() and Path(path).suffix == ".jsonl":
+                kind_of(read_header(path))  # an unknown kind: its one line
+                if _bag(read_jsonl(path)) != _bag(_plain(report.outcome.records)):  # (written as they finish)
+                    return f"{path} holds {len(read_jsonl(path))} records, the outcome {len(report.outcome.records)} others"
+        if asked and not report.outcome.files:
+            return f"it was asked for {', '.join(map(str, asked))} and names no file"
+        return None
+
+    _run("contract", contract, report)
+    for name, fn in (("check", check), ("run", run), ("summary", summary), ("records", records), ("files", files)):
+        if report.ok:
+            _run(name, fn, report)
+        else:
+            report.checks.append(ModelCheck(name, False, "not run: an earlier check failed"))
+    if strict and not report.ok:
+        raise AuditCheckError(f"{report.model} failed {len(report.failed)} check(s): "
                               + "; ".join(f"{c.name}: {c.detail}" for c in report.failed))
     return report

@@ -43,7 +43,7 @@ from textaudit.models import load_classifier
 from textaudit.models.batched import check_label_threshold, each_label, label_view
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.notices import say as say_line
-from textaudit.request import RANGES, option, shared
+from textaudit.request import RANGES, Outcome, option, shared, written
 from textaudit.runner import check_sharded_output
 from textaudit.sentence import check_language, guess_language
 from textaudit.shards import Shard
@@ -70,13 +70,11 @@ class CheckedAttack:
     shard: Shard | None
 
 
-@dataclass
-class AttackOutcome:
-    """A finished attack: its ``summary`` (the command's ``--json`` object), its ``records``, the ``classifier``,
-    the ``attack`` and the causal LM that scored perplexities (None without ``ppl``)."""
+@dataclass(kw_only=True)
+class AttackOutcome(Outcome):
+    """A finished attack (:class:`~textaudit.request.Outcome`: its ``summary``, ``records`` and results file), the
+    ``classifier``, the ``attack`` and the causal LM that scored perplexities (None without ``ppl``)."""
 
-    summary: dict
-    records: list[dict]
     classifier: Any
     attack: Any
     lm: LazyCausalLM | None
@@ -225,7 +223,8 @@ class AttackRequest:
                                       in_flight=self.in_flight, say=say, progress=progress,
                                       estimate=self.pair_column is None and checked.shard is None)
         summary["model"] = clf.name  # (a shard's time is not estimated: the data's first examples are others')
-        return AttackOutcome(summary, records, clf, atk, lm, options["mlm"])
+        return AttackOutcome(summary, records, written(self.output), classifier=clf, attack=atk, lm=lm,
+                             masked_lm=options["mlm"])
 
 
 def say_cost(method: str, k: int | None, beam: int | None, kappa: int | None, texts: Sequence[str],
@@ -284,10 +283,13 @@ class CompareRequest:
             check_label_threshold(self.label_threshold)
         naturalness_on(self.naturalness)
 
-    def run(self, *, progress: bool = True) -> dict:
-        """Run (or reuse) every cell and return the comparison (``compare.json``'s content)."""
+    def run(self, *, checked: None = None, progress: bool = True) -> Outcome:
+        """Run (or reuse) every cell; the outcome's summary is the comparison (``compare.json``'s content), its
+        records the cells' summaries, its file the folder of cells."""
         self.check()
-        return run_compare(self.models, self.methods, self.output_dir, data=self.data, limit=self.limit, sample=self.sample,
-                           k=self.k, mlm=self.mlm, ppl=self.ppl, seed=self.seed, margin=self.margin, progress=progress,
-                           label_map=parse_label_map(self.label_map), label=self.target_label,
-                           label_threshold=self.label_threshold, naturalness=naturalness_on(self.naturalness))
+        summary = run_compare(self.models, self.methods, self.output_dir, data=self.data, limit=self.limit,
+                              sample=self.sample, k=self.k, mlm=self.mlm, ppl=self.ppl, seed=self.seed,
+                              margin=self.margin, progress=progress, label_map=parse_label_map(self.label_map),
+                              label=self.target_label, label_threshold=self.label_threshold,
+                              naturalness=naturalness_on(self.naturalness))
+        return Outcome(summary, list(summary["cells"]), [Path(self.output_dir)])

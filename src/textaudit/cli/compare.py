@@ -20,7 +20,7 @@ from textaudit.stats import format_p
 @audit_command(CompareRequest)
 def compare(json_out: JsonOpt = False, request: CompareRequest = None) -> None:
     """Run (or reuse) every method on every model and print the comparison matrix with 95% intervals."""
-    result = request.run()
+    result = request.run().summary
     notice(f"cells: {request.output_dir}/<model>.<method>.jsonl; summary: {request.output_dir / SUMMARY}")
     if not conclude(result, None, json_out, files=[request.output_dir]):
         print_compare(result)

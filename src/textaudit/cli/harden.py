@@ -13,7 +13,7 @@ from textaudit.stats import format_p
 @audit_command(HardenRequest, model_options=False)
 def harden(json_out: JsonOpt = False, request: HardenRequest = None) -> None:
     """Harden a model against the weaknesses the audits find, then audit it and the original on the same held-out examples."""
-    result = request.run(checked=request.check())
+    result = request.run().summary
     notice(f"hardened model: {result['model']} (use it as --model {result['model']}); report: audit report {request.out}")
     if not conclude(result, None, json_out, files=[request.out]):
         print_before_after(result)

@@ -14,8 +14,7 @@ from textaudit.stats import format_p
 @audit_command(LearnabilityRequest, backend=True, store=False, model_options=False)
 def learnability(json_out: JsonOpt = False, runner: Backend = None, request: LearnabilityRequest = None) -> None:
     """Measure how learnable each perturbation is and relate it to robustness and augmentation gain."""
-    request.check()
-    study = request.run(runner)
+    study = request.run(runner).summary
     if request.plot is not None:
         for p in plot_study(study, request.plot):
             notice(f"plot: {p}")

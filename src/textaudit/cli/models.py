@@ -89,8 +89,7 @@ def train(
 def evaluate(json_out: JsonOpt = False, request: EvaluateRequest = None) -> None:
     """Report a model's accuracy on a labelled dataset (overall and per class, with Wilson intervals); with
     --perturbed, its calibration on the originals and on perturbed versions of them."""
-    request.check()
-    out = request.run(say=notice)
+    out = request.run(say=notice).summary
     if conclude(out, None, json_out, files=[request.output]):
         return
     if out.get("multilabel"):
@@ -153,7 +152,7 @@ def certify(json_out: JsonOpt = False, request: CertifyRequest = None) -> None:
         _certify_each_label(request, json_out)
         return
     table = request.check()  # every one-line error before any data or model loads
-    outcome = request.run(table=table, say=notice)
+    outcome = request.run(checked=table, say=notice)
     if outcome.method == "ibp":
         res = outcome.summary
         if conclude(res, request.output, json_out):

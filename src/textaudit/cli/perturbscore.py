@@ -39,8 +39,7 @@ app.add_typer(ps_app, name="perturbscore")
 @audit_command(TuplesRequest, backend=True, store=False, model_options=False, group=ps_app, name="build")
 def build(json_out: JsonOpt = False, runner: Backend = None, request: TuplesRequest = None) -> None:
     """Build (x, x′, edit distance, d, ε) tuples with PGD in the model's embedding space."""
-    shard = request.check()
-    summary = request.run(runner, shard=shard)
+    summary = request.run(runner).summary
     notice(f"tuples: {request.output}")
     if not conclude(summary, None, json_out, files=[request.output]):
         print_table("PerturbScore tuples", ["metric", "value"], [[k, v] for k, v in summary.items()])

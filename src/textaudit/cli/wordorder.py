@@ -12,22 +12,18 @@ from textaudit.stats import format_p
 @audit_command(WordOrderRequest, store=False)
 def wordorder(json_out: JsonOpt = False, request: WordOrderRequest = None) -> None:
     """Accuracy on reordered text, with the DND (local) and IDC (global) order metrics."""
-    request.check()
     outcome = request.run()
     rows, corr, name = outcome.rows, outcome.correlations, outcome.classifier.name
     if corr is None:
-        (row,) = rows
-        if conclude(row, request.output, json_out):
+        if conclude(outcome.summary, request.output, json_out):
             return
         print_table(f"{request.perturbation} ({request.level}, ρ={request.rho}) on {name}", ["metric", "value"],
-                    [[k, v] for k, v in row.items()])
+                    [[k, v] for k, v in outcome.summary.items()])
         return
     if request.plot is not None:
         plot_wordorder(rows, corr, request.plot, name)
         notice(f"plots written to {request.plot}")
-    out = {"model": name, "data": request.data, "n": outcome.n,
-           "rows": [{k: v for k, v in r.items() if k != "example"} for r in rows], **corr}
-    if conclude(out, request.output, json_out):
+    if conclude(outcome.summary, request.output, json_out):
         return
     print_table(f"word-order sweep on {name} ({request.data}, clean accuracy {corr['clean_accuracy']})",
                 ["perturbation", "level", "ρ", "accuracy", "DND", "IDC", "Levenshtein", "BLEU-4"],

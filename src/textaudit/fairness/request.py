@@ -26,11 +26,12 @@ from textaudit.fairness.controls import controls_for
 from textaudit.fairness.estimates import CI_METHODS
 from textaudit.fairness.groups import group_pairs
 from textaudit.fairness.pairs import check_some_source, load_pairs_file, parse_pair
+from textaudit.formats.jsonl import read_jsonl
 from textaudit.models import load_classifier
 from textaudit.models.batched import PairView, each_label, label_view
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.perturbations.gender import gender_words
-from textaudit.request import SHARED, option, shared
+from textaudit.request import SHARED, Outcome, option, shared, written
 from textaudit.runner import check_sharded_output
 from textaudit.sentence import check_language, guess_language
 from textaudit.shards import Shard
@@ -51,13 +52,13 @@ class CheckedBias:
     shard: Shard | None
 
 
-@dataclass
-class BiasOutcome:
-    """A finished audit of B_{p,k}: ``results`` ({model: {pair: {k: estimate}}}), ``summary`` (the command's
-    ``--json`` object), and what the command shows beside them."""
+@dataclass(kw_only=True)
+class BiasOutcome(Outcome):
+    """A finished audit of B_{p,k} (:class:`~textaudit.request.Outcome`: its ``summary``, the scored units'
+    ``records`` and its results file), the ``results`` ({model: {pair: {k: estimate}}}) and what the command shows
+    beside them."""
 
     results: dict
-    summary: dict
     classifier: Any
     masked_lm: Any
     classes: list[str] | None
@@ -207,4 +208,6 @@ class BiasRequest:
         warnings = small_samples(results, self.ci, label=self.target_label)
         if warnings:
             out["warnings"] = warnings
-        return BiasOutcome(results, out, clf, masked_lm, classes, checked.controls, checked)
+        records = read_jsonl(self.output) if self.output is not None else []  # (a resumed file's too)
+        return BiasOutcome(out, records, written(self.output), results=results, classifier=clf, masked_lm=masked_lm,
+                           classes=classes, controls=checked.controls, checked=checked)

@@ -14,7 +14,7 @@ from pathlib import Path
 from textaudit.attacks.naturalness import naturalness_on
 from textaudit.harden.run import METHODS, HardenSettings, harden, parse_eval_attacks
 from textaudit.lexicons import parse_pair
-from textaudit.request import RANGES, option, shared
+from textaudit.request import RANGES, Outcome, option, shared, written
 
 __all__ = ["HardenRequest"]
 
@@ -100,6 +100,8 @@ class HardenRequest:
         settings.check()
         return settings
 
-    def run(self, *, checked: HardenSettings | None = None, progress: bool = True, device: str | None = None) -> dict:
-        """Harden (or resume) into ``out`` and return the before/after summary (``out/harden.json``)."""
-        return harden(checked or self.check(), self.out, progress=progress, in_flight=self.in_flight, device=device)
+    def run(self, *, checked: HardenSettings | None = None, progress: bool = True, device: str | None = None) -> Outcome:
+        """Harden (or resume) into ``out``; the outcome's summary is the before/after (``out/harden.json``), its file
+        the folder (the hardened model, the mined weaknesses, the before/after results)."""
+        summary = harden(checked or self.check(), self.out, progress=progress, in_flight=self.in_flight, device=device)
+        return Outcome(summary, [], written(self.out))

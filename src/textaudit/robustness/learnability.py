@@ -27,14 +27,15 @@ from typing import Callable, Sequence
 import numpy as np
 
 from textaudit.backends import Backend
-from textaudit.data import dataset_id, load_dataset
+from textaudit.data import CORPORA, dataset_id, load_dataset
 from textaudit.decision import decisions
 from textaudit.errors import TextAuditError
+from textaudit.formats.jsonl import read_jsonl
 from textaudit.models.batched import Classifier
 from textaudit.models.zoo.names import ARCHS
 from textaudit.models.zoo.train import DEFAULTS, TrainConfig, fit_classifier
 from textaudit.perturbations.noise import NOISE_PERTURBATIONS, get_perturbation
-from textaudit.request import option, shared
+from textaudit.request import Outcome, option, shared, written
 from textaudit.runner import ResumableRun, check_sharded_output
 from textaudit.shards import Shard
 from textaudit.stats import rank_correlation
@@ -149,15 +150,27 @@ class StudyJob:
                                            clean_model=self.clean[(m, s)])
 
 
+def held_out_of(data: str, eval_data: str | None = None) -> str:
+    """The study's test texts: ``eval_data``, else a corpus's dev split (``sst2`` → ``sst2:dev``); a file or an
+    ``hf:`` dataset names no split to hold out, and says so in one line."""
+    if eval_data is not None:
+        return eval_data
+    name = str(data).strip().partition(":")[0].lower()
+    if name in CORPORA:
+        return f"{name}:dev"
+    raise TextAuditError(f"learnability tests on held-out texts: give --eval-data (a file or an hf: split kept apart "
+                         f"from {data}); only a corpus ({', '.join(CORPORA)}) has a dev split to take them from")
+
+
 def run_study(models: Sequence[str], perturbations: Sequence[str], *, train_size: int | None = 10_000,
               seeds: int = 1, probabilities: Sequence[float] = DEFAULT_PROBABILITIES, data: str = "sst2",
               output=None, resume: bool = False, progress: bool = True, shard: Shard | None = None,
-              backend: Backend | None = None) -> dict:
+              backend: Backend | None = None, eval_data: str | None = None) -> dict:
     """Run learnability@p, robustness and post-augmentation Δ for every model × perturbation, resumable
     per (model, perturbation, p, seed), and return ``{"results": [...], "spearman": {...}}`` (seeds averaged).
 
     Training texts: a seeded sample of ``train_size`` texts of ``data``'s train split; test texts: its
-    dev split (true labels only for robustness; learnability uses pseudo-labels). ``"warnings"`` says
+    dev split, or ``eval_data`` (true labels only for robustness; learnability uses pseudo-labels). ``"warnings"`` says
     when the sample is too small for the numbers to mean anything.
     """
     if train_size is not None and train_size < 1:
@@ -170,13 +183,14 @@ def run_study(models: Sequence[str], perturbations: Sequence[str], *, train_size
         if m not in ARCHS:
             raise TextAuditError(f"learnability trains fresh zoo models; unknown model '{m}' (use {', '.join(ARCHS)})")
     train = load_dataset(data, default_split="train")
-    test = load_dataset(f"{data.split(':')[0]}:dev")
+    test = load_dataset(held_out_of(data, eval_data), default_split="dev")
     idx = np.random.default_rng(0).permutation(len(train))[: train_size or len(train)]
     tr_x, tr_y = [train["text"][i] for i in idx], [train["label"][i] for i in idx]
     te_x, te_y = list(test["text"]), list(test["label"])
     jobs = [(f"{m}|{g}|{p}|{s}", (m, g, s, p)) for m in models for g in perts for s in range(seeds)
             for p in [*probabilities, "robustness"]]
-    settings = {"train_size": train_size, "data": dataset_id(data, "train")}
+    settings = {"train_size": train_size, "data": dataset_id(data, "train"),
+                **({"eval_data": dataset_id(eval_data, "dev")} if eval_data is not None else {})}
     with ResumableRun(output, resume=resume, progress=progress, command="learnability", config=settings,
                       shard=shard) as run:
         make_worker = lambda: StudyJob(perts, tr_x, tr_y, te_x, te_y)  # noqa: E731
@@ -237,6 +251,9 @@ class LearnabilityRequest:
     seeds: int = option(1, low=1, help="Seeds averaged per (model, perturbation).")
     probabilities: str | None = option(None, help="Comma list of p (default 0.001,...,1.0).")
     data: str = shared("data", "sst2")
+    eval_data: str | None = option(None, help=(
+        "Held-out texts the models are tested on (default: the corpus's dev split: sst2 → sst2:dev); a file or an "
+        "hf: dataset given as --data needs it."))
     output: Path | None = shared("output")
     resume: bool = shared("resume", False)
     shard: str | None = shared("shard")
@@ -249,8 +266,10 @@ class LearnabilityRequest:
 
     def check(self) -> tuple[Shard | None, list[float]]:
         """Every one-line error before anything trains; returns the shard and the probabilities p."""
+        held_out_of(self.data, self.eval_data)  # a file without --eval-data: its one line now
         part = check_sharded_output(self.output, self.resume, self.shard,
-                                    {"train_size": self.train_size, "data": dataset_id(self.data, "train")})
+                                    {"train_size": self.train_size, "data": dataset_id(self.data, "train"),
+                                     **({"eval_data": dataset_id(self.eval_data, "dev")} if self.eval_data else {})})
         try:
             probs = [float(p) for p in self.probabilities.split(",")] if self.probabilities else \
                 list(DEFAULT_PROBABILITIES)
@@ -258,9 +277,12 @@ class LearnabilityRequest:
             raise TextAuditError(f"--probabilities must be comma-separated numbers (got '{self.probabilities}')") from None
         return part, probs
 
-    def run(self, backend: Backend | None = None, *, progress: bool = True) -> dict:
-        """The study (:func:`run_study`): per model × perturbation, learnability, robustness, post-augmentation Δ."""
-        part, probs = self.check()
-        return run_study(self.model, self.perturbations, train_size=self.train_size, seeds=self.seeds,
-                         probabilities=probs, data=self.data, output=self.output, resume=self.resume, shard=part,
-                         progress=progress, backend=backend)
+    def run(self, backend: Backend | None = None, *, checked: tuple[Shard | None, list[float]] | None = None,
+            progress: bool = True) -> Outcome:
+        """The study (:func:`run_study`): per model × perturbation, learnability, robustness, post-augmentation Δ
+        (the outcome's summary); its records are the results file's (none without ``output``)."""
+        part, probs = self.check() if checked is None else checked
+        study = run_study(self.model, self.perturbations, train_size=self.train_size, seeds=self.seeds,
+                          probabilities=probs, data=self.data, output=self.output, resume=self.resume, shard=part,
+                          progress=progress, backend=backend, eval_data=self.eval_data)
+        return Outcome(study, read_jsonl(self.output) if self.output is not None else [], written(self.output))

@@ -33,7 +33,7 @@ from textaudit.neighborhoods.builder import NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.notices import say as say_line
 from textaudit.progress import duration
-from textaudit.request import RANGES, option, range_words, shared, within
+from textaudit.request import RANGES, Outcome, option, range_words, shared, within, written
 from textaudit.robustness.certify_clock import first_examples
 from textaudit.robustness.smoothing import SAFER, SMOOTHING, PerturbationSets, RanMASK, run_certify
 
@@ -73,14 +73,12 @@ def synonyms_digest(table: dict[str, list[str]] | None) -> str | None:
     return hashlib.sha256(json.dumps(table, sort_keys=True).encode("utf-8")).hexdigest()[:16]
 
 
-@dataclass
-class CertifyOutcome:
-    """A finished certification: its ``method``, ``summary`` (the command's ``--json`` object), ``records`` and
-    the ``classifier``."""
+@dataclass(kw_only=True)
+class CertifyOutcome(Outcome):
+    """A finished certification (:class:`~textaudit.request.Outcome`: its ``summary``, ``records`` and results
+    file), its ``method``, the ``classifier`` and the number of ``examples``."""
 
     method: str
-    summary: dict
-    records: list[dict]
     classifier: Any
     examples: int = 0
     synonym_table: dict | None = field(default=None, repr=False)
@@ -226,15 +224,16 @@ class CertifyRequest:
         requests = {name: replace(self, target_label=name, output=path) for name, path in files.items()}
         tables = {name: r.check() for name, r in requests.items()}  # every file's one-line error before any work
         mlm = load_mlm(self.mlm) if self.neighbors and self.chosen_method != "ibp" else None
-        return {name: r.run(backend, table=tables[name], progress=progress, say=say, loaded=(model, mlm))
+        return {name: r.run(backend, checked=tables[name], progress=progress, say=say, loaded=(model, mlm))
                 for name, r in requests.items()}
 
-    def run(self, backend: Backend | None = None, *, table: dict | None = None, progress: bool = True,
+    def run(self, backend: Backend | None = None, *, checked: dict | None = None, progress: bool = True,
             say: Callable[[str], None] = say_line, config: dict | None = None,
             loaded: tuple[Any, Any] | None = None) -> CertifyOutcome:
-        """Certify the examples and return the outcome (``table``: :meth:`check`'s answer; ``config``: more of the
-        results header's settings, e.g. a suite's limit; ``loaded``: the model and masked LM already loaded —
-        ``--label all``: shared by every label)."""
+        """Certify the examples and return the outcome (``checked``: :meth:`check`'s answer, the synonym table;
+        ``config``: more of the results header's settings, e.g. a suite's limit; ``loaded``: the model and masked LM
+        already loaded — ``--label all``: shared by every label)."""
+        table = self.check() if checked is None else checked  # (None again: the counter-fitted neighbours)
         method = self.chosen_method
         ds = load_dataset(self.data, default_split="dev", limit=self.limit,  # bad data: an error before a model trains
                           label_column=self.target_label)  # a multi-label model's label: the data's column of its name
@@ -251,7 +250,7 @@ class CertifyRequest:
                 write_results(self.output, records, command="certify",
                               config={"model": self.model, "model_fingerprint": clf.fingerprint,
                                       "data": dataset_id(self.data, "dev"), **(config or {})})
-            return CertifyOutcome(method, res, records, clf, len(ds))
+            return CertifyOutcome(res, records, written(self.output), method=method, classifier=clf, examples=len(ds))
         ranmask, k = method == "ranmask", self.neighbors
         self._say_cost(clf, list(ds["text"]), ranmask, say)
         builder = NeighborhoodBuilder(mlm if mlm is not None else load_mlm(self.mlm), seed=self.seed) if k else None
@@ -273,7 +272,7 @@ class CertifyRequest:
                                                **masked_lm_identity(builder and builder.mlm),
                                                **(config or {})})
         summary["model"] = clf.name
-        return CertifyOutcome(method, summary, records, clf, len(ds))
+        return CertifyOutcome(summary, records, written(self.output), method=method, classifier=clf, examples=len(ds))
 
     def _say_cost(self, clf: Any, texts: list[str], ranmask: bool, say: Callable[[str], None]) -> None:
         """Before the draws: how many texts they ask at most, and at the pace measured here, how long."""

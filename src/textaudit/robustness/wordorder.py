@@ -22,7 +22,7 @@ from textaudit.models import load_classifier
 from textaudit.models.batched import Classifier
 from textaudit.perturbations.wordorder import LEVELS, REORDERINGS, dnd, idc, perturb
 from textaudit.progress import progress as progress_bar
-from textaudit.request import option, shared
+from textaudit.request import Outcome, option, shared, written
 from textaudit.stats import rank_correlation, wilson
 
 __all__ = ["WordOrderRequest", "WordOrderOutcome", "evaluate_reordering", "evaluate_retrained", "sweep", "DEFAULT_GRID"]
@@ -105,9 +105,10 @@ def sweep(classifier: Classifier, texts: Sequence[str], labels: Sequence[int], g
     return rows, {"clean_accuracy": round(clean, 4), **corr}
 
 
-@dataclass
-class WordOrderOutcome:
-    """A finished word-order audit: the ``rows`` (one, or the grid's), the ``correlations`` of a sweep (None for one
+@dataclass(kw_only=True)
+class WordOrderOutcome(Outcome):
+    """A finished word-order audit (:class:`~textaudit.request.Outcome`: its ``summary``, one record per reordering,
+    its results file), the ``rows`` (one, or the grid's), the ``correlations`` of a sweep (None for one
     reordering), the ``classifier`` and the number of examples ``n``."""
 
     rows: list[dict]
@@ -149,9 +150,10 @@ class WordOrderRequest:
             raise TextAuditError(f"--plot must be a directory, '{self.plot}' is a file")
         check_output(self.output, None, self.config)
 
-    def run(self, *, progress: bool = True) -> WordOrderOutcome:
+    def run(self, *, checked: None = None, progress: bool = True) -> WordOrderOutcome:
         """Accuracy on the reordered data (one reordering, or the grid with its correlations); the rows go to
-        ``output``."""
+        ``output``. The summary: one reordering's row, or the sweep's rows with its correlations."""
+        self.check()
         ds = load_dataset(self.data, default_split="dev", limit=self.limit)
         clf = load_classifier(self.model)
         ds, _ = align_labels(ds, clf)  # class names by the model's, never by their sort order
@@ -163,9 +165,13 @@ class WordOrderRequest:
                                         self.seed)]
             rows[0]["model"] = clf.name
             corr = None
+        records = [{"id": f"{r['perturbation']}:{r['level']}:{r['rho']}", "model": clf.name, **r} for r in rows]
         if self.output:
-            records = [{"id": f"{r['perturbation']}:{r['level']}:{r['rho']}", "model": clf.name, **r} for r in rows]
             write_results(self.output, records, command="wordorder",
                           config={**self.config, "model": clf.name, "model_fingerprint": clf.fingerprint,
                                   **({"correlations": corr} if corr is not None else {})})
-        return WordOrderOutcome(rows, corr, clf, len(ds))
+        summary = rows[0] if corr is None else {
+            "model": clf.name, "data": self.data, "n": len(ds),
+            "rows": [{k: v for k, v in r.items() if k != "example"} for r in rows], **corr}
+        return WordOrderOutcome(summary, records, written(self.output), rows=rows, correlations=corr, classifier=clf,
+                                n=len(ds))

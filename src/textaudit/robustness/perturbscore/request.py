@@ -11,7 +11,7 @@ from textaudit.backends import Backend
 from textaudit.data import load_dataset
 from textaudit.errors import TextAuditError
 from textaudit.models import load_classifier
-from textaudit.request import option, shared
+from textaudit.request import Outcome, option, shared, written
 from textaudit.robustness.perturbscore.tuples import TUPLE_PERTURBATIONS, build_tuples, summarize_tuples
 from textaudit.runner import check_sharded_output
 from textaudit.shards import Shard
@@ -53,8 +53,10 @@ class TuplesRequest:
             perturbation=self.perturbation, seed=self.seed, space=self.space, steps=self.steps, max_eps=self.max_eps,
             tolerance=self.tolerance, **({"max_words": self.max_words} if self.max_words != 3 else {})))
 
-    def run(self, backend: Backend | None = None, *, shard: Shard | None = None, progress: bool = True) -> dict:
-        """Build the tuples into ``output`` and return their summary (``shard``: :meth:`check`'s answer)."""
+    def run(self, backend: Backend | None = None, *, checked: Shard | None = None, progress: bool = True) -> Outcome:
+        """Build the tuples into ``output``; the outcome: their summary, the tuples (``checked``: :meth:`check`'s
+        answer, the shard)."""
+        shard = self.check() if checked is None else checked
         ds = load_dataset(self.data, default_split="dev", require_labels=False)
         if backend is not None:
             backend.start()  # workers import their libraries while the models load here
@@ -64,5 +66,6 @@ class TuplesRequest:
                             output=self.output, resume=self.resume, space=self.space, steps=self.steps,
                             max_eps=self.max_eps, tolerance=self.tolerance, ids=ds["id"], shard=shard, backend=backend,
                             progress=progress, max_words=self.max_words)
-        return {"model": clf.name, "perturbation": self.perturbation, **summarize_tuples(recs),
-                "seconds": round(time.perf_counter() - t0, 1), "output": str(self.output)}
+        return Outcome({"model": clf.name, "perturbation": self.perturbation, **summarize_tuples(recs),
+                        "seconds": round(time.perf_counter() - t0, 1), "output": str(self.output)}, recs,
+                       written(self.output))
