@@ -171,3 +171,155 @@ def test_the_battery_names_the_check_a_broken_request_fails(world, findings, tmp
         assert [c.name for c in report.failed][0] == failed, str(report)
         with pytest.raises(AuditCheckError, match=failed):
             check_audit(cls(**{**dataclasses.asdict(base), "output": tmp_path / f"again{i}.jsonl"}))
+
+
+TWO_LABELS = '''
+labels = ["toxic", "insult"]
+multilabel = True
+def clf(texts):  # toxic flips under film -> movie; insult never moves
+    return [[0.6 if "film" in t.split() else 0.3, 0.2] for t in texts]
+clf.multilabel, clf.labels = multilabel, labels
+'''
+
+
+@pytest.mark.parametrize("name", ["attack", "bias", "certify"])
+def test_label_all_is_the_requests_own_run_and_keeps_the_contract(name, world, tmp_path):
+    """``target_label = "all"``: ``run()`` dispatches it itself (a notebook, a suite and the command get one
+    outcome): every label's outcome with its own file, the summary's labels theirs."""
+    from textaudit.request import EachLabel
+
+    (tmp_path / "tox.py").write_text(TWO_LABELS)
+    (tmp_path / "tox.tsv").write_text("toxic\tinsult\ttext\n" + "".join(f"1\t0\t{t}\n" for _, t in _rows(1, 6)))
+    base = _requests(world, tmp_path / "out")[name]
+    request = dataclasses.replace(base, model=f"{tmp_path}/tox.py:clf", data=str(tmp_path / "tox.tsv"),
+                                  target_label="all", **({"label_column": None} if name == "attack" else {}))
+    (tmp_path / "out").mkdir()
+    outcome = check_audit(request).outcome
+    assert isinstance(outcome, EachLabel) and list(outcome.labels) == ["toxic", "insult"]
+    assert [Path(f).name for f in outcome.files] == [f"{name}.toxic.jsonl", f"{name}.insult.jsonl"]
+    assert outcome.summary["labels"] == {n: o.summary for n, o in outcome.labels.items()}
+    if name == "attack":  # the planted flip is toxic's alone
+        assert outcome.summary["labels"]["toxic"]["success"] > 0 == outcome.summary["labels"]["insult"]["success"]
+
+
+def _suite(world: Path, folder: Path, thresholds: str) -> Path:
+    """A suite of the four audits the table alone makes sections of, on the world."""
+    folder.mkdir(exist_ok=True)
+    suite = folder / "gate.toml"
+    suite.write_text(f'''
+[suite]
+data = "{world / 'dev.tsv'}"
+output_dir = "out"
+
+[evaluate]
+model = "{world}/rule.py:clf"
+
+[wordorder]
+model = "{world}/rule.py:clf"
+perturbation = "full_shuffle"
+
+[learnability]
+model = ["bow"]
+perturbation = "butter_fingers_perturbation"
+train_size = 40
+probabilities = "1.0"
+data = "{world / 'train.tsv'}"
+eval_data = "{world / 'dev.tsv'}"
+
+[perturbscore]
+model = "{world / 'bow'}"
+n = 4
+steps = 2
+max_eps = 0.1
+
+[thresholds]
+{thresholds}
+''')
+    return suite
+
+
+def test_every_audit_is_a_suite_section_with_gates_read_from_its_summary(world, tmp_path, cli):
+    """#81 item 3: evaluate, wordorder, learnability and perturbscore are suite sections from the table alone (a CI
+    gate on one class's recall); each gate's value is the summary the request's own run gives; the suite runs again
+    (its evaluate and wordorder files replaced, the others resumed) with the same values; a file of the same name
+    it did not write is refused before anything runs; a gate naming no metric of its audit is one line."""
+    from textaudit.evaluation import EvaluateRequest
+    from textaudit.robustness.wordorder import WordOrderRequest
+
+    gates = ('evaluate.positive.recall_min = 0.99\nevaluate.macro.f1_min = 0.5\nevaluate.accuracy_min = 0.5\n'
+             'wordorder.accuracy_min = 0.1\nwordorder.dnd_max = 1.0\n'
+             'learnability.bow.butter_fingers_perturbation.robustness_min = 0.0\nperturbscore.tried_min = 4\n')
+    suite = _suite(world, tmp_path, gates)
+    runs = []
+    for _ in range(2):
+        r = cli("run", str(suite), "--json")
+        assert r.exit_code == 1, r.output  # evaluate.positive.recall_min fails: the rule misses a positive
+        runs.append({c["name"]: (c["value"], c["passed"], Path(c["file"]).name) for c in
+                     json.loads(r.stdout.strip().splitlines()[-1])["checks"]})
+    assert runs[0] == runs[1]
+    got = runs[0]
+    assert set(got) == {line.split(" = ")[0] for line in gates.strip().splitlines()}
+    alone = EvaluateRequest(model=f"{world}/rule.py:clf", data=str(world / "dev.tsv")).run(say=lambda line: None).summary
+    positive = next(c for c in alone["per_class"] if c["class"] == "positive")
+    assert got["evaluate.positive.recall_min"] == (positive["recall"], False, "evaluate.jsonl") and positive["recall"] < 1
+    assert got["evaluate.macro.f1_min"] == (alone["macro"]["f1"], True, "evaluate.jsonl")
+    order = WordOrderRequest(model=f"{world}/rule.py:clf", data=str(world / "dev.tsv"),
+                             perturbation="full_shuffle").run().summary
+    assert got["wordorder.dnd_max"] == (order["dnd"], order["dnd"] <= 1.0, "wordorder.jsonl")
+    assert got["perturbscore.tried_min"] == (4, True, "perturbscore.jsonl")
+    out = tmp_path / "out"
+    header = json.loads((out / "evaluate.jsonl").read_text().splitlines()[0])["header"]["config"]
+    assert header["suite"] == str(suite.resolve())  # the suite's own: replaced on the next run, never another's
+
+    (tmp_path / "other").mkdir()
+    other = _suite(world, tmp_path / "other", "")
+    (tmp_path / "other" / "out").mkdir()
+    theirs = tmp_path / "other" / "out" / "wordorder.jsonl"
+    theirs.write_bytes((out / "wordorder.jsonl").read_bytes())  # written by another suite
+    r = cli("run", str(other))
+    assert r.exit_code == 2 and "was not written by this suite" in r.output and "Traceback" not in r.output, r.output
+    assert theirs.read_bytes() == (out / "wordorder.jsonl").read_bytes()
+    bad = _suite(world, tmp_path / "bad", "evaluate.positive.speed_min = 1\n")
+    r = cli("run", str(bad))
+    assert r.exit_code == 2 and "write evaluate.[<class, label, model …>.]<accuracy|precision|recall" in r.output, r.output
+
+
+def test_a_suite_attacks_every_label_and_gates_each(world, tmp_path, cli):
+    """``[attack] target_label = "all"`` (it failed): the request's own run attacks every label, each label's file
+    in the suite's folder, a gate per label (``attack.<label>.<metric>``); run again, every label's file resumes."""
+    (tmp_path / "tox.py").write_text(TWO_LABELS)
+    (tmp_path / "tox.tsv").write_text("toxic\tinsult\ttext\n" + "".join(f"1\t0\t{t}\n" for _, t in _rows(1, 6)))
+    suite = tmp_path / "labels.toml"
+    suite.write_text(f'''
+[suite]
+data = "{tmp_path / 'tox.tsv'}"
+output_dir = "out"
+
+[attack]
+model = "{tmp_path}/tox.py:clf"
+target_label = "all"
+method = "so-beam"
+k = 1
+beam = 2
+mlm = "{world / 'mlm'}"
+pairs_file = "{world / 'pairs.txt'}"
+naturalness = "off"
+ppl = false
+
+[thresholds]
+attack.toxic.found_share_max = 0.1
+attack.insult.found_share_max = 0.1
+''')
+    runs = []
+    for _ in range(2):
+        r = cli("run", str(suite), "--json")
+        assert r.exit_code == 1, r.output  # toxic's planted flip is found: its gate fails; insult's passes
+        runs.append({c["name"]: (c["value"], c["passed"]) for c in json.loads(r.stdout.strip().splitlines()[-1])["checks"]})
+    assert runs[0] == runs[1]
+    assert runs[0]["attack.insult.found_share_max"] == (0.0, True)
+    assert runs[0]["attack.toxic.found_share_max"][0] > 0.1 and not runs[0]["attack.toxic.found_share_max"][1]
+    assert sorted(p.name for p in (tmp_path / "out").glob("attack*.jsonl")) == ["attack.insult.jsonl",
+                                                                                  "attack.toxic.jsonl"]
+    (tmp_path / "bad.toml").write_text(suite.read_text().replace("attack.toxic.found_share_max", "attack.found_share_max"))
+    r = cli("run", str(tmp_path / "bad.toml"))
+    assert r.exit_code == 2 and "write attack.<label>.<found_share" in r.output, r.output

@@ -136,7 +136,7 @@ def test_label_all_gives_each_labels_records_while_asking_each_masked_context_an
     common = dict(model=f"{world}/tox.py:clf", pair=["gay,straight"], data=str(world / "bias.tsv"), k=1,
                   mlm=str(world / "mlm"), kappa=5, delta=1e9)
     with use_store("off"):
-        every = BiasRequest(**common, target_label="all", output=world / "all.jsonl").run_each_label(progress=False)
+        every = BiasRequest(**common, target_label="all", output=world / "all.jsonl").run(progress=False).labels
         alone = {name: BiasRequest(**common, target_label=name, output=world / f"one.{name}.jsonl").run(progress=False)
                  for name in every}
     assert list(every) == ["toxic", "insult", "identity_hate"]
@@ -287,7 +287,7 @@ def test_certify_every_label_in_one_run_equals_each_label_alone(world, cli):
     (world / "syn.json").write_text('{"film": ["movie"], "deep": ["profound"]}')
     common = dict(model=f"{world}/tox.py:clf", method="safer", data=str(world / "data3.tsv"), synonyms=world / "syn.json",
                   hops=1, samples=40, selection=10, neighbors=0)
-    every = CertifyRequest(**common, target_label="all", output=world / "c.jsonl").run_each_label(progress=False)
+    every = CertifyRequest(**common, target_label="all", output=world / "c.jsonl").run(progress=False).labels
     assert list(every) == ["toxic", "insult", "identity_hate"]
     alone = {}
     for name in every:

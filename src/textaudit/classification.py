@@ -20,7 +20,7 @@ from textaudit.errors import TextAuditError
 from textaudit.stats import CONFIDENCE, wilson
 
 __all__ = ["confusion_matrix", "classification_metrics", "multilabel_metrics", "metrics_from_records", "label_confusions",
-           "N_RESAMPLES", "below_chance"]
+           "N_RESAMPLES", "below_chance", "one_class_warning"]
 
 #: resamples of the paired bootstrap of F1 and the macro averages
 N_RESAMPLES = 2000
@@ -199,3 +199,21 @@ def _metrics_from_records(config: dict, records: list[dict]) -> dict:
     right = int((y == p).sum())
     return {**base, "labels": names, "accuracy": round(right / len(y), 4) if len(y) else None,
             "accuracy_ci95": list(wilson(right, len(y)) or ()), **classification_metrics(y, p, names, seed=seed)}
+
+
+def one_class_warning(clf, pred: np.ndarray, labels: np.ndarray, names: list[str], share: float = 0.95) -> str | None:
+    """A model that answers one class for nearly every text (≥ ``share``) where the data holds far fewer of it:
+    its answers barely depend on the text (a chat endpoint that ignores the prompt, a broken plug-in), and an
+    audit of it says little. ``None`` when the predictions look like the data, or too few texts were scored."""
+    if len(pred) < 20:
+        return None
+    values, counts = np.unique(pred, return_counts=True)
+    top = int(values[counts.argmax()])
+    got, truth = counts.max() / len(pred), float((labels == top).mean())
+    if got < share or truth > 0.8:
+        return None
+    name = names[top] if 0 <= top < len(names) else "unknown"
+    hint = ("; a chat endpoint may not follow the prompt: try the server's /v1/completions, or a --prompt-file"
+            if getattr(clf, "protocol", None) == "chat" else "")
+    return (f"warning: {clf.name} answers '{name}' for {got:.0%} of the texts, which the data holds {truth:.0%} of: its "
+            f"answers barely depend on the text, and an audit of it says little{hint}")

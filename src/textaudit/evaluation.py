@@ -10,7 +10,13 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from textaudit.classification import below_chance, classification_metrics, label_confusions, multilabel_metrics
+from textaudit.classification import (
+    below_chance,
+    classification_metrics,
+    label_confusions,
+    multilabel_metrics,
+    one_class_warning,
+)
 from textaudit.data import (
     align_labels,
     as_pairs,
@@ -69,24 +75,6 @@ def plot_confusion(panels: Sequence[tuple[str, Sequence[str], Sequence[Sequence[
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     return save_figure(fig, path, dpi=120)
-
-
-def one_class_warning(clf, pred: np.ndarray, labels: np.ndarray, names: list[str], share: float = 0.95) -> str | None:
-    """A model that answers one class for nearly every text (≥ ``share``) where the data holds far fewer of it:
-    its answers barely depend on the text (a chat endpoint that ignores the prompt, a broken plug-in), and an
-    audit of it says little. ``None`` when the predictions look like the data, or too few texts were scored."""
-    if len(pred) < 20:
-        return None
-    values, counts = np.unique(pred, return_counts=True)
-    top = int(values[counts.argmax()])
-    got, truth = counts.max() / len(pred), float((labels == top).mean())
-    if got < share or truth > 0.8:
-        return None
-    name = names[top] if 0 <= top < len(names) else "unknown"
-    hint = ("; a chat endpoint may not follow the prompt: try the server's /v1/completions, or a --prompt-file"
-            if getattr(clf, "protocol", None) == "chat" else "")
-    return (f"warning: {clf.name} answers '{name}' for {got:.0%} of the texts, which the data holds {truth:.0%} of: its "
-            f"answers barely depend on the text, and an audit of it says little{hint}")
 
 
 @dataclass
@@ -148,13 +136,16 @@ class EvaluateRequest:
             raise TextAuditError(f"--label-columns names {twice!r} twice: give each label's column once")
         return names
 
-    def run(self, *, checked: None = None, progress: bool = True, say: Callable[[str], None] = say_line) -> Outcome:
+    def run(self, *, checked: None = None, progress: bool = True, say: Callable[[str], None] = say_line,
+            config: dict | None = None) -> Outcome:
         """The outcome; its summary: ``accuracy`` with its interval, ``per_class``, ``macro``, ``micro``,
         ``confusion``, an endpoint's label report, warnings, and with ``perturbed`` the ``calibration`` (its records
         to ``output``, its diagram to ``plot``); without ``perturbed``, ``output`` gets each example's label and
         prediction (``audit report`` and ``results.load`` recompute the metrics from them) and ``plot`` the confusion
-        matrix. Its records are the file's (none without ``output``)."""
+        matrix. Its records are the file's (none without ``output``); ``config``: more of the results header's
+        settings (a suite's mark)."""
         self.check()
+        self._header = dict(config or {})  # (read where the records are written)
         summary = self._summary(say)
         return Outcome(summary, read_jsonl(self.output) if self.output is not None else [], written(self.output))
 
@@ -265,7 +256,8 @@ class EvaluateRequest:
         if self.output is not None:
             write_results(self.output, records, command="evaluate", config={
                 "model": clf.name, "model_fingerprint": getattr(clf, "fingerprint", None),
-                "data": dataset_id(self.data, "dev"), "labels": names, "seed": self.seed, **(multilabel or {})})
+                "data": dataset_id(self.data, "dev"), "labels": names, "seed": self.seed, **(multilabel or {}),
+                **getattr(self, "_header", {})})
             say(f"predictions: {self.output}")
         if self.plot is not None:
             say(f"plot: {plot_confusion(panels, Path(self.plot) / 'confusion.png', f'{clf.name} on {self.data}')}")
@@ -294,7 +286,7 @@ class EvaluateRequest:
             write_results(self.output, records, command="evaluate", config={
                 "model": clf.name, "model_fingerprint": getattr(clf, "fingerprint", None),
                 "data": dataset_id(self.data, "dev"), "perturbed": perturbed, "perturbed_by": source, "bins": self.bins,
-                "seed": self.seed})
+                "seed": self.seed, **getattr(self, "_header", {})})
             say(f"calibration records: {self.output}")
         if self.plot is not None:
             path = plot_reliability(res, Path(self.plot) / "reliability.png", f"{clf.name}: originals vs {perturbed}")

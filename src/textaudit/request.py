@@ -28,7 +28,7 @@ from typing import Any, Mapping, Protocol, runtime_checkable
 
 from textaudit.errors import TextAuditError
 
-__all__ = ["Audit", "Outcome", "written", "Spec", "option", "shared", "SHARED", "specs", "flags_of", "from_mapping",
+__all__ = ["Audit", "Outcome", "EachLabel", "written", "Spec", "option", "shared", "SHARED", "specs", "flags_of", "from_mapping",
            "from_command", "check_value", "describe", "suite_fields", "RANGES", "within", "range_words"]
 
 
@@ -42,6 +42,15 @@ class Outcome:
     summary: dict
     records: list[dict] = dataclasses.field(default_factory=list)
     files: list[Path] = dataclasses.field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class EachLabel(Outcome):
+    """``--label all``'s outcome: every label of a multi-label model audited in one run — ``labels``: each label's
+    own outcome (its summary, records and file); the summary ``{"labels": {label: its summary}, …}``, the files
+    every label's."""
+
+    labels: dict[str, Outcome]
 
 
 @runtime_checkable

@@ -43,11 +43,15 @@ results must meet::
     method = "augment"               # eval_limit are given); every option of audit harden is a key
     train_sample = 100
 
+    [evaluate]                       # audit evaluate, [wordorder], [learnability], [perturbscore]: every audit of
+    model = "cnn"                    # textaudit.audits.AUDITS is a section, its keys its request's fields
+
     [thresholds]
     so_beam.success_rate_max = 0.5             # every model's so-beam cell
     genetic.cnn.success_rate_max = 0.9         # one model's cell
     bias."he,she".abs_B_k1_max = 0.01          # |B_{p,1}| of the bias model
     certify.cnn-ibp.certified_accuracy_min = 0.6
+    evaluate.positive.recall_min = 0.8         # one class's recall (a multi-label model: one label's)
 
 ``margin`` in ``[replay]`` (with a baseline) or ``[compare]`` (two models or more: each later model
 against the first, under every method) is a gate of its own: the harm (the model's still-rate or
@@ -55,7 +59,12 @@ success rate minus the baseline's) must be non-inferior at that margin — its 9
 upper end below it, the one-sided test at α = 0.05 — or, with ``equivalence = true``, equivalent
 (the interval inside ±margin, TOST); see :func:`textaudit.stats.non_inferiority`.
 
-``[attack]``'s thresholds are ``attack.<metric>_max`` (or ``_min``) with the attack metrics below.
+``[attack]``'s thresholds are ``attack.<metric>_max`` (or ``_min``) with the attack metrics below; with
+``target_label = "all"`` (every label of a multi-label model, each in its own file), ``attack.<label>.<metric>``.
+The sections gated by their summary alone (``[evaluate]``, ``[wordorder]``, ``[learnability]``,
+``[perturbscore]``) take ``<section>.[<class, label, model …>.]<metric>``: a path into the summary their run gives
+(:func:`textaudit.audits.summary_value`), e.g. ``evaluate.macro.f1_min``, ``wordorder.dnd_max``,
+``learnability.bow.butter_fingers_perturbation.robustness_min``.
 
 A threshold is ``<what>.<metric>_max`` (the value must be ≤ the limit) or ``_min`` (≥). Attack
 metrics: the cells' numbers (``found_share``, the share of *every* input with a finding — skipped and failed
@@ -78,18 +87,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from textaudit.attacks.request import AttackRequest, CompareRequest
+from textaudit.audits import AUDITS as ROWS
+from textaudit.audits import BY_NAME, summary_value
 from textaudit.data import dataset_id, load_dataset
 from textaudit.errors import TextAuditError
 from textaudit.fairness.bias import MIN_SOURCES, few_sources
 from textaudit.fairness.pairs import check_some_source
-from textaudit.fairness.request import BiasRequest
-from textaudit.findings import ReplayRequest
 from textaudit.formats.compare import cell_path, check_distinct_files, file_part
 from textaudit.formats.jsonl import check_output, read_header, read_jsonl, write_results
-from textaudit.harden.request import HardenRequest
 from textaudit.harden.run import CERTIFIED
 from textaudit.models import load_classifier
+from textaudit.models.batched import ALL_LABELS
 from textaudit.report import write_report
 from textaudit.report.render import is_report
 from textaudit.request import from_mapping, range_words, within
@@ -97,14 +105,10 @@ from textaudit.robustness.request import CertifyRequest
 
 __all__ = ["Suite", "Check", "load_suite", "run_suite", "check_thresholds"]
 
+#: [suite], each audit's section (its request's fields and the row's own keys: textaudit.audits.AUDITS; from_mapping
+#: checks them) and [thresholds]
 SECTIONS = {"suite": {"name", "data", "limit", "output_dir", "report", "seed", "track", "note"},
-            "attack": None,  # AttackRequest's fields (textaudit.request.from_mapping checks them)
-            "compare": None,  # equivalence, and CompareRequest's fields (textaudit.request.from_mapping checks them)
-            "bias": None,  # BiasRequest's fields (textaudit.request.from_mapping checks them)
-            "certify": None,  # models, and CertifyRequest's fields (textaudit.request.from_mapping checks them)
-            "replay": None,  # the gates below, and ReplayRequest's fields (textaudit.request.from_mapping checks them)
-            "harden": None,  # HardenRequest's fields (textaudit.request.from_mapping checks them)
-            "thresholds": None}
+            **{row.name: None for row in ROWS}, "thresholds": None}
 ATTACK_METRICS = ("found_share", "found_share_ci_low", "found_share_ci_high", "success_rate", "mean_l0",
                   "sec_per_example", "queries_per_example", "success_rate_ci_low", "success_rate_ci_high")
 CERTIFY_METRICS = ("accuracy", "certified_accuracy")
@@ -180,76 +184,31 @@ class Suite:
     def get(self, section: str, key: str, default: Any = None) -> Any:
         return self.spec.get(section, {}).get(key, default)
 
-    def certify_request(self, model: str, output: Path | None = None) -> CertifyRequest:
-        """``[certify]`` for one of its ``models`` as the request ``audit certify`` builds (its other keys are
-        :class:`CertifyRequest`'s fields); the data, seed and limit are the suite's unless the section gives its own
-        ([suite] limit counts the examples certified)."""
-        section = {k: v for k, v in self.spec["certify"].items() if k != "models"}
-        inherited = {k: self.spec["suite"][k] for k in ("data", "seed", "limit")
-                     if k in self.spec.get("suite", {}) and k not in section}
-        return from_mapping(CertifyRequest, {**inherited, **section, "model": model}, self.path, "certify",
-                            output=output, resume=False)
+    def request(self, name: str, *, values: dict | None = None, **fixed: Any) -> Any:
+        """Section ``[name]`` as the request its command builds (:data:`textaudit.audits.AUDITS`' row: the
+        request's fields, less the row's own keys; ``values``: more of them, e.g. one model of ``[certify]``),
+        into the suite's results path (resumed when it is there and the request resumes); the ``[suite]`` keys the
+        row inherits fill the fields the section leaves out; paths are relative to the suite file. ``fixed``:
+        fields the caller decides (the output, resume)."""
+        row = BY_NAME[name]
+        section = {k: v for k, v in self.spec[name].items() if k not in row.own_keys}
+        for key in row.paths:
+            if isinstance(section.get(key), list):
+                section[key] = [str(Path(f) if Path(f).is_absolute() else self.path.parent / f) for f in section[key]]
+        inherited = {field: self.spec["suite"][key] for key, field in row.inherits.items()
+                     if key in self.spec.get("suite", {}) and field not in section}
+        output = self.results_path(name, (values or {}).get("model"))
+        where: dict[str, Any] = {row.output: output}
+        if "resume" in {f.name for f in dataclasses.fields(row.request)} and not row.replaced:
+            where["resume"] = True  # (none there yet: a fresh file; --label all: each label's file resumed)
+        return from_mapping(row.request, {**inherited, **section, **(values or {})}, self.path, name,
+                            aliases=row.aliases, **{**where, **fixed})
 
     def results_path(self, audit: str, model: str | None = None) -> Path:
         """Where the suite keeps ``audit``'s results (a certify file per ``model``): the one place :func:`run_suite`
         writes them and a gate's JUnit case names them from."""
-        if audit == "certify":  # (a plug-in's or an endpoint's name holds / or :)
-            return self.output_dir / f"certify.{file_part(str(model))}.jsonl"
-        return self.output_dir / {"attack": "attack.jsonl", "bias": "bias.jsonl", "replay": "replay.jsonl",
-                                  "compare": "compare", "harden": "harden"}[audit]
-
-    def attack_request(self) -> AttackRequest:
-        """``[attack]`` as the request ``audit attack`` builds (its keys are :class:`AttackRequest`'s fields), into
-        ``output_dir/attack.jsonl`` (resumed when it is there); the data, seed and limit are the suite's unless the
-        section gives its own."""
-        section = self.spec["attack"]
-        inherited = {k: self.spec["suite"][k] for k in ("data", "seed", "limit")
-                     if k in self.spec.get("suite", {}) and k not in section}
-        output = self.results_path("attack")
-        return from_mapping(AttackRequest, {**inherited, **section}, self.path, "attack", output=output,
-                            resume=output.exists())
-
-    def compare_request(self, output_dir: Path | None = None) -> CompareRequest:
-        """``[compare]`` as the request ``audit compare`` builds (its keys are :class:`CompareRequest`'s fields, and
-        ``equivalence``, a gate of the suite's own); the data, seed and limit are the suite's unless the section
-        gives its own."""
-        section = {k: v for k, v in self.spec["compare"].items() if k != "equivalence"}
-        inherited = {k: self.spec["suite"][k] for k in ("data", "seed", "limit")
-                     if k in self.spec.get("suite", {}) and k not in section}
-        return from_mapping(CompareRequest, {**inherited, **section}, self.path, "compare",
-                            output_dir=output_dir or self.output_dir / "compare")
-
-    def replay_request(self) -> ReplayRequest:
-        """``[replay]`` as the request ``audit replay`` builds (its keys are :class:`ReplayRequest`'s fields, and the
-        suite's gates ``max_still``, ``max_regressed``, ``equivalence``); ``findings`` relative to the suite file."""
-        section = {k: v for k, v in self.spec["replay"].items() if k not in REPLAY_GATES}
-        if isinstance(section.get("findings"), list):
-            section["findings"] = [str(Path(f) if Path(f).is_absolute() else self.path.parent / f)
-                                   for f in section["findings"]]
-        return from_mapping(ReplayRequest, section, self.path, "replay")
-
-    def harden_request(self) -> HardenRequest:
-        """``[harden]`` as the request ``audit harden`` builds (its keys are :class:`HardenRequest`'s fields), into
-        ``output_dir/harden``; the held-out data and its limit are the suite's ``data`` and ``limit`` and the seed the
-        suite's, unless the section gives ``eval_data``, ``eval_limit``, ``seed``; ``from_findings`` relative to the
-        suite file."""
-        section = dict(self.spec["harden"])
-        if isinstance(section.get("from_findings"), list):
-            section["from_findings"] = [str(Path(f) if Path(f).is_absolute() else self.path.parent / f)
-                                        for f in section["from_findings"]]
-        inherited = {field: self.spec["suite"][key] for key, field in (("data", "eval_data"), ("limit", "eval_limit"),
-                                                                       ("seed", "seed"))
-                     if key in self.spec.get("suite", {}) and field not in section}
-        return from_mapping(HardenRequest, {**inherited, **section}, self.path, "harden", out=self.results_path("harden"))
-
-    def bias_request(self, output: Path | None = None) -> BiasRequest:
-        """``[bias]`` as the request ``audit bias`` builds (its keys are :class:`BiasRequest`'s fields; ``pairs`` is
-        the older name of ``pair``); the data and seed are the suite's unless the section gives its own."""
-        section = self.spec["bias"]
-        fixed = {"output": output, "resume": output is not None and output.exists()}
-        inherited = {k: self.spec["suite"][k] for k in ("data", "seed") if k in self.spec.get("suite", {}) and k not in section}
-        return from_mapping(BiasRequest, {**inherited, **section}, self.path, "bias", aliases={"pairs": "pair"},
-                            **fixed)
+        # (a plug-in's or an endpoint's name holds / or :)
+        return self.output_dir / BY_NAME[audit].results.format(model=file_part(str(model)))
 
 
 def _toml(path: Path) -> dict:
@@ -278,9 +237,9 @@ def load_suite(path: str | Path) -> Suite:
     if not any(s in spec for s in AUDITS):
         raise TextAuditError(f"{path} declares no audit; add {', '.join(f'[{s}]' for s in AUDITS[:-1])} or "
                              f"[{AUDITS[-1]}]")
-    for section, check in _CHECKS.items():  # each audit's request, built and checked now, with the command's ranges
+    for section in AUDITS:  # each audit's request, built and checked now, with the command's ranges
         if section in spec:
-            check(Suite(path, spec))
+            _CHECKS.get(section, lambda suite, name=section: _check_section(suite, name))(Suite(path, spec))
     for section in ("compare", "replay"):
         if "equivalence" in spec.get(section, {}) and "margin" not in spec[section]:
             raise TextAuditError(f"{path}: [{section}] equivalence needs margin = <a share, e.g. 0.02>")
@@ -337,7 +296,7 @@ def _check_replay(suite: Suite) -> None:
         where = Path(f) if Path(f).is_absolute() else path.parent / f
         if not where.exists():
             raise TextAuditError(f"{path}: [replay] findings {f!r} does not exist (paths are relative to the suite file)")
-    suite.replay_request()  # every value, with audit replay's ranges
+    suite.request("replay", output=None)  # every value, with audit replay's ranges (the suite writes its file)
 
 
 def _in_section(suite: Suite, section: str, check: Callable[[], Any]) -> None:
@@ -348,16 +307,17 @@ def _in_section(suite: Suite, section: str, check: Callable[[], Any]) -> None:
         raise TextAuditError(str(e) if str(e).startswith(str(suite.path)) else f"{suite.path}: [{section}] {e}") from None
 
 
-def _check_attack(suite: Suite) -> None:
-    if not isinstance(suite.spec["attack"].get("model"), str):
-        raise TextAuditError(f"{suite.path}: [attack] needs model = \"<name>\"")
-    _in_section(suite, "attack", lambda: suite.attack_request().check())  # with audit attack's ranges
+def _check_section(suite: Suite, name: str) -> None:
+    """Section ``[name]``'s request built and checked, with its command's ranges (a file the suite writes afresh
+    each run is left out: its previous run's is the suite's own)."""
+    replaced = {BY_NAME[name].output: None} if BY_NAME[name].replaced else {}
+    _in_section(suite, name, lambda: suite.request(name, **replaced).check())
 
 
 def _check_bias(suite: Suite) -> None:
     if not isinstance(suite.spec["bias"].get("model"), str):
         raise TextAuditError(f"{suite.path}: [bias] needs model = \"<name>\"")
-    suite.bias_request().check()  # every value and a control that cannot be chosen: errors now
+    suite.request("bias", output=None, resume=False).check()  # every value and a control that cannot be chosen
 
 
 def _check_certify(suite: Suite) -> None:
@@ -368,7 +328,8 @@ def _check_certify(suite: Suite) -> None:
         raise TextAuditError(f"{path}: [certify] takes models = [\"<name>\", …], each certified alike")
     check_distinct_files(models, f"{path}: [certify] models")
     for m in models:
-        _in_section(suite, "certify", lambda m=m: suite.certify_request(m).check())
+        _in_section(suite, "certify", lambda m=m: suite.request("certify", values={"model": m}, output=None,
+                                                                 resume=False).check())
 
 
 def _harden_value(summary: dict, path: tuple, metric: str) -> float | None:
@@ -388,15 +349,10 @@ def _harden_value(summary: dict, path: tuple, metric: str) -> float | None:
     return summary[path[0]].get(metric)
 
 
-def _check_harden(suite: Suite) -> None:
-    _in_section(suite, "harden", lambda: suite.harden_request().check())  # with audit harden's ranges
-
-
-#: the audits a suite declares, in the order they are checked, and each one's check (its request built and checked)
-_CHECKS: dict[str, Callable[[Suite], None]] = {
-    "attack": _check_attack, "replay": _check_replay, "compare": lambda suite: suite.compare_request().check(), "certify": _check_certify,
-    "bias": _check_bias, "harden": _check_harden}
-AUDITS = ("attack", "compare", "bias", "certify", "replay", "harden")
+#: the audits whose section is checked in a way of its own (the others: :func:`_check_section`)
+_CHECKS: dict[str, Callable[[Suite], None]] = {"replay": _check_replay, "certify": _check_certify, "bias": _check_bias}
+#: the sections a suite may declare, one per audit (:data:`textaudit.audits.AUDITS`)
+AUDITS = tuple(row.name for row in ROWS)
 
 
 def _certify(request: CertifyRequest, progress: bool) -> dict:
@@ -451,10 +407,12 @@ def _thresholds(suite: Suite) -> list[tuple[str, str, float, Callable[[dict], fl
                 raise TextAuditError(f"threshold {name}: bias metrics are B_k<k> and abs_B_k<k> with k <= the [bias] k")
             out.append((name, op, float(limit), _bias_value(pair, int(kk), base == "abs_B")))
         elif head == "attack":
-            if "attack" not in suite.spec or len(keys) != 2 or metric not in ATTACK_METRICS:
-                raise TextAuditError(f"threshold {name}: write attack.<{'|'.join(ATTACK_METRICS)}>_<max|min> and "
-                                     "declare [attack]")
-            out.append((name, op, float(limit), lambda res, k=metric: _attack_value(res["attack"], k)))
+            each = suite.get("attack", "target_label") == ALL_LABELS  # a gate per label: attack.<label>.<metric>
+            if "attack" not in suite.spec or len(keys) != 2 + each or metric not in ATTACK_METRICS:
+                raise TextAuditError(f"threshold {name}: write attack.{'<label>.' if each else ''}"
+                                     f"<{'|'.join(ATTACK_METRICS)}>_<max|min> and declare [attack]")
+            out.append((name, op, float(limit), lambda res, k=metric, at=keys[1:-1]: _attack_value(
+                (res["attack"]["labels"].get(at[0]) or {}) if at else res["attack"], k)))
         elif head == "harden":
             certified = metric == "smoothed_accuracy" or re.fullmatch(r"certified_at_[0-9]+", metric) is not None
             if "harden" not in suite.spec or keys[1:-1] not in (("before",), ("after",), ()) or \
@@ -472,10 +430,16 @@ def _thresholds(suite: Suite) -> list[tuple[str, str, float, Callable[[dict], fl
                 raise TextAuditError(f"threshold {name}: write certify.<model>.<{'|'.join(CERTIFY_METRICS)}>_min "
                                      "(smoothing: certified_accuracy_r<R>_min) for a model of [certify]")
             out.append((name, op, float(limit), lambda res, m=keys[1], k=metric: _certify_value(res["certify"][m], k)))
+        elif head in BY_NAME and BY_NAME[head].metrics:  # the table's grammar: a path into the summary
+            row = BY_NAME[head]
+            if head not in suite.spec or metric not in row.metrics:
+                raise TextAuditError(f"threshold {name}: write {head}.[<class, label, model …>.]<{'|'.join(row.metrics)}>"
+                                     f"_<max|min> and declare [{head}]")
+            out.append((name, op, float(limit), lambda res, h=head, p=(*keys[1:-1], metric): summary_value(res[h], p)))
         else:
             method = next((m for m in methods if m == head or m.replace("-", "_") == head), None)
             if method is None:
-                raise TextAuditError(f"threshold {name}: '{head}' is not a method of [compare] (nor attack/bias/certify/harden)")
+                raise TextAuditError(f"threshold {name}: '{head}' is not a method of [compare] (nor an audit: {', '.join(AUDITS)})")
             if len(keys) == 3 and keys[1] not in models:
                 raise TextAuditError(f"threshold {name}: '{keys[1]}' is not a model of [compare]")
             if len(keys) not in (2, 3) or metric not in ATTACK_METRICS:
@@ -588,7 +552,7 @@ def _gate_source(suite: Suite, name: str, results: dict) -> tuple[Path | None, s
     middle = name[len(head) + 1:name.rindex(".")] if rest else ""  # a model's name may hold a dot
     if head == "certify":
         return suite.results_path("certify", middle), None
-    if head in ("attack", "harden", "replay", "compare"):
+    if head in ("attack", "harden", "replay", "compare") or (head in BY_NAME and BY_NAME[head].metrics):
         return suite.results_path(head), None
     methods = suite.get("compare", "methods", [])
     method = next((m for m in methods if m == head or m.replace("-", "_") == head), None)
@@ -597,34 +561,46 @@ def _gate_source(suite: Suite, name: str, results: dict) -> tuple[Path | None, s
     return None, None
 
 
+def _run_section(suite: Suite, name: str, mark: dict, progress: bool) -> tuple[dict, list[Path]]:
+    """Section ``[name]`` run into the suite's folder (a file it writes afresh: the previous run's replaced, this
+    run's carrying the suite's ``mark``); its summary and files."""
+    row = BY_NAME[name]
+    if row.replaced:
+        suite.results_path(name).unlink(missing_ok=True)  # (run_suite checked it is this suite's own)
+    outcome = suite.request(name).run(progress=progress, **({"config": mark} if row.replaced else {}))
+    return outcome.summary, outcome.files
+
+
 def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], Path, list[Path]]:
     """Run (or resume) every audit of ``suite`` into its output directory, write the report, and
     return ``(results, checks, report path, the audits' results files and folders)``."""
     out = suite.output_dir
     if out.exists() and not out.is_dir():
         raise TextAuditError(f"output_dir {out} is a file; give a directory")
-    mark = {"suite": str(suite.path.resolve())}  # the replay file this suite writes, and may replace, carries it
-    replay_file = suite.results_path("replay")
-    if "replay" in suite.spec and replay_file.exists() and \
-            ((read_header(replay_file) or {}).get("config") or {}).get("suite") != mark["suite"]:
-        raise TextAuditError(f"{replay_file} was not written by this suite ({suite.path.name}): it is left as it is; "
-                             "move it, or give the suite another output_dir")
+    mark = {"suite": str(suite.path.resolve())}  # a file this suite writes afresh, and may replace, carries it
+    for row in ROWS:
+        path = suite.results_path(row.name)
+        if row.replaced and row.name in suite.spec and path.exists() and \
+                ((read_header(path) or {}).get("config") or {}).get("suite") != mark["suite"]:
+            raise TextAuditError(f"{path} was not written by this suite ({suite.path.name}): it is left as it is; "
+                                 "move it, or give the suite another output_dir")
     results: dict[str, Any] = {}
     inputs: list[Path] = []
     if "bias" in suite.spec:  # data that holds no pair is said before any audit runs, not after the attacks
-        bias = suite.bias_request(suite.results_path("bias"))
+        bias = suite.request("bias")
         checked = bias.check()
         bias_data = load_dataset(bias.data, text_column=bias.text_column, default_split="dev", limit=bias.limit,
                                  require_labels=False)
         check_some_source(checked.pairs, list(bias_data["text"]), bias_data["id"], None, limit=bias.limit,
                           limit_name="[bias] limit =", bound="[bias] max_sources = N")
     if "attack" in suite.spec:
-        attack = suite.attack_request()
-        results["attack"] = attack.run(progress=progress).summary
-        inputs.append(attack.output)
+        outcome = suite.request("attack").run(progress=progress)
+        results["attack"] = outcome.summary
+        inputs += outcome.files
     if "compare" in suite.spec:
-        results["compare"] = suite.compare_request(suite.results_path("compare")).run(progress=progress).summary
-        inputs.append(suite.results_path("compare"))
+        outcome = suite.request("compare").run(progress=progress)
+        results["compare"] = outcome.summary
+        inputs += outcome.files
     if "bias" in suite.spec:
         header = {"limit": bias.limit} if bias.limit else {}
         results["bias"] = bias.run(progress=progress, config=header, checked=checked).results
@@ -633,17 +609,22 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
         results["certify"] = {}
         for model in suite.get("certify", "models"):
             path = suite.results_path("certify", model)
-            results["certify"][model] = _certify(suite.certify_request(model, path), progress)
+            results["certify"][model] = _certify(suite.request("certify", values={"model": model}, resume=False),
+                                                 progress)
             inputs.append(path)
     if "harden" in suite.spec:  # resumes its folder: a suite run again evaluates the hardened model it trained
-        harden = suite.harden_request()
-        results["harden"] = harden.run(progress=progress).summary
-        inputs.append(harden.out)
+        outcome = suite.request("harden").run(progress=progress)
+        results["harden"] = outcome.summary
+        inputs += outcome.files
+    for row in ROWS:  # the sections read by the table alone: run, their summary gated
+        if row.metrics and row.name in suite.spec:
+            results[row.name], files = _run_section(suite, row.name, mark, progress)
+            inputs += files
     if "replay" in suite.spec:
-        outcome = suite.replay_request().run(progress=progress)
+        outcome = suite.request("replay", output=None).run(progress=progress)
         rep = outcome.replay
         results["replay"] = outcome.summary
-        path = replay_file  # replayed again at every run (seconds): the file is the latest replay's, this suite's own
+        path = suite.results_path("replay")  # replayed again at every run (seconds): the latest replay's, the suite's
         if path.exists():
             path.unlink()
         write_results(path, rep.records, command="replay", config={**rep.config, **mark})

@@ -32,7 +32,7 @@ settings — an audit's author runs it on a new request, our tests on every row 
 - ``summary``: a dict with string keys that JSON writes as it is (no value only ``str()`` could show);
 - ``records``: a list of dicts JSON writes as they are;
 - ``files``: every file it names exists and was asked for; a JSONL one is a results file of a known kind
-  (:func:`textaudit.kinds.kind_of`) holding the outcome's records.
+  (:func:`textaudit.kinds.kind_of`) holding the outcome's records (``--label all``: its label's outcome's).
 """
 
 from __future__ import annotations
@@ -273,6 +273,13 @@ def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
+def _asked(path: Path, asked: Path) -> bool:
+    """Whether ``path`` is the results file or folder ``asked``, inside it, or one label's file of it
+    (``--label all``: ``out.jsonl`` → ``out.<label>.jsonl``)."""
+    label_file = path.parent == asked.parent and path.suffix == asked.suffix and path.name.startswith(asked.stem + ".")
+    return path == asked or asked in path.parents or label_file
+
+
 def _bag(records: list[dict]) -> list[str]:
     """Records as a multiset: a file holds them in the order they finished, an outcome in the data's."""
     return sorted(json.dumps(r, sort_keys=True) for r in records)
@@ -325,12 +332,14 @@ def check_audit(request: Any, *, strict: bool = True) -> AuditReport:
         for path in report.outcome.files:
             if not Path(path).exists():
                 return f"{path} is named but does not exist"
-            if not any(Path(path).resolve() == a or a in Path(path).resolve().parents for a in asked):
+            if not any(_asked(Path(path).resolve(), a) for a in asked):
                 return f"{path} was not asked for (the request's {', '.join(OUTPUT_FIELDS)})"
             if Path(path).is_file() and Path(path).suffix == ".jsonl":
                 kind_of(read_header(path))  # an unknown kind: its one line
-                if _bag(read_jsonl(path)) != _bag(_plain(report.outcome.records)):  # (written as they finish)
-                    return f"{path} holds {len(read_jsonl(path))} records, the outcome {len(report.outcome.records)} others"
+                labels = getattr(report.outcome, "labels", None)  # --label all: each file is a label's outcome's
+                owner = next((o for o in labels.values() if path in o.files), report.outcome) if labels else report.outcome
+                if _bag(read_jsonl(path)) != _bag(_plain(owner.records)):  # (written as they finish)
+                    return f"{path} holds {len(read_jsonl(path))} records, the outcome {len(owner.records)} others"
         if asked and not report.outcome.files:
             return f"it was asked for {', '.join(map(str, asked))} and names no file"
         return None

@@ -40,10 +40,11 @@ from textaudit.formats.compare import check_distinct_files
 from textaudit.lexicons import load_pairs_file
 from textaudit.lm import LazyCausalLM
 from textaudit.models import load_classifier
-from textaudit.models.batched import check_label_threshold, each_label, label_view
+from textaudit.models.batched import ALL_LABELS, check_label_threshold, each_label, label_view
+from textaudit.neighborhoods.accounting import each_label_outcome, work_fields
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.notices import say as say_line
-from textaudit.request import RANGES, Outcome, option, shared, written
+from textaudit.request import RANGES, EachLabel, Outcome, option, shared, written
 from textaudit.runner import check_sharded_output
 from textaudit.sentence import check_language, guess_language
 from textaudit.shards import Shard
@@ -163,7 +164,7 @@ class AttackRequest:
         return CheckedAttack(method, self.method is not None, spec, options, language, synonyms, data_id, side, part)
 
     def run_each_label(self, backend: Backend | None = None, *, progress: bool = True,
-                       say: Callable[[str], None] = say_line) -> dict[str, AttackOutcome]:
+                       say: Callable[[str], None] = say_line) -> EachLabel:
         """``--label all``: every label of a multi-label model attacked in one run — one model and one masked LM
         loaded once, so each masked context is asked of the masked LM once and each text is forwarded once for all
         labels (their caches are shared) — each label's records in its own file (:func:`each_label`), its gold label
@@ -180,13 +181,17 @@ class AttackRequest:
                 say(f"cost: the same for the other {len(requests) - 1} labels")
             speak = say if i == 0 else (lambda line: None if line.startswith("cost: ") else say(line))
             out[name] = r.run(backend, checked=checks[name], progress=progress, say=speak, loaded=(model, mlm))
-        return out
+        return each_label_outcome(out, self.output, mlm)
 
     def run(self, backend: Backend | None = None, *, checked: CheckedAttack | None = None, progress: bool = True,
-            say: Callable[[str], None] = say_line, loaded: tuple[Any, Any] | None = None) -> AttackOutcome:
+            say: Callable[[str], None] = say_line, loaded: tuple[Any, Any] | None = None) -> AttackOutcome | EachLabel:
         """Attack the examples (resuming ``output`` with ``resume``) and return the outcome; ``say``: where the
         lines for a person go (the method chosen, the cost, the time estimate, the patch words' ranking);
-        ``loaded``: the model and masked LM already loaded (``--label all``: shared by every label)."""
+        ``loaded``: the model and masked LM already loaded (``--label all``: shared by every label). With
+        ``target_label`` ``all``: :meth:`run_each_label`'s outcome. The summary's cost fields (the store's, the score
+        cache's, an endpoint's) are the run's, whoever runs it."""
+        if self.target_label == ALL_LABELS:
+            return self.run_each_label(backend, progress=progress, say=say)
         checked = checked or self.check()
         backend = backend or SerialBackend()
         method, options = checked.method, dict(checked.options)
@@ -223,6 +228,9 @@ class AttackRequest:
                                       in_flight=self.in_flight, say=say, progress=progress,
                                       estimate=self.pair_column is None and checked.shard is None)
         summary["model"] = clf.name  # (a shard's time is not estimated: the data's first examples are others')
+        summary.update(work_fields(clf, options["mlm"]))
+        if lm is not None and lm.loaded:
+            summary["ppl_load_seconds"] = round(lm.load_seconds, 1)  # part of ppl_sec_per_example
         return AttackOutcome(summary, records, written(self.output), classifier=clf, attack=atk, lm=lm,
                              masked_lm=options["mlm"])
 

@@ -28,7 +28,6 @@ from textaudit.environment import check_environment
 from textaudit.errors import TextAuditError
 from textaudit.formats.margins import MARGIN_COLUMNS, margin_rows, margin_title, margin_verdicts
 from textaudit.kinds import resumable_commands
-from textaudit.models.batched import each_label
 from textaudit.models.options import ModelOptions, use_model_options
 from textaudit.models.prompt import load_prompt
 from textaudit.models.registry import check_model_options
@@ -43,7 +42,7 @@ __all__ = ["AuditGroup", "fail", "AuditCommand", "app", "emit_json", "print_tabl
            "DataOpt", "TextColumnOpt", "LabelColumnOpt", "LimitOpt", "SampleOpt", "PairColumnOpt",
            "MlmOpt", "LanguageOpt", "OutputOpt", "ResumeOpt", "SeedOpt", "ShardOpt", "JsonOpt",
            "format_ci",
-           "MODEL_HELP", "with_model_options", "with_store_option", "StoreOpt", "store_fields", "score_fields", "with_track_option",
+           "MODEL_HELP", "with_model_options", "with_store_option", "StoreOpt", "with_track_option",
            "finished", "finished_run", "conclude", "TrackExperimentOpt", "TrackRunIdOpt", "option_group", "with_backend_options",
            "with_request", "audit_command",
            "BACKEND_OPTIONS"]
@@ -392,35 +391,6 @@ def with_track_option(command: Callable) -> Callable:
 
     options = {name: (annotation, None) for name, annotation in _TRACK_OPTIONS.items()}
     return option_group(command, {**options, "_track_ctx": (typer.Context, inspect.Parameter.empty)}, around)
-
-
-def each_label_summary(outcomes: dict, output: Path | None, masked_lm: Any = None) -> tuple[dict, dict]:
-    """``--label all``'s summary — ``{"labels": {label: its summary}, "forwards": the model's forwards, counted once
-    for every label, store fields}`` — and each label's results file (:func:`~textaudit.models.batched.each_label`)."""
-    model = next(iter(outcomes.values())).classifier.model  # the views' model: its counters are every label's
-    files = each_label(model, output)
-    return ({"labels": {name: o.summary for name, o in outcomes.items()}, "forwards": model.stats.unique_forwards,
-             **store_fields(masked_lm)}, files)
-
-
-def store_fields(mlm: Any) -> dict:
-    """A summary's store fields: ``store_hits``, ``store_misses``, ``store_hit_rate``, ``mlm_seconds_saved``
-    of the masked LM ``mlm`` (or the one it re-ranks), or nothing without a store."""
-    inner = getattr(mlm, "mlm", mlm)
-    s = inner.store_summary() if hasattr(inner, "store_summary") else None
-    if not s:
-        return {}
-    return {"store_hits": s["hits"], "store_misses": s["misses"], "store_hit_rate": s["hit_rate"],
-            "mlm_seconds_saved": s["mlm_seconds_saved"]}
-
-
-def score_fields(classifier: Any) -> dict:
-    """A summary's score-cache fields: ``score_hits`` (texts the store answered) and ``score_forwards``
-    (texts the model computed), or nothing when the classifier's scores are not kept."""
-    if getattr(classifier, "score_cache", None) is None:
-        return {}
-    st = classifier.stats
-    return {"score_hits": st.store_hits, "score_forwards": st.unique_forwards}
 
 
 class _FlagsShowNoType:

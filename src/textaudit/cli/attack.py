@@ -11,33 +11,24 @@ from textaudit.cli.app import (
     JsonOpt,
     audit_command,
     conclude,
-    each_label_summary,
     format_ci,
     notice,
     print_sampled,
     print_table,
-    score_fields,
-    store_fields,
 )
 from textaudit.models.batched import ALL_LABELS
+from textaudit.request import EachLabel
 
 
 @audit_command(AttackRequest, backend=True)
 def attack(json_out: JsonOpt = False, runner: Backend = None, request: AttackRequest = None) -> None:
     """Search each example's neighbourhood for a vulnerable example (Double Perturbation)."""
-    if request.target_label == ALL_LABELS:
-        _each_label(request, runner, json_out)
-        return
-    checked = request.check()  # every one-line error before any model is loaded (or trained)
+    checked = request.check() if request.target_label != ALL_LABELS else None  # every one-line error first
     outcome = request.run(runner, checked=checked, say=notice)
+    if isinstance(outcome, EachLabel):
+        _each_label(request, outcome, json_out)
+        return
     clf, summary = outcome.classifier, outcome.summary
-    summary.update(store_fields(outcome.masked_lm))
-    summary.update(score_fields(clf))
-    if getattr(clf.stats, "requests", 0):  # a remote model: what this run cost the endpoint
-        summary.update(http_requests=clf.stats.requests, http_retries=clf.stats.retries,
-                       **({"http_tokens": clf.stats.tokens} if clf.stats.tokens else {}))
-    if outcome.lm is not None and outcome.lm.loaded:
-        summary["ppl_load_seconds"] = round(outcome.lm.load_seconds, 1)  # part of ppl_sec_per_example
     for w in summary.get("warnings", []):
         notice(w)
     if conclude(summary, request.output, json_out):
@@ -102,16 +93,15 @@ def show_examples(records: list[dict], labels, n: int = 3) -> None:
             typer.echo(f"  x′ → {name(r['vulnerable_prediction']):>{w}} (was {name(r['prediction'])})  {r['vulnerable']}")
 
 
-def _each_label(request: AttackRequest, runner: Backend, json_out: bool) -> None:
+def _each_label(request: AttackRequest, outcome: EachLabel, json_out: bool) -> None:
     """``--label all``: one row per label (its results file named after it), the model's forwards counted once."""
-    outcomes = request.run_each_label(runner, say=notice)
-    summary, files = each_label_summary(outcomes, request.output, next(iter(outcomes.values())).masked_lm)
-    if conclude(summary, None, json_out, files=[f for f in files.values() if f is not None]):
+    summary = outcome.summary
+    if conclude(summary, None, json_out, files=outcome.files):
         return
     print_table(f"{request.method or 'attack'} on every label of {request.model} ({request.data})",
                 ["label", "found (of all inputs)", "95% CI", "success rate (of the attacked)", "results"],
                 [[name, f"{s.get('success')} of {s.get('n')}: {s.get('found_share')}",
                   format_ci(tuple(s.get("found_share_ci95") or ()) or None),
                   f"{s.get('success_rate')} of {s.get('attacked')}" if s.get("attacked") else "– (none attacked)",
-                  files[name] or "–"]
+                  (outcome.labels[name].files or ["–"])[0]]
                  for name, s in summary["labels"].items()])

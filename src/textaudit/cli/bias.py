@@ -11,12 +11,9 @@ from textaudit.cli.app import (
     JsonOpt,
     audit_command,
     conclude,
-    each_label_summary,
     notice,
     print_table,
     say_default_model,
-    score_fields,
-    store_fields,
     wide_terminal,
 )
 from textaudit.fairness.bias import BIAS_COLUMNS, CONTROL, DIFFERENCE, K0_NOTE, bias_rows
@@ -24,19 +21,19 @@ from textaudit.fairness.estimates import claim_status
 from textaudit.fairness.plots import plot_bias
 from textaudit.fairness.request import BiasOutcome, BiasRequest
 from textaudit.models.batched import ALL_LABELS
+from textaudit.request import EachLabel
 from textaudit.stats import format_ci
 
 
 @audit_command(BiasRequest, backend=True)
 def bias(json_out: JsonOpt = False, runner: Backend = None, request: BiasRequest = None) -> None:
     """Measure B_{p,k}: the mean shift of f_soft when p(1) → p(2) over the k-neighbourhood of the data."""
-    if request.target_label == ALL_LABELS:
-        say_default_model(request)
-        _each_label(request, runner, json_out)
-        return
-    checked = request.check()  # every one-line error before anything loads
+    checked = request.check() if request.target_label != ALL_LABELS else None  # every one-line error first
     say_default_model(request)  # (after them: a bad input is one line)
     outcome = request.run(runner, checked=checked)
+    if isinstance(outcome, EachLabel):
+        _each_label(request, outcome, json_out)
+        return
     out = outcome.summary
     if request.output:
         notice(f"scored sentence pairs: {request.output}")
@@ -44,8 +41,6 @@ def bias(json_out: JsonOpt = False, runner: Backend = None, request: BiasRequest
         for path in plot_bias(outcome.results, request.plot):
             notice(f"plot: {path}")
     _say_outcome(outcome, len(checked.pairs))
-    out.update(store_fields(outcome.masked_lm))
-    out.update(score_fields(outcome.classifier))
     if "store_hits" in out:
         notice(f"neighbourhood store: {out['store_hits']} masked contexts answered from it, {out['store_misses']} "
                f"computed; {out['mlm_seconds_saved']} s of masked-LM time saved"
@@ -70,12 +65,11 @@ def _say_outcome(outcome: BiasOutcome, n_pairs: int) -> None:
         notice(w)
 
 
-def _each_label(request: BiasRequest, runner: Backend, json_out: bool) -> None:
+def _each_label(request: BiasRequest, outcome: EachLabel, json_out: bool) -> None:
     """``--label all``: B_{p,k} per label (rows prefixed by the label; each label's file named after it)."""
-    outcomes = request.run_each_label(runner)
+    outcomes = outcome.labels
     first = next(iter(outcomes.values()))
-    out, files = each_label_summary(outcomes, request.output, first.masked_lm)
-    if conclude(out, None, json_out, files=[f for f in files.values() if f is not None]):
+    if conclude(outcome.summary, None, json_out, files=outcome.files):
         return
     for o in outcomes.values():
         for w in o.summary.get("warnings", []):

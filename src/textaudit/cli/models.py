@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-import numpy as np
 import typer
 
 from textaudit.cli.app import (
@@ -25,7 +24,6 @@ from textaudit.cli.app import (
     app,
     audit_command,
     conclude,
-    each_label_summary,
     emit_json,
     format_ci,
     notice,
@@ -33,7 +31,7 @@ from textaudit.cli.app import (
     with_model_options,
 )
 from textaudit.errors import TextAuditError
-from textaudit.evaluation import EvaluateRequest, one_class_warning
+from textaudit.evaluation import EvaluateRequest
 from textaudit.files import loads_json
 from textaudit.models import load_classifier
 from textaudit.models.batched import ALL_LABELS, TIE, decisions, label_only_report, sampled_draws
@@ -41,6 +39,7 @@ from textaudit.models.zoo import ARCHS, parse_name, train_model
 from textaudit.neighborhoods.corpus import DEBIAN_SOURCES, debian_prose, generate_synthetic
 from textaudit.neighborhoods.train_mlm import TrainMLMConfig, default_out
 from textaudit.neighborhoods.train_mlm import train as train_minilm_mlm
+from textaudit.request import EachLabel
 from textaudit.robustness.calibration import (
     CALIBRATION_COLUMNS,
     calibration_rows,
@@ -148,11 +147,11 @@ def certify(json_out: JsonOpt = False, request: CertifyRequest = None) -> None:
     """Certified accuracy under word substitution: IBP for the zoo's robust word models, randomized smoothing
     (SAFER: synonyms; RanMASK: any word) for any model (the smoothed prediction and its certified radius per
     example)."""
-    if request.target_label == ALL_LABELS:
-        _certify_each_label(request, json_out)
-        return
-    table = request.check()  # every one-line error before any data or model loads
+    table = request.check() if request.target_label != ALL_LABELS else None  # every one-line error first
     outcome = request.run(checked=table, say=notice)
+    if isinstance(outcome, EachLabel):
+        _certify_each_label(request, outcome, json_out)
+        return
     if outcome.method == "ibp":
         res = outcome.summary
         if conclude(res, request.output, json_out):
@@ -163,11 +162,10 @@ def certify(json_out: JsonOpt = False, request: CertifyRequest = None) -> None:
     _show_smoothing(request, outcome, json_out)
 
 
-def _certify_each_label(request: CertifyRequest, json_out: bool) -> None:
+def _certify_each_label(request: CertifyRequest, outcome: EachLabel, json_out: bool) -> None:
     """``--label all``: one row per label (its results file named after it), each drawn text forwarded once."""
-    outcomes = request.run_each_label(say=notice)
-    summary, files = each_label_summary(outcomes, request.output)
-    if conclude(summary, None, json_out, files=[f for f in files.values() if f is not None]):
+    outcomes = outcome.labels
+    if conclude(outcome.summary, None, json_out, files=outcome.files):
         return
 
     def at_least_one(s: dict) -> str:  # certified against any one substitution (radius ≥ 1)
@@ -179,23 +177,14 @@ def _certify_each_label(request: CertifyRequest, json_out: bool) -> None:
                 ["label", "examples", "smoothed accuracy", "95% CI", "abstained", "certified accuracy, radius ≥ 1",
                  "results"],
                 [[name, o.examples, o.summary["accuracy"], format_ci(tuple(o.summary["accuracy_ci95"] or ()) or None),
-                  o.summary["abstain"], at_least_one(o.summary), files[name] or "–"] for name, o in outcomes.items()])
+                  o.summary["abstain"], at_least_one(o.summary), (o.files or ["–"])[0]] for name, o in outcomes.items()])
 
 
 def _show_smoothing(request: CertifyRequest, outcome, json_out: bool) -> None:
     """``audit certify --method safer|ranmask``'s warnings, table and curve."""
     clf, summary, ranmask = outcome.classifier, outcome.summary, outcome.method == "ranmask"
-    said = [r for r in outcome.records if r.get("prediction") is not None]
-    collapsed = one_class_warning(clf, np.array([r["prediction"] for r in said]), np.array([r["label"] for r in said]),
-                                  clf.labels or [str(i) for i in range(clf.num_classes)])
-    if collapsed:  # the smoothed classifier is (nearly) constant: its certificates are a constant's
-        collapsed = collapsed.replace("its answers barely depend on the text", "the smoothed classifier barely depends "
-                                      "on the text and its certificates are a constant's") + (
-            f"; a model that never saw masked text may answer one class under {request.rate:.0%} masks: try a "
-            "lower --mask-rate, a --mask-token it knows, or a model trained on masked copies (audit harden --method "
-            "masked)" if ranmask else "")
-        notice(collapsed)
-        summary["warnings"] = [collapsed]
+    for w in summary.get("warnings", []):  # the smoothed classifier (nearly) constant: its certificates a constant's
+        notice(w)
     if conclude(summary, request.output, json_out):
         return
     acc = "–" if summary["accuracy"] is None else f"{summary['accuracy']:.4f} {format_ci(tuple(summary['accuracy_ci95']))}"

@@ -17,11 +17,11 @@ from textaudit.cli.app import (
     emit_json,
     notice,
     print_table,
-    store_fields,
     with_store_option,
 )
 from textaudit.errors import TextAuditError
 from textaudit.neighborhoods import NeighborhoodBuilder, load_mlm
+from textaudit.neighborhoods.accounting import store_fields
 from textaudit.sentence import check_language, guess_language
 
 

@@ -28,10 +28,11 @@ from textaudit.fairness.groups import group_pairs
 from textaudit.fairness.pairs import check_some_source, load_pairs_file, parse_pair
 from textaudit.formats.jsonl import read_jsonl
 from textaudit.models import load_classifier
-from textaudit.models.batched import PairView, each_label, label_view
+from textaudit.models.batched import ALL_LABELS, PairView, each_label, label_view
+from textaudit.neighborhoods.accounting import each_label_outcome, score_fields, store_fields
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.perturbations.gender import gender_words
-from textaudit.request import SHARED, Outcome, option, shared, written
+from textaudit.request import SHARED, EachLabel, Outcome, option, shared, written
 from textaudit.runner import check_sharded_output
 from textaudit.sentence import check_language, guess_language
 from textaudit.shards import Shard
@@ -150,7 +151,7 @@ class BiasRequest:
         part = check_sharded_output(self.output, self.resume, self.shard, settings)
         return CheckedBias(pairs, blacklists, controls, data_id, language, part)
 
-    def run_each_label(self, backend: Backend | None = None, *, progress: bool = True) -> dict[str, BiasOutcome]:
+    def run_each_label(self, backend: Backend | None = None, *, progress: bool = True) -> EachLabel:
         """``--label all``: B_{p,k} of every label of a multi-label model in one run — the model and the masked LM
         loaded once, so the neighbourhoods (the same for every label) are built once and each sentence is forwarded
         once for all labels — each label's scored sentences in its own file (:func:`each_label`)."""
@@ -166,13 +167,17 @@ class BiasRequest:
                             "forwards (each sentence is scored once for every label)")
             with notices.without(lambda line, later=i > 0: later and line.startswith("cost:")):
                 out[name] = r.run(backend, progress=progress, checked=checks[name], loaded=(model, mlm))
-        return out
+        return each_label_outcome(out, self.output, mlm)
 
     def run(self, backend: Backend | None = None, *, progress: bool = True, config: dict | None = None,
-            checked: CheckedBias | None = None, loaded: tuple[Any, Any] | None = None) -> BiasOutcome:
+            checked: CheckedBias | None = None, loaded: tuple[Any, Any] | None = None) -> BiasOutcome | EachLabel:
         """Score the units (resuming ``output`` with ``resume``) and return the outcome. ``config``: more of the
         header's settings (a suite's limit); ``checked``: :meth:`check`'s answer when the caller already asked;
-        ``loaded``: the model and masked LM already loaded (``--label all``: shared by every label)."""
+        ``loaded``: the model and masked LM already loaded (``--label all``: shared by every label). With
+        ``target_label`` ``all``: :meth:`run_each_label`'s outcome. The summary's cost fields (the store's, the
+        score cache's) are the run's, whoever runs it."""
+        if self.target_label == ALL_LABELS:
+            return self.run_each_label(backend, progress=progress)
         checked = checked or self.check()
         backend = backend or SerialBackend()
         ds = load_dataset(self.data, text_column=self.text_column, pair_column=self.pair_column, default_split="dev",
@@ -208,6 +213,7 @@ class BiasRequest:
         warnings = small_samples(results, self.ci, label=self.target_label)
         if warnings:
             out["warnings"] = warnings
+        out.update(store_fields(masked_lm), **score_fields(clf))
         records = read_jsonl(self.output) if self.output is not None else []  # (a resumed file's too)
         return BiasOutcome(out, records, written(self.output), results=results, classifier=clf, masked_lm=masked_lm,
                            classes=classes, controls=checked.controls, checked=checked)

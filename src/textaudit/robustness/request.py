@@ -18,7 +18,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
+
 from textaudit.backends import Backend
+from textaudit.classification import one_class_warning
 from textaudit.data import align_labels, check_labels, dataset_id, load_dataset
 from textaudit.engine.pace import measure_pace
 from textaudit.errors import TextAuditError
@@ -27,13 +30,14 @@ from textaudit.formats.harden import hardened_threat
 from textaudit.formats.jsonl import check_output, write_results
 from textaudit.lexicons import counterfitted_neighbors
 from textaudit.models import load_classifier
-from textaudit.models.batched import each_label, label_view, masked_lm_identity
+from textaudit.models.batched import ALL_LABELS, each_label, label_view, masked_lm_identity
 from textaudit.models.zoo.names import ROBUST_ARCHS, ZOO_MODELS, parse_name, split_robust
+from textaudit.neighborhoods.accounting import each_label_outcome
 from textaudit.neighborhoods.builder import NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.notices import say as say_line
 from textaudit.progress import duration
-from textaudit.request import RANGES, Outcome, option, range_words, shared, within, written
+from textaudit.request import RANGES, EachLabel, Outcome, option, range_words, shared, within, written
 from textaudit.robustness.certify_clock import first_examples
 from textaudit.robustness.smoothing import SAFER, SMOOTHING, PerturbationSets, RanMASK, run_certify
 
@@ -212,7 +216,7 @@ class CertifyRequest:
         return table
 
     def run_each_label(self, backend: Backend | None = None, *, progress: bool = True,
-                       say: Callable[[str], None] = say_line) -> dict[str, CertifyOutcome]:
+                       say: Callable[[str], None] = say_line) -> EachLabel:
         """``--label all``: every label of a multi-label model certified in one run — the model (and the second-order
         view's masked LM) loaded once, so a drawn text is forwarded once for every label — each label's records in
         its own file (:func:`each_label`), its gold label the data's column of the label's name."""
@@ -224,15 +228,19 @@ class CertifyRequest:
         requests = {name: replace(self, target_label=name, output=path) for name, path in files.items()}
         tables = {name: r.check() for name, r in requests.items()}  # every file's one-line error before any work
         mlm = load_mlm(self.mlm) if self.neighbors and self.chosen_method != "ibp" else None
-        return {name: r.run(backend, checked=tables[name], progress=progress, say=say, loaded=(model, mlm))
-                for name, r in requests.items()}
+        return each_label_outcome({name: r.run(backend, checked=tables[name], progress=progress, say=say,
+                                               loaded=(model, mlm)) for name, r in requests.items()}, self.output)
 
     def run(self, backend: Backend | None = None, *, checked: dict | None = None, progress: bool = True,
             say: Callable[[str], None] = say_line, config: dict | None = None,
-            loaded: tuple[Any, Any] | None = None) -> CertifyOutcome:
+            loaded: tuple[Any, Any] | None = None) -> CertifyOutcome | EachLabel:
         """Certify the examples and return the outcome (``checked``: :meth:`check`'s answer, the synonym table;
         ``config``: more of the results header's settings, e.g. a suite's limit; ``loaded``: the model and masked LM
-        already loaded — ``--label all``: shared by every label)."""
+        already loaded — ``--label all``: shared by every label; with ``target_label`` ``all``,
+        :meth:`run_each_label`'s outcome). A smoothed classifier that answers one class for nearly every input is
+        said in the summary's ``warnings`` (its certificates are a constant's), whoever runs it."""
+        if self.target_label == ALL_LABELS:
+            return self.run_each_label(backend, progress=progress, say=say)
         table = self.check() if checked is None else checked  # (None again: the counter-fitted neighbours)
         method = self.chosen_method
         ds = load_dataset(self.data, default_split="dev", limit=self.limit,  # bad data: an error before a model trains
@@ -272,7 +280,24 @@ class CertifyRequest:
                                                **masked_lm_identity(builder and builder.mlm),
                                                **(config or {})})
         summary["model"] = clf.name
+        collapsed = self._collapsed(clf, records, ranmask)
+        if collapsed:
+            summary["warnings"] = [collapsed]
         return CertifyOutcome(summary, records, written(self.output), method=method, classifier=clf, examples=len(ds))
+
+    def _collapsed(self, clf: Any, records: list[dict], ranmask: bool) -> str | None:
+        """The warning when the smoothed classifier is (nearly) constant: its certificates are a constant's."""
+        said = [r for r in records if r.get("prediction") is not None]
+        collapsed = one_class_warning(clf, np.array([r["prediction"] for r in said]),
+                                      np.array([r["label"] for r in said]),
+                                      clf.labels or [str(i) for i in range(clf.num_classes)])
+        if not collapsed:
+            return None
+        return collapsed.replace("its answers barely depend on the text", "the smoothed classifier barely depends "
+                                 "on the text and its certificates are a constant's") + (
+            f"; a model that never saw masked text may answer one class under {self.rate:.0%} masks: try a "
+            "lower --mask-rate, a --mask-token it knows, or a model trained on masked copies (audit harden --method "
+            "masked)" if ranmask else "")
 
     def _say_cost(self, clf: Any, texts: list[str], ranmask: bool, say: Callable[[str], None]) -> None:
         """Before the draws: how many texts they ask at most, and at the pace measured here, how long."""

@@ -150,9 +150,10 @@ class WordOrderRequest:
             raise TextAuditError(f"--plot must be a directory, '{self.plot}' is a file")
         check_output(self.output, None, self.config)
 
-    def run(self, *, checked: None = None, progress: bool = True) -> WordOrderOutcome:
+    def run(self, *, checked: None = None, progress: bool = True, config: dict | None = None) -> WordOrderOutcome:
         """Accuracy on the reordered data (one reordering, or the grid with its correlations); the rows go to
-        ``output``. The summary: one reordering's row, or the sweep's rows with its correlations."""
+        ``output`` (``config``: more of its header's settings, a suite's mark). The summary: one reordering's row,
+        or the sweep's rows with its correlations."""
         self.check()
         ds = load_dataset(self.data, default_split="dev", limit=self.limit)
         clf = load_classifier(self.model)
@@ -169,7 +170,7 @@ class WordOrderRequest:
         if self.output:
             write_results(self.output, records, command="wordorder",
                           config={**self.config, "model": clf.name, "model_fingerprint": clf.fingerprint,
-                                  **({"correlations": corr} if corr is not None else {})})
+                                  **({"correlations": corr} if corr is not None else {}), **(config or {})})
         summary = rows[0] if corr is None else {
             "model": clf.name, "data": self.data, "n": len(ds),
             "rows": [{k: v for k, v in r.items() if k != "example"} for r in rows], **corr}
