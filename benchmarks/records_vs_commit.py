@@ -11,7 +11,8 @@ keys naming seconds, a wall or a rate per second); a results file's header is co
 there is said beside the verdict), textaudit's version aside, and the side's own folder reads ``<out>``.
 
 The set is the one [1/7] names: SO-Beam, SO-Enum, Genetic, BAE, bias with ``--group``, certify (IBP, SAFER,
-RanMASK), harden, replay, compare and a suite (and word order), each small (a few SST-2 dev examples on the zoo's cnn and cnn-ibp,
+RanMASK), harden, replay, compare and a suite (and word order, evaluate, learnability, PerturbScore's tuples: every
+audit), each small (a few SST-2 dev examples on the zoo's cnn and cnn-ibp,
 which must be trained: ``audit train --model cnn-ibp``). Prints one line per audit (``same`` or the first
 difference), and exits 1 when any differs.
 """
@@ -52,6 +53,10 @@ CASES: dict[str, list[str]] = {
                "300", "--epochs", "1", "--eval-limit", "4", "--eval-attack", "so-enum:1", "--out", "{out}/h"],
     "suite": ["run", "{out}/suite.toml"],
     "wordorder": ["wordorder", "--model", "cnn", "--sweep", "--limit", "40", "--output", "{out}/r.jsonl"],
+    "evaluate": ["evaluate", "--model", "cnn", "--limit", "60", "--output", "{out}/r.jsonl"],
+    "learnability": ["learnability", "--model", "bow", "--perturbation", "butter_fingers_perturbation",
+                     "--train-size", "300", "--probabilities", "1.0", "--output", "{out}/r.jsonl"],
+    "perturbscore": ["perturbscore", "build", "--model", "cnn", "--n", "6", "--steps", "2", "--output", "{out}/r.jsonl"],
 }
 SUITE = """[suite]
 name = "records before and after"

@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from textaudit.audits import AUDITS
+from textaudit.formats.jsonl import read_header
+from textaudit.kinds import kind_of
 from textaudit.request import Outcome
-from textaudit.testing import AuditCheckError, check_audit
+from textaudit.testing import AuditCheckError, check_audit, check_kind
 
 POS = ["great", "wonderful", "charming", "funny", "brilliant", "delightful", "moving", "lovely"]
 NEG = ["dull", "boring", "awful", "tedious", "weak", "lame", "poor", "bland"]
@@ -111,8 +114,8 @@ def findings(world):
     return world / "findings.jsonl"
 
 
-AUDIT_NAMES = ["attack", "compare", "bias", "certify", "replay", "harden", "evaluate", "learnability", "wordorder",
-               "perturbscore"]
+#: every row of the table (a new row without a request in _requests fails here)
+AUDIT_NAMES = [row.name for row in AUDITS]
 
 
 @pytest.mark.parametrize("name", AUDIT_NAMES)
@@ -123,6 +126,47 @@ def test_every_audit_keeps_the_contract(name, world, findings, tmp_path):
     outcome = report.outcome
     assert isinstance(outcome, Outcome) and outcome.files, name
     assert all(tmp_path in Path(f).parents for f in outcome.files)
+    for f in outcome.files:  # its results file: a kind of the table, checked by check_kind on it
+        if Path(f).suffix == ".jsonl":
+            kind = kind_of(read_header(f))
+            assert kind.id in AUDIT_KINDS[name] and check_kind(kind, f).ok, (name, kind.id)
+
+
+#: the kinds each audit's run above writes (the table's row says which it may)
+AUDIT_KINDS = {"attack": {"attack"}, "compare": set(), "bias": {"bias"}, "certify": {"certify"}, "replay": {"replay"},
+               "harden": set(), "evaluate": {"metrics"}, "learnability": {"learnability"}, "wordorder": {"wordorder"},
+               "perturbscore": {"perturbscore build"}}
+
+
+def test_the_table_says_which_kinds_each_audit_writes():
+    from textaudit.audits import BY_NAME
+
+    assert set(AUDIT_KINDS) == set(BY_NAME) and len(BY_NAME) == 10
+    for name, kinds in AUDIT_KINDS.items():
+        assert kinds <= set(BY_NAME[name].kinds), name
+
+
+def test_check_kind_names_what_a_kind_gets_wrong(tmp_path):
+    """A kind the table does not hold, and one whose headline rows are not the report's width, each fail the check
+    that says so."""
+    from textaudit.formats.jsonl import write_results
+    from textaudit.kinds import Kind, register_kind, unregister_kind
+
+    path = tmp_path / "narrow.jsonl"
+    write_results(path, [{"id": "a", "n": 1}], command="narrow", config={"model": "m"})
+    narrow = Kind("narrow", "narrow", "audit narrow", "a narrow kind", lambda cfg, recs: {"n": len(recs)},
+                  lambda cfg, recs, s: [["narrow", "m"]])
+    assert [c.name for c in check_kind(narrow, path, strict=False).failed] == [
+        "table", "header", "summary", "headline", "resume and merge"]  # (the later ones not run)
+    register_kind(narrow)
+    try:
+        report = check_kind(narrow, path, strict=False)
+        assert [c.name for c in report.failed] == ["headline", "resume and merge"]  # (the last one not run)
+        assert "2 cells, not 7" in report.failed[0].detail and report.failed[1].detail.startswith("not run")
+        with pytest.raises(AuditCheckError, match="headline"):
+            check_kind(narrow, path)
+    finally:
+        unregister_kind("narrow")
 
 
 def test_the_attack_outcome_is_what_its_file_holds_and_finds_the_planted_flip(world, findings, tmp_path):
@@ -323,3 +367,84 @@ attack.insult.found_share_max = 0.1
     (tmp_path / "bad.toml").write_text(suite.read_text().replace("attack.toxic.found_share_max", "attack.found_share_max"))
     r = cli("run", str(tmp_path / "bad.toml"))
     assert r.exit_code == 2 and "write attack.<label>.<found_share" in r.output, r.output
+
+
+def _share_summary(model: str, records: list[dict], labels: list[str], smoothing: float = 0.0) -> dict:
+    counts = [sum(r["prediction"] == c for r in records) + smoothing for c in range(len(labels))]
+    return {"model": model, "n": len(records),
+            "classes": [{"class": name, "share": n / sum(counts)} for name, n in zip(labels, counts)]}
+
+
+def test_a_new_audit_is_a_request_and_one_row_and_gets_a_command_and_a_suite_section(world, tmp_path, cli):
+    """#81's acceptance: a toy audit — a request module (here, the test's), one row of the audits' table and one
+    ``Kind`` row for its results — is an ``audit`` command (its fields the options, its summary printed or one JSON
+    line), a suite section (its keys checked by the request's ranges, gated by a path into its summary), keeps the
+    contract, and its results file is read by ``results.load`` and ``audit report`` (the kind's headline row, its
+    summary as a section) with nothing else written for it."""
+    from textaudit import results
+    from textaudit.audits import AuditRow, register, unregister
+    from textaudit.data import load_dataset
+    from textaudit.formats.jsonl import check_output, write_results
+    from textaudit.kinds import Kind, register_kind, unregister_kind
+    from textaudit.models import load_classifier
+    from textaudit.request import option, shared
+
+    @dataclasses.dataclass
+    class ShareRequest:
+        """The share of texts the model calls each class."""
+
+        model: str = shared("model", ...)
+        data: str = shared("data", "sst2:dev")
+        limit: int | None = shared("limit")
+        smoothing: float = option(0.0, low=0.0, high=1.0, help="Added to each class's count (Laplace).")
+        output: Path | None = shared("output")
+
+        def check(self) -> None:
+            check_output(self.output, None)
+
+        def run(self, *, checked=None, progress=True) -> Outcome:
+            self.check()
+            ds = load_dataset(self.data, default_split="dev", limit=self.limit)
+            clf = load_classifier(self.model)
+            records = [{"id": i, "prediction": int(p)} for i, p in zip(ds["id"], clf.predict(list(ds["text"])))]
+            if self.output is not None:
+                write_results(self.output, records, command="share",
+                              config={"model": clf.name, "labels": clf.labels, "smoothing": self.smoothing})
+            return Outcome(_share_summary(clf.name, records, clf.labels, self.smoothing), records,
+                           [self.output] if self.output else [])
+
+    register_kind(Kind("share", "share", "audit share", "shares of the classes",
+                       lambda cfg, recs: _share_summary(cfg["model"], recs, cfg["labels"], cfg["smoothing"]),
+                       lambda cfg, recs, s: [["share", cfg.get("model"), "predicted classes", "–", "–", "–",
+                                              f"{len(recs)} texts"]]))
+    register(AuditRow("share", ShareRequest, "share.jsonl", "output", ("share",), metrics=("share", "n")))
+    try:
+        rule, dev = f"{world}/rule.py:clf", str(world / "dev.tsv")
+        assert check_audit(ShareRequest(model=rule, data=dev, output=tmp_path / "checked.jsonl")).ok
+        r = cli("share", "--model", rule, "--data", dev, "--json", "--output", str(tmp_path / "share.jsonl"))
+        assert r.exit_code == 0, r.output
+        summary = json.loads(r.stdout.strip().splitlines()[-1])
+        assert summary == ShareRequest(model=rule, data=dev).run().summary and summary["n"] == 8
+        assert results.load(tmp_path / "share.jsonl").summary() == summary
+        r = cli("report", str(tmp_path / "share.jsonl"), "-o", str(tmp_path / "share.md"))
+        assert r.exit_code == 0, r.output
+        page = (tmp_path / "share.md").read_text()
+        assert "predicted classes" in page and "Shares of the classes: rule.py:clf" in page
+        r = cli("share", "--model", rule, "--data", dev, "--smoothing", "2")
+        assert r.exit_code == 2 and "Invalid value for '--smoothing'" in r.output and "Traceback" not in r.output, r.output
+        positive = next(c["share"] for c in summary["classes"] if c["class"] == "positive")
+        suite = tmp_path / "share.toml"
+        suite.write_text(f'[suite]\ndata = "{dev}"\n[share]\nmodel = "{rule}"\n[thresholds]\n'
+                         f'share.positive.share_max = {positive}\nshare.n_min = 9\n')
+        r = cli("run", str(suite), "--json")
+        assert r.stdout.strip(), r.output
+        checks = {c["name"]: (c["value"], c["passed"]) for c in json.loads(r.stdout.strip().splitlines()[-1])["checks"]}
+        assert r.exit_code == 1 and checks == {"share.positive.share_max": (positive, True), "share.n_min": (8, False)}
+        assert (tmp_path / "share" / "share.jsonl").is_file() and "predicted classes" in \
+            (tmp_path / "share" / "report.html").read_text()
+        suite.write_text(f'[share]\nmodel = "{rule}"\nsmoothing = -1\n')
+        r = cli("run", str(suite))
+        assert r.exit_code == 2 and "[share] smoothing must be a number >= 0 and <= 1 (got -1" in r.output, r.output
+    finally:
+        unregister("share")
+        unregister_kind("share")

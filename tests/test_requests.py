@@ -10,8 +10,8 @@ import pytest
 import typer
 
 from textaudit.attacks.request import AttackRequest, CompareRequest
-from textaudit.cli.app import _TRACK_OPTIONS, BACKEND_OPTIONS, MODEL_OPTIONS
 from textaudit.cli.main import app
+from textaudit.cli.options import _TRACK_OPTIONS, BACKEND_OPTIONS, MODEL_OPTIONS
 from textaudit.errors import TextAuditError
 from textaudit.evaluation import EvaluateRequest
 from textaudit.fairness.request import BiasRequest

@@ -12,19 +12,33 @@ A gate of a row with ``metrics`` is ``<section>.<path…>.<metric>_<max|min>``: 
 key of a dict, or in a list of rows the row one of whose names is that key (a class, a label, a model, a
 perturbation) — and ends in a number named one of the row's metrics, e.g. ``evaluate.positive.recall_min``
 (the per-class row of the class ``positive``), ``evaluate.macro.f1_min``, ``wordorder.dnd_max``,
-``learnability.bow.butter_fingers_perturbation.robustness_min``. A value the summary does not hold fails the
-gate as missing.
+``learnability.bow.butter_fingers_perturbation.robustness_min`` (:func:`textaudit.gates.summary_value`). A value
+the summary does not hold fails the gate as missing. The other rows name their grammar in :mod:`textaudit.gates`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Callable, Mapping
 
 from textaudit.attacks.request import AttackRequest, CompareRequest
+from textaudit.errors import TextAuditError
 from textaudit.evaluation import EvaluateRequest
 from textaudit.fairness.request import BiasRequest
 from textaudit.findings import ReplayRequest
+from textaudit.gates import (
+    Gates,
+    Limit,
+    attack_gate,
+    bias_gate,
+    certify_gate,
+    compare_margins,
+    harden_gate,
+    method_gate,
+    method_of,
+    replay_limits,
+    summary_gate,
+)
 from textaudit.harden.request import HardenRequest
 from textaudit.kinds import BY_ID
 from textaudit.robustness.learnability import LearnabilityRequest
@@ -32,7 +46,7 @@ from textaudit.robustness.perturbscore.request import TuplesRequest
 from textaudit.robustness.request import CertifyRequest
 from textaudit.robustness.wordorder import WordOrderRequest
 
-__all__ = ["AuditRow", "AUDITS", "BY_NAME", "summary_value"]
+__all__ = ["AuditRow", "AUDITS", "BY_NAME", "gates_of", "limits_of", "register", "unregister", "ON_REGISTER"]
 
 #: the [suite] keys most sections take as their own unless they give them
 DATA_SEED_LIMIT = {"data": "data", "seed": "seed", "limit": "limit"}
@@ -46,7 +60,9 @@ class AuditRow:
     :data:`textaudit.kinds.KINDS`), ``metrics`` (the numbers a generic gate may name; empty: the suite's own
     grammar for this section), ``own_keys`` (keys of the section that are the suite's gates, not the request's
     options), ``paths`` (fields a suite file gives relative to itself), ``replaced`` (a suite run writes its file
-    afresh: a kind that does not resume), ``aliases`` (a section's older key → the field)."""
+    afresh: a kind that does not resume), ``aliases`` (a section's older key → the field), ``gate`` (its
+    thresholds' grammar, :mod:`textaudit.gates`; with ``metrics``, a path into the summary) and ``limits`` (the
+    gates its section's own keys set: a margin, ``max_still``)."""
 
     name: str
     request: type
@@ -59,8 +75,12 @@ class AuditRow:
     paths: tuple[str, ...] = ()
     replaced: bool = False
     aliases: Mapping[str, str] = field(default_factory=dict)
+    gate: Callable[[dict, tuple[str, ...], str], Gates] | None = None
+    limits: Callable[[dict], list[Limit]] | None = None
 
     def __post_init__(self) -> None:
+        if self.gate is None and self.metrics:
+            object.__setattr__(self, "gate", summary_gate(self.name, self.metrics))
         unknown = [k for k in self.kinds if k not in BY_ID]
         if unknown:
             raise ValueError(f"audit {self.name}: unknown kind {unknown[0]!r} (textaudit.kinds.KINDS)")
@@ -69,17 +89,20 @@ class AuditRow:
 #: the numbers a classification summary holds: accuracy, each class's (or label's) and the averages' P/R/F1
 CLASSIFICATION_METRICS = ("accuracy", "precision", "recall", "f1", "subset_accuracy", "hamming_loss", "ece", "brier")
 
-AUDITS: tuple[AuditRow, ...] = (
-    AuditRow("attack", AttackRequest, "attack.jsonl", "output", ("attack",)),
-    AuditRow("compare", CompareRequest, "compare", "output_dir", ("compare", "attack"), own_keys=("equivalence",)),
+AUDITS: list[AuditRow] = [
+    AuditRow("attack", AttackRequest, "attack.jsonl", "output", ("attack",), gate=attack_gate),
+    AuditRow("compare", CompareRequest, "compare", "output_dir", ("compare", "attack"), own_keys=("equivalence",),
+             limits=compare_margins),
     AuditRow("bias", BiasRequest, "bias.jsonl", "output", ("bias",), inherits={"data": "data", "seed": "seed"},
-             aliases={"pairs": "pair"}),
+             aliases={"pairs": "pair"}, gate=bias_gate),
     AuditRow("certify", CertifyRequest, "certify.{model}.jsonl", "output", ("certify", "certify-ibp"),
-             own_keys=("models",)),
+             own_keys=("models",), gate=certify_gate),
     AuditRow("replay", ReplayRequest, "replay.jsonl", "output", ("replay",), inherits={},
-             own_keys=("max_still", "max_regressed", "equivalence"), paths=("findings",), replaced=True),
+             own_keys=("max_still", "max_regressed", "equivalence"), paths=("findings",), replaced=True,
+             limits=replay_limits),
     AuditRow("harden", HardenRequest, "harden", "out", ("harden",),
-             inherits={"data": "eval_data", "limit": "eval_limit", "seed": "seed"}, paths=("from_findings",)),
+             inherits={"data": "eval_data", "limit": "eval_limit", "seed": "seed"}, paths=("from_findings",),
+             gate=harden_gate),
     AuditRow("evaluate", EvaluateRequest, "evaluate.jsonl", "output", ("metrics", "evaluate"),
              metrics=CLASSIFICATION_METRICS, replaced=True),
     AuditRow("wordorder", WordOrderRequest, "wordorder.jsonl", "output", ("wordorder",),
@@ -89,33 +112,40 @@ AUDITS: tuple[AuditRow, ...] = (
              inherits={}, metrics=("avg_learnability", "robustness", "post_aug_delta", "rho")),
     AuditRow("perturbscore", TuplesRequest, "perturbscore.jsonl", "output", ("perturbscore build",),
              inherits={"data": "data", "seed": "seed"}, metrics=("tried", "kept", "mean_eps")),
-)
+]
+"""Every audit, in the order a suite checks and runs its sections (a command and a section each)."""
 BY_NAME: dict[str, AuditRow] = {row.name: row for row in AUDITS}
+#: called with each row :func:`register` adds (the command line gives it a command)
+ON_REGISTER: list[Callable[[AuditRow], None]] = []
 
 
-def _names(row: Mapping[str, Any]) -> set[str]:
-    return {str(v) for v in row.values() if isinstance(v, (str, int, float)) and not isinstance(v, bool)}
+def register(row: AuditRow) -> None:
+    """Add an audit: its row, and with it a suite section and (once the command line is loaded) a command."""
+    if row.name in BY_NAME:
+        raise ValueError(f"an audit named {row.name!r} is already in the table")
+    AUDITS.append(row)
+    BY_NAME[row.name] = row
+    for hook in ON_REGISTER:
+        hook(row)
 
 
-def _row(rows: Any, key: str) -> Any:
-    """The row of ``rows`` (a list of dicts) one of whose names is ``key``; None when none is."""
-    return next((r for r in rows if isinstance(r, dict) and key in _names(r)), None) if isinstance(rows, list) else None
+def unregister(name: str) -> None:
+    """Take an audit :func:`register` added out of the table again (its command stays until the process ends)."""
+    AUDITS.remove(BY_NAME.pop(name))
 
 
-def summary_value(summary: Any, path: tuple[str, ...]) -> float | None:
-    """The number at ``path`` in a summary (the module's gate grammar): a dict's key, or the row of a list whose
-    names hold the key — a list of the dict's own when the key is none of its keys (``per_class``'s row of a
-    class); None when the summary holds no number there."""
-    here = summary
-    for key in path:
-        if isinstance(here, dict) and key in here:
-            here = here[key]
-        elif isinstance(here, dict):
-            here = next((r for r in (_row(v, key) for v in here.values()) if r is not None), None)
-        else:
-            here = _row(here, key)
-        if here is None:
-            return None
-    if isinstance(here, bool) or not isinstance(here, (int, float)):
-        return None
-    return float(here)
+def gates_of(spec: dict, keys: tuple[str, ...], metric: str) -> Gates:
+    """A threshold's gates, by the grammar of the row its first key names — or of ``[compare]``'s when it names a
+    method of that section (``so_beam.success_rate_max``); a name no row takes is one line."""
+    row = BY_NAME.get(keys[0])
+    if row is not None and row.gate is not None:
+        return row.gate(spec, keys, metric)
+    if method_of(spec, keys[0]) is None:
+        raise TextAuditError(f"threshold {'.'.join(keys)}: '{keys[0]}' is not a method of [compare] (nor an audit: "
+                             f"{', '.join(BY_NAME)})")
+    return method_gate(spec, keys, metric)
+
+
+def limits_of(spec: dict) -> list[Limit]:
+    """The gates the declared sections' own keys set (``[replay] max_still``, a ``margin``), in the table's order."""
+    return [limit for row in AUDITS if row.limits is not None and row.name in spec for limit in row.limits(spec)]

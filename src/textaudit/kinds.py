@@ -29,8 +29,8 @@ from textaudit.robustness.perturbscore.tuples import summarize_tuples
 from textaudit.robustness.smoothing import SMOOTHING, summarize_certify
 from textaudit.stats import format_ci, format_p, hit_rates, mcnemar, non_inferiority, round_p, wilson
 
-__all__ = ["Kind", "KINDS", "BY_ID", "kind_of", "summarize_records", "summarize_replay", "REPLAY_STATUSES",
-           "resumable_commands", "listed", "HEADLINE_COLUMNS", "shown_number"]
+__all__ = ["Kind", "KINDS", "BY_ID", "register_kind", "unregister_kind", "kind_of", "summarize_records",
+           "summarize_replay", "REPLAY_STATUSES", "resumable_commands", "listed", "HEADLINE_COLUMNS", "shown_number"]
 
 #: a report's summary table: one row per audit (a kind's ``headline`` gives its rows)
 HEADLINE_COLUMNS = ["audit", "model", "what", "masked LM", "data", "seed", "headline (95% CI)"]
@@ -201,7 +201,7 @@ def _compare_rows(cfg: Mapping, records: list[dict], summary: Mapping) -> list[l
 
 
 #: every kind, in the order of a report's sections
-KINDS: tuple[Kind, ...] = (
+KINDS: list[Kind] = [
     Kind("harden", "harden", "audit harden", "a before/after of hardening (a folder)", None, _harden_rows,
          merge_refusal="a harden folder is one run: there are no shards to merge"),
     Kind("replay", "replay", "audit replay", "findings replayed on a model", _replay, _replay_rows),
@@ -226,8 +226,23 @@ KINDS: tuple[Kind, ...] = (
          resumable=True),
     Kind("perturbscore build", "perturbscore build", "audit perturbscore build", "PerturbScore's tuples",
          _perturbscore, _perturbscore_rows, resumable=True),
-)
+]
+"""Every kind of results, in the order of a report's sections."""
 BY_ID: dict[str, Kind] = {kind.id: kind for kind in KINDS}
+
+
+def register_kind(kind: Kind) -> None:
+    """Add a kind of results (a new audit's): one row; ``results.load``, ``audit report`` (its headline rows and,
+    without a section of its own, its summary as a table) and ``audit merge`` read its files from then on."""
+    if kind.id in BY_ID:
+        raise ValueError(f"a kind {kind.id!r} is already in the table")
+    KINDS.append(kind)
+    BY_ID[kind.id] = kind
+
+
+def unregister_kind(kind_id: str) -> None:
+    """Take a kind :func:`register_kind` added out of the table again."""
+    KINDS.remove(BY_ID.pop(kind_id))
 
 
 def kind_of(header: Mapping[str, Any] | None) -> Kind:

@@ -3,7 +3,7 @@
 A request is a dataclass next to the audit's run (``fairness.request.BiasRequest`` …) whose fields are made
 with :func:`option`. Everything that starts the audit reads the same fields:
 
-- the command (``audit bias``): its options are the fields (``textaudit.cli.app.with_request``), with the
+- the command (``audit bias``): its options are the fields (``textaudit.cli.options.with_request``), with the
   same defaults, ranges and help, so a new field is a new option;
 - a suite section (``[bias]``): its keys are the fields, each value checked by :func:`from_mapping` with the
   same range before anything runs (a field that only says how a command shows or writes its results is

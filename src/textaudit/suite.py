@@ -59,45 +59,29 @@ success rate minus the baseline's) must be non-inferior at that margin — its 9
 upper end below it, the one-sided test at α = 0.05 — or, with ``equivalence = true``, equivalent
 (the interval inside ±margin, TOST); see :func:`textaudit.stats.non_inferiority`.
 
-``[attack]``'s thresholds are ``attack.<metric>_max`` (or ``_min``) with the attack metrics below; with
-``target_label = "all"`` (every label of a multi-label model, each in its own file), ``attack.<label>.<metric>``.
-The sections gated by their summary alone (``[evaluate]``, ``[wordorder]``, ``[learnability]``,
-``[perturbscore]``) take ``<section>.[<class, label, model …>.]<metric>``: a path into the summary their run gives
-(:func:`textaudit.audits.summary_value`), e.g. ``evaluate.macro.f1_min``, ``wordorder.dnd_max``,
-``learnability.bow.butter_fingers_perturbation.robustness_min``.
-
-A threshold is ``<what>.<metric>_max`` (the value must be ≤ the limit) or ``_min`` (≥). Attack
-metrics: the cells' numbers (``found_share``, the share of *every* input with a finding — skipped and failed
-count as not found —, ``success_rate``, the share of the attacked only, ``mean_l0``, ``sec_per_example``,
-``queries_per_example``, and ``found_share_ci_low``/``_ci_high``, ``success_rate_ci_low``/``_ci_high``, the
-Wilson intervals' ends);
-bias: ``B_k<k>`` and ``abs_B_k<k>``; certify: ``accuracy`` and ``certified_accuracy`` (IBP's), or
-``certified_accuracy_r<R>`` (randomized smoothing's at radius R); harden: ``harden.<before|after>.<accuracy|
-success_rate>`` (and, for ``method = "masked"`` or ``"substitute"``, ``smoothed_accuracy`` and ``certified_at_<R>``)
-and ``harden.mcnemar_p`` (the first evaluation attack's paired test). Method names
-may be written with ``_`` for ``-``.
+A threshold is ``<what>.<metric>_max`` (the value must be ≤ the limit) or ``_min`` (≥); each audit's names
+and metrics are its row's grammar, stated in :mod:`textaudit.gates` (``attack.found_share_max``,
+``bias."he,she".abs_B_k1_max``, ``certify.<model>.certified_accuracy_r1_min``, ``harden.after.success_rate_max``,
+``<method>.<model>.success_rate_max`` for ``[compare]``, ``evaluate.positive.recall_min`` …).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from textaudit.audits import AUDITS as ROWS
-from textaudit.audits import BY_NAME, summary_value
+from textaudit.audits import BY_NAME, gates_of, limits_of
 from textaudit.data import dataset_id, load_dataset
 from textaudit.errors import TextAuditError
 from textaudit.fairness.bias import MIN_SOURCES, few_sources
 from textaudit.fairness.pairs import check_some_source
 from textaudit.formats.compare import cell_path, check_distinct_files, file_part
 from textaudit.formats.jsonl import check_output, read_header, read_jsonl, write_results
-from textaudit.harden.run import CERTIFIED
 from textaudit.models import load_classifier
-from textaudit.models.batched import ALL_LABELS
 from textaudit.report import write_report
 from textaudit.report.render import is_report
 from textaudit.request import from_mapping, range_words, within
@@ -107,13 +91,12 @@ __all__ = ["Suite", "Check", "load_suite", "run_suite", "check_thresholds"]
 
 #: [suite], each audit's section (its request's fields and the row's own keys: textaudit.audits.AUDITS; from_mapping
 #: checks them) and [thresholds]
-SECTIONS = {"suite": {"name", "data", "limit", "output_dir", "report", "seed", "track", "note"},
-            **{row.name: None for row in ROWS}, "thresholds": None}
-ATTACK_METRICS = ("found_share", "found_share_ci_low", "found_share_ci_high", "success_rate", "mean_l0",
-                  "sec_per_example", "queries_per_example", "success_rate_ci_low", "success_rate_ci_high")
-CERTIFY_METRICS = ("accuracy", "certified_accuracy")
-#: a harden section's thresholds: harden.<side>.<metric> (the first evaluation attack's) and harden.mcnemar_p
-HARDEN_METRICS = ("accuracy", "success_rate")
+SUITE_SECTION = {"name", "data", "limit", "output_dir", "report", "seed", "track", "note"}
+
+
+def sections() -> dict[str, set[str] | None]:
+    """Every section a suite may declare: ``[suite]``'s keys, each audit's (None: its request's), ``[thresholds]``."""
+    return {"suite": SUITE_SECTION, **{row.name: None for row in ROWS}, "thresholds": None}
 _NAME = lambda v: isinstance(v, str) and v.strip() != ""  # noqa: E731
 #: [suite]'s keys: what each must be, and the check (the other sections' values are checked where they are read)
 SUITE_KEYS: dict[str, tuple[str, Callable[[Any], bool]]] = {
@@ -198,8 +181,9 @@ class Suite:
         inherited = {field: self.spec["suite"][key] for key, field in row.inherits.items()
                      if key in self.spec.get("suite", {}) and field not in section}
         output = self.results_path(name, (values or {}).get("model"))
-        where: dict[str, Any] = {row.output: output}
-        if "resume" in {f.name for f in dataclasses.fields(row.request)} and not row.replaced:
+        fields = {f.name for f in dataclasses.fields(row.request)}
+        where: dict[str, Any] = {row.output: output} if row.output in fields else {}  # (an audit that writes no file)
+        if "resume" in fields and where and not row.replaced:
             where["resume"] = True  # (none there yet: a fresh file; --label all: each label's file resumed)
         return from_mapping(row.request, {**inherited, **section, **(values or {})}, self.path, name,
                             aliases=row.aliases, **{**where, **fixed})
@@ -234,10 +218,11 @@ def load_suite(path: str | Path) -> Suite:
         raise TextAuditError(f"suite file {path} does not exist; see examples/ for suites to start from")
     spec = _toml(path)
     _check_keys(path, spec)
-    if not any(s in spec for s in AUDITS):
-        raise TextAuditError(f"{path} declares no audit; add {', '.join(f'[{s}]' for s in AUDITS[:-1])} or "
-                             f"[{AUDITS[-1]}]")
-    for section in AUDITS:  # each audit's request, built and checked now, with the command's ranges
+    audits = list(BY_NAME)
+    if not any(s in spec for s in audits):
+        raise TextAuditError(f"{path} declares no audit; add {', '.join(f'[{s}]' for s in audits[:-1])} or "
+                             f"[{audits[-1]}]")
+    for section in audits:  # each audit's request, built and checked now, with the command's ranges
         if section in spec:
             _CHECKS.get(section, lambda suite, name=section: _check_section(suite, name))(Suite(path, spec))
     for section in ("compare", "replay"):
@@ -259,11 +244,12 @@ def load_suite(path: str | Path) -> Suite:
 def _check_keys(path: Path, spec: dict) -> None:
     """Every section known and a table; the keys of the sections with a fixed set, and their single values."""
     for section, content in spec.items():
-        if section not in SECTIONS:
-            raise TextAuditError(f"{path}: unknown section [{section}]; use {', '.join(f'[{s}]' for s in SECTIONS)}")
+        known = sections()
+        if section not in known:
+            raise TextAuditError(f"{path}: unknown section [{section}]; use {', '.join(f'[{s}]' for s in known)}")
         if not isinstance(content, dict):
             raise TextAuditError(f"{path}: [{section}] must be a table")
-        allowed = SECTIONS[section]
+        allowed = known[section]
         if allowed is not None:
             extra = sorted(set(content) - allowed)
             if extra:
@@ -332,27 +318,8 @@ def _check_certify(suite: Suite) -> None:
                                                                  resume=False).check())
 
 
-def _harden_value(summary: dict, path: tuple, metric: str) -> float | None:
-    """A harden gate's value: the first evaluation attack's (``accuracy``, ``success_rate``), the paired test, or the
-    certificate a masked or substitute hardening computed (``smoothed_accuracy``, ``certified_at_<R>``: 0 past the
-    largest radius certified)."""
-    if not path:
-        return summary.get(metric)
-    if metric == "smoothed_accuracy" or metric.startswith("certified_at_"):
-        side = (summary.get("certificate") or {}).get(path[0])
-        if side is None:
-            return None
-        if metric == "smoothed_accuracy":
-            return side.get("accuracy")
-        at = {c["radius"]: c["certified_accuracy"] for c in side.get("curve", [])}
-        return at.get(int(metric.rsplit("_", 1)[1]), 0.0)
-    return summary[path[0]].get(metric)
-
-
 #: the audits whose section is checked in a way of its own (the others: :func:`_check_section`)
 _CHECKS: dict[str, Callable[[Suite], None]] = {"replay": _check_replay, "certify": _check_certify, "bias": _check_bias}
-#: the sections a suite may declare, one per audit (:data:`textaudit.audits.AUDITS`)
-AUDITS = tuple(row.name for row in ROWS)
 
 
 def _certify(request: CertifyRequest, progress: bool) -> dict:
@@ -386,143 +353,16 @@ def _flatten(d: dict, prefix: tuple = ()) -> list[tuple[tuple, Any]]:
 
 
 def _thresholds(suite: Suite) -> list[tuple[str, str, float, Callable[[dict], float | None]]]:
-    """``(name, op, limit, value_of(results))`` for each threshold; a bad name is an error now."""
-    methods = suite.get("compare", "methods", [])
-    models = suite.get("compare", "models", [])
+    """``(name, op, limit, value_of(results))`` for each threshold (its audit's grammar: :func:`textaudit.audits.
+    gates_of`) and each gate a section's own keys set; a bad name is an error now."""
     out = []
     for keys, limit in _flatten(suite.spec.get("thresholds", {})):
         name = ".".join(keys)
         if not isinstance(limit, (int, float)) or isinstance(limit, bool):
             raise TextAuditError(f"threshold {name} must be a number (got {limit!r})")
         metric, op = _split(keys[-1])
-        head = keys[0]
-        if head == "bias":
-            if "bias" not in suite.spec or len(keys) != 3:
-                raise TextAuditError(f"threshold {name}: write bias.\"<w1,w2>\".abs_B_k<k>_max and declare [bias]")
-            pair = tuple(w.strip() for w in keys[1].split(","))
-            if ",".join(pair) not in [",".join(p.strip() for p in q.split(",")) for q in suite.get("bias", "pairs")]:
-                raise TextAuditError(f"threshold {name}: pair '{keys[1]}' is not among [bias] pairs")
-            base, _, kk = metric.partition("_k")
-            if base not in ("B", "abs_B") or not kk.isdigit() or int(kk) > suite.get("bias", "k", 3):
-                raise TextAuditError(f"threshold {name}: bias metrics are B_k<k> and abs_B_k<k> with k <= the [bias] k")
-            out.append((name, op, float(limit), _bias_value(pair, int(kk), base == "abs_B")))
-        elif head == "attack":
-            each = suite.get("attack", "target_label") == ALL_LABELS  # a gate per label: attack.<label>.<metric>
-            if "attack" not in suite.spec or len(keys) != 2 + each or metric not in ATTACK_METRICS:
-                raise TextAuditError(f"threshold {name}: write attack.{'<label>.' if each else ''}"
-                                     f"<{'|'.join(ATTACK_METRICS)}>_<max|min> and declare [attack]")
-            out.append((name, op, float(limit), lambda res, k=metric, at=keys[1:-1]: _attack_value(
-                (res["attack"]["labels"].get(at[0]) or {}) if at else res["attack"], k)))
-        elif head == "harden":
-            certified = metric == "smoothed_accuracy" or re.fullmatch(r"certified_at_[0-9]+", metric) is not None
-            if "harden" not in suite.spec or keys[1:-1] not in (("before",), ("after",), ()) or \
-                    (not (metric in HARDEN_METRICS or certified) if len(keys) == 3 else metric != "mcnemar_p"):
-                raise TextAuditError(f"threshold {name}: write harden.<before|after>.<{'|'.join(HARDEN_METRICS)}|"
-                                     "smoothed_accuracy|certified_at_<R>>_<max|min> or harden.mcnemar_p_max, and declare "
-                                     "[harden]")
-            if certified and suite.spec["harden"].get("method") not in CERTIFIED:
-                raise TextAuditError(f"threshold {name}: [harden] method {suite.spec['harden'].get('method')!r} trains for "
-                                     f"no certificate; {' or '.join(CERTIFIED)} do")
-            out.append((name, op, float(limit), lambda res, path=keys[1:-1], k=metric: _harden_value(res["harden"], path, k)))
-        elif head == "certify":
-            if len(keys) != 3 or keys[1] not in suite.get("certify", "models", []) or not (
-                    metric in CERTIFY_METRICS or re.fullmatch(r"certified_accuracy_r[0-9]+", metric)):
-                raise TextAuditError(f"threshold {name}: write certify.<model>.<{'|'.join(CERTIFY_METRICS)}>_min "
-                                     "(smoothing: certified_accuracy_r<R>_min) for a model of [certify]")
-            out.append((name, op, float(limit), lambda res, m=keys[1], k=metric: _certify_value(res["certify"][m], k)))
-        elif head in BY_NAME and BY_NAME[head].metrics:  # the table's grammar: a path into the summary
-            row = BY_NAME[head]
-            if head not in suite.spec or metric not in row.metrics:
-                raise TextAuditError(f"threshold {name}: write {head}.[<class, label, model …>.]<{'|'.join(row.metrics)}>"
-                                     f"_<max|min> and declare [{head}]")
-            out.append((name, op, float(limit), lambda res, h=head, p=(*keys[1:-1], metric): summary_value(res[h], p)))
-        else:
-            method = next((m for m in methods if m == head or m.replace("-", "_") == head), None)
-            if method is None:
-                raise TextAuditError(f"threshold {name}: '{head}' is not a method of [compare] (nor an audit: {', '.join(AUDITS)})")
-            if len(keys) == 3 and keys[1] not in models:
-                raise TextAuditError(f"threshold {name}: '{keys[1]}' is not a model of [compare]")
-            if len(keys) not in (2, 3) or metric not in ATTACK_METRICS:
-                raise TextAuditError(f"threshold {name}: attack metrics are {', '.join(ATTACK_METRICS)}")
-            for model in ([keys[1]] if len(keys) == 3 else models):
-                out.append((name if len(keys) == 3 else f"{head}.{model}.{keys[-1]}", op, float(limit),
-                            lambda res, m=model, a=method, k=metric: _cell_value(res["compare"], m, a, k)))
-    return out
-
-
-def _certify_value(summary: dict, metric: str) -> float | None:
-    """A certification's metric; smoothing's ``certified_accuracy_r<R>`` read from its curve (0..the largest radius
-    certified: beyond it nothing is certified, 0)."""
-    radius = re.fullmatch(r"certified_accuracy_r([0-9]+)", metric)
-    if radius is None or "curve" not in summary:
-        return summary.get(metric)
-    at = {row["radius"]: row["certified_accuracy"] for row in summary["curve"]}
-    return at.get(int(radius.group(1)), 0.0 if summary.get("n") else None)
-
-
-def _cell_value(compare: dict, model: str, method: str, metric: str) -> float | None:
-    return _attack_value(next(c for c in compare["cells"] if c["model"] == model and c["method"] == method), metric)
-
-
-def _attack_value(summary: dict, metric: str) -> float | None:
-    """An attack's metric: a summary's number, or an end of a rate's Wilson interval (``found_share_ci_low``: of every
-    input; ``success_rate_ci_high``: of the attacked)."""
-    rate = re.fullmatch(r"(found_share|success_rate)_ci_(low|high)", metric)
-    if rate is not None:
-        ci = summary.get(f"{rate.group(1)}_ci95")
-        return None if not ci else ci[0] if rate.group(2) == "low" else ci[1]
-    return summary.get(metric)
-
-
-def _bias_value(pair: tuple, k: int, absolute: bool) -> Callable[[dict], float | None]:
-    def value(res: dict) -> float | None:
-        e = next(iter(res["bias"].values())).get(pair, {}).get(k)
-        return None if e is None else abs(e.B) if absolute else e.B
-    return value
-
-
-def _margin_gates(name: str, margin: float | None, equivalence: bool,
-                  test_of: Callable[[dict], dict | None]) -> list[tuple[str, str, float, Callable[[dict], float | None]]]:
-    """A non-inferiority gate as thresholds on the ends of the harm's interval: the upper end < m, and
-    with ``equivalence`` the lower end > −m too (``test_of(results)``: the test, None when missing)."""
-    if margin is None:
-        return []
-
-    def end(i: int) -> Callable[[dict], float | None]:
-        return lambda res: None if test_of(res) is None else test_of(res)["harm_ci"][i]  # type: ignore[index]
-
-    out = [(f"{name}.harm_ci_high", "<", float(margin), end(1))]
-    if equivalence:
-        out.append((f"{name}.harm_ci_low", ">", -float(margin), end(0)))
-    return out
-
-
-def _compare_test(res: dict, model: str, base: str, method: str) -> dict | None:
-    return next((p.get("non_inferiority") for p in res["compare"]["paired"]
-                 if p["a"] == f"{base}/{method}" and p["b"] == f"{model}/{method}"), None)
-
-
-def _replay_thresholds(suite: Suite) -> list[tuple[str, str, float, Callable[[dict], float | None]]]:
-    """``[replay]``'s own limits as thresholds: the share of applicable findings still holding, regressions,
-    and the margin gates of ``[replay]`` and ``[compare]``."""
-    out = _margin_gates("replay.non_inferiority", suite.get("replay", "margin"), suite.get("replay", "equivalence", False),
-                        lambda res: res["replay"].get("non_inferiority"))
-    models = suite.get("compare", "models", [])
-    margin, equivalence = suite.get("compare", "margin"), suite.get("compare", "equivalence", False)
-    for model in models[1:]:
-        for method in suite.get("compare", "methods", []):
-            out += _margin_gates(f"compare.{method}.{model}.vs_{models[0]}", margin, equivalence,
-                                 lambda res, m=model, a=method: _compare_test(res, m, models[0], a))
-        out += _margin_gates(f"compare.accuracy.{model}.vs_{models[0]}", margin, equivalence,
-                             lambda res, m=model: next((t["non_inferiority"] for t in res["compare"].get("accuracy", [])
-                                                        if t["b"] == m), None))
-    if suite.get("replay", "max_still") is not None:
-        out.append(("replay.still_share_max", "<=", float(suite.get("replay", "max_still")),
-                    lambda res: res["replay"]["still_share"]))
-    if suite.get("replay", "max_regressed") is not None:
-        out.append(("replay.regressed_max", "<=", float(suite.get("replay", "max_regressed")),
-                    lambda res: res["replay"]["regressed"]))
-    return out
+        out += [(gate, op, float(limit), value_of) for gate, value_of in gates_of(suite.spec, tuple(keys), metric)]
+    return out + limits_of(suite.spec)
 
 
 def check_thresholds(suite: Suite, results: dict) -> list[Check]:
@@ -530,7 +370,7 @@ def check_thresholds(suite: Suite, results: dict) -> list[Check]:
     names the results file its value is read from and, for B_{p,k}, audit bias's warning when it rests on few
     sources (the gate still passes or fails on its value: the note says what that value is worth)."""
     checks = []
-    for name, op, limit, value_of in _thresholds(suite) + _replay_thresholds(suite):
+    for name, op, limit, value_of in _thresholds(suite):
         v = value_of(results)
         ok = v is not None and {"<=": v <= limit, ">=": v >= limit, "<": v < limit, ">": v > limit}[op]
         file, note = _gate_source(suite, name, results)

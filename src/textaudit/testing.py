@@ -33,6 +33,11 @@ settings — an audit's author runs it on a new request, our tests on every row 
 - ``records``: a list of dicts JSON writes as they are;
 - ``files``: every file it names exists and was asked for; a JSONL one is a results file of a known kind
   (:func:`textaudit.kinds.kind_of`) holding the outcome's records (``--label all``: its label's outcome's).
+
+:func:`check_kind` checks a kind of results (:class:`textaudit.kinds.Kind`) against a results file of it: the
+table knows it by its id, the file's header names it, its summary is recomputed from the records as plain JSON
+(``summarize``), its headline rows are the report's width, a resumable kind's command is one ``--resume``
+continues, a kind that does not merge says why in one line.
 """
 
 from __future__ import annotations
@@ -48,13 +53,13 @@ import numpy as np
 from textaudit.decision import decisions
 from textaudit.errors import TextAuditError
 from textaudit.formats.jsonl import read_header, read_jsonl
-from textaudit.kinds import kind_of
+from textaudit.kinds import BY_ID, HEADLINE_COLUMNS, Kind, kind_of, resumable_commands
 from textaudit.models import as_classifier, load_classifier
 from textaudit.models.batched import BatchedClassifier
 from textaudit.request import Audit, Outcome
 
 __all__ = ["check_model", "ModelReport", "ModelCheck", "ModelCheckError", "PROBE_TEXTS", "EDGE_TEXTS", "check_audit",
-           "AuditReport", "AuditCheckError", "OUTPUT_FIELDS"]
+           "AuditReport", "AuditCheckError", "OUTPUT_FIELDS", "check_kind"]
 
 #: the texts every check scores (short and long, punctuation, a repeated word, digits)
 PROBE_TEXTS = (
@@ -352,5 +357,51 @@ def check_audit(request: Any, *, strict: bool = True) -> AuditReport:
             report.checks.append(ModelCheck(name, False, "not run: an earlier check failed"))
     if strict and not report.ok:
         raise AuditCheckError(f"{report.model} failed {len(report.failed)} check(s): "
+                              + "; ".join(f"{c.name}: {c.detail}" for c in report.failed))
+    return report
+
+
+def check_kind(kind: Kind, path: str | Path, *, strict: bool = True) -> ModelReport:
+    """Run every check of the module docstring on ``kind`` with the results file at ``path`` (one of its); return the
+    report (``model``: the kind's id), raising :class:`AuditCheckError` when a check failed and ``strict``."""
+    report = ModelReport(kind.id)
+    seen: dict[str, Any] = {}
+
+    def table() -> str | None:
+        if BY_ID.get(kind.id) is not kind:
+            return f"the table holds no kind {kind.id!r} (textaudit.kinds.register_kind adds one)"
+        return None if kind.command and kind.writer and kind.title else "a kind needs its command, writer and title"
+
+    def header() -> str | None:
+        seen["header"], seen["records"] = read_header(path) or {}, read_jsonl(path)
+        named = kind_of(seen["header"])
+        return None if named is kind else f"{path}'s header names the kind {named.id!r}"
+
+    def summary() -> str | None:
+        if kind.summarize is None:
+            return None  # (a kind read whole: a word-order sweep, a folder's summary)
+        got = kind.summarize(seen["header"].get("config", {}), seen["records"])
+        return _json(got, "the summary") if isinstance(got, dict) else f"summarize gave a {type(got).__name__}"
+
+    def headline() -> str | None:
+        rows = kind.headline(seen["header"].get("config", {}), seen["records"], {})
+        wrong = [r for r in rows if len(r) != len(HEADLINE_COLUMNS)]
+        return f"a headline row of {len(wrong[0])} cells, not {len(HEADLINE_COLUMNS)}" if wrong else None
+
+    def resume_merge() -> str | None:
+        if kind.resumable and kind.writer.removeprefix("audit ").split(" --")[0] not in resumable_commands():
+            return f"resumable, but {kind.writer} is not a command --resume continues"
+        if kind.merge_refusal is not None and (not kind.merge_refusal.strip() or "\n" in kind.merge_refusal):
+            return "its merge refusal is not one line"
+        return None
+
+    _run("table", table, report)
+    for name, fn in (("header", header), ("summary", summary), ("headline", headline), ("resume and merge", resume_merge)):
+        if report.ok:
+            _run(name, fn, report)
+        else:
+            report.checks.append(ModelCheck(name, False, "not run: an earlier check failed"))
+    if strict and not report.ok:
+        raise AuditCheckError(f"kind {kind.id} failed {len(report.failed)} check(s): "
                               + "; ".join(f"{c.name}: {c.detail}" for c in report.failed))
     return report

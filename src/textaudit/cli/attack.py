@@ -7,15 +7,9 @@ import typer
 from textaudit.attacks.naturalness import most_natural_first, ppl_ratio
 from textaudit.attacks.request import AttackRequest
 from textaudit.backends import Backend
-from textaudit.cli.app import (
-    JsonOpt,
-    audit_command,
-    conclude,
-    format_ci,
-    notice,
-    print_sampled,
-    print_table,
-)
+from textaudit.cli.app import format_ci
+from textaudit.cli.options import JsonOpt, audit_command
+from textaudit.cli.output import conclude, notice, print_sampled, print_table
 from textaudit.models.batched import ALL_LABELS
 from textaudit.request import EachLabel
 

@@ -7,15 +7,8 @@ import math
 import typer
 
 from textaudit.backends import Backend
-from textaudit.cli.app import (
-    JsonOpt,
-    audit_command,
-    conclude,
-    notice,
-    print_table,
-    say_default_model,
-    wide_terminal,
-)
+from textaudit.cli.options import JsonOpt, audit_command
+from textaudit.cli.output import conclude, notice, print_table, say_default_model, wide_terminal
 from textaudit.fairness.bias import BIAS_COLUMNS, CONTROL, DIFFERENCE, K0_NOTE, bias_rows
 from textaudit.fairness.estimates import claim_status
 from textaudit.fairness.plots import plot_bias

@@ -7,7 +7,9 @@ from typing import Optional
 import typer
 
 from textaudit.citations import COMMANDS, PAPERS, bibtex, keys_for, software_bibtex
-from textaudit.cli.app import AuditCommand, JsonOpt, app, emit_json
+from textaudit.cli.app import AuditCommand, app
+from textaudit.cli.options import JsonOpt
+from textaudit.cli.output import emit_json
 from textaudit.errors import TextAuditError
 
 

@@ -5,15 +5,9 @@ from __future__ import annotations
 
 from textaudit.attacks.compare import SUMMARY
 from textaudit.attacks.request import CompareRequest
-from textaudit.cli.app import (
-    JsonOpt,
-    audit_command,
-    conclude,
-    format_ci,
-    notice,
-    print_margins,
-    print_table,
-)
+from textaudit.cli.app import format_ci
+from textaudit.cli.options import JsonOpt, audit_command
+from textaudit.cli.output import conclude, notice, print_margins, print_table
 from textaudit.stats import format_p
 
 

@@ -7,7 +7,9 @@ from typing import Optional
 import typer
 
 from textaudit import resources
-from textaudit.cli.app import AuditCommand, JsonOpt, app, emit_json, print_table
+from textaudit.cli.app import AuditCommand, app
+from textaudit.cli.options import JsonOpt
+from textaudit.cli.output import emit_json, print_table
 
 
 def _human_size(n: Optional[int]) -> str:

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from textaudit.cli.app import JsonOpt, audit_command, conclude, notice, print_table
+from textaudit.cli.options import JsonOpt, audit_command
+from textaudit.cli.output import conclude, notice, print_table
 from textaudit.formats import harden as ba
 from textaudit.harden.request import HardenRequest
 from textaudit.stats import format_p

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 from textaudit.backends import Backend
-from textaudit.cli.app import JsonOpt, audit_command, conclude, notice, print_table
+from textaudit.cli.options import JsonOpt, audit_command
+from textaudit.cli.output import conclude, notice, print_table
 from textaudit.robustness.learnability import LearnabilityRequest
 from textaudit.robustness.plots import plot_study
 from textaudit.stats import format_p

@@ -31,9 +31,12 @@ from textaudit.cli import (  # noqa: F401
     wordorder,
 )
 from textaudit.cli.app import app
+from textaudit.cli.generic import add_missing
 from textaudit.environment import tune_garbage_collector
 
 __all__ = ["app", "main"]
+
+add_missing()  # every audit of textaudit.audits.AUDITS a command: those without one of their own get the generic one
 
 
 def main(argv: Optional[list[str]] = None) -> None:

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import typer
 
-from textaudit.cli.app import AuditCommand, JsonOpt, app, emit_json, notice, print_table
+from textaudit.cli.app import AuditCommand, app
+from textaudit.cli.options import JsonOpt
+from textaudit.cli.output import emit_json, notice, print_table
 from textaudit.fairness.bias import BIAS_COLUMNS, bias_rows, estimates_from_records
 from textaudit.merge import merge_results, summarize_records
 

@@ -13,23 +13,18 @@ from typing import Optional
 
 import typer
 
-from textaudit.cli.app import (
-    AuditCommand,
+from textaudit.cli.app import AuditCommand, app, format_ci
+from textaudit.cli.options import (
     JsonOpt,
     LabelColumnOpt,
     ModelOpt,
     PairColumnOpt,
     SeedOpt,
     TextColumnOpt,
-    app,
     audit_command,
-    conclude,
-    emit_json,
-    format_ci,
-    notice,
-    print_table,
     with_model_options,
 )
+from textaudit.cli.output import conclude, emit_json, notice, print_table
 from textaudit.errors import TextAuditError
 from textaudit.evaluation import EvaluateRequest
 from textaudit.files import loads_json

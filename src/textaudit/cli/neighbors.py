@@ -6,19 +6,9 @@ from typing import Optional
 
 import typer
 
-from textaudit.cli.app import (
-    AuditCommand,
-    JsonOpt,
-    LanguageOpt,
-    LimitOpt,
-    MlmOpt,
-    SeedOpt,
-    app,
-    emit_json,
-    notice,
-    print_table,
-    with_store_option,
-)
+from textaudit.cli.app import AuditCommand, app
+from textaudit.cli.options import JsonOpt, LanguageOpt, LimitOpt, MlmOpt, SeedOpt, with_store_option
+from textaudit.cli.output import emit_json, notice, print_table
 from textaudit.errors import TextAuditError
 from textaudit.neighborhoods import NeighborhoodBuilder, load_mlm
 from textaudit.neighborhoods.accounting import store_fields

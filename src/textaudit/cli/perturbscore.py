@@ -8,18 +8,9 @@ from pathlib import Path
 import typer
 
 from textaudit.backends import Backend
-from textaudit.cli.app import (
-    AuditCommand,
-    AuditGroup,
-    JsonOpt,
-    SeedOpt,
-    app,
-    audit_command,
-    conclude,
-    emit_json,
-    notice,
-    print_table,
-)
+from textaudit.cli.app import AuditCommand, AuditGroup, app
+from textaudit.cli.options import JsonOpt, SeedOpt, audit_command
+from textaudit.cli.output import conclude, emit_json, notice, print_table
 from textaudit.errors import TextAuditError
 from textaudit.files import check_folder
 from textaudit.formats.jsonl import read_jsonl

@@ -2,15 +2,8 @@
 
 from __future__ import annotations
 
-from textaudit.cli.app import (
-    JsonOpt,
-    audit_command,
-    conclude,
-    notice,
-    print_margins,
-    print_sampled,
-    print_table,
-)
+from textaudit.cli.options import JsonOpt, audit_command
+from textaudit.cli.output import conclude, notice, print_margins, print_sampled, print_table
 from textaudit.fairness.replay import REPLAY_COLUMNS, replay_row
 from textaudit.findings import ReplayRequest
 from textaudit.stats import format_ci, format_p

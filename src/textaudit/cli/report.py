@@ -7,7 +7,8 @@ from typing import List, Optional
 
 import typer
 
-from textaudit.cli.app import AuditCommand, app, notice
+from textaudit.cli.app import AuditCommand, app
+from textaudit.cli.output import notice
 from textaudit.report import write_report
 
 

@@ -7,17 +7,9 @@ from pathlib import Path
 
 import typer
 
-from textaudit.cli.app import (
-    AuditCommand,
-    JsonOpt,
-    app,
-    emit_json,
-    finished_run,
-    notice,
-    print_table,
-    with_store_option,
-    with_track_option,
-)
+from textaudit.cli.app import AuditCommand, app
+from textaudit.cli.options import JsonOpt, with_store_option, with_track_option
+from textaudit.cli.output import emit_json, finished_run, notice, print_table
 from textaudit.files import check_replaceable
 from textaudit.formats.junit import write_junit
 from textaudit.suite import load_suite, run_suite

@@ -6,7 +6,9 @@ from typing import Annotated
 
 import typer
 
-from textaudit.cli.app import AuditCommand, ModelOpt, app, notice, with_model_options
+from textaudit.cli.app import AuditCommand, app
+from textaudit.cli.options import ModelOpt, with_model_options
+from textaudit.cli.output import notice
 from textaudit.errors import TextAuditError
 from textaudit.models import load_classifier
 from textaudit.serve import serve as run_server

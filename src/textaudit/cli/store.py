@@ -7,7 +7,9 @@ from pathlib import Path
 
 import typer
 
-from textaudit.cli.app import AuditCommand, AuditGroup, JsonOpt, StoreOpt, app, emit_json, notice, print_table
+from textaudit.cli.app import AuditCommand, AuditGroup, app
+from textaudit.cli.options import JsonOpt, StoreOpt
+from textaudit.cli.output import emit_json, notice, print_table
 from textaudit.errors import TextAuditError
 from textaudit.neighborhoods.store import NeighborhoodStore, current_store, use_store
 

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import typer
 
-from textaudit.cli.app import AuditCommand, JsonOpt, TrackExperimentOpt, TrackRunIdOpt, app, emit_json, notice, print_table
+from textaudit.cli.app import AuditCommand, app
+from textaudit.cli.options import JsonOpt, TrackExperimentOpt, TrackRunIdOpt
+from textaudit.cli.output import emit_json, notice, print_table
 from textaudit.errors import TextAuditError
 from textaudit.track import Target, check_tracker, log_run, pending_path, run_of_files
 

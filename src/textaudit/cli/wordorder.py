@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from textaudit.cli.app import JsonOpt, audit_command, conclude, notice, print_table
+from textaudit.cli.options import JsonOpt, audit_command
+from textaudit.cli.output import conclude, notice, print_table
 from textaudit.robustness.plots import plot_wordorder
 from textaudit.robustness.wordorder import WordOrderRequest
 from textaudit.stats import format_p

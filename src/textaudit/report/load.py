@@ -22,15 +22,17 @@ from textaudit.formats.jsonl import check_results, read_header, read_jsonl
 from textaudit.kinds import KINDS as ALL_KINDS
 from textaudit.kinds import kind_of, listed
 
-__all__ = ["Loaded", "load_inputs", "KINDS"]
+__all__ = ["Loaded", "load_inputs", "kind_order"]
 
-#: the kinds of results a report shows (:data:`textaudit.kinds.KINDS` ids), in the order of its sections
-KINDS = tuple(kind.id for kind in ALL_KINDS)
+
+def kind_order() -> list[str]:
+    """The kinds of results a report shows (:data:`textaudit.kinds.KINDS` ids), in the order of its sections."""
+    return [kind.id for kind in ALL_KINDS]
 
 
 @dataclass
 class Loaded:
-    """One input: its ``kind`` (a :data:`KINDS` entry, :func:`textaudit.kinds.kind_of` its header), path, header and
+    """One input: its ``kind`` (a :func:`kind_order` entry, :func:`textaudit.kinds.kind_of` its header), path, header and
     records."""
 
     kind: str

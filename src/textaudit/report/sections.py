@@ -32,7 +32,7 @@ from textaudit.formats import harden as ba
 from textaudit.formats.margins import MARGIN_COLUMNS, margin_rows, margin_title, margin_verdicts
 from textaudit.harden.plots import plot_before_after
 from textaudit.kinds import BY_ID, shown_number, summarize_records
-from textaudit.report.load import KINDS, Loaded
+from textaudit.report.load import Loaded, kind_order
 from textaudit.robustness.calibration import CALIBRATION_COLUMNS, calibration_rows, plot_reliability
 from textaudit.robustness.plots import plot_certified_curve, plot_study, plot_wordorder
 from textaudit.robustness.smoothing import SMOOTHING, summarize_certify
@@ -350,6 +350,19 @@ def _perturbscore(item: Loaded, n: int) -> Section:
     return sec
 
 
+def _summary_section(item: Loaded, n: int) -> Section:
+    """The section of a kind with none of its own (a new audit's): its summary, recomputed from its records by the
+    kind's ``summarize``, as a table of its numbers, under the kind's title."""
+    kind = BY_ID[item.kind]
+    s = summarize_records(item.header, item.records) if kind.summarize is not None else {}
+    sec = Section(f"{item.kind.replace(' ', '-')}-{n}", f"{kind.title[:1].upper()}{kind.title[1:]}: "
+                  f"{item.config.get('model') or item.path.name}", item.kind,
+                  _settings(item, tuple(k for k, v in item.config.items() if not isinstance(v, (list, dict)))))
+    sec.tables.append(Table("Summary", ["metric", "value"], [[k, _num(v)] for k, v in s.items()
+                                                             if not isinstance(v, (list, dict))]))
+    return sec
+
+
 def _harden(item: Loaded, n: int) -> Section:
     h = item.summary
     held = h.get("held_out", {})
@@ -513,11 +526,13 @@ BUILDERS: dict[str, Callable[[Loaded, int], Section]] = {
 
 
 def build_sections(items: Sequence[Loaded], where: str | Path | None = None) -> list[Section]:
-    """One section per input, grouped by kind in :data:`~textaudit.report.load.KINDS` order; attack
+    """One section per input, grouped by kind in :func:`~textaudit.report.load.kind_order`; attack
     files given without an ``audit compare`` summary get their matrix too (when there are two or more).
     ``where``: the report's folder (a compare summary is named relative to it)."""
-    ordered = sorted(enumerate(items), key=lambda t: (KINDS.index(t[1].kind), t[0]))
-    sections = [_compare(item, i, where) if item.kind == "compare" else BUILDERS[item.kind](item, i) for i, item in ordered]
+    order = kind_order()
+    ordered = sorted(enumerate(items), key=lambda t: (order.index(t[1].kind), t[0]))
+    sections = [_compare(item, i, where) if item.kind == "compare" else BUILDERS.get(item.kind, _summary_section)(item, i)
+                for i, item in ordered]
     attacks = [i for i in items if i.kind == "attack"]
     by_data: dict[str, list[Loaded]] = {}
     for i in attacks:  # one matrix per data set: a row never pools two data sets' examples
