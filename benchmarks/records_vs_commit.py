@@ -140,10 +140,10 @@ def run_case(src: Path, argv: list[str], out: Path, prev: Path) -> tuple[int, fl
     out.mkdir(parents=True, exist_ok=True)
     (out / "suite.toml").write_text(SUITE)
     args = [a.format(out=out, prev=prev) for a in argv] + ["--store", "off", "--score-cache", "off"]
-    if argv[0] in ("replay", "wordorder"):
-        args = args[:-4]  # no neighbourhood, no cached score: no store options
+    if argv[0] in ("replay", "wordorder", "evaluate", "learnability", "perturbscore"):
+        args = args[:-4]  # no neighbourhood: no store options (the environment turns the score cache off)
     code = f"import sys; sys.path.insert(0, {str(src)!r}); from textaudit.cli.main import main; main({args!r})"
-    env = {**os.environ, "TEXTAUDIT_PROGRESS_SECONDS": "600"}
+    env = {**os.environ, "TEXTAUDIT_PROGRESS_SECONDS": "600", "TEXTAUDIT_SCORE_CACHE": "off"}
     if env.get("TEXTAUDIT_DATA"):  # each audit runs in its own folder: a relative path would point elsewhere
         env["TEXTAUDIT_DATA"] = str(Path(env["TEXTAUDIT_DATA"]).resolve())
     t0 = time.perf_counter()

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import random
 from pathlib import Path
 
 import pytest
+from test_harden_certify import NEG, POS, _rows  # (sentences whose label is carried by a sprinkling of words)
 
 from textaudit.audits import AUDITS
 from textaudit.formats.jsonl import read_header
@@ -19,9 +19,6 @@ from textaudit.kinds import kind_of
 from textaudit.request import Outcome
 from textaudit.testing import AuditCheckError, check_audit, check_kind
 
-POS = ["great", "wonderful", "charming", "funny", "brilliant", "delightful", "moving", "lovely"]
-NEG = ["dull", "boring", "awful", "tedious", "weak", "lame", "poor", "bland"]
-FILLER = ["the", "film", "was", "and", "a", "story", "with", "cast", "it", "is", "very", "plot", "acting", "its"]
 RULE = f'''
 import math
 POS, NEG = set({POS!r}), set({NEG!r})
@@ -36,16 +33,6 @@ def clf(texts):  # the share of sentiment words decides; "film" leans positive (
     return out
 clf.labels = labels
 '''
-
-
-def _rows(seed: int, n: int) -> list[tuple[int, str]]:
-    rng = random.Random(seed)
-    out = []
-    for i in range(n):
-        y = i % 2
-        words = [rng.choice(POS if y else NEG) if rng.random() < 0.3 else rng.choice(FILLER) for _ in range(8)]
-        out.append((y, " ".join(words) + " ."))
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -292,12 +279,12 @@ def test_every_audit_is_a_suite_section_with_gates_read_from_its_summary(world, 
 
     gates = ('evaluate.positive.recall_min = 0.99\nevaluate.macro.f1_min = 0.5\nevaluate.accuracy_min = 0.5\n'
              'wordorder.accuracy_min = 0.1\nwordorder.dnd_max = 1.0\n'
-             'learnability.bow.butter_fingers_perturbation.robustness_min = 0.0\nperturbscore.tried_min = 4\n')
+             'learnability.bow.butter_fingers_perturbation.robustness_min = 0.0\nperturbscore.tried_min = 5\n')
     suite = _suite(world, tmp_path, gates)
     runs = []
     for _ in range(2):
         r = cli("run", str(suite), "--json")
-        assert r.exit_code == 1, r.output  # evaluate.positive.recall_min fails: the rule misses a positive
+        assert r.exit_code == 1, r.output  # perturbscore.tried_min fails: 4 tried
         runs.append({c["name"]: (c["value"], c["passed"], Path(c["file"]).name) for c in
                      json.loads(r.stdout.strip().splitlines()[-1])["checks"]})
     assert runs[0] == runs[1]
@@ -305,12 +292,12 @@ def test_every_audit_is_a_suite_section_with_gates_read_from_its_summary(world, 
     assert set(got) == {line.split(" = ")[0] for line in gates.strip().splitlines()}
     alone = EvaluateRequest(model=f"{world}/rule.py:clf", data=str(world / "dev.tsv")).run(say=lambda line: None).summary
     positive = next(c for c in alone["per_class"] if c["class"] == "positive")
-    assert got["evaluate.positive.recall_min"] == (positive["recall"], False, "evaluate.jsonl") and positive["recall"] < 1
+    assert got["evaluate.positive.recall_min"] == (positive["recall"], positive["recall"] >= 0.99, "evaluate.jsonl")
     assert got["evaluate.macro.f1_min"] == (alone["macro"]["f1"], True, "evaluate.jsonl")
     order = WordOrderRequest(model=f"{world}/rule.py:clf", data=str(world / "dev.tsv"),
                              perturbation="full_shuffle").run().summary
     assert got["wordorder.dnd_max"] == (order["dnd"], order["dnd"] <= 1.0, "wordorder.jsonl")
-    assert got["perturbscore.tried_min"] == (4, True, "perturbscore.jsonl")
+    assert got["perturbscore.tried_min"] == (4, False, "perturbscore.jsonl")
     out = tmp_path / "out"
     header = json.loads((out / "evaluate.jsonl").read_text().splitlines()[0])["header"]["config"]
     assert header["suite"] == str(suite.resolve())  # the suite's own: replaced on the next run, never another's
@@ -448,3 +435,5 @@ def test_a_new_audit_is_a_request_and_one_row_and_gets_a_command_and_a_suite_sec
     finally:
         unregister("share")
         unregister_kind("share")
+    r = cli("share", "--model", rule)  # taken out of the table: its command goes with it
+    assert r.exit_code == 2 and "No such command 'share'" in r.output, r.output

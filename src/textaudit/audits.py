@@ -115,8 +115,9 @@ AUDITS: list[AuditRow] = [
 ]
 """Every audit, in the order a suite checks and runs its sections (a command and a section each)."""
 BY_NAME: dict[str, AuditRow] = {row.name: row for row in AUDITS}
-#: called with each row :func:`register` adds (the command line gives it a command)
-ON_REGISTER: list[Callable[[AuditRow], None]] = []
+#: called with each row :func:`register` adds (the command line gives it a command) and ``unregister`` takes out
+#: (``removed=True``: the command goes too)
+ON_REGISTER: list[Callable[..., None]] = []
 
 
 def register(row: AuditRow) -> None:
@@ -130,8 +131,11 @@ def register(row: AuditRow) -> None:
 
 
 def unregister(name: str) -> None:
-    """Take an audit :func:`register` added out of the table again (its command stays until the process ends)."""
-    AUDITS.remove(BY_NAME.pop(name))
+    """Take an audit :func:`register` added out of the table again, and its command with it."""
+    row = BY_NAME.pop(name)
+    AUDITS.remove(row)
+    for hook in ON_REGISTER:
+        hook(row, removed=True)
 
 
 def gates_of(spec: dict, keys: tuple[str, ...], metric: str) -> Gates:

@@ -238,16 +238,10 @@ def check_model(model: Any, *, texts: Sequence[str] | None = None, tolerance: fl
         return None
 
     _run("scores", scores, report)
-    for name, fn in (("labels", labels), ("decisions", decided), ("batch invariance", batch_invariance),
-                     ("determinism", determinism), ("empty batch", empty_batch), ("edge texts", edge_texts)):
-        if "batch" in seen:
-            _run(name, fn, report)
-        else:
-            report.checks.append(ModelCheck(name, False, "not run: the model gave no scores to check"))
-    if strict and not report.ok:
-        raise ModelCheckError(f"{report.model} failed {len(report.failed)} check(s): "
-                              + "; ".join(f"{c.name}: {c.detail}" for c in report.failed))
-    return report
+    return _in_order(report, [("labels", labels), ("decisions", decided), ("batch invariance", batch_invariance),
+                              ("determinism", determinism), ("empty batch", empty_batch), ("edge texts", edge_texts)],
+                     strict, report.model, ready=lambda: "batch" in seen, unready="the model gave no scores to check",
+                     error=ModelCheckError)
 
 
 @dataclass
@@ -288,6 +282,23 @@ def _asked(path: Path, asked: Path) -> bool:
 def _bag(records: list[dict]) -> list[str]:
     """Records as a multiset: a file holds them in the order they finished, an outcome in the data's."""
     return sorted(json.dumps(r, sort_keys=True) for r in records)
+
+
+def _in_order(report: Any, checks: list[tuple[str, Callable[[], str | None]]], strict: bool, what: str, *,
+              ready: Callable[[], bool] | None = None, unready: str = "an earlier check failed",
+              error: type[TextAuditError] | None = None) -> Any:
+    """Run ``checks`` in order into ``report``, each only while ``ready()`` (default: every earlier one passed; else
+    it is "not run", ``unready`` saying why); with ``strict``, ``error`` (default :class:`AuditCheckError`) naming
+    ``what`` and every failed check."""
+    for name, fn in checks:
+        if (ready or (lambda: report.ok))():
+            _run(name, fn, report)
+        else:
+            report.checks.append(ModelCheck(name, False, f"not run: {unready}"))
+    if strict and not report.ok:
+        raise (error or AuditCheckError)(f"{what} failed {len(report.failed)} check(s): "
+                              + "; ".join(f"{c.name}: {c.detail}" for c in report.failed))
+    return report
 
 
 def check_audit(request: Any, *, strict: bool = True) -> AuditReport:
@@ -349,16 +360,8 @@ def check_audit(request: Any, *, strict: bool = True) -> AuditReport:
             return f"it was asked for {', '.join(map(str, asked))} and names no file"
         return None
 
-    _run("contract", contract, report)
-    for name, fn in (("check", check), ("run", run), ("summary", summary), ("records", records), ("files", files)):
-        if report.ok:
-            _run(name, fn, report)
-        else:
-            report.checks.append(ModelCheck(name, False, "not run: an earlier check failed"))
-    if strict and not report.ok:
-        raise AuditCheckError(f"{report.model} failed {len(report.failed)} check(s): "
-                              + "; ".join(f"{c.name}: {c.detail}" for c in report.failed))
-    return report
+    return _in_order(report, [("contract", contract), ("check", check), ("run", run), ("summary", summary),
+                              ("records", records), ("files", files)], strict, report.model)
 
 
 def check_kind(kind: Kind, path: str | Path, *, strict: bool = True) -> ModelReport:
@@ -395,13 +398,5 @@ def check_kind(kind: Kind, path: str | Path, *, strict: bool = True) -> ModelRep
             return "its merge refusal is not one line"
         return None
 
-    _run("table", table, report)
-    for name, fn in (("header", header), ("summary", summary), ("headline", headline), ("resume and merge", resume_merge)):
-        if report.ok:
-            _run(name, fn, report)
-        else:
-            report.checks.append(ModelCheck(name, False, "not run: an earlier check failed"))
-    if strict and not report.ok:
-        raise AuditCheckError(f"kind {kind.id} failed {len(report.failed)} check(s): "
-                              + "; ".join(f"{c.name}: {c.detail}" for c in report.failed))
-    return report
+    return _in_order(report, [("table", table), ("header", header), ("summary", summary), ("headline", headline),
+                              ("resume and merge", resume_merge)], strict, f"kind {kind.id}")

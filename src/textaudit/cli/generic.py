@@ -21,8 +21,17 @@ def _commands() -> set[str]:
     return names | {g.name for g in app.registered_groups if g.name}
 
 
-def add_command(row: AuditRow) -> None:
-    """Give the audit of ``row`` a command named after it, unless ``audit`` has one of that name."""
+#: the commands this module gave, by audit name
+_GIVEN: dict[str, Any] = {}
+
+
+def add_command(row: AuditRow, *, removed: bool = False) -> None:
+    """Give the audit of ``row`` a command named after it, unless ``audit`` has one of that name (``removed``: take
+    the one it was given away again)."""
+    if removed:
+        if row.name in _GIVEN:
+            app.registered_commands.remove(_GIVEN.pop(row.name))
+        return
     if row.name in _commands():
         return
     fields = {f.name for f in dataclasses.fields(row.request)}
@@ -36,6 +45,7 @@ def add_command(row: AuditRow) -> None:
 
     command.__doc__ = (row.request.__doc__ or row.name).splitlines()[0]
     audit_command(row.request, store=False, model_options="model" in fields, name=row.name)(command)
+    _GIVEN[row.name] = app.registered_commands[-1]
 
 
 def add_missing() -> None:
