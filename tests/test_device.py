@@ -65,6 +65,7 @@ def test_the_busy_notice_comes_with_long_work_once_and_never_before_an_error(mon
     monkeypatch.delenv("TEXTAUDIT_THREADS", raising=False)
     monkeypatch.setattr(os, "getloadavg", lambda: (float(os.cpu_count()) + 3, 0.0, 0.0))
     monkeypatch.setattr(device, "_noticed", [])
+    monkeypatch.setattr(device, "_keep", [])  # (a hardening earlier in this process keeps its threads: not this one)
     before = torch.get_num_threads()
     torch.set_num_threads(2)  # more threads than the one core this load leaves free
     try:

@@ -318,23 +318,24 @@ def test_a_margin_has_one_range_wherever_it_is_given(cli, tmp_path, margin, ok):
     suite's [replay] key and the command line refuse and accept the same values, in the same words."""
     from textaudit.request import RANGES, range_words, within
     from textaudit.stats import check_margin
-    from textaudit.suite import SECTION_KEYS
 
     words = range_words("margin")
     assert words == "a number > 0 and < 1" and within("margin", margin) is ok
     for cls in (CompareRequest, ReplayRequest):
         spec = specs(cls)["margin"][2]
         assert (spec.low, spec.high, spec.open) == tuple(RANGES["margin"][k] for k in ("low", "high", "open"))
-    what, check = SECTION_KEYS["replay"]["margin"]
-    assert check(margin) is ok and what.startswith(words)
+    replay = {"findings": ["f.jsonl"], "model": "cnn", "baseline": "bow", "margin": margin}  # (the suite's [replay])
     if ok:
         check_margin(margin, True)
         assert from_mapping(CompareRequest, {"models": ["a", "b"], "margin": margin}, "s.toml", "compare").margin == margin
+        assert from_mapping(ReplayRequest, replay, "s.toml", "replay").margin == margin
         return
     with pytest.raises(TextAuditError, match=f"--margin must be {words}"):
         check_margin(margin, True)
-    with pytest.raises(TextAuditError, match=rf"\[compare\] margin must be {words}"):
-        from_mapping(CompareRequest, {"models": ["a", "b"], "margin": margin}, "s.toml", "compare")
+    for cls, section, values in ((CompareRequest, "compare", {"models": ["a", "b"], "margin": margin}),
+                                 (ReplayRequest, "replay", replay)):
+        with pytest.raises(TextAuditError, match=rf"\[{section}\] margin must be {words}"):
+            from_mapping(cls, values, "s.toml", section)
     r = cli("compare", "--models", "cnn,lstm", "--methods", "so-beam", "--output-dir", str(tmp_path / "c"),
             "--margin", str(margin))
     assert r.exit_code == 2 and f"--margin must be {words}" in r.output and "Traceback" not in r.output, r.output

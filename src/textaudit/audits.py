@@ -62,7 +62,9 @@ class AuditRow:
     options), ``paths`` (fields a suite file gives relative to itself), ``replaced`` (a suite run writes its file
     afresh: a kind that does not resume), ``aliases`` (a section's older key → the field), ``gate`` (its
     thresholds' grammar, :mod:`textaudit.gates`; with ``metrics``, a path into the summary) and ``limits`` (the
-    gates its section's own keys set: a margin, ``max_still``)."""
+    gates its section's own keys set: a margin, ``max_still``; they check those keys), ``required`` (fields a suite
+    must give though the command has a default: the model audited) and ``per_model`` (the section's ``models`` are
+    each audited alike, one request and results file each)."""
 
     name: str
     request: type
@@ -77,6 +79,8 @@ class AuditRow:
     aliases: Mapping[str, str] = field(default_factory=dict)
     gate: Callable[[dict, tuple[str, ...], str], Gates] | None = None
     limits: Callable[[dict], list[Limit]] | None = None
+    required: tuple[str, ...] = ()
+    per_model: bool = False
 
     def __post_init__(self) -> None:
         if self.gate is None and self.metrics:
@@ -94,9 +98,9 @@ AUDITS: list[AuditRow] = [
     AuditRow("compare", CompareRequest, "compare", "output_dir", ("compare", "attack"), own_keys=("equivalence",),
              limits=compare_margins),
     AuditRow("bias", BiasRequest, "bias.jsonl", "output", ("bias",), inherits={"data": "data", "seed": "seed"},
-             aliases={"pairs": "pair"}, gate=bias_gate),
+             aliases={"pairs": "pair"}, gate=bias_gate, required=("model",)),
     AuditRow("certify", CertifyRequest, "certify.{model}.jsonl", "output", ("certify", "certify-ibp"),
-             own_keys=("models",), gate=certify_gate),
+             own_keys=("models",), gate=certify_gate, per_model=True),
     AuditRow("replay", ReplayRequest, "replay.jsonl", "output", ("replay",), inherits={},
              own_keys=("max_still", "max_regressed", "equivalence"), paths=("findings",), replaced=True,
              limits=replay_limits),

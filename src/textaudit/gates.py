@@ -34,6 +34,7 @@ from typing import Any, Callable
 from textaudit.errors import TextAuditError
 from textaudit.harden.run import CERTIFIED
 from textaudit.models.batched import ALL_LABELS
+from textaudit.request import range_words, within
 
 __all__ = ["ATTACK_METRICS", "CERTIFY_METRICS", "HARDEN_METRICS", "Value", "attack_gate", "bias_gate", "certify_gate",
            "harden_gate", "method_gate", "summary_gate", "compare_margins", "replay_limits", "summary_value"]
@@ -230,10 +231,26 @@ def _margin_gates(name: str, margin: float | None, equivalence: bool, test_of: C
     return out
 
 
+def _own_key(section: str, values: dict, key: str, want: str, ok: Callable[[Any], bool]) -> None:
+    """A section's own key (a gate's, not its request's): what it must be, in one line."""
+    if key in values and (isinstance(values[key], bool) != (want == "true or false") or not ok(values[key])):
+        raise TextAuditError(f"[{section}] {key} must be {want} (got {values[key]!r})")
+
+
+def _equivalence(section: str, values: dict) -> None:
+    _own_key(section, values, "equivalence", "true or false", lambda v: isinstance(v, bool))
+    if "equivalence" in values and "margin" not in values:
+        raise TextAuditError(f"[{section}] equivalence needs margin = <a share, e.g. 0.02>")
+
+
 def compare_margins(spec: dict) -> list[Limit]:
-    """``[compare] margin``: each later model non-inferior to the first under every method, and in accuracy."""
+    """``[compare] margin``: each later model non-inferior to the first under every method, and in accuracy (with
+    ``equivalence = true``, equivalent); a margin needs two models."""
     compare = _section(spec, "compare")
     models, margin, equivalence = compare.get("models", []), compare.get("margin"), compare.get("equivalence", False)
+    _equivalence("compare", compare)
+    if margin is not None and len(models) < 2:
+        raise TextAuditError("[compare] margin needs two models or more (each later one is tested against the first)")
 
     def paired(res: dict, model: str, method: str) -> dict | None:
         return next((p.get("non_inferiority") for p in res["compare"]["paired"]
@@ -251,8 +268,18 @@ def compare_margins(spec: dict) -> list[Limit]:
 
 
 def replay_limits(spec: dict) -> list[Limit]:
-    """``[replay]``'s own limits: the margin gate, the share of applicable findings still holding, regressions."""
+    """``[replay]``'s own limits: the margin gate, the share of applicable findings still holding, regressions (the
+    margin and the regressions need a baseline)."""
     replay = _section(spec, "replay")
+    _own_key("replay", replay, "max_still", f"{range_words('share')} (a share)", lambda v: within("share", v))
+    _own_key("replay", replay, "max_regressed", "a whole number >= 0", lambda v: isinstance(v, int) and v >= 0)
+    if "max_regressed" in replay and "baseline" not in replay:
+        raise TextAuditError("[replay] max_regressed needs baseline = \"<the previous model>\" (a regression is a finding "
+                             "fixed on the baseline that holds again)")
+    if ("margin" in replay or "equivalence" in replay) and "baseline" not in replay:
+        raise TextAuditError("[replay] margin needs baseline = \"<the previous model>\" (non-inferiority compares the "
+                             "model with it)")
+    _equivalence("replay", replay)
     out = _margin_gates("replay.non_inferiority", replay.get("margin"), replay.get("equivalence", False),
                         lambda res: res["replay"].get("non_inferiority"))
     if replay.get("max_still") is not None:

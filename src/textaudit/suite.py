@@ -84,7 +84,7 @@ from textaudit.formats.jsonl import check_output, read_header, read_jsonl, write
 from textaudit.models import load_classifier
 from textaudit.report import write_report
 from textaudit.report.render import is_report
-from textaudit.request import from_mapping, range_words, within
+from textaudit.request import from_mapping, specs
 from textaudit.robustness.request import CertifyRequest
 
 __all__ = ["Suite", "Check", "load_suite", "run_suite", "check_thresholds"]
@@ -110,23 +110,6 @@ SUITE_KEYS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "track": ("mlflow (log the suite as a run with one nested run per audit)", lambda v: v == "mlflow"),
     "note": ("a string (printed under the verdict: what the suite shows)", _NAME),
 }
-_INT = lambda low: (f"a whole number >= {low}", lambda v: isinstance(v, int) and v >= low)  # noqa: E731
-_BOOL = ("true or false", lambda v: isinstance(v, bool))
-_MARGIN = (f"{range_words('margin')} (a share: 0.02 is 2 points)", lambda v: within("margin", v))
-#: the other sections' single values, checked when the suite is read (before any model loads); lists
-#: (models, methods, pairs) and the bias model are checked in :func:`load_suite`
-SECTION_KEYS: dict[str, dict[str, tuple[str, Callable[[Any], bool]]]] = {
-    "suite": SUITE_KEYS,
-    "compare": {"equivalence": _BOOL},
-    "replay": {"max_still": (f"{range_words('share')} (a share)", lambda v: within("share", v)),
-               "max_regressed": _INT(0), "margin": _MARGIN, "equivalence": _BOOL},
-}
-
-
-#: [replay]'s keys that are the suite's gates, not options of audit replay
-REPLAY_GATES = ("max_still", "max_regressed", "equivalence")
-
-
 @dataclass
 class Check:
     """One threshold and how the results met it."""
@@ -176,6 +159,8 @@ class Suite:
         row = BY_NAME[name]
         section = {k: v for k, v in self.spec[name].items() if k not in row.own_keys}
         for key in row.paths:
+            if isinstance(section.get(key), str):
+                section[key] = [section[key]]
             if isinstance(section.get(key), list):
                 section[key] = [str(Path(f) if Path(f).is_absolute() else self.path.parent / f) for f in section[key]]
         inherited = {field: self.spec["suite"][key] for key, field in row.inherits.items()
@@ -222,16 +207,14 @@ def load_suite(path: str | Path) -> Suite:
     if not any(s in spec for s in audits):
         raise TextAuditError(f"{path} declares no audit; add {', '.join(f'[{s}]' for s in audits[:-1])} or "
                              f"[{audits[-1]}]")
+    suite = Suite(path, spec)
+    try:  # the sections' own keys (a margin, max_still) first
+        limits_of(spec)
+    except TextAuditError as e:
+        raise TextAuditError(f"{path}: {e}") from None
     for section in audits:  # each audit's request, built and checked now, with the command's ranges
         if section in spec:
-            _CHECKS.get(section, lambda suite, name=section: _check_section(suite, name))(Suite(path, spec))
-    for section in ("compare", "replay"):
-        if "equivalence" in spec.get(section, {}) and "margin" not in spec[section]:
-            raise TextAuditError(f"{path}: [{section}] equivalence needs margin = <a share, e.g. 0.02>")
-    if "margin" in spec.get("compare", {}) and len(spec["compare"]["models"]) < 2:
-        raise TextAuditError(f"{path}: [compare] margin needs two models or more (each later one is tested against the "
-                             "first)")
-    suite = Suite(path, spec)
+            _check_section(suite, section)
     _thresholds(suite)  # names checked now, values once the audits ran
 
     report = suite.report_path
@@ -255,34 +238,10 @@ def _check_keys(path: Path, spec: dict) -> None:
             if extra:
                 raise TextAuditError(f"{path}: unknown key '{extra[0]}' in [{section}]; use {', '.join(sorted(allowed))}")
     spec.setdefault("suite", {})
-    for section, keys in SECTION_KEYS.items():
-        for key, value in spec.get(section, {}).items():
-            if key not in keys:
-                continue
-            want, ok = keys[key]
-            if (isinstance(value, bool) and keys[key] is not _BOOL) or not ok(value):
-                raise TextAuditError(f"{path}: [{section}] {key} must be {want} (got {value!r})")
-
-
-def _check_replay(suite: Suite) -> None:
-    path, rp = suite.path, suite.spec["replay"]
-    if isinstance(rp.get("findings"), str):
-        rp["findings"] = [rp["findings"]]
-    if not isinstance(rp.get("findings"), list) or not rp["findings"] or not all(isinstance(x, str) for x in rp["findings"]):
-        raise TextAuditError(f"{path}: [replay] findings must be a results file or folder, or a list of them")
-    if not isinstance(rp.get("model"), str):
-        raise TextAuditError(f"{path}: [replay] needs model = \"<name>\"")
-    if "max_regressed" in rp and "baseline" not in rp:
-        raise TextAuditError(f"{path}: [replay] max_regressed needs baseline = \"<the previous model>\" (a regression "
-                             "is a finding fixed on the baseline that holds again)")
-    if ("margin" in rp or "equivalence" in rp) and "baseline" not in rp:
-        raise TextAuditError(f"{path}: [replay] margin needs baseline = \"<the previous model>\" (non-inferiority "
-                             "compares the model with it)")
-    for f in rp["findings"]:
-        where = Path(f) if Path(f).is_absolute() else path.parent / f
-        if not where.exists():
-            raise TextAuditError(f"{path}: [replay] findings {f!r} does not exist (paths are relative to the suite file)")
-    suite.request("replay", output=None)  # every value, with audit replay's ranges (the suite writes its file)
+    for key, value in spec["suite"].items():
+        want, ok = SUITE_KEYS[key]
+        if isinstance(value, bool) or not ok(value):
+            raise TextAuditError(f"{path}: [suite] {key} must be {want} (got {value!r})")
 
 
 def _in_section(suite: Suite, section: str, check: Callable[[], Any]) -> None:
@@ -295,31 +254,27 @@ def _in_section(suite: Suite, section: str, check: Callable[[], Any]) -> None:
 
 def _check_section(suite: Suite, name: str) -> None:
     """Section ``[name]``'s request built and checked, with its command's ranges (a file the suite writes afresh
-    each run is left out: its previous run's is the suite's own)."""
-    replaced = {BY_NAME[name].output: None} if BY_NAME[name].replaced else {}
-    _in_section(suite, name, lambda: suite.request(name, **replaced).check())
-
-
-def _check_bias(suite: Suite) -> None:
-    if not isinstance(suite.spec["bias"].get("model"), str):
-        raise TextAuditError(f"{suite.path}: [bias] needs model = \"<name>\"")
-    suite.request("bias", output=None, resume=False).check()  # every value and a control that cannot be chosen
-
-
-def _check_certify(suite: Suite) -> None:
-    path, models = suite.path, suite.spec["certify"].get("models")
+    each run is left out: its previous run's is the suite's own; a section of ``models`` once per model)."""
+    row, path, section = BY_NAME[name], suite.path, suite.spec[name]
+    for key in row.required:
+        if not isinstance(section.get(key), str):
+            raise TextAuditError(f"{path}: [{name}] needs {key} = \"<name>\"")
+    if not row.per_model:  # (no results file yet, or one written afresh: checked without one, so nothing is made)
+        fields = specs(row.request)
+        fresh = row.replaced or not suite.results_path(name).exists()
+        unmade = {row.output: None, **({"resume": False} if "resume" in fields else {})} \
+            if row.output in fields and fields[row.output][1] is not ... and fresh else {}
+        _in_section(suite, name, lambda: suite.request(name, **unmade).check())
+        return
+    models = section.get("models")
     if not isinstance(models, list) or not models or not all(isinstance(x, str) for x in models):
-        raise TextAuditError(f"{path}: [certify] models must be a non-empty list of names")
-    if "model" in suite.spec["certify"]:
-        raise TextAuditError(f"{path}: [certify] takes models = [\"<name>\", …], each certified alike")
-    check_distinct_files(models, f"{path}: [certify] models")
+        raise TextAuditError(f"{path}: [{name}] models must be a non-empty list of names")
+    if "model" in section:
+        raise TextAuditError(f"{path}: [{name}] takes models = [\"<name>\", …], each audited alike")
+    check_distinct_files(models, f"{path}: [{name}] models")
     for m in models:
-        _in_section(suite, "certify", lambda m=m: suite.request("certify", values={"model": m}, output=None,
-                                                                 resume=False).check())
-
-
-#: the audits whose section is checked in a way of its own (the others: :func:`_check_section`)
-_CHECKS: dict[str, Callable[[Suite], None]] = {"replay": _check_replay, "certify": _check_certify, "bias": _check_bias}
+        _in_section(suite, name, lambda m=m: suite.request(name, values={"model": m}, output=None,
+                                                           resume=False).check())
 
 
 def _certify(request: CertifyRequest, progress: bool) -> dict:
