@@ -367,14 +367,15 @@ def test_a_new_audit_is_a_request_and_one_row_and_gets_a_command_and_a_suite_sec
     ``Kind`` row for its results — is an ``audit`` command (its fields the options, its summary printed or one JSON
     line), a suite section (its keys checked by the request's ranges, gated by a path into its summary), keeps the
     contract, and its results file is read by ``results.load`` and ``audit report`` (the kind's headline row, its
-    summary as a section) with nothing else written for it."""
+    summary as a section) and its shards joined by ``audit merge``, with nothing else written for it."""
     from textaudit import results
     from textaudit.audits import AuditRow, register, unregister
     from textaudit.data import load_dataset
-    from textaudit.formats.jsonl import check_output, write_results
+    from textaudit.formats.jsonl import JsonlWriter
     from textaudit.kinds import Kind, register_kind, unregister_kind
     from textaudit.models import load_classifier
     from textaudit.request import option, shared
+    from textaudit.runner import check_sharded_output
 
     @dataclasses.dataclass
     class ShareRequest:
@@ -385,18 +386,22 @@ def test_a_new_audit_is_a_request_and_one_row_and_gets_a_command_and_a_suite_sec
         limit: int | None = shared("limit")
         smoothing: float = option(0.0, low=0.0, high=1.0, help="Added to each class's count (Laplace).")
         output: Path | None = shared("output")
+        shard: str | None = shared("shard")
 
-        def check(self) -> None:
-            check_output(self.output, None)
+        def check(self):
+            return check_sharded_output(self.output, None, self.shard)
 
         def run(self, *, checked=None, progress=True) -> Outcome:
-            self.check()
+            part = self.check()
             ds = load_dataset(self.data, default_split="dev", limit=self.limit)
             clf = load_classifier(self.model)
-            records = [{"id": i, "prediction": int(p)} for i, p in zip(ds["id"], clf.predict(list(ds["text"])))]
+            records = [{"id": i, "prediction": int(p)} for n, (i, p) in
+                       enumerate(zip(ds["id"], clf.predict(list(ds["text"])))) if part is None or n % part[1] == part[0]]
             if self.output is not None:
-                write_results(self.output, records, command="share",
-                              config={"model": clf.name, "labels": clf.labels, "smoothing": self.smoothing})
+                writer = JsonlWriter(self.output, command="share", shard=self.shard,
+                                     config={"model": clf.name, "labels": clf.labels, "smoothing": self.smoothing})
+                writer.extend(records)
+                writer.close()
             return Outcome(_share_summary(clf.name, records, clf.labels, self.smoothing), records,
                            [self.output] if self.output else [])
 
@@ -417,6 +422,14 @@ def test_a_new_audit_is_a_request_and_one_row_and_gets_a_command_and_a_suite_sec
         assert r.exit_code == 0, r.output
         page = (tmp_path / "share.md").read_text()
         assert "predicted classes" in page and "Shares of the classes: rule.py:clf" in page
+        for i in (0, 1):  # its shards merge as every kind that merges: the records and the summary of one run
+            r = cli("share", "--model", rule, "--data", dev, "--shard", f"{i}/2", "-o", str(tmp_path / f"part{i}.jsonl"))
+            assert r.exit_code == 0, r.output
+        r = cli("merge", str(tmp_path / "all.jsonl"), str(tmp_path / "part0.jsonl"), str(tmp_path / "part1.jsonl"),
+                "--json")
+        assert r.exit_code == 0 and json.loads(r.stdout.strip().splitlines()[-1]) == summary, r.output
+        assert sorted(results.load(tmp_path / "all.jsonl").records, key=lambda x: x["id"]) == \
+            sorted(results.load(tmp_path / "share.jsonl").records, key=lambda x: x["id"])
         r = cli("share", "--model", rule, "--data", dev, "--smoothing", "2")
         assert r.exit_code == 2 and "Invalid value for '--smoothing'" in r.output and "Traceback" not in r.output, r.output
         positive = next(c["share"] for c in summary["classes"] if c["class"] == "positive")
