@@ -236,12 +236,7 @@ def test_label_all_is_the_requests_own_run_and_keeps_the_contract(name, world, t
 def _suite(world: Path, folder: Path, thresholds: str) -> Path:
     """A suite of the four audits the table alone makes sections of, on the world."""
     folder.mkdir(exist_ok=True)
-    suite = folder / "gate.toml"
-    suite.write_text(f'''
-[suite]
-data = "{world / 'dev.tsv'}"
-output_dir = "out"
-
+    return _suite_file(folder / "gate.toml", world / "dev.tsv", f'''
 [evaluate]
 model = "{world}/rule.py:clf"
 
@@ -266,7 +261,12 @@ max_eps = 0.1
 [thresholds]
 {thresholds}
 ''')
-    return suite
+
+
+def _suite_file(path: Path, data: Path, sections: str) -> Path:
+    """A suite file: ``[suite]`` on ``data`` into ``out`` beside it, then ``sections``."""
+    path.write_text(f'[suite]\ndata = "{data}"\noutput_dir = "out"\n{sections}')
+    return path
 
 
 def test_every_audit_is_a_suite_section_with_gates_read_from_its_summary(world, tmp_path, cli):
@@ -320,12 +320,7 @@ def test_a_suite_attacks_every_label_and_gates_each(world, tmp_path, cli):
     in the suite's folder, a gate per label (``attack.<label>.<metric>``); run again, every label's file resumes."""
     (tmp_path / "tox.py").write_text(TWO_LABELS)
     (tmp_path / "tox.tsv").write_text("toxic\tinsult\ttext\n" + "".join(f"1\t0\t{t}\n" for _, t in _rows(1, 6)))
-    suite = tmp_path / "labels.toml"
-    suite.write_text(f'''
-[suite]
-data = "{tmp_path / 'tox.tsv'}"
-output_dir = "out"
-
+    suite = _suite_file(tmp_path / "labels.toml", tmp_path / "tox.tsv", f'''
 [attack]
 model = "{tmp_path}/tox.py:clf"
 target_label = "all"
