@@ -229,6 +229,9 @@ def test_label_all_is_the_requests_own_run_and_keeps_the_contract(name, world, t
     assert isinstance(outcome, EachLabel) and list(outcome.labels) == ["toxic", "insult"]
     assert [Path(f).name for f in outcome.files] == [f"{name}.toxic.jsonl", f"{name}.insult.jsonl"]
     assert outcome.summary["labels"] == {n: o.summary for n, o in outcome.labels.items()}
+    # the shared model's and masked LM's counts are every label's: once, beside the labels, never inside one label
+    assert not [k for s in outcome.summary["labels"].values() for k in s if k.startswith(("store_", "score_", "http_"))]
+    assert outcome.summary["forwards"] > 0
     if name == "attack":  # the planted flip is toxic's alone
         assert outcome.summary["labels"]["toxic"]["success"] > 0 == outcome.summary["labels"]["insult"]["success"]
 

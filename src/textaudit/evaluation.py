@@ -145,11 +145,11 @@ class EvaluateRequest:
         matrix. Its records are the file's (none without ``output``); ``config``: more of the results header's
         settings (a suite's mark)."""
         self.check()
-        self._header = dict(config or {})  # (read where the records are written)
-        summary = self._summary(say)
+        summary = self._summary(say, dict(config or {}))
         return Outcome(summary, read_jsonl(self.output) if self.output is not None else [], written(self.output))
 
-    def _summary(self, say: Callable[[str], None]) -> dict:
+    def _summary(self, say: Callable[[str], None], header: dict) -> dict:
+        """The summary (``header``: more of the results file's header settings)."""
         columns = dict(text_column=self.text_column, label_column=self.label_column, pair_column=self.pair_column,
                        default_split="dev", limit=self.limit, sample=self.sample, seed=self.seed)
         zoo = str(self.model) in ZOO_MODELS  # never multi-label: data without labels is refused before it trains
@@ -166,7 +166,7 @@ class EvaluateRequest:
             if self.perturbed is not None:
                 raise TextAuditError(f"--perturbed calibrates one label of multi-label model {model.name} at a time: add "
                                      f"--label NAME (its labels: {', '.join(model.labels or [])})")
-            return self._multilabel(model, say)
+            return self._multilabel(model, say, header)
         if (np.asarray(ds["label"]) < 0).any():
             ds = load_dataset(self.data, **columns)  # no label column: its one line
         clf = label_view(model, self.target_label, self.label_threshold)
@@ -193,24 +193,24 @@ class EvaluateRequest:
         if warnings:
             extra["warnings"] = warnings
         if self.perturbed is not None:
-            extra["calibration"] = self._calibration(clf, ds, say)
+            extra["calibration"] = self._calibration(clf, ds, say, header)
         metrics = classification_metrics(labels, pred, names, seed=self.seed)
         for row, m in zip(per_class, (m for m in metrics["per_class"] if m["support"])):
             row.update({k: v for k, v in m.items() if k != "class"})  # the same class: rows of classes the data holds
         if self.perturbed is None:
             self._keep([{"id": str(i), "label": int(y), "prediction": int(q)} for i, y, q in zip(ds["id"], labels, pred)],
-                       clf, names, [(clf.name, names, metrics["confusion"]["matrix"])], say)
+                       clf, names, [(clf.name, names, metrics["confusion"]["matrix"])], say, header)
         return {"model": clf.name, "data": self.data, "accuracy": round(float(right.mean()), 4),
                 "accuracy_ci95": list(wilson(int(right.sum()), len(ds)) or ()), "n": len(ds), "labels": classes,
                 "per_class": per_class, "macro": metrics["macro"], "micro": metrics["micro"],
                 "confusion": metrics["confusion"], **extra}
 
-    def _multilabel(self, model, say: Callable[[str], None]) -> dict:
+    def _multilabel(self, model, say: Callable[[str], None], header: dict) -> dict:
         """Every label of a multi-label model at once: the data's 0/1 column of each label against the label's
         decision (its probability above ``label_threshold``, strictly) — :func:`multilabel_metrics`."""
         names = self.label_column_names() or list(model.labels)
         if len(names) == 1 and names[0] not in model.labels:  # one column of label lists
-            return self._multilabel_lists(model, names[0], say)
+            return self._multilabel_lists(model, names[0], say, header)
         unknown = [c for c in names if c not in model.labels]
         if unknown:
             raise TextAuditError(f"--label-columns {unknown[0]}: model {model.name} has no label {unknown[0]!r}; its "
@@ -223,9 +223,9 @@ class EvaluateRequest:
             if not set(np.unique(y).tolist()) <= {0, 1}:
                 raise TextAuditError(f"column {name} of {self.data} must hold 0 or 1 (the label off or on) in every row")
             truth.append(y)
-        return self._multilabel_summary(model, ds, np.stack(truth, 1), names, say)
+        return self._multilabel_summary(model, ds, np.stack(truth, 1), names, say, header)
 
-    def _multilabel_lists(self, model, column: str, say: Callable[[str], None]) -> dict:
+    def _multilabel_lists(self, model, column: str, say: Callable[[str], None], header: dict) -> dict:
         """Every label of the model against the data's one column of label lists (a label listed: on)."""
         lists = label_lists(self.data, column, limit=self.limit, sample=self.sample, seed=self.seed)
         unknown = sorted({x for row in lists for x in row} - set(model.labels))
@@ -235,9 +235,10 @@ class EvaluateRequest:
         ds = load_dataset(self.data, text_column=self.text_column, default_split="dev", limit=self.limit,
                           sample=self.sample, seed=self.seed, require_labels=False)
         truth = np.array([[name in row for name in model.labels] for row in lists], dtype=int)
-        return self._multilabel_summary(model, ds, truth, list(model.labels), say)
+        return self._multilabel_summary(model, ds, truth, list(model.labels), say, header)
 
-    def _multilabel_summary(self, model, ds, truth: np.ndarray, names: list[str], say: Callable[[str], None]) -> dict:
+    def _multilabel_summary(self, model, ds, truth: np.ndarray, names: list[str], say: Callable[[str], None],
+                            header: dict) -> dict:
         texts = list(ds["text"])
         check_label_threshold(self.label_threshold)
         probs = model.predict_proba(texts)
@@ -245,24 +246,24 @@ class EvaluateRequest:
         out = multilabel_metrics(truth, decided, names, seed=self.seed)
         self._keep([{"id": str(i), "truth": [int(v) for v in t], "decided": [int(v) for v in d]}
                     for i, t, d in zip(ds["id"], truth, decided)], model, names, label_confusions(truth, decided, names),
-                   say, multilabel={"multilabel": True, "threshold": self.label_threshold})
+                   say, {"multilabel": True, "threshold": self.label_threshold, **header})
         return {"model": model.name, "data": self.data, "n": len(texts), "labels": names, "multilabel": True,
                 "threshold": self.label_threshold, **out}
 
     def _keep(self, records: list[dict], clf, names: list[str], panels: list[tuple[str, list[str], list]],
-              say: Callable[[str], None], multilabel: dict | None = None) -> None:
+              say: Callable[[str], None], header: dict) -> None:
         """``--output``: the predictions as a results file (its header names the classes, the seed of the intervals
-        and, multi-label, the threshold); ``--plot``: the confusion matrices of ``panels`` (title, classes, matrix)."""
+        and ``header``'s settings: multi-label, the threshold; a suite's mark); ``--plot``: the confusion matrices of
+        ``panels`` (title, classes, matrix)."""
         if self.output is not None:
             write_results(self.output, records, command="evaluate", config={
                 "model": clf.name, "model_fingerprint": getattr(clf, "fingerprint", None),
-                "data": dataset_id(self.data, "dev"), "labels": names, "seed": self.seed, **(multilabel or {}),
-                **getattr(self, "_header", {})})
+                "data": dataset_id(self.data, "dev"), "labels": names, "seed": self.seed, **header})
             say(f"predictions: {self.output}")
         if self.plot is not None:
             say(f"plot: {plot_confusion(panels, Path(self.plot) / 'confusion.png', f'{clf.name} on {self.data}')}")
 
-    def _calibration(self, clf, ds, say: Callable[[str], None]) -> dict:
+    def _calibration(self, clf, ds, say: Callable[[str], None], header: dict) -> dict:
         """The originals and their perturbed versions (a method's, or a results file's findings), scored and
         compared (:func:`~textaudit.robustness.calibration.calibration_under_perturbation`); ``output``: their
         records as a results file (``audit report`` draws its reliability diagram)."""
@@ -286,7 +287,7 @@ class EvaluateRequest:
             write_results(self.output, records, command="evaluate", config={
                 "model": clf.name, "model_fingerprint": getattr(clf, "fingerprint", None),
                 "data": dataset_id(self.data, "dev"), "perturbed": perturbed, "perturbed_by": source, "bins": self.bins,
-                "seed": self.seed, **getattr(self, "_header", {})})
+                "seed": self.seed, **header})
             say(f"calibration records: {self.output}")
         if self.plot is not None:
             path = plot_reliability(res, Path(self.plot) / "reliability.png", f"{clf.name}: originals vs {perturbed}")

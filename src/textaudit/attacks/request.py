@@ -228,7 +228,8 @@ class AttackRequest:
                                       in_flight=self.in_flight, say=say, progress=progress,
                                       estimate=self.pair_column is None and checked.shard is None)
         summary["model"] = clf.name  # (a shard's time is not estimated: the data's first examples are others')
-        summary.update(work_fields(clf, options["mlm"]))
+        if loaded is None:  # (--label all: the shared model's and masked LM's counts are every label's, said once)
+            summary.update(work_fields(clf, options["mlm"]))
         if lm is not None and lm.loaded:
             summary["ppl_load_seconds"] = round(lm.load_seconds, 1)  # part of ppl_sec_per_example
         return AttackOutcome(summary, records, written(self.output), classifier=clf, attack=atk, lm=lm,

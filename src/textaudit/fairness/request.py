@@ -29,7 +29,7 @@ from textaudit.fairness.pairs import check_some_source, load_pairs_file, parse_p
 from textaudit.formats.jsonl import read_jsonl
 from textaudit.models import load_classifier
 from textaudit.models.batched import ALL_LABELS, PairView, each_label, label_view
-from textaudit.neighborhoods.accounting import each_label_outcome, score_fields, store_fields
+from textaudit.neighborhoods.accounting import each_label_outcome, work_fields
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.perturbations.gender import gender_words
 from textaudit.request import SHARED, EachLabel, Outcome, option, shared, written
@@ -213,7 +213,8 @@ class BiasRequest:
         warnings = small_samples(results, self.ci, label=self.target_label)
         if warnings:
             out["warnings"] = warnings
-        out.update(store_fields(masked_lm), **score_fields(clf))
+        if loaded is None:  # (--label all: the shared model's and masked LM's counts are every label's, said once)
+            out.update(work_fields(clf, masked_lm))
         records = read_jsonl(self.output) if self.output is not None else []  # (a resumed file's too)
         return BiasOutcome(out, records, written(self.output), results=results, classifier=clf, masked_lm=masked_lm,
                            classes=classes, controls=checked.controls, checked=checked)

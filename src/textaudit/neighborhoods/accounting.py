@@ -49,9 +49,11 @@ def work_fields(classifier: Any, mlm: Any = None) -> dict:
 
 def each_label_outcome(outcomes: dict[str, Outcome], output: Path | None, masked_lm: Any = None) -> EachLabel:
     """``--label all``'s outcome: ``{"labels": {label: its summary}, "forwards": the model's forwards, counted once
-    for every label, store fields}``, every label's results file (:func:`~textaudit.models.batched.each_label`)."""
+    for every label, and the run's cost fields}`` (the model and masked LM are shared: their counts are every label's,
+    so they are here once and in no label's summary), every label's results file
+    (:func:`~textaudit.models.batched.each_label`)."""
     model = next(iter(outcomes.values())).classifier.model  # the views' model: its counters are every label's
     files = each_label(model, output)
     summary = {"labels": {name: o.summary for name, o in outcomes.items()}, "forwards": model.stats.unique_forwards,
-               **store_fields(masked_lm)}
+               **work_fields(model, masked_lm)}
     return EachLabel(summary, [], written(*files.values()), labels=outcomes)
