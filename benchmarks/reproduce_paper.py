@@ -320,7 +320,8 @@ def fill_perplexities(runs: Path) -> dict[str, int]:
     a temporary file (a kill leaves the old one), with ``"ppl": true`` in its header, so that a later
     run with perplexities resumes it; the records are otherwise unchanged."""
     from textaudit.files import atomic_path
-    from textaudit.formats.jsonl import check_results, read_header, read_jsonl
+    from textaudit.formats.jsonl import read_header, read_jsonl
+    from textaudit.kinds import check_records
     from textaudit.lm import LazyCausalLM
 
     lm, filled = None, {}
@@ -330,7 +331,7 @@ def fill_perplexities(runs: Path) -> dict[str, int]:
         if header.get("command") != "attack" or config.get("ppl") is not False:
             continue
         records = read_jsonl(path)  # a line cut off by a stop at a deadline is left out, as a resume does
-        check_results(path, header, records)  # a damaged record: the file and line, before anything is rewritten
+        check_records(path, header, records)  # a damaged record: the file and line, before anything is rewritten
         todo = [r for r in records if r.get("status") == "success" and r.get("ppl_original") is None]
         lm = lm or LazyCausalLM()
         for r in todo:

@@ -14,6 +14,7 @@ import pytest
 from test_harden_certify import NEG, POS, _rows  # (sentences whose label is carried by a sprinkling of words)
 
 from textaudit.audits import AUDITS
+from textaudit.errors import TextAuditError
 from textaudit.formats.jsonl import read_header
 from textaudit.kinds import kind_of
 from textaudit.request import Outcome
@@ -136,15 +137,15 @@ def test_the_table_says_which_kinds_each_audit_writes():
 def test_check_kind_names_what_a_kind_gets_wrong(tmp_path):
     """A kind the table does not hold, and one whose headline rows are not the report's width, each fail the check
     that says so."""
-    from textaudit.formats.jsonl import write_results
+    from textaudit.formats.jsonl import RecordSpec, write_results
     from textaudit.kinds import Kind, register_kind, unregister_kind
 
     path = tmp_path / "narrow.jsonl"
     write_results(path, [{"id": "a", "n": 1}], command="narrow", config={"model": "m"})
     narrow = Kind("narrow", "narrow", "audit narrow", "a narrow kind", lambda cfg, recs: {"n": len(recs)},
-                  lambda cfg, recs, s: [["narrow", "m"]])
+                  lambda cfg, recs, s: [["narrow", "m"]], records=RecordSpec(fields={"*": {"id": (str,)}}))
     assert [c.name for c in check_kind(narrow, path, strict=False).failed] == [
-        "table", "header", "summary", "headline", "resume and merge"]  # (the later ones not run)
+        "table", "header", "records", "summary", "headline", "resume and merge"]  # (the later ones not run)
     register_kind(narrow)
     try:
         report = check_kind(narrow, path, strict=False)
@@ -152,6 +153,11 @@ def test_check_kind_names_what_a_kind_gets_wrong(tmp_path):
         assert "2 cells, not 7" in report.failed[0].detail and report.failed[1].detail.startswith("not run")
         with pytest.raises(AuditCheckError, match="headline"):
             check_kind(narrow, path)
+        wrong = tmp_path / "wrong.jsonl"  # a record its spec refuses: the records check names its line and field
+        write_results(wrong, [{"id": "a"}, {"id": 2}], command="narrow", config={"model": "m"})
+        report = check_kind(narrow, wrong, strict=False)
+        assert report.failed[0].name == "records" and "wrong.jsonl:3: field 'id' must be str, got int" in \
+            report.failed[0].detail
     finally:
         unregister_kind("narrow")
 
@@ -369,7 +375,7 @@ def test_a_new_audit_is_a_request_and_one_row_and_gets_a_command_and_a_suite_sec
     from textaudit import results
     from textaudit.audits import AuditRow, register, unregister
     from textaudit.data import load_dataset
-    from textaudit.formats.jsonl import JsonlWriter
+    from textaudit.formats.jsonl import JsonlWriter, RecordSpec
     from textaudit.kinds import Kind, register_kind, unregister_kind
     from textaudit.models import load_classifier
     from textaudit.request import option, shared
@@ -406,7 +412,8 @@ def test_a_new_audit_is_a_request_and_one_row_and_gets_a_command_and_a_suite_sec
     register_kind(Kind("share", "share", "audit share", "shares of the classes",
                        lambda cfg, recs: _share_summary(cfg["model"], recs, cfg["labels"], cfg["smoothing"]),
                        lambda cfg, recs, s: [["share", cfg.get("model"), "predicted classes", "–", "–", "–",
-                                              f"{len(recs)} texts"]]))
+                                              f"{len(recs)} texts"]],
+                       records=RecordSpec(fields={"*": {"id": (str, int), "prediction": (int,)}}, unique=True)))
     register(AuditRow("share", ShareRequest, "share.jsonl", "output", ("share",), metrics=("share", "n")))
     try:
         rule, dev = f"{world}/rule.py:clf", str(world / "dev.tsv")
@@ -428,6 +435,14 @@ def test_a_new_audit_is_a_request_and_one_row_and_gets_a_command_and_a_suite_sec
         assert r.exit_code == 0 and json.loads(r.stdout.strip().splitlines()[-1]) == summary, r.output
         assert sorted(results.load(tmp_path / "all.jsonl").records, key=lambda x: x["id"]) == \
             sorted(results.load(tmp_path / "share.jsonl").records, key=lambda x: x["id"])
+        edited = tmp_path / "edited.jsonl"  # its records are read back by its own spec: a field and a repeat
+        lines = (tmp_path / "share.jsonl").read_text().splitlines()
+        edited.write_text("\n".join([*lines, lines[1]]) + "\n")
+        with pytest.raises(TextAuditError, match=r"edited.jsonl:10 repeats the record of line 2"):
+            results.load(edited)
+        edited.write_text("\n".join([lines[0], json.dumps({**json.loads(lines[1]), "prediction": "1"})]) + "\n")
+        r = cli("report", str(edited), "-o", str(tmp_path / "edited.md"))
+        assert r.exit_code == 2 and "edited.jsonl:2: field 'prediction' must be int, got str" in r.output, r.output
         r = cli("share", "--model", rule, "--data", dev, "--smoothing", "2")
         assert r.exit_code == 2 and "Invalid value for '--smoothing'" in r.output and "Traceback" not in r.output, r.output
         positive = next(c["share"] for c in summary["classes"] if c["class"] == "positive")

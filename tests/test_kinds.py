@@ -101,3 +101,62 @@ def test_a_kind_without_its_summary_table_rows_cannot_be_declared():
     assert all(callable(kind.headline) for kind in KINDS)
     with pytest.raises(TypeError, match="headline"):
         Kind("toy", "toy", "audit toy", "a toy's results", None)  # type: ignore[call-arg]
+
+
+def test_a_kind_without_its_records_cannot_be_declared():
+    """A kind's records (what each holds, what identifies one) are part of its row: every declared kind has a
+    RecordSpec whose key reads the records of its kind, and a row without one is incomplete."""
+    from textaudit.formats.jsonl import RecordSpec
+    from textaudit.kinds import Kind
+
+    assert all(isinstance(kind.records, RecordSpec) and callable(kind.records.key) for kind in KINDS)
+    assert BY_ID["attack"].records.unique and BY_ID["bias"].records.unique
+    assert BY_ID["bias"].records.key({"unit": "u", "model": "m", "i": 3}) == ("u", "m", 3)
+    with pytest.raises(TypeError, match="records"):
+        Kind("toy", "toy", "audit toy", "a toy's results", None, lambda cfg, recs, s: [])  # type: ignore[call-arg]
+
+
+def _attack_file(path, records):
+    write_results(path, records, command="attack", config={"method": "so-enum", "k": 1, "model": "m"})
+
+
+@pytest.mark.parametrize("reader", ["load", "report", "merge"])
+def test_every_reader_checks_a_file_by_its_kinds_records(tmp_path, cli, reader):
+    """results.load, audit report and audit merge read a file through its kind's records: a status the attack does
+    not write, a field of the wrong type, a pasted repeat — each one line naming the file's line."""
+    from textaudit import results
+
+    ok = {"id": "a", "status": "failed", "label": 1, "prediction": 1, "seconds": 0.5, "queries": 3}
+    cases = [([ok, {**ok, "id": "b", "status": "won"}], "x.jsonl:3: status 'won' is not one of success, failed"),
+             ([{**ok, "queries": "many"}], "x.jsonl:2: field 'queries' must be a finite number >= 0, got str"),
+             ([ok, {**ok, "id": "b"}, ok], "x.jsonl:4 repeats the record of line 2 ('a')")]
+    for records, message in cases:
+        path = tmp_path / "x.jsonl"
+        path.unlink(missing_ok=True)
+        _attack_file(path, records)
+        if reader == "load":
+            with pytest.raises(TextAuditError) as e:
+                results.load(path)
+            got = str(e.value)
+        else:
+            args = ["report", str(path), "-o", str(tmp_path / "r.md")] if reader == "report" else \
+                ["merge", str(tmp_path / "m.jsonl"), str(path)]
+            r = cli(*args)
+            assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+            got = r.output
+            assert not (tmp_path / "m.jsonl").exists()  # a refused merge writes nothing
+        assert message in " ".join(got.split()), got
+
+
+def test_merge_joins_records_by_their_kinds_key(tmp_path, cli):
+    """A bias file's records are one per (unit, model, i), not per id: merging a shard with a resumed copy of itself
+    keeps each once by that key, where an id-keyed merge would keep one record per unit."""
+    from textaudit.merge import merge_results
+
+    recs = [{"unit": "u1", "model": "m", "i": i, "score": i / 10} for i in range(3)] + \
+        [{"unit_done": "u1", "model": "m"}]
+    config = {"k": 1, "enumerate_k": 1, "model": "m"}
+    for name in ("a.jsonl", "b.jsonl"):
+        write_results(tmp_path / name, recs, command="bias", config=config)
+    _, merged = merge_results(tmp_path / "all.jsonl", [tmp_path / "a.jsonl", tmp_path / "b.jsonl"])
+    assert merged == recs

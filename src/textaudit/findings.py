@@ -44,9 +44,9 @@ from textaudit.attacks.registry import make_attack, method_spec
 from textaudit.attacks.run import run_attack
 from textaudit.errors import TextAuditError
 from textaudit.fairness.replay import BiasFindings, bias_status, estimate_fields, read_bias_findings
-from textaudit.formats.jsonl import check_output, check_results, read_header, read_jsonl, record_lines, write_results
+from textaudit.formats.jsonl import check_output, read_header, read_jsonl, record_lines, write_results
 from textaudit.kinds import REPLAY_STATUSES as STATUSES
-from textaudit.kinds import summarize_replay
+from textaudit.kinds import check_records, summarize_replay
 from textaudit.lexicons import load_pairs_file
 from textaudit.loaded import load
 from textaudit.models import load_classifier
@@ -117,7 +117,7 @@ def read_findings(paths: Sequence[str | Path], *, bias: bool = True) -> list[Fin
                 raise TextAuditError(f"{path} holds {command or 'unknown'} results, not {what}; give results files of "
                                      f"{kinds}, or an audit compare or audit harden folder")
             records = read_jsonl(path)
-            check_results(path, header, records)  # a damaged line: file and line
+            check_records(path, header, records)  # a damaged line: file and line
             if command == "bias":
                 out.append(read_bias_findings(str(path), header, records, record_lines(path)))
                 continue
@@ -350,7 +350,7 @@ def fresh_attacks(paths: Sequence[str | Path], model: object, n: int, *, seed: i
             if method.startswith("textattack:"):
                 continue
             records = read_jsonl(path)
-            check_results(path, header, records)  # (read_findings checks them too; this is also a Python API)
+            check_records(path, header, records)  # (read_findings checks them too; this is also a Python API)
             attacked = [r for r in records if r.get("status") in ("success", "failed")
                         and isinstance(r.get("text"), str) and isinstance(r.get("label"), int)]
             if not attacked:

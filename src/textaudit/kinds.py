@@ -7,29 +7,35 @@ results files — ``results.load``, ``audit merge``, ``audit report``, the track
 table instead of testing the command itself.
 
 Each kind's row also gives its line(s) of a report's summary table (``headline``: what was audited, with what, and
-its headline number, from the header's config, the records and — for a folder — its summary; :data:`HEADLINE_COLUMNS`):
-a kind without one cannot be declared. Where each kind's other parts live: its records' fields are checked in
-:data:`textaudit.formats.jsonl.RECORD_FIELDS`, its report section is ``textaudit.report.sections.BUILDERS[kind.id]``
-(a contract test holds the tables together), its command in :mod:`textaudit.cli`. A new kind is one row here, one
-builder there.
+its headline number, from the header's config, the records and — for a folder — its summary; :data:`HEADLINE_COLUMNS`)
+and its ``records`` (a :class:`~textaudit.formats.jsonl.RecordSpec` its audit declares beside the code that writes
+them: what each record holds and what identifies one; a file read back is checked by it, :func:`check_records`, and
+``audit merge`` de-duplicates by its key): a kind without either cannot be declared. Its report section is
+``textaudit.report.sections.BUILDERS[kind.id]`` where it has one of its own (its summary as a table where not), its
+command in :mod:`textaudit.cli`. A new kind is one row here (``tests/test_kinds.py`` and
+:func:`textaudit.testing.check_kind` hold the row to its files).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from textaudit.attacks.run import ATTACK_RECORDS
 from textaudit.attacks.run import summarize as summarize_attack
 from textaudit.classification import metrics_from_records
 from textaudit.errors import TextAuditError
-from textaudit.fairness.bias import estimates_from_records, report
+from textaudit.fairness.bias import BIAS_RECORDS, estimates_from_records, report
+from textaudit.formats.jsonl import RecordSpec, check_results
 from textaudit.robustness.calibration import summarize_calibration
-from textaudit.robustness.learnability import aggregate
-from textaudit.robustness.perturbscore.tuples import summarize_tuples
-from textaudit.robustness.smoothing import SMOOTHING, summarize_certify
+from textaudit.robustness.learnability import LEARNABILITY_RECORDS, aggregate
+from textaudit.robustness.perturbscore.tuples import TUPLE_RECORDS, summarize_tuples
+from textaudit.robustness.smoothing import CERTIFY_RECORDS, SMOOTHING, summarize_certify
+from textaudit.robustness.wordorder import WORDORDER_RECORDS
 from textaudit.stats import format_ci, format_p, hit_rates, mcnemar, non_inferiority, round_p, wilson
 
-__all__ = ["Kind", "KINDS", "BY_ID", "register_kind", "unregister_kind", "kind_of", "summarize_records",
+__all__ = ["Kind", "KINDS", "BY_ID", "register_kind", "unregister_kind", "kind_of", "check_records", "summarize_records",
            "summarize_replay", "REPLAY_STATUSES", "resumable_commands", "listed", "HEADLINE_COLUMNS", "shown_number"]
 
 #: a report's summary table: one row per audit (a kind's ``headline`` gives its rows)
@@ -49,7 +55,9 @@ class Kind:
     command line that writes it (``writer``), a ``title`` for a person, ``summarize(config, records)`` (the
     command's summary from its records alone; None where it has none), ``resumable`` (``--resume`` continues a cut
     file), ``merge_refusal`` (None: shards merge; else why not, one line), ``per_model`` (one record per model
-    rather than per example), ``headline`` (its rows of a report's summary table)."""
+    rather than per example), ``headline`` (its rows of a report's summary table), ``records`` (what its records
+    hold and what identifies one: a :class:`~textaudit.formats.jsonl.RecordSpec`, the writing audit's; a kind
+    without one cannot be declared)."""
 
     id: str
     command: str
@@ -60,6 +68,7 @@ class Kind:
     resumable: bool = False
     merge_refusal: str | None = None
     per_model: bool = False
+    records: RecordSpec = field(kw_only=True)
 
 
 def _attack(config: Mapping, records: list[dict]) -> dict:
@@ -200,32 +209,39 @@ def _compare_rows(cfg: Mapping, records: list[dict], summary: Mapping) -> list[l
     return []  # a comparison's cells are attack files the report loads with it: each has its own row
 
 
+#: the records of a kind read whole by its summary (a replay, an evaluation, a folder's files): no field is checked
+#: one record at a time; they are told apart by their id
+READ_WHOLE = RecordSpec()
+
 #: every kind, in the order of a report's sections
 KINDS: list[Kind] = [
     Kind("harden", "harden", "audit harden", "a before/after of hardening (a folder)", None, _harden_rows,
-         merge_refusal="a harden folder is one run: there are no shards to merge"),
-    Kind("replay", "replay", "audit replay", "findings replayed on a model", _replay, _replay_rows),
+         merge_refusal="a harden folder is one run: there are no shards to merge", records=READ_WHOLE),
+    Kind("replay", "replay", "audit replay", "findings replayed on a model", _replay, _replay_rows,
+         records=READ_WHOLE),
     Kind("compare", "compare", "audit compare", "a model × method matrix (a folder)", None, _compare_rows,
-         merge_refusal="an audit compare folder is not a shard: rerun audit compare to extend it"),
-    Kind("attack", "attack", "audit attack", "an attack's examples", _attack, _attack_rows, resumable=True),
-    Kind("bias", "bias", "audit bias", "counterfactual token bias B_(p,k)", _bias, _bias_rows, resumable=True),
+         merge_refusal="an audit compare folder is not a shard: rerun audit compare to extend it", records=READ_WHOLE),
+    Kind("attack", "attack", "audit attack", "an attack's examples", _attack, _attack_rows, resumable=True,
+         records=ATTACK_RECORDS),
+    Kind("bias", "bias", "audit bias", "counterfactual token bias B_(p,k)", _bias, _bias_rows, resumable=True,
+         records=BIAS_RECORDS),
     Kind("wordorder", "wordorder", "audit wordorder", "word-order sensitivity (DND, IDC)", None, _wordorder_rows,
-         merge_refusal="a word-order sweep has no summary to recompute from shards"),
+         merge_refusal="a word-order sweep has no summary to recompute from shards", records=WORDORDER_RECORDS),
     Kind("certify", "certify", "audit certify --method safer|ranmask", "randomized smoothing's certificates",
-         _certify, _certify_rows, resumable=True),
+         _certify, _certify_rows, resumable=True, records=CERTIFY_RECORDS),
     Kind("certify-ibp", "certify", "audit certify --method ibp", "IBP's certified accuracy", _certify_ibp,
-         _certify_ibp_rows,
+         _certify_ibp_rows, records=CERTIFY_RECORDS,
          merge_refusal="an IBP certification has one record per model: there is nothing to merge", per_model=True),
     Kind("evaluate", "evaluate", "audit evaluate --perturbed", "calibration under perturbation", _evaluate,
-         _evaluate_rows),
+         _evaluate_rows, records=READ_WHOLE),
     Kind("metrics", "evaluate", "audit evaluate --output", "precision, recall, F1 and the confusion matrix",
          lambda config, records: metrics_from_records(dict(config), records), _metrics_rows,
-         merge_refusal="an evaluation's predictions are one pass: run audit evaluate on all the data"),
+         merge_refusal="an evaluation's predictions are one pass: run audit evaluate on all the data",
+         records=READ_WHOLE),
     Kind("learnability", "learnability", "audit learnability", "learnability of perturbations", _learnability,
-         _learnability_rows,
-         resumable=True),
+         _learnability_rows, resumable=True, records=LEARNABILITY_RECORDS),
     Kind("perturbscore build", "perturbscore build", "audit perturbscore build", "PerturbScore's tuples",
-         _perturbscore, _perturbscore_rows, resumable=True),
+         _perturbscore, _perturbscore_rows, resumable=True, records=TUPLE_RECORDS),
 ]
 """Every kind of results, in the order of a report's sections."""
 BY_ID: dict[str, Kind] = {kind.id: kind for kind in KINDS}
@@ -257,6 +273,16 @@ def kind_of(header: Mapping[str, Any] | None) -> Kind:
         return BY_ID[command]
     raise TextAuditError(f"'{command}' results are not a kind textaudit writes; give results written with --output "
                          f"by {listed()}")
+
+
+def check_records(path: str | Path, header: Mapping[str, Any] | None, records: list[dict]) -> None:
+    """:func:`~textaudit.formats.jsonl.check_results` with the records' spec of the kind ``header`` names (its
+    header alone when it names none: the caller's :func:`kind_of` says so in its own words)."""
+    try:
+        spec: RecordSpec | None = kind_of(header).records
+    except TextAuditError:
+        spec = None
+    check_results(path, dict(header) if isinstance(header, Mapping) else header, records, spec)
 
 
 def listed() -> str:

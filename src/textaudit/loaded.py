@@ -35,8 +35,8 @@ from textaudit.formats.compare import SUMMARY as COMPARE_SUMMARY
 from textaudit.formats.compare import cell_path, folder_file, read_compare
 from textaudit.formats.harden import SUMMARY as HARDEN_SUMMARY
 from textaudit.formats.harden import read_harden_folder
-from textaudit.formats.jsonl import check_results, read_header, read_jsonl
-from textaudit.kinds import kind_of
+from textaudit.formats.jsonl import read_header, read_jsonl
+from textaudit.kinds import BY_ID, check_records, kind_of
 
 __all__ = ["Results", "load"]
 
@@ -136,14 +136,14 @@ def load(path: str | Path) -> Results:
     if header is None:
         raise TextAuditError(f"{p} has no textaudit header line: is it a results file written by audit?")
     records = read_jsonl(p)
-    check_results(p, header, records)
+    check_records(p, header, records)
     return Results(p, header.get("command"), dict(header["config"]), records)
 
 
 def _load_harden(folder: Path) -> Results:
     """An ``audit harden`` folder: its summary (checked as ``audit report`` checks it) and the
     before/after results file of each evaluation attack."""
-    content, files = read_harden_folder(folder)  # checked there: every file the folder's own and agreeing
+    content, files = read_harden_folder(folder, BY_ID["attack"].records)  # checked there: every file the folder's own and agreeing
     cells = {}
     for a in content["attacks"]:
         label = a["method"] + ("" if a.get("k") is None else f" k={a['k']}")

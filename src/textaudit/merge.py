@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Sequence
 
 from textaudit.errors import TextAuditError
-from textaudit.formats.jsonl import JsonlWriter, check_results, config_conflicts, read_header, read_jsonl, record_key
-from textaudit.kinds import REPLAY_STATUSES, kind_of, summarize_records, summarize_replay
+from textaudit.formats.jsonl import JsonlWriter, config_conflicts, read_header, read_jsonl
+from textaudit.kinds import REPLAY_STATUSES, check_records, kind_of, summarize_records, summarize_replay
 
-__all__ = ["merge_results", "summarize_records", "summarize_replay", "record_key", "REPLAY_STATUSES"]
+__all__ = ["merge_results", "summarize_records", "summarize_replay", "REPLAY_STATUSES"]
 
 
 def merge_results(output: str | Path, inputs: Sequence[str | Path]) -> tuple[dict, list[dict]]:
@@ -33,7 +33,7 @@ def merge_results(output: str | Path, inputs: Sequence[str | Path]) -> tuple[dic
         if h is None:
             raise TextAuditError(f"{p} has no header record, so it cannot be checked against the other shards")
         contents.append(read_jsonl(p))  # read once: checked here, merged below
-        check_results(p, h, contents[-1])
+        check_records(p, h, contents[-1])
         headers.append(h)
     first = headers[0]
     refusal = kind_of(first).merge_refusal  # before anything is written: a refused merge leaves no file
@@ -51,7 +51,7 @@ def merge_results(output: str | Path, inputs: Sequence[str | Path]) -> tuple[dic
     if len({s.split("/")[1] for s in splits}) > 1:
         raise TextAuditError(f"the files are shards of different splits ({', '.join(splits)}): merge the shards of "
                              "one --shard i/N run only")
-    key = record_key(str(first.get("command")))
+    key = kind_of(first).records.key  # the kind's: an id, a bias unit's (unit, model, i)
     seen: set = set()
     records: list[dict] = []
     for part in contents:

@@ -17,13 +17,17 @@ from textaudit.formats.jsonl import (
     HEADER,
     JsonlWriter,
     check_output,
-    check_results,
     config_conflicts,
     read_header,
     read_jsonl,
     write_results,
 )
+from textaudit.kinds import check_records
 from textaudit.loaded import Results, load
+
+#: a results file's header and records checked as read back, by its kind's record spec (one line naming file, line and
+#: field where they lack what reading them needs)
+check_results = check_records
 
 __all__ = ["load", "Results", "read_jsonl", "read_header", "JsonlWriter", "HEADER", "config_conflicts", "check_output",
            "write_results", "check_results"]

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator, Sequence, TypeVar
 import textaudit.notices as notices
 from textaudit.backends import Backend, SerialBackend
 from textaudit.errors import StopRun, TextAuditError
-from textaudit.formats.jsonl import JsonlWriter, check_output
+from textaudit.formats.jsonl import JsonlWriter, RecordSpec, check_output
 from textaudit.progress import follow, weigh
 from textaudit.progress import progress as progress_bar
 from textaudit.shards import Shard, in_shard, parse_shard, shard_name
@@ -44,13 +44,14 @@ class ResumableRun:
     command, config: what the file's header record says produced it; ``--resume`` into a file with
         another ``config`` is refused (:mod:`textaudit.formats.jsonl`).
     shard: ``(i, N)``: only the jobs of that shard are done (:mod:`textaudit.shards`).
+    spec: what the records hold (the audit's :class:`~textaudit.formats.jsonl.RecordSpec`), checked on a resumed file.
     """
 
     def __init__(self, output: str | Path | None, *, resume: bool = False, id_key: str = "id", keep: bool = True,
                  progress: bool = True, command: str | None = None, config: dict | None = None,
-                 shard: Shard | None = None):
+                 shard: Shard | None = None, spec: RecordSpec | None = None):
         self.writer = JsonlWriter(output, resume=resume, id_key=id_key, command=command, config=config,
-                                  shard=shard_name(shard))
+                                  shard=shard_name(shard), spec=spec)
         self.shard = shard
         self.previous: list[dict] = self.writer.records
         self.done: set = self.writer.done

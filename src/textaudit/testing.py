@@ -35,7 +35,9 @@ settings — an audit's author runs it on a new request, our tests on every row 
   (:func:`textaudit.kinds.kind_of`) holding the outcome's records (``--label all``: its label's outcome's).
 
 :func:`check_kind` checks a kind of results (:class:`textaudit.kinds.Kind`) against a results file of it: the
-table knows it by its id, the file's header names it, its summary is recomputed from the records as plain JSON
+table knows it by its id, the file's header names it, its records are sound by its record spec (``records``: each
+field's type, a key every record has, no key twice where the spec says so), its summary is recomputed from the
+records as plain JSON
 (``summarize``), its headline rows are the report's width, a resumable kind's command is one ``--resume``
 continues, a kind that does not merge says why in one line.
 """
@@ -52,7 +54,7 @@ import numpy as np
 
 from textaudit.decision import decisions
 from textaudit.errors import TextAuditError
-from textaudit.formats.jsonl import read_header, read_jsonl
+from textaudit.formats.jsonl import RecordSpec, check_results, read_header, read_jsonl
 from textaudit.kinds import BY_ID, HEADLINE_COLUMNS, Kind, kind_of, resumable_commands
 from textaudit.models import as_classifier, load_classifier
 from textaudit.models.batched import BatchedClassifier
@@ -380,6 +382,18 @@ def check_kind(kind: Kind, path: str | Path, *, strict: bool = True) -> ModelRep
         named = kind_of(seen["header"])
         return None if named is kind else f"{path}'s header names the kind {named.id!r}"
 
+    def records() -> str | None:
+        if not isinstance(kind.records, RecordSpec):
+            return f"its records are a {type(kind.records).__name__}, not a RecordSpec"
+        try:
+            check_results(path, seen["header"], seen["records"], kind.records)
+            {kind.records.key(r) for r in seen["records"]}  # every record has its key, and a hashable one
+        except TextAuditError as e:
+            return str(e)
+        except (KeyError, TypeError) as e:
+            return f"a record has no key by its kind's records.key ({type(e).__name__}: {e})"
+        return None
+
     def summary() -> str | None:
         if kind.summarize is None:
             return None  # (a kind read whole: a word-order sweep, a folder's summary)
@@ -398,5 +412,6 @@ def check_kind(kind: Kind, path: str | Path, *, strict: bool = True) -> ModelRep
             return "its merge refusal is not one line"
         return None
 
-    return _in_order(report, [("table", table), ("header", header), ("summary", summary), ("headline", headline),
+    return _in_order(report, [("table", table), ("header", header), ("records", records), ("summary", summary),
+                              ("headline", headline),
                               ("resume and merge", resume_merge)], strict, f"kind {kind.id}")

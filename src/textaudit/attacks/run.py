@@ -18,6 +18,7 @@ from textaudit.device import notice_if_busy
 from textaudit.engine import frozen_heap
 from textaudit.engine.scheduler import check_in_flight, in_flight_for
 from textaudit.errors import TextAuditError
+from textaudit.formats.jsonl import NUMBER, OPTIONAL, RecordSpec
 from textaudit.lm import CausalLM, LazyCausalLM
 from textaudit.models.batched import PairView, classifier_seconds, is_remote, label_report, query_stats
 from textaudit.models.batched import work_counters as asked_so_far
@@ -25,7 +26,30 @@ from textaudit.runner import ResumableRun
 from textaudit.shards import Shard, in_shard
 from textaudit.stats import hit_rates, wilson
 
-__all__ = ["run_attack", "summarize", "skip_reason", "AttackSummary"]
+__all__ = ["run_attack", "summarize", "skip_reason", "AttackSummary", "ATTACK_RECORDS", "ATTACK_STATUSES"]
+
+#: what an attack's record can be: a flip found, none found within the budget, not attacked (why), or an error
+ATTACK_STATUSES = ("success", "failed", "skipped", "error")
+
+
+def _status(record: dict) -> str | None:
+    status = record.get("status")
+    return None if status in ATTACK_STATUSES else f"status {status!r} is not one of {', '.join(ATTACK_STATUSES)}"
+
+
+#: an attack's records (its row of :data:`textaudit.kinds.KINDS`): every record's status, label and prediction; a
+#: success's l0 (words changed), cost, sentences and pair p = (w1, w2); one record per example id
+ATTACK_RECORDS = RecordSpec(
+    fields={"*": {"id": (str, int), "status": (str,), "label": (int, OPTIONAL), "prediction": (int, OPTIONAL),
+                  "ppl_seconds": (*NUMBER, OPTIONAL), "unnatural": (int, OPTIONAL), "mlm": (str, OPTIONAL),
+                  "method": (str, OPTIONAL)},
+            "success": {"l0": (int,), "seconds": NUMBER, "queries": NUMBER, "text": (str, OPTIONAL),
+                        "vulnerable": (str, OPTIONAL), "vulnerable_patched": (str, OPTIONAL), "pair": (list, OPTIONAL),
+                        "ppl_original": (*NUMBER, OPTIONAL), "ppl_perturbed": (*NUMBER, OPTIONAL),
+                        "ppl_patched": (*NUMBER, OPTIONAL), "draws": (int, OPTIONAL), "flips": (int, OPTIONAL),
+                        "vulnerable_prediction": (int, OPTIONAL), "vulnerable_patched_prediction": (int, OPTIONAL)},
+            "failed": {"seconds": NUMBER, "queries": NUMBER}},
+    unique=True, check=_status)
 
 
 class AttackSummary:
@@ -379,7 +403,7 @@ def run_attack(attack: Attack, texts: Sequence[str], labels: Sequence[int] | Non
     if contexts is not None:
         settings["perturb_side"] = side
     local = backend is None or isinstance(backend, SerialBackend)
-    with ResumableRun(output, resume=resume, progress=progress, command="attack", config=settings,
+    with ResumableRun(output, resume=resume, progress=progress, command="attack", config=settings, spec=ATTACK_RECORDS,
                       shard=shard) as run, frozen_heap():
         _check_previous_texts(output, run.previous, ids, texts)
         wall0, counters0 = time.perf_counter(), engine_counters(attack)  # this run's work: not the file's reading

@@ -59,6 +59,7 @@ from textaudit.fairness.estimates import (
     l1_norm,
 )
 from textaudit.fairness.pairs import Source, measurable_sources, parse_pair
+from textaudit.formats.jsonl import RecordSpec
 from textaudit.models.batched import (
     Classifier,
     masked_lm_identity,
@@ -81,7 +82,21 @@ from textaudit.shards import Shard
 from textaudit.stats import format_ci
 
 __all__ = ["CounterfactualBias", "ControlShift", "run_bias", "estimates_from_records", "report", "bias_rows",
-           "BIAS_COLUMNS", "CONTROL", "DIFFERENCE"]
+           "BIAS_COLUMNS", "CONTROL", "DIFFERENCE", "BIAS_RECORDS"]
+
+
+
+def _bias_unit(record: dict) -> str | None:
+    sound = "unit_done" in record or ("unit" in record and "i" in record)
+    return None if sound else "a bias record needs unit and i (or unit_done); was the file edited?"
+
+
+#: a bias run's records (its row of :data:`textaudit.kinds.KINDS`): one per scored sentence (unit, model, i) and one
+#: per finished unit (``unit_done``) — the key a merge and a resume go by
+BIAS_RECORDS = RecordSpec(
+    fields={"*": {"model": (str,)}},
+    key=lambda r: ("done", r["unit_done"], r["model"]) if "unit_done" in r else (r["unit"], r["model"], r["i"]),
+    unique=True, check=_bias_unit)
 
 #: the name a control pair's scores go under (records, results, tables)
 CONTROL = "control"
@@ -596,7 +611,7 @@ def run_bias(estimator: CounterfactualBias, pairs: Sequence[tuple[str, str]], k:
     # the scored sentences are not kept in memory (B_{p,3} reaches millions); finished units are read back once
     settings = _settings(estimator, k, config, max_sources, contexts is not None, compare, controls)
     with ResumableRun(output, resume=resume, id_key="unit_done", keep=False, progress=progress, command="bias",
-                      config=settings, shard=shard) as run:
+                      config=settings, shard=shard, spec=BIAS_RECORDS) as run:
         todo = _read_back(run, jobs, names, units)
         job_of = dict(todo)
         make_worker = lambda: UnitJob(estimator, k, scorers[1:], in_flight)  # noqa: E731

@@ -10,7 +10,7 @@ from pathlib import Path
 from textaudit.errors import TextAuditError
 from textaudit.files import loads_json
 from textaudit.formats.compare import folder_file, plain_name
-from textaudit.formats.jsonl import check_results, read_header, read_jsonl
+from textaudit.formats.jsonl import RecordSpec, check_results, read_header, read_jsonl
 from textaudit.request import within
 from textaudit.stats import format_ci, format_p, wilson
 
@@ -103,12 +103,13 @@ def read_harden(path: str | Path) -> dict:
     return content
 
 
-def read_harden_folder(folder: str | Path) -> tuple[dict, dict[str, tuple[dict, list[dict]]]]:
+def read_harden_folder(folder: str | Path, spec: RecordSpec | None = None) -> tuple[dict, dict[str, tuple[dict, list[dict]]]]:
     """An ``audit harden`` folder read back whole and checked: ``(summary, {file name: (header, records)})``
     for the before and after file of every evaluation attack. Each file must be the folder's own (no link
     out of it), a sound results file, and agree with the summary's attacked and successful counts (a
-    truncated or swapped file is a one-line error, never a silent disagreement). ``audit report`` and
-    :func:`textaudit.results.load` both read folders here."""
+    truncated or swapped file is a one-line error, never a silent disagreement; ``spec``: an attack file's records,
+    ``textaudit.kinds.BY_ID["attack"].records``). ``audit report`` and :func:`textaudit.results.load` both read
+    folders here."""
     folder = Path(folder)
     content = read_harden(folder / SUMMARY)
     files: dict[str, tuple[dict, list[dict]]] = {}
@@ -116,7 +117,7 @@ def read_harden_folder(folder: str | Path) -> tuple[dict, dict[str, tuple[dict, 
         for role, name in zip(("before", "after"), a["files"]):
             path = folder_file(folder, name, f"the {role} file of {a['method']}")
             header, records = read_header(path), read_jsonl(path)
-            check_results(path, header, records)
+            check_results(path, header, records, spec)
             side = a.get(role) if isinstance(a.get(role), dict) else {}
             attacked = sum(r.get("status") in ("success", "failed") for r in records)
             success = sum(r.get("status") == "success" for r in records)

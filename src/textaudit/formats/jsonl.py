@@ -17,8 +17,9 @@ from __future__ import annotations
 import json
 import math
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Hashable, Iterator
+from typing import Any, Callable, Hashable, Iterator, Mapping
 
 from textaudit.errors import TextAuditError
 from textaudit.files import file_lock, loads_json
@@ -26,7 +27,7 @@ from textaudit.secrets import redact, redact_obj
 from textaudit.version import __version__
 
 __all__ = ["read_jsonl", "read_header", "JsonlWriter", "HEADER", "config_conflicts", "check_output", "write_results",
-           "check_results", "record_key", "record_lines"]
+           "check_results", "record_lines", "RecordSpec", "by_id", "NUMBER", "OPTIONAL"]
 
 #: the key of the header record (the first line of a results file)
 HEADER = "header"
@@ -52,13 +53,6 @@ def record_lines(path: str | Path) -> list[int]:
     return [n for n, r in _iter(Path(path)) if HEADER not in r]
 
 
-def record_key(command: str) -> Callable[[dict], Hashable]:
-    """What identifies a record of ``command``'s results file (two records with one key are one)."""
-    if command == "bias":
-        return lambda r: ("done", r["unit_done"], r["model"]) if "unit_done" in r else (r["unit"], r["model"], r["i"])
-    return lambda r: r["id"]
-
-
 def read_header(path: str | Path) -> dict | None:
     """Return the header record's content (``{"command", "config", "textaudit"}``) of a results
     file, or None when the file is missing, empty or has no header."""
@@ -69,26 +63,32 @@ def read_header(path: str | Path) -> dict | None:
 
 _NUMBER = (int, float)
 _NONE = type(None)
-#: what the code reading a results file back takes from each record, by command: fields every record has,
-#: and fields a record of a given status has (an attack's success has l0, ...); a field whose types include
-#: ``NoneType`` may be absent or null, and is of one of the others where it is given
-RECORD_FIELDS: dict[str, dict[str, dict[str, tuple]]] = {
-    "attack": {"*": {"id": (str, int), "status": (str,), "label": (int, _NONE), "prediction": (int, _NONE),
-                     "ppl_seconds": (*_NUMBER, _NONE), "unnatural": (int, _NONE), "mlm": (str, _NONE),
-                     "method": (str, _NONE)},
-               "success": {"l0": (int,), "seconds": _NUMBER, "queries": _NUMBER, "text": (str, _NONE), "vulnerable": (str, _NONE),
-                           "vulnerable_patched": (str, _NONE), "pair": (list, _NONE),
-                           "ppl_original": (*_NUMBER, _NONE), "ppl_perturbed": (*_NUMBER, _NONE),
-                           "ppl_patched": (*_NUMBER, _NONE), "draws": (int, _NONE), "flips": (int, _NONE),
-                           "vulnerable_prediction": (int, _NONE), "vulnerable_patched_prediction": (int, _NONE)},
-               "failed": {"seconds": _NUMBER, "queries": _NUMBER}},
-    "learnability": {"*": {"id": (str,), "model": (str,), "perturbation": (str,), "p": (str, int, float)}},
-    "perturbscore build": {"*": {"id": (str, int)}},
-    "certify": {"*": {"id": (str,)}},
-    "wordorder": {"*": {"id": (str, int)}},
-    "bias": {"*": {"model": (str,)}},
-}
-ATTACK_STATUSES = ("success", "failed", "skipped", "error")
+#: the field types a :class:`RecordSpec` uses: a number, and "may be absent or null"
+NUMBER, OPTIONAL = _NUMBER, _NONE
+
+
+def by_id(record: dict) -> Hashable:
+    """The usual record key: its ``id``."""
+    return record["id"]
+
+
+@dataclass(frozen=True)
+class RecordSpec:
+    """What the code reading one kind's results file back takes from each record, declared by the audit that writes it
+    (``textaudit.attacks.run.ATTACK_RECORDS``, …) and held by its row of :data:`textaudit.kinds.KINDS`.
+
+    ``fields``: by record status, the fields and their types (``"*"``: every record; ``"success"``: a record of that
+    status too); a field whose types include :data:`OPTIONAL` may be absent or null, and is of one of the others
+    where it is given. ``key``: what identifies a record (two records with one key are one: ``audit merge`` keeps the
+    first). ``unique``: a file holding one key twice is refused (lines pasted from another copy). ``check``: a
+    record's own rule the types do not say, as the message for a record that breaks it (None when sound)."""
+
+    fields: Mapping[str, Mapping[str, tuple]] = field(default_factory=dict)
+    key: Callable[[dict], Hashable] = by_id
+    unique: bool = False
+    check: Callable[[dict], str | None] | None = None
+
+
 #: fields whose type alone does not say they can be read back: what they must be
 FIELD_SHAPES = {"pair": "a list of two words (p = (w1, w2))", "l0": "a whole number >= 0",
                 "seconds": "a finite number >= 0", "queries": "a finite number >= 0"}
@@ -105,26 +105,26 @@ def _sound(key: str, value: object) -> bool:
     return True
 
 
-def check_results(path: str | Path, header: dict | None, records: list[dict]) -> None:
+def check_results(path: str | Path, header: dict | None, records: list[dict], spec: RecordSpec | None = None) -> None:
     """One line naming the file, the line and the field for a results file whose header or records lack
     what reading it back needs (edited by hand, cut by another tool, written by something else), instead
-    of a KeyError deep in a summary. Lines count as written: the header is line 1."""
+    of a KeyError deep in a summary. Lines count as written: the header is line 1. ``spec``: what its kind's records
+    hold (:class:`RecordSpec`; ``textaudit.kinds.check_records`` finds it from the header); None checks the header."""
     if not isinstance(header, dict):
         raise TextAuditError(f"{path}:1: no header record; give a results file written by audit with --output")
     if not isinstance(header.get("command"), str) or not isinstance(header.get("config"), dict):
         missing = "command" if not isinstance(header.get("command"), str) else "config"
         raise TextAuditError(f"{path}:1: the header has no {missing} (a table of the run's settings); "
                              "was the file edited or written by another tool?")
-    spec = RECORD_FIELDS.get(header["command"], {})
-    identify = record_key(header["command"]) if header["command"] in ("attack", "bias") else None
+    if spec is None:
+        return
     seen: dict = {}
     for line, r in enumerate(records, 2):
+        wrong = spec.check(r) if spec.check is not None else None
+        if wrong:
+            raise TextAuditError(f"{path}:{line}: {wrong}")
         status = r.get("status")
-        if header["command"] == "attack" and status not in ATTACK_STATUSES:
-            raise TextAuditError(f"{path}:{line}: status {status!r} is not one of {', '.join(ATTACK_STATUSES)}")
-        if header["command"] == "bias" and not ("unit_done" in r or ("unit" in r and "i" in r)):
-            raise TextAuditError(f"{path}:{line}: a bias record needs unit and i (or unit_done); was the file edited?")
-        for key, types in {**spec.get("*", {}), **spec.get(str(status), {})}.items():
+        for key, types in {**spec.fields.get("*", {}), **spec.fields.get(str(status), {})}.items():
             v = r.get(key)
             if v is None and _NONE in types:
                 continue
@@ -133,8 +133,8 @@ def check_results(path: str | Path, header: dict | None, records: list[dict]) ->
                 want = " or ".join(t.__name__ for t in types if t is not _NONE)
                 raise TextAuditError(f"{path}:{line}: field '{key}' must be {FIELD_SHAPES.get(key, want)}, "
                                      f"got {got}; was the file edited or written by another tool?")
-        if identify is not None:
-            k = identify(r)
+        if spec.unique:
+            k = spec.key(r)
             if k in seen:  # one run writes each unit once: a copy means lines were joined or pasted
                 raise TextAuditError(f"{path}:{line} repeats the record of line {seen[k]} ({k!r}): one run writes each "
                                      "unit once (were lines pasted from another copy?); remove the repeat, or rerun into "
@@ -270,12 +270,13 @@ class JsonlWriter:
     results are lost by accident); with ``resume=True`` it keeps the file and exposes the ids in
     it as :attr:`done`. ``command`` and ``config`` make the header record of a new file; on
     resume they must match the file's (:func:`check_output`); ``shard`` ("i/N") and ``extra`` go into
-    a new file's header too. :meth:`close` releases the lock.
+    a new file's header too; ``spec``: what its records hold (:class:`RecordSpec`, the writing audit's), checked on
+    the records a resumed file already has. :meth:`close` releases the lock.
     """
 
     def __init__(self, path: str | Path | None, *, resume: bool = False, id_key: str = "id",
                  command: str | None = None, config: dict | None = None, shard: str | None = None,
-                 extra: dict | None = None):
+                 extra: dict | None = None, spec: RecordSpec | None = None):
         self.path = Path(path) if path else None
         self.id_key = id_key
         self.records: list[dict] = []
@@ -288,7 +289,7 @@ class JsonlWriter:
             self.records = read_jsonl(self.path)
             self.header = read_header(self.path)
             if self.header is not None:
-                check_results(self.path, self.header, self.records)
+                check_results(self.path, self.header, self.records, spec)
             self._repair()
         if self.header is None:
             self.header = {"command": command, "config": _norm(config or {}), "textaudit": __version__}

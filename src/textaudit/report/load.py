@@ -18,9 +18,9 @@ from textaudit.formats.compare import SUMMARY as COMPARE_SUMMARY
 from textaudit.formats.compare import folder_file, read_compare
 from textaudit.formats.harden import SUMMARY as HARDEN_SUMMARY
 from textaudit.formats.harden import read_harden_folder
-from textaudit.formats.jsonl import check_results, read_header, read_jsonl
+from textaudit.formats.jsonl import read_header, read_jsonl
+from textaudit.kinds import BY_ID, check_records, kind_of, listed
 from textaudit.kinds import KINDS as ALL_KINDS
-from textaudit.kinds import kind_of, listed
 
 __all__ = ["Loaded", "load_inputs", "kind_order"]
 
@@ -57,7 +57,7 @@ def _load_compare(path: Path) -> list[Loaded]:
 def load_harden(path: Path) -> Loaded:
     """An ``audit harden`` folder by its summary (``harden.json``), checked with its files as
     :func:`textaudit.results.load` checks it: a damaged one is a one-line error."""
-    content, _ = read_harden_folder(path.parent)
+    content, _ = read_harden_folder(path.parent, BY_ID["attack"].records)
     return Loaded("harden", path, content["header"], summary=content)
 
 
@@ -71,7 +71,7 @@ def _load_file(path: Path) -> Loaded:
         raise TextAuditError(f"{path} was written by '{header.get('command')}'; give results files written with "
                              f"--output by {listed()}") from None
     records = read_jsonl(path)
-    check_results(path, header, records)
+    check_records(path, header, records)
     return Loaded(kind.id, path, header, records)
 
 

@@ -30,7 +30,7 @@ from textaudit.backends import Backend
 from textaudit.data import CORPORA, dataset_id, load_dataset
 from textaudit.decision import decisions
 from textaudit.errors import TextAuditError
-from textaudit.formats.jsonl import read_jsonl
+from textaudit.formats.jsonl import RecordSpec, read_jsonl
 from textaudit.models.batched import Classifier
 from textaudit.models.zoo.names import ARCHS
 from textaudit.models.zoo.train import DEFAULTS, TrainConfig, fit_classifier
@@ -41,7 +41,12 @@ from textaudit.shards import Shard
 from textaudit.stats import rank_correlation
 
 __all__ = ["LearnabilityRequest", "DEFAULT_PROBABILITIES", "average_learnability", "learnability_at", "robustness_and_augmentation",
-           "zoo_fitter"]
+           "zoo_fitter", "LEARNABILITY_RECORDS"]
+
+#: a learnability study's records (its row of :data:`textaudit.kinds.KINDS`): one per (model, perturbation, seed,
+#: probability p or "robustness") job
+LEARNABILITY_RECORDS = RecordSpec(fields={"*": {"id": (str,), "model": (str,), "perturbation": (str,),
+                                                "p": (str, int, float)}})
 
 DEFAULT_PROBABILITIES = (0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1.0)
 #: fewer training texts than this and the study says its numbers mean little
@@ -192,7 +197,7 @@ def run_study(models: Sequence[str], perturbations: Sequence[str], *, train_size
     settings = {"train_size": train_size, "data": dataset_id(data, "train"),
                 **({"eval_data": dataset_id(eval_data, "dev")} if eval_data is not None else {})}
     with ResumableRun(output, resume=resume, progress=progress, command="learnability", config=settings,
-                      shard=shard) as run:
+                      shard=shard, spec=LEARNABILITY_RECORDS) as run:
         make_worker = lambda: StudyJob(perts, tr_x, tr_y, te_x, te_y)  # noqa: E731
         job_of = dict(jobs)
         for rid, rec in run.results(jobs, make_worker, desc="learnability", unit="run", backend=backend):

@@ -48,6 +48,7 @@ import numpy as np
 
 from textaudit.engine.scheduler import Engine, Search, classify, in_flight_for
 from textaudit.errors import TextAuditError
+from textaudit.formats.jsonl import RecordSpec
 from textaudit.lexicons import counterfitted_neighbors
 from textaudit.models.batched import (
     TIE,
@@ -67,7 +68,11 @@ from textaudit.sentence import Sentence, restore_case
 from textaudit.stats import wilson
 
 __all__ = ["PerturbationSets", "delta", "certified_radius", "lower_bound", "SAFER", "RanMASK", "kept_words",
-           "ranmask_delta", "ranmask_radius", "certified_accuracy", "SMOOTHING"]
+           "ranmask_delta", "ranmask_radius", "certified_accuracy", "SMOOTHING", "CERTIFY_RECORDS"]
+
+#: a certification's records (both rows of :data:`textaudit.kinds.KINDS`): smoothing's one per example, IBP's one
+#: per model, each by its id
+CERTIFY_RECORDS = RecordSpec(fields={"*": {"id": (str,)}})
 
 #: the randomized-smoothing methods of ``audit certify --method`` and their names in print
 SMOOTHING = {"safer": "SAFER", "ranmask": "RanMASK"}
@@ -518,7 +523,8 @@ def run_certify(safer: SAFER, texts: Sequence[str], labels: Sequence[int], ids: 
     shows the texts and contexts asked so far and an ETA from them: it moves while examples are in flight."""
     jobs = [(str(i), (str(i), t, int(y))) for i, t, y in zip(ids, texts, labels)]
     settings = {**safer.config(), **(config or {})}
-    with ResumableRun(output, resume=resume, progress=progress, command="certify", config=settings) as run:
+    with ResumableRun(output, resume=resume, progress=progress, command="certify", config=settings,
+                      spec=CERTIFY_RECORDS) as run:
         job_of = dict(jobs)
         text_of = {k: j[1] for k, j in jobs}
         for r in run.previous:  # a resumed record must be of the text its id has here

@@ -17,7 +17,7 @@ import numpy as np
 
 from textaudit.data import align_labels, check_labels, dataset_id, load_dataset
 from textaudit.errors import TextAuditError
-from textaudit.formats.jsonl import check_output, write_results
+from textaudit.formats.jsonl import RecordSpec, check_output, write_results
 from textaudit.models import load_classifier
 from textaudit.models.batched import Classifier
 from textaudit.perturbations.wordorder import LEVELS, REORDERINGS, dnd, idc, perturb
@@ -25,7 +25,11 @@ from textaudit.progress import progress as progress_bar
 from textaudit.request import Outcome, option, shared, written
 from textaudit.stats import rank_correlation, wilson
 
-__all__ = ["WordOrderRequest", "WordOrderOutcome", "evaluate_reordering", "evaluate_retrained", "sweep", "DEFAULT_GRID"]
+__all__ = ["WordOrderRequest", "WordOrderOutcome", "evaluate_reordering", "evaluate_retrained", "sweep", "DEFAULT_GRID",
+           "WORDORDER_RECORDS"]
+
+#: a word-order sweep's records (its row of :data:`textaudit.kinds.KINDS`): one per (reordering, level, ρ)
+WORDORDER_RECORDS = RecordSpec(fields={"*": {"id": (str, int)}})
 
 DEFAULT_GRID: list[tuple[str, str, float]] = (
     [("full_shuffle", lv, 1.0) for lv in LEVELS]

@@ -12,6 +12,7 @@ import numpy as np
 
 from textaudit.backends import Backend, place_on_device
 from textaudit.errors import TextAuditError
+from textaudit.formats.jsonl import RecordSpec
 from textaudit.lexicons import counterfitted_neighbors
 from textaudit.models.batched import Classifier
 from textaudit.robustness.perturbscore.shift import differentiable, find_epsilon, model_shift
@@ -20,7 +21,10 @@ from textaudit.sentence import Sentence
 from textaudit.shards import Shard
 
 __all__ = ["TUPLE_PERTURBATIONS", "random_swap", "synonym_swap", "edit_distance", "mark", "unmark", "build_tuples",
-           "summarize_tuples", "split_tuples"]
+           "summarize_tuples", "split_tuples", "TUPLE_RECORDS"]
+
+#: PerturbScore's tuples file (its row of :data:`textaudit.kinds.KINDS`): one record per drawn tuple, by id
+TUPLE_RECORDS = RecordSpec(fields={"*": {"id": (str, int)}})
 
 
 def _positions(s: Sentence) -> list[int]:
@@ -115,7 +119,7 @@ def build_tuples(classifier: Classifier, texts: Sequence[str], *, perturbation: 
                 "perturbation": perturbation, "seed": seed, "space": space, "steps": steps, "step": step,
                 "max_eps": max_eps, "tolerance": tolerance, **({"max_words": max_words} if max_words != 3 else {})}
     with ResumableRun(output, resume=resume, progress=progress, command="perturbscore build", config=settings,
-                      shard=shard) as run:
+                      shard=shard, spec=TUPLE_RECORDS) as run:
         kept = sum(1 for r in run.previous if r.get("kept"))
         jobs = [(f"{ids[int(order[a % len(texts)])]}#{a}", (f"{ids[int(order[a % len(texts)])]}#{a}",
                                                             texts[int(order[a % len(texts)])])) for a in range(n)]
