@@ -112,3 +112,20 @@ def test_a_broken_reference_fails_the_build(tmp_path):
     r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
                        cwd=tmp_path, capture_output=True, text=True)
     assert r.returncode != 0 and "textaudit.attacks.Nothing" in r.stderr
+
+
+def test_the_suites_guide_example_is_a_suite_the_grammar_takes(tmp_path):
+    """The suite file the guide shows (every section, a threshold of each grammar) is read by the suite's own
+    checks: every section and [suite] key known, every threshold name one an audit's row takes."""
+    import tomllib
+
+    from textaudit.suite import Suite, _check_keys, _thresholds
+
+    page = (Path(__file__).parent.parent / "docs" / "guides" / "suites.md").read_text(encoding="utf-8")
+    block = re.search(r"```toml\n(.*?)```", page, re.S).group(1)
+    spec = tomllib.loads(block)
+    assert {"suite", "attack", "compare", "bias", "certify", "replay", "harden", "evaluate", "thresholds"} <= set(spec)
+    _check_keys(tmp_path / "suite.toml", spec)
+    names = [name for name, *_ in _thresholds(Suite(tmp_path / "suite.toml", spec))]
+    assert {"so_beam.cnn.success_rate", "genetic.cnn.success_rate", "evaluate.positive.recall"} <= \
+        {n.rsplit("_", 1)[0] for n in names}, names

@@ -240,9 +240,8 @@ def test_every_writer_that_may_replace_or_delete_a_file_passes_the_one_check_or_
         "harden/run.py:train": "a round's weights it wrote, in the harden folder _check_out took",
         "formats/jsonl.py:_append_lines": "a results file check_output checked (new, or its header ours on --resume)",
         "cli/track.py:track": "a kept run read_pending verified (its mark, its digest), now logged",
-        "suite.py:run_suite": "the replay file whose header names this suite (checked before any audit runs)",
-        "suite.py:_run_section": "an evaluate or wordorder file whose header names this suite (run_suite checks it "
-                                 "before any audit runs)",
+        "suite.py:_run_section": "a replay, evaluate or wordorder file whose header names this suite (run_suite "
+                                 "checks it before any audit runs)",
         "neighborhoods/store.py:_set_aside": "a store of ours that quick_check found damaged (not_a_store said ours)",
         "harden/model.py:save": "a hardened model's folder check_folder took",
         "robustness/perturbscore/scorer.py:save": "the scorer's folder check_folder took",

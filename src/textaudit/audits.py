@@ -31,6 +31,7 @@ from textaudit.gates import (
     Limit,
     attack_gate,
     bias_gate,
+    bias_note,
     certify_gate,
     compare_margins,
     harden_gate,
@@ -63,8 +64,11 @@ class AuditRow:
     afresh: a kind that does not resume), ``aliases`` (a section's older key → the field), ``gate`` (its
     thresholds' grammar, :mod:`textaudit.gates`; with ``metrics``, a path into the summary) and ``limits`` (the
     gates its section's own keys set: a margin, ``max_still``; they check those keys), ``required`` (fields a suite
-    must give though the command has a default: the model audited) and ``per_model`` (the section's ``models`` are
-    each audited alike, one request and results file each)."""
+    must give though the command has a default: the model audited), ``per_model`` (the section's ``models`` are
+    each audited alike, one request and results file each), ``reads`` (the outcome's attribute its gates read:
+    the summary, or bias's estimates) and ``header_limit`` (a suite's limit is one of its results file's settings:
+    the examples it counts), ``note`` (what a gate's value is worth beside its pass, from the gate's name and what
+    the gates read: bias's few-sources warning)."""
 
     name: str
     request: type
@@ -81,6 +85,9 @@ class AuditRow:
     limits: Callable[[dict], list[Limit]] | None = None
     required: tuple[str, ...] = ()
     per_model: bool = False
+    reads: str = "summary"
+    header_limit: bool = False
+    note: Callable[[str, object], str | None] | None = None
 
     def __post_init__(self) -> None:
         if self.gate is None and self.metrics:
@@ -98,12 +105,10 @@ AUDITS: list[AuditRow] = [
     AuditRow("compare", CompareRequest, "compare", "output_dir", ("compare", "attack"), own_keys=("equivalence",),
              limits=compare_margins),
     AuditRow("bias", BiasRequest, "bias.jsonl", "output", ("bias",), inherits={"data": "data", "seed": "seed"},
-             aliases={"pairs": "pair"}, gate=bias_gate, required=("model",)),
+             aliases={"pairs": "pair"}, gate=bias_gate, required=("model",), reads="results", header_limit=True,
+             note=bias_note),
     AuditRow("certify", CertifyRequest, "certify.{model}.jsonl", "output", ("certify", "certify-ibp"),
              own_keys=("models",), gate=certify_gate, per_model=True),
-    AuditRow("replay", ReplayRequest, "replay.jsonl", "output", ("replay",), inherits={},
-             own_keys=("max_still", "max_regressed", "equivalence"), paths=("findings",), replaced=True,
-             limits=replay_limits),
     AuditRow("harden", HardenRequest, "harden", "out", ("harden",),
              inherits={"data": "eval_data", "limit": "eval_limit", "seed": "seed"}, paths=("from_findings",),
              gate=harden_gate),
@@ -116,6 +121,9 @@ AUDITS: list[AuditRow] = [
              inherits={}, metrics=("avg_learnability", "robustness", "post_aug_delta", "rho")),
     AuditRow("perturbscore", TuplesRequest, "perturbscore.jsonl", "output", ("perturbscore build",),
              inherits={"data": "data", "seed": "seed"}, metrics=("tried", "kept", "mean_eps")),
+    AuditRow("replay", ReplayRequest, "replay.jsonl", "output", ("replay",), inherits={},
+             own_keys=("max_still", "max_regressed", "equivalence"), paths=("findings",), replaced=True,
+             limits=replay_limits),  # (last: a suite's findings may be what its other sections just wrote)
 ]
 """Every audit, in the order a suite checks and runs its sections (a command and a section each)."""
 BY_NAME: dict[str, AuditRow] = {row.name: row for row in AUDITS}

@@ -434,9 +434,10 @@ class ReplayRequest:
         pairs = load_pairs_file(str(self.pairs_file)) if self.pairs_file is not None else None
         return found, pairs
 
-    def run(self, *, checked: tuple | None = None, progress: bool = True,
-            say: Callable[[str], None] = say_line) -> ReplayOutcome:
-        """Replay the findings (and attack afresh with ``fresh``); the records go to ``output`` when it is given."""
+    def run(self, *, checked: tuple | None = None, progress: bool = True, say: Callable[[str], None] = say_line,
+            config: dict | None = None) -> ReplayOutcome:
+        """Replay the findings (and attack afresh with ``fresh``); the records go to ``output`` when it is given
+        (``config``: more of its header's settings, e.g. the mark of the suite that writes it)."""
         found, pairs = self.check() if checked is None else checked
         model = label_view(load_classifier(self.model), self.target_label, self.label_threshold)
         result = replay(found, model, self.baseline, margin=self.margin)
@@ -445,7 +446,7 @@ class ReplayRequest:
             say(f"fresh attack: {self.fresh} examples of each attack file, on {result.model} …")
             again = fresh_attacks(self.findings, model, self.fresh, pairs=pairs, progress=progress, say=say)
         if self.output is not None:
-            write_results(self.output, result.records, command="replay", config=result.config)
+            write_results(self.output, result.records, command="replay", config={**result.config, **(config or {})})
         summary = result.summary()
         if again is not None:
             summary["fresh"] = again

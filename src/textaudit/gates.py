@@ -29,15 +29,18 @@ may be written with ``_`` for ``-``.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from textaudit.errors import TextAuditError
+from textaudit.fairness.bias import MIN_SOURCES, few_sources
 from textaudit.harden.run import CERTIFIED
 from textaudit.models.batched import ALL_LABELS
 from textaudit.request import range_words, within
 
 __all__ = ["ATTACK_METRICS", "CERTIFY_METRICS", "HARDEN_METRICS", "Value", "attack_gate", "bias_gate", "certify_gate",
-           "harden_gate", "method_gate", "summary_gate", "compare_margins", "replay_limits", "summary_value"]
+           "harden_gate", "method_gate", "summary_gate", "compare_margins", "replay_limits", "summary_value", "Check",
+           "split_threshold", "flatten", "bias_note"]
 
 ATTACK_METRICS = ("found_share", "found_share_ci_low", "found_share_ci_high", "success_rate", "mean_l0",
                   "sec_per_example", "queries_per_example", "success_rate_ci_low", "success_rate_ci_high")
@@ -47,6 +50,55 @@ HARDEN_METRICS = ("accuracy", "success_rate")
 #: a gate's value from the suite's results (None: missing, the gate fails)
 Value = Callable[[dict], "float | None"]
 Gates = list[tuple[str, Value]]
+
+
+@dataclass
+class Check:
+    """One threshold and how the results met it."""
+
+    name: str
+    value: float | None
+    op: str  # "<=", ">=", "<" or ">"
+    limit: float
+    passed: bool
+    file: str | None = None  # the results file (or folder) the value was read from
+    note: str | None = None  # what the value is worth beside its pass (B on too few sources: no claim)
+
+    @property
+    def row(self) -> list:
+        return [self.name, "missing" if self.value is None else self.value, f"{self.op} {self.limit}",
+                ("pass" if self.passed else "FAIL") + (" (see the note)" if self.note else "")]
+
+    def to_dict(self) -> dict:
+        """The check as ``audit run --json`` gives it."""
+        return {"name": self.name, "value": self.value, "op": self.op, "limit": self.limit, "passed": self.passed,
+                "file": self.file, "note": self.note}
+
+
+def split_threshold(name: str) -> tuple[str, str]:
+    """A threshold's last key as ``(metric, op)``: ``_max`` is ``<=``, ``_min`` ``>=``."""
+    for op, suffix in (("<=", "_max"), (">=", "_min")):
+        if name.endswith(suffix):
+            return name[: -len(suffix)], op
+    raise TextAuditError(f"threshold '{name}' must end in _max or _min (e.g. success_rate_max)")
+
+
+def flatten(d: dict, prefix: tuple = ()) -> list[tuple[tuple, Any]]:
+    """``[thresholds]`` as ``(keys, limit)`` pairs (a dotted name is TOML's nested tables)."""
+    out = []
+    for k, v in d.items():
+        out += flatten(v, prefix + (k,)) if isinstance(v, dict) else [(prefix + (k,), v)]
+    return out
+
+
+def bias_note(name: str, estimates: Any) -> str | None:
+    """What a bias gate's value is worth beside its pass: audit bias's warning when B_{p,k} rests on fewer than
+    ``MIN_SOURCES`` sentences (``estimates``: the suite's bias results, ``{model: {pair: {k: estimate}}}``)."""
+    pair_text, metric = name[len("bias."):].rsplit(".", 1)
+    pair = tuple(w.strip() for w in pair_text.strip('"').split(","))
+    k = int(metric.partition("_k")[2].split("_")[0] or 0)
+    e = next(iter((estimates or {}).values()), {}).get(pair, {}).get(k)
+    return None if e is None or e.sources >= MIN_SOURCES else f"B for {pair[0]}→{pair[1]} {few_sources(e.sources)}"
 
 
 def _section(spec: dict, name: str) -> dict:

@@ -1,68 +1,10 @@
 """Declared audits with thresholds (``audit run suite.toml``): the CI gate.
 
-A suite file names the models, the data and the audits with their options, and the thresholds the
-results must meet::
-
-    [suite]
-    data = "sst2:dev"
-    limit = 50
-    output_dir = "runs/gate"         # relative to the suite file; every audit resumes from it
-    report = "report.html"           # written into output_dir
-    track = "mlflow"                 # optional: the suite as an MLflow run, one nested run per audit
-
-    [attack]                         # audit attack on one model: every option of the command is a key
-    model = "cnn"                    # (method, k, beam, kappa, delta, max_queries, …; data, seed and limit
-    method = "so-beam"               # default to [suite]'s)
-    k = 6
-
-    [compare]                        # the attack matrix of audit compare
-    models = ["cnn"]
-    methods = ["so-beam", "genetic"]
-
-    [bias]                           # B_{p,k} as audit bias, over the whole data: [suite] limit
-    model = "cnn"                    # counts examples to attack, and few of them would hold the pair;
-    pairs = ["he,she"]               # every option of audit bias is a key (BiasRequest's fields)
-    k = 1
-    max_sources = 30                 # bounds the work: the first 30 sentences of X_p per pair
-    control = "auto"                 # optional: B of a matched neutral pair on the same sentences, and B_p − B_c
-
-    [certify]                        # audit certify for each model: IBP for a zoo *-ibp model, else SAFER;
-    models = ["cnn-ibp"]             # every option of audit certify is a key (method = "ranmask", samples, …)
-
-    [replay]                         # an earlier audit's findings replayed on the model (audit replay)
-    findings = ["audits/2026-10"]    # results files or folders, relative to the suite file
-    model = "cnn"
-    baseline = "cnn-v1"              # optional: pairs the findings, counts the regressions
-    max_still = 0.2                  # at most 20 % of the applicable findings may still hold
-    max_regressed = 0                # none fixed on the baseline may hold again (needs baseline)
-    margin = 0.02                    # the model's still-rate non-inferior to the baseline's at 2 points
-    equivalence = false              # true: equivalent within ±margin instead (TOST)
-
-    [harden]                         # audit harden into output_dir/harden: train the weaknesses out, then the
-    model = "cnn"                    # before/after on held-out data ([suite] data and limit, unless eval_data and
-    method = "augment"               # eval_limit are given); every option of audit harden is a key
-    train_sample = 100
-
-    [evaluate]                       # audit evaluate, [wordorder], [learnability], [perturbscore]: every audit of
-    model = "cnn"                    # textaudit.audits.AUDITS is a section, its keys its request's fields
-
-    [thresholds]
-    so_beam.success_rate_max = 0.5             # every model's so-beam cell
-    genetic.cnn.success_rate_max = 0.9         # one model's cell
-    bias."he,she".abs_B_k1_max = 0.01          # |B_{p,1}| of the bias model
-    certify.cnn-ibp.certified_accuracy_min = 0.6
-    evaluate.positive.recall_min = 0.8         # one class's recall (a multi-label model: one label's)
-
-``margin`` in ``[replay]`` (with a baseline) or ``[compare]`` (two models or more: each later model
-against the first, under every method) is a gate of its own: the harm (the model's still-rate or
-success rate minus the baseline's) must be non-inferior at that margin — its 90% Newcombe interval's
-upper end below it, the one-sided test at α = 0.05 — or, with ``equivalence = true``, equivalent
-(the interval inside ±margin, TOST); see :func:`textaudit.stats.non_inferiority`.
-
-A threshold is ``<what>.<metric>_max`` (the value must be ≤ the limit) or ``_min`` (≥); each audit's names
-and metrics are its row's grammar, stated in :mod:`textaudit.gates` (``attack.found_share_max``,
-``bias."he,she".abs_B_k1_max``, ``certify.<model>.certified_accuracy_r1_min``, ``harden.after.success_rate_max``,
-``<method>.<model>.success_rate_max`` for ``[compare]``, ``evaluate.positive.recall_min`` …).
+A suite file's ``[suite]`` section holds the shared settings (data, limit, seed, ``output_dir``, report, tracker); each
+audit of :data:`textaudit.audits.AUDITS` is a section whose keys are its request's fields; ``[thresholds]`` names the
+gates by each audit's grammar (:mod:`textaudit.gates`). :func:`load_suite` reads and checks all of it before anything
+runs; :func:`run_suite` runs (or resumes) every section into the suite's folder, writes the report and checks the
+gates. The file format, with an example of every section: ``docs/guides/suites.md``.
 """
 
 from __future__ import annotations
@@ -77,10 +19,10 @@ from textaudit.audits import AUDITS as ROWS
 from textaudit.audits import BY_NAME, gates_of, limits_of
 from textaudit.data import dataset_id, load_dataset
 from textaudit.errors import TextAuditError
-from textaudit.fairness.bias import MIN_SOURCES, few_sources
 from textaudit.fairness.pairs import check_some_source
 from textaudit.formats.compare import cell_path, check_distinct_files, file_part
-from textaudit.formats.jsonl import check_output, read_header, read_jsonl, write_results
+from textaudit.formats.jsonl import check_output, read_header, read_jsonl
+from textaudit.gates import Check, flatten, split_threshold
 from textaudit.models import load_classifier
 from textaudit.report import write_report
 from textaudit.report.render import is_report
@@ -110,29 +52,6 @@ SUITE_KEYS: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "track": ("mlflow (log the suite as a run with one nested run per audit)", lambda v: v == "mlflow"),
     "note": ("a string (printed under the verdict: what the suite shows)", _NAME),
 }
-@dataclass
-class Check:
-    """One threshold and how the results met it."""
-
-    name: str
-    value: float | None
-    op: str  # "<=", ">=", "<" or ">"
-    limit: float
-    passed: bool
-    file: str | None = None  # the results file (or folder) the value was read from
-    note: str | None = None  # what the value is worth beside its pass (B on too few sources: no claim)
-
-    @property
-    def row(self) -> list:
-        return [self.name, "missing" if self.value is None else self.value, f"{self.op} {self.limit}",
-                ("pass" if self.passed else "FAIL") + (" (see the note)" if self.note else "")]
-
-    def to_dict(self) -> dict:
-        """The check as ``audit run --json`` gives it."""
-        return {"name": self.name, "value": self.value, "op": self.op, "limit": self.limit, "passed": self.passed,
-                "file": self.file, "note": self.note}
-
-
 @dataclass
 class Suite:
     path: Path
@@ -293,29 +212,15 @@ def _certify(request: CertifyRequest, progress: bool) -> dict:
     return request.run(checked=table, progress=progress, config=config).summary
 
 
-def _split(name: str) -> tuple[str, str]:
-    for op, suffix in (("<=", "_max"), (">=", "_min")):
-        if name.endswith(suffix):
-            return name[: -len(suffix)], op
-    raise TextAuditError(f"threshold '{name}' must end in _max or _min (e.g. success_rate_max)")
-
-
-def _flatten(d: dict, prefix: tuple = ()) -> list[tuple[tuple, Any]]:
-    out = []
-    for k, v in d.items():
-        out += _flatten(v, prefix + (k,)) if isinstance(v, dict) else [(prefix + (k,), v)]
-    return out
-
-
 def _thresholds(suite: Suite) -> list[tuple[str, str, float, Callable[[dict], float | None]]]:
     """``(name, op, limit, value_of(results))`` for each threshold (its audit's grammar: :func:`textaudit.audits.
     gates_of`) and each gate a section's own keys set; a bad name is an error now."""
     out = []
-    for keys, limit in _flatten(suite.spec.get("thresholds", {})):
+    for keys, limit in flatten(suite.spec.get("thresholds", {})):
         name = ".".join(keys)
         if not isinstance(limit, (int, float)) or isinstance(limit, bool):
             raise TextAuditError(f"threshold {name} must be a number (got {limit!r})")
-        metric, op = _split(keys[-1])
+        metric, op = split_threshold(keys[-1])
         out += [(gate, op, float(limit), value_of) for gate, value_of in gates_of(suite.spec, tuple(keys), metric)]
     return out + limits_of(suite.spec)
 
@@ -337,18 +242,11 @@ def check_thresholds(suite: Suite, results: dict) -> list[Check]:
 def _gate_source(suite: Suite, name: str, results: dict) -> tuple[Path | None, str | None]:
     """The results file a gate named ``name`` reads (the JUnit case's file), and its note."""
     head, *rest = name.split(".")
-    if name.startswith("bias."):
-        pair_text, metric = name[len("bias."):].rsplit(".", 1)
-        pair = tuple(w.strip() for w in pair_text.strip('"').split(","))
-        k = int(metric.partition("_k")[2].split("_")[0])
-        e = next(iter(results.get("bias", {}).values()), {}).get(pair, {}).get(k)
-        note = None if e is None or e.sources >= MIN_SOURCES else f"B for {pair[0]}→{pair[1]} {few_sources(e.sources)}"
-        return suite.results_path("bias"), note
     middle = name[len(head) + 1:name.rindex(".")] if rest else ""  # a model's name may hold a dot
-    if head == "certify":
-        return suite.results_path("certify", middle), None
-    if head in ("attack", "harden", "replay", "compare") or (head in BY_NAME and BY_NAME[head].metrics):
-        return suite.results_path(head), None
+    if head in BY_NAME:
+        row = BY_NAME[head]
+        note = row.note(name, results.get(head)) if row.note is not None else None
+        return suite.results_path(head, middle if row.per_model else None), note
     methods = suite.get("compare", "methods", [])
     method = next((m for m in methods if m == head or m.replace("-", "_") == head), None)
     if method is not None and middle in suite.get("compare", "models", []):
@@ -356,14 +254,20 @@ def _gate_source(suite: Suite, name: str, results: dict) -> tuple[Path | None, s
     return None, None
 
 
-def _run_section(suite: Suite, name: str, mark: dict, progress: bool) -> tuple[dict, list[Path]]:
+def _run_section(suite: Suite, name: str, mark: dict, progress: bool) -> tuple[Any, list[Path]]:
     """Section ``[name]`` run into the suite's folder (a file it writes afresh: the previous run's replaced, this
-    run's carrying the suite's ``mark``); its summary and files."""
+    run's carrying the suite's ``mark``; a section of ``models``: one run each); what its gates read, its files."""
     row = BY_NAME[name]
+    if row.per_model:
+        runs = {m: _certify(suite.request(name, values={"model": m}, resume=False), progress)
+                for m in suite.get(name, "models")}
+        return runs, [suite.results_path(name, m) for m in runs]
     if row.replaced:
         suite.results_path(name).unlink(missing_ok=True)  # (run_suite checked it is this suite's own)
-    outcome = suite.request(name).run(progress=progress, **({"config": mark} if row.replaced else {}))
-    return outcome.summary, outcome.files
+    request = suite.request(name)
+    config = mark if row.replaced else {"limit": request.limit} if row.header_limit and request.limit else None
+    outcome = request.run(progress=progress, **({"config": config} if config is not None else {}))
+    return getattr(outcome, row.reads), outcome.files
 
 
 def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], Path, list[Path]]:
@@ -388,42 +292,10 @@ def run_suite(suite: Suite, progress: bool = True) -> tuple[dict, list[Check], P
                                  require_labels=False)
         check_some_source(checked.pairs, list(bias_data["text"]), bias_data["id"], None, limit=bias.limit,
                           limit_name="[bias] limit =", bound="[bias] max_sources = N")
-    if "attack" in suite.spec:
-        outcome = suite.request("attack").run(progress=progress)
-        results["attack"] = outcome.summary
-        inputs += outcome.files
-    if "compare" in suite.spec:
-        outcome = suite.request("compare").run(progress=progress)
-        results["compare"] = outcome.summary
-        inputs += outcome.files
-    if "bias" in suite.spec:
-        header = {"limit": bias.limit} if bias.limit else {}
-        results["bias"] = bias.run(progress=progress, config=header, checked=checked).results
-        inputs.append(bias.output)
-    if "certify" in suite.spec:
-        results["certify"] = {}
-        for model in suite.get("certify", "models"):
-            path = suite.results_path("certify", model)
-            results["certify"][model] = _certify(suite.request("certify", values={"model": model}, resume=False),
-                                                 progress)
-            inputs.append(path)
-    if "harden" in suite.spec:  # resumes its folder: a suite run again evaluates the hardened model it trained
-        outcome = suite.request("harden").run(progress=progress)
-        results["harden"] = outcome.summary
-        inputs += outcome.files
-    for row in ROWS:  # the sections read by the table alone: run, their summary gated
-        if row.metrics and row.name in suite.spec:
+    for row in ROWS:  # in the table's order
+        if row.name in suite.spec:
             results[row.name], files = _run_section(suite, row.name, mark, progress)
             inputs += files
-    if "replay" in suite.spec:
-        outcome = suite.request("replay", output=None).run(progress=progress)
-        rep = outcome.replay
-        results["replay"] = outcome.summary
-        path = suite.results_path("replay")  # replayed again at every run (seconds): the latest replay's, the suite's
-        if path.exists():
-            path.unlink()
-        write_results(path, rep.records, command="replay", config={**rep.config, **mark})
-        inputs.append(path)
     checks = check_thresholds(suite, results)
     report = suite.report_path
     write_report(inputs, report, title=suite.get("suite", "name"), checks=checks)
