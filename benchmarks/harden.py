@@ -64,7 +64,7 @@ def main() -> None:
     ap.add_argument("--out-dir", default="runs/harden-bench")
     args = ap.parse_args()
 
-    from textaudit.harden import HardenSettings, harden, parse_eval_attacks
+    from textaudit.harden import HardenRequest, harden, parse_eval_attacks
 
     evals = [[m, k] for m, k in parse_eval_attacks(args.eval_attacks)]
     out = Path(args.out_dir)
@@ -72,17 +72,17 @@ def main() -> None:
     first: Path | None = None
     for method in [m.strip() for m in args.methods.split(",") if m.strip()]:
         folder = out / f"{args.model}-{method}"
-        s = HardenSettings(model=args.model, method=method, attack=args.attack, k=args.k,
-                           train_sample=args.train_sample, rounds=args.rounds, found_weight=args.found_weight,
-                           **(dict(epochs=args.consistency_epochs, consistency_weight=args.consistency_weight,
-                                   pairs_per_sentence=args.pairs_per_sentence, neighbors=args.neighbors)
-                              if method == "consistency" else dict(epochs=args.epochs)),
-                           eval_limit=args.eval_limit, eval_attacks=evals, mlm=args.mlm, seed=args.seed)
+        s = HardenRequest(model=args.model, method=method, out=folder, attack=args.attack, k=args.k,
+                          train_sample=args.train_sample, rounds=args.rounds, found_weight=args.found_weight,
+                          **(dict(epochs=args.consistency_epochs, consistency_weight=args.consistency_weight,
+                                  pairs_per_sentence=args.pairs_per_sentence, neighbors=args.neighbors)
+                             if method == "consistency" else dict(epochs=args.epochs)),
+                          eval_limit=args.eval_limit, eval_attack=args.eval_attacks, mlm=args.mlm, seed=args.seed)
         if first is not None and not folder.exists():
             # the original model's side of the before/after is the same run for every method (same model,
             # examples, attacks and seed; each file's header is checked on resume): attacked once, shared
             folder.mkdir(parents=True)
-            (folder / "settings.json").write_text(json.dumps(s.to_dict(), indent=1))
+            (folder / "settings.json").write_text(json.dumps(s.record(), indent=1))
             for f in first.glob("before.*.jsonl"):
                 shutil.copy(f, folder / f.name)
         results[method] = harden(s, folder)
@@ -114,11 +114,11 @@ def main() -> None:
               f"{-loss:+.1f} points → acceptance {'met' if ok else 'NOT met'}")
 
     if not args.no_bias:
-        s = HardenSettings(model=args.bias_model, method="consistency", group="gender", train_sample=args.train_sample,
-                           epochs=args.bias_epochs, consistency_weight=args.consistency_weight,
-                           neighbors=args.neighbors, eval_limit=None,
-                           eval_attacks=[["so-enum", 1]], mlm=args.mlm, seed=args.seed)
-        r = harden(s, out / f"{args.bias_model}-consistency-gender")
+        s = HardenRequest(model=args.bias_model, method="consistency", out=out / f"{args.bias_model}-consistency-gender",
+                          group="gender", train_sample=args.train_sample, epochs=args.bias_epochs,
+                          consistency_weight=args.consistency_weight, neighbors=args.neighbors, eval_limit=None,
+                          eval_attack="so-enum:1", mlm=args.mlm, seed=args.seed)
+        r = harden(s, s.out)
         print(f"\n## {args.bias_model} consistency --group gender: B_(p,1) on SST-2 dev before → after\n")
         print("| pair | B before [95% CI] | B after [95% CI] | |B| lower | after's interval excludes before |")
         print("|---|---|---|---|---|")

@@ -122,15 +122,15 @@ def test_consistency_removes_the_planted_flip_and_the_report_says_so(cli, plante
 
 
 def test_augment_trains_on_what_it_found_in_the_training_split_only(planted, tmp_path):
-    from textaudit.harden import HardenSettings, harden
+    from textaudit.harden import HardenRequest, harden
     from textaudit.models import load_classifier
 
     dev_texts = {line.split("\t", 1)[1].strip() for line in (planted / "dev.tsv").read_text().splitlines()[1:]}
     train_lines = (planted / "train.tsv").read_text().splitlines()[1:]
-    s = HardenSettings(model=str(planted / "bow"), method="augment", k=1, data=str(planted / "train.tsv"),
-                       train_sample=120, epochs=3, found_weight=10, pairs=[["film", "movie"]],
-                       eval_data=str(planted / "dev.tsv"), mlm="minilm-mlm",
-                       naturalness=False)  # the paper's search: a flaw planted on film/movie whatever reads naturally
+    s = HardenRequest(model=str(planted / "bow"), method="augment", out=tmp_path / "h", k=1,
+                      data=str(planted / "train.tsv"), train_sample=120, epochs=3, found_weight=10, pair="film,movie",
+                      eval_data=str(planted / "dev.tsv"), mlm="minilm-mlm",
+                      naturalness="off")  # the paper's search: a flaw planted on film/movie whatever reads naturally
     res = harden(s, tmp_path / "h", progress=False)
     found = read_jsonl(tmp_path / "h" / "found.jsonl")
     assert len(found) == 120 == res["held_out"]["attacked_for_training"]
@@ -155,13 +155,12 @@ def test_augment_trains_on_what_it_found_in_the_training_split_only(planted, tmp
 
 
 def test_adversarial_attacks_each_round_with_the_model_of_the_round_before(planted, tmp_path):
-    from textaudit.harden import HardenSettings, harden
+    from textaudit.harden import HardenRequest, harden
     from textaudit.results import read_header
 
-    s = HardenSettings(model=str(planted / "bow"), method="adversarial", k=1, data=str(planted / "train.tsv"),
-                       train_sample=80, rounds=2, found_weight=10, pairs=[["film", "movie"]],
-                       eval_data=str(planted / "dev.tsv"),
-                       mlm="minilm-mlm")
+    s = HardenRequest(model=str(planted / "bow"), method="adversarial", out=tmp_path / "h", k=1,
+                      data=str(planted / "train.tsv"), train_sample=80, rounds=2, found_weight=10, pair="film,movie",
+                      eval_data=str(planted / "dev.tsv"), mlm="minilm-mlm")
     res = harden(s, tmp_path / "h", progress=False)
     assert res["found_files"] == ["found.round1.jsonl", "found.round2.jsonl"]
     r1, r2 = (read_jsonl(tmp_path / "h" / f) for f in res["found_files"])
@@ -196,18 +195,18 @@ def test_adversarial_attacks_each_round_with_the_model_of_the_round_before(plant
     (["--train-sample", "0"], "--train-sample"),
     (["--found-weight", "0"], "--found-weight"),
     # #53: every number within what a run can do, checked before anything loads
-    (["--found-weight", "1000000000"], "--found-weight must be from 1 to 1,000"),
+    (["--found-weight", "1000000000"], "Invalid value for '--found-weight': Input should be less than or equal to 1000"),
     (["--consistency-weight", "inf"], "--consistency-weight (λ) must be a number from 0 to 10,000"),
     (["--consistency-weight", "1e30"], "--consistency-weight (λ) must be a number from 0 to 10,000"),
     (["--consistency-weight", "nan"], "Invalid value for '--consistency-weight'"),
     (["--lr", "nan"], "Invalid value for '--lr'"),
     (["--lr", "0"], "--lr must be a learning rate above 0"),
     (["--lr", "5"], "--lr must be a learning rate above 0"),
-    (["--epochs", "100000"], "--epochs must be from 1 to 1,000"),
-    (["--rounds", "1000"], "--rounds must be from 1 to 100"),
-    (["--neighbors", "100000"], "--neighbors must be from 0 to 1,000"),
-    (["--train-sample", "1000000000"], "--train-sample must be from 1 to 10,000,000"),
-    (["--pairs-per-sentence", "5000"], "--pairs-per-sentence must be from 1 to 1,000"),
+    (["--epochs", "100000"], "Invalid value for '--epochs': Input should be less than or equal to 1000"),
+    (["--rounds", "1000"], "Invalid value for '--rounds': Input should be less than or equal to 100"),
+    (["--neighbors", "100000"], "Invalid value for '--neighbors': Input should be less than or equal to 1000"),
+    (["--train-sample", "1000000000"], "Invalid value for '--train-sample': Input should be less than or equal to 10000000"),
+    (["--pairs-per-sentence", "5000"], "Invalid value for '--pairs-per-sentence': Input should be less than or equal to 1000"),
     (["--eval-data", "sst2:train", "--data", "sst2"], "is the training split"),
     (["--pair", "he,she", "--group", "gender"], "give --pair or --group, not both"),
 ])
@@ -234,7 +233,7 @@ def test_an_hf_classifier_is_fine_tuned_and_saved_where_hf_loads_it(tmp_path, lo
     import torch
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
 
-    from textaudit.harden import HardenSettings, harden
+    from textaudit.harden import HardenRequest, harden
     from textaudit.models import load_classifier
     from textaudit.resources import resolve
 
@@ -251,9 +250,9 @@ def test_an_hf_classifier_is_fine_tuned_and_saved_where_hf_loads_it(tmp_path, lo
     data.write_text("label\ttext\n" + "".join(f"{'positive' if y else 'negative'}\t{t}\n" for y, t in rows))
     dev = tmp_path / "dev.tsv"
     dev.write_text("label\ttext\n" + "".join(f"{'positive' if y else 'negative'}\t{t}\n" for y, t in _rows(1, False, 8)))
-    s = HardenSettings(model=f"hf:{src}", method="consistency", data=str(data), train_sample=20, neighbors=0,
-                       epochs=1, pairs=[["film", "movie"]], eval_data=str(dev), eval_limit=8,
-                       eval_attacks=[["so-enum", 1]], mlm="minilm-mlm", lora=lora, lr=1e-2 if lora else None)
+    s = HardenRequest(model=f"hf:{src}", method="consistency", out=tmp_path / "h", data=str(data), train_sample=20,
+                      neighbors=0, epochs=1, pair="film,movie", eval_data=str(dev), eval_limit=8,
+                      eval_attack="so-enum:1", mlm="minilm-mlm", lora=lora, lr=1e-2 if lora else None)
     res = harden(s, tmp_path / "h", progress=False)
     saved = tmp_path / "h" / "model"
     if lora:  # the adapters were merged: a plain BERT classifier, no peft needed to load it
@@ -471,16 +470,16 @@ def test_a_before_after_b_on_few_sources_carries_the_small_sample_warning_everyw
 def test_nothing_found_to_harden_is_said():
     """#53: when the mining attack found no weakness, the summary says the "hardened" model is the original
     fine-tuned on its training data alone (it was reported as hardened with no word)."""
-    from textaudit.harden.run import HardenSettings, _warnings
+    from textaudit.harden.run import HardenRequest, _warnings
 
     failed = [{"id": str(i), "status": "failed", "text": "a film", "label": 1} for i in range(5)]
     found = failed[:4] + [{"id": "4", "status": "success", "text": "a film", "label": 1, "vulnerable": "a movie",
                            "vulnerable_patched": "a film", "pair": ["film", "movie"], "patch_position": 1}]
     for method in ("augment", "adversarial"):
-        said = _warnings(HardenSettings(model="cnn", method=method), failed, [])
+        said = _warnings(HardenRequest(model="cnn", method=method, out=Path("h")), failed, [])
         assert len(said) == 1 and "found no weakness in the 5 training examples" in said[0]
-        assert _warnings(HardenSettings(model="cnn", method=method), found, []) == []
-    assert _warnings(HardenSettings(model="cnn", method="consistency"), failed, []) == []
+        assert _warnings(HardenRequest(model="cnn", method=method, out=Path("h")), found, []) == []
+    assert _warnings(HardenRequest(model="cnn", method="consistency", out=Path("h")), failed, []) == []
 
 
 def test_a_second_harden_on_a_folder_in_use_names_out(cli, tmp_path):
@@ -533,16 +532,16 @@ def test_two_files_of_one_name_are_not_the_training_split(tmp_path):
     """#53: --data a/dev.tsv and --eval-data b/dev.tsv (different files, one name) were refused as "the training
     split"; the same file under two names still is."""
     from textaudit.errors import TextAuditError
-    from textaudit.harden.run import HardenSettings
+    from textaudit.harden.run import HardenRequest
 
     for d in ("a", "b"):
         (tmp_path / d).mkdir()
         (tmp_path / d / "dev.tsv").write_text(f"label\ttext\n1\ta {d} film .\n")
-    HardenSettings(model="cnn", method="augment", data=str(tmp_path / "a" / "dev.tsv"),
+    HardenRequest(model="cnn", method="augment", out=tmp_path / "h", data=str(tmp_path / "a" / "dev.tsv"),
                    eval_data=str(tmp_path / "b" / "dev.tsv")).check()
     (tmp_path / "same.tsv").symlink_to(tmp_path / "a" / "dev.tsv")
     with pytest.raises(TextAuditError, match="is the training split"):
-        HardenSettings(model="cnn", method="augment", data=str(tmp_path / "a" / "dev.tsv"),
+        HardenRequest(model="cnn", method="augment", out=tmp_path / "h", data=str(tmp_path / "a" / "dev.tsv"),
                        eval_data=str(tmp_path / "same.tsv")).check()
 
 
@@ -745,7 +744,7 @@ def test_a_suite_harden_section_writes_the_records_the_command_writes(cli, plant
     assert bad.exit_code == 2 and "[harden] epochs must be a whole number >= 1" in bad.output
     (tmp_path / "bad.toml").write_text(f'[harden]\nmodel = "{planted / "bow"}"\nmethod = "augment"\nrounds = 1000\n')
     bad = cli("run", str(tmp_path / "bad.toml"))
-    assert bad.exit_code == 2 and "[harden] --rounds must be from 1 to 100" in bad.output
+    assert bad.exit_code == 2 and "[harden] rounds must be a whole number >= 1 and <= 100 (got 1000)" in bad.output
 
 
 def test_the_before_after_audit_reads_and_keeps_the_score_cache(cli, planted, tmp_path):
@@ -778,3 +777,29 @@ def test_the_before_after_audit_reads_and_keeps_the_score_cache(cli, planted, tm
     assert texts and hardened.stats.unique_forwards == 0 and hardened.stats.store_hits == len(set(texts))
     fresh = load_classifier(str(tmp_path / "h1" / "model"))  # (another batching: equal up to a float32's last bit)
     assert np.allclose(probs, fresh.predict_proba_fresh(texts), rtol=0, atol=1e-6)
+
+
+def test_a_harden_request_built_in_code_is_checked_by_its_own_ranges_and_recorded_as_older_folders_hold_it(tmp_path):
+    """One declaration: the ranges the command line and a suite check are the request's own, so a request built in
+    Python meets them too (one line naming the flag); what a run keeps in settings.json has the keys older folders
+    hold, so a folder written before the settings were folded into the request still resumes."""
+    import re
+
+    from textaudit.errors import TextAuditError
+    from textaudit.harden import HardenRequest
+
+    for field, value, said in (("epochs", 0, "--epochs must be a whole number >= 1 and <= 1000 (got 0)"),
+                               ("rounds", 1000, "--rounds must be a whole number >= 1 and <= 100 (got 1000)"),
+                               ("method", "melt", "--method must be augment or adversarial or consistency")):
+        with pytest.raises(TextAuditError, match=re.escape(said)):
+            HardenRequest(**{"model": "cnn", "method": "augment", "out": tmp_path / "h", field: value}).check()
+    r = HardenRequest(model="cnn", method="masked", out=tmp_path / "h", pair="he,she", eval_attack="so-enum:1,genetic",
+                      naturalness="off", target_label=None)
+    assert r.record() == {
+        "model": "cnn", "method": "masked", "attack": "so-beam", "k": 3, "data": "sst2", "train_sample": 500,
+        "max_train": None, "epochs": 2, "rounds": 2, "lr": None, "consistency_weight": 1.0, "found_weight": 1,
+        "neighbors": 4, "pairs_per_sentence": 1, "pairs": [["he", "she"]], "group": None, "bias_k": 1,
+        "eval_data": "sst2:dev", "eval_limit": 200, "eval_attacks": [["so-enum", 1], ["genetic", None]],
+        "max_queries": None, "mlm": None, "lora": False, "seed": 0, "label": None, "label_threshold": 0.5,
+        "naturalness": False, "from_findings": None, "copies": 4, "mask_rate": 0.9, "mask_token": "[MASK]",
+        "hops": 2, "cert_samples": 1000, "cert_selection": 100, "cert_neighbors": 1}

@@ -41,11 +41,11 @@ def sprinkled(tmp_path_factory):
 
 
 def _harden(root: Path, method: str, out: Path, **extra):
-    from textaudit.harden import HardenSettings, harden
+    from textaudit.harden import HardenRequest, harden
 
-    s = HardenSettings(model=str(root / "bow"), method=method, data=str(root / "train.tsv"),
-                       eval_data=str(root / "dev.tsv"), epochs=3, copies=4, eval_attacks=[["so-enum", 1]],
-                       mlm="minilm-mlm", naturalness=False, cert_samples=200, cert_selection=50, **extra)
+    s = HardenRequest(model=str(root / "bow"), method=method, out=out, data=str(root / "train.tsv"),
+                      eval_data=str(root / "dev.tsv"), epochs=3, copies=4, eval_attack="so-enum:1",
+                      mlm="minilm-mlm", naturalness="off", cert_samples=200, cert_selection=50, **extra)
     return harden(s, out, progress=False)
 
 

@@ -336,7 +336,7 @@ def test_harden_trains_one_label_of_a_multi_label_model_and_keeps_the_others(tmp
     insult and threat stay the original's probabilities (their targets are the original's own: they barely move while
     toxic moves), the saved model is still multi-label; the before/after audits are toxic's; --label on a zoo model,
     --label all and no --label on a multi-label model are one line each."""
-    from textaudit.harden import HardenSettings, harden
+    from textaudit.harden import HardenRequest, harden
     from textaudit.models import load_classifier
 
     src = tmp_path / "tiny"
@@ -355,9 +355,9 @@ def test_harden_trains_one_label_of_a_multi_label_model_and_keeps_the_others(tmp
     for name, n, seed, when in (("train", 160, 0, "today"), ("dev", 16, 1, "again")):  # no dev sentence in train
         (tmp_path / f"{name}.tsv").write_text("toxic\tinsult\tthreat\ttext\n" +
                                               "".join(f"{y}\t0\t0\t{t}\n" for y, t in rows(n, seed, when)))
-    s = HardenSettings(model=f"hf:{src}", method="consistency", data=str(tmp_path / "train.tsv"), train_sample=20,
-                       neighbors=0, epochs=15, pairs=[["film", "movie"]], eval_data=str(tmp_path / "dev.tsv"),
-                       eval_limit=16, eval_attacks=[["so-enum", 1]], mlm="minilm-mlm", lr=5e-3, label="toxic")
+    s = HardenRequest(model=f"hf:{src}", method="consistency", out=tmp_path / "h", data=str(tmp_path / "train.tsv"),
+                      train_sample=20, neighbors=0, epochs=15, pair="film,movie", eval_data=str(tmp_path / "dev.tsv"),
+                      eval_limit=16, eval_attack="so-enum:1", mlm="minilm-mlm", lr=5e-3, target_label="toxic")
     res = harden(s, tmp_path / "h", progress=False)
     assert res["accuracy"]["after"]["rate"] > res["accuracy"]["before"]["rate"]
     assert res["accuracy"]["after"]["rate"] >= 0.9

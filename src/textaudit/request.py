@@ -261,6 +261,16 @@ def check_value(hint: Any, spec: Spec, value: Any, where: str) -> Any:
     return value
 
 
+def check_fields(request: Any) -> None:
+    """Each field of ``request`` within its own range and choices, however the request was built (a command line and
+    a suite section check them as they parse; code that builds a request is checked here): the first field outside
+    them is one line naming its flag."""
+    for name, (hint, _, spec) in specs(type(request)).items():
+        value = getattr(request, name)
+        if value is not None and (spec.choices or spec.low is not None or spec.high is not None):
+            check_value(hint, spec, value, flags_of(name, spec)[0])
+
+
 def suite_fields(cls: type) -> dict[str, tuple[Any, Any, Spec]]:
     """The fields a suite section takes: all but those only the command line sets."""
     return {name: s for name, s in specs(cls).items() if s[2].scope != "command"}

@@ -38,14 +38,15 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 import textaudit.notices as notices
 from textaudit.attacks.estimate import measure_pace, work_per_word
+from textaudit.attacks.naturalness import naturalness_on
 from textaudit.attacks.patch import PatchWords
 from textaudit.attacks.registry import check_options, method_spec
 from textaudit.data import check_labels, dataset_id, load_dataset
@@ -62,7 +63,7 @@ from textaudit.harden.before_after import accuracy_before_after, attack_before_a
 from textaudit.harden.losses import LabelTarget, consistency_objective
 from textaudit.harden.model import check_trainable, load_trainable
 from textaudit.harden.weaknesses import consistency_pairs, found_examples, mine
-from textaudit.lexicons import counterfitted_neighbors
+from textaudit.lexicons import counterfitted_neighbors, parse_pair
 from textaudit.models import load_classifier
 from textaudit.models.batched import ALL_LABELS, check_label_threshold, label_view
 from textaudit.models.zoo.names import ZOO_MODELS, check_zoo_label
@@ -70,13 +71,13 @@ from textaudit.models.zoo.train import DEFAULTS, TrainConfig, fit
 from textaudit.neighborhoods import NeighborhoodBuilder
 from textaudit.neighborhoods.mlm import load_mlm
 from textaudit.progress import duration
-from textaudit.request import range_words, within
+from textaudit.request import RANGES, Outcome, check_fields, option, range_words, shared, within, written
 from textaudit.robustness.smoothing import SAFER, PerturbationSets, RanMASK
 from textaudit.secrets import redact_obj
 from textaudit.text import word_tokenize
 from textaudit.train_state import state_digest
 
-__all__ = ["HardenSettings", "harden", "METHODS", "CERTIFIED", "SUMMARY", "parse_eval_attacks", "threat_model"]
+__all__ = ["HardenRequest", "harden", "METHODS", "CERTIFIED", "SUMMARY", "parse_eval_attacks", "threat_model"]
 
 METHODS = ("augment", "adversarial", "consistency", "masked", "substitute")
 #: the methods that train for a smoothing certificate, and the certificate (``audit certify --method``) each is for
@@ -114,76 +115,120 @@ def parse_eval_attacks(spec: str | list[str] | tuple[str, ...]) -> list[tuple[st
 
 
 @dataclass
-class HardenSettings:
-    """What a harden run does (all of it goes into ``settings.json``; a resume must match it)."""
+class HardenRequest:
+    """Every option of ``audit harden`` with its default, range and help (:mod:`textaudit.request`), stated once: the
+    command line, a suite's ``[harden]`` section and a notebook build it, :meth:`check` raises every one-line error
+    before anything loads, :meth:`record` is what the run keeps in ``settings.json`` (what a resume must repeat) and
+    :meth:`run` mines, trains and audits before/after into ``out`` (:func:`harden`)."""
 
-    model: str
-    method: str
-    attack: str = "so-beam"
-    k: int | None = 3
-    data: str = "sst2"
-    train_sample: int = 500
-    max_train: int | None = None
-    epochs: int = 2
-    rounds: int = 2
-    lr: float | None = None
-    consistency_weight: float = 1.0
-    found_weight: int = 1
-    neighbors: int = 4
-    pairs_per_sentence: int = 1
-    pairs: list[list[str]] | None = None
-    group: str | None = None
-    bias_k: int = 1
-    eval_data: str = "sst2:dev"
-    eval_limit: int | None = 200
-    eval_attacks: list[list] = field(default_factory=lambda: [["so-enum", 1]])
-    max_queries: int | None = None
-    mlm: str | None = None
-    lora: bool = False
-    seed: int = 0
-    #: a multi-label model's label hardened (``--label``; None: a single-label model) and its threshold
-    label: str | None = None
-    label_threshold: float = 0.5
-    #: the second-order attacks' naturalness constraint (mining and the before/after audit; False: the paper's search)
-    naturalness: bool = True
-    #: results files or folders whose successes are the first round's found examples (no mining then)
-    from_findings: list[str] | None = None
-    #: masked, substitute: random copies of each training example, drawn as the certificate draws them
-    copies: int = 4
-    #: masked: RanMASK's ρ and mask token; substitute: SAFER's synonym sets reach this many hops
-    mask_rate: float = 0.9
-    mask_token: str = "[MASK]"
-    hops: int = 2
-    #: masked, substitute: the before/after certificate's estimation and selection samples (``audit certify``'s)
-    cert_samples: int = 1000
-    cert_selection: int = 100
-    #: the certificate's second-order view: natural neighbours up to this many words away (0: off)
-    cert_neighbors: int = 1
+    model: str = shared("model", "cnn")
+    method: str = option(..., help=(
+        "augment (attack a training sample, add every x̃ and x̃ ⊕ p with the gold label, fine-tune), adversarial "
+        "(the same, a fresh sample each round with the current model) or consistency (symmetric-KL loss between "
+        "f(x̃) and f(x̃ ⊕ p); with --pair/--group: counterfactual consistency), masked (RanMASK's training: random "
+        "masked copies, for audit certify --method ranmask) or substitute (SAFER's: random synonym substitutions, for "
+        "--method safer)."), choices=METHODS)
+    out: Path = option(..., scope="command", help=(
+        "Results folder: mined weaknesses, the hardened model (out/model: give it to --model), before/after files, "
+        "harden.json (audit report renders it). A rerun with the same settings resumes."))
+    attack: str = option("so-beam", help="Attack that mines the training split (augment, adversarial).")
+    k: int = option(3, low=1, help="k of the mining attack.")
+    data: str = shared("data", "sst2")
+    train_sample: int = option(500, low=1, high=10_000_000, help=(
+        "Training examples attacked (split over the rounds of adversarial), or the sources of consistency pairs."))
+    max_train: int | None = option(None, low=1, high=100_000_000, help="Fine-tune on the first N training examples.")
+    epochs: int = option(2, low=1, high=1000, help="Fine-tuning epochs (augment, consistency).")
+    rounds: int = option(2, low=1, high=100, help="Attack-and-train rounds of adversarial (one epoch each).")
+    lr: float | None = option(None, low=0.0, help="Learning rate (default: the architecture's).")
+    consistency_weight: float = option(1.0, low=0.0, help="λ of the consistency loss.")
+    found_weight: int = option(1, low=1, high=1000, help=(
+        "augment, adversarial: each found example is trained on this many times (found examples are few beside "
+        "the training split)."))
+    neighbors: int = option(4, low=0, high=1000, help="Neighbor_1 sentences per consistency source.")
+    pairs_per_sentence: int = option(1, low=1, high=1000, help=(
+        "consistency without --pair: the best-ranked patch pairs p of each source sentence (1: the one the "
+        "second-order attacks choose)."))
+    pair: str | None = option(None, help="Protected pair, e.g. he,she: consistency pairs and B before/after.")
+    group: str | None = option(None, help="A protected group's pairs (gender, nationality, …).")
+    eval_data: str = option("sst2:dev", help="Held-out examples of the before/after audit.")
+    eval_limit: int | None = option(200, low=1, high=10_000_000, help="Use the first N held-out examples.")
+    eval_attack: str = option("so-enum:1", help=(
+        "Attacks of the before/after audit, method[:k] comma-separated (e.g. so-enum:1,so-beam:6,genetic); the "
+        "first is the headline."))
+    max_queries: int | None = option(None, low=1, help="Query budget per attacked example.")
+    mlm: str | None = shared("mlm")
+    lora: bool = option(False, help="hf: models: train LoRA adapters (peft), merged into the saved model.")
+    from_findings: list[str] | None = option(None, flags=("--from",), help=(
+        "augment, adversarial: train on the successes of these attack results files (or compare / harden folders), "
+        "mined by any run, instead of mining the first round; repeat for several. Findings holding a held-out "
+        "sentence are left out."))
+    copies: int = option(4, low=1, high=1000, help="masked, substitute: random copies of each training example trained on.")
+    mask_rate: float = option(0.9, **RANGES["mask_rate"], help="masked: ρ, the share of the words masked in each copy (RanMASK's 0.9).")
+    mask_token: str = option("[MASK]", help="masked: what a masked word becomes (BERT-like: [MASK]; RoBERTa: <mask>).")
+    hops: int = option(2, low=1, high=2, help="substitute: the synonym sets reach 1 or 2 hops of neighbours (SAFER's).")
+    cert_samples: int = option(1000, low=1, high=10_000_000, help=(
+        "masked, substitute: the before/after certificate's estimation sample n."))
+    cert_selection: int = option(100, low=1, high=10_000_000, help=(
+        "masked, substitute: the before/after certificate's selection sample n0."))
+    cert_neighbors: int = option(1, low=0, high=6, help=(
+        "masked, substitute: the certificate's second-order view — natural neighbours up to this many words away "
+        "certified too, synonym patches tried on those that are not (0: off)."))
+    in_flight: int | None = shared("in_flight")
+    seed: int = shared("seed", 0)
+    target_label: str | None = shared("target_label")
+    label_threshold: float = shared("label_threshold", 0.5)
+    naturalness: str = shared("naturalness", "on", choices=("on", "off"))
 
-    def check(self) -> None:
-        """One-line errors for settings that cannot run (before anything loads)."""
+    #: B_(p,k)'s k of the before/after bias audit
+    bias_k: ClassVar[int] = 1
+
+    @property
+    def pairs(self) -> list[list[str]] | None:
+        """``--pair`` as the protected pairs (``[[w1, w2]]``; None: a group's, or none)."""
+        return [list(parse_pair(self.pair))] if self.pair else None
+
+    @property
+    def label(self) -> str | None:
+        """The multi-label model's label hardened (``--label``; None: a single-label model)."""
+        return self.target_label
+
+    @property
+    def eval_attacks(self) -> list[list]:
+        """``--eval-attack`` as ``[[method, k], …]`` (k None: the method's default)."""
+        return [[m, kk] for m, kk in parse_eval_attacks(self.eval_attack)]
+
+    @property
+    def natural(self) -> bool:
+        """The second-order attacks' naturalness constraint is on (mining and the before/after audit)."""
+        return naturalness_on(self.naturalness)
+
+    def record(self) -> dict[str, Any]:
+        """What the run keeps in ``settings.json`` and the summary's header: every setting the results depend on
+        (not where they go, ``out``, nor how fast, ``in_flight``), as older runs' folders hold them."""
+        return {"model": self.model, "method": self.method, "attack": self.attack, "k": self.k, "data": self.data,
+                "train_sample": self.train_sample, "max_train": self.max_train, "epochs": self.epochs,
+                "rounds": self.rounds, "lr": self.lr, "consistency_weight": self.consistency_weight,
+                "found_weight": self.found_weight, "neighbors": self.neighbors,
+                "pairs_per_sentence": self.pairs_per_sentence, "pairs": self.pairs, "group": self.group,
+                "bias_k": self.bias_k, "eval_data": self.eval_data, "eval_limit": self.eval_limit,
+                "eval_attacks": self.eval_attacks, "max_queries": self.max_queries, "mlm": self.mlm,
+                "lora": self.lora, "seed": self.seed, "label": self.label, "label_threshold": self.label_threshold,
+                "naturalness": self.natural,
+                "from_findings": [str(p) for p in self.from_findings] if self.from_findings else None,
+                "copies": self.copies, "mask_rate": self.mask_rate, "mask_token": self.mask_token, "hops": self.hops,
+                "cert_samples": self.cert_samples, "cert_selection": self.cert_selection,
+                "cert_neighbors": self.cert_neighbors}
+
+    def check(self) -> "HardenRequest":
+        """Every one-line error before anything loads (each field's range and choices, whoever built the request,
+        then what the fields say together); returns the request."""
+        check_fields(self)
         check_trainable(self.model)
         self._check_label()
-        if self.method not in METHODS:
-            raise TextAuditError(f"unknown --method '{self.method}'; use one of {', '.join(METHODS)}")
         spec = method_spec(self.attack)
         check_options(self.attack, {"k": self.k if "k" in spec.options else None, "max_queries": self.max_queries})
-        # every number within what a run can do, before anything loads (1e9 copies of each found example
-        # was a MemoryError after mining; λ = inf a NaN loss reported as the model's)
-        for name, value, least, most in (("--train-sample", self.train_sample, 1, 10_000_000),
-                                         ("--epochs", self.epochs, 1, 1000), ("--rounds", self.rounds, 1, 100),
-                                         ("--neighbors", self.neighbors, 0, 1000),
-                                         ("--found-weight", self.found_weight, 1, 1000),
-                                         ("--pairs-per-sentence", self.pairs_per_sentence, 1, 1000),
-                                         ("--eval-limit", self.eval_limit, 1, 10_000_000),
-                                         ("--max-train", self.max_train, 1, 100_000_000),
-                                         ("--copies", self.copies, 1, 1000), ("--hops", self.hops, 1, 2),
-                                         ("--cert-samples", self.cert_samples, 1, 10_000_000),
-                                         ("--cert-selection", self.cert_selection, 1, 10_000_000),
-                                         ("--cert-neighbors", self.cert_neighbors, 0, 6)):
-            if value is not None and not least <= value <= most:
-                raise TextAuditError(f"{name} must be from {least} to {most:,} (got {value})")
-        if self.pairs and self.group:
+        self.eval_attacks  # noqa: B018 (a bad --eval-attack: its one line)
+        if self.pair and self.group:
             raise TextAuditError("give --pair or --group, not both")
         if not within("mask_rate", self.mask_rate):
             raise TextAuditError(f"--mask-rate must be {range_words('mask_rate')} (got {self.mask_rate}); RanMASK's "
@@ -195,8 +240,8 @@ class HardenSettings:
                 raise TextAuditError(f"--from gives found examples to train on: it applies to --method augment or "
                                      f"adversarial, not {self.method} (which trains on neighbour pairs)")
 
-            if not read_findings(self.from_findings, bias=False):
-                raise TextAuditError(f"--from {' '.join(self.from_findings)}: no success to train on")
+            if not read_findings([str(p) for p in self.from_findings], bias=False):
+                raise TextAuditError(f"--from {' '.join(map(str, self.from_findings))}: no success to train on")
         if not (isinstance(self.consistency_weight, (int, float)) and 0 <= self.consistency_weight <= 1e4):
             raise TextAuditError(f"--consistency-weight (λ) must be a number from 0 to 10,000 (got {self.consistency_weight}); "
                                  "λ weighs the consistency loss against cross-entropy: 1 to 100 are usual")
@@ -214,6 +259,8 @@ class HardenSettings:
         if eval_id.split(":")[-1] == "train" and train_id.split(":")[0] == eval_id.split(":")[0]:
             raise TextAuditError(f"--eval-data {self.eval_data} is training data; evaluate on held-out examples")
 
+        return self
+
     def _check_label(self) -> None:
         """``--label``: one label of a multi-label hf: model (a zoo model is single-label), one at a time."""
         if self.label is None:
@@ -224,11 +271,14 @@ class HardenSettings:
         check_zoo_label(self.model, self.label)
         check_label_threshold(self.label_threshold)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def run(self, *, checked: "HardenRequest | None" = None, progress: bool = True, device: str | None = None) -> Outcome:
+        """Harden (or resume) into ``out``; the outcome's summary is the before/after (``out/harden.json``), its file
+        the folder (the hardened model, the mined weaknesses, the before/after results)."""
+        summary = harden(checked or self, self.out, progress=progress, in_flight=self.in_flight, device=device)
+        return Outcome(summary, [], written(self.out))
 
 
-def threat_model(s: HardenSettings) -> dict[str, Any] | None:
+def threat_model(s: HardenRequest) -> dict[str, Any] | None:
     """What a ``masked`` or ``substitute`` hardening trained for: the certificate's method and parameters, recorded
     with the hardened model (``audit certify`` reads them: :func:`textaudit.formats.harden.hardened_threat`)."""
     method = CERTIFIED.get(s.method)
@@ -239,7 +289,7 @@ def threat_model(s: HardenSettings) -> dict[str, Any] | None:
     return None
 
 
-def smoothing_sampler(s: HardenSettings):
+def smoothing_sampler(s: HardenRequest):
     """The certificate's own sampler for ``s``'s threat model (its ``draws``), seeded by ``s.seed``."""
     if s.method == "masked":
         return RanMASK(None, PerturbationSets({}), rate=s.mask_rate, mask_token=s.mask_token, seed=s.seed)
@@ -251,7 +301,7 @@ def _say(msg: str, progress: bool) -> None:
         notices.say(msg)
 
 
-def _check_out(out: Path, settings: HardenSettings) -> None:
+def _check_out(out: Path, settings: HardenRequest) -> None:
     if out.exists() and not out.is_dir():
         raise TextAuditError(f"--out {out} is a file; give a directory for the harden results")
     prev = out / SETTINGS  # the folder's mark: a non-empty folder without it is not a harden run (refused below)
@@ -264,9 +314,9 @@ def _check_out(out: Path, settings: HardenSettings) -> None:
             raise TextAuditError(f"{prev} is damaged (not a table of harden settings); delete {out} or choose "
                                  "another --out")
         old.pop("format", None)  # the file's mark (SETTINGS_FORMAT), no setting
-        new = json.loads(json.dumps(settings.to_dict()))
+        new = json.loads(json.dumps(settings.record()))
         # a setting added since that run had its default then: the folder still resumes
-        defaults = json.loads(json.dumps(HardenSettings(settings.model, settings.method).to_dict()))
+        defaults = json.loads(json.dumps(HardenRequest(model=settings.model, method=settings.method, out=settings.out).record()))
         old = {**{k: v for k, v in defaults.items() if k not in old}, **old}
         differ = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
         if differ:
@@ -290,7 +340,7 @@ def not_held_out(train_texts, held_texts) -> list[int]:
     return [i for i, t in enumerate(train_texts) if _norm(t) not in held]
 
 
-def harden(settings: HardenSettings, out: str | Path, *, progress: bool = True, in_flight: int | None = None,
+def harden(settings: HardenRequest, out: str | Path, *, progress: bool = True, in_flight: int | None = None,
            device: str | None = None) -> dict:
     """Run (or resume) ``settings`` into folder ``out`` and return the summary written to
     ``out/harden.json``: ``before``/``after`` (clean accuracy and the first evaluation attack's
@@ -321,7 +371,7 @@ class HeldOut:
     overlap: int  # training examples left out: their text is an evaluation sentence
 
 
-def held_out_split(s: HardenSettings, progress: bool) -> HeldOut:
+def held_out_split(s: HardenRequest, progress: bool) -> HeldOut:
     """Phase 1: load both datasets and leave every evaluation sentence out of training."""
     train_id, eval_id = dataset_id(s.data, "train"), dataset_id(s.eval_data, "dev")
     # a multi-label model's label: the data's column of the label's name is its gold (0/1)
@@ -359,7 +409,7 @@ class Trained:
 class _Hardening:
     """One harden run's state across its phases (:func:`harden`)."""
 
-    s: HardenSettings
+    s: HardenRequest
     out: Path
     split: HeldOut
     original: Any  # the trainable model (textaudit.harden.model)
@@ -414,7 +464,7 @@ class _Hardening:
         done.cost["harden_seconds"] = time.perf_counter() - t0
         threat = threat_model(s)
         done.info = {"name": f"{self.name}+harden-{s.method}", "from": self.name, "method": s.method,
-                     "settings": s.to_dict(), "n_train": len(split.texts), "found": len(found_examples(done.mined)),
+                     "settings": s.record(), "n_train": len(split.texts), "found": len(found_examples(done.mined)),
                      "cost": _round(done.cost), **({"threat": threat} if threat else {})}
         hardened.save(self.model_dir, done.info)
         for p in [*self.out.glob(".round*.pt"), *self.out.glob(".train-state*.pt")]:
@@ -441,14 +491,14 @@ class _Hardening:
                 hardened.classifier(f"{self.name}+{s.method}@round{r}", device=self.device))
             tm = time.perf_counter()
             if r == 0 and s.from_findings:
-                recs = _given_findings(s.from_findings, f, split.held["text"], self.progress)
+                recs = _given_findings([str(p) for p in s.from_findings], f, split.held["text"], self.progress)
             else:
                 _say(f"harden: attacking {len(idx)} training examples with {s.attack} (round {r + 1}/{rounds}) → {f}",
                      self.progress)
                 recs = mine(clf, [split.texts[i] for i in idx], [split.labels[i] for i in idx],
                             [split.ids[i] for i in idx], method=s.attack, k=s.k, mlm=self.mlm, output=f, seed=s.seed,
                             max_queries=s.max_queries, data=split.train_id, in_flight=self.in_flight,
-                            progress=self.progress, pairs=self.pairs, naturalness=s.naturalness)
+                            progress=self.progress, pairs=self.pairs, naturalness=s.natural)
             cost["attack_train_seconds"] = cost.get("attack_train_seconds", 0.0) + time.perf_counter() - tm
             mined += recs
             found += found_examples(recs)
@@ -543,7 +593,7 @@ class _Hardening:
             attacks.append(attack_before_after(before, after, method, k, texts, labels, ids, mlm=self.mlm, out=out,
                                                seed=s.seed, data=split.eval_id, max_queries=s.max_queries,
                                                in_flight=self.in_flight, progress=progress, pairs=self.pairs,
-                                               naturalness=s.naturalness))
+                                               naturalness=s.natural))
         bias = []
         if self.pairs:
             _say(f"harden: B_(p,{s.bias_k}) of {len(self.pairs)} pairs on {split.eval_id}, before and after", progress)
@@ -586,7 +636,7 @@ class _Hardening:
             **({"warnings": warnings} if warnings else {})}
 
 
-def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: int | None, device: str | None) -> dict:
+def _harden(settings: HardenRequest, out: Path, *, progress: bool, in_flight: int | None, device: str | None) -> dict:
     """The three phases: the held-out split, mining and training, the before/after audit."""
     keep_threads()  # it trains after its attacks: a busy machine must not change the threads training runs on
     s = settings
@@ -604,7 +654,7 @@ def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: i
     _check_before(s, split, before, pairs)
     out.mkdir(parents=True, exist_ok=True)
     with atomic_path(out / SETTINGS) as tmp:
-        tmp.write_text(json.dumps(redact_obj({"format": SETTINGS_FORMAT, **s.to_dict()}), indent=1))
+        tmp.write_text(json.dumps(redact_obj({"format": SETTINGS_FORMAT, **s.record()}), indent=1))
     needs_mlm = s.method == "consistency" or any(_needs_mlm(m) for m, _ in evals) or _needs_mlm(s.attack) or \
         (s.method in CERTIFIED and s.cert_neighbors > 0)
     run = _Hardening(s, out, split, original, before, load_mlm(s.mlm) if needs_mlm else None, pairs, blacklists,
@@ -614,18 +664,18 @@ def _harden(settings: HardenSettings, out: Path, *, progress: bool, in_flight: i
                   list(split.held["text"]), evals, progress)
     summary = run.before_after(run.train(), evals)
     with atomic_path(out / SUMMARY) as tmp:
-        tmp.write_text(json.dumps(redact_obj({"header": {"command": "harden", "config": s.to_dict()}, **summary}), indent=1))
+        tmp.write_text(json.dumps(redact_obj({"header": {"command": "harden", "config": s.record()}, **summary}), indent=1))
     return summary
 
 
-def _check_before(s: HardenSettings, split: HeldOut, before, pairs) -> None:
+def _check_before(s: HardenRequest, split: HeldOut, before, pairs) -> None:
     """Refuse, before anything is mined or trained, a label the model has no class for and protected pairs no
     held-out sentence can measure."""
-    for option, spec, labels in (("--data", s.data, split.labels), ("--eval-data", s.eval_data, split.held["label"])):
+    for flag, spec, labels in (("--data", s.data, split.labels), ("--eval-data", s.eval_data, split.held["label"])):
         try:
             check_labels(labels, before.num_classes, str(s.model))
         except TextAuditError as e:
-            raise TextAuditError(f"{option} {spec}: {e}") from None
+            raise TextAuditError(f"{flag} {spec}: {e}") from None
     held = split.held
     if pairs and not any(measurable_sources(list(held["text"]), tuple(p)) for p in pairs):  # B before/after: nothing
         shown = ", ".join("/".join(p) for p in pairs[:4]) + (" …" if len(pairs) > 4 else "")
@@ -658,7 +708,7 @@ def _given_findings(paths: list[str], found: Path, held_texts, progress: bool) -
     return recs
 
 
-def _say_time(s: HardenSettings, original, before, mlm, sources: list[str], n_train: int, held: list[str],
+def _say_time(s: HardenRequest, original, before, mlm, sources: list[str], n_train: int, held: list[str],
               evals: list[tuple[str, int | None]], progress: bool) -> None:
     """Before anything is spent: what harden will take here — mining (or building pairs), fine-tuning, and
     the before/after audit — from this machine's pace (:func:`~textaudit.attacks.estimate.measure_pace`), what
@@ -716,7 +766,7 @@ def _say_time(s: HardenSettings, original, before, mlm, sources: list[str], n_tr
          "lstm asks: a more robust model takes longer). Each attack says its own time again when it starts", progress)
 
 
-def _warnings(s: HardenSettings, mined: list[dict], bias: list[dict]) -> list[str]:
+def _warnings(s: HardenRequest, mined: list[dict], bias: list[dict]) -> list[str]:
     """What the summary must say beside its numbers: nothing was found to harden (the "hardened" model is
     the original fine-tuned on its training data alone), or a before/after B rests on too few sources."""
     out = []
@@ -740,7 +790,7 @@ def _needs_mlm(method: str) -> bool:
     return method_spec(method).needs_mlm
 
 
-def _protected_pairs(s: HardenSettings):
+def _protected_pairs(s: HardenRequest):
     if s.group:
         return group_pairs(s.group)
     if s.pairs:
@@ -808,7 +858,7 @@ def _load_weights(t, path: Path) -> None:
                              f"anything in it: delete it and rerun the same audit harden") from None
 
 
-def _fine_tune(t, texts: list[str], labels: list[int], s: HardenSettings, *, epochs: int, seed: int, state: Path,
+def _fine_tune(t, texts: list[str], labels: list[int], s: HardenRequest, *, epochs: int, seed: int, state: Path,
                device: str | None, progress: bool, pairs: list[tuple[str, str]] | None = None,
                label: LabelTarget | None = None) -> None:
     """Go on training ``t.module`` (in place) on ``texts`` for ``epochs`` epochs, and keep the last
