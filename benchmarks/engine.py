@@ -195,7 +195,8 @@ def main() -> None:
     ap.add_argument("--floor", action="store_true", help="replay the padded batches through bare forwards")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    from textaudit.neighborhoods.store import use_score_cache, use_store
+    from textaudit.neighborhoods.score_cache import use_score_cache
+    from textaudit.neighborhoods.store import use_store
 
     # every path computes what it asks: neither the neighbourhood store nor the classifiers' score cache answers
     # (the first path would fill them for the next, which would then forward nothing)

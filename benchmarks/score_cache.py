@@ -33,7 +33,8 @@ def attack(model: str, method: str, texts, labels, ids, store: Path, scores: str
     from textaudit.attacks.run import run_attack
     from textaudit.models import load_classifier
     from textaudit.neighborhoods import load_mlm
-    from textaudit.neighborhoods.store import close_stores, use_score_cache, use_store
+    from textaudit.neighborhoods.score_cache import use_score_cache
+    from textaudit.neighborhoods.store import close_stores, use_store
 
     with use_store(str(store)), use_score_cache(scores):
         t0 = time.perf_counter()

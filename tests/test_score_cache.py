@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from textaudit.models import load_classifier
-from textaudit.neighborhoods.store import NeighborhoodStore, score_identity, use_score_cache, use_store
+from textaudit.neighborhoods.score_cache import score_identity, use_score_cache
+from textaudit.neighborhoods.store import NeighborhoodStore, use_store
 
 TEXTS = ["a deep and meaningful film .", "the plot is thin and the acting is worse .",
          "an unflinching look at the mess we make .", "it is not the worst , is it ?", "good", "bad bad bad"]
@@ -64,6 +65,32 @@ def test_answers_from_the_cache_are_the_forwards_bit_for_bit(tiny_hf, tmp_path):
     assert (f3, h3) == (len(TEXTS), 0) and np.array_equal(off, first)
     info = NeighborhoodStore(store).info()["scores"]
     assert info["entries"] == len(TEXTS) and info["hits"] == len(TEXTS) and info["misses"] == len(TEXTS)
+
+
+def test_the_cache_is_injected_by_its_block_and_nothing_is_kept_outside_it(tiny_hf, tmp_path):
+    """The score cache is injected, never installed by an import: importing its module leaves the classifiers' slot
+    empty; a classifier that first misses inside ``use_score_cache`` keeps and reads its answers, one outside keeps
+    nothing (the store is there, the masked-LM side of it in use) — and leaving the block takes the cache away."""
+    import importlib
+
+    import textaudit.neighborhoods.score_cache as score_cache
+    from textaudit.models.batched import SCORE_CACHE
+
+    importlib.reload(score_cache)
+    assert SCORE_CACHE[0] is None
+    store = tmp_path / "s.sqlite"
+    with use_store(str(store)):
+        outside = load_classifier(f"hf:{tiny_hf}", device="cpu")
+        outside.predict_proba(TEXTS)
+        assert outside.score_cache is None and outside.stats.unique_forwards == len(TEXTS)
+        with score_cache.use_score_cache("auto"):
+            assert SCORE_CACHE[0] is score_cache.score_cache_for
+            inside = load_classifier(f"hf:{tiny_hf}", device="cpu")
+            inside.predict_proba(TEXTS)
+            again = load_classifier(f"hf:{tiny_hf}", device="cpu")
+            again.predict_proba(TEXTS)
+        assert SCORE_CACHE[0] is None
+    assert (inside.stats.unique_forwards, again.stats.unique_forwards, again.stats.store_hits) == (len(TEXTS), 0, len(TEXTS))
 
 
 def test_other_weights_or_precision_are_another_key(tiny_hf, tmp_path):
@@ -153,10 +180,11 @@ WRITER = r'''
 import sys, time
 import textaudit.neighborhoods.store as store_module
 from textaudit.models import load_classifier
+from textaudit.neighborhoods.score_cache import use_score_cache
 from textaudit.neighborhoods.store import use_store
 store_module.SCORE_BATCH = 40  # written every two calls (16,384 rows at a time by default): killed mid-run, mid-write
 model, store, texts, pause = sys.argv[1], sys.argv[2], open(sys.argv[3]).read().splitlines(), float(sys.argv[4])
-with use_store(store):
+with use_store(store), use_score_cache("auto"):
     clf = load_classifier("hf:" + model, device="cpu")
     print("ready", flush=True)
     for s in range(0, len(texts), 20):
@@ -302,7 +330,7 @@ def test_a_server_keeps_no_score_on_disk(tiny_hf, tmp_path):
     pytest.importorskip("fastapi")
     from textaudit.serve import make_app
 
-    with use_store(str(tmp_path / "s.sqlite")):
+    with use_store(str(tmp_path / "s.sqlite")), use_score_cache("auto"):
         clf = load_classifier(f"hf:{tiny_hf}", device="cpu")
         assert clf.score_cache is not None  # an audit would keep them
         make_app(clf)

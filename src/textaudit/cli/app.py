@@ -160,8 +160,12 @@ class AuditGroup(_FlagsShowNoType, TyperGroup):
         return {o for p in getattr(cmd, "params", []) for o in getattr(p, "opts", [])} if cmd is not None else set()
 
     def invoke(self, ctx):  # type: ignore[override]
+        from textaudit.neighborhoods.score_cache import use_score_cache
+
         argv = [*getattr(ctx, "_protected_args", []), *ctx.args]  # the subcommand and its arguments
-        with redacted_streams(argv):  # every line the command prints passes the one redaction
+        # every line the command prints passes the one redaction; every command runs with the score cache injected
+        # (TEXTAUDIT_SCORE_CACHE, else auto: a command with --score-cache enters its own inside)
+        with redacted_streams(argv), use_score_cache(None):
             return self._invoke(ctx, argv)
 
     def _invoke(self, ctx, argv: list[str]):

@@ -20,7 +20,8 @@ from textaudit.models.options import ModelOptions, use_model_options
 from textaudit.models.prompt import load_prompt
 from textaudit.models.registry import check_model_options
 from textaudit.models.zoo.names import check_zoo_label
-from textaudit.neighborhoods.store import use_score_cache, use_store
+from textaudit.neighborhoods.score_cache import use_score_cache
+from textaudit.neighborhoods.store import use_store
 from textaudit.request import SHARED, Spec, flags_of, from_command, specs
 from textaudit.stats import format_ci  # noqa: F401 - the commands import it from here
 from textaudit.track import Target, check_tracker

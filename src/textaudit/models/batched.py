@@ -19,8 +19,8 @@ which perturbs one text, runs on pair classifiers unchanged.
 - de-duplication of repeated texts within a call,
 - an LRU cache text → probabilities (``cache_size`` entries), and behind it the *score cache*: the
   same answers kept on disk across runs, keyed by the model's fingerprint (weights, tokenizer,
-  precision, device kind) and the text (:data:`SCORE_CACHE`, provided by
-  :mod:`textaudit.neighborhoods.store`; :attr:`BatchedClassifier.score_kind` says who may use it),
+  precision, device kind) and the text (:data:`SCORE_CACHE`, injected by
+  :class:`textaudit.neighborhoods.score_cache.use_score_cache`; :attr:`BatchedClassifier.score_kind` says who may use it),
 - validation of what the forward returns (shape, NaN, row sums) with one-line errors,
 - a query counter (:class:`QueryStats`): unique forwards vs cache hits, time spent in forwards and,
   for torch models, inside the bare module calls (``device_seconds``).
@@ -120,8 +120,9 @@ class QueryStats:
 
 
 #: ``[provider]``: ``provider(classifier)`` returns the classifier's view of the score cache on disk (an object
-#: with ``lookup(keys) -> {key: row}`` and ``keep(rows)``), or None. Set by :mod:`textaudit.neighborhoods.store`
-#: (a layer above this one), asked once per classifier, on its first miss.
+#: with ``lookup(keys) -> {key: row}`` and ``keep(rows)``), or None. Injected for the time of a ``with`` block by
+#: :class:`textaudit.neighborhoods.score_cache.use_score_cache` (a layer above this one; every command enters one;
+#: None outside: nothing kept), asked once per classifier, on its first miss.
 SCORE_CACHE: list[Callable[["BatchedClassifier"], object | None] | None] = [None]
 _UNASKED = object()
 

@@ -37,7 +37,8 @@ they may read state their file does not show) and endpoints only with ``--score-
 (``TEXTAUDIT_SCORE_CACHE``); never for label-only answers sampled from an endpoint (each run draws
 anew), never with ``--score-cache off`` or ``--store off``. Pruning drops the least recently used of
 both kinds of entries. Ray workers read and write no scores (a classifier sent to another process knows
-neither ``--store`` nor ``--score-cache``).
+neither ``--store`` nor ``--score-cache``). Which classifiers' answers are kept, and how a classifier is given its view of them, is
+:mod:`textaudit.neighborhoods.score_cache`'s; this module only stores them.
 
 Why SQLite and not LMDB: it is in the standard library (no dependency, no native wheel to match), its
 WAL mode gives many readers with concurrent writers across processes, and its crash guarantees are
@@ -56,7 +57,6 @@ import sqlite3
 import struct
 import tempfile
 import time
-import weakref
 import zlib
 from array import array
 from collections import Counter
@@ -71,15 +71,13 @@ from textaudit.backends import register_sync
 from textaudit.errors import TextAuditError
 from textaudit.files import APPLICATION_ID as FILES_APPLICATION_ID
 from textaudit.files import loads_json
-from textaudit.models.batched import SCORE_CACHE
-from textaudit.models.traits import answer_key, answer_traits
 from textaudit.neighborhoods.store_sync import LIVE, SHIPPED, StoreSync
 from textaudit.resources import cache_dir
 from textaudit.secrets import redact
 
 __all__ = ["NeighborhoodStore", "StoredMaskedLM", "StoreStats", "default_store_path", "open_store", "context_key",
            "STORE_TOP", "FORMAT", "APPLICATION_ID", "use_store", "current_store", "parse_store", "not_a_store",
-           "score_key", "score_identity", "use_score_cache", "score_cache_choice", "SCORES_FORMAT", "MergeCounts",
+           "SCORES_FORMAT", "MergeCounts",
            "entry_problem", "tops_per_query", "serves"]
 
 #: every entry holds at least this many candidates (κ = 20 by default; a larger κ stores more)
@@ -1099,36 +1097,6 @@ def close_stores() -> None:
         store.close()
 
 
-# -- the score cache: classifiers' answers across runs ---------------------------------------------
-_SCORE_CHOICE: list[str | None] = [None]
-SCORE_CACHE_CHOICES = ("auto", "all", "off")
-
-
-def score_cache_choice() -> str:
-    """``--score-cache`` in effect (``TEXTAUDIT_SCORE_CACHE`` else ``auto``): ``auto`` keeps the scores of
-    models with fingerprinted weights, ``all`` those of plug-ins and endpoints too, ``off`` none."""
-    choice = (_SCORE_CHOICE[0] or os.environ.get("TEXTAUDIT_SCORE_CACHE") or "auto").strip().lower()
-    if choice not in SCORE_CACHE_CHOICES:
-        raise TextAuditError(f"--score-cache must be one of {', '.join(SCORE_CACHE_CHOICES)} (got {choice!r})")
-    return choice
-
-
-class use_score_cache:
-    """``with use_score_cache("auto" | "all" | "off"): ...``: the score cache of classifiers loaded inside."""
-
-    def __init__(self, value: str | None):
-        self.value = value.strip().lower() if value is not None else None
-        if self.value is not None and self.value not in SCORE_CACHE_CHOICES:
-            raise TextAuditError(f"--score-cache must be one of {', '.join(SCORE_CACHE_CHOICES)} (got {value!r})")
-
-    def __enter__(self) -> None:
-        self._prev = _SCORE_CHOICE[0]
-        _SCORE_CHOICE[0] = self.value
-
-    def __exit__(self, *exc: object) -> None:
-        _SCORE_CHOICE[0] = self._prev
-
-
 def valid_rows(rows: "np.ndarray", multilabel: bool = False) -> "np.ndarray":
     """Which kept rows (an (n, C) array) can be a model's answer: every value finite and in [0, 1], and (exclusive
     classes) summing to 1 within float32 rounding. A CRC recomputed over a rewritten row proves nothing; this checks
@@ -1146,88 +1114,3 @@ def valid_rows(rows: "np.ndarray", multilabel: bool = False) -> "np.ndarray":
 def valid_row(row: "np.ndarray", multilabel: bool = False) -> bool:
     """:func:`valid_rows` of one row."""
     return bool(valid_rows(np.asarray(row)[None], multilabel)[0]) if np.asarray(row).size else False
-
-
-def score_key(text: object) -> bytes:
-    """A text's key in the score cache: a 16-byte BLAKE2b digest of it (a sentence pair: of both texts, marked)."""
-    if isinstance(text, tuple):
-        data = b"\x01" + text[0].encode("utf-8", "surrogatepass") + b"\x00" + text[1].encode("utf-8", "surrogatepass")
-    else:
-        data = b"\x00" + str(text).encode("utf-8", "surrogatepass")
-    return hashlib.blake2b(data, digest_size=16).digest()
-
-
-def score_identity(clf) -> str | None:
-    """The key of a classifier's kept answers, or None when they may not be kept: derived from its declared
-    :class:`~textaudit.models.traits.AnswerTraits` alone (:func:`~textaudit.models.traits.answer_key`: weights or code
-    and the object named, output, labels, scoring, precision, device). None without a fingerprint, for label-only
-    answers sampled from an endpoint (samples > 1 or a temperature above 0: every run draws anew), for a plug-in or
-    an endpoint unless ``--score-cache all``, and with ``--score-cache off``."""
-    choice = score_cache_choice()
-    kind = getattr(clf, "score_kind", "code")
-    if choice == "off" or (kind != "weights" and choice != "all"):
-        return None
-    if getattr(clf, "scores", None) == "labels" and (getattr(clf, "samples", 1) > 1 or getattr(clf, "temperature", 0) > 0):
-        return None
-    traits = answer_traits(clf)
-    return answer_key(traits, SCORES_FORMAT) if traits is not None else None
-
-
-class _ScoreView:
-    """One classifier's view of the score cache (:data:`textaudit.models.batched.SCORE_CACHE`): its identity is
-    read at every call (an endpoint learns how it scores at its first answer), so answers are looked up and kept
-    under the identity they were computed under."""
-
-    def __init__(self, store: NeighborhoodStore, clf):
-        self.store, self._clf = store, weakref.ref(clf)
-        self._ids: dict[str, tuple[int, int]] = {}
-        self._fixed: tuple[int, int] | None = None
-
-    def _id(self) -> tuple[int, int] | None:
-        if self._fixed is not None:
-            return self._fixed
-        clf = self._clf()
-        identity = score_identity(clf) if clf is not None else None
-        if identity is None:
-            return None
-        if identity not in self._ids:
-            classes = clf._num_classes
-            found = self.store.classifier_id(identity, str(clf.name), int(classes) if classes else None)
-            if found is None:  # not in the store, and the model has not answered yet to register it
-                return None
-            self._ids[identity] = found
-            if clf.score_kind != "remote":  # only an endpoint's identity can change (once it has answered)
-                self._fixed = found
-        return self._ids[identity]
-
-    def lookup(self, keys: Sequence) -> dict:
-        found = self._id()
-        if found is None:
-            return {}
-        digests = {score_key(k): k for k in keys}
-        clf = self._clf()
-        got = self.store.get_scores(found[0], list(digests), found[1], multilabel=bool(getattr(clf, "multilabel", False)))
-        return {digests[d]: row for d, row in got.items()}
-
-    def keep(self, rows, *, replace: bool = False) -> None:
-        found = self._id()
-        if found is not None:
-            self.store.put_scores(found[0], ((score_key(k), row) for k, row in rows), replace=replace)
-
-
-def _score_cache_for(clf) -> _ScoreView | None:
-    """The provider of :data:`textaudit.models.batched.SCORE_CACHE`: the store in effect, if its choice lets
-    this classifier's scores be kept (:func:`score_identity` is asked again at every call)."""
-    if score_identity(clf) is None:  # (an endpoint's identity may grow once it answers: asked again at every call)
-        return None
-    store = current_store()
-    if store is None or store.readonly:
-        return None
-    return _ScoreView(store, clf)
-
-
-def _install_score_cache() -> None:
-    SCORE_CACHE[0] = _score_cache_for
-
-
-_install_score_cache()
