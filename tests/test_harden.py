@@ -756,6 +756,7 @@ def test_the_before_after_audit_reads_and_keeps_the_score_cache(cli, planted, tm
     import numpy as np
 
     from textaudit.models import load_classifier
+    from textaudit.neighborhoods.score_cache import use_score_cache
     from textaudit.neighborhoods.store import use_store
 
     store = tmp_path / "s.sqlite"
@@ -771,7 +772,7 @@ def test_the_before_after_audit_reads_and_keeps_the_score_cache(cli, planted, tm
     assert orig2[0] == orig[0] and orig2[1] > 0 and orig2[2] == orig[2]  # the second read the original's: none computed
     after = read_jsonl(tmp_path / "h1" / "after.so-enum-k1.jsonl")
     texts = [rec["text"] for rec in after if rec.get("text")]
-    with use_store(str(store)):
+    with use_store(str(store)), use_score_cache("auto"):  # (as every command runs)
         hardened = load_classifier(str(tmp_path / "h1" / "model"))
         probs = hardened.predict_proba(texts)
     assert texts and hardened.stats.unique_forwards == 0 and hardened.stats.store_hits == len(set(texts))
