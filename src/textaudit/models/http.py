@@ -52,7 +52,7 @@ import textaudit.notices as notices
 from textaudit.errors import StopRun, TextAuditError
 from textaudit.models.batched import BatchedClassifier
 from textaudit.models.options import ModelOptions
-from textaudit.models.prompt import Prompt, default_prompt
+from textaudit.models.prompt import LABEL_TOKENS, Prompt, check_endpoint_prompt, default_prompt
 from textaudit.models.transport import RETRY_STATUS, EndpointRefused, Transport
 from textaudit.secrets import (  # noqa: F401 - public_url and secret_forms re-exported
     public_url,
@@ -70,8 +70,6 @@ PER_REQUEST = {"json": 32, "completions": 16, "chat": 1}
 #: what the probe at load (``--scores auto``) asks about: two texts, so that a server refusing a
 #: list of prompts is found out at the same time
 PROBE_TEXTS = ("a gripping , beautifully acted film .", "a dull and lifeless film .")
-#: tokens a label-only completion may take (``[endpoint] max_tokens`` overrides)
-LABEL_TOKENS = 5
 #: the logit of a class no sampled completion chose (exp(-1e4) is exactly 0)
 NEVER = -1e4
 
@@ -130,27 +128,10 @@ class HttpClassifier(BatchedClassifier):
             raise TextAuditError("a plain JSON endpoint returns probabilities itself: it takes no prompt")
         self.prompt = prompt if self.protocol == "json" or prompt is not None else default_prompt()
         if self.prompt is not None:
-            unknown = set(self.prompt.endpoint) - {"model", "top_logprobs", "max_tokens", "stop", "system"}
-            if unknown:
-                raise TextAuditError(f"prompt {self.prompt.source}: unknown [endpoint] key(s) {', '.join(sorted(unknown))}; "
-                                     "use model, top_logprobs, max_tokens, stop, system, [[endpoint.examples]]")
-            system = self.prompt.endpoint.get("system")
-            if system is not None and not (isinstance(system, str) and system.strip()):
-                raise TextAuditError(f"prompt {self.prompt.source}: [endpoint] system must be the text of a chat's "
-                                     f"system message (got {system!r})")
-            stop = self.prompt.endpoint.get("stop", ["\n"])
-            stop = [stop] if isinstance(stop, str) else stop
-            if not isinstance(stop, list) or not 0 < len(stop) <= 4 or not all(isinstance(x, str) and x for x in stop):
-                raise TextAuditError(f"prompt {self.prompt.source}: [endpoint] stop must be one to four non-empty "
-                                     f"strings (as OpenAI's API takes them; got {self.prompt.endpoint['stop']!r})")
+            check_endpoint_prompt(self.prompt)
         if self.protocol == "json" and self.options.openai_only():
             raise TextAuditError(f"{', '.join(self.options.openai_only())} apply to OpenAI-compatible endpoints "
                                  "(…/completions, …/chat/completions); a plain JSON endpoint returns probabilities itself")
-        if self.prompt is not None:
-            mt = self.prompt.endpoint.get("max_tokens", LABEL_TOKENS)
-            if not isinstance(mt, int) or isinstance(mt, bool) or mt < 1:
-                raise TextAuditError(f"prompt {self.prompt.source}: [endpoint] max_tokens must be a whole number "
-                                     f"of at least 1 (got {mt!r})")
         self.transport = Transport(url, public_url(url), self.options, count=self._count, key_names=(
             ("OPENAI_API_KEY", "TEXTAUDIT_API_KEY") if self.protocol != "json" else ("TEXTAUDIT_API_KEY",)))
         self.per_request = PER_REQUEST[self.protocol]

@@ -44,7 +44,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["Prompt", "load_prompt", "default_prompt", "DEFAULT_PROMPT"]
+__all__ = ["Prompt", "load_prompt", "default_prompt", "DEFAULT_PROMPT", "check_endpoint_prompt", "LABEL_TOKENS"]
 
 #: the prompt ``llm:`` and OpenAI-compatible models use without ``--prompt-file``: binary sentiment
 #: (class 0 negative, class 1 positive), chosen on SST-2 *train* (benchmarks/llm_prompt_choice.py)
@@ -192,3 +192,31 @@ def load_prompt(path: str | Path) -> Prompt:
 def default_prompt() -> Prompt:
     """The built-in sentiment prompt (:data:`DEFAULT_PROMPT`)."""
     return load_prompt(DEFAULT_PROMPT)
+
+
+#: tokens a label-only completion may take (``[endpoint] max_tokens`` overrides)
+LABEL_TOKENS = 5
+#: the [endpoint] keys a prompt may set for an OpenAI-compatible endpoint (and [[endpoint.examples]])
+ENDPOINT_KEYS = ("model", "top_logprobs", "max_tokens", "stop", "system")
+
+
+def check_endpoint_prompt(prompt: Prompt) -> None:
+    """A prompt's ``[endpoint]`` table as an OpenAI-compatible endpoint takes it: known keys only, a system message
+    that is text, one to four stop strings, a whole number of tokens; one line naming the prompt's file otherwise."""
+    unknown = set(prompt.endpoint) - set(ENDPOINT_KEYS)
+    if unknown:
+        raise TextAuditError(f"prompt {prompt.source}: unknown [endpoint] key(s) {', '.join(sorted(unknown))}; "
+                             f"use {', '.join(ENDPOINT_KEYS)}, [[endpoint.examples]]")
+    system = prompt.endpoint.get("system")
+    if system is not None and not (isinstance(system, str) and system.strip()):
+        raise TextAuditError(f"prompt {prompt.source}: [endpoint] system must be the text of a chat's "
+                             f"system message (got {system!r})")
+    stop = prompt.endpoint.get("stop", ["\n"])
+    stop = [stop] if isinstance(stop, str) else stop
+    if not isinstance(stop, list) or not 0 < len(stop) <= 4 or not all(isinstance(x, str) and x for x in stop):
+        raise TextAuditError(f"prompt {prompt.source}: [endpoint] stop must be one to four non-empty "
+                             f"strings (as OpenAI's API takes them; got {prompt.endpoint['stop']!r})")
+    mt = prompt.endpoint.get("max_tokens", LABEL_TOKENS)
+    if not isinstance(mt, int) or isinstance(mt, bool) or mt < 1:
+        raise TextAuditError(f"prompt {prompt.source}: [endpoint] max_tokens must be a whole number "
+                             f"of at least 1 (got {mt!r})")
