@@ -17,6 +17,7 @@ import numpy as np
 
 from textaudit.decision import TIE
 from textaudit.errors import TextAuditError
+from textaudit.model_traits import traits_of
 from textaudit.stats import CONFIDENCE, wilson
 
 __all__ = ["confusion_matrix", "classification_metrics", "multilabel_metrics", "metrics_from_records", "label_confusions",
@@ -214,6 +215,6 @@ def one_class_warning(clf, pred: np.ndarray, labels: np.ndarray, names: list[str
         return None
     name = names[top] if 0 <= top < len(names) else "unknown"
     hint = ("; a chat endpoint may not follow the prompt: try the server's /v1/completions, or a --prompt-file"
-            if getattr(clf, "protocol", None) == "chat" else "")
+            if traits_of(clf).protocol == "chat" else "")
     return (f"warning: {clf.name} answers '{name}' for {got:.0%} of the texts, which the data holds {truth:.0%} of: its "
             f"answers barely depend on the text, and an audit of it says little{hint}")

@@ -31,6 +31,7 @@ from textaudit.decision import TIE, decisions
 from textaudit.errors import TextAuditError
 from textaudit.findings import label_on, read_findings
 from textaudit.formats.jsonl import check_output, read_jsonl, write_results
+from textaudit.model_traits import traits_of
 from textaudit.models import load_classifier
 from textaudit.models.batched import check_label_threshold, label_only_report, label_view
 from textaudit.models.zoo.names import ZOO_MODELS
@@ -155,7 +156,7 @@ class EvaluateRequest:
         zoo = str(self.model) in ZOO_MODELS  # never multi-label: data without labels is refused before it trains
         ds = load_dataset(self.data, **columns, require_labels=zoo)  # a multi-label model's data: a column per label
         model = load_classifier(self.model)
-        multi = getattr(model, "multilabel", False)
+        multi = traits_of(model).multilabel
         if self.label_columns is not None and not multi:
             raise TextAuditError(f"--label-columns goes with a multi-label model; model {model.name} is single-label: "
                                  "remove it (--label-column names the one label column)")

@@ -192,7 +192,7 @@ def _statuses(findings: Sequence[Finding], classifier: Classifier) -> tuple[list
     probs = np.asarray(classifier.predict_proba(texts)) if texts else np.zeros((0, 2))
     pred = dict(zip(texts, decisions(probs).tolist())) if texts else {}
     row = {t: [round(float(p), 6) for p in probs[i]] for i, t in enumerate(texts)}
-    unknown = getattr(classifier, "unknown_class", None)
+    unknown = unknown_class(classifier)
     out = []
     for f in findings:
         if f.second_order:

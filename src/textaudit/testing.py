@@ -56,6 +56,7 @@ from textaudit.decision import decisions
 from textaudit.errors import TextAuditError
 from textaudit.formats.jsonl import RecordSpec, check_results, read_header, read_jsonl
 from textaudit.kinds import BY_ID, HEADLINE_COLUMNS, Kind, kind_of, resumable_commands
+from textaudit.model_traits import traits_of
 from textaudit.models import as_classifier, load_classifier
 from textaudit.models.batched import BatchedClassifier
 from textaudit.request import Audit, Outcome
@@ -119,7 +120,7 @@ def _classifier(model: Any) -> BatchedClassifier:
         return model
     if isinstance(model, str):
         return load_classifier(model)
-    return as_classifier(model, output=getattr(model, "output", "probs"))
+    return as_classifier(model, output=traits_of(model).output)
 
 
 def _fresh(clf: BatchedClassifier, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
@@ -174,7 +175,7 @@ def check_model(model: Any, *, texts: Sequence[str] | None = None, tolerance: fl
     if len(probe) < 2:
         raise TextAuditError("check_model needs at least two texts (batch invariance compares them in a batch)")
     report = ModelReport(getattr(clf, "name", "model"))
-    multilabel = bool(getattr(clf, "multilabel", False))
+    multilabel = traits_of(clf).multilabel
     seen: dict[str, np.ndarray] = {}
 
     def scores() -> str | None:

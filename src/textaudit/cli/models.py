@@ -28,6 +28,7 @@ from textaudit.cli.output import conclude, emit_json, notice, print_table
 from textaudit.errors import TextAuditError
 from textaudit.evaluation import EvaluateRequest
 from textaudit.files import loads_json
+from textaudit.model_traits import traits_of
 from textaudit.models import load_classifier
 from textaudit.models.batched import ALL_LABELS, TIE, decisions, label_only_report, sampled_draws
 from textaudit.models.zoo import ARCHS, parse_name, train_model
@@ -224,7 +225,7 @@ def predict(
     probs = clf.predict_proba(texts)
     labels = clf.labels or [str(i) for i in range(clf.num_classes)]
     decided = decisions(probs)
-    samples = getattr(clf, "samples", 1) if getattr(clf, "scores", None) == "labels" else 1
+    samples = sampled_draws(clf) or 1
     # sampled label frequencies: each class's Wilson interval over the N completions
     cis = [[wilson(int(round(x * samples)), samples) for x in p] for p in probs] if samples > 1 else None
     if json_out:
@@ -238,8 +239,8 @@ def predict(
     print_table(f"predictions of {clf.name}", ["text", "label"] + labels,
                 [[t, labels[int(d)] if d != TIE else "(tie: no decision)"] + [cell(i, j, x) for j, x in enumerate(p)]
                  for i, (t, p, d) in enumerate(zip(texts, probs, decided))])
-    if getattr(clf, "scores_description", None):
-        typer.echo(f"scores: {clf.scores_description}")
+    if traits_of(clf).scores_description:
+        typer.echo(f"scores: {traits_of(clf).scores_description}")
 
 
 @app.command("train-mlm", cls=AuditCommand)

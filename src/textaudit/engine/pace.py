@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from textaudit.model_traits import traits_of
 from textaudit.sentence import Sentence
 
 __all__ = ["Pace", "measure_pace", "fastest", "PACE_TEXTS", "PACE_CONTEXTS", "PACE_NEIGHBORS"]
@@ -62,7 +63,7 @@ def measure_pace(classifier: Any, mlm: Any, texts: Sequence[str], kappa: int = 2
     half warms it up), and the share of the timed contexts its cache or the store already held. None for a
     remote model (its queries are not spent on a pace) or without texts."""
     sample = [t for t in texts[:PACE_TEXTS] if isinstance(t, str) and t.strip()]
-    if not sample or getattr(classifier, "remote", False):
+    if not sample or traits_of(classifier).remote:
         return None
     classifier.predict_proba(sample[:1])  # a first call's set-up is not the pace
     ctx_s, share, computed = None, None, None

@@ -34,6 +34,7 @@ from typing import Any, Callable, Generator, Iterable, Iterator, Sequence
 
 from textaudit.device import pick_device
 from textaudit.errors import StopRun, TextAuditError
+from textaudit.model_traits import traits_of
 from textaudit.sentence import Sentence
 
 __all__ = ["Ask", "Meter", "Engine", "Search", "classify", "run_now", "default_in_flight", "in_flight_for",
@@ -250,8 +251,7 @@ def in_flight_for(classifier: Any, in_flight: int | None = None) -> int:
     32 of them half searched), else :func:`default_in_flight`."""
     if in_flight is not None:
         return in_flight
-    inner = getattr(classifier, "classifier", classifier)
-    return 1 if getattr(inner, "remote", False) else default_in_flight()
+    return 1 if traits_of(classifier).remote else default_in_flight()
 
 
 def check_in_flight(in_flight: int) -> None:

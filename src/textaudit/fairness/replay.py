@@ -27,7 +27,7 @@ from textaudit.errors import TextAuditError
 from textaudit.fairness.bias import CounterfactualBias, _finished_units, estimates_from_records
 from textaudit.fairness.estimates import BiasEstimate, ScoredUnit, aggregate
 from textaudit.fairness.pairs import Source
-from textaudit.models.batched import Classifier
+from textaudit.models.batched import Classifier, unknown_class
 from textaudit.sentence import Sentence
 
 __all__ = ["BiasFindings", "read_bias_findings", "bias_status", "estimate_fields", "replay_row", "REPLAY_COLUMNS"]
@@ -90,7 +90,7 @@ def _named(classes: object) -> bool:
 def check_task(found: BiasFindings, classifier: Classifier) -> None:
     """Findings of another task than the model's: another number of classes, or other class names."""
     n = getattr(classifier, "num_classes", None)
-    unknown = getattr(classifier, "unknown_class", None)
+    unknown = unknown_class(classifier)
     if n is not None and unknown is not None:
         n -= 1  # a label-only model's "unknown" answer is no class of the task
     name = getattr(classifier, "name", "?")

@@ -50,6 +50,7 @@ import numpy as np
 import textaudit.notices as notices
 from textaudit.decision import TIE, decisions
 from textaudit.errors import TextAuditError, check_at_least, user_code_error
+from textaudit.model_traits import ModelTraits, traits_of
 from textaudit.request import range_words, within
 from textaudit.secrets import safe_name
 from textaudit.sentence import Sentence
@@ -60,7 +61,9 @@ __all__ = ["Classifier", "BatchedClassifier", "PairView", "pair_inputs", "QueryS
            "classifier_seconds", "work_counters", "mlm_contexts",
            "query_stats", "forward_of", "torch_parts", "device_clocked", "placement", "reduced_precision",
            "masked_lm_identity", "decisions", "TIE", "label_view", "check_label_threshold",
-           "each_label", "ALL_LABELS"]
+           "each_label", "ALL_LABELS", "ModelTraits", "traits_of"]
+
+# (the traits every layer reads of a model, declared below the models: textaudit.model_traits)
 
 #: one classifier input: a text, or a sentence pair ``(first, second)``
 Text = Union[str, tuple[str, str]]
@@ -70,9 +73,10 @@ Text = Union[str, tuple[str, str]]
 class Classifier(Protocol):
     """What every attack and estimator needs from a model.
 
-    A classifier may also state how it answers (every attack and estimator reads these through
-    :func:`scores_of`, :func:`unknown_class` and :func:`model_scores`, never from the module the
-    model came from; :class:`BatchedClassifier` has them, None or 1 unless a model says otherwise):
+    A classifier may also state how it answers — its :class:`~textaudit.model_traits.ModelTraits`, read through
+    :func:`~textaudit.model_traits.traits_of` (and :func:`scores_of`, :func:`unknown_class`, :func:`model_scores`
+    built on it), never from the module the model came from; :class:`BatchedClassifier` has them, None or 1 unless a
+    model says otherwise:
 
     - ``scores``: ``"logprobs"``, ``"labels"`` (one-hot: the model answers with a label only), or None
       (the model's own probabilities);
@@ -570,8 +574,8 @@ def label_view(classifier: "BatchedClassifier", label: str | None, threshold: fl
     (one forward per text answers every label: the model's cache is shared by every view). ``label`` None: the model
     itself, which must then be single-label. One line for a label the model does not have, ``--label`` on a
     single-label model, a multi-label model without ``--label``."""
-    multi = bool(getattr(classifier, "multilabel", False))
-    names = list(getattr(classifier, "labels", None) or [])
+    traits = traits_of(classifier)
+    multi, names = traits.multilabel, list(traits.labels or [])
     if label is None:
         if multi:
             raise TextAuditError(f"model {classifier.name} is multi-label ({', '.join(names)}): give --label NAME to "
@@ -611,8 +615,9 @@ def each_label(classifier: "BatchedClassifier", output: str | Path | None) -> di
     """``--label all``: every label of a multi-label ``classifier`` → the results file of its audit (``output``'s name
     with ``.<label>`` before its suffix: one file, one header, per label, so every reader and ``--resume`` work per
     label). One line for a single-label model."""
-    names = list(getattr(classifier, "labels", None) or [])
-    if not getattr(classifier, "multilabel", False):
+    traits = traits_of(classifier)
+    names = list(traits.labels or [])
+    if not traits.multilabel:
         raise _single_label(classifier, ALL_LABELS)
     if output is None:
         return {n: None for n in names}
@@ -654,7 +659,7 @@ def check_label_threshold(threshold: float) -> None:
 
 def _single_label(classifier: "BatchedClassifier", label: str) -> TextAuditError:
     """``--label`` given for a model whose classes exclude each other."""
-    names = list(getattr(classifier, "labels", None) or [])
+    names = list(traits_of(classifier).labels or [])
     return TextAuditError(f"--label {label}: model {classifier.name} is single-label (its classes exclude each other"
                           f"{': ' + ', '.join(names) if names else ''}); --label is for multi-label models")
 
@@ -708,19 +713,19 @@ class PairView:
 
     @property
     def scores(self) -> str | None:
-        return getattr(self.classifier, "scores", None)
+        return traits_of(self.classifier).scores
 
     @property
     def samples(self) -> int:
-        return getattr(self.classifier, "samples", 1)
+        return traits_of(self.classifier).samples
 
     @property
     def unknown_class(self) -> int | None:
-        return getattr(self.classifier, "unknown_class", None)
+        return traits_of(self.classifier).unknown_class
 
     @property
     def scores_description(self) -> str | None:
-        return getattr(self.classifier, "scores_description", None)
+        return traits_of(self.classifier).scores_description
 
     def pairs(self, texts: Sequence[str]) -> list[tuple[str, str]]:
         """The underlying inputs of ``texts``."""
@@ -746,10 +751,8 @@ class PairView:
 def scores_of(classifier: Classifier) -> str | None:
     """How ``classifier`` scores: ``logprobs``, ``labels`` (one-hot), ``sampled`` (label frequencies),
     or None for a model whose probabilities are its own (see :class:`Classifier`)."""
-    mode = getattr(classifier, "scores", None)
-    if mode == "labels" and getattr(classifier, "samples", 1) > 1:
-        return "sampled"
-    return mode
+    traits = traits_of(classifier)
+    return "sampled" if traits.scores == "labels" and traits.samples > 1 else traits.scores
 
 
 #: the texts :meth:`BatchedClassifier._probe_batches` asks again, and the largest difference in probability it takes
@@ -760,15 +763,15 @@ BATCH_TOLERANCE = 1e-3
 
 def unknown_class(classifier: Classifier) -> int | None:
     """The class index of ``unknown`` (an answer that matched no label), or None."""
-    return getattr(classifier, "unknown_class", None)
+    return traits_of(classifier).unknown_class
 
 
 def sampled_draws(classifier: Classifier) -> int | None:
     """N when ``classifier`` answers with the frequencies of N sampled label-only answers (an endpoint with
     ``--samples N``, N > 1), else None: its probabilities are then counts / N."""
-    inner = getattr(classifier, "classifier", classifier)  # a PairView's model
-    n = getattr(inner, "samples", None)
-    return int(n) if unknown_class(inner) is not None and isinstance(n, int) and n > 1 else None
+    inner = traits_of(getattr(classifier, "classifier", classifier))  # a PairView's model
+    n = inner.samples
+    return int(n) if inner.unknown_class is not None and isinstance(n, int) and n > 1 else None
 
 
 def flips_in_draws(row: Sequence[float], reference: int, unknown: int | None, draws: int) -> int:
@@ -784,7 +787,7 @@ def flips_in_draws(row: Sequence[float], reference: int, unknown: int | None, dr
 def model_scores(classifier: Classifier) -> dict:
     """``{"model_scores": ...}`` for a results header where ``classifier`` says how it was scored (an
     OpenAI-compatible endpoint: log-probabilities, one-hot labels or sampled frequencies), else ``{}``."""
-    text = getattr(classifier, "scores_description", None)
+    text = traits_of(classifier).scores_description
     return {"model_scores": text} if text else {}
 
 
@@ -795,7 +798,7 @@ def _inner(classifier: Classifier) -> object:
 def is_remote(classifier: Classifier) -> bool:
     """Whether ``classifier`` (or a PairView's model) is an endpoint: its answers are re-checked at the endpoint
     itself, and its queries are not spent on a pace."""
-    return bool(getattr(_inner(classifier), "remote", False))
+    return traits_of(classifier).remote
 
 
 def query_stats(classifier: Classifier) -> QueryStats | None:
@@ -860,7 +863,7 @@ def placement(classifier: Classifier) -> tuple[str | None, str | None]:
 def label_only_report(classifier: Classifier, pred: np.ndarray | None = None) -> dict:
     """For an OpenAI-compatible endpoint: how it was scored and, label-only, how many predictions ``pred`` were
     ``unknown`` (a completion matching no verbaliser); ``{}`` for other models."""
-    text = getattr(classifier, "scores_description", None)
+    text = traits_of(classifier).scores_description
     if not text:
         return {}
     out: dict = {"scores": text}

@@ -25,6 +25,7 @@ from typing import Callable
 
 from textaudit.errors import TextAuditError, user_code_error
 from textaudit.files import fingerprint_files
+from textaudit.model_traits import traits_of
 from textaudit.models.batched import BatchedClassifier, as_classifier
 from textaudit.models.hf import load_hf_classifier
 from textaudit.models.http import load_http_classifier, protocol_of
@@ -93,7 +94,7 @@ def load_plugin(spec: str, *, batch_size: int | None = None, cache_size: int = 1
         raise TextAuditError(
             f"plug-in '{objname}' is a {type(obj).__name__}; it must be a function f(list[str]) -> probabilities "
             "or an object with predict_proba")
-    output = getattr(obj, "output", "probs")
+    output = traits_of(obj).output
     own = getattr(obj, "batch_size", None)  # a plug-in that must see one text at a time says batch_size = 1
     clf = as_classifier(obj, output=output, name=getattr(obj, "name", None) or f"{path.name}:{objname}",
                         batch_size=batch_size or (own if isinstance(own, int) and own >= 1 else None),

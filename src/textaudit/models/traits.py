@@ -27,7 +27,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from textaudit.models.batched import placement
+from textaudit.models.batched import placement, traits_of
 
 __all__ = ["AnswerTraits", "answer_traits", "answer_key"]
 
@@ -56,19 +56,15 @@ def _number(value: Any, default: float) -> float:
 def answer_traits(clf: Any) -> AnswerTraits | None:
     """The declared traits of ``clf`` (a :class:`~textaudit.models.batched.BatchedClassifier`), or None when it
     has no fingerprint (nothing identifies its answers: they are never kept)."""
-    fingerprint = getattr(clf, "fingerprint", None)
-    if not fingerprint:
+    t = traits_of(clf)  # (the model's declared traits: models.batched.ModelTraits)
+    if not t.fingerprint:
         return None
-    labels = getattr(clf, "labels", None)
     precision, device = placement(clf)
     return AnswerTraits(
-        fingerprint=str(fingerprint), obj=getattr(clf, "plugin_object", None),
-        output=str(getattr(clf, "output", "probs")),
-        labels=tuple(map(str, labels)) if labels is not None else None,
-        multilabel=bool(getattr(clf, "multilabel", False)),
-        scores=getattr(clf, "scores", None) if isinstance(getattr(clf, "scores", None), str) else None,
-        samples=int(_number(getattr(clf, "samples", 1), 1)), temperature=_number(getattr(clf, "temperature", 0.0), 0.0),
-        precision=precision, device=device, kind=str(getattr(clf, "score_kind", "code")))
+        fingerprint=str(t.fingerprint), obj=t.plugin_object, output=str(t.output),
+        labels=tuple(map(str, t.labels)) if t.labels is not None else None, multilabel=t.multilabel,
+        scores=t.scores if isinstance(t.scores, str) else None, samples=int(_number(t.samples, 1)),
+        temperature=_number(t.temperature, 0.0), precision=precision, device=device, kind=str(t.score_kind))
 
 
 def answer_key(traits: AnswerTraits, version: int) -> str:

@@ -22,6 +22,7 @@ import weakref
 from typing import Sequence
 
 from textaudit.errors import TextAuditError
+from textaudit.model_traits import traits_of
 from textaudit.models.batched import SCORE_CACHE
 from textaudit.models.traits import answer_key, answer_traits
 from textaudit.neighborhoods.store import SCORES_FORMAT, NeighborhoodStore, current_store
@@ -76,13 +77,13 @@ def score_identity(clf) -> str | None:
     answers sampled from an endpoint (samples > 1 or a temperature above 0: every run draws anew), for a plug-in or
     an endpoint unless ``--score-cache all``, and with ``--score-cache off``."""
     choice = score_cache_choice()
-    kind = getattr(clf, "score_kind", "code")
-    if choice == "off" or (kind != "weights" and choice != "all"):
+    traits = traits_of(clf)
+    if choice == "off" or (traits.score_kind != "weights" and choice != "all"):
         return None
-    if getattr(clf, "scores", None) == "labels" and (getattr(clf, "samples", 1) > 1 or getattr(clf, "temperature", 0) > 0):
+    if traits.scores == "labels" and (traits.samples > 1 or traits.temperature > 0):
         return None
-    traits = answer_traits(clf)
-    return answer_key(traits, SCORES_FORMAT) if traits is not None else None
+    answer = answer_traits(clf)
+    return answer_key(answer, SCORES_FORMAT) if answer is not None else None
 
 
 class ScoreView:
@@ -118,7 +119,7 @@ class ScoreView:
             return {}
         digests = {score_key(k): k for k in keys}
         clf = self._clf()
-        got = self.store.get_scores(found[0], list(digests), found[1], multilabel=bool(getattr(clf, "multilabel", False)))
+        got = self.store.get_scores(found[0], list(digests), found[1], multilabel=traits_of(clf).multilabel)
         return {digests[d]: row for d, row in got.items()}
 
     def keep(self, rows, *, replace: bool = False) -> None:

@@ -29,6 +29,7 @@ from textaudit.files import loads_json
 from textaudit.formats.harden import hardened_threat
 from textaudit.formats.jsonl import check_output, write_results
 from textaudit.lexicons import counterfitted_neighbors
+from textaudit.model_traits import traits_of
 from textaudit.models import load_classifier
 from textaudit.models.batched import ALL_LABELS, each_label, label_view, masked_lm_identity
 from textaudit.models.zoo.names import ROBUST_ARCHS, ZOO_MODELS, parse_name, split_robust
@@ -303,7 +304,7 @@ class CertifyRequest:
         """Before the draws: how many texts they ask at most, and at the pace measured here, how long."""
         n, per, patches, k = len(texts), self.neighbor_sample, self.patches, self.neighbors
         budget = (" (an endpoint's --query-budget and --cost-budget stop it, results kept)"
-                  if getattr(clf, "protocol", None) else "")
+                  if traits_of(clf).protocol else "")
         per_text = self.samples + self.selection
         more = (f", and up to {n * per * (1 + patches) * per_text:,} more for the second-order view ({per} neighbours of "
                 f"each certified input, {patches} patches of each one of radius 0; --neighbors 0 turns it off)") if k else ""
