@@ -55,7 +55,7 @@ UPWARD = [
     # the 4-module cycle: token ids read the masked LM's tokenizer scheme
     ("token_ids.py", "from textaudit.neighborhoods.masked_lm import HFMaskedLM", "Layers:"),
     # a search asking the HTTP module whether a model answers with labels only
-    ("attacks/second_order.py", "from textaudit.models.http import HttpClassifier", "HTTP client"),
+    ("attacks/second_order.py", "from textaudit.models.http import Endpoint", "HTTP client"),
     # typer below the commands
     ("data.py", "import typer", "CLI libraries"),
     # a cycle between two sibling packages (the zoo and IBP once were)

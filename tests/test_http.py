@@ -264,7 +264,7 @@ def test_a_server_that_refuses_a_list_gets_one_prompt_per_request(openai_server,
     openai_server.mode = "one-prompt"
     clf = load_classifier(url(openai_server), options=ModelOptions(prompt_file=prompt_file, concurrency=3))
     assert "refused a list of prompts (HTTP 400: {\"detail\": \"prompt must be a string.\"})" in capfd.readouterr().err
-    assert clf.scores == "logprobs" and clf.per_request == 1  # the probe found out both
+    assert clf.scores == "logprobs" and clf.forward.per_request == 1  # the probe found out both
     texts = [f"film number {i}" for i in range(20)]
     np.testing.assert_allclose(clf.predict_proba(texts), zoo[1].predict_proba(texts), atol=1e-5)
     bodies = [e["body"]["prompt"] for e in openai_server.log]
@@ -293,7 +293,7 @@ def test_no_logprobs_means_labels_read_from_the_generated_text(openai_server, zo
     texts = [f"a {w} film" for w in ("gorgeous", "dull", "witty", "lifeless", "moving", "tedious")]
     probs = clf.predict_proba(texts)
     assert probs.tolist() == np.eye(3)[zoo[1].predict(texts)].tolist()  # one-hot on the class the text names
-    assert clf.completions == len(texts) and clf.unknown == 0
+    assert clf.forward.completions == len(texts) and clf.forward.unknown == 0  # (the endpoint's own counts)
     assert clf.fingerprint.endswith("+labels")  # a results file scored otherwise is not resumed with it
     assert all("logprobs" not in e["body"] and e["body"]["max_tokens"] == 5 for e in openai_server.log[1:])
     for method in ("genetic", "bae"):  # they rank words by scores: refused, with what to do instead
@@ -338,7 +338,7 @@ def test_a_different_number_of_choices_than_prompts_stops_the_run(openai_server,
     openai_server.mode = "fewer" if scores == "labels" else None
     clf = load_classifier(url(openai_server), options=ModelOptions(prompt_file=prompt_file, scores=scores))
     if scores == "logprobs":  # a server that drops one logprobs choice
-        clf._top_completions = lambda answer: [dict(c["logprobs"]["top_logprobs"][0]) for c in answer["choices"][1:]]
+        clf.forward._top_completions = lambda answer: [dict(c["logprobs"]["top_logprobs"][0]) for c in answer["choices"][1:]]
     with pytest.raises(StopRun, match=r"answered 2 choices for 3 prompts"):
         clf.predict_proba(["a film", "a movie", "a story"])
 

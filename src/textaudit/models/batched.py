@@ -876,9 +876,9 @@ def label_only_report(classifier: Classifier, pred: np.ndarray | None = None) ->
 
 def label_report(classifier: Classifier) -> dict:
     """What a label-only or log-probability endpoint says of its answers for a summary (how it was scored, the
-    completions that matched no label: :meth:`~textaudit.models.http.HttpClassifier.label_summary`), else ``{}``."""
-    inner = getattr(classifier, "classifier", classifier)  # a PairView's model
-    report = getattr(inner, "label_summary", None)
+    completions that matched no label: its forward's :meth:`~textaudit.models.http.Endpoint.label_summary`), else
+    ``{}``."""
+    report = getattr(forward_of(classifier), "label_summary", None)
     return report() if report is not None else {}
 
 

@@ -50,7 +50,7 @@ import numpy as np
 
 import textaudit.notices as notices
 from textaudit.errors import StopRun, TextAuditError
-from textaudit.models.batched import BatchedClassifier
+from textaudit.models.batched import BatchedClassifier, QueryStats
 from textaudit.models.options import ModelOptions
 from textaudit.models.prompt import LABEL_TOKENS, Prompt, check_endpoint_prompt, default_prompt
 from textaudit.models.transport import RETRY_STATUS, EndpointRefused, Transport
@@ -63,7 +63,7 @@ from textaudit.secrets import (  # noqa: F401 - public_url and secret_forms re-e
     unencoded_credentials,
 )
 
-__all__ = ["HttpClassifier", "load_http_classifier", "protocol_of", "public_url", "read_label", "RETRY_STATUS"]
+__all__ = ["Endpoint", "load_http_classifier", "protocol_of", "public_url", "read_label", "RETRY_STATUS"]
 
 #: texts per request: plain JSON, completions (a list of prompts), chat (one message)
 PER_REQUEST = {"json": 32, "completions": 16, "chat": 1}
@@ -103,16 +103,16 @@ def _logsumexp(values: list[float]) -> float:
     return m + math.log(sum(math.exp(v - m) for v in values))
 
 
-class HttpClassifier(BatchedClassifier):
-    """A :class:`BatchedClassifier` whose forward is a remote endpoint (see the module docstring).
-    ``stats.requests`` counts every HTTP request (retries and the ``GET`` of the class names
-    included), ``stats.retries`` the retried ones, ``stats.tokens`` the tokens endpoints reported."""
+class Endpoint:
+    """A remote endpoint as a bare forward (see the module docstring): called with texts, it answers one row each —
+    a plain JSON endpoint's probabilities, an OpenAI-compatible one's class log-probabilities or label counts — and
+    :func:`load_http_classifier` puts it under a :class:`~textaudit.models.batched.BatchedClassifier` like every
+    other backend's forward, declaring the traits it learnt at load (its labels, how it scores, its fingerprint).
+    ``stats.requests`` counts every HTTP request (retries and the ``GET`` of the class names included),
+    ``stats.retries`` the retried ones, ``stats.tokens`` the tokens endpoints reported (the classifier counts into
+    the same :class:`~textaudit.models.batched.QueryStats`)."""
 
-    #: audits re-check what they found at the endpoint itself (:meth:`predict_proba_fresh`)
-    remote = True
-
-    def __init__(self, url: str, *, options: ModelOptions | None = None, prompt: Prompt | None = None,
-                 batch_size: int | None = None, cache_size: int = 100_000):
+    def __init__(self, url: str, *, options: ModelOptions | None = None, prompt: Prompt | None = None):
         register_url(url)  # its user:password@ and credential query values: redacted from every output from now on
         if unencoded_credentials(url):
             raise TextAuditError(f"the user:password of {public_url(url)} holds a / ? or # that a URL cannot carry "
@@ -132,22 +132,22 @@ class HttpClassifier(BatchedClassifier):
         if self.protocol == "json" and self.options.openai_only():
             raise TextAuditError(f"{', '.join(self.options.openai_only())} apply to OpenAI-compatible endpoints "
                                  "(…/completions, …/chat/completions); a plain JSON endpoint returns probabilities itself")
+        self.name = public_url(url)
+        self.labels: list[str] | None = list(self.prompt.labels) if self.prompt else None
+        self._num_classes: int | None = len(self.prompt.labels) if self.prompt else None
+        self.output = "probs" if self.protocol == "json" else "logits"
+        self.stats = QueryStats()
         self.transport = Transport(url, public_url(url), self.options, count=self._count, key_names=(
             ("OPENAI_API_KEY", "TEXTAUDIT_API_KEY") if self.protocol != "json" else ("TEXTAUDIT_API_KEY",)))
         self.per_request = PER_REQUEST[self.protocol]
         if self.protocol == "completions" and self.options.prompts_per_request:
             self.per_request = self.options.prompts_per_request
-        super().__init__(self._remote, output="probs" if self.protocol == "json" else "logits",
-                         num_classes=len(self.prompt.labels) if self.prompt else None,
-                         batch_size=batch_size or self.per_request * self.options.concurrency,
-                         cache_size=cache_size, name=public_url(url),
-                         labels=list(self.prompt.labels) if self.prompt else None)
+        self.batch_size = self.per_request * self.options.concurrency  # (as asked: before a probe may lower it)
         self.sent = 0  # texts sent in this run (the query budget)
         self.tokens = 0  # tokens the endpoint reported (the cost budget)
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
         self.fingerprint = self._identity()
-        self.score_kind = "remote"  # kept on disk only when asked for (an endpoint can change behind its URL)
         #: ``logprobs`` or ``labels`` (OpenAI-compatible endpoints), None (plain JSON: its own probabilities)
         self.scores: str | None = None
         self.samples = self.options.samples
@@ -173,16 +173,14 @@ class HttpClassifier(BatchedClassifier):
                 setattr(self.stats, k, getattr(self.stats, k) + v)
 
     def __getstate__(self) -> dict:
-        state = super().__getstate__()
-        state.update(_pool=None, _lock=None)
-        return state
+        return {**self.__dict__, "_pool": None, "_lock": None}
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:  # never the key, never the query string
-        return f"HttpClassifier({self.name!r}, protocol={self.protocol!r})"
+        return f"Endpoint({self.name!r}, protocol={self.protocol!r})"
 
     def _identity(self) -> str | None:
         """What the results header records as the model's fingerprint: the endpoint's own (plain
@@ -301,7 +299,8 @@ class HttpClassifier(BatchedClassifier):
                            f"from now on, {self.options.concurrency} at a time (--prompts-per-request 1 says so up front)")
 
     # -- protocols --------------------------------------------------------------------------------
-    def _remote(self, texts: list) -> np.ndarray:
+    def __call__(self, texts: list) -> np.ndarray:
+        """The forward: one row per text (probabilities, or log-probabilities and log label frequencies)."""
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=self.options.concurrency, thread_name_prefix="textaudit-http")
         if self.protocol == "json":
@@ -475,6 +474,20 @@ class HttpClassifier(BatchedClassifier):
 
 
 def load_http_classifier(url: str, *, options: ModelOptions | None = None, prompt: Prompt | None = None,
-                         batch_size: int | None = None) -> HttpClassifier:
-    """An :class:`HttpClassifier` for ``url`` (``--model http(s)://…``)."""
-    return HttpClassifier(url, options=options, prompt=prompt, batch_size=batch_size)
+                         batch_size: int | None = None, cache_size: int = 100_000) -> BatchedClassifier:
+    """The classifier of ``url`` (``--model http(s)://…``): its :class:`Endpoint` under a
+    :class:`~textaudit.models.batched.BatchedClassifier`, with the traits the endpoint declared at load
+    (:class:`~textaudit.model_traits.ModelTraits`: remote, its protocol, how it scores, its unknown class; its answers
+    kept on disk only with ``--score-cache all``) and its counters as the classifier's."""
+    endpoint = Endpoint(url, options=options, prompt=prompt)
+    clf = BatchedClassifier(endpoint, output=endpoint.output, num_classes=endpoint._num_classes,
+                            batch_size=batch_size or endpoint.batch_size, cache_size=cache_size, name=endpoint.name,
+                            labels=endpoint.labels)
+    clf.stats = endpoint.stats
+    clf.fingerprint = endpoint.fingerprint
+    clf.score_kind = "remote"  # an endpoint can change behind its URL
+    clf.remote = True  # audits re-check what they found at the endpoint itself (predict_proba_fresh)
+    clf.protocol, clf.scores, clf.samples, clf.temperature = (endpoint.protocol, endpoint.scores, endpoint.samples,
+                                                              endpoint.temperature)
+    clf.unknown_class, clf.scores_description = endpoint.unknown_class, endpoint.scores_description
+    return clf
