@@ -23,6 +23,7 @@ from textaudit.environment import check_environment
 from textaudit.errors import TextAuditError
 from textaudit.kinds import resumable_commands
 from textaudit.models.zoo.names import split_robust
+from textaudit.neighborhoods.score_cache import use_score_cache
 from textaudit.secrets import RedactingStream, register_env, register_url
 from textaudit.stats import format_ci  # noqa: F401 - the commands import it from here
 
@@ -160,8 +161,6 @@ class AuditGroup(_FlagsShowNoType, TyperGroup):
         return {o for p in getattr(cmd, "params", []) for o in getattr(p, "opts", [])} if cmd is not None else set()
 
     def invoke(self, ctx):  # type: ignore[override]
-        from textaudit.neighborhoods.score_cache import use_score_cache
-
         argv = [*getattr(ctx, "_protected_args", []), *ctx.args]  # the subcommand and its arguments
         # every line the command prints passes the one redaction; every command runs with the score cache injected
         # (TEXTAUDIT_SCORE_CACHE, else auto: a command with --score-cache enters its own inside)
