@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -96,8 +97,11 @@ def main() -> None:
     ap.add_argument("--model", default="cnn")
     ap.add_argument("--limit", type=int, default=50)
     args = ap.parse_args()
+    # the other checkout computes everything, as engine.py's run here does (store and score cache off): a store
+    # warm from earlier runs answered its every text (0 forwarded, a wall of seconds) and made the ratio meaningless
+    cold = {**os.environ, "TEXTAUDIT_STORE": "off", "TEXTAUDIT_SCORE_CACHE": "off"}
     old = json.loads(subprocess.run([sys.executable, "-c", _OLD, args.checkout, args.model, str(args.limit)],
-                                    check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
+                                    check=True, capture_output=True, text=True, env=cold).stdout.strip().splitlines()[-1])
     new = json.loads(subprocess.run([sys.executable, str(HERE / "engine.py"), "--model", args.model, "--limit",
                                      str(args.limit), "--json"], check=True, capture_output=True,
                                     text=True).stdout.strip().splitlines()[-1])
