@@ -842,3 +842,14 @@ def test_a_word_the_endpoint_refuses_is_left_out_of_the_patch_ranking_not_the_wh
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+def test_an_endpoints_requests_count_into_its_classifier_after_its_counters_are_reset(openai_server, prompt_file):
+    """The endpoint is a forward that counts its HTTP requests into the classifier's counters: zeroing them (as a
+    run does between phases) must not leave the endpoint counting into a copy the classifier no longer holds."""
+    clf = load_classifier(url(openai_server), options=ModelOptions(prompt_file=prompt_file, scores="logprobs"))
+    clf.predict_proba(["a gorgeous film"])
+    old = clf.reset_stats()
+    assert old.requests == 1 and clf.stats.requests == 0
+    clf.predict_proba(["a dull mess", "a fine cast"])
+    assert clf.stats.requests == 1 == len(openai_server.log) - 1 and clf.stats.texts == 2

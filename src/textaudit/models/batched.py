@@ -122,6 +122,12 @@ class QueryStats:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def restore(self, values: dict) -> None:
+        """Set every counter to ``values``' (:meth:`to_dict`'s), in place: whoever holds this object keeps counting
+        into the classifier's counters."""
+        for name, value in values.items():
+            setattr(self, name, value)
+
 
 #: ``[provider]``: ``provider(classifier)`` returns the classifier's view of the score cache on disk (an object
 #: with ``lookup(keys) -> {key: row}`` and ``keep(rows)``), or None. Injected for the time of a ``with`` block by
@@ -421,12 +427,12 @@ class BatchedClassifier:
             return
         self.probe_batches = False
         sample, ref = items[:PROBE_TEXTS], out[:PROBE_TEXTS]
-        stats = QueryStats(**asdict(self.stats))
+        saved = asdict(self.stats)
         try:
             alone = np.vstack([self._forward_missing([t]) for t in sample])
             reverse = self._forward_missing(sample[::-1])[::-1]
         finally:
-            self.stats = stats
+            self.stats.restore(saved)
         self.batch_dependence = float(max(np.abs(alone - ref).max(), np.abs(reverse - ref).max()))
         if self.batch_dependence > BATCH_TOLERANCE:
             notices.notice(f"warning: model {self.name} scores a text differently with other texts in its batch (by up to "
@@ -456,8 +462,10 @@ class BatchedClassifier:
 
     # -- bookkeeping ----------------------------------------------------------------------------
     def reset_stats(self) -> QueryStats:
-        """Zero the counters and return the old ones."""
-        old, self.stats = self.stats, QueryStats()
+        """Zero the counters and return (a copy of) the old ones. The counters stay one object for the classifier's
+        life: a forward that counts into them (an endpoint's HTTP requests) keeps counting into the classifier's."""
+        old = QueryStats(**asdict(self.stats))
+        self.stats.restore(asdict(QueryStats()))
         return old
 
     def clear_cache(self) -> None:
