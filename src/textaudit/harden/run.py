@@ -227,7 +227,7 @@ class HardenRequest:
         self._check_label()
         spec = method_spec(self.attack)
         check_options(self.attack, {"k": self.k if "k" in spec.options else None, "max_queries": self.max_queries})
-        self.eval_attacks  # noqa: B018 (a bad --eval-attack: its one line)
+        parse_eval_attacks(self.eval_attack)  # a bad --eval-attack: its one line
         if self.pair and self.group:
             raise TextAuditError("give --pair or --group, not both")
         if not within("mask_rate", self.mask_rate):

@@ -109,7 +109,7 @@ class ScoreView:
             if found is None:  # not in the store, and the model has not answered yet to register it
                 return None
             self._ids[identity] = found
-            if clf.score_kind != "remote":  # only an endpoint's identity can change (once it has answered)
+            if traits_of(clf).score_kind != "remote":  # only an endpoint's identity can change (once it has answered)
                 self._fixed = found
         return self._ids[identity]
 
