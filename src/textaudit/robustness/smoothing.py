@@ -351,13 +351,17 @@ def ranmask_delta(h: int, k: int, d: int) -> float:
     return 1.0 - (math.comb(h - d, k) / math.comb(h, k) if d <= h else 0.0)
 
 
-def ranmask_radius(p_lower: float, h: int, k: int) -> int | None:
-    """The largest d (0 … h) with p_lower − Δ_d > ½ (RanMASK Theorem 1 with β = 1), or None (abstain) when
-    p_lower ≤ ½."""
+def ranmask_radius(p_lower: float, h: int, k: int, beta: float = 1.0) -> int | None:
+    """The largest d (0 … h) with p_lower − β·Δ_d > ½ (RanMASK Theorem 1), or None (abstain) when p_lower ≤ ½.
+
+    β = 1 (the default, and what ``audit certify`` uses) is the rigorous bound: the probability that the kept words
+    hold a changed one, times at most 1. β < 1 is RanMASK's *estimated* form — its authors' ``certify`` passes the
+    share of votes for the class, p̂_A — a heuristic, not a certificate (``benchmarks/certify_rule.py`` measures what
+    it adds)."""
     if not p_lower > 0.5:
         return None
     d = 0
-    while d < h and p_lower - ranmask_delta(h, k, d + 1) > 0.5:
+    while d < h and p_lower - beta * ranmask_delta(h, k, d + 1) > 0.5:
         d += 1
     return d
 
