@@ -372,3 +372,34 @@ def test_a_tie_is_no_flip_and_no_misclassification(tmp_path, cli, method):
         assert TIE not in decisions(clf.predict_proba(texts)), rec
     if method == "so-enum":
         assert all(rec["vulnerable_prediction"] != rec["vulnerable_patched_prediction"] for rec in successes)
+
+
+def test_seconds_spent_outside_the_engine_count_once_in_a_record_written_in_that_step_or_a_later_one(monkeypatch):
+    """A blocking search's seconds reach the meter when its engine step ends: a success, whose record is written one
+    ask later (its verification), read them twice before the fix — TextAttack's records summed to 1.4–1.8× the run's
+    wall (benchmarks/data/vs_textattack-*); a failure's record, written in the same step, read them once."""
+    from textaudit.attacks.base import Attack, Found
+    from textaudit.attacks.run import run_attack
+    from textaudit.models import as_classifier
+    from textaudit.sentence import Sentence
+
+    clock = [1000.0]
+    monkeypatch.setattr(time, "perf_counter", lambda: clock[0])  # only the search's work moves it
+
+    class Blocking(Attack):
+        method = "blocking"
+
+        def search(self, x0, goal, budget, rng):
+            t0 = time.perf_counter()
+            clock[0] += 5.0  # the work TextAttack does with its own model calls
+            budget.add_outside_seconds(time.perf_counter() - t0)
+            if "flip" in x0.text():
+                return Found(Sentence.parse(x0.text().replace("flip", "flop")), 1 - goal.c)
+            return None
+
+    clf = as_classifier(lambda texts: [[0.2, 0.8] if "flop" in t else [0.8, 0.2] for t in texts], name="flop")
+    summary, records = run_attack(Blocking(clf), ["a flip here .", "nothing here ."], [0, 0], progress=False,
+                                  in_flight=2)
+    by_text = {r["text"]: r for r in records}
+    assert by_text["a flip here ."]["status"] == "success" and by_text["nothing here ."]["status"] == "failed"
+    assert [by_text[t]["seconds"] for t in ("a flip here .", "nothing here .")] == [5.0, 5.0]

@@ -142,9 +142,9 @@ class Budget:
         self.scored = 0
         #: classifier queries made outside the engine (a TextAttack recipe calls the model itself)
         self.outside_queries = 0
-        #: ... and the seconds it took: its search is one step of the engine, whose time reaches the meter only once
-        #: the step is over — after the record is written (TextAttack's records read 0.0 s)
-        self.outside_seconds = 0.0
+        #: ... and the seconds it took (:meth:`add_outside_seconds`)
+        self._outside_seconds = 0.0
+        self._outside_at: float | None = None  # the meter's seconds when they were added
         #: vulnerable candidates the naturalness constraint refused (:mod:`textaudit.attacks.naturalness`)
         self.unnatural = 0
         self.reason: str | None = None
@@ -154,9 +154,20 @@ class Budget:
         """Distinct classifier texts this example asked for (whatever the cache held)."""
         return self.meter.queries + self.outside_queries
 
+    def add_outside_seconds(self, seconds: float) -> None:
+        """Seconds of work a search did within one engine step but outside the engine (a TextAttack search calls the
+        model itself). The engine charges a step's whole time to the meter when the step ends: until then these
+        seconds count here, after it they are in the meter already and count there only — a record written in the
+        same step reads them once, and so does one written a step later (a success, verified by another ask)."""
+        if self._outside_at != self.meter.seconds:  # a step ended since: what was pending is in the meter now
+            self._outside_seconds = 0.0
+        self._outside_seconds += seconds
+        self._outside_at = self.meter.seconds
+
     @property
     def seconds(self) -> float:
-        return self.meter.seconds + self.outside_seconds
+        pending = self._outside_seconds if self._outside_at == self.meter.seconds else 0.0
+        return self.meter.seconds + pending
 
     def stop(self, reason: str) -> None:
         """Record that the search stopped for ``reason`` (e.g. a budget enforced elsewhere)."""

@@ -364,7 +364,7 @@ class TextAttackRecipe(FirstOrderAttack):
         try:
             result = self._attack.attack(x0.text(), goal.c)
         finally:
-            budget.outside_seconds += time.perf_counter() - t0
+            budget.add_outside_seconds(time.perf_counter() - t0)
         ta_goal = self._attack.goal_function
         budget.outside_queries += int(ta_goal.num_queries)  # TextAttack calls the model itself, past the engine
         if not isinstance(result, SuccessfulAttackResult):
