@@ -84,6 +84,31 @@ def test_textattack_genetic_finds_the_planted_synonym():
     # budgets: TextAttack's query budget is passed through and reported; a time budget is refused
     r = ti.TextAttackRecipe(flips_on("zebra"), "genetic", neighbors=NEIGHBORS).attack(X, label=1)
     assert r.status == "failed" and r.seconds > 0  # its search is one engine step: its time still reaches the record
+    # a success's record is written a step later (its verification asks again): its search's seconds count once there
+    # too (they counted twice before: a run's records summed to 1.4–1.8× its wall). On a clock that only TextAttack's
+    # search moves, 5 s a search, every record reads 5 s.
+    import time
+
+    from textaudit.attacks import run_attack
+
+    clock = [100.0]
+    recipe = ti.TextAttackRecipe(flips_on("picture"), "genetic", neighbors=NEIGHBORS)
+    search = recipe._attack.attack
+
+    def timed(*args, **kwargs):
+        out = search(*args, **kwargs)
+        clock[0] += 5.0
+        return out
+
+    recipe._attack.attack = timed
+    real = time.perf_counter
+    time.perf_counter = lambda: clock[0]
+    try:
+        _, records = run_attack(recipe, [X, "a deep film .", "a meaningful film ."], [1, 1, 1], progress=False,
+                                in_flight=2)
+    finally:
+        time.perf_counter = real
+    assert [(r["status"], r["seconds"]) for r in records] == [("success", 5.0)] * 3
     r = ti.TextAttackRecipe(flips_on("zebra"), "genetic", neighbors=NEIGHBORS, max_queries=3).attack(X, label=1)
     assert r.status == "failed" and r.reason == "query budget exhausted"
     with pytest.raises(TextAuditError, match="use a query budget"):
