@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -64,8 +65,6 @@ def rule_radius(record: Mapping, rule: Iterable[str], rate: float, min_keep: int
     n = sum(votes)
     h = len(record["text"].split()) if "h" in rule else int(record["words"])
     k = kept_words(h, rate, 0 if "k" in rule else min_keep)
-    if "k" not in rule and "h" not in rule:
-        k = int(record["kept"])  # what the run's draws kept
     beta = record["n_a"] / n if "beta" in rule else 1.0
     d = ranmask_radius(float(record["p_a_lower"]), h, k, beta=beta)
     if d is None:
@@ -74,13 +73,18 @@ def rule_radius(record: Mapping, rule: Iterable[str], rate: float, min_keep: int
 
 
 def load(path: Path) -> tuple[dict, list[dict]]:
-    """The header's config and the records (the last of each id: a resumed file may repeat none, but be safe)."""
-    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    config = lines[0]["header"]["config"]
+    """The header's config and the records, read and checked as every reader of a certify file does
+    (``formats.jsonl``; ``kinds.check_records``: a damaged or repeated record is one line naming file:line)."""
+    from textaudit.formats.jsonl import read_header, read_jsonl
+    from textaudit.kinds import check_records
+
+    header = read_header(path) or {}
+    config = header.get("config") or {}
     if config.get("method") != "ranmask":
         raise SystemExit(f"error: {path} is a {config.get('method')} run; this script reads RanMASK runs")
-    by_id = {r["id"]: r for r in lines[1:] if "id" in r}
-    return config, list(by_id.values())
+    records = read_jsonl(path)
+    check_records(path, header, records)
+    return config, records
 
 
 def table(records: Sequence[Mapping], rate: float, radii: Sequence[int], min_keep: int = 2) -> list[dict]:
@@ -94,8 +98,7 @@ def table(records: Sequence[Mapping], rate: float, radii: Sequence[int], min_kee
             c = sum(1 for d in rs if d is not None and d >= R)
             lo, hi = wilson(c, n)
             row[f"radius_{R}"] = [c, round(c / n, 4), [round(lo, 4), round(hi, 4)]]
-        ranked = sorted(-1 if d is None else d for d in rs)
-        row["median_radius"] = ranked[n // 2] if n % 2 else (ranked[n // 2 - 1] + ranked[n // 2]) / 2
+        row["median_radius"] = statistics.median(-1 if d is None else d for d in rs)
         rows.append(row)
     return rows
 

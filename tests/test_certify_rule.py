@@ -15,6 +15,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import certify_rule  # noqa: E402
 
+from textaudit.errors import TextAuditError  # noqa: E402
 from textaudit.robustness.smoothing import ranmask_radius  # noqa: E402
 
 # SST-2 dev's first sentence as the hardened MiniLM's run recorded it (n = 1,000 votes): 5 words, 6 tokens
@@ -78,6 +79,12 @@ def test_on_a_real_run_the_rigorous_rule_gives_the_runs_radii_and_no_factor_lowe
         for rule in certify_rule.RULES.values():
             got = certify_rule.rule_radius(rec, rule, 0.9)
             assert (got is None) == (base is None) and (base is None or got >= base)
+    # the file is read as every reader reads a certify file: a damaged record is refused, naming the line
+    lines = run.read_text().splitlines()
+    lines[2] = json.dumps({**json.loads(lines[2]), "id": 7})
+    (tmp_path / "damaged.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(TextAuditError, match="damaged.jsonl:3: field 'id'"):
+        certify_rule.load(tmp_path / "damaged.jsonl")
     # the all-"dull" sentence: 19 words, 20 tokens, p_A = 1 at every draw — the authors' rule certifies it further
     dull = next(rec for rec in records if rec["text"].startswith("dull dull"))
     assert certify_rule.rule_radius(dull, certify_rule.RULES["authors"], 0.9) > dull["radius"]
