@@ -267,9 +267,26 @@ def test_ranmask_runs_resume_and_render(cli, masked_world):
     r = cli("report", str(masked_world / "one.jsonl"), "--out", str(masked_world / "r.md"), "--format", "md")
     page = (masked_world / "r.md").read_text()
     assert r.exit_code == 0 and "Randomized smoothing (RanMASK)" in page and "words replaced" in page, r.output
+    from textaudit.errors import TextAuditError
     from textaudit.results import load
 
     assert load(masked_world / "one.jsonl").summary()["method"] == "ranmask"
+    # a line pasted twice would count an input twice: every reader refuses the file, in one line naming both lines
+    pasted = masked_world / "pasted.jsonl"
+    pasted.write_text("\n".join([*lines, lines[1]]) + "\n")
+    repeat = f"pasted.jsonl:{len(lines) + 1} repeats the record of line 2"
+    with pytest.raises(TextAuditError, match=repeat):
+        load(pasted)
+    for args in (["report", str(pasted), "--out", str(masked_world / "p.md")],
+                 ["merge", str(masked_world / "m.jsonl"), str(pasted)]):
+        r = cli(*args)
+        assert r.exit_code == 2 and repeat in " ".join(r.output.split()) and "Traceback" not in r.output, r.output
+    assert not (masked_world / "m.jsonl").exists() and not (masked_world / "p.md").exists()
+    before = pasted.read_bytes()
+    r = cli("certify", "--model", f"{masked_world}/m.py:sees_dull", "--method", "ranmask", "--data",
+            str(masked_world / "d.tsv"), "--samples", "300", "--selection", "30", "--neighbors", "0",
+            "--output", str(pasted), "--resume")
+    assert r.exit_code == 2 and repeat in " ".join(r.output.split()) and pasted.read_bytes() == before, r.output
 
 
 def test_a_smoothed_classifier_that_answers_one_class_is_said_to_be_a_constant(cli, masked_world):

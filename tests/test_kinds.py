@@ -111,6 +111,9 @@ def test_a_kind_without_its_records_cannot_be_declared():
 
     assert all(isinstance(kind.records, RecordSpec) and callable(kind.records.key) for kind in KINDS)
     assert BY_ID["attack"].records.unique and BY_ID["bias"].records.unique
+    # a resumable kind appends a record per unit as it finishes: a repeat in its file (lines pasted from another copy)
+    # would count a unit twice in the figures a resume or a merge reads back, so every one of them refuses it
+    assert [kind.id for kind in KINDS if kind.resumable and not kind.records.unique] == []
     assert BY_ID["bias"].records.key({"unit": "u", "model": "m", "i": 3}) == ("u", "m", 3)
     with pytest.raises(TypeError, match="records"):
         Kind("toy", "toy", "audit toy", "a toy's results", None, lambda cfg, recs, s: [])  # type: ignore[call-arg]

@@ -44,9 +44,9 @@ __all__ = ["LearnabilityRequest", "DEFAULT_PROBABILITIES", "average_learnability
            "zoo_fitter", "LEARNABILITY_RECORDS"]
 
 #: a learnability study's records (its row of :data:`textaudit.kinds.KINDS`): one per (model, perturbation, seed,
-#: probability p or "robustness") job
+#: probability p or "robustness") job, once (a repeat would count a training twice)
 LEARNABILITY_RECORDS = RecordSpec(fields={"*": {"id": (str,), "model": (str,), "perturbation": (str,),
-                                                "p": (str, int, float)}})
+                                                "p": (str, int, float)}}, unique=True)
 
 DEFAULT_PROBABILITIES = (0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1.0)
 #: fewer training texts than this and the study says its numbers mean little

@@ -71,8 +71,8 @@ __all__ = ["PerturbationSets", "delta", "certified_radius", "lower_bound", "SAFE
            "ranmask_delta", "ranmask_radius", "certified_accuracy", "SMOOTHING", "CERTIFY_RECORDS"]
 
 #: a certification's records (both rows of :data:`textaudit.kinds.KINDS`): smoothing's one per example, IBP's one
-#: per model, each by its id
-CERTIFY_RECORDS = RecordSpec(fields={"*": {"id": (str,)}})
+#: per model, each by its id — once: a repeat (lines pasted from another copy) would count an input twice
+CERTIFY_RECORDS = RecordSpec(fields={"*": {"id": (str,)}}, unique=True)
 
 #: the randomized-smoothing methods of ``audit certify --method`` and their names in print
 SMOOTHING = {"safer": "SAFER", "ranmask": "RanMASK"}

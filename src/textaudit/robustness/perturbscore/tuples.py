@@ -23,8 +23,8 @@ from textaudit.shards import Shard
 __all__ = ["TUPLE_PERTURBATIONS", "random_swap", "synonym_swap", "edit_distance", "mark", "unmark", "build_tuples",
            "summarize_tuples", "split_tuples", "TUPLE_RECORDS"]
 
-#: PerturbScore's tuples file (its row of :data:`textaudit.kinds.KINDS`): one record per drawn tuple, by id
-TUPLE_RECORDS = RecordSpec(fields={"*": {"id": (str, int)}})
+#: PerturbScore's tuples file (its row of :data:`textaudit.kinds.KINDS`): one record per drawn tuple, by id, once
+TUPLE_RECORDS = RecordSpec(fields={"*": {"id": (str, int)}}, unique=True)
 
 
 def _positions(s: Sentence) -> list[int]:
