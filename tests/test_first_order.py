@@ -244,6 +244,63 @@ def test_genetic_paper_recipe_keeps_candidates_within_five_nats_of_x0s_window():
                          recipe="paper").attack(X, label=1).status == "success"
 
 
+class _WindowsAsked:
+    """SmolLM2 as it is, keeping every distinct text the search asks it about (the windows its rule judges)."""
+
+    def __init__(self, lm):
+        self.lm, self.name, self.asked = lm, lm.name, set()
+
+    def log_likelihood(self, texts):
+        self.asked.update(texts)
+        return self.lm.log_likelihood(texts)
+
+
+@pytest.mark.slow
+def test_jias_rule_judged_lazily_chooses_what_judging_every_option_chooses_with_fewer_lm_windows():
+    """The published Genetic recipe asks the LM only until a member's best option by the classifier passes Jia et al.'s
+    rule (each option is judged alone, so the first to pass in the classifier's order is the option judging all of
+    them, then classifying the survivors, would choose): on real SST-2 sentences, counter-fitted synonyms and
+    SmolLM2, every perturbation step and every attack's record equal the eager evaluation's, which asks the LM about
+    more windows."""
+    import zlib
+
+    from textaudit.data import load_dataset
+    from textaudit.engine.scheduler import run_now
+    from textaudit.lm import load_causal_lm
+    from textaudit.sentence import Sentence
+
+    def graded(texts):  # a classifier whose scores order the options (and flip about a tenth of the texts)
+        u = np.array([zlib.crc32(t.encode()) / 2 ** 32 for t in texts])
+        return np.stack([1 - (0.45 + 0.55 * u), 0.45 + 0.55 * u], axis=1)
+
+    lm = load_causal_lm(device="cpu")
+    texts = [t for t in load_dataset("sst2:train", limit=40)["text"] if 8 <= len(t.split()) <= 14][:3]
+    assert len(texts) == 3
+    runs = {}
+    for lazy in (True, False):
+        seen = _WindowsAsked(lm)
+        atk = GeneticAttack(as_classifier(graded, name="graded"), population=8, generations=4, lm=seen,
+                            recipe="paper")
+        atk.lazy_lm = lazy
+        steps = []
+        for t in texts:
+            x0 = Sentence.parse(t)
+            cands = atk._candidates(x0)
+            rng = np.random.default_rng(0)
+            members = [x0] * 8
+            for _ in range(3):
+                members = run_now(atk._perturb(members, x0, cands, 3, 1, rng))
+                steps.append([m.tokens for m in members])
+        records = [{k: v for k, v in atk.attack(t).to_dict().items() if k not in ("seconds", "queries")}
+                   for t in texts]
+        runs[lazy] = steps, records, len(seen.asked)
+    (steps, records, lazy_windows), (eager_steps, eager_records, eager_windows) = runs[True], runs[False]
+    assert steps == eager_steps and records == eager_records
+    assert any(len({tuple(m) for m in step}) > 1 for step in steps)  # (the steps changed words: there was a choice)
+    assert {r["status"] for r in records} >= {"success"}
+    assert lazy_windows < eager_windows, (lazy_windows, eager_windows)
+
+
 def test_genetic_without_repeats_substitutes_a_word_once_and_none_past_the_cap():
     """``repeat=False`` (TextAttack's RepeatModification and 20% cap): a member's changed word never changes again, and a
     member at the cap is left as it is; the header says so (the default, repeats allowed, adds nothing to it)."""

@@ -118,6 +118,9 @@ class GeneticAttack(FirstOrderAttack):
     """
 
     method = "genetic"
+    #: Jia et al.'s rule judged lazily (:meth:`_best_within_drop`: the same choice, about one LM window a member); False
+    #: judges every option first (:meth:`_lm_drop`), as TextAttack does — the reference a test holds the lazy one to
+    lazy_lm = True
 
     def __init__(self, classifier: Classifier, *, neighbors: dict[str, list[str]] | None = None, population: int = 60,
                  generations: int = 40, max_candidates: int = 8, max_perturb_ratio: float = 0.2,
@@ -189,6 +192,8 @@ class GeneticAttack(FirstOrderAttack):
             options.append([m.replace(i, w) for w in cands[i] if w != m.tokens[i]] or [m])
             positions.append(i)
             windows.append((max(0, i - self.lm_window), i + self.lm_window + 1))
+        if self.lm is not None and self.lm_rule == "jia" and self.lazy_lm:
+            return (yield from self._best_within_drop(options, members, positions, x0, c))
         if self.lm is not None and self.lm_rule == "jia":
             options = yield from self._lm_drop(options, members, positions, x0)
         elif self.lm is not None:
@@ -237,6 +242,45 @@ class GeneticAttack(FirstOrderAttack):
             floor = lp[refs[span]] - self.lm_max_drop
             out.append([o for o, v in zip(opts, lp[s:s + len(opts)]) if v > floor] or [m])
             s += len(opts)
+        return out
+
+    def _best_within_drop(self, options: list[list[Sentence]], members: list[Sentence], positions: list[int],
+                          x0: Sentence, c: int) -> Search:
+        """Jia et al.'s rule, evaluated lazily: the option :meth:`_lm_drop` then the classifier would choose — the one
+        least likely of class ``c`` among those within ``lm_max_drop`` nats of x0's window (the first of them in
+        order on a tie), the member itself when none is — found by scoring every option with the classifier first
+        (one ask) and asking the LM about each member's options in that order, best first, until one passes (one
+        batched LM ask per round; x0's windows in the first). The rule judges each option alone, so the choice is the
+        same; the LM, which costs most of the search, scores about one window a member instead of every option's."""
+        flat = [o for opts in options for o in opts]
+        p, _ = yield from self._ask_target_prob(flat, c)
+        out: list[Sentence | None] = [None] * len(options)
+        queue: dict[int, list[Sentence]] = {}  # member → its options not yet judged, best first
+        spans: dict[int, tuple[int, int]] = {}
+        s = 0
+        for j, (opts, m, i) in enumerate(zip(options, members, positions)):
+            order = np.argsort(p[s:s + len(opts)], kind="stable")
+            s += len(opts)
+            span = None if opts == [m] else window_span(x0, i, self.lm_window)
+            if span is None:  # (nothing to judge: the member stays, or a non-word token is unconstrained)
+                out[j] = opts[int(order[0])]
+            else:
+                queue[j], spans[j] = [opts[int(t)] for t in order], span
+        refs: dict[tuple[int, int], float] = {}
+        while queue:
+            new_refs = list(dict.fromkeys(sp for j, sp in spans.items() if j in queue and sp not in refs))
+            texts = [x0.span(*sp) for sp in new_refs] + [queue[j][0].span(*spans[j]) for j in queue]
+            lp = yield Ask(self.lm.log_likelihood, texts)
+            refs.update(zip(new_refs, lp[:len(new_refs)]))
+            for j, v in zip(list(queue), lp[len(new_refs):]):
+                head = queue[j].pop(0)
+                if v > refs[spans[j]] - self.lm_max_drop:
+                    out[j] = head
+                elif not queue[j]:
+                    out[j] = members[j]
+                else:
+                    continue
+                del queue[j]
         return out
 
     def search(self, x0: Sentence, goal: Goal, budget: Budget, rng: np.random.Generator) -> Search:
