@@ -38,3 +38,23 @@ def test_smollm2_loads_on_first_use_only_and_its_dequantized_copy_gives_the_same
     po, pp = again.perplexity([records[0]["text"], records[0]["vulnerable"]])
     assert (round(po, 3), round(pp, 3)) == (records[0]["ppl_original"], records[0]["ppl_perturbed"])
     assert again.load_seconds < first.load_seconds / 3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_a_texts_score_is_its_own_whatever_shares_its_batch_and_whichever_side_the_tokenizer_pads(side):
+    """Some tokenizers pad on the left (SmolLM2's GGUF tokenizer under transformers 4.x does): a short text batched
+    with a long one must still be scored from its own first token — not shifted by the padding, and its document
+    prefix never scored as a token — so Genetic's LM rule and Table 3's perplexities do not depend on what else
+    is asked at once (they were 11.6 nats off for the short text below before the positions were the row's own)."""
+    from textaudit.lm import load_causal_lm
+
+    lm = load_causal_lm(device="cpu")
+    lm.tokenizer.padding_side = side
+    texts = ["the film is good .", "an utterly long and winding sentence about nothing much at all here .", "ok ."]
+    together = lm.log_likelihood(texts)
+    lm.clear_cache()
+    alone = [lm.log_likelihood([t])[0] for t in texts]
+    assert together == pytest.approx(alone, abs=1e-3)
+    lm.clear_cache()
+    assert lm.perplexity(texts) == pytest.approx([lm.perplexity([t])[0] for t in texts], rel=1e-4)

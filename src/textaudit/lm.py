@@ -72,11 +72,15 @@ class CausalLM:
             chunk = todo[s:s + self.batch_size]
             enc = self.tokenizer([self.prefix + t for t in chunk], return_tensors="pt", padding=True,
                                  add_special_tokens=False).to(self.device)
-            with torch.inference_mode(), small_batch_threads(torch):
-                logits = self.model(**enc).logits.float()
             ids, mask = enc["input_ids"], enc["attention_mask"]
+            # whichever side the tokenizer pads (some default to the left): each row's positions count from its own
+            # first token, and only a token after one of its own is scored — a text's score is its own, whatever
+            # else shares its batch
+            pos = (mask.cumsum(1) - 1).clamp(min=0)
+            with torch.inference_mode(), small_batch_threads(torch):
+                logits = self.model(input_ids=ids, attention_mask=mask, position_ids=pos).logits.float()
             logp = torch.log_softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:, None])[..., 0]
-            m = mask[:, 1:].float()
+            m = (mask[:, 1:] * mask[:, :-1]).float()
             for t, lp, n in zip(chunk, (logp * m).sum(1).tolist(), m.sum(1).tolist()):
                 found[t] = (float(lp), int(n))
                 if self.cache_size:
