@@ -299,6 +299,12 @@ def test_jias_rule_judged_lazily_chooses_what_judging_every_option_chooses_with_
     assert any(len({tuple(m) for m in step}) > 1 for step in steps)  # (the steps changed words: there was a choice)
     assert {r["status"] for r in records} >= {"success"}
     assert lazy_windows < eager_windows, (lazy_windows, eager_windows)
+    # lazily by default; eagerly where the classifier's queries are what counts (the lazy rule classifies every option)
+    clf = as_classifier(graded, name="graded")
+    assert GeneticAttack(clf, lm=seen, recipe="paper").judges_lazily()
+    assert not GeneticAttack(clf, lm=seen, recipe="paper", max_queries=5000).judges_lazily()
+    clf.remote = True  # (the trait an endpoint declares: textaudit.model_traits)
+    assert not GeneticAttack(clf, lm=seen, recipe="paper").judges_lazily()
 
 
 def test_genetic_without_repeats_substitutes_a_word_once_and_none_past_the_cap():

@@ -22,7 +22,7 @@ from textaudit.engine.scheduler import Ask, Search, classify
 from textaudit.errors import TextAuditError
 from textaudit.lexicons import counterfitted_neighbors
 from textaudit.lm import CausalLM, LazyCausalLM
-from textaudit.models.batched import TIE, Classifier, decisions, scores_of, unknown_class
+from textaudit.models.batched import TIE, Classifier, decisions, is_remote, scores_of, unknown_class
 from textaudit.models.encoders import SentenceEncoder
 from textaudit.neighborhoods.masked_lm import ask_candidates
 from textaudit.neighborhoods.mlm import MaskedLM, load_mlm
@@ -118,9 +118,11 @@ class GeneticAttack(FirstOrderAttack):
     """
 
     method = "genetic"
-    #: Jia et al.'s rule judged lazily (:meth:`_best_within_drop`: the same choice, about one LM window a member); False
-    #: judges every option first (:meth:`_lm_drop`), as TextAttack does — the reference a test holds the lazy one to
-    lazy_lm = True
+    #: Jia et al.'s rule judged lazily (:meth:`_best_within_drop`: the same choice, about one LM window a member, but
+    #: every option classified — about twice the classifier's queries) or eagerly (:meth:`_lm_drop`: every option
+    #: judged first, as TextAttack does; the reference a test holds the lazy one to). None: lazily, unless the
+    #: classifier's queries are what counts — a query budget (``max_queries``) or a remote endpoint
+    lazy_lm: bool | None = None
 
     def __init__(self, classifier: Classifier, *, neighbors: dict[str, list[str]] | None = None, population: int = 60,
                  generations: int = 40, max_candidates: int = 8, max_perturb_ratio: float = 0.2,
@@ -192,7 +194,7 @@ class GeneticAttack(FirstOrderAttack):
             options.append([m.replace(i, w) for w in cands[i] if w != m.tokens[i]] or [m])
             positions.append(i)
             windows.append((max(0, i - self.lm_window), i + self.lm_window + 1))
-        if self.lm is not None and self.lm_rule == "jia" and self.lazy_lm:
+        if self.lm is not None and self.lm_rule == "jia" and self.judges_lazily():
             return (yield from self._best_within_drop(options, members, positions, x0, c))
         if self.lm is not None and self.lm_rule == "jia":
             options = yield from self._lm_drop(options, members, positions, x0)
@@ -214,6 +216,13 @@ class GeneticAttack(FirstOrderAttack):
             out.append(opts[j])
             s += len(opts)
         return out
+
+    def judges_lazily(self) -> bool:
+        """Whether Jia et al.'s rule is judged best first (:attr:`lazy_lm`): the LM's windows saved cost classifier
+        queries, so not where those are budgeted or asked of a remote endpoint."""
+        if self.lazy_lm is not None:
+            return self.lazy_lm
+        return self.max_queries is None and not is_remote(self.classifier)
 
     def _lm_drop(self, options: list[list[Sentence]], members: list[Sentence], positions: list[int],
                  x0: Sentence) -> Search:
