@@ -58,3 +58,33 @@ def test_a_texts_score_is_its_own_whatever_shares_its_batch_and_whichever_side_t
     assert together == pytest.approx(alone, abs=1e-3)
     lm.clear_cache()
     assert lm.perplexity(texts) == pytest.approx([lm.perplexity([t])[0] for t in texts], rel=1e-4)
+
+
+@pytest.mark.parametrize("arch", ["llama", "bloom"])
+def test_a_hub_causal_lm_scores_each_text_alone_with_or_without_position_ids(arch):
+    """A tiny Llama (takes position_ids) and a tiny BLOOM (ALiBi: its forward takes none) behind a tokenizer that pads on
+    the left: each text's log-likelihood is the same in a batch as alone — the first through positions counted from
+    each row's own first token, the second by right-padded batches."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import BloomConfig, BloomForCausalLM, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    from textaudit.lm import CausalLM
+
+    words = "the a film movie is was good bad very not at all .".split()
+    vocab = {w: i for i, w in enumerate(["<pad>", "<|endoftext|>", "<unk>", *words])}
+    tk = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>", eos_token="<|endoftext|>", unk_token="<unk>",
+                                  padding_side="left")
+    torch.manual_seed(0)
+    model = (LlamaForCausalLM(LlamaConfig(vocab_size=len(vocab), hidden_size=32, intermediate_size=64,
+                                          num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                          pad_token_id=0)) if arch == "llama" else
+             BloomForCausalLM(BloomConfig(vocab_size=len(vocab), hidden_size=32, n_layer=2, n_head=4, pad_token_id=0)))
+    lm = CausalLM(model.eval(), tok, arch, device="cpu")
+    texts = ["the film is good .", "the movie was not very good at all , not at all .", "bad ."]
+    together = lm.log_likelihood(texts)
+    lm.clear_cache()
+    assert together == pytest.approx([lm.log_likelihood([t])[0] for t in texts], abs=1e-4)
+    assert tok.padding_side == ("left" if arch == "llama" else "right")

@@ -47,6 +47,7 @@ class CausalLM:
         self.cache_size = cache_size
         self.prefix = document_prefix(tokenizer)  # each text is scored as the start of a document
         self._cache: OrderedDict[str, tuple[float, int]] = OrderedDict()  # text -> (log P, tokens)
+        self._positions: bool | None = None  # whether the model takes position_ids (:meth:`_takes_positions`)
         self.forwards = 0  # texts actually run through the model
         self.seconds = 0.0  # ... and the seconds they took (an attack's ETA prices the LM a search asks)
 
@@ -60,6 +61,17 @@ class CausalLM:
     def log_likelihood(self, texts: Sequence[str]) -> list[float]:
         return [lp for lp, _ in self._scores(texts)]
 
+    def _takes_positions(self) -> bool:
+        """Whether the model's forward takes ``position_ids`` (GPT-2, Llama, SmolLM2 … do); one that does not is fed
+        right-padded batches, whose positions are each row's own without them."""
+        if self._positions is None:
+            import inspect
+
+            self._positions = "position_ids" in inspect.signature(self.model.forward).parameters
+            if not self._positions:
+                self.tokenizer.padding_side = "right"
+        return self._positions
+
     def _scores(self, texts: Sequence[str]) -> list[tuple[float, int]]:
         import torch
 
@@ -68,6 +80,7 @@ class CausalLM:
             self._cache.move_to_end(t)  # least recently used leaves first
         todo = sorted((t for t in dict.fromkeys(texts) if t not in found), key=len)  # less padding
         t0 = time.perf_counter()
+        positions = self._takes_positions() if todo else False
         for s in range(0, len(todo), self.batch_size):
             chunk = todo[s:s + self.batch_size]
             enc = self.tokenizer([self.prefix + t for t in chunk], return_tensors="pt", padding=True,
@@ -76,9 +89,9 @@ class CausalLM:
             # whichever side the tokenizer pads (some default to the left): each row's positions count from its own
             # first token, and only a token after one of its own is scored — a text's score is its own, whatever
             # else shares its batch
-            pos = (mask.cumsum(1) - 1).clamp(min=0)
+            kw = {"position_ids": (mask.cumsum(1) - 1).clamp(min=0)} if positions else {}
             with torch.inference_mode(), small_batch_threads(torch):
-                logits = self.model(input_ids=ids, attention_mask=mask, position_ids=pos).logits.float()
+                logits = self.model(input_ids=ids, attention_mask=mask, **kw).logits.float()
             logp = torch.log_softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:, None])[..., 0]
             m = (mask[:, 1:] * mask[:, :-1]).float()
             for t, lp, n in zip(chunk, (logp * m).sum(1).tolist(), m.sum(1).tolist()):
