@@ -305,6 +305,10 @@ def test_jias_rule_judged_lazily_chooses_what_judging_every_option_chooses_with_
     assert not GeneticAttack(clf, lm=seen, recipe="paper", max_queries=5000).judges_lazily()
     clf.remote = True  # (the trait an endpoint declares: textaudit.model_traits)
     assert not GeneticAttack(clf, lm=seen, recipe="paper").judges_lazily()
+    # the order changes what a record's queries count, so the header says which
+    assert GeneticAttack(clf, lm=seen, recipe="paper").settings()["lm_order"] == "every option"
+    clf.remote = False
+    assert GeneticAttack(clf, lm=seen, recipe="paper").settings()["lm_order"] == "best first"
 
 
 def test_genetic_without_repeats_substitutes_a_word_once_and_none_past_the_cap():

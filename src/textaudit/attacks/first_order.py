@@ -155,7 +155,9 @@ class GeneticAttack(FirstOrderAttack):
                 "temperature": self.temperature, "lm_constraint": self.lm is not None,
                 **({"lm": getattr(self.lm, "name", type(self.lm).__name__), "lm_rule": self.lm_rule,
                     "lm_window": self.lm_window,
-                    **({"lm_max_drop": self.lm_max_drop} if self.lm_rule == "jia" else {"lm_top": self.lm_top})}
+                    **({"lm_max_drop": self.lm_max_drop,  # (the order changes the records' queries, not the choice)
+                        "lm_order": "best first" if self.judges_lazily() else "every option"}
+                       if self.lm_rule == "jia" else {"lm_top": self.lm_top})}
                    if self.lm is not None else {}),
                 **({"repeat": False} if not self.repeat else {})}
 

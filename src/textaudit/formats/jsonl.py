@@ -144,7 +144,7 @@ def check_results(path: str | Path, header: dict | None, records: list[dict], sp
 
 #: header settings textaudit began to record after files were written without them: such a file is continued
 #: (checked by the settings it has), a file that has them is checked by them
-ADDED_LATER = frozenset({"mlm_fingerprint"})
+ADDED_LATER = frozenset({"mlm_fingerprint", "lm_order"})
 
 
 def config_conflicts(saved: dict, wanted: dict, *, exact: bool = False) -> list[str]:
